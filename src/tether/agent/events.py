@@ -1,0 +1,141 @@
+"""Events an agent run emits, for hosts (CLI, TUI, library users).
+
+Owns: the event types and their JSON form (`event_to_dict`). The headless CLI writes one event
+per stdout line. Shapes: every event has a `type` string; usage fields are in tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from tether.messages import Turn, Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStartEvent:
+    type: Literal["session_start"] = "session_start"
+    session_id: str | None
+    provider: str
+    model: str
+    cwd: str
+    resumed: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStartEvent:
+    """A request is about to be sent; `turn` counts requests in this run from 1."""
+
+    type: Literal["turn_start"] = "turn_start"
+    turn: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDeltaEvent:
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingDeltaEvent:
+    type: Literal["thinking_delta"] = "thinking_delta"
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEvent:
+    """A tool call from the persisted assistant turn; `invalid` says why it will not run."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    invalid: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultEvent:
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEndEvent:
+    """The assistant turn is assembled and persisted; `usage` is that request's."""
+
+    type: Literal["turn_end"] = "turn_end"
+    turn: int
+    turn_id: str
+    stop_reason: str | None
+    usage: Usage | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WireRepairEvent:
+    """The wire view repaired something in the stored session (the store is unchanged)."""
+
+    type: Literal["wire_repair"] = "wire_repair"
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorOutEvent:
+    """The run stopped on a provider error (`kind` from the taxonomy)."""
+
+    type: Literal["error"] = "error"
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoneEvent:
+    """The run ended.
+
+    Attributes:
+        message: the last assistant turn (the assembled answer), or None.
+        usage: cumulative usage of this run.
+        stop_reason: `end_turn`, `max_turns`, `max_tokens`, `cancelled`, ...
+        turns: requests made in this run.
+    """
+
+    type: Literal["done"] = "done"
+    session_id: str | None
+    message: Turn | None
+    text: str
+    usage: Usage
+    stop_reason: str
+    turns: int
+
+
+AgentEvent = Annotated[
+    SessionStartEvent
+    | TurnStartEvent
+    | TextDeltaEvent
+    | ThinkingDeltaEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | TurnEndEvent
+    | WireRepairEvent
+    | ErrorOutEvent
+    | DoneEvent,
+    Field(discriminator="type"),
+]
+
+EVENT_CODEC: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+
+
+def event_to_dict(event: AgentEvent) -> dict[str, Any]:
+    """The JSON-ready form of an event."""
+    return EVENT_CODEC.dump_python(event, mode="json")
+
+
+def event_to_json(event: AgentEvent) -> str:
+    """One JSON line (no newline) for an event."""
+    return EVENT_CODEC.dump_json(event).decode()

@@ -1,0 +1,365 @@
+"""The tool loop: request → stream → assemble → persist → run tools → persist results → repeat.
+
+Owns: one agent run over a session's history: building each request from the incremental wire
+view, assembling the streamed reply, re-minting colliding tool-call ids before anything runs,
+persisting each assistant turn BEFORE its tools run, running the calls (in parallel, each bounded
+by a timeout), persisting the results turn, and cancellation (the partial turn is persisted,
+pending calls get `interrupted` results so the session stays well-formed).
+Does not own: transport (providers), the wire passes (`tether.wire`), tool bodies
+(`tether.tools`), file formats (`tether.session`).
+
+Errors: provider faults arrive as `ErrorEvent` values; this loop stops the run on them (retries
+and fallback are a later layer) by raising `RunError(kind)` after emitting an `error` event.
+Nothing from a failed attempt is persisted or executed. Cancellation raises
+`asyncio.CancelledError` after the partial turn is persisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from tether.agent.events import (
+    AgentEvent,
+    DoneEvent,
+    ErrorOutEvent,
+    SessionStartEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    WireRepairEvent,
+)
+from tether.errors import RunError
+from tether.messages import (
+    ContentBlock,
+    Provenance,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+    Usage,
+    tool_result,
+)
+from tether.providers.assemble import Assembler
+from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta
+from tether.tools.base import Tool, ToolContext
+from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.registry import ToolRegistry
+from tether.tools.run import run_tool_call
+from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
+
+INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
+
+
+class TurnSink(Protocol):
+    """Where turns are persisted (a `tether.session.SessionWriter` satisfies it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def append(self, turn: Turn) -> None: ...
+
+
+def default_id_factory() -> Callable[[], str]:
+    """Turn ids `<8 hex>-<n>`: a random prefix per run, then a counter (unique, sortable)."""
+    prefix = secrets.token_hex(4)
+    counter = itertools.count(1)
+    return lambda: f"{prefix}-{next(counter)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """What a run produced.
+
+    Attributes:
+        message: the last assistant turn, or None if no request completed.
+        usage: cumulative usage of this run (tokens).
+        stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
+        turns: requests made in this run.
+        new_turns: every turn appended during this run, in order.
+    """
+
+    message: Turn | None
+    usage: Usage
+    stop_reason: str
+    turns: int
+    new_turns: tuple[Turn, ...]
+
+    @property
+    def text(self) -> str:
+        """The final answer's text."""
+        return self.message.text if self.message else ""
+
+
+class Agent:
+    """One agent over one history.
+
+    Args:
+        provider: the model endpoint.
+        tools: the tools offered (a registry or a sequence of `Tool`).
+        root: the working folder; file tools are confined to it.
+        system: the system prompt.
+        history: earlier turns (a resumed session); appended to in place as the run goes.
+        session: where new turns are persisted (each write is flushed), or None.
+        max_turns: cap on requests per `run` call.
+        tool_timeout_s: default timeout of one tool call, in seconds.
+        max_output_tokens: cap on generated tokens per request, or None.
+        temperature: sampling temperature, or None for the provider default.
+        supports_prefill: whether the model accepts an assistant-final request (else the wire
+            view ends with a user turn).
+        id_factory: mints turn ids (injected for determinism in tests).
+        on_event: called with every `AgentEvent`, synchronously.
+        env: the base environment for tool subprocesses (API keys are always scrubbed);
+            None for this process's environment.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        tools: ToolRegistry | Sequence[Tool] = (),
+        root: Path | str = ".",
+        system: str | None = None,
+        history: Sequence[Turn] = (),
+        session: TurnSink | None = None,
+        max_turns: int = 50,
+        tool_timeout_s: float = 120.0,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+        supports_prefill: bool = False,
+        id_factory: Callable[[], str] | None = None,
+        on_event: Callable[[AgentEvent], None] | None = None,
+        env: dict[str, str] | None = None,
+        session_dir: Path | None = None,
+    ) -> None:
+        self.provider = provider
+        if isinstance(tools, ToolRegistry):
+            self.registry = tools
+        else:
+            self.registry = ToolRegistry()
+            for t in tools:
+                self.registry.add(t)
+        self.root = Path(root).resolve()
+        self.system = system
+        self.history: list[Turn] = list(history)
+        self.session = session
+        self.max_turns = max_turns
+        self.tool_timeout_s = tool_timeout_s
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.new_id = id_factory or default_id_factory()
+        self._emit: Callable[[AgentEvent], None] = on_event or (lambda _e: None)
+        self.context = ToolContext(
+            root=self.root,
+            env=scrubbed_env(os.environ if env is None else env),
+            session_dir=session_dir,
+        )
+        secrets_in_env = secret_values(os.environ if env is None else env)
+        self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
+        self._used_call_ids: set[str] = {
+            c.id for t in self.history for c in t.tool_calls
+        }
+        self._views = ViewBuilder(
+            provider.target,
+            route=Provenance(provider=provider.name, api=provider.target, model=provider.model),
+            supports_prefill=supports_prefill,
+            on_repair=self._on_repair,
+        )
+        self._provenance = Provenance(
+            provider=provider.name, api=provider.target, model=provider.model
+        )
+
+    def _on_repair(self, repair: Repair) -> None:
+        self._emit(WireRepairEvent(kind=repair.kind, detail=repair.message))
+
+    def _append(self, turn: Turn, new_turns: list[Turn]) -> None:
+        self.history.append(turn)
+        new_turns.append(turn)
+        if self.session is not None:
+            self.session.append(turn)
+
+    def close_interrupted(self) -> Turn | None:
+        """Append `interrupted` is_error results for tool calls that have none (after a crash or
+        cancel, before new user text; case T01). Returns the appended turn, if any.
+
+        The store is append-only, so a partial results turn is never rewritten: the missing
+        results go into a new user turn right after it (the wire view merges the two).
+        """
+        before = tuple(self.history)
+        repaired = interrupt_results(before, turn_id=self.new_id(), reason=INTERRUPTED)
+        if repaired is before:
+            return None
+        if len(repaired) > len(before):
+            added = repaired[-1]
+        else:
+            had = {r.tool_call_id for r in before[-1].tool_results}
+            missing = tuple(r for r in repaired[-1].tool_results if r.tool_call_id not in had)
+            added = Turn(id=self.new_id(), role="user", content=missing)
+        self._append(added, [])
+        return added
+
+    async def run(self, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
+        """Run the loop until a reply has no tool calls or `max_turns` requests were made.
+
+        Args:
+            prompt: the new user message (text or content blocks); None to continue the
+                history as it stands (e.g. after a resume).
+
+        Raises:
+            RunError: the provider failed (kind from the error taxonomy).
+            asyncio.CancelledError: the run was cancelled; the partial turn was persisted.
+        """
+        new_turns: list[Turn] = []
+        self.close_interrupted()
+        if prompt is not None:
+            content: tuple[ContentBlock, ...] = (
+                (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
+            )
+            self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
+        self._emit(
+            SessionStartEvent(
+                session_id=self.session.id if self.session else None,
+                provider=self.provider.name,
+                model=self.provider.model,
+                cwd=str(self.root),
+                resumed=len(self.history) > len(new_turns),
+            )
+        )
+        usage = Usage()
+        last: Turn | None = None
+        stop_reason = "max_turns"
+        specs = self.registry.specs()
+        n = 0
+        for n in range(1, self.max_turns + 1):
+            self._emit(TurnStartEvent(turn=n))
+            turn = await self._request(specs, new_turns)
+            last = turn
+            if turn.usage is not None:
+                usage = usage + turn.usage
+            self._emit(
+                TurnEndEvent(turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage)
+            )
+            calls = turn.tool_calls
+            if not calls:
+                stop_reason = turn.stop_reason or "end_turn"
+                break
+            await self._run_tools(calls, new_turns)
+        result = RunResult(
+            message=last, usage=usage, stop_reason=stop_reason, turns=n, new_turns=tuple(new_turns)
+        )
+        self._emit(
+            DoneEvent(
+                session_id=self.session.id if self.session else None,
+                message=last,
+                text=result.text,
+                usage=usage,
+                stop_reason=stop_reason,
+                turns=n,
+            )
+        )
+        return result
+
+    async def _request(self, specs: tuple[object, ...], new_turns: list[Turn]) -> Turn:
+        """One request: stream, assemble, re-mint ids, persist. Raises RunError on a fault."""
+        request = ModelRequest(
+            model=self.provider.model,
+            messages=self._views.view(tuple(self.history)),
+            system=self.system,
+            tools=self.registry.specs(),
+            max_output_tokens=self.max_output_tokens,
+            temperature=self.temperature,
+        )
+        assembler = Assembler(self.new_id(), self._provenance)
+        try:
+            async for event in self.provider.stream(request):
+                assembler.feed(event)
+                if isinstance(event, TextDelta):
+                    self._emit(TextDeltaEvent(text=event.text))
+                elif isinstance(event, ThinkingDelta):
+                    self._emit(ThinkingDeltaEvent(text=event.text))
+        except asyncio.CancelledError:
+            partial = assembler.turn(stop_reason="interrupted")
+            if partial.content:
+                self._persist_assistant(partial, new_turns)
+                self.close_interrupted()
+            raise
+        if assembler.error is not None or assembler.done is None:
+            err = assembler.error
+            kind = err.kind if err else "network"
+            message = err.message if err else "the stream ended without a terminal event"
+            self._emit(ErrorOutEvent(kind=kind, message=message))
+            raise RunError(kind, message)
+        return self._persist_assistant(assembler.turn(), new_turns)
+
+    def _persist_assistant(self, turn: Turn, new_turns: list[Turn]) -> Turn:
+        turn = remint_tool_call_ids(turn, self._used_call_ids)
+        self._used_call_ids.update(c.id for c in turn.tool_calls)
+        self._append(turn, new_turns)
+        for c in turn.tool_calls:
+            self._emit(ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid))
+        return turn
+
+    async def _run_one(self, call: ToolCallBlock) -> ToolResultBlock:
+        started = time.perf_counter()
+        result = await run_tool_call(
+            self.registry, call, self.context, timeout_s=self.tool_timeout_s, redact=self._redact
+        )
+        self._emit(
+            ToolResultEvent(
+                tool_call_id=call.id,
+                name=call.name,
+                content=result.text,
+                is_error=result.is_error,
+                duration_ms=(time.perf_counter() - started) * 1e3,
+            )
+        )
+        return result
+
+    async def _run_tools(self, calls: Iterable[ToolCallBlock], new_turns: list[Turn]) -> None:
+        """Run the calls (in parallel when several), then persist one results turn in call
+        order. On cancellation, finished results are kept and the rest become `interrupted`."""
+        calls = tuple(calls)
+        if len(calls) == 1:
+            try:
+                results: list[ToolResultBlock] = [await self._run_one(calls[0])]
+            except asyncio.CancelledError:
+                self._append_results([tool_result(calls[0].id, INTERRUPTED, is_error=True)], new_turns)
+                raise
+        else:
+            tasks = [asyncio.ensure_future(self._run_one(c)) for c in calls]
+            try:
+                await asyncio.gather(*tasks)
+            except asyncio.CancelledError:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                self._append_results(
+                    [
+                        t.result()
+                        if t.done() and not t.cancelled() and t.exception() is None
+                        else tool_result(c.id, INTERRUPTED, is_error=True)
+                        for c, t in zip(calls, tasks, strict=True)
+                    ],
+                    new_turns,
+                )
+                raise
+            results = [t.result() for t in tasks]
+        self._append_results(results, new_turns)
+
+    def _append_results(self, results: list[ToolResultBlock], new_turns: list[Turn]) -> None:
+        self._append(Turn(id=self.new_id(), role="user", content=tuple(results)), new_turns)
+
+
+def run_sync(agent: Agent, prompt: str | None = None) -> RunResult:
+    """Run `agent.run(prompt)` to completion from synchronous code."""
+    return asyncio.run(agent.run(prompt))

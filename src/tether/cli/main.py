@@ -1,0 +1,211 @@
+"""The `tether` command line (typer).
+
+Owns: argument parsing, the headless JSONL event stream on stdout (diagnostics on stderr only),
+exit codes, signal handling, and the `sessions` subcommands.
+
+Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
+130 cancelled (SIGINT/SIGTERM; the partial turn is persisted first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tether.agent.events import AgentEvent, event_to_json
+from tether.agent.loop import Agent, default_id_factory
+from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
+from tether.errors import ConfigError, RunError, SessionError, exit_code_for
+from tether.messages import Turn, turn_to_dict
+from tether.providers.registry import resolve_provider
+from tether.session import SessionStore
+from tether.tools.builtins import builtin_tools
+
+app = typer.Typer(
+    name="tether",
+    help="tether: an agent harness for long sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+sessions_app = typer.Typer(help="List, show and delete stored sessions.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+
+EXIT_OK, EXIT_USAGE, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 5, 130
+
+
+def _err(message: str) -> None:
+    print(f"tether: {message}", file=sys.stderr, flush=True)
+
+
+def _write_event(event: AgentEvent) -> None:
+    sys.stdout.write(event_to_json(event) + "\n")
+    sys.stdout.flush()
+
+
+@app.command()
+def run(
+    prompt: Annotated[str | None, typer.Argument(help="The task. Read from stdin when omitted.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
+    ] = None,
+    max_turns: Annotated[int, typer.Option(min=1, help="Cap on model requests.")] = 20,
+    session: Annotated[str | None, typer.Option(help="Persist under this new session id.")] = None,
+    resume: Annotated[str | None, typer.Option(help="Replay this session, then continue it.")] = None,
+    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path("."),
+    no_session: Annotated[bool, typer.Option(help="Do not persist the run.")] = False,
+) -> None:
+    """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
+    raise typer.Exit(
+        _run(prompt, model, base_url, max_turns, session, resume, system, cwd, no_session)
+    )
+
+
+def _run(
+    prompt: str | None,
+    model: str | None,
+    base_url: str | None,
+    max_turns: int,
+    session_id: str | None,
+    resume: str | None,
+    system: str | None,
+    cwd: Path,
+    no_session: bool,
+) -> int:
+    if session_id and resume:
+        _err("--session and --resume cannot be combined")
+        return EXIT_USAGE
+    new_id = default_id_factory()
+    stdin = StdinInput(None, ())
+    if prompt is None and not sys.stdin.isatty():
+        try:
+            stdin = parse_stdin(sys.stdin.read(), new_id)
+        except MalformedInputError as exc:
+            _err(f"malformed input: {exc}")
+            return EXIT_MALFORMED
+    if prompt is None and not stdin.messages and not resume:
+        _err("no prompt: give one as an argument or on stdin")
+        return EXIT_USAGE
+    root = cwd.resolve()
+    if not root.is_dir():
+        _err(f"--cwd {cwd} is not a folder")
+        return EXIT_USAGE
+    try:
+        provider = resolve_provider(model, base_url=base_url)
+        store = SessionStore()
+        history: tuple[Turn, ...] = ()
+        writer = None
+        if resume:
+            loaded = store.load(resume)
+            if not loaded.report.ok:
+                _err(loaded.report.describe())
+            history = loaded.turns
+            writer = store.open_for_append(resume)
+        elif not no_session:
+            writer = store.create(session_id, cwd=str(root))
+    except (ConfigError, SessionError) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    agent = Agent(
+        provider,
+        tools=builtin_tools(),
+        root=root,
+        system=system or stdin.system,
+        history=history,
+        session=writer,
+        max_turns=max_turns,
+        id_factory=new_id,
+        on_event=_write_event,
+        session_dir=store.artifact_dir(writer.id) if writer else None,
+    )
+    try:
+        for turn in stdin.messages:
+            agent.history.append(turn)
+            if writer is not None:
+                writer.append(turn)
+        return asyncio.run(_drive(agent, prompt))
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    finally:
+        if writer is not None:
+            writer.close()
+            _err(f"session {writer.id} ({writer.path})")
+
+
+async def _drive(agent: Agent, prompt: str | None) -> int:
+    """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first)."""
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await agent.run(prompt)
+    except RunError as exc:
+        _err(str(exc))
+        return exit_code_for(exc.kind)
+    except asyncio.CancelledError:
+        _err("cancelled")
+        return EXIT_CANCELLED
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return EXIT_OK
+
+
+@sessions_app.command("list")
+def sessions_list() -> None:
+    """List stored sessions, newest first: id, turns, created, first prompt."""
+    for info in SessionStore().list():
+        row = {
+            "id": info.id,
+            "turns": info.turn_count,
+            "created_ms": info.created_ms,
+            "modified_ms": info.modified_ms,
+            "cwd": info.cwd,
+            "preview": info.preview,
+            "parent": list(info.parent) if info.parent else None,
+            "error": info.error,
+        }
+        print(json.dumps(row))
+
+
+@sessions_app.command("show")
+def sessions_show(session_id: str) -> None:
+    """Print a session's turns as JSON lines (malformed lines are reported on stderr)."""
+    try:
+        loaded = SessionStore().load(session_id)
+    except SessionError as exc:
+        _err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from exc
+    if not loaded.report.ok:
+        _err(loaded.report.describe())
+    for turn in loaded.turns:
+        print(json.dumps(turn_to_dict(turn)))
+
+
+@sessions_app.command("delete")
+def sessions_delete(session_id: str) -> None:
+    """Delete a session's file and its whole artifact folder."""
+    try:
+        SessionStore().delete(session_id)
+    except SessionError as exc:
+        _err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from exc
+    _err(f"deleted {session_id}")
+
+
+def main() -> None:
+    """Console entry point."""
+    app()

@@ -1,0 +1,289 @@
+"""The vocabulary of tether: turns, content blocks, usage and provenance, and their one JSON codec.
+
+Owns: the frozen data types every other layer speaks, and the codec used at the JSONL boundary.
+Does not own: any I/O, clock or id generation (ids are given by the caller), nor any provider's
+wire format (that is `tether.wire` and `tether.providers`).
+
+Shapes:
+    Turn(id, role, content: tuple[ContentBlock, ...], usage, provenance, stop_reason)
+    ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolCallBlock
+                 | ToolResultBlock | ImageBlock | DocumentBlock | CompactSummaryBlock
+
+Tool results live in `user` turns (the Anthropic shape); adapters for other targets split them
+into their own `tool` messages. This module imports nothing of tether's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+Role = Literal["user", "assistant", "system"]
+"""A turn's role. Tool results are carried by `user` turns."""
+
+Target = Literal["anthropic", "openai-chat", "openai-responses", "google", "ollama"]
+"""The wire API a request goes to."""
+
+TARGETS: tuple[Target, ...] = ("anthropic", "openai-chat", "openai-responses", "google", "ollama")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextBlock:
+    """Plain text."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingBlock:
+    """Model reasoning, stored and replayed byte-exact.
+
+    Attributes:
+        text: the visible reasoning text (may be empty, e.g. an encrypted OpenAI reasoning item).
+        signature: the provider's opaque signature (Anthropic `signature`, Gemini
+            `thoughtSignature`), or None when unsigned.
+        producer: the provider that produced it (`anthropic`, `openai`, `google`, ...), or None
+            for legacy/untagged blocks.
+        model: the model that produced it, when known.
+        item_id: OpenAI Responses reasoning item id.
+        encrypted_content: OpenAI Responses `encrypted_content` (kept for `store=false` replay).
+        summary: OpenAI Responses reasoning summary parts.
+    """
+
+    type: Literal["thinking"] = "thinking"
+    text: str
+    signature: str | None = None
+    producer: str | None = None
+    model: str | None = None
+    item_id: str | None = None
+    encrypted_content: str | None = None
+    summary: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedactedThinkingBlock:
+    """Anthropic's encrypted `redacted_thinking` payload (opaque `data`)."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+    producer: str | None = "anthropic"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallBlock:
+    """A model's request to run a tool (Anthropic `tool_use`, OpenAI `tool_call`).
+
+    Attributes:
+        id: the call id, unique within a session (re-minted at persist time on collision).
+        name: the tool name.
+        arguments: the parsed JSON object of arguments. `{}` when `invalid` is set.
+        raw_arguments: the argument text as streamed, kept only when it did not parse strictly.
+        invalid: why the arguments are unusable (truncated stream, not JSON, not an object), or
+            None when valid. An invalid call is never executed.
+        provider_meta: provider-specific extras replayed on the same call (e.g. a Gemini
+            `thoughtSignature`), or None.
+    """
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=lambda: {})
+    raw_arguments: str | None = None
+    invalid: str | None = None
+    provider_meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageBlock:
+    """An image, base64 `data` with its `media_type` (e.g. `image/png`)."""
+
+    type: Literal["image"] = "image"
+    media_type: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentBlock:
+    """A document (e.g. PDF), base64 `data` with its `media_type`, optional `title`."""
+
+    type: Literal["document"] = "document"
+    media_type: str
+    data: str
+    title: str | None = None
+
+
+ResultPart = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultBlock:
+    """The outcome of one tool call.
+
+    Attributes:
+        tool_call_id: the id of the call it answers.
+        content: text and image parts; may be empty in storage (the wire view renders a
+            non-empty placeholder, since Anthropic rejects an empty text block).
+        is_error: True when the tool failed, timed out, was refused or never ran.
+    """
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    content: tuple[ResultPart, ...] = ()
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text parts joined with newlines (images omitted)."""
+        return "\n".join(p.text for p in self.content if isinstance(p, TextBlock))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactSummaryBlock:
+    """A compaction marker's payload: an LLM summary replacing older turns.
+
+    Attributes:
+        summary: the model-written summary text.
+        replaces_turn_ids: ids of the turns this marker elides from the wire.
+        generation: 1 for the first compaction, +1 for each re-compaction.
+    """
+
+    type: Literal["compact_summary"] = "compact_summary"
+    summary: str
+    replaces_turn_ids: tuple[str, ...] = ()
+    generation: int = 1
+
+
+ContentBlock = Annotated[
+    TextBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ToolCallBlock
+    | ToolResultBlock
+    | ImageBlock
+    | DocumentBlock
+    | CompactSummaryBlock,
+    Field(discriminator="type"),
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token usage of one request, normalized across providers (all figures in tokens).
+
+    `input_tokens` counts prompt tokens NOT served from or written to the cache, so that
+    `prompt_tokens = input + cache_read + cache_write` is the whole prompt for every provider:
+    Anthropic reports cache reads/writes beside `input_tokens` (they add to it); OpenAI reports
+    `cached_tokens` inside `prompt_tokens` (adapters subtract it from input).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All prompt tokens: input + cache_read + cache_write."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def summary_line(self) -> str:
+        """`in 52413 (cache 50000) / 4075 out`; the cache part only when non-zero."""
+        cache = self.cache_read_tokens + self.cache_write_tokens
+        cache_part = f" (cache {cache})" if cache else ""
+        return f"in {self.prompt_tokens}{cache_part} / {self.output_tokens} out"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
+    """Where an assistant turn came from: provider name, wire api (target) and model."""
+
+    provider: str
+    api: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    """One stored message.
+
+    Attributes:
+        id: unique within the session.
+        role: `user`, `assistant` or `system`.
+        content: the content blocks, in order.
+        usage: the provider's usage for the request that produced this assistant turn.
+        provenance: provider/api/model of an assistant turn.
+        stop_reason: normalized stop reason of an assistant turn (`end_turn`, `tool_use`,
+            `max_tokens`, `stop_sequence`, `refusal`, `error`, `interrupted`, `other`).
+    """
+
+    id: str
+    role: Role
+    content: tuple[ContentBlock, ...] = ()
+    usage: Usage | None = None
+    provenance: Provenance | None = None
+    stop_reason: str | None = None
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The tool_call blocks of this turn, in order."""
+        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultBlock, ...]:
+        """The tool_result blocks of this turn, in order."""
+        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined (no separator), as a reader would see the answer."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+def text_turn(turn_id: str, role: Role, text: str) -> Turn:
+    """A turn holding one text block."""
+    return Turn(id=turn_id, role=role, content=(TextBlock(text=text),))
+
+
+def tool_result(tool_call_id: str, text: str, *, is_error: bool = False) -> ToolResultBlock:
+    """A tool_result block holding one text part (no part when `text` is empty)."""
+    parts: tuple[TextBlock, ...] = (TextBlock(text=text),) if text else ()
+    return ToolResultBlock(tool_call_id=tool_call_id, content=parts, is_error=is_error)
+
+
+TURN_CODEC: TypeAdapter[Turn] = TypeAdapter(Turn)
+"""The one JSON codec for turns (pydantic). `dump_json` → bytes; `validate_json` raises
+`pydantic.ValidationError` on malformed input."""
+
+BLOCK_CODEC: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
+USAGE_CODEC: TypeAdapter[Usage] = TypeAdapter(Usage)
+
+
+def turn_to_json(turn: Turn) -> bytes:
+    """Encode a turn as compact JSON bytes (UTF-8)."""
+    return TURN_CODEC.dump_json(turn)
+
+
+def turn_to_dict(turn: Turn) -> dict[str, Any]:
+    """Encode a turn as a JSON-ready dict."""
+    return TURN_CODEC.dump_python(turn, mode="json")
+
+
+def turn_from_json(data: str | bytes) -> Turn:
+    """Decode a turn from JSON. Raises pydantic.ValidationError on malformed input."""
+    return TURN_CODEC.validate_json(data)
+
+
+def turn_from_dict(data: Any) -> Turn:
+    """Decode a turn from a JSON-ready dict. Raises pydantic.ValidationError."""
+    return TURN_CODEC.validate_python(data)

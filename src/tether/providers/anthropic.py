@@ -1,0 +1,510 @@
+"""Anthropic Messages adapter (target `anthropic`).
+
+Owns: converting a wire view into a streaming Messages request, and translating the raw stream
+events (`client.messages.create(..., stream=True)`) into tether's normalized `StreamEvent`s.
+Does not own: transport and SSE decoding (the official `anthropic` SDK, `AsyncAnthropic`), building
+the wire view (`tether.wire`), assembling events into a turn (`tether.providers.assemble`), or
+fault classification (`tether.providers.errors`).
+
+Request shape (`POST /v1/messages`, `stream: true`):
+    {"model", "max_tokens", "system": <prompt>, "thinking": {"type": "enabled", "budget_tokens"},
+     "tools": [{"name", "description", "input_schema"}],
+     "messages": [{"role": "user"|"assistant", "content": [
+        {"type": "text", "text"}, {"type": "image"|"document", "source": {"type": "base64", ...}},
+        {"type": "thinking", "thinking", "signature"}, {"type": "redacted_thinking", "data"},
+        {"type": "tool_use", "id", "name", "input"},
+        {"type": "tool_result", "tool_use_id", "is_error", "content": [text|image parts]}]}]}
+
+Raw stream events (Messages streaming reference) → events:
+    message_start        usage (input + cache fields); content already in it (a continuation of
+                         a programmatic tool call) is emitted as complete blocks
+    content_block_start  text → TextStart · thinking → ThinkingStart(producer "anthropic") ·
+                         redacted_thinking → one RedactedThinking · tool_use → ToolCallStart
+    content_block_delta  text_delta → TextDelta · thinking_delta → ThinkingDelta ·
+                         signature_delta → kept for ThinkingEnd · input_json_delta → ToolCallDelta
+    content_block_stop   TextEnd / ThinkingEnd(signature) / ToolCallEnd
+    message_delta        stop_reason; usage (cumulative: it replaces the message_start figures
+                         it repeats, e.g. cache reads reported only at the end)
+    message_stop         the stream is complete → Done
+
+Server-side tool blocks (`server_tool_use`, `web_search_tool_result`, `code_execution_tool_result`,
+`bash_code_execution_tool_result`, `tool_search_tool_result`, ...) and unknown block types are
+skipped with their deltas: the server ran them, tether cannot execute or replay them, and the
+model's text after them carries the answer. A stream without `message_stop` or without a stop
+reason is incomplete (the SDK raises nothing, see `notes/sdk-fault-behaviour.md`):
+`ErrorEvent(kind="network")`, never a `Done`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+import anthropic
+from anthropic import types as at
+
+from tether.errors import ConfigError
+from tether.messages import (
+    CompactSummaryBlock,
+    DocumentBlock,
+    ImageBlock,
+    RedactedThinkingBlock,
+    Target,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+    Usage,
+)
+from tether.providers.base import (
+    Done,
+    ErrorEvent,
+    ModelRequest,
+    RedactedThinking,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    UsageEvent,
+)
+from tether.providers.errors import classify_exception, guard_stream
+
+PRODUCER = "anthropic"
+INCOMPLETE = "stream ended before completion (no message_stop / stop_reason)"
+MIN_THINKING_BUDGET = 1024
+"""Anthropic requires `thinking.budget_tokens >= 1024` and below `max_tokens`."""
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    # The output was cut by the context window: a truncation, like max_tokens.
+    "model_context_window_exceeded": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+}
+
+_ToolResultPart = at.TextBlockParam | at.ImageBlockParam
+
+
+# ---------------------------------------------------------------------------------------------
+# Request conversion
+
+
+def _image(block: ImageBlock) -> at.ImageBlockParam:
+    return cast(
+        at.ImageBlockParam,
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
+        },
+    )
+
+
+def _document(block: DocumentBlock) -> at.DocumentBlockParam:
+    """A document block. Anthropic accepts PDFs as base64 sources and plain text as a `text`
+    source (decoded here); `title` is passed through."""
+    doc: at.DocumentBlockParam
+    if block.media_type.startswith("text/"):
+        try:
+            text = base64.b64decode(block.data).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            text = block.data
+        doc = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+        }
+    else:
+        doc = {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": block.data},
+        }
+    if block.title:
+        doc["title"] = block.title
+    return doc
+
+
+def _tool_result(block: ToolResultBlock) -> at.ToolResultBlockParam:
+    parts: list[_ToolResultPart] = []
+    for part in block.content:
+        if isinstance(part, TextBlock):
+            if part.text:  # Anthropic rejects empty text blocks
+                parts.append({"type": "text", "text": part.text})
+        else:
+            parts.append(_image(part))
+    result: at.ToolResultBlockParam = {
+        "type": "tool_result",
+        "tool_use_id": block.tool_call_id,
+        "content": parts,
+    }
+    if block.is_error:
+        result["is_error"] = True
+    return result
+
+
+def _user_content(turn: Turn) -> list[at.ContentBlockParam]:
+    """User blocks. Anthropic requires the tool_result blocks first in their user message."""
+    results: list[at.ContentBlockParam] = []
+    rest: list[at.ContentBlockParam] = []
+    for block in turn.content:
+        if isinstance(block, ToolResultBlock):
+            results.append(_tool_result(block))
+        elif isinstance(block, TextBlock):
+            if block.text:
+                rest.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            rest.append(_image(block))
+        elif isinstance(block, DocumentBlock):
+            rest.append(_document(block))
+        elif isinstance(block, CompactSummaryBlock):
+            rest.append({"type": "text", "text": block.summary})
+    return results + rest
+
+
+def _assistant_content(turn: Turn) -> list[at.ContentBlockParam]:
+    """Assistant blocks, verbatim. Thinking must be replayed with its signature (Anthropic
+    verifies it); an unsigned thinking block cannot be sent and is dropped (the wire view's
+    reasoning pass decides what reaches here)."""
+    out: list[at.ContentBlockParam] = []
+    for block in turn.content:
+        if isinstance(block, TextBlock):
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock):
+            if block.signature is not None:
+                out.append(
+                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
+                )
+        elif isinstance(block, RedactedThinkingBlock):
+            out.append({"type": "redacted_thinking", "data": block.data})
+        elif isinstance(block, ToolCallBlock):
+            out.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+            )
+    return out
+
+
+def to_anthropic_messages(messages: Sequence[Turn]) -> tuple[list[at.MessageParam], list[str]]:
+    """Convert a wire view into Messages API `messages`.
+
+    Args:
+        messages: the wire view.
+
+    Returns:
+        (messages, system_texts): `system`-role turns are not messages on this API; their texts
+        are returned to be appended to the `system` parameter. Turns that end up empty are
+        dropped (Anthropic rejects empty content).
+    """
+    out: list[at.MessageParam] = []
+    system: list[str] = []
+    for turn in messages:
+        if turn.role == "system":
+            if turn.text:
+                system.append(turn.text)
+            continue
+        if turn.role == "assistant":
+            content = _assistant_content(turn)
+            if content:
+                out.append({"role": "assistant", "content": content})
+        else:
+            content = _user_content(turn)
+            if content:
+                out.append({"role": "user", "content": content})
+    return out, system
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolParam]:
+    """Tools → `[{"name", "description", "input_schema"}]`."""
+    return [
+        cast(
+            at.ToolParam,
+            {"name": t.name, "description": t.description, "input_schema": t.parameters},
+        )
+        for t in tools
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream translation
+
+
+@dataclass(slots=True)
+class _Open:
+    kind: str  # "text" | "thinking" | "tool"
+    index: int
+    signature: str | None = None
+    start_input: dict[str, object] | None = None
+    got_json: bool = False
+
+
+@dataclass(slots=True)
+class AnthropicStreamTranslator:
+    """Translates raw Messages stream events into normalized events.
+
+    Feed every event to `on_event`, then call `finish` once the SDK stream is exhausted.
+    Event indices are tether's own (a counter), not Anthropic's block indices.
+    """
+
+    _next_index: int = 0
+    _open: dict[int, _Open] = field(default_factory=lambda: {})
+    _skipped: set[int] = field(default_factory=lambda: set[int]())
+    _usage: Usage = field(default_factory=Usage)
+    _stop_reason: str | None = None
+    _stopped: bool = False
+
+    def _new_index(self) -> int:
+        i = self._next_index
+        self._next_index += 1
+        return i
+
+    def _complete_block(self, block: at.ContentBlock) -> Iterator[StreamEvent]:
+        """A block that arrives whole (inside `message_start.message.content`)."""
+        i = self._new_index()
+        if isinstance(block, at.TextBlock):
+            yield TextStart(index=i)
+            yield TextDelta(index=i, text=block.text)
+            yield TextEnd(index=i)
+        elif isinstance(block, at.ThinkingBlock):
+            yield ThinkingStart(index=i, producer=PRODUCER)
+            yield ThinkingDelta(index=i, text=block.thinking)
+            yield ThinkingEnd(index=i, signature=block.signature)
+        elif isinstance(block, at.RedactedThinkingBlock):
+            yield RedactedThinking(index=i, data=block.data)
+        elif isinstance(block, at.ToolUseBlock):
+            yield ToolCallStart(index=i, id=block.id, name=block.name, provider_meta=_meta(block))
+            yield ToolCallDelta(index=i, arguments_delta=json.dumps(block.input))
+            yield ToolCallEnd(index=i)
+
+    def _start(self, event: at.RawContentBlockStartEvent) -> Iterator[StreamEvent]:
+        block = event.content_block
+        if isinstance(block, at.TextBlock):
+            i = self._new_index()
+            self._open[event.index] = _Open("text", i)
+            yield TextStart(index=i)
+            if block.text:
+                yield TextDelta(index=i, text=block.text)
+        elif isinstance(block, at.ThinkingBlock):
+            i = self._new_index()
+            self._open[event.index] = _Open("thinking", i, signature=block.signature or None)
+            yield ThinkingStart(index=i, producer=PRODUCER)
+            if block.thinking:
+                yield ThinkingDelta(index=i, text=block.thinking)
+        elif isinstance(block, at.RedactedThinkingBlock):
+            self._skipped.add(event.index)  # complete already; nothing follows but its stop
+            yield RedactedThinking(index=self._new_index(), data=block.data)
+        elif isinstance(block, at.ToolUseBlock):
+            i = self._new_index()
+            self._open[event.index] = _Open("tool", i, start_input=block.input)
+            yield ToolCallStart(index=i, id=block.id, name=block.name, provider_meta=_meta(block))
+        else:  # server tool use / server tool results / unknown: skipped (module docstring)
+            self._skipped.add(event.index)
+
+    def _delta(self, event: at.RawContentBlockDeltaEvent) -> Iterator[StreamEvent]:
+        block = self._open.get(event.index)
+        if block is None:
+            return
+        delta = event.delta
+        if isinstance(delta, at.TextDelta) and block.kind == "text":
+            if delta.text:
+                yield TextDelta(index=block.index, text=delta.text)
+        elif isinstance(delta, at.ThinkingDelta) and block.kind == "thinking":
+            if delta.thinking:
+                yield ThinkingDelta(index=block.index, text=delta.thinking)
+        elif isinstance(delta, at.SignatureDelta) and block.kind == "thinking":
+            block.signature = (block.signature or "") + delta.signature
+        elif isinstance(delta, at.InputJSONDelta) and block.kind == "tool" and delta.partial_json:
+            block.got_json = True
+            yield ToolCallDelta(index=block.index, arguments_delta=delta.partial_json)
+        # citations_delta: not kept.
+
+    def _stop(self, event: at.RawContentBlockStopEvent) -> Iterator[StreamEvent]:
+        block = self._open.pop(event.index, None)
+        if block is None:
+            return
+        if block.kind == "text":
+            yield TextEnd(index=block.index)
+        elif block.kind == "thinking":
+            yield ThinkingEnd(index=block.index, signature=block.signature)
+        else:
+            if not block.got_json and block.start_input:
+                # A call whose input came whole in content_block_start, with no deltas.
+                yield ToolCallDelta(
+                    index=block.index, arguments_delta=json.dumps(block.start_input)
+                )
+            yield ToolCallEnd(index=block.index)
+
+    def on_event(self, event: object) -> Iterator[StreamEvent]:
+        """Events for one raw stream event; unknown event types are ignored."""
+        if isinstance(event, at.RawMessageStartEvent):
+            message = event.message
+            self._usage = normalize_usage(message.usage)
+            if message.stop_reason is not None:
+                self._stop_reason = message.stop_reason
+            for block in message.content:
+                yield from self._complete_block(block)
+            yield UsageEvent(usage=self._usage)
+        elif isinstance(event, at.RawContentBlockStartEvent):
+            yield from self._start(event)
+        elif isinstance(event, at.RawContentBlockDeltaEvent):
+            yield from self._delta(event)
+        elif isinstance(event, at.RawContentBlockStopEvent):
+            yield from self._stop(event)
+        elif isinstance(event, at.RawMessageDeltaEvent):
+            if event.delta.stop_reason is not None:
+                self._stop_reason = event.delta.stop_reason
+            self._usage = merge_delta_usage(self._usage, event.usage)
+            yield UsageEvent(usage=self._usage)
+        elif isinstance(event, at.RawMessageStopEvent):
+            self._stopped = True
+
+    def finish(self) -> StreamEvent:
+        """The terminal event once the stream is exhausted: `Done`, or a network `ErrorEvent`
+        when `message_stop` or the stop reason never arrived."""
+        if not self._stopped or self._stop_reason is None:
+            return ErrorEvent(kind="network", message=INCOMPLETE)
+        reason = self._stop_reason
+        return Done(stop_reason=_STOP_REASONS.get(reason, "other"), raw_stop_reason=reason)
+
+
+def _meta(block: at.ToolUseBlock) -> dict[str, object] | None:
+    """`caller` of a tool_use issued from server-side code (programmatic tool calling), kept as
+    provider metadata; None for a direct call."""
+    caller = block.caller
+    if caller is None or caller.type == "direct":
+        return None
+    return {"caller": caller.model_dump(mode="json", exclude_none=True)}
+
+
+def normalize_usage(usage: at.Usage) -> Usage:
+    """Anthropic usage → tether `Usage`. Anthropic reports cache reads/writes beside
+    `input_tokens` (they add to it), so the fields map one to one."""
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )
+
+
+def merge_delta_usage(current: Usage, delta: at.MessageDeltaUsage) -> Usage:
+    """Apply `message_delta.usage`: its figures are cumulative, so each present field replaces
+    the one from `message_start` (Anthropic may report cache reads only here)."""
+    return Usage(
+        input_tokens=delta.input_tokens if delta.input_tokens is not None else current.input_tokens,
+        output_tokens=delta.output_tokens,
+        cache_read_tokens=delta.cache_read_input_tokens
+        if delta.cache_read_input_tokens is not None
+        else current.cache_read_tokens,
+        cache_write_tokens=delta.cache_creation_input_tokens
+        if delta.cache_creation_input_tokens is not None
+        else current.cache_write_tokens,
+    )
+
+
+class AnthropicProvider:
+    """The Anthropic Messages API.
+
+    Args:
+        model: the default model name (a request's `model` wins).
+        api_key: the API key; defaults to `ANTHROPIC_API_KEY`.
+        base_url: another endpoint speaking the Messages API (a proxy, a gateway).
+        client: a ready `anthropic.AsyncAnthropic` (tests pass one with a mocked transport);
+            `api_key`, `base_url` and `max_retries` are then ignored.
+        max_output_tokens: `max_tokens` when the request sets none (Anthropic requires one).
+        thinking_budget: enables extended thinking with this `budget_tokens`, or None.
+        max_retries: SDK-level retries; 0 by default since the loop owns retries.
+        name: the provider name recorded in provenance.
+
+    Raises:
+        ConfigError: a thinking budget below Anthropic's minimum of 1024 tokens.
+    """
+
+    target: Target = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        max_output_tokens: int = 8192,
+        thinking_budget: int | None = None,
+        max_retries: int = 0,
+        name: str = "anthropic",
+    ) -> None:
+        if thinking_budget is not None and thinking_budget < MIN_THINKING_BUDGET:
+            raise ConfigError(
+                f"thinking_budget must be at least {MIN_THINKING_BUDGET} tokens (Anthropic's minimum)"
+            )
+        self.name = name
+        self.model = model
+        self.max_output_tokens = max_output_tokens
+        self.thinking_budget = thinking_budget
+        self._client = client or anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=max_retries
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
+
+        Provider faults are yielded as `ErrorEvent` (see `tether.providers.errors`); cancellation
+        propagates.
+
+        Raises:
+            ConfigError: the thinking budget is not below the request's `max_tokens` (Anthropic
+                requires `budget_tokens < max_tokens`).
+        """
+        messages, extra_system = to_anthropic_messages(request.messages)
+        system = "\n\n".join([s for s in (request.system, *extra_system) if s])
+        tools = to_anthropic_tools(request.tools)
+        max_tokens = request.max_output_tokens or self.max_output_tokens
+        budget = self.thinking_budget
+        if budget is not None and budget >= max_tokens:
+            raise ConfigError(f"thinking_budget ({budget}) must be below max_tokens ({max_tokens})")
+        thinking: at.ThinkingConfigParam | anthropic.Omit = (
+            {"type": "enabled", "budget_tokens": budget} if budget is not None else anthropic.omit
+        )
+        # Anthropic: thinking is incompatible with a modified temperature; it is not sent then.
+        temperature = request.temperature
+        try:
+            events = await self._client.messages.create(
+                model=request.model or self.model,
+                max_tokens=max_tokens,
+                messages=messages,
+                stream=True,
+                system=system or anthropic.omit,
+                tools=tools or anthropic.omit,
+                thinking=thinking,
+                # anthropic 2.x has no `temperature` keyword; the API still takes the field.
+                extra_body={"temperature": temperature}
+                if temperature is not None and budget is None
+                else None,
+            )
+        except Exception as exc:  # provider faults are values; CancelledError propagates
+            yield classify_exception(exc)
+            return
+        translator = AnthropicStreamTranslator()
+        try:
+            async for event in guard_stream(events):
+                if isinstance(event, ErrorEvent):
+                    yield event
+                    return
+                for out in translator.on_event(event):
+                    yield out
+            yield translator.finish()
+        finally:
+            await events.close()

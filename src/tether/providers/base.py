@@ -1,0 +1,231 @@
+"""The provider protocol: one request in, a stream of normalized events out.
+
+Owns: `ModelRequest`, `ToolSpec`, the `StreamEvent` union and the `Provider` protocol.
+Does not own: transport (the vendor SDKs own it), building the wire view (`tether.wire`, called by
+the loop before the request reaches an adapter), or assembling events into a turn
+(`tether.providers.assemble`).
+
+Event contract of `Provider.stream(request)`:
+    any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
+    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd and UsageEvent events, each block
+    keyed by an `index` unique within the stream, then EXACTLY ONE terminal event: `Done` or
+    `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an adapter raises
+    only for configuration mistakes and bugs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from tether.messages import Target, Turn, Usage
+
+ErrorKind = Literal[
+    "auth",
+    "network",
+    "rate_limited",
+    "overloaded",
+    "context_overflow",
+    "provider",
+    "malformed",
+    "cancelled",
+]
+"""The stable provider error taxonomy (see `tether.errors`)."""
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool as offered to the model: name, description and a JSON schema (an object schema,
+    no `$schema` key) for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    """One provider request.
+
+    Attributes:
+        model: the model name as the provider knows it.
+        messages: the wire view (already built by `tether.wire` for the provider's target).
+        system: the system prompt, or None.
+        tools: the tools offered.
+        max_output_tokens: cap on generated tokens, or None for the provider default.
+        temperature: sampling temperature, or None for the provider default.
+    """
+
+    model: str
+    messages: tuple[Turn, ...]
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextStart:
+    type: Literal["text_start"] = "text_start"
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    type: Literal["text_delta"] = "text_delta"
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextEnd:
+    type: Literal["text_end"] = "text_end"
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingStart:
+    type: Literal["thinking_start"] = "thinking_start"
+    index: int
+    producer: str | None = None
+    item_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingDelta:
+    type: Literal["thinking_delta"] = "thinking_delta"
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingEnd:
+    """Closes a thinking block; carries the signature / encrypted content when the provider
+    sends them (Anthropic `signature_delta`, Gemini `thoughtSignature`, OpenAI
+    `encrypted_content`)."""
+
+    type: Literal["thinking_end"] = "thinking_end"
+    index: int
+    signature: str | None = None
+    encrypted_content: str | None = None
+    summary: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedactedThinking:
+    """A complete `redacted_thinking` block (it has no deltas)."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    index: int
+    data: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStart:
+    """A tool call begins. `id` is None when the provider sent none (the assembler mints one)."""
+
+    type: Literal["tool_call_start"] = "tool_call_start"
+    index: int
+    id: str | None
+    name: str
+    provider_meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallDelta:
+    """A fragment of the call's JSON argument text."""
+
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+    index: int
+    arguments_delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEnd:
+    type: Literal["tool_call_end"] = "tool_call_end"
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageEvent:
+    """Cumulative usage of the request so far (normalized; see `tether.messages.Usage`).
+    A later UsageEvent replaces an earlier one."""
+
+    type: Literal["usage"] = "usage"
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Done:
+    """The stream completed. `stop_reason` normalized; `raw_stop_reason` as the provider sent it."""
+
+    type: Literal["done"] = "done"
+    stop_reason: StopReason
+    raw_stop_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEvent:
+    """The request failed (before or during the stream).
+
+    Attributes:
+        kind: the taxonomy class.
+        message: a human-readable explanation.
+        status_code: the HTTP status, when one applies (200 for an in-stream error event).
+        retry_after_s: the server's Retry-After, in seconds, when given.
+    """
+
+    type: Literal["error"] = "error"
+    kind: ErrorKind
+    message: str
+    status_code: int | None = None
+    retry_after_s: float | None = None
+
+
+StreamEvent = (
+    TextStart
+    | TextDelta
+    | TextEnd
+    | ThinkingStart
+    | ThinkingDelta
+    | ThinkingEnd
+    | RedactedThinking
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | UsageEvent
+    | Done
+    | ErrorEvent
+)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model endpoint.
+
+    Attributes:
+        name: the provider name (`local`, `openai`, `anthropic`, `scripted`, ...).
+        target: the wire API its requests use; the loop builds the wire view for it.
+        model: the default model name.
+    """
+
+    name: str
+    target: Target
+    model: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send `request` and yield normalized events, ending with exactly one Done/ErrorEvent."""
+        ...
+
+
+@dataclass(slots=True)
+class ModelInfo:
+    """What tether knows of a model: context window and max output, in tokens."""
+
+    context_window: int
+    max_output_tokens: int
+    supports_prefill: bool = False
+    extra: dict[str, Any] = field(default_factory=lambda: {})

@@ -1,0 +1,264 @@
+"""Classify provider faults into tether's error taxonomy.
+
+Owns: mapping what the official SDKs raise (and what the HTTP layer under them raises) to one
+`ErrorEvent` with a stable `ErrorKind`; parsing `Retry-After`.
+Does not own: deciding what to do with a fault (retry, fall back, compact, stop: the loop does), nor
+detecting a stream that ended without its terminal event (the adapters do; nothing is raised then).
+
+The shapes read here (measured with openai 3.57 / anthropic 2.14, see
+`notes/sdk-fault-behaviour.md`):
+
+    fault                          anthropic SDK                     openai SDK
+    HTTP 4xx/5xx                   APIStatusError(status_code, body=whole JSON)
+                                                                     APIStatusError(body=body["error"])
+    in-stream error after HTTP 200 APIStatusError, status_code 200   APIError, no status code
+    connection reset mid-stream    raw httpx2.ReadError              APIConnectionError
+    read timeout mid-stream        raw httpx2.ReadTimeout            APITimeoutError
+    data line that is not JSON     json.JSONDecodeError              json.JSONDecodeError
+
+Both SDKs of these versions use `httpx2` (a fork of httpx); older SDKs use `httpx`. Transport
+errors of either are recognized.
+
+Rules (status first, then the error body):
+    401 / 403                                  → auth
+    429, body type `rate_limit_error`          → rate_limited (Retry-After parsed)
+    529, body type `overloaded_error`          → overloaded (Anthropic's overload status/type; an
+                                                 OpenAI-compatible body saying "overloaded" too)
+    400 / 413 whose body says the prompt is too long
+        ("prompt is too long" Anthropic, "context_length_exceeded" / "maximum context length"
+        OpenAI and compatible servers)         → context_overflow
+    any other status                           → provider
+    connection errors, transport errors, timeouts → network
+    json.JSONDecodeError                       → malformed
+`asyncio.CancelledError` is a BaseException and is never caught here or by the adapters.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import importlib
+import json
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from typing import TypeVar, cast
+
+import anthropic
+import httpx
+import openai
+
+from tether.providers.base import ErrorEvent, ErrorKind
+
+_T = TypeVar("_T")
+
+
+def _http_error_types(name: str) -> tuple[type[BaseException], ...]:
+    """`httpx.<name>` plus `httpx2.<name>`: the SDKs of anthropic>=2 / openai>=3 ride on httpx2,
+    a fork of httpx whose exceptions are distinct classes; older SDKs use httpx."""
+    found: list[type[BaseException]] = [cast(type[BaseException], getattr(httpx, name))]
+    try:
+        mod = importlib.import_module("httpx2")
+    except ImportError:  # pragma: no cover - older SDKs
+        return tuple(found)
+    found.append(cast(type[BaseException], getattr(mod, name)))
+    return tuple(found)
+
+
+_TRANSPORT_ERRORS = _http_error_types("TransportError")
+_DECODING_ERRORS = _http_error_types("DecodingError")
+
+_CONTEXT_PATTERNS = (
+    "prompt is too long",  # Anthropic 400 invalid_request_error
+    "context_length_exceeded",  # OpenAI error code
+    "maximum context length",  # OpenAI message; vLLM and most compatible servers
+    "context window",  # e.g. "exceeds the context window" (llama.cpp, LM Studio)
+    "too many tokens",
+)
+
+
+def _mapping(value: object) -> Mapping[str, object] | None:
+    if isinstance(value, Mapping):
+        return cast(Mapping[str, object], value)
+    return None
+
+
+def error_object(body: object) -> Mapping[str, object]:
+    """The error object inside an error body.
+
+    Anthropic sends `{"type": "error", "error": {"type", "message"}}`; OpenAI sends
+    `{"error": {"message", "type", "code", "param"}}` and its SDK stores the inner object on the
+    exception. Returns the inner object when there is one, the body itself when it is a mapping,
+    else an empty mapping.
+    """
+    outer = _mapping(body)
+    if outer is None:
+        return {}
+    inner = _mapping(outer.get("error"))
+    return inner if inner is not None else outer
+
+
+def _body_text(body: object) -> str:
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    try:
+        return json.dumps(body, default=str)
+    except (TypeError, ValueError):
+        return str(body)
+
+
+def _body_status(err: Mapping[str, object]) -> int | None:
+    """A status code carried inside an in-stream error body (Groq `status_code`, OpenRouter `code`)."""
+    for key in ("status_code", "code", "status"):
+        value = err.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+        if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+            return int(value)
+    return None
+
+
+def classify_status(status: int | None, body: object) -> ErrorKind:
+    """Classify an HTTP status and its error body.
+
+    Args:
+        status: the HTTP status (200 for an error event inside a 200 stream; None when unknown,
+            as for the openai SDK's in-stream `APIError`, in which case a status inside the body
+            is used).
+        body: the decoded error body (dict), its raw text, or None.
+
+    Returns:
+        The error kind, by the rules in the module docstring.
+    """
+    err = error_object(body)
+    etype = err.get("type")
+    etype = etype.lower() if isinstance(etype, str) else ""
+    code = err.get("code")
+    code = code.lower() if isinstance(code, str) else ""
+    text = _body_text(body).lower()
+    if status is None or status == 200:
+        status = _body_status(err) or status
+
+    if status in (401, 403) or etype in ("authentication_error", "permission_error"):
+        return "auth"
+    if status == 429 or etype in ("rate_limit_error", "rate_limit_exceeded"):
+        return "rate_limited"
+    if code == "rate_limit_exceeded":
+        return "rate_limited"
+    if status == 529 or etype == "overloaded_error" or "overloaded" in text:
+        return "overloaded"
+    if (status in (400, 413) or status is None or status == 200) and (
+        code == "context_length_exceeded" or any(p in text for p in _CONTEXT_PATTERNS)
+    ):
+        return "context_overflow"
+    return "provider"
+
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: Callable[[], float] = time.time
+) -> float | None:
+    """Seconds to wait, from `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date).
+
+    Args:
+        headers: the response headers (case-insensitive mapping such as `httpx2.Headers`, or a dict
+            with lower-case keys).
+        now: the clock (Unix seconds) for an HTTP-date value.
+
+    Returns:
+        Non-negative seconds, or None when absent or unparseable.
+    """
+    if headers is None:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+def _message(body: object, fallback: str) -> str:
+    err = error_object(body)
+    msg = err.get("message")
+    return msg if isinstance(msg, str) and msg else fallback
+
+
+def _status_event(
+    status: int | None, body: object, headers: Mapping[str, str] | None, fallback: str
+) -> ErrorEvent:
+    kind = classify_status(status, body)
+    return ErrorEvent(
+        kind=kind,
+        message=_message(body, fallback),
+        status_code=status,
+        retry_after_s=parse_retry_after(headers)
+        if kind in ("rate_limited", "overloaded")
+        else None,
+    )
+
+
+def classify_exception(exc: BaseException) -> ErrorEvent:
+    """Turn an exception raised while requesting or streaming into one terminal `ErrorEvent`.
+
+    Args:
+        exc: what the SDK (or the HTTP layer under it) raised. Never pass
+            `asyncio.CancelledError`: cancellation propagates, it is not a provider fault.
+
+    Returns:
+        The event. `status_code` is the HTTP status (200 for an error event inside a 200 stream);
+        `retry_after_s` is set for rate-limit/overload responses that sent `Retry-After`.
+        Anything unrecognized is `provider`, with the exception type in the message.
+    """
+    # Status errors first: both SDKs' APIStatusError carry the response.
+    if isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
+        return _status_event(exc.status_code, exc.body, exc.response.headers, exc.message)
+    if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
+        timed_out = isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError)
+        what = "timed out" if timed_out else "connection error"
+        return ErrorEvent(kind="network", message=f"{what}: {exc.message}")
+    if isinstance(exc, openai.APIError | anthropic.APIError):
+        # openai: an error event inside an HTTP 200 stream (no status code; the body tells).
+        return ErrorEvent(
+            kind=classify_status(None, exc.body),
+            message=_message(exc.body, exc.message),
+            status_code=200,
+        )
+    if isinstance(exc, json.JSONDecodeError):
+        return ErrorEvent(kind="malformed", message=f"a stream data line is not JSON: {exc.msg}")
+    if isinstance(exc, _DECODING_ERRORS):
+        return ErrorEvent(kind="malformed", message=f"undecodable response body: {exc}")
+    if isinstance(exc, (*_TRANSPORT_ERRORS, TimeoutError, ConnectionError)):
+        return ErrorEvent(kind="network", message=f"{type(exc).__name__}: {exc}".rstrip(": "))
+    return ErrorEvent(kind="provider", message=f"{type(exc).__name__}: {exc}")
+
+
+async def guard_stream(items: AsyncIterable[_T]) -> AsyncIterator[_T | ErrorEvent]:
+    """Relay an SDK stream; on a provider fault yield one classified `ErrorEvent` and stop.
+
+    Only the SDK's own iteration is guarded (translation bugs still raise), and
+    `asyncio.CancelledError` is a BaseException: it propagates.
+    """
+    iterator = aiter(items)
+    while True:
+        try:
+            item = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except Exception as exc:
+            yield classify_exception(exc)
+            return
+        yield item

@@ -1,0 +1,186 @@
+"""Pure assembly of scanned session lines into a `LoadedSession` or a `SessionInfo` row.
+
+Owns: turn validation, duplicate-id removal, event extraction (`assemble`), and the cheap
+listing summary of one file (`summarize`).
+Does not own: any I/O (`tether.session.store` reads the files), line parsing
+(`tether.session.reader`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tether.errors import SessionError
+from tether.messages import Turn, turn_from_dict
+from tether.session.model import (
+    EventEntry,
+    LoadedSession,
+    LoadReport,
+    SessionHeader,
+    SessionInfo,
+    SkippedLine,
+)
+from tether.session.reader import RawEntry, excerpt, scan_bytes
+
+_TURN_LINE = b'\n{"type":"turn"'
+_SPACE = re.compile(r"\s+")
+
+
+def assemble(
+    header: SessionHeader,
+    path: Path,
+    timeline: Sequence[RawEntry | SkippedLine],
+    torn_tail: bool,
+) -> LoadedSession:
+    """Build the loaded view from a timeline (a fork's parent prefix, then own lines).
+
+    Turns are validated with the `tether.messages` codec; a turn that fails, or whose id
+    differs from its entry id, is skipped and reported. Of entries sharing an id the first is
+    kept and the rest reported. Non-turn entries become `EventEntry` values.
+
+    Args:
+        header: the session's own header.
+        path: the session's own file.
+        timeline: entries and already-skipped lines, in history order.
+        torn_tail: whether the session's own file ends in a torn line.
+
+    Returns:
+        The loaded session with its report.
+    """
+    turns: list[Turn] = []
+    turn_ts: list[int] = []
+    events: list[EventEntry] = []
+    skipped: list[SkippedLine] = []
+    first_line: dict[str, RawEntry] = {}
+    salvaged = 0
+    last: str | None = header.parent_entry
+    for item in timeline:
+        if isinstance(item, SkippedLine):
+            skipped.append(item)
+            continue
+        problem = ""
+        seen = first_line.get(item.id)
+        turn: Turn | None = None
+        if seen is not None:
+            where = "" if seen.path == item.path else f" of {seen.path.name}"
+            problem = f"duplicate entry id {item.id!r} (first on line {seen.line}{where})"
+        elif item.type == "turn":
+            turn, problem = _turn_of(item)
+        if problem:
+            skipped.append(_skip(item, problem))
+            continue
+        first_line[item.id] = item
+        salvaged += item.salvaged
+        last = item.id
+        if turn is not None:
+            turns.append(turn)
+            turn_ts.append(item.ts_ms)
+        else:
+            events.append(_event_of(item, len(turns)))
+    report = LoadReport(path=path, skipped=tuple(skipped), torn_tail=torn_tail, salvaged=salvaged)
+    return LoadedSession(
+        header=header,
+        path=path,
+        turns=tuple(turns),
+        turn_ts_ms=tuple(turn_ts),
+        events=tuple(events),
+        last_entry_id=last,
+        report=report,
+    )
+
+
+def _skip(item: RawEntry, reason: str) -> SkippedLine:
+    text = json.dumps(item.record, ensure_ascii=False, separators=(",", ":"))
+    return SkippedLine(
+        path=item.path, line=item.line, reason=reason, excerpt=excerpt(text[:80].encode())
+    )
+
+
+def _turn_of(item: RawEntry) -> tuple[Turn | None, str]:
+    raw = item.record.get("turn")
+    if not isinstance(raw, dict):
+        return None, f"turn entry {item.id!r} without a turn object"
+    try:
+        turn = turn_from_dict(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return None, f"invalid turn {item.id!r}: {loc}: {first['msg']} ({exc.error_count()} errors)"
+    if turn.id != item.id:
+        return None, f"turn id {turn.id!r} differs from its entry id {item.id!r}"
+    return turn, ""
+
+
+def _event_of(item: RawEntry, after_turns: int) -> EventEntry:
+    rec = item.record
+    kind = rec.get("kind")
+    data = rec.get("data")
+    is_event = item.type == "event"
+    return EventEntry(
+        type=item.type,
+        id=item.id,
+        parent_id=item.parent_id,
+        ts_ms=item.ts_ms,
+        kind=kind if is_event and isinstance(kind, str) else None,
+        data=data if is_event and isinstance(data, dict) else rec,  # pyright: ignore[reportUnknownArgumentType]
+        after_turns=after_turns,
+    )
+
+
+def _first_user_text(data: bytes, max_turns: int = 64) -> str:
+    """The first text block of the first user turn among the first `max_turns` turn lines."""
+    pos = data.find(_TURN_LINE)
+    for _ in range(max_turns):
+        if pos < 0:
+            return ""
+        end = data.find(b"\n", pos + 1)
+        line = data[pos + 1 : end if end >= 0 else len(data)]
+        pos = data.find(_TURN_LINE, pos + 1)
+        if b'"role":"user"' not in line:
+            continue
+        try:
+            turn = json.loads(line)["turn"]
+            texts = [b["text"] for b in turn["content"] if b.get("type") == "text"]
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError):
+            continue
+        if texts and isinstance(texts[0], str):
+            return texts[0]
+    return ""
+
+
+def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInfo:
+    """The `SessionStore.list()` row of one file's bytes (no turn validation).
+
+    Args:
+        sid: the session id (from the file name).
+        path: the file.
+        data: its bytes.
+        modified_ms: its mtime, integer Unix milliseconds.
+
+    Returns:
+        The row; `error` is set (and `created_ms` is the mtime) when the header is unreadable.
+    """
+    nl = data.find(b"\n")
+    try:
+        header = scan_bytes(data[: nl + 1] if nl >= 0 else data, path).header
+    except SessionError as exc:
+        return SessionInfo(
+            id=sid, path=path, created_ms=modified_ms, modified_ms=modified_ms, cwd="",
+            turn_count=0, preview="", error=str(exc),
+        )  # fmt: skip
+    preview = _SPACE.sub(" ", _first_user_text(data)).strip()[:80]
+    return SessionInfo(
+        id=sid,
+        path=path,
+        created_ms=header.created_ms,
+        modified_ms=modified_ms,
+        cwd=header.cwd,
+        turn_count=data.count(_TURN_LINE),
+        preview=preview,
+        parent=header.parent,
+    )

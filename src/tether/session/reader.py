@@ -1,0 +1,322 @@
+"""Reading session files line by line: header, entry envelopes, damage reports, salvage.
+
+Owns: splitting a session file's bytes into lines, parsing the header (`parse_header`), parsing
+entry envelopes with salvage of a complete entry fused after a torn prefix (`parse_line`),
+scanning a whole file (`scan_bytes`) and finding the last entry id from the end of an open file
+(`last_entry_id`). Never writes.
+Does not own: turn validation, duplicate removal or fork chains (`tether.session.store`).
+
+Rules:
+    - Lines are split on `\\n` bytes only (never on other Unicode line breaks).
+    - Line 1 must be the session header, else `SessionError` (the file is not a tether session).
+    - A blank (whitespace-only) line is ignored silently: it holds no data.
+    - A well-formed entry is a JSON object with a non-empty string `type` (not `session`), a
+      non-empty string `id`, a `parent_id` key (string or null) and an integer `ts_ms`.
+    - A line that does not parse is searched for `{"type":` starts; every one that decodes to a
+      well-formed entry is kept (salvaged). The line is still reported, since bytes were lost.
+    - The last line, when it has no newline and is damaged, is a torn tail: flagged, not listed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from tether.errors import SessionError
+from tether.session.layout import validate_session_id
+from tether.session.model import SessionHeader, SkippedLine
+
+FORMAT_VERSION = 1
+"""The session file format version this code reads and writes."""
+
+_START = '{"type":'
+_DECODER = json.JSONDecoder()
+_SURROGATE = re.compile("[\udc80-\udcff]")
+_MAX_HEADER_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawEntry:
+    """A well-formed entry envelope, before turn validation.
+
+    Attributes:
+        path: the file it was read from.
+        line: its 1-based line number in that file.
+        type: the entry type (`turn`, `event`, or unknown).
+        id: the entry id.
+        parent_id: the previous entry's id or None.
+        ts_ms: write time, integer Unix milliseconds.
+        record: the whole decoded JSON object.
+        salvaged: True when recovered from a damaged line.
+    """
+
+    path: Path
+    line: int
+    type: str
+    id: str
+    parent_id: str | None
+    ts_ms: int
+    record: dict[str, Any]
+    salvaged: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileScan:
+    """One file read: its header, then entries and skipped lines in file order.
+
+    Attributes:
+        path: the file.
+        header: its parsed header.
+        items: `RawEntry` and `SkippedLine` values in line order.
+        torn_tail: True when the last line had no newline and was (partly) unusable.
+    """
+
+    path: Path
+    header: SessionHeader
+    items: tuple[RawEntry | SkippedLine, ...]
+    torn_tail: bool
+
+
+def excerpt(raw: bytes, limit: int = 80) -> str:
+    """The first `limit` characters of a line, invalid UTF-8 and control characters escaped."""
+    text = raw[: limit * 4].decode("utf-8", "backslashreplace")[:limit]
+    return "".join(
+        c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else repr(c)[1:-1]
+        for c in text
+    )
+
+
+def _envelope(obj: object) -> tuple[dict[str, Any] | None, str]:
+    """Check an entry envelope. Returns (the record, "") or (None, why it is not an entry)."""
+    if not isinstance(obj, dict):
+        return None, "not a JSON object"
+    rec = cast(dict[str, Any], obj)
+    etype = rec.get("type")
+    if not isinstance(etype, str) or not etype:
+        return None, "entry without a type"
+    if etype == "session":
+        return None, "a second session header"
+    eid = rec.get("id")
+    if not isinstance(eid, str) or not eid:
+        return None, f"{etype} entry without an id"
+    parent = rec.get("parent_id", 0)
+    if parent is not None and not isinstance(parent, str):
+        return None, f"{etype} entry {eid!r} without a parent_id"
+    ts = rec.get("ts_ms")
+    if not isinstance(ts, int) or isinstance(ts, bool):
+        return None, f"{etype} entry {eid!r} without an integer ts_ms"
+    return rec, ""
+
+
+def _raw_entry(rec: dict[str, Any], path: Path, line: int, *, salvaged: bool) -> RawEntry:
+    return RawEntry(
+        path=path,
+        line=line,
+        type=rec["type"],
+        id=rec["id"],
+        parent_id=rec["parent_id"],
+        ts_ms=rec["ts_ms"],
+        record=rec,
+        salvaged=salvaged,
+    )
+
+
+def _why_unparsable(raw: bytes, exc: Exception) -> str:
+    if b"\x00" in raw:
+        return "NUL bytes"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"invalid UTF-8 at byte {exc.start}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg} at column {exc.colno}"
+    return "invalid JSON: nested too deeply"
+
+
+def _salvage(raw: bytes, path: Path, line: int) -> list[RawEntry]:
+    """Every well-formed entry that starts with `{"type":` somewhere in a damaged line."""
+    text = raw.decode("utf-8", "surrogateescape")
+    found: list[RawEntry] = []
+    pos = text.find(_START)
+    while pos != -1:
+        try:
+            obj, end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            pos = text.find(_START, pos + 1)
+            continue
+        rec, _ = _envelope(obj)
+        if rec is not None and not _SURROGATE.search(text, pos, end):
+            found.append(_raw_entry(rec, path, line, salvaged=True))
+            pos = text.find(_START, end)
+        else:
+            pos = text.find(_START, pos + 1)
+    return found
+
+
+def parse_line(raw: bytes, path: Path, line: int) -> tuple[list[RawEntry], str]:
+    """Parse one line (without its newline) into entries.
+
+    Args:
+        raw: the line's bytes.
+        path: the file, recorded in each entry.
+        line: the 1-based line number, recorded in each entry.
+
+    Returns:
+        `(entries, problem)`: the entries found (one for a clean line, zero or more salvaged from
+        a damaged one) and "" for a clean or blank line, else why the line is damaged.
+    """
+    if not raw.strip():
+        return [], ""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return _salvage(raw, path, line), _why_unparsable(raw, exc)
+    rec, why = _envelope(obj)
+    if rec is None:
+        return [], why
+    return [_raw_entry(rec, path, line, salvaged=False)], ""
+
+
+def _header_error(path: Path, what: str) -> SessionError:
+    return SessionError(f"{path} is not a tether session: {what}")
+
+
+def parse_header(raw: bytes, path: Path) -> SessionHeader:
+    """Parse line 1 of a session file.
+
+    Args:
+        raw: the first line's bytes, without its newline.
+        path: the file, for error messages.
+
+    Returns:
+        The header.
+
+    Raises:
+        SessionError: the line is not a version-1 tether header (unparsable, wrong type, newer
+            version, missing or mistyped fields, unsafe parent id).
+    """
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return_reason = _why_unparsable(raw, exc)
+        raise _header_error(
+            path, f"line 1 is not a header ({return_reason}): {excerpt(raw)!r}"
+        ) from None
+    if not isinstance(obj, dict) or cast(dict[str, Any], obj).get("type") != "session":
+        raise _header_error(path, f"line 1 is not a session header: {excerpt(raw)!r}")
+    rec = cast(dict[str, Any], obj)
+    version = rec.get("version")
+    if version != FORMAT_VERSION:
+        raise _header_error(path, f"unsupported format version {version!r} (this tether reads 1)")
+    sid, created, cwd = rec.get("id"), rec.get("created_ms"), rec.get("cwd")
+    if not isinstance(sid, str) or not isinstance(cwd, str):
+        raise _header_error(path, "header lacks a string id or cwd")
+    if not isinstance(created, int) or isinstance(created, bool):
+        raise _header_error(path, "header lacks an integer created_ms")
+    p_session, p_entry = rec.get("parent_session"), rec.get("parent_entry")
+    if (p_session is None) != (p_entry is None):
+        raise _header_error(path, "a fork header needs both parent_session and parent_entry")
+    if p_session is not None:
+        if not isinstance(p_session, str) or not isinstance(p_entry, str) or not p_entry:
+            raise _header_error(path, "parent_session and parent_entry must be strings")
+        validate_session_id(p_session)
+    return SessionHeader(
+        id=sid,
+        version=version,
+        created_ms=created,
+        cwd=cwd,
+        parent_session=p_session,
+        parent_entry=p_entry,
+    )
+
+
+def scan_bytes(data: bytes, path: Path) -> FileScan:
+    """Parse a whole session file's contents (see the module rules).
+
+    Args:
+        data: the file's bytes.
+        path: the file, for reports and errors.
+
+    Returns:
+        The header, the entries and skipped lines in order, and the torn-tail flag.
+
+    Raises:
+        SessionError: the file is empty or line 1 is not a complete tether header.
+    """
+    if not data:
+        raise _header_error(path, "the file is empty")
+    lines = data.split(b"\n")
+    if len(lines) == 1:
+        raise _header_error(path, f"the header line is incomplete: {excerpt(data)!r}")
+    header = parse_header(lines[0], path)
+    items: list[RawEntry | SkippedLine] = []
+    torn = False
+    last = len(lines) - 1  # lines[last] is b"" when the file ends with a newline
+    for i in range(1, len(lines)):
+        raw = lines[i]
+        if not raw:
+            continue
+        entries, problem = parse_line(raw, path, i + 1)
+        items.extend(entries)
+        if problem:
+            if i == last:
+                torn = True
+            else:
+                items.append(
+                    SkippedLine(path=path, line=i + 1, reason=problem, excerpt=excerpt(raw))
+                )
+    return FileScan(path=path, header=header, items=tuple(items), torn_tail=torn)
+
+
+def read_header(fd: int, path: Path) -> tuple[SessionHeader, int]:
+    """Read and parse the header of an open file.
+
+    Args:
+        fd: a readable file descriptor (read with `pread`, the offset is not moved).
+        path: the file, for errors.
+
+    Returns:
+        `(header, end)`: the header and the byte offset just after its newline.
+
+    Raises:
+        SessionError: no complete header within the first MiB, or not a tether header.
+    """
+    head = os.pread(fd, _MAX_HEADER_BYTES, 0)
+    if not head:
+        raise _header_error(path, "the file is empty")
+    nl = head.find(b"\n")
+    if nl < 0:
+        raise _header_error(path, f"the header line is incomplete: {excerpt(head)!r}")
+    return parse_header(head[:nl], path), nl + 1
+
+
+def last_entry_id(fd: int, size: int, start: int, path: Path, chunk: int = 1 << 16) -> str | None:
+    """Find the id of the last well-formed entry, reading backwards from the end of a file.
+
+    Args:
+        fd: a readable file descriptor (read with `pread`).
+        size: the file size in bytes.
+        start: the offset of the first entry line (just after the header's newline).
+        path: the file, for parsing.
+        chunk: bytes read per step (doubles each step).
+
+    Returns:
+        The id of the last entry found (salvage rules apply), or None when there is none.
+    """
+    partial = b""
+    pos = size
+    while pos > start:
+        lo = max(start, pos - chunk)
+        buf = os.pread(fd, pos - lo, lo) + partial
+        pos = lo
+        pieces = buf.split(b"\n")
+        partial = pieces[0] if pos > start else b""
+        complete = pieces[1:] if pos > start else pieces
+        for raw in reversed(complete):
+            entries, _ = parse_line(raw, path, 0)
+            if entries:
+                return entries[-1].id
+        chunk *= 2
+    return None

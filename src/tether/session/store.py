@@ -1,0 +1,317 @@
+"""The session store: create, resume, load, fork, list and delete append-only JSONL sessions.
+
+Owns: `SessionStore`, the on-disk layout's I/O (files `0o600`, folders `0o700`), resolving fork
+chains.
+Does not own: line parsing and salvage (`tether.session.reader`), turn validation and duplicate
+removal (`tether.session.loader`), the append path (`tether.session.writer`), or what a turn
+means (`tether.messages`).
+
+Loading never writes to any file. File order is authoritative: `parent_id` links are recorded
+for readers and tools but not needed to order entries, so a skipped line never cuts the
+history. A fork's history is its parent's history (itself possibly a fork) up to and including
+the fork-point entry, then the fork's own entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from tether.errors import SessionError, SessionNotFoundError
+from tether.session.layout import (
+    SESSION_SUFFIX,
+    ArtifactKind,
+    default_root,
+    new_id,
+    validate_session_id,
+    wall_clock_ms,
+)
+from tether.session.loader import assemble, summarize
+from tether.session.model import (
+    LoadedSession,
+    SessionHeader,
+    SessionInfo,
+    SkippedLine,
+)
+from tether.session.reader import (
+    FORMAT_VERSION,
+    RawEntry,
+    last_entry_id,
+    read_header,
+    scan_bytes,
+)
+from tether.session.writer import SessionWriter
+
+_MAX_FORK_DEPTH = 64
+
+_Timeline = list[RawEntry | SkippedLine]
+
+
+class SessionStore:
+    """Sessions under one root folder (`<root>/<id>.jsonl` + `<root>/<id>/` artifacts).
+
+    Attributes:
+        root: the folder holding the sessions (created on the first `create`).
+    """
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        id_factory: Callable[[], str] = new_id,
+    ) -> None:
+        """Create a store; no I/O happens here.
+
+        Args:
+            root: the sessions folder; None → `$TETHER_HOME/sessions` when `TETHER_HOME` is set,
+                else `platformdirs.user_data_path("tether") / "sessions"`.
+            clock_ms: integer Unix milliseconds, for `created_ms` and each entry's `ts_ms`.
+            id_factory: fresh ids for sessions created without one and for events.
+        """
+        self.root: Path = default_root() if root is None else Path(root)
+        self._clock_ms = clock_ms
+        self._id_factory = id_factory
+
+    # ---- paths ---------------------------------------------------------------------------
+
+    def path(self, session_id: str) -> Path:
+        """The session file `<root>/<id>.jsonl`. Raises SessionError on an invalid id."""
+        return self.root / f"{validate_session_id(session_id)}{SESSION_SUFFIX}"
+
+    def artifact_dir(self, session_id: str) -> Path:
+        """The artifact folder `<root>/<id>/` (not created). Raises SessionError on a bad id."""
+        return self.root / validate_session_id(session_id)
+
+    def artifact_subdir(self, session_id: str, kind: ArtifactKind, *, create: bool = True) -> Path:
+        """`<root>/<id>/<kind>/` (`tool-results`, `tasks` or `mcp-warnings`), created lazily.
+
+        Args:
+            session_id: the session id.
+            kind: the sub-folder.
+            create: create it (and its parents, mode 0o700) when missing.
+
+        Raises:
+            SessionError: invalid id.
+        """
+        sub = self.artifact_dir(session_id) / kind
+        if create:
+            sub.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return sub
+
+    def exists(self, session_id: str) -> bool:
+        """True when the session file exists. Raises SessionError on an invalid id."""
+        return self.path(session_id).is_file()
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def create(
+        self,
+        session_id: str | None = None,
+        *,
+        cwd: str,
+        parent: tuple[str, str] | None = None,
+    ) -> SessionWriter:
+        """Create a session file holding only its header, and return a writer on it.
+
+        Args:
+            session_id: the id; a fresh one from the id factory when None.
+            cwd: the working directory to record.
+            parent: `(parent_session_id, entry_id)` to fork: the new session's history is the
+                parent's up to and including that entry. The parent is loaded to check it.
+
+        Returns:
+            A writer whose `last_entry_id` is None, or the fork-point entry id for a fork.
+
+        Raises:
+            SessionError: invalid id, the session already exists, or the fork point is not an
+                entry of the parent's history.
+            SessionNotFoundError: the parent session does not exist.
+        """
+        sid = validate_session_id(self._id_factory() if session_id is None else session_id)
+        header: dict[str, object] = {
+            "type": "session",
+            "version": FORMAT_VERSION,
+            "id": sid,
+            "created_ms": self._clock_ms(),
+            "cwd": cwd,
+        }
+        if parent is not None:
+            p_sid, p_entry = parent
+            loaded = self.load(p_sid)
+            known = {t.id for t in loaded.turns} | {e.id for e in loaded.events}
+            if p_entry not in known:
+                raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
+            header["parent_session"], header["parent_entry"] = p_sid, p_entry
+        path = self.path(sid)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise SessionError(f"session {sid} already exists at {path}") from None
+        try:
+            os.write(
+                fd, json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            )
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        return SessionWriter(
+            fd,
+            session_id=sid,
+            path=path,
+            last_entry_id=None if parent is None else parent[1],
+            clock_ms=self._clock_ms,
+            id_factory=self._id_factory,
+            sync_dir=True,
+        )
+
+    def open_for_append(self, session_id: str) -> SessionWriter:
+        """Resume writing to an existing session.
+
+        If the file does not end with a newline (a crash mid-append), a newline is written
+        first so the torn fragment stays alone on its line. Reads only the header and, from the
+        end, enough lines to find the last entry id.
+
+        Returns:
+            A writer whose `last_entry_id` is the last well-formed entry's id (or the fork point
+            of a fork with no own entries, or None).
+
+        Raises:
+            SessionError: invalid id, or the file is not a tether session.
+            SessionNotFoundError: no such session.
+        """
+        path = self.path(session_id)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except FileNotFoundError:
+            raise SessionNotFoundError(f"no session {session_id} in {self.root}") from None
+        try:
+            header, start = read_header(fd, path)
+            size = os.fstat(fd).st_size
+            if os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")
+            last = last_entry_id(fd, size, start, path) or header.parent_entry
+        except BaseException:
+            os.close(fd)
+            raise
+        return SessionWriter(
+            fd,
+            session_id=session_id,
+            path=path,
+            last_entry_id=last,
+            clock_ms=self._clock_ms,
+            id_factory=self._id_factory,
+        )
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def _timeline(
+        self, session_id: str, seen: tuple[str, ...]
+    ) -> tuple[SessionHeader, Path, _Timeline, bool]:
+        """Header, path, raw timeline (parent prefix + own items) and own torn-tail flag."""
+        path = self.path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            if seen:
+                raise SessionError(
+                    f"session {seen[-1]} is a fork of {session_id}, which does not exist"
+                ) from None
+            raise SessionNotFoundError(f"no session {session_id} in {self.root}") from None
+        scan = scan_bytes(data, path)
+        timeline: _Timeline = []
+        parent = scan.header.parent
+        if parent is not None:
+            p_sid, p_entry = parent
+            if p_sid in seen or p_sid == session_id or len(seen) >= _MAX_FORK_DEPTH:
+                raise SessionError(
+                    f"session {session_id}: fork chain loops or is too deep at {p_sid}"
+                )
+            _, _, p_timeline, _ = self._timeline(p_sid, (*seen, session_id))
+            cut = next(
+                (
+                    i
+                    for i, it in enumerate(p_timeline)
+                    if isinstance(it, RawEntry) and it.id == p_entry
+                ),
+                None,
+            )
+            if cut is None:
+                raise SessionError(
+                    f"session {session_id} forks {p_sid} at entry {p_entry!r}, which {p_sid} lacks"
+                )
+            timeline.extend(p_timeline[: cut + 1])
+        timeline.extend(scan.items)
+        return scan.header, path, timeline, scan.torn_tail
+
+    def load(self, session_id: str) -> LoadedSession:
+        """Read a session (and, for a fork, its parent chain). Never writes.
+
+        Damaged lines are skipped and reported, a torn last line is flagged, complete entries
+        fused after a torn prefix are salvaged, a turn that fails validation or whose id differs
+        from its entry id is skipped and reported, and of entries sharing an id the first is
+        kept and the others reported.
+
+        Returns:
+            The loaded session (see `LoadedSession`, `LoadReport`).
+
+        Raises:
+            SessionError: invalid id; the file (or a parent's) is not a tether session (missing
+                or malformed header: continuing could silently drop a fork's parent history);
+                a fork's parent lacks the fork point, is missing, or the fork chain loops.
+            SessionNotFoundError: no such session.
+        """
+        header, path, timeline, torn = self._timeline(session_id, ())
+        return assemble(header, path, timeline, torn)
+
+    def list(self) -> list[SessionInfo]:
+        """Every session under the root, most recently modified first.
+
+        Cheap: reads each file once without validating turns (counts turn lines, parses the
+        header and the first user turn). Files whose header is unreadable are listed with
+        `error` set; files whose name is not a valid session id are ignored.
+        """
+        if not self.root.is_dir():
+            return []
+        infos: list[SessionInfo] = []
+        for path in self.root.glob(f"*{SESSION_SUFFIX}"):
+            sid = path.name[: -len(SESSION_SUFFIX)]
+            try:
+                validate_session_id(sid)
+                data = path.read_bytes()
+                modified_ms = path.stat().st_mtime_ns // 1_000_000
+            except (SessionError, OSError):
+                continue
+            infos.append(summarize(sid, path, data, modified_ms))
+        infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
+        return infos
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session file and its whole artifact folder.
+
+        Forks of this session become unloadable (their parent is gone); this is not checked.
+
+        Raises:
+            SessionError: invalid id.
+            SessionNotFoundError: neither the file nor the folder exists.
+        """
+        path, folder = self.path(session_id), self.artifact_dir(session_id)
+        found = False
+        try:
+            path.unlink()
+            found = True
+        except FileNotFoundError:
+            pass
+        if folder.is_symlink():
+            folder.unlink()
+            found = True
+        elif folder.exists():
+            shutil.rmtree(folder)
+            found = True
+        if not found:
+            raise SessionNotFoundError(f"no session {session_id} in {self.root}")

@@ -1,0 +1,245 @@
+"""Appending entries to one session file: one `os.write` of `json + "\\n"` per entry.
+
+Owns: `SessionWriter` (an `O_APPEND` file descriptor, the entry encoding, `sync`/`close`).
+Does not own: creating or resuming sessions (`SessionStore.create` / `open_for_append` build
+writers), nor reading (`tether.session.reader`).
+
+Entry lines written here::
+
+    {"type":"turn","id":<turn.id>,"parent_id":<previous entry id|null>,"ts_ms":<int>,"turn":{…}}
+    {"type":"event","id":<id>,"parent_id":<…>,"ts_ms":<int>,"kind":<str>,"data":{…}}
+
+Each entry is one unbuffered `write(2)` on an `O_APPEND` descriptor, so there is nothing to
+flush, and concurrent writers on one file never interleave inside a line (Linux serializes
+appends to a regular file). `sync()` adds durability (`fsync`) when the caller asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tether.errors import SessionError
+from tether.messages import Turn, turn_to_json
+
+_TURN_HEAD = b'{"type":"turn","id":'
+_EVENT_HEAD = b'{"type":"event","id":'
+_NULL = b"null"
+
+
+def _jstr(s: str) -> bytes:
+    """A JSON string literal (UTF-8 bytes), escaping quotes, backslashes and control chars."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return b'"' + s.encode("ascii") + b'"'  # the common case, ~4x faster than json.dumps
+    return json.dumps(s, ensure_ascii=False).encode("utf-8")
+
+
+class SessionWriter:
+    """Appends turns and events to one session file. Not thread-safe; one writer per run.
+
+    Build one with `SessionStore.create` or `SessionStore.open_for_append`. Use it as a context
+    manager or call `close()`.
+
+    Attributes (read-only):
+        id: the session id.
+        path: the session file.
+        last_entry_id: the id of the last entry written or found on open (the fork point for
+            a fresh fork), or None before the first entry. The next entry's `parent_id`.
+    """
+
+    __slots__ = (
+        "_clock_ms",
+        "_dir_fd_path",
+        "_fd",
+        "_id",
+        "_id_factory",
+        "_last",
+        "_last_json",
+        "_path",
+        "_torn",
+    )
+
+    def __init__(
+        self,
+        fd: int,
+        *,
+        session_id: str,
+        path: Path,
+        last_entry_id: str | None,
+        clock_ms: Callable[[], int],
+        id_factory: Callable[[], str],
+        sync_dir: bool = False,
+    ) -> None:
+        """Wrap an open descriptor (owned from now on).
+
+        Args:
+            fd: a descriptor opened with `O_APPEND` (and write access) on `path`.
+            session_id: the session id.
+            path: the session file.
+            last_entry_id: the id the next entry's `parent_id` names, or None.
+            clock_ms: integer Unix milliseconds, called once per entry.
+            id_factory: a fresh id for events.
+            sync_dir: fsync the parent folder on the first `sync()` (a new file's name must
+                be durable too).
+        """
+        self._fd: int | None = fd
+        self._id = session_id
+        self._path = path
+        self._clock_ms = clock_ms
+        self._id_factory = id_factory
+        self._last = last_entry_id
+        self._last_json = _NULL if last_entry_id is None else _jstr(last_entry_id)
+        self._torn = False
+        self._dir_fd_path: Path | None = path.parent if sync_dir else None
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._id
+
+    @property
+    def path(self) -> Path:
+        """The session file."""
+        return self._path
+
+    @property
+    def last_entry_id(self) -> str | None:
+        """The id the next entry's `parent_id` will name (None before any entry)."""
+        return self._last
+
+    @property
+    def closed(self) -> bool:
+        """True after `close()`."""
+        return self._fd is None
+
+    def _write(self, data: bytes, entry_id: str, entry_json: bytes) -> None:
+        fd = self._fd
+        if fd is None:
+            raise SessionError(f"session {self._id} writer is closed")
+        if self._torn:
+            data = b"\n" + data  # isolate the fragment a failed write left behind
+        n = os.write(fd, data)
+        if n != len(data):
+            self._finish_short_write(fd, data, n)
+        self._torn = False
+        self._last = entry_id
+        self._last_json = entry_json
+
+    def _finish_short_write(self, fd: int, data: bytes, n: int) -> None:
+        """Complete a short write (disk full, signal); on failure the next entry starts afresh."""
+        self._torn = True
+        view = memoryview(data)
+        while n < len(data):
+            n += os.write(fd, view[n:])
+
+    def append(self, turn: Turn) -> None:
+        """Append one turn as a `turn` entry: a single `write` of the line, no buffering.
+
+        Args:
+            turn: the turn; its id becomes the entry id and the next entry's `parent_id`.
+
+        Raises:
+            SessionError: the writer is closed.
+            OSError: the write failed (e.g. disk full); the writer stays usable and isolates
+                any fragment left behind with a newline on the next append.
+        """
+        tid = _jstr(turn.id)
+        self._write(
+            b"".join(
+                (
+                    _TURN_HEAD,
+                    tid,
+                    b',"parent_id":',
+                    self._last_json,
+                    b',"ts_ms":',
+                    b"%d" % self._clock_ms(),
+                    b',"turn":',
+                    turn_to_json(turn),
+                    b"}\n",
+                )
+            ),
+            turn.id,
+            tid,
+        )
+
+    def append_event(self, kind: str, data: dict[str, Any], *, event_id: str | None = None) -> str:
+        """Append a non-turn record (compaction note, usage note, …) as an `event` entry.
+
+        Args:
+            kind: what the event is (e.g. `compaction`, `usage`); loaders surface it as
+                `EventEntry.kind`.
+            data: a JSON-ready object (no NaN/Infinity).
+            event_id: the entry id; a fresh one from the id factory when None.
+
+        Returns:
+            The entry id.
+
+        Raises:
+            SessionError: the writer is closed.
+            TypeError, ValueError: `data` is not JSON-serializable.
+            OSError: the write failed (see `append`).
+        """
+        eid = self._id_factory() if event_id is None else event_id
+        ejson = _jstr(eid)
+        body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        line = b"".join(
+            (
+                _EVENT_HEAD,
+                ejson,
+                b',"parent_id":',
+                self._last_json,
+                b',"ts_ms":',
+                b"%d" % self._clock_ms(),
+                b',"kind":',
+                _jstr(kind),
+                b',"data":',
+                body.encode("utf-8"),
+                b"}\n",
+            )
+        )
+        self._write(line, eid, ejson)
+        return eid
+
+    def sync(self) -> None:
+        """`fsync` the file (and, once, its folder for a new session) so entries survive a crash.
+
+        Raises:
+            SessionError: the writer is closed.
+            OSError: fsync failed.
+        """
+        if self._fd is None:
+            raise SessionError(f"session {self._id} writer is closed")
+        os.fsync(self._fd)
+        if self._dir_fd_path is not None:
+            dfd = os.open(self._dir_fd_path, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+            self._dir_fd_path = None
+
+    def close(self) -> None:
+        """Close the descriptor. Idempotent. Does not fsync (call `sync()` first if needed)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __enter__(self) -> SessionWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)

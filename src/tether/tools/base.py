@@ -1,0 +1,356 @@
+"""Tool definition: a Python function (sync or async) with type hints becomes a `Tool`.
+
+Owns: `Tool`, the `@tool` decorator, `ToolContext` (what a tool may know of its run), `ToolOutput`
+(a result with an explicit error flag) and `ToolError` (a fault a tool reports in its own words).
+The arguments' JSON schema is built with pydantic from the signature; parameter descriptions come
+from the docstring's Google-style `Args:` section.
+Does not own: running a call (`tether.tools.run`), the registry (`tether.tools.registry`), path
+containment (`tether.tools.paths`) or the built-in tools (`tether.tools.builtins`).
+
+Shapes:
+    Tool(name, description, parameters: JSON schema dict, fn, safe, timeout_s, inline)
+    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy)
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import GenerateJsonSchema
+
+from tether.messages import ImageBlock, TextBlock
+from tether.providers.base import ToolSpec
+
+if TYPE_CHECKING:
+    from tether.tools.paths import PathPolicy
+
+
+class ToolError(Exception):
+    """A tool fault reported to the model as-is (no `ExcType:` prefix), as an is_error result."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a running tool may know of its environment; injected into a parameter annotated
+    `ToolContext` (that parameter is excluded from the schema).
+
+    Attributes:
+        root: the working folder, as a real path (symlinks resolved).
+        env: the scrubbed environment for subprocesses (see `tether.tools.env.scrubbed_env`).
+        session_dir: the session's artifact folder, or None when there is no session.
+        policy: an optional deny-list for file paths (see `tether.tools.paths.PathPolicy`).
+    """
+
+    root: Path
+    env: Mapping[str, str]
+    session_dir: Path | None = None
+    policy: PathPolicy | None = None
+
+    @classmethod
+    def create(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        session_dir: Path | None = None,
+        policy: PathPolicy | None = None,
+    ) -> ToolContext:
+        """A context with `root` resolved to its real path and, unless `env` is given, the
+        current process environment scrubbed of secrets.
+
+        Args:
+            root: the working folder (must exist).
+            env: the environment for subprocesses, used as given; None scrubs `os.environ`.
+            session_dir: the session's artifact folder.
+            policy: a deny-list for file paths.
+
+        Raises:
+            NotADirectoryError: `root` is not an existing directory.
+        """
+        from tether.tools.env import scrubbed_env
+
+        real = Path(os.path.realpath(root))
+        if not real.is_dir():
+            raise NotADirectoryError(f"working folder is not a directory: {real}")
+        return cls(
+            root=real,
+            env=scrubbed_env() if env is None else dict(env),
+            session_dir=session_dir,
+            policy=policy,
+        )
+
+
+ResultContent = str | Sequence[TextBlock | ImageBlock]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result with an explicit error flag (return it instead of a bare str/list).
+
+    Attributes:
+        content: text, or text/image parts.
+        is_error: True to mark the result as failed without raising.
+    """
+
+    content: ResultContent
+    is_error: bool = False
+
+
+class _NoTitles(GenerateJsonSchema):
+    """Schema generator that omits the per-field `title` keys (tokens sent every turn)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$")
+_SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
+_ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {param: description}).
+
+    The description is the docstring without its `Args:` section; other sections are kept.
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    kept: list[str] = []
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        if not _ARGS_HEADER.match(lines[i]):
+            kept.append(lines[i])
+            i += 1
+            continue
+        i += 1
+        current: str | None = None
+        entry_indent: int | None = None
+        while i < len(lines):
+            line = lines[i]
+            if line.strip() and not line[0].isspace():
+                break  # back at column 0: the section ended
+            stripped = line.strip()
+            indent = len(line) - len(line.lstrip())
+            m = _ARG_LINE.match(stripped)
+            if stripped and m and (entry_indent is None or indent <= entry_indent):
+                entry_indent = indent
+                current = str(m.group(1))
+                params[current] = str(m.group(2)).strip()
+            elif stripped and current is not None:
+                params[current] = f"{params[current]} {stripped}".strip()
+            i += 1
+    return _unwrap(kept), params
+
+
+_BLOCK_START = re.compile(r"^(\s|[-*+>|]|\d+[.)]\s|```)")
+
+
+def _unwrap(lines: list[str]) -> str:
+    """Join hard-wrapped lines of a paragraph with spaces; blank lines, list items, indented
+    and fenced lines keep their breaks."""
+    out: list[str] = []
+    for line in lines:
+        if (
+            out
+            and line
+            and out[-1]
+            and not _BLOCK_START.match(line)
+            and not _BLOCK_START.match(out[-1])
+        ):
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    """A tool the model may call.
+
+    Build one with `tool(fn)` / `@tool`; direct construction is for hand-written schemas (then
+    `args_model` may be None and the arguments are passed to `fn` unvalidated, as keywords).
+
+    Attributes:
+        name: the name the model calls it by (`^[a-zA-Z0-9_-]{1,64}$`).
+        description: what it does, for the model.
+        parameters: the JSON schema of its arguments (an object schema, no `$schema` key).
+        fn: the function; sync or async. Returns str, a list of TextBlock/ImageBlock parts, a
+            `ToolOutput`, or None (anything else is rendered with `str`).
+        safe: True when the tool only reads (may run without confirmation, in parallel).
+        timeout_s: its own time limit in seconds, or None for the runner's default.
+        inline: for a sync fn, run it on the event loop instead of a worker thread (cheaper;
+            only for fast, non-blocking functions: an inline tool cannot be timed out).
+        args_model: the pydantic model validating the arguments, or None.
+        context_param: the name of the parameter receiving the `ToolContext`, or None.
+        is_async: True when `fn` is a coroutine function.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any] = field(repr=False)
+    safe: bool = False
+    timeout_s: float | None = None
+    inline: bool = False
+    args_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
+    context_param: str | None = field(default=None, repr=False)
+    is_async: bool = field(default=False, repr=False)
+    _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
+
+    def spec(self) -> ToolSpec:
+        """The tool as offered to the model (computed once)."""
+        if self._spec is None:
+            spec = ToolSpec(
+                name=self.name, description=self.description, parameters=self.parameters
+            )
+            object.__setattr__(self, "_spec", spec)
+            return spec
+        return self._spec
+
+    def bind(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
+        """Validate `arguments` and return the keyword arguments for `fn` (context injected).
+
+        Raises:
+            pydantic.ValidationError: the arguments do not match the schema.
+        """
+        if self.args_model is None:
+            kwargs = dict(arguments)
+        else:
+            kwargs = self.args_model.model_validate(arguments).__dict__.copy()
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        return kwargs
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (no validation, no timeout)."""
+        return self.fn(*args, **kwargs)
+
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    safe: bool,
+    timeout_s: float | None,
+    inline: bool,
+) -> Tool:
+    tool_name = name or getattr(fn, "__name__", "")
+    if not _NAME_RE.match(tool_name):
+        raise ValueError(f"invalid tool name {tool_name!r}: use 1-64 of [a-zA-Z0-9_-]")
+    doc_text, arg_docs = parse_docstring(inspect.getdoc(fn))
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ValueError(f"tool {tool_name!r}: *args/**kwargs are not supported ({pname})")
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ValueError(f"tool {tool_name!r}: positional-only parameter {pname!r}")
+        annotation = hints.get(pname, Any)
+        if annotation is ToolContext:
+            context_param = pname
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+    model = create_model(
+        f"{tool_name}_args",
+        __config__=ConfigDict(extra="forbid"),
+        **fields,
+    )
+    schema = model.model_json_schema(schema_generator=_NoTitles)
+    schema.pop("title", None)
+    schema.pop("$schema", None)
+    schema.setdefault("properties", {})
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else (doc_text or tool_name),
+        parameters=schema,
+        fn=fn,
+        safe=safe,
+        timeout_s=timeout_s,
+        inline=inline,
+        args_model=model,
+        context_param=context_param,
+        is_async=inspect.iscoroutinefunction(fn),
+    )
+
+
+@overload
+def tool(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safe: bool = False,
+    timeout_s: float | None = None,
+    inline: bool = False,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safe: bool = False,
+    timeout_s: float | None = None,
+    inline: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safe: bool = False,
+    timeout_s: float | None = None,
+    inline: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a `Tool` from a typed function; usable as `@tool`, `@tool(safe=True)` or `tool(fn)`.
+
+    Args:
+        fn: the function (sync or async). Every parameter needs a pydantic-compatible type hint
+            (missing hints mean `Any`); a parameter annotated `ToolContext` is injected.
+        name: the tool name; defaults to the function name.
+        description: the description; defaults to the docstring without its `Args:` section.
+        safe: True when the tool only reads.
+        timeout_s: its own time limit in seconds (None: the runner's default).
+        inline: run a sync fn on the event loop rather than in a worker thread.
+
+    Returns:
+        The Tool, or a decorator producing it when `fn` is omitted.
+
+    Raises:
+        ValueError: an invalid name or an unsupported signature (*args, **kwargs, positional-only).
+        pydantic.errors.PydanticSchemaGenerationError: a parameter type pydantic cannot handle.
+    """
+    if fn is not None:
+        return _build(
+            fn, name=name, description=description, safe=safe, timeout_s=timeout_s, inline=inline
+        )
+
+    def decorate(f: Callable[..., Any]) -> Tool:
+        return _build(
+            f, name=name, description=description, safe=safe, timeout_s=timeout_s, inline=inline
+        )
+
+    return decorate

@@ -1,0 +1,18 @@
+"""The built-in tool set.
+
+Owns: `builtin_tools()`, the default tools in offering order: read, write, edit, ls, glob, grep,
+bash. The tools themselves live in `tether.tools.files`, `tether.tools.search` and
+`tether.tools.shell`.
+"""
+
+from __future__ import annotations
+
+from tether.tools.base import Tool
+from tether.tools.files import edit, ls, read, write
+from tether.tools.search import glob_, grep
+from tether.tools.shell import bash
+
+
+def builtin_tools() -> list[Tool]:
+    """The built-in tools (read/ls/glob/grep are `safe`; write/edit/bash are not)."""
+    return [read, write, edit, ls, glob_, grep, bash]

@@ -1,0 +1,134 @@
+"""The environment tool subprocesses get: the harness's environment minus secrets (T31).
+
+Owns: `scrubbed_env` (drops provider keys and secret-shaped variable names), `DEFAULT_REFUSED`,
+and `redact_secrets` (masks secret-shaped values in tool output before it is stored or sent).
+Does not own: loading settings. tether never loads a project `.env` file into its own process
+or into any tool's environment; nothing here reads files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+
+DEFAULT_REFUSED: tuple[str, ...] = (
+    # exact names
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "GROQ_API_KEY",
+    "OPENROUTER_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    # patterns (case-insensitive)
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_KEY",
+    "*_PRIVATE_KEY",
+    "*_ACCESS_KEY",
+    "*_PASSWORD",
+    "*_PASSWD",
+)
+"""Variable names (exact, or globs with `*`) never passed to tool subprocesses; matched
+case-insensitively."""
+
+
+def _refuser(refused: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    exact: set[str] = set()
+    globs: list[str] = []
+    for item in refused:
+        up = item.upper()
+        if any(c in up for c in "*?["):
+            globs.append(up)
+        else:
+            exact.add(up)
+    return frozenset(exact), tuple(globs)
+
+
+def is_refused(name: str, refused: Iterable[str] = DEFAULT_REFUSED) -> bool:
+    """True when the variable `name` matches `refused` (case-insensitive)."""
+    exact, globs = _refuser(refused)
+    up = name.upper()
+    return up in exact or any(fnmatchcase(up, g) for g in globs)
+
+
+def scrubbed_env(
+    base: Mapping[str, str] | None = None, refused: Iterable[str] = DEFAULT_REFUSED
+) -> dict[str, str]:
+    """A copy of `base` without secret variables, for tool subprocesses.
+
+    Args:
+        base: the environment to scrub; None means `os.environ`.
+        refused: exact names and `*` globs to drop, matched case-insensitively (a settings
+            list; defaults to `DEFAULT_REFUSED`).
+
+    Returns:
+        A new dict (`base` is not modified).
+    """
+    exact, globs = _refuser(refused)
+    src = os.environ if base is None else base
+    out: dict[str, str] = {}
+    for name, value in src.items():
+        up = name.upper()
+        if up in exact or any(fnmatchcase(up, g) for g in globs):
+            continue
+        out[name] = value
+    return out
+
+
+_SECRET_SHAPES = re.compile(
+    r"""
+    sk-ant-[A-Za-z0-9_\-]{20,}            # Anthropic
+  | sk-(?:proj-|or-v1-)?[A-Za-z0-9_\-]{20,}  # OpenAI, OpenRouter
+  | gsk_[A-Za-z0-9]{20,}                  # Groq
+  | hf_[A-Za-z0-9]{30,}                   # Hugging Face
+  | AIza[A-Za-z0-9_\-]{35}                # Google
+  | gh[pousr]_[A-Za-z0-9]{36,}            # GitHub
+  | github_pat_[A-Za-z0-9_]{50,}
+  | xox[abprs]-[A-Za-z0-9-]{10,}          # Slack
+  | AKIA[A-Z0-9]{16}                      # AWS access key id
+  | -----BEGIN[ A-Z]*PRIVATE\ KEY-----[\s\S]*?-----END[ A-Z]*PRIVATE\ KEY-----
+    """,
+    re.VERBOSE,
+)
+
+
+def redact_secrets(text: str, values: Iterable[str] = ()) -> str:
+    """Mask secret-shaped substrings (provider key formats, private-key blocks) and any of the
+    given literal `values` (8+ characters) in `text` with `[REDACTED]`.
+
+    Args:
+        text: tool output.
+        values: known secret values, e.g. those of the variables `scrubbed_env` dropped.
+
+    Returns:
+        The text with each secret replaced by `[REDACTED]`.
+    """
+    for v in values:
+        if len(v) >= 8 and v in text:
+            text = text.replace(v, "[REDACTED]")
+    return _SECRET_SHAPES.sub("[REDACTED]", text)
+
+
+def secret_values(
+    base: Mapping[str, str] | None = None, refused: Iterable[str] = DEFAULT_REFUSED
+) -> tuple[str, ...]:
+    """The values of the variables `scrubbed_env` would drop from `base` (for `redact_secrets`)."""
+    src = os.environ if base is None else base
+    kept = scrubbed_env(src, refused)
+    return tuple(v for k, v in src.items() if k not in kept and len(v) >= 8)

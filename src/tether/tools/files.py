@@ -1,0 +1,236 @@
+"""The built-in file tools that read and change single files: `read`, `write`, `edit`, `ls`.
+
+Owns: their behaviour and output formats. Every path goes through the path guard
+(`tether.tools.paths.resolve_inside`) and the context's deny policy; the operation then uses the
+resolved real path, opened without following a final symlink.
+Does not own: searching (`tether.tools.search`), the shell (`tether.tools.shell`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from tether.messages import ImageBlock, TextBlock
+from tether.tools.base import ToolContext, ToolError, tool
+from tether.tools.paths import atomic_write, check_policy, open_inside, resolve_inside
+
+MAX_LINE_CHARS = 2000
+"""A longer line is cut in `read` output (characters)."""
+MAX_READ_CHARS = 100_000
+"""`read` stops adding lines past this many characters of output."""
+MAX_LS_ENTRIES = 1000
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+SNIFF_BYTES = 8192
+_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+def guard(ctx: ToolContext, user_path: str, *, write: bool = False) -> Path:
+    """Resolve `user_path` inside `ctx.root` and apply the deny policy.
+
+    Returns:
+        The real absolute path.
+
+    Raises:
+        PathOutsideError: it resolves outside the root.
+        PathDeniedError: the policy denies it.
+    """
+    p = resolve_inside(ctx.root, user_path)
+    check_policy(ctx.policy, ctx.root, user_path, p, write=write)
+    return p
+
+
+def rel(ctx: ToolContext, path: str | Path) -> str:
+    """`path` relative to the root (`.` for the root itself)."""
+    return os.path.relpath(path, ctx.root)
+
+
+def is_binary(head: bytes) -> bool:
+    """True when the first bytes of a file look binary (a NUL byte)."""
+    return b"\0" in head
+
+
+def _regular_file(path: Path, name: str) -> os.stat_result:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ToolError(f"{name} does not exist") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{name} is a directory; use ls to list it")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{name} is not a regular file")
+    return st
+
+
+@tool(safe=True)
+def read(
+    path: str,
+    offset: Annotated[int, Field(ge=1)] = 1,
+    limit: Annotated[int, Field(ge=1)] = 2000,
+    *,
+    ctx: ToolContext,
+) -> str | list[TextBlock | ImageBlock]:
+    """Read a text file (or an image) from the working folder, with line numbers.
+
+    Output lines look like `     7\\tcontent`. Long lines are cut; when not all lines are shown,
+    a note says which lines were and how to read on. Binary files are refused with their size.
+
+    Args:
+        path: the file, relative to the working folder (or absolute inside it).
+        offset: the first line to show, 1-based.
+        limit: how many lines to show at most.
+    """
+    real = guard(ctx, path)
+    name = rel(ctx, real)
+    st = _regular_file(real, name)
+    fd = open_inside(ctx.root, real, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        mime = _IMAGE_TYPES.get(real.suffix.lower())
+        if mime is not None and st.st_size <= MAX_IMAGE_BYTES:
+            data = base64.b64encode(f.read()).decode("ascii")
+            return [
+                TextBlock(text=f"image {name} ({st.st_size} bytes)"),
+                ImageBlock(media_type=mime, data=data),
+            ]
+        if is_binary(f.peek(SNIFF_BYTES)[:SNIFF_BYTES]):
+            raise ToolError(f"{name} is a binary file ({st.st_size} bytes); not shown")
+        out: list[str] = []
+        size = 0
+        n = 0
+        stopped = cut_by_size = False
+        for n, raw in enumerate(f, 1):
+            if n < offset:
+                continue
+            if n >= offset + limit:
+                stopped = True
+                break
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if len(line) > MAX_LINE_CHARS:
+                line = f"{line[:MAX_LINE_CHARS]} … [line cut: {len(line)} chars]"
+            entry = f"{n:6}\t{line}"
+            if out and size + len(entry) > MAX_READ_CHARS:
+                stopped = cut_by_size = True
+                break
+            out.append(entry)
+            size += len(entry) + 1
+        if not stopped:
+            if n == 0:
+                return f"(empty file: {name}, 0 lines, {st.st_size} bytes)"
+            if offset > n:
+                return f"({name} has {n} lines; offset {offset} is past the end)"
+            return "\n".join(out)
+        rest = 0  # lines after line n, counted on bytes (fast)
+        last_byte = b"\n"
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            rest += chunk.count(b"\n")
+            last_byte = chunk[-1:]
+        total = n + rest + (0 if last_byte == b"\n" else 1)
+        why = "output size cap" if cut_by_size else f"limit={limit}"
+        out.append(
+            f"\n(showing lines {offset}-{n - 1} of {total} ({why}); read on with offset={n})"
+        )
+        return "\n".join(out)
+
+
+@tool
+def write(path: str, content: str, *, ctx: ToolContext) -> str:
+    """Write a file in the working folder, replacing it if it exists (atomically: temp file and
+    rename). Missing parent folders are created.
+
+    Args:
+        path: the file, relative to the working folder (or absolute inside it).
+        content: the full new content (UTF-8 text).
+    """
+    real = guard(ctx, path, write=True)
+    data = content.encode("utf-8")
+    if real.is_dir():
+        raise ToolError(f"{rel(ctx, real)} is a directory")
+    created = atomic_write(ctx.root, real, data)
+    verb = "created" if created else "overwrote"
+    return f"{verb} {rel(ctx, real)} ({len(data)} bytes)"
+
+
+@tool
+def edit(
+    path: str, old_string: str, new_string: str, replace_all: bool = False, *, ctx: ToolContext
+) -> str:
+    """Replace an exact string in a file. `old_string` must occur exactly once unless
+    `replace_all` is true; include enough surrounding lines to make it unique.
+
+    Args:
+        path: the file, relative to the working folder (or absolute inside it).
+        old_string: the exact text to replace (whitespace and indentation included).
+        new_string: the replacement text.
+        replace_all: replace every occurrence instead of requiring a unique one.
+    """
+    real = guard(ctx, path, write=True)
+    name = rel(ctx, real)
+    _regular_file(real, name)
+    if not old_string:
+        raise ToolError("old_string is empty; use write to create or overwrite a file")
+    if old_string == new_string:
+        raise ToolError("old_string and new_string are identical; nothing to change")
+    fd = open_inside(ctx.root, real, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    if is_binary(data[:SNIFF_BYTES]):
+        raise ToolError(f"{name} is a binary file ({len(data)} bytes); not edited")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{name} is not UTF-8 text; not edited") from None
+    count = text.count(old_string)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {name}; check whitespace and indentation (read the "
+            "file first)"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {name}; add surrounding lines to make it "
+            "unique, or set replace_all=true to replace them all"
+        )
+    new_text = text.replace(old_string, new_string)
+    atomic_write(ctx.root, real, new_text.encode("utf-8"))
+    return f"edited {name}: replaced {count} occurrence{'s' if count > 1 else ''}"
+
+
+@tool(safe=True)
+def ls(path: str = ".", *, ctx: ToolContext) -> str:
+    """List a folder of the working folder, sorted; folders end with `/`, symlinks with `@`.
+
+    Args:
+        path: the folder, relative to the working folder (or absolute inside it).
+    """
+    real = guard(ctx, path)
+    name = rel(ctx, real)
+    if not os.path.isdir(real):
+        if os.path.exists(real):
+            return f"{name} (file, {os.path.getsize(real)} bytes)"
+        raise ToolError(f"{name} does not exist")
+    with os.scandir(real) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    if not entries:
+        return f"(empty directory: {name})"
+    lines: list[str] = []
+    for e in entries[:MAX_LS_ENTRIES]:
+        if e.is_symlink():
+            lines.append(e.name + "@")
+        elif e.is_dir(follow_symlinks=False):
+            lines.append(e.name + "/")
+        else:
+            lines.append(e.name)
+    if len(entries) > MAX_LS_ENTRIES:
+        lines.append(f"({len(entries) - MAX_LS_ENTRIES} more entries not shown)")
+    return "\n".join(lines)

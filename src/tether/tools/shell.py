@@ -1,0 +1,186 @@
+"""The built-in `bash` tool: one `bash -c` command in the working folder.
+
+Owns: running the command as an asyncio subprocess in its own session (process group), with the
+context's scrubbed environment and stdin from /dev/null; capturing stdout+stderr merged, in order;
+capping the output (head and tail kept, the cut counted); and killing the whole process group on
+timeout or cancellation.
+Does not own: path policy. A shell command is not path-checked: the deny list of the file tools is
+advisory for `bash` (T31); the environment is scrubbed of secrets (`tether.tools.env`).
+
+Processes the command leaves running are left alone if they let go of the output pipe (e.g.
+`server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from typing import Annotated
+
+from pydantic import Field
+
+from tether.tools.base import ToolContext, ToolOutput, tool
+
+MAX_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = 120.0
+HEAD_BYTES = 15_000
+TAIL_BYTES = 15_000
+EXIT_GRACE_S = 1.0
+"""How long output may keep flowing after the shell exits before the leftovers are killed (s)."""
+
+
+class HeadTail:
+    """Keeps the first `head` and last `tail` bytes of a stream and counts the rest.
+
+    Args:
+        head: bytes kept from the start.
+        tail: bytes kept from the end.
+    """
+
+    __slots__ = ("_head", "_head_max", "_tail", "_tail_max", "total")
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._head_max = head
+        self._tail_max = tail
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        """Append a chunk."""
+        self.total += len(data)
+        room = self._head_max - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            if len(self._tail) > 2 * self._tail_max:
+                del self._tail[: -self._tail_max]
+
+    def text(self) -> str:
+        """The kept output as text (UTF-8, invalid bytes replaced), with a note where bytes were
+        cut."""
+        tail = bytes(self._tail[-self._tail_max :]) if self._tail_max else b""
+        cut = self.total - len(self._head) - len(tail)
+        head_s = self._head.decode("utf-8", errors="replace")
+        tail_s = tail.decode("utf-8", errors="replace")
+        if cut <= 0:
+            return head_s + tail_s
+        return f"{head_s}\n… [{cut} bytes of output cut; {self.total} bytes in all] …\n{tail_s}"
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group `pid` (no error if it is gone)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _pump(stream: asyncio.StreamReader, sink: HeadTail) -> None:
+    while chunk := await stream.read(65536):
+        sink.feed(chunk)
+
+
+async def _drain(proc: asyncio.subprocess.Process, pump: asyncio.Task[None]) -> bool:
+    """Wait for the output to end. If the shell exits while something still holds the pipe,
+    wait `EXIT_GRACE_S` more, then kill the group. Returns True when it had to kill.
+
+    (`Process.wait()` would wait for the pipes too, so the exit is polled every 50 ms.)
+    """
+    while True:
+        done, _ = await asyncio.wait({pump}, timeout=0.05)
+        if done:
+            return False
+        if proc.returncode is not None:
+            done, _ = await asyncio.wait({pump}, timeout=EXIT_GRACE_S)
+            if done:
+                return False
+            kill_group(proc.pid)
+            await asyncio.wait({pump}, timeout=EXIT_GRACE_S)
+            return True
+
+
+async def run_command(
+    command: str, ctx: ToolContext, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ToolOutput:
+    """Run `bash -c command` in `ctx.root` with `ctx.env`; see the module docstring.
+
+    Returns:
+        The output (capped) with a note of the exit code when it is not 0, or
+        `(no output, exit code N)`; is_error only when the command timed out.
+
+    Raises:
+        asyncio.CancelledError: after killing the process group.
+        OSError: bash could not be started.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        command,
+        cwd=ctx.root,
+        env=dict(ctx.env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    sink = HeadTail()
+    pump = asyncio.create_task(_pump(proc.stdout, sink))
+    timed_out = leftovers_killed = False
+    try:
+        try:
+            async with asyncio.timeout(timeout_s):
+                leftovers_killed = await _drain(proc, pump)
+                await proc.wait()
+        except TimeoutError:
+            timed_out = True
+            kill_group(proc.pid)
+            # after the kill, EOF follows unless a detached (setsid) child holds the pipe
+            await asyncio.wait({pump}, timeout=EXIT_GRACE_S)
+            await proc.wait()
+    finally:
+        if proc.returncode is None or timed_out or leftovers_killed:
+            kill_group(proc.pid)
+        if not pump.done():
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+    text = sink.text().rstrip("\n")
+    code = proc.returncode
+    if timed_out:
+        note = f"(timed out after {timeout_s:g} s; the command and its process group were killed)"
+        return ToolOutput(f"{text}\n{note}" if text.strip() else note, is_error=True)
+    status = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+    if not text.strip():
+        text = f"(no output, {status})"
+    elif code != 0:
+        text += f"\n({status})"
+    if leftovers_killed:
+        text += (
+            "\n(background processes still holding the output were killed; redirect their "
+            "output, e.g. `cmd > log 2>&1 &`, to keep them running)"
+        )
+    return ToolOutput(text)
+
+
+@tool(timeout_s=MAX_TIMEOUT_S + 30)
+async def bash(
+    command: str,
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)] = DEFAULT_TIMEOUT_S,
+    *,
+    ctx: ToolContext,
+) -> ToolOutput:
+    """Run a shell command with `bash -c` in the working folder; stdout and stderr are merged.
+
+    The exit code is reported when it is not 0. Long output keeps its head and tail. On timeout
+    the command and every process it started are killed. stdin is empty; secrets are not in the
+    environment.
+
+    Args:
+        command: the command line.
+        timeout_s: the time limit in seconds (at most 600).
+    """
+    return await run_command(command, ctx, timeout_s)

@@ -1,0 +1,219 @@
+"""Tool-call ids: persist-time re-minting and per-target sanitation in the wire view.
+
+Owns: (a) `remint_tool_call_ids`, used by the agent loop before a new assistant turn is persisted
+(NOT a wire pass); (b) `sanitize_tool_ids`, the third wire pass.
+Does not own: minting ids a provider did not send (the assembler does, by stream index, see
+`tether.providers.assemble`, case T04).
+
+(a) Persist time (cases T05, claude-code#20693 "`tool_use` ids must be unique"): a call whose id
+    is empty, was used earlier in the session, or repeats a sibling's id in the same turn gets
+    `<id>_r<n>` (n = 1, 2, ... until unused), positionally (the first occurrence keeps its id);
+    the provider's id is kept in `provider_meta["original_id"]`.
+(b) Wire view: ids are rewritten so that the target accepts them, the same way for a call and the
+    results that answer it, deterministically and without collisions:
+
+    ======================  ==============================  ======================================
+    target                  accepted id                     source
+    ======================  ==============================  ======================================
+    anthropic               1..64 chars of [A-Za-z0-9_-]    Messages API `tool_use.id` pattern
+    openai-chat             1..40 chars (we also apply the  "Invalid 'messages[N].tool_calls[0].id':
+                            [A-Za-z0-9_-] charset)          string too long. Expected ... 40"
+    openai-responses        1..64 chars (same charset)      "Invalid 'input[N].call_id': string too
+                                                            long. Expected ... 64"
+    google, ollama          1..64 chars (same charset)      no documented limit; a portable choice
+    ======================  ==============================  ======================================
+
+    An id already valid and not yet used in the view is kept as is. Otherwise every character
+    outside the charset becomes `_`, an empty id becomes `call`, an over-long id is cut and ends
+    with `_` + 8 hex digits of its SHA-256, and an id already used by an earlier call gets
+    `_<k>` (k = 2, 3, ...). A result is renamed like the most recent earlier call with its
+    (stored) id; when that call's turn repeats the id (legacy sessions), the n-th such result
+    takes the n-th call's name (extra ones the last name, and the pairing pass drops them as
+    duplicates); a result with no earlier call gets a fresh unused name so it cannot pair with
+    another call by accident (the pairing pass then removes it). The pass walks the turns once,
+    front to back, so the renaming of a prefix never depends on later turns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Set
+from dataclasses import replace
+from typing import Any
+
+from tether.messages import ContentBlock, Target, ToolCallBlock, ToolResultBlock, Turn
+from tether.wire._util import with_content
+
+MAX_ID_LENGTH: dict[str, int] = {
+    "anthropic": 64,
+    "openai-chat": 40,
+    "openai-responses": 64,
+    "google": 64,
+    "ollama": 64,
+}
+"""The longest tool-call id each target accepts (see the module docstring)."""
+
+_VALID = re.compile(r"[A-Za-z0-9_-]+")
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_call_ids(turns: tuple[Turn, ...]) -> set[str]:
+    """All tool-call ids used in `turns` (to seed the set `remint_tool_call_ids` reads)."""
+    return {b.id for t in turns for b in t.content if type(b) is ToolCallBlock}
+
+
+def remint_tool_call_ids(turn: Turn, used_ids: Set[str]) -> Turn:
+    """Re-mint the colliding tool-call ids of a new assistant turn before it is persisted.
+
+    Args:
+        turn: the freshly assembled assistant turn.
+        used_ids: every tool-call id already used in the session (the caller maintains it and
+            adds the returned turn's ids after persisting). Not modified.
+
+    Returns:
+        `turn` itself when no id collides; otherwise a copy in which each colliding call (an
+        empty id, an id in `used_ids`, or a repeat of an earlier sibling's id) has id
+        `<id>_r<n>` with the smallest n making it unique against `used_ids`, the turn's ids
+        and the new ids, and `provider_meta["original_id"]` = the provider's id.
+        O(calls in the turn) set operations.
+    """
+    calls = [(k, b) for k, b in enumerate(turn.content) if type(b) is ToolCallBlock]
+    if not calls:
+        return turn
+    originals = {b.id for _, b in calls}
+    taken: set[str] = set()
+    changes: dict[int, ToolCallBlock] = {}
+    for k, b in calls:
+        cid = b.id
+        if cid and cid not in used_ids and cid not in taken:
+            taken.add(cid)
+            continue
+        base = cid or "call"
+        n = 1
+        cand = f"{base}_r{n}"
+        while cand in used_ids or cand in taken or cand in originals:
+            n += 1
+            cand = f"{base}_r{n}"
+        taken.add(cand)
+        meta: dict[str, Any] = dict(b.provider_meta or {})
+        meta.setdefault("original_id", cid)
+        changes[k] = replace(b, id=cand, provider_meta=meta)
+    if not changes:
+        return turn
+    content = tuple(changes.get(k, b) for k, b in enumerate(turn.content))
+    return with_content(turn, content)
+
+
+def sanitize_id(raw: str, max_len: int) -> str:
+    """Map `raw` into `[A-Za-z0-9_-]{1,max_len}` deterministically (no uniqueness)."""
+    if 0 < len(raw) <= max_len and _VALID.fullmatch(raw):
+        return raw
+    s = _INVALID.sub("_", raw) or "call"
+    if len(s) > max_len:
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        s = s[: max_len - 9] + "_" + digest
+    return s
+
+
+class IdMapper:
+    """The streaming state of `sanitize_tool_ids`: feed turns front to back with `turn()`.
+
+    Attributes:
+        max_len: the target's id length limit.
+        used: every id assigned so far in the view.
+        latest: stored call id -> the ids assigned to the calls with that stored id in the most
+            recent turn holding one (several when a legacy turn repeats an id).
+        answered: stored call id -> how many results with that id followed that turn.
+    """
+
+    __slots__ = ("answered", "latest", "max_len", "used")
+
+    def __init__(self, target: Target) -> None:
+        self.max_len = MAX_ID_LENGTH[target]
+        self.used: set[str] = set()
+        self.latest: dict[str, list[str]] = {}
+        self.answered: dict[str, int] = {}
+
+    def _fresh(self, raw: str) -> str:
+        s = sanitize_id(raw, self.max_len)
+        if s in self.used:
+            k = 2
+            while True:
+                suffix = f"_{k}"
+                cand = s[: self.max_len - len(suffix)] + suffix
+                if cand not in self.used:
+                    s = cand
+                    break
+                k += 1
+        self.used.add(s)
+        return s
+
+    def turn(self, turn: Turn) -> Turn:
+        """Rename the ids of one turn; returns `turn` itself when nothing changes."""
+        new: list[ContentBlock] | None = None
+        used = self.used
+        latest = self.latest
+        answered = self.answered
+        max_len = self.max_len
+        content = turn.content
+        in_turn: set[str] | None = None
+        for k, b in enumerate(content):
+            if type(b) is ToolCallBlock:
+                raw = b.id
+                if in_turn is None:
+                    in_turn = set()
+                if raw not in in_turn:  # a new turn with this id: results now answer it
+                    in_turn.add(raw)
+                    latest[raw] = []
+                    answered[raw] = 0
+                if raw not in used and 0 < len(raw) <= max_len and _VALID.fullmatch(raw):
+                    used.add(raw)
+                    latest[raw].append(raw)
+                    continue
+                s = self._fresh(raw)
+                latest[raw].append(s)
+                nb: ContentBlock = replace(b, id=s)
+            elif type(b) is ToolResultBlock:
+                raw = b.tool_call_id
+                names = latest.get(raw)
+                if names:
+                    n = answered[raw]
+                    answered[raw] = n + 1
+                    s = names[n] if n < len(names) else names[-1]
+                else:
+                    s = self._fresh(raw)
+                if s == raw:
+                    continue
+                nb = replace(b, tool_call_id=s)
+            else:
+                continue
+            if new is None:
+                new = list(content)
+            new[k] = nb
+        if new is None:
+            return turn
+        return with_content(turn, tuple(new))
+
+
+def sanitize_tool_ids(turns: tuple[Turn, ...], target: Target) -> tuple[Turn, ...]:
+    """Make every tool-call id acceptable to `target` and unique in the view (third wire pass).
+
+    Args:
+        turns: the view so far, oldest first.
+        target: the request's wire API (decides the length limit, module docstring table).
+
+    Returns:
+        The input tuple itself when every id is valid and unique; otherwise a new tuple where
+        unchanged turns are the same objects. Calls and their results stay consistent.
+    """
+    mapper = IdMapper(target)
+    out: list[Turn] | None = None
+    for i, t in enumerate(turns):
+        nt = mapper.turn(t)
+        if out is None:
+            if nt is t:
+                continue
+            out = list(turns[:i])
+        out.append(nt)
+    return turns if out is None else tuple(out)

@@ -1,0 +1,335 @@
+"""The reasoning wire action: what happens to stored thinking when it is replayed to a target.
+
+Owns: the ONE decision, per thinking / redacted_thinking block and target, between `keep`,
+`drop` and `strip_signature` (`reasoning_action`), the turn-level rules built on it (OpenAI
+Responses reasoning-item adjacency, provider-bound tool-call `provider_meta`), the public
+`sanitize_history_for_provider` every adapter uses, and the one-shot recovery helper
+`drop_earlier_thinking`.
+Does not own: storage (thinking is stored byte-exact by `tether.messages`' codec, case T07), nor
+how an adapter spells a kept block on the wire.
+
+Shapes:
+    reasoning_action(block, target, *, provenance, route) -> "keep" | "drop" | "strip_signature"
+    sanitize_history_for_provider(turns: tuple[Turn, ...], target, *, route=None)
+        -> tuple[Turn, ...]          # the same tuple when nothing changes
+
+Terms:
+    producer: `block.producer`, normalised (`gemini`/`vertex` -> `google`, `openai-*` ->
+        `openai`); when the block is untagged, the family of the turn's `provenance.api`; None
+        when neither is known (a legacy block).
+    route: the request's `Provenance` (provider, api, model). A provider-bound artifact (a Gemini
+        signature, an OpenAI Responses reasoning item, a tool call's `provider_meta`) is replayed
+        only when the turn that carries it was *issued by that route*: its `provenance.api` is the
+        target and, when a route is given, its provider and model equal the route's. Without a
+        route the turn's api alone decides (the caller did not say which model it talks to).
+
+Rules (with their source):
+    To `anthropic`:
+        * redacted_thinking: keep (Anthropic requires it back verbatim), unless it comes from
+          another Claude model than the route's (case T08) or another producer.
+        * thinking produced by OpenAI, Google or any other non-Anthropic producer: drop (its
+          signature cannot verify; demoting it to text is refused too, T08 related reports).
+        * thinking without a signature: drop ("thinking.signature: Field required", T08; a
+          stream cut before the signature arrived, T07).
+        * signed thinking from another model than the route's: drop (T08).
+        * signed but untagged (legacy) thinking: keep.
+    To `openai-chat`, `openai-responses`, `google`, `ollama`:
+        * redacted_thinking: drop (only Anthropic can read it).
+        * Anthropic-signed thinking: drop.
+        * a Gemini-signed block: keep its signature only to `google` on the route that issued it.
+        * an OpenAI Responses reasoning item (`item_id` / `encrypted_content`): kept only to
+          `openai-responses` on the route that issued it and with its `encrypted_content`
+          (needed for `store=false` replay); otherwise, to `openai-responses` it is omitted
+          (T10), to other targets its text survives.
+        * any other or untagged signature: strip it; the text survives (a block left with no
+          text and no summary is dropped).
+    OpenAI Responses adjacency (T10): a kept reasoning item must be immediately followed, in its
+        turn, by an item it produced (a tool call or non-blank text), otherwise it is dropped;
+        and a tool call keeps its server item id (`provider_meta["item_id"]`, e.g. `fc_1`) only
+        when a kept reasoning item precedes it in its turn ("Item 'fc_...' of type
+        'function_call' was provided without its required 'reasoning' item").
+    Tool calls' `provider_meta` (e.g. a Gemini `thoughtSignature`) is kept only on the route that
+        issued the turn; otherwise it is removed.
+Kept blocks are the stored objects themselves, in their stored order (byte-exact replay, T07).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal
+
+from tether.messages import (
+    ContentBlock,
+    Provenance,
+    RedactedThinkingBlock,
+    Target,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    Turn,
+)
+from tether.wire._util import with_content
+
+ReasoningAction = Literal["keep", "drop", "strip_signature"]
+"""What the wire does with one reasoning block."""
+
+_API_FAMILY: dict[str, str] = {
+    "anthropic": "anthropic",
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "openai": "openai",
+    "google": "google",
+    "gemini": "google",
+    "vertex": "google",
+    "ollama": "ollama",
+}
+
+
+def producer_family(name: str | None) -> str | None:
+    """Normalise a producer or api name (`openai-responses` -> `openai`, `gemini` -> `google`)."""
+    if name is None:
+        return None
+    return _API_FAMILY.get(name, name)
+
+
+def block_producer(
+    block: ThinkingBlock | RedactedThinkingBlock, provenance: Provenance | None
+) -> str | None:
+    """The producer family of a reasoning block: its tag, else its turn's api family, else None."""
+    if block.producer is not None:
+        return producer_family(block.producer)
+    if provenance is not None:
+        return producer_family(provenance.api)
+    return None
+
+
+def issued_by_route(
+    provenance: Provenance | None, target: Target, route: Provenance | None
+) -> bool:
+    """True when a turn with `provenance` was produced by the request's route on `target`.
+
+    A turn without provenance was issued by no known route (False). Without a `route`, the
+    turn's api being `target` is enough.
+    """
+    if provenance is None or provenance.api != target:
+        return False
+    if route is None:
+        return True
+    return provenance.provider == route.provider and provenance.model == route.model
+
+
+def _blank(text: str) -> bool:
+    return not text or text.isspace()
+
+
+def reasoning_action(
+    block: ThinkingBlock | RedactedThinkingBlock,
+    target: Target,
+    *,
+    provenance: Provenance | None = None,
+    route: Provenance | None = None,
+) -> ReasoningAction:
+    """Decide what the wire does with one thinking / redacted_thinking block.
+
+    Args:
+        block: the stored block.
+        target: the wire API of the request.
+        provenance: the provenance of the turn holding the block (None when unknown).
+        route: the request's provider/api/model, or None when unknown.
+
+    Returns:
+        `keep` (replay the stored object), `drop` (omit it) or `strip_signature` (replay its
+        text without signature, item id or encrypted content). See the module docstring for
+        the rules and their sources.
+    """
+    producer = block_producer(block, provenance)
+    if type(block) is RedactedThinkingBlock:
+        if target != "anthropic" or producer not in (None, "anthropic"):
+            return "drop"
+        model = provenance.model if provenance is not None else None
+        if route is not None and model is not None and route.model != model:
+            return "drop"
+        return "keep"
+    assert type(block) is ThinkingBlock
+    signed = bool(block.signature)
+    if target == "anthropic":
+        if producer not in (None, "anthropic") or not signed:
+            return "drop"
+        model = block.model or (provenance.model if provenance is not None else None)
+        if route is not None and model is not None and route.model != model:
+            return "drop"
+        return "keep"
+    if producer == "anthropic" and signed:
+        return "drop"
+    is_item = block.item_id is not None or block.encrypted_content is not None
+    if not signed and not is_item:
+        return "keep"
+    native = issued_by_route(provenance, target, route)
+    if target == "google" and producer == "google" and native and not is_item:
+        return "keep"
+    if target == "openai-responses" and is_item:
+        if producer == "openai" and native and block.item_id and block.encrypted_content:
+            return "keep"
+        return "drop"
+    if not _blank(block.text) or any(not _blank(s) for s in block.summary):
+        return "strip_signature"
+    return "drop"
+
+
+def _is_reasoning_item(b: ContentBlock) -> bool:
+    return type(b) is ThinkingBlock and b.item_id is not None
+
+
+def _is_follower(b: ContentBlock) -> bool:
+    if type(b) is ToolCallBlock:
+        return True
+    return type(b) is TextBlock and not _blank(b.text)
+
+
+def reason_turn(turn: Turn, target: Target, route: Provenance | None = None) -> Turn:
+    """Apply the reasoning wire action to one turn.
+
+    Returns:
+        `turn` itself when nothing changes, else a copy with reasoning blocks dropped or
+        stripped and tool calls' `provider_meta` filtered (module docstring rules).
+    """
+    content = turn.content
+    types = set(map(type, content))
+    if ThinkingBlock not in types and RedactedThinkingBlock not in types:
+        if ToolCallBlock not in types:
+            return turn
+        for b in content:
+            if type(b) is ToolCallBlock and b.provider_meta is not None:
+                break
+        else:
+            return turn
+    prov = turn.provenance
+    native = issued_by_route(prov, target, route)
+    kept: list[ContentBlock] = []
+    changed = False
+    for b in content:
+        if type(b) is ThinkingBlock or type(b) is RedactedThinkingBlock:
+            action = reasoning_action(b, target, provenance=prov, route=route)
+            if action == "drop":
+                changed = True
+                continue
+            if action == "strip_signature" and type(b) is ThinkingBlock:
+                b = replace(b, signature=None, item_id=None, encrypted_content=None)
+                changed = True
+        elif type(b) is ToolCallBlock and b.provider_meta is not None and not native:
+            b = replace(b, provider_meta=None)
+            changed = True
+        kept.append(b)
+    if target == "openai-responses":
+        changed = _responses_adjacency(kept) or changed
+    if not changed:
+        return turn
+    return with_content(turn, tuple(kept))
+
+
+def _responses_adjacency(blocks: list[ContentBlock]) -> bool:
+    """Enforce the Responses reasoning-item unit rule in place; True when something changed."""
+    changed = False
+    if any(_is_reasoning_item(b) for b in blocks):
+        nxt: ContentBlock | None = None
+        for k in range(len(blocks) - 1, -1, -1):
+            b = blocks[k]
+            if _is_reasoning_item(b) and (nxt is None or not _is_follower(nxt)):
+                del blocks[k]
+                changed = True
+                continue
+            nxt = b
+    seen_reasoning = False
+    for k, b in enumerate(blocks):
+        if _is_reasoning_item(b):
+            seen_reasoning = True
+        elif (
+            type(b) is ToolCallBlock
+            and not seen_reasoning
+            and b.provider_meta is not None
+            and "item_id" in b.provider_meta
+        ):
+            meta: dict[str, Any] = {k2: v for k2, v in b.provider_meta.items() if k2 != "item_id"}
+            blocks[k] = replace(b, provider_meta=meta or None)
+            changed = True
+    return changed
+
+
+def sanitize_history_for_provider(
+    turns: tuple[Turn, ...], target: Target, *, route: Provenance | None = None
+) -> tuple[Turn, ...]:
+    """Apply the reasoning wire action to every turn (the second pass of `build_view`).
+
+    Args:
+        turns: the history (any turns; only reasoning blocks and tool calls' `provider_meta`
+            are looked at).
+        target: the request's wire API.
+        route: the request's provider/api/model; see `issued_by_route`.
+
+    Returns:
+        The input tuple itself when nothing changes; otherwise a new tuple in which unchanged
+        turns are the same objects.
+    """
+    out: list[Turn] | None = None
+    for i, t in enumerate(turns):
+        nt = reason_turn(t, target, route)
+        if out is None:
+            if nt is t:
+                continue
+            out = list(turns[:i])
+        out.append(nt)
+    return turns if out is None else tuple(out)
+
+
+def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """Recovery for a persistent "Invalid signature in thinking block" 400 (case T07).
+
+    Drops thinking and redacted_thinking blocks from every assistant turn except the last
+    assistant turn when it holds tool calls (the in-progress tool loop, whose `[thinking,
+    tool_use]` Anthropic requires intact). Use once, then surface the error if it persists.
+
+    Returns:
+        The input tuple when nothing changes, else a new tuple.
+    """
+    keep_idx = -1
+    for i in range(len(turns) - 1, -1, -1):
+        if turns[i].role == "assistant":
+            if turns[i].tool_calls:
+                keep_idx = i
+            break
+    out: list[Turn] | None = None
+    for i, t in enumerate(turns):
+        nt = t
+        if t.role == "assistant" and i != keep_idx:
+            blocks = tuple(
+                b
+                for b in t.content
+                if type(b) is not ThinkingBlock and type(b) is not RedactedThinkingBlock
+            )
+            if len(blocks) != len(t.content):
+                nt = with_content(t, blocks)
+        if out is None:
+            if nt is t:
+                continue
+            out = list(turns[:i])
+        out.append(nt)
+    return turns if out is None else tuple(out)
+
+
+def thinking_must_be_disabled(view: tuple[Turn, ...]) -> bool:
+    """True when an Anthropic request with thinking enabled would be rejected (case T08).
+
+    Anthropic requires, with thinking enabled, that the assistant turn of an in-progress tool
+    loop (the last assistant turn, followed only by its tool results) starts with a thinking or
+    redacted_thinking block. After a model switch that block may have been dropped; the adapter
+    must then send this request with thinking disabled.
+    """
+    for i in range(len(view) - 1, -1, -1):
+        t = view[i]
+        if t.role != "assistant":
+            continue
+        if not t.tool_calls or i != len(view) - 2:
+            return False
+        first = t.content[0] if t.content else None
+        return type(first) is not ThinkingBlock and type(first) is not RedactedThinkingBlock
+    return False

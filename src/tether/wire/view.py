@@ -1,0 +1,175 @@
+"""The wire view: stored turns -> the turns one provider request carries.
+
+Owns: the fixed order of the wire passes (`build_view`) and its incremental twin
+(`ViewBuilder`).
+Does not own: any pass's rules (see `markers`, `reasoning`, `ids`, `pairing`, `tail`), nor the
+vendor request format (`tether.providers`).
+
+Shapes:
+    build_view(turns: tuple[Turn, ...], target, *, supports_prefill=False, route=None,
+               on_repair=None, strict=False) -> tuple[Turn, ...]
+    ViewBuilder(target, ...).view(turns) -> tuple[Turn, ...]   # == build_view(turns, ...)
+
+Passes, in this order (DESIGN.md, "Data flow of one turn"):
+    1. marker elision             `elide_markers`
+    2. reasoning wire action       `sanitize_history_for_provider(target, route)`
+    3. tool-id sanitation          `sanitize_tool_ids(target)`
+    4. pairing repair              `repair_pairing(on_repair, strict)`
+    5. user-terminated tail        `ensure_user_tail(supports_prefill)`
+Every pass is pure (data in, data out, no I/O, clock or random ids), never mutates its input,
+returns its input object when it changes nothing, and is idempotent; so is `build_view`
+(`build_view(build_view(x)) == build_view(x)`, and `build_view(v) is v` for a built view `v`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tether.messages import Provenance, Target, Turn
+from tether.wire.ids import IdMapper, sanitize_tool_ids
+from tether.wire.markers import elide_markers, elided_ids, is_marker
+from tether.wire.pairing import Pairing, RepairHook, Reporter, repair_pairing
+from tether.wire.reasoning import reason_turn, sanitize_history_for_provider
+from tether.wire.tail import ensure_user_tail, tail_turns
+
+
+def build_view(
+    turns: Sequence[Turn],
+    target: Target,
+    *,
+    supports_prefill: bool = False,
+    route: Provenance | None = None,
+    on_repair: RepairHook | None = None,
+    strict: bool = False,
+) -> tuple[Turn, ...]:
+    """Build the wire view of `turns` for one request to `target`.
+
+    Args:
+        turns: the stored turns, oldest first (a tuple is used as is).
+        target: the request's wire API.
+        supports_prefill: the model accepts a view ending with an assistant turn.
+        route: the request's provider/api/model; provider-bound reasoning artifacts are replayed
+            only to the route that issued them (see `tether.wire.reasoning`).
+        on_repair: called with each pairing `Repair`.
+        strict: raise `tether.errors.WireError` instead of repairing pairing faults.
+
+    Returns:
+        The view; `turns` itself (as a tuple) when no pass changes anything. Turns a pass does
+        not touch are the stored objects themselves.
+    """
+    view = turns if isinstance(turns, tuple) else tuple(turns)
+    view = elide_markers(view)
+    view = sanitize_history_for_provider(view, target, route=route)
+    view = sanitize_tool_ids(view, target)
+    view = repair_pairing(view, on_repair=on_repair, strict=strict)
+    return ensure_user_tail(view, supports_prefill=supports_prefill, target=target)
+
+
+class ViewBuilder:
+    """Incremental `build_view` for one session and request configuration.
+
+    `view(turns)` returns exactly what `build_view(turns, target, ...)` returns (equal turns),
+    but when `turns` extends the sequence given on the previous call it only processes the new
+    turns plus the last tool-call segment (an assistant turn with calls and the turns after it,
+    whose repair can still change): amortized O(new turns) Python work per call.
+
+    It falls back to a full build when the previously seen turns are not a prefix of `turns`
+    (a rewind, fork or edit), when a new turn is a compaction marker, or when a new turn's id is
+    listed in a marker's `replaces_turn_ids`.
+
+    Args:
+        target, supports_prefill, route, on_repair, strict: as for `build_view`. Repairs are
+            reported when found: a repair in the last, still open segment is reported again on
+            each call until a new segment starts; a full build reports every repair again.
+        check_prefix: verify the whole previous prefix by identity (a C-level comparison of
+            object pointers, ~1 ns per turn). With False, only the length and the identity of
+            the previous last turn are checked: for callers that guarantee append-only history.
+
+    Attributes:
+        full_builds: how many times a full build ran (for tests and diagnostics).
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        supports_prefill: bool = False,
+        route: Provenance | None = None,
+        on_repair: RepairHook | None = None,
+        strict: bool = False,
+        check_prefix: bool = True,
+    ) -> None:
+        self.target: Target = target
+        self.supports_prefill = supports_prefill
+        self.route = route
+        self.check_prefix = check_prefix
+        self._reporter = Reporter(on_repair, strict)
+        self.full_builds = 0
+        self._input: tuple[Turn, ...] = ()
+        self._elided: frozenset[str] = frozenset()
+        self._stage: list[Turn] = []
+        self._ids = IdMapper(target)
+        self._pairing = Pairing(self._reporter)
+        self._view: tuple[Turn, ...] = ()
+
+    def reset(self) -> None:
+        """Forget everything; the next `view()` does a full build."""
+        self._input = ()
+        self._elided = frozenset()
+        self._stage = []
+        self._ids = IdMapper(self.target)
+        self._pairing = Pairing(self._reporter)
+        self._view = ()
+
+    def view(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+        """The wire view of `turns` (== `build_view(turns, ...)` with this builder's options)."""
+        seq = turns if isinstance(turns, tuple) else tuple(turns)
+        prev = self._input
+        if seq is prev:
+            return self._view
+        k = len(prev)
+        n = len(seq)
+        if (
+            k == 0
+            or n < k
+            or seq[k - 1] is not prev[k - 1]
+            or (self.check_prefix and seq[:k] != prev)
+        ):
+            return self._full(seq)
+        if n == k:
+            self._input = seq
+            return self._view
+        elided = self._elided
+        for t in seq[k:]:
+            if t.id in elided or is_marker(t):
+                return self._full(seq)
+        stage = self._stage
+        start = len(stage)
+        target, route, mapper = self.target, self.route, self._ids
+        for t in seq[k:]:
+            stage.append(mapper.turn(reason_turn(t, target, route)))
+        pairing = self._pairing
+        if pairing.checkpoint is not None:
+            start = pairing.restore()
+        pairing.run(stage, start)
+        self._input = seq
+        self._view = self._finish()
+        return self._view
+
+    def _full(self, seq: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        self.reset()
+        self.full_builds += 1
+        target, route, mapper = self.target, self.route, self._ids
+        self._elided = elided_ids(seq)
+        self._stage = [mapper.turn(reason_turn(t, target, route)) for t in elide_markers(seq)]
+        self._pairing.run(self._stage, 0)
+        self._input = seq
+        self._view = self._finish()
+        return self._view
+
+    def _finish(self) -> tuple[Turn, ...]:
+        out = self._pairing.out
+        drop, extra = tail_turns(out, supports_prefill=self.supports_prefill, target=self.target)
+        if not drop and not extra:
+            return tuple(out)
+        return (*out[: len(out) - drop], *extra)

@@ -1,0 +1,63 @@
+"""The headless stdin grammar."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from tether.cli.stdin import MalformedInputError, parse_stdin
+from tether.messages import TextBlock, ToolCallBlock
+
+
+def ids() -> Callable[[], str]:
+    c = itertools.count(1)
+    return lambda: f"m{next(c)}"
+
+
+def test_whole_json_context_with_system_and_blocks() -> None:
+    text = (
+        '{"system": "be brief", "messages": [{"role": "user", "content": "hi"},'
+        ' {"role": "assistant", "content": [{"type": "tool_call", "id": "c", "name": "ls"}]}]}'
+    )
+    parsed = parse_stdin(text, ids())
+    assert parsed.system == "be brief"
+    assert [t.role for t in parsed.messages] == ["user", "assistant"]
+    assert isinstance(parsed.messages[1].content[0], ToolCallBlock)
+
+
+def test_bare_list_and_prompt_forms() -> None:
+    assert parse_stdin('[{"role": "user", "content": "x"}]', ids()).messages[0].text == "x"
+    assert parse_stdin('{"prompt": "do it"}', ids()).messages[0].text == "do it"
+
+
+def test_lines_text_lines_join_and_json_lines_are_messages() -> None:
+    text = 'first line\nsecond line\n{"role": "user", "content": "json one"}\nlast\n'
+    parsed = parse_stdin(text, ids())
+    assert [t.text for t in parsed.messages] == ["first line\nsecond line", "json one", "last"]
+
+
+def test_a_line_that_looks_like_json_but_is_not_is_text() -> None:
+    parsed = parse_stdin("{not json\nmore", ids())
+    assert parsed.messages[0].content == (TextBlock(text="{not json\nmore"),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"messages": "nope"}',
+        '{"messages": [{"role": "robot", "content": "x"}]}',
+        '{"messages": [{"role": "user", "content": [{"type": "bogus"}]}]}',
+        '{"messages": [{"role": "user"}]}',
+        "[1, 2]",
+        '{"prompt": 3}',
+    ],
+)
+def test_malformed_contexts_raise(text: str) -> None:
+    with pytest.raises(MalformedInputError):
+        parse_stdin(text, ids())
+
+
+def test_empty_stdin_is_no_messages() -> None:
+    assert parse_stdin("  \n", ids()).messages == ()

@@ -1,0 +1,54 @@
+"""Shared fixtures for the tools tests: a workspace folder, its context, and a call helper."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.messages import ToolCallBlock, ToolResultBlock
+from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
+
+Call = Callable[..., Awaitable[ToolResultBlock]]
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "ws"
+    r.mkdir()
+    return r.resolve()
+
+
+@pytest.fixture
+def ctx(root: Path) -> ToolContext:
+    return ToolContext.create(root, env=scrubbed_env())
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry(builtin_tools())
+
+
+def make_call(name: str, **arguments: Any) -> ToolCallBlock:
+    return ToolCallBlock(id=f"call_{next(_ids)}", name=name, arguments=arguments)
+
+
+@pytest.fixture
+def call(registry: ToolRegistry, ctx: ToolContext) -> Call:
+    """`await call("read", path="x")` runs a built-in through `run_tool_call`."""
+
+    async def run(name: str, **arguments: Any) -> ToolResultBlock:
+        block = make_call(name, **arguments)
+        result = await run_tool_call(registry, block, ctx)
+        assert result.tool_call_id == block.id
+        assert result.content and all(getattr(p, "text", "x").strip() for p in result.content), (
+            "a result never has empty content"
+        )
+        return result
+
+    return run

@@ -1,0 +1,143 @@
+"""The bash tool: placeholder for silent commands (T02), merged output, caps, exit codes,
+timeout/cancel kill the whole process group, and a scrubbed environment (T31)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call
+from tether.tools.shell import HEAD_BYTES, HeadTail
+
+Call = Callable[..., Awaitable[ToolResultBlock]]
+
+
+def live_members(pgid: int) -> list[int]:
+    """Pids of non-zombie processes in process group `pgid` (read from /proc)."""
+    out: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+async def wait_gone(pgid: int, within_s: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while (left := live_members(pgid)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return left
+
+
+async def test_t02_silent_command_gets_placeholder(call: Call, root: Path) -> None:
+    r = await call("bash", command="mkdir -p build")
+    assert not r.is_error
+    assert r.content == (TextBlock(text="(no output, exit code 0)"),)
+    assert (root / "build").is_dir()
+    r = await call("bash", command="false")
+    assert r.text == "(no output, exit code 1)"
+
+
+async def test_output_merged_in_order_with_exit_code(call: Call) -> None:
+    r = await call("bash", command="echo one; echo two >&2; echo three; exit 3")
+    assert r.text == "one\ntwo\nthree\n(exit code 3)" and not r.is_error
+    r = await call("bash", command="pwd; cat")  # stdin is empty: cat returns at once
+    assert r.text == str(Path(r.text).resolve())
+
+
+async def test_output_capped_head_and_tail(call: Call) -> None:
+    r = await call("bash", command="for i in $(seq 1 20000); do echo line$i; done")
+    assert r.text.startswith("line1\nline2\n") and r.text.endswith("line19999\nline20000")
+    assert "bytes of output cut" in r.text and len(r.text) < 2 * HEAD_BYTES + 200
+
+
+def test_head_tail_small_and_large() -> None:
+    h = HeadTail(head=4, tail=4)
+    h.feed(b"abc")
+    assert h.text() == "abc"
+    h.feed(b"defghij")
+    assert h.text().startswith("abcd\n") and h.text().endswith("\nghij") and "2 bytes" in h.text()
+
+
+async def test_timeout_kills_the_process_group(call: Call) -> None:
+    t0 = time.monotonic()
+    r = await call(
+        "bash", command="echo $$; sleep 100 & (sleep 100; echo never) & sleep 100", timeout_s=0.5
+    )
+    assert time.monotonic() - t0 < 5
+    assert r.is_error and "timed out after 0.5 s" in r.text
+    pgid = int(r.text.splitlines()[0])
+    assert await wait_gone(pgid) == []
+
+
+async def test_cancel_kills_the_process_group(
+    registry: ToolRegistry, ctx: ToolContext, root: Path
+) -> None:
+    block = ToolCallBlock(id="c", name="bash", arguments={"command": "echo $$ > pid; sleep 100"})
+    task = asyncio.create_task(run_tool_call(registry, block, ctx))
+    for _ in range(100):
+        if (root / "pid").exists() and (root / "pid").read_text().strip():
+            break
+        await asyncio.sleep(0.02)
+    pgid = int((root / "pid").read_text())
+    assert live_members(pgid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await wait_gone(pgid) == []
+
+
+async def test_background_holder_of_output_is_killed(call: Call) -> None:
+    t0 = time.monotonic()
+    r = await call("bash", command="echo $$; sleep 100 &")
+    assert time.monotonic() - t0 < 5
+    assert "background processes" in r.text and not r.is_error
+    assert await wait_gone(int(r.text.splitlines()[0])) == []
+
+
+async def test_bad_timeout_argument_is_refused(call: Call) -> None:
+    r = await call("bash", command="true", timeout_s=10_000)
+    assert r.is_error and "timeout_s" in r.text
+
+
+# --- T31: secrets never reach tool subprocesses ---------------------------------------------
+
+SECRET_KEY = "sk-ant-api03-harness-secret-0123456789"
+DOTENV_SECRET = "dotenv-db-password-4242"
+
+
+async def test_t31_env_is_scrubbed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_KEY)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "token-value-xyz-123")
+    monkeypatch.setenv("Db_Password", "harness-pw-999")
+    monkeypatch.setenv("HARMLESS_KEYBOARD", "us")
+    (root / ".env").write_text(f"DB_PASSWORD={DOTENV_SECRET}\nOPENAI_API_KEY=sk-proj-dotenv\n")
+    ctx = ToolContext.create(root)  # env=None: the harness environment, scrubbed
+    reg = ToolRegistry(builtin_tools())
+    call = ToolCallBlock(
+        id="e", name="bash", arguments={"command": "env | grep -i -E 'password|key'"}
+    )
+    r = await run_tool_call(reg, call, ctx)
+    for secret in (
+        SECRET_KEY,
+        "token-value-xyz-123",
+        "harness-pw-999",
+        DOTENV_SECRET,
+        "sk-proj-dotenv",
+    ):
+        assert secret not in r.text
+        assert secret not in ctx.env.values()
+    assert "HARMLESS_KEYBOARD=us" in r.text  # scrubbing is by name pattern, not wholesale
+    assert DOTENV_SECRET not in os.environ.values()  # the project .env is never loaded

@@ -1,0 +1,119 @@
+"""Property tests: the wire-view contract, idempotence, purity, incremental == full."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tether.errors import WireError
+from tether.messages import Provenance, Target, Turn
+from tether.wire import (
+    Repair,
+    ViewBuilder,
+    build_view,
+    elide_markers,
+    ensure_user_tail,
+    repair_pairing,
+    sanitize_history_for_provider,
+    sanitize_tool_ids,
+)
+
+from .contract import view_problems
+from .strategies import routes, targets, transcripts
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(transcripts(), targets, st.booleans(), routes)
+def test_view_satisfies_contract(
+    turns: tuple[Turn, ...], target: Target, prefill: bool, route: Provenance | None
+) -> None:
+    before = copy.deepcopy(turns)
+    repairs: list[Repair] = []
+    view = build_view(
+        turns, target, supports_prefill=prefill, route=route, on_repair=repairs.append
+    )
+    assert turns == before, "the input was mutated"
+    assert view_problems(view, target, supports_prefill=prefill, route=route) == []
+    again = build_view(view, target, supports_prefill=prefill, route=route)
+    assert again == view
+    assert again is view, "a built view must come back as the same object"
+    assert build_view(turns, target, supports_prefill=prefill, route=route) == view  # deterministic
+
+
+@SETTINGS
+@given(transcripts(), targets, routes)
+def test_each_pass_is_pure_and_idempotent(
+    turns: tuple[Turn, ...], target: Target, route: Provenance | None
+) -> None:
+    passes = [
+        elide_markers,
+        lambda v: sanitize_history_for_provider(v, target, route=route),
+        lambda v: sanitize_tool_ids(v, target),
+        repair_pairing,
+        ensure_user_tail,
+    ]
+    v = turns
+    for p in passes:
+        before = copy.deepcopy(v)
+        out = p(v)
+        assert v == before
+        assert p(out) == out
+        assert p(out) is out
+        v = out
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_strict_raises_iff_repairs(turns: tuple[Turn, ...], target: Target) -> None:
+    repairs: list[Repair] = []
+    build_view(turns, target, on_repair=repairs.append)
+    try:
+        build_view(turns, target, strict=True)
+    except WireError as exc:
+        assert repairs and exc.kind == repairs[0].kind
+    else:
+        assert not repairs
+
+
+@st.composite
+def growth(draw: st.DrawFn) -> list[tuple[Turn, ...]]:
+    """A sequence of histories, mostly each extending the previous, sometimes edited."""
+    full = draw(transcripts(max_turns=24))
+    steps: list[tuple[Turn, ...]] = []
+    n = 0
+    while n < len(full):
+        n = min(len(full), n + draw(st.integers(0, 4)))
+        seq = full[:n]
+        edit = draw(st.sampled_from(["none"] * 6 + ["truncate", "replace"]))
+        if edit == "truncate" and n:
+            seq = seq[: draw(st.integers(0, n - 1))]
+        elif edit == "replace" and n:
+            k = draw(st.integers(0, n - 1))
+            seq = (*seq[:k], Turn(id=f"e{k}", role="user", content=()), *seq[k + 1 :])
+        steps.append(seq)
+    return steps
+
+
+@SETTINGS
+@given(growth(), targets, st.booleans(), routes)
+def test_view_builder_equals_build_view(
+    steps: list[tuple[Turn, ...]], target: Target, prefill: bool, route: Provenance | None
+) -> None:
+    vb = ViewBuilder(target, supports_prefill=prefill, route=route)
+    for seq in steps:
+        assert vb.view(seq) == build_view(seq, target, supports_prefill=prefill, route=route)
+
+
+@settings(max_examples=60, deadline=None)
+@given(transcripts(max_turns=30, markers=False), targets)
+def test_view_builder_is_incremental_without_markers(
+    turns: tuple[Turn, ...], target: Target
+) -> None:
+    vb = ViewBuilder(target)
+    for n in range(len(turns) + 1):
+        assert vb.view(turns[:n]) == build_view(turns[:n], target)
+    assert vb.full_builds <= 1
