@@ -76,15 +76,13 @@ def main() -> None:
         )
         ivals = [(b - a) * 1e3 for a, b in zip(clock.calls, clock.calls[1:], strict=False)]
         w = args.window
-        early, late = sorted(ivals[:w]), sorted(ivals[-w:])
+        early = sorted(ivals[:w])[len(ivals[:w]) // 2]
+        late = sorted(ivals[-w:])[len(ivals[-w:]) // 2]
+        size_kib = writer.path.stat().st_size // 1024
         print(
-            f"tether turn overhead: {len(clock.calls)} turns; "
-            f"median ms/turn turns 1-{w}: {early[len(early) // 2]:.3f}, "
-            f"turns {len(ivals) - w + 1}-{len(ivals)}: {late[len(late) // 2]:.3f} "
-            f"(late/early {late[len(late) // 2] / early[len(early) // 2]:.2f}x); "
-            f"session file {writer.path.stat().st_size // 1024} KiB"
-            if writer.path.exists()
-            else "",
+            f"tether turn overhead: {len(clock.calls)} turns; median ms/turn "
+            f"turns 1-{w}: {early:.3f}, turns {len(ivals) - w + 1}-{len(ivals)}: {late:.3f} "
+            f"(late/early {late / early:.2f}x); session file {size_kib} KiB"
         )
 
 

@@ -31,9 +31,9 @@ from tether.errors import ConfigError
 from tether.messages import (
     DocumentBlock,
     ImageBlock,
+    Target,
     TextBlock,
     ToolCallBlock,
-    Target,
     ToolResultBlock,
     Turn,
     Usage,
@@ -155,28 +155,33 @@ def _grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def system_prompt(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:
-    """The system message: the reply protocol, the tool catalog, then the caller's system."""
+    """The system message: the reply protocol, the tool catalog, examples, then the caller's
+    system prompt. Kept short and concrete: small models follow examples, not prose."""
     lines = [
-        "You are an agent working in a folder through tools. Reply with ONE JSON object:",
-        'either {"tool": NAME, "arguments": {...}} to call a tool,',
-        'or {"answer": TEXT} to reply to the user when you are done.',
+        "You are an agent working in the current folder through tools.",
+        "Reply with ONE JSON object: {\"tool\": NAME, \"arguments\": {...}} to call a tool,",
+        "or {\"answer\": TEXT} to reply to the user when you are done.",
+        "File paths are relative to the current folder, exactly as the user wrote them.",
     ]
     if tools:
         lines.append("Tools:")
         for t in tools:
             props = cast(dict[str, Any], t.parameters.get("properties", {}))
-            args = ", ".join(f'"{name}"' for name in props)
-            lines.append(f"- {t.name} {{{args}}}: {t.description.splitlines()[0] if t.description else ''}")
-        first = tools[0].name
-        lines.append(
-            f'Example: the user asks to show main.py -> {{"tool": "{first}", "arguments": '
-            '{"path": "main.py"}}'
-            if first == "read"
-            else f'Example: {{"tool": "{first}", "arguments": {{...}}}}'
-        )
+            required = cast(list[str], t.parameters.get("required", []))
+            args = ", ".join(f"{name}" + ("" if name in required else "?") for name in props)
+            summary = t.description.split(". ")[0].splitlines()[0] if t.description else ""
+            lines.append(f"- {t.name}({args}): {summary.rstrip('.')}")
     if user_system:
         lines += ["", user_system]
     return "\n".join(lines)
+
+
+FEW_SHOT_TEXT = """
+Examples (copy the file name from the user's request):
+User: Show me app.py -> {"tool": "read", "arguments": {"path": "app.py"}}
+User: What does LICENSE say? -> {"tool": "read", "arguments": {"path": "LICENSE"}}
+After the tool result -> {"answer": "It says ..."}"""
+"""Worked examples appended to the system prompt: small models follow examples, not prose."""
 
 
 def render_messages(request: ModelRequest) -> list[dict[str, str]]:
@@ -184,6 +189,8 @@ def render_messages(request: ModelRequest) -> list[dict[str, str]]:
     out: list[dict[str, str]] = [
         {"role": "system", "content": system_prompt(request.tools, request.system)}
     ]
+    if any(t.name == "read" for t in request.tools):
+        out[0]["content"] += FEW_SHOT_TEXT
     for turn in request.messages:
         if turn.role == "assistant":
             out.append({"role": "assistant", "content": _render_assistant(turn)})
@@ -222,6 +229,24 @@ def _render_user(turn: Turn) -> str:
     return "\n\n".join(parts)
 
 
+def _repeats_last_call(raw: str, view: tuple[Turn, ...]) -> bool:
+    """True when `raw` is a tool call identical to a call of the last assistant turn and the
+    view ends with that call's results."""
+    try:
+        action: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(action, dict) or "tool" not in action or len(view) < 2:
+        return False
+    act = cast(dict[str, Any], action)
+    last, previous = view[-1], view[-2]
+    if not last.tool_results or previous.role != "assistant":
+        return False
+    return any(
+        c.name == act["tool"] and c.arguments == act.get("arguments") for c in previous.tool_calls
+    )
+
+
 class _AnswerStreamer:
     """Extracts the `answer` string from a growing `{"answer": "..."}` buffer, so the text can be
     streamed as it is generated. Only complete escape sequences are decoded."""
@@ -247,6 +272,13 @@ class _AnswerStreamer:
             return ""
 
 
+def _hex(digits: str) -> int:
+    try:
+        return int(digits, 16)
+    except ValueError:
+        return -1
+
+
 def _safe_string_end(body: str) -> int:
     """Index up to which `body` (a JSON string body) holds only complete characters/escapes,
     stopping at the closing quote."""
@@ -262,6 +294,10 @@ def _safe_string_end(body: str) -> int:
             step = 6 if body[i + 1] == "u" else 2
             if i + step > n:
                 return i
+            if step == 6 and 0xD800 <= _hex(body[i + 2 : i + 6]) <= 0xDBFF:
+                step = 12  # a surrogate pair: decode both halves together
+                if i + step > n:
+                    return i
             i += step
         else:
             i += 1
@@ -299,15 +335,39 @@ class LocalProvider:
         self.context_window = n_ctx
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
-        """Blocking generation: yields text pieces, then the prompt+completion token count."""
+        """Blocking generation: yields text pieces, `\x00finish:<reason>`, `\x00reset` (drop
+        what came before), then the prompt+completion token count.
+
+        A reply that repeats the call the model just made (same tool, same arguments, right
+        after its result) is generated again with an answer-only grammar: tiny models otherwise
+        re-read the same file until the context window is full.
+        """
         llm = load_model(self.model_path, self.n_ctx)
         messages = render_messages(request)
+        pieces: list[str] = []
+        for item in self._pass(llm, messages, request, action_schema(request.tools), stop):
+            if not item.startswith("\x00"):
+                pieces.append(item)
+            yield item
+        if not stop.is_set() and _repeats_last_call("".join(pieces), request.messages):
+            yield "\x00reset"
+            yield from self._pass(llm, messages, request, action_schema(()), stop)
+        yield int(llm.n_tokens)
+
+    def _pass(
+        self,
+        llm: Any,
+        messages: list[dict[str, str]],
+        request: ModelRequest,
+        schema: dict[str, Any],
+        stop: threading.Event,
+    ) -> Iterator[str]:
         stream = llm.create_chat_completion(
             messages=messages,
             temperature=request.temperature if request.temperature is not None else 0.0,
             max_tokens=request.max_output_tokens or self.max_output_tokens,
             repeat_penalty=self.repeat_penalty,
-            response_format={"type": "json_object", "schema": action_schema(request.tools)},
+            response_format={"type": "json_object", "schema": schema},
             stream=True,
         )
         for chunk in stream:
@@ -319,7 +379,6 @@ class LocalProvider:
                 yield piece
             if choice.get("finish_reason") is not None:
                 yield f"\x00finish:{choice['finish_reason']}"
-        yield int(llm.n_tokens)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Generate one reply; yields the normalized events (see `tether.providers.base`)."""
@@ -343,7 +402,8 @@ class LocalProvider:
         text_open = False
         finish: str | None = None
         total_tokens = 0
-        completion_tokens = 0
+        completion_tokens = 0  # every generated token, both passes
+        pass_tokens = 0  # tokens of the pass whose reply is kept (its prompt is n_tokens - this)
         try:
             while True:
                 item = await queue.get()
@@ -362,7 +422,12 @@ class LocalProvider:
                 if item.startswith("\x00finish:"):
                     finish = item.removeprefix("\x00finish:")
                     continue
+                if item == "\x00reset":
+                    buffer.clear()
+                    pass_tokens = 0
+                    continue
                 completion_tokens += 1
+                pass_tokens += 1
                 buffer.append(item)
                 new = streamer.new_text("".join(buffer))
                 if new:
@@ -378,7 +443,7 @@ class LocalProvider:
             yield event
         yield UsageEvent(
             usage=Usage(
-                input_tokens=max(total_tokens - completion_tokens, 0),
+                input_tokens=max(total_tokens - pass_tokens, 0),
                 output_tokens=completion_tokens,
             )
         )

@@ -144,6 +144,10 @@ async def run_command(
     finally:
         if proc.returncode is None or timed_out or leftovers_killed:
             kill_group(proc.pid)
+        if proc.returncode is None:
+            # Cancelled: reap the killed shell so its transport closes with the loop still open.
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_S)
         if not pump.done():
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,0 +1,63 @@
+"""SIGINT/SIGTERM during a headless run: exit 130, the partial turn persisted first; and secrets
+from the harness environment never reach the session file (T31)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tether.agent.loop import INTERRUPTED, Agent
+from tether.cli.main import _drive  # pyright: ignore[reportPrivateUsage]
+from tether.session import SessionStore
+from tether.testing import ScriptedProvider, call
+from tether.tools.builtins import builtin_tools
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_cancels_with_130_and_persists_interrupted_results(tmp_path: Path, sig: int) -> None:
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    agent = Agent(
+        ScriptedProvider([call("bash", id="b1", command="sleep 30")]),
+        tools=builtin_tools(),
+        root=tmp_path,
+        session=writer,
+    )
+
+    async def main() -> int:
+        asyncio.get_running_loop().call_later(0.5, os.kill, os.getpid(), sig)
+        return await _drive(agent, "sleep please")
+
+    assert asyncio.run(main()) == 130
+    loaded = store.load(writer.id)
+    roles = [t.role for t in loaded.turns]
+    assert roles == ["user", "assistant", "user"]
+    (result,) = loaded.turns[-1].tool_results
+    assert result.tool_call_id == "b1" and result.is_error and result.text == INTERRUPTED
+
+
+def test_t31_harness_keys_never_reach_the_session_file(tmp_path: Path) -> None:
+    secret = "sk-ant-REDACTEDVALUE-0123456789abcdef"
+    (tmp_path / ".env").write_text("DB_PASSWORD=hunter2hunter2\n")
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    provider = ScriptedProvider(
+        [call("bash", command="env | grep -i -E 'password|key|token'; echo done"), "ok"]
+    )
+    agent = Agent(
+        provider,
+        tools=builtin_tools(),
+        root=tmp_path,
+        session=writer,
+        env={"ANTHROPIC_API_KEY": secret, "HF_TOKEN": "hf_abcdefghijklmnop", "PATH": os.environ["PATH"]},
+    )
+    asyncio.run(agent.run("show env"))
+    text = writer.path.read_text()
+    assert secret not in text and "hf_abcdefghijklmnop" not in text and "hunter2hunter2" not in text
+    assert "done" in agent.history[2].tool_results[0].text
+    for request in provider.requests:
+        assert secret not in repr(request.messages)

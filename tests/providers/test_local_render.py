@@ -1,0 +1,67 @@
+"""The embedded model's pure parts: the action schema, rendering, answer streaming, repeats."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn, tool_result
+from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.local import (
+    _AnswerStreamer,  # pyright: ignore[reportPrivateUsage]
+    _repeats_last_call,  # pyright: ignore[reportPrivateUsage]
+    action_schema,
+    render_messages,
+)
+
+READ = ToolSpec(
+    name="read",
+    description="Read a file.",
+    parameters={"type": "object", "title": "x", "properties": {"path": {"type": "string", "title": "P"}}, "required": ["path"]},
+)
+
+
+def test_action_schema_offers_each_tool_and_an_answer_without_titles() -> None:
+    schema = action_schema((READ,))
+    options = schema["anyOf"]
+    assert options[0]["properties"]["tool"] == {"const": "read"}
+    assert "title" not in json.dumps(options[0]["properties"]["arguments"])
+    assert options[-1]["required"] == ["answer"]
+    assert action_schema(())["anyOf"] == [options[-1]]
+
+
+def test_render_shows_calls_and_results_in_the_reply_format() -> None:
+    view = (
+        text_turn("u", "user", "Read a.txt"),
+        Turn(id="a", role="assistant", content=(ToolCallBlock(id="c", name="read", arguments={"path": "a.txt"}),)),
+        Turn(id="r", role="user", content=(tool_result("c", "hello"),)),
+    )
+    msgs = render_messages(ModelRequest(model="m", messages=view, tools=(READ,), system="Be terse."))
+    assert msgs[0]["role"] == "system" and "Be terse." in msgs[0]["content"]
+    assert json.loads(msgs[2]["content"]) == {"tool": "read", "arguments": {"path": "a.txt"}}
+    assert "hello" in msgs[3]["content"] and '{"answer"' in msgs[3]["content"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
+
+
+@given(st.text(), st.integers(min_value=1, max_value=7))
+def test_answer_streamer_reassembles_any_answer_from_any_chunking(text: str, step: int) -> None:
+    raw = json.dumps({"answer": text})
+    streamer = _AnswerStreamer()
+    out = "".join(streamer.new_text(raw[:i]) for i in range(step, len(raw) + step, step))
+    assert out == text
+
+
+def test_repeat_detection_only_right_after_the_same_call() -> None:
+    call = ToolCallBlock(id="c", name="read", arguments={"path": "a"})
+    view = (
+        Turn(id="a", role="assistant", content=(call,)),
+        Turn(id="r", role="user", content=(tool_result("c", "x"),)),
+    )
+    same = json.dumps({"tool": "read", "arguments": {"path": "a"}})
+    other = json.dumps({"tool": "read", "arguments": {"path": "b"}})
+    assert _repeats_last_call(same, view)
+    assert not _repeats_last_call(other, view)
+    assert not _repeats_last_call(json.dumps({"answer": "x"}), view)
+    assert not _repeats_last_call(same, (*view, Turn(id="u", role="user", content=(TextBlock(text="more"),))))
