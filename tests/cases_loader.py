@@ -32,7 +32,9 @@ from tether.messages import (
     tool_result,
 )
 
-CASES_DIR = Path(os.environ.get("TETHER_CASES_DIR", "/work/shared/cases"))
+CASES_DIR = Path(
+    os.environ.get("TETHER_CASES_DIR", Path(__file__).resolve().parents[2] / "shared" / "cases")
+)
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 _API_OF_PROVIDER = {

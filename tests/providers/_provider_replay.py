@@ -7,6 +7,7 @@ an `httpx2.AsyncClient`, so the mocked transport is `httpx2.MockTransport`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,8 @@ from tether.messages import Provenance, Turn
 from tether.providers.assemble import Assembler
 from tether.providers.base import ModelRequest, Provider, StreamEvent
 
-FIXTURES = Path("/work/shared/fixtures")
+SHARED = Path(os.environ.get("TETHER_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+FIXTURES = SHARED / "fixtures"
 ANTHROPIC_DIR = FIXTURES / "anthropic-sse"
 OPENAI_DIR = FIXTURES / "openai-chat-sse"
 
