@@ -65,3 +65,10 @@ def test_repeat_detection_only_right_after_the_same_call() -> None:
     assert not _repeats_last_call(other, view)
     assert not _repeats_last_call(json.dumps({"answer": "x"}), view)
     assert not _repeats_last_call(same, (*view, Turn(id="u", role="user", content=(TextBlock(text="more"),))))
+
+
+def test_answer_streamer_accepts_the_whitespace_the_grammar_allows() -> None:
+    streamer = _AnswerStreamer()
+    raw = '{ "answer" :  "cut mid-sent'
+    assert streamer.new_text(raw) == "cut mid-sent"
+    assert streamer.text == "cut mid-sent"

@@ -251,25 +251,28 @@ class _AnswerStreamer:
     """Extracts the `answer` string from a growing `{"answer": "..."}` buffer, so the text can be
     streamed as it is generated. Only complete escape sequences are decoded."""
 
-    PREFIX = '{"answer": "'
+    PREFIX = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 
     def __init__(self) -> None:
         self.emitted = 0  # characters of raw string body already decoded and emitted
+        self.text = ""  # everything emitted so far
 
     def new_text(self, buffer: str) -> str:
-        compact = buffer.lstrip()
-        if not compact.startswith(self.PREFIX):
+        match = self.PREFIX.match(buffer)
+        if not match:
             return ""
-        body = compact[len(self.PREFIX) :]
+        body = buffer[match.end() :]
         end = _safe_string_end(body)
         if end <= self.emitted:
             return ""
         chunk = body[self.emitted : end]
         self.emitted = end
         try:
-            return cast(str, json.loads(f'"{chunk}"'))
+            decoded = cast(str, json.loads(f'"{chunk}"'))
         except json.JSONDecodeError:
             return ""
+        self.text += decoded
+        return decoded
 
 
 def _hex(digits: str) -> int:
