@@ -4,6 +4,7 @@ sessions, failed runs reported to a caller, and bugs.
 
     TetherError
     ├── ConfigError                 bad settings, unknown provider/model, missing extra
+    │   └── AuthError               no credentials for a provider that needs them
     ├── SessionError                a session cannot be opened/found
     │   └── SessionNotFoundError
     ├── WireError                   strict wire mode found something it would have repaired
@@ -23,6 +24,10 @@ class TetherError(Exception):
 
 class ConfigError(TetherError):
     """A configuration mistake: unknown provider, bad model string, missing optional extra."""
+
+
+class AuthError(ConfigError):
+    """No credentials for a provider that needs them (headless exit code 2)."""
 
 
 class SessionError(TetherError):

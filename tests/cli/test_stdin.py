@@ -38,9 +38,9 @@ def test_lines_text_lines_join_and_json_lines_are_messages() -> None:
     assert [t.text for t in parsed.messages] == ["first line\nsecond line", "json one", "last"]
 
 
-def test_a_line_that_looks_like_json_but_is_not_is_text() -> None:
-    parsed = parse_stdin("{not json\nmore", ids())
-    assert parsed.messages[0].content == (TextBlock(text="{not json\nmore"),)
+def test_a_later_line_that_looks_like_json_but_is_not_is_text() -> None:
+    parsed = parse_stdin("do this\n{not json\nmore", ids())
+    assert parsed.messages[0].content == (TextBlock(text="do this\n{not json\nmore"),)
 
 
 @pytest.mark.parametrize(
@@ -61,3 +61,9 @@ def test_malformed_contexts_raise(text: str) -> None:
 
 def test_empty_stdin_is_no_messages() -> None:
     assert parse_stdin("  \n", ids()).messages == ()
+
+
+def test_a_broken_json_context_is_malformed_not_a_prompt() -> None:
+    with pytest.raises(MalformedInputError):
+        parse_stdin('{"messages": [\n  {"role": "user", "content": "x"},\n', ids())
+    assert parse_stdin("[urgent] fix the bug", ids()).messages[0].text == "[urgent] fix the bug"

@@ -152,6 +152,7 @@ class Agent:
         self.root = Path(root).resolve()
         self.system = system
         self.history: list[Turn] = list(history)
+        self._resumed = bool(self.history)
         self.session = session
         self.max_turns = max_turns
         self.tool_timeout_s = tool_timeout_s
@@ -232,7 +233,7 @@ class Agent:
                 provider=self.provider.name,
                 model=self.provider.model,
                 cwd=str(self.root),
-                resumed=len(self.history) > len(new_turns),
+                resumed=self._resumed,
             )
         )
         usage = Usage()

@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from tether.agent.events import AgentEvent, event_to_json
 from tether.agent.loop import Agent, default_id_factory
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
-from tether.errors import ConfigError, RunError, SessionError, exit_code_for
+from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
 from tether.providers.registry import resolve_provider
 from tether.session import SessionStore
@@ -37,7 +38,12 @@ app = typer.Typer(
 sessions_app = typer.Typer(help="List, show and delete stored sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 
-EXIT_OK, EXIT_USAGE, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 5, 130
+EXIT_OK, EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 2, 5, 130
+
+
+def _clean_text(text: str) -> str:
+    """Undecodable input bytes (surrogate escapes) become U+FFFD, so the session stays UTF-8."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _err(message: str) -> None:
@@ -63,7 +69,7 @@ def run(
     resume: Annotated[str | None, typer.Option(help="Replay this session, then continue it.")] = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path("."),
-    no_session: Annotated[bool, typer.Option(help="Do not persist the run.")] = False,
+    no_session: Annotated[bool, typer.Option("--no-session", help="Do not persist the run.")] = False,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
     raise typer.Exit(
@@ -85,11 +91,16 @@ def _run(
     if session_id and resume:
         _err("--session and --resume cannot be combined")
         return EXIT_USAGE
+    if no_session and (session_id or resume):
+        _err("--no-session cannot be combined with --session or --resume")
+        return EXIT_USAGE
+    if prompt is not None:
+        prompt = _clean_text(prompt)
     new_id = default_id_factory()
     stdin = StdinInput(None, ())
     if prompt is None and not sys.stdin.isatty():
         try:
-            stdin = parse_stdin(sys.stdin.read(), new_id)
+            stdin = parse_stdin(_clean_text(sys.stdin.read()), new_id)
         except MalformedInputError as exc:
             _err(f"malformed input: {exc}")
             return EXIT_MALFORMED
@@ -113,6 +124,9 @@ def _run(
             writer = store.open_for_append(resume)
         elif not no_session:
             writer = store.create(session_id, cwd=str(root))
+    except AuthError as exc:
+        _err(str(exc))
+        return EXIT_AUTH
     except (ConfigError, SessionError) as exc:
         _err(str(exc))
         return EXIT_USAGE
@@ -207,5 +221,12 @@ def sessions_delete(session_id: str) -> None:
 
 
 def main() -> None:
-    """Console entry point."""
-    app()
+    """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
+    try:
+        code = app(standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        sys.exit(EXIT_CANCELLED)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -50,6 +50,8 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
     else:
         if isinstance(whole, dict | list):
             return _context(cast(dict[str, Any] | list[Any], whole), new_id)
+    if whole is None and stripped[0] == "{" and not _first_line_is_object(stripped):
+        raise MalformedInputError("stdin starts like a JSON context but is not valid JSON")
     turns: list[Turn] = []
     pending: list[str] = []
 
@@ -72,6 +74,13 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
             pending.append(line)
     flush()
     return StdinInput(None, tuple(turns))
+
+
+def _first_line_is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text.splitlines()[0]), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _context(value: dict[str, Any] | list[Any], new_id: Callable[[], str]) -> StdinInput:

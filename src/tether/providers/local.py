@@ -18,6 +18,8 @@ The default model is SmolLM2-135M-Instruct (Q4_1), the GGUF file shipped inside 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import json
 import re
 import sys
@@ -62,6 +64,15 @@ _TOOL_PREFIX = re.compile(r'\s*\{\s*"tool"\s*:\s*(?:"([^"]*)")?')
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
+_WORKERS: set[threading.Thread] = set()
+
+
+@atexit.register
+def _join_workers(timeout_s: float = 60.0) -> None:
+    """Wait for generation threads (told to stop) before the interpreter finalizes: a thread
+    still inside llama.cpp during finalization crashes the process (seen after SIGINT)."""
+    for thread in list(_WORKERS):
+        thread.join(timeout_s)
 
 
 def default_model_path() -> Path:
@@ -331,6 +342,8 @@ class LocalProvider:
         repeat_penalty: float = 1.1,
     ) -> None:
         self.model_path = model_path or default_model_path()
+        if not self.model_path.is_file():
+            raise ConfigError(f"no model file at {self.model_path}")
         self.model = self.model_path.name
         self.n_ctx = n_ctx
         self.max_output_tokens = max_output_tokens
@@ -394,11 +407,15 @@ class LocalProvider:
                 for item in self._generate(request, stop):
                     loop.call_soon_threadsafe(queue.put_nowait, item)
             except BaseException as exc:  # handed to the event loop, classified there
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(queue.put_nowait, exc)
             finally:
-                loop.call_soon_threadsafe(queue.put_nowait, None)
+                _WORKERS.discard(threading.current_thread())
+                with contextlib.suppress(RuntimeError):  # the event loop may be closed by now
+                    loop.call_soon_threadsafe(queue.put_nowait, None)
 
         thread = threading.Thread(target=worker, name="tether-local", daemon=True)
+        _WORKERS.add(thread)
         thread.start()
         buffer: list[str] = []
         streamer = _AnswerStreamer()

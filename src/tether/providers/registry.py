@@ -13,9 +13,10 @@ Grammar:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from tether.errors import ConfigError
+from tether.errors import AuthError, ConfigError
 from tether.providers.base import Provider
 
 PROVIDERS = ("local", "openai", "anthropic")
@@ -25,7 +26,8 @@ def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provi
     """Build the provider for a model string (see the module docstring).
 
     Raises:
-        ConfigError: unknown provider name, empty model name, missing optional extra.
+        AuthError: OPENAI_API_KEY / ANTHROPIC_API_KEY unset for the official endpoint.
+        ConfigError: unknown provider name, empty model name, missing optional extra or file.
     """
     spec = (model or "local").strip()
     provider_name, _, model_name = spec.partition("/")
@@ -40,6 +42,9 @@ def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provi
         )
     if not model_name:
         raise ConfigError(f"--model {spec!r} names no model; use {provider_name}/MODEL")
+    env_key = "OPENAI_API_KEY" if provider_name == "openai" else "ANTHROPIC_API_KEY"
+    if not base_url and not os.environ.get(env_key):
+        raise AuthError(f"no {provider_name} API key: set {env_key}")
     if provider_name == "openai":
         from tether.providers.openai_chat import OpenAIChatProvider
 
