@@ -224,9 +224,12 @@ def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
         code = app(standalone_mode=False)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(EXIT_CANCELLED)
+    except Exception as exc:
+        show = getattr(exc, "show", None)
+        if not callable(show):  # not a CLI usage error (typer vendors its own click)
+            raise
+        show()
+        sys.exit(EXIT_USAGE)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
