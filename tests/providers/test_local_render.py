@@ -71,4 +71,4 @@ def test_answer_streamer_accepts_the_whitespace_the_grammar_allows() -> None:
     streamer = _AnswerStreamer()
     raw = '{ "answer" :  "cut mid-sent'
     assert streamer.new_text(raw) == "cut mid-sent"
-    assert streamer.text == "cut mid-sent"
+    assert streamer.new_text(raw + "ence") == "ence"

@@ -40,6 +40,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -47,7 +48,7 @@ from typing import cast
 import anthropic
 from anthropic import types as at
 
-from tether.errors import ConfigError
+from tether.errors import AuthError, ConfigError
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -414,6 +415,11 @@ def merge_delta_usage(current: Usage, delta: at.MessageDeltaUsage) -> Usage:
     )
 
 
+def _env_credentials() -> bool:
+    """Whether the environment holds credentials the anthropic SDK reads by itself."""
+    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+
 class AnthropicProvider:
     """The Anthropic Messages API.
 
@@ -430,6 +436,8 @@ class AnthropicProvider:
 
     Raises:
         ConfigError: a thinking budget below Anthropic's minimum of 1024 tokens.
+        AuthError: no key for the official endpoint (neither `api_key` nor the
+            `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` variables the SDK reads).
     """
 
     target: Target = "anthropic"
@@ -454,6 +462,8 @@ class AnthropicProvider:
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.thinking_budget = thinking_budget
+        if client is None and base_url is None and not (api_key or _env_credentials()):
+            raise AuthError("no Anthropic API key: pass api_key or set ANTHROPIC_API_KEY")
         self._client = client or anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=max_retries
         )

@@ -266,7 +266,6 @@ class _AnswerStreamer:
 
     def __init__(self) -> None:
         self.emitted = 0  # characters of raw string body already decoded and emitted
-        self.text = ""  # everything emitted so far
 
     def new_text(self, buffer: str) -> str:
         match = self.PREFIX.match(buffer)
@@ -279,11 +278,9 @@ class _AnswerStreamer:
         chunk = body[self.emitted : end]
         self.emitted = end
         try:
-            decoded = cast(str, json.loads(f'"{chunk}"'))
+            return cast(str, json.loads(f'"{chunk}"'))
         except json.JSONDecodeError:
             return ""
-        self.text += decoded
-        return decoded
 
 
 def _hex(digits: str) -> int:

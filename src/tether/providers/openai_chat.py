@@ -51,7 +51,7 @@ from openai.types.chat.chat_completion_message_function_tool_call_param import (
 )
 from openai.types.completion_usage import CompletionUsage
 
-from tether.errors import ConfigError
+from tether.errors import AuthError
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -379,7 +379,7 @@ class OpenAIChatProvider:
         max_retries: SDK-level retries; 0 by default since the loop owns retries.
 
     Raises:
-        ConfigError: no API key for the official endpoint.
+        AuthError: no API key for the official endpoint.
     """
 
     target: Target = "openai-chat"
@@ -404,7 +404,7 @@ class OpenAIChatProvider:
                 )
             except openai.OpenAIError:
                 if base_url is None:
-                    raise ConfigError(
+                    raise AuthError(
                         "no OpenAI API key: pass api_key or set OPENAI_API_KEY"
                     ) from None
                 client = openai.AsyncOpenAI(

@@ -13,10 +13,9 @@ Grammar:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from tether.errors import AuthError, ConfigError
+from tether.errors import ConfigError
 from tether.providers.base import Provider
 
 PROVIDERS = ("local", "openai", "anthropic")
@@ -26,7 +25,7 @@ def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provi
     """Build the provider for a model string (see the module docstring).
 
     Raises:
-        AuthError: OPENAI_API_KEY / ANTHROPIC_API_KEY unset for the official endpoint.
+        AuthError: (from the adapter) no API key for the official endpoint.
         ConfigError: unknown provider name, empty model name, missing optional extra or file.
     """
     spec = (model or "local").strip()
@@ -42,9 +41,6 @@ def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provi
         )
     if not model_name:
         raise ConfigError(f"--model {spec!r} names no model; use {provider_name}/MODEL")
-    env_key = "OPENAI_API_KEY" if provider_name == "openai" else "ANTHROPIC_API_KEY"
-    if not base_url and not os.environ.get(env_key):
-        raise AuthError(f"no {provider_name} API key: set {env_key}")
     if provider_name == "openai":
         from tether.providers.openai_chat import OpenAIChatProvider
 

@@ -1,0 +1,44 @@
+"""`--model provider/model` resolution and missing credentials (exit code 2 in the CLI)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.errors import AuthError, ConfigError
+from tether.providers.anthropic import AnthropicProvider
+from tether.providers.openai_chat import OpenAIChatProvider
+from tether.providers.registry import resolve_provider
+
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in KEYS:
+        monkeypatch.delenv(k, raising=False)
+
+
+@pytest.mark.usefixtures("no_keys")
+@pytest.mark.parametrize("model", ["openai/gpt-4o", "anthropic/claude-sonnet-4-5"])
+def test_missing_key_is_an_auth_error(model: str) -> None:
+    with pytest.raises(AuthError):
+        resolve_provider(model)
+
+
+@pytest.mark.usefixtures("no_keys")
+def test_a_base_url_needs_no_key() -> None:
+    p = resolve_provider("openai/any", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(p, OpenAIChatProvider)
+    assert isinstance(resolve_provider("anthropic/m", base_url="http://127.0.0.1:9"), AnthropicProvider)
+
+
+def test_anthropic_auth_token_counts_as_a_credential(no_keys: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok")
+    assert isinstance(resolve_provider("anthropic/m"), AnthropicProvider)
+
+
+@pytest.mark.parametrize("model", ["nope/x", "openai", "openai/", "local/does-not-exist.gguf"])
+def test_bad_model_strings_are_config_errors(model: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_provider(model)
+    assert not isinstance(info.value, AuthError)
