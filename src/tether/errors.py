@@ -6,7 +6,8 @@ sessions, failed runs reported to a caller, and bugs.
     ├── ConfigError                 bad settings, unknown provider/model, missing extra
     │   └── AuthError               no credentials for a provider that needs them
     ├── SessionError                a session cannot be opened/found
-    │   └── SessionNotFoundError
+    │   ├── SessionNotFoundError
+    │   └── SessionBusyError        another process is writing that session
     ├── WireError                   strict wire mode found something it would have repaired
     ├── RunError                    a run stopped on a provider error (carries `kind`)
     └── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
@@ -36,6 +37,10 @@ class SessionError(TetherError):
 
 class SessionNotFoundError(SessionError):
     """No session with that id exists."""
+
+
+class SessionBusyError(SessionError):
+    """Another writer (another process) holds the session's writer lock."""
 
 
 class WireError(TetherError):

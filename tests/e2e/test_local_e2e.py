@@ -23,7 +23,9 @@ pytestmark = pytest.mark.slow
 NOTES = "Buy milk.\nCall Alice at 5pm.\n"
 
 
-def _tether(args: list[str], cwd: Path, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _tether(
+    args: list[str], cwd: Path, home: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["TETHER_HOME"] = str(home)
     return subprocess.run(
@@ -46,7 +48,14 @@ def test_run_reads_notes_then_resume_continues(tmp_path: Path) -> None:
     work.mkdir()
     (work / "notes.txt").write_text(NOTES)
     proc = _tether(
-        ["run", "--max-turns", "3", "--session", "e2e1", "Read notes.txt and tell me what it says."],
+        [
+            "run",
+            "--max-turns",
+            "3",
+            "--session",
+            "e2e1",
+            "Read notes.txt and tell me what it says.",
+        ],
         work,
         home,
     )
@@ -70,11 +79,17 @@ def test_run_reads_notes_then_resume_continues(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in session_file.read_text().splitlines()]
     assert lines[0]["type"] == "session" and lines[0]["version"] == 1
     turns = [x["turn"] for x in lines[1:] if x["type"] == "turn"]
-    call_turn = next(i for i, t in enumerate(turns) if any(b["type"] == "tool_call" for b in t["content"]))
+    call_turn = next(
+        i for i, t in enumerate(turns) if any(b["type"] == "tool_call" for b in t["content"])
+    )
     assert turns[call_turn + 1]["content"][0]["type"] == "tool_result"
     n_before = len(turns)
 
-    resumed = _tether(["run", "--resume", "e2e1", "--max-turns", "2", "Thanks. Now list the files here."], work, home)
+    resumed = _tether(
+        ["run", "--resume", "e2e1", "--max-turns", "2", "Thanks. Now list the files here."],
+        work,
+        home,
+    )
     assert resumed.returncode == 0, resumed.stderr
     r_events = _events(resumed.stdout)
     assert r_events[0]["type"] == "session_start" and r_events[0]["resumed"] is True
@@ -99,3 +114,38 @@ def test_malformed_stdin_exits_5(tmp_path: Path) -> None:
 def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
     proc = _tether(["run", "--model", "nope/x", "hi"], tmp_path, tmp_path / "home")
     assert proc.returncode == 1 and "unknown provider" in proc.stderr
+
+
+def test_reader_going_away_does_not_stop_the_run(tmp_path: Path) -> None:
+    """`tether run … | head -1`: events stop, the run finishes and is persisted, exit 0."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    (work / "notes.txt").write_text(NOTES)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["TETHER_HOME"] = str(home)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "run",
+            "--max-turns",
+            "2",
+            "--session",
+            "pipe",
+            "Read notes.txt and tell me what it says.",
+        ],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = json.loads(proc.stdout.readline())
+    proc.stdout.close()
+    assert first["type"] == "session_start"
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
+    assert "stdout closed" in proc.stderr.read()
+    lines = (home / "sessions" / "pipe.jsonl").read_text().splitlines()
+    assert sum(1 for x in lines if json.loads(x).get("type") == "turn") >= 3

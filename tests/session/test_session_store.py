@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -18,9 +20,9 @@ from session_helpers import (
     user,
 )
 
-from tether.errors import SessionError, SessionNotFoundError
+from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
 from tether.messages import turn_to_json
-from tether.session import SessionStore, default_root, validate_session_id
+from tether.session import SessionStore, SessionWriter, default_root, validate_session_id
 
 
 def test_create_writes_only_the_header(store: SessionStore) -> None:
@@ -33,7 +35,9 @@ def test_create_writes_only_the_header(store: SessionStore) -> None:
         b'{"type":"session","version":1,"id":"s1","created_ms":1700000000001,"cwd":"/work/p"}\n'
     )
     assert (store.root / "s1.jsonl").stat().st_mode & 0o777 == 0o600
-    assert not store.artifact_dir("s1").exists()  # artifact folders are lazy
+    # the artifact folder exists from the start: it holds the writer lock
+    assert (store.artifact_dir("s1") / "writer.lock").exists()
+    assert store.artifact_dir("s1").stat().st_mode & 0o777 == 0o700
 
 
 def test_create_without_id_uses_factory_and_refuses_existing(store: SessionStore) -> None:
@@ -374,9 +378,54 @@ def test_failed_write_leaves_an_isolated_fragment(
     assert entries(store.path("s"))[-1]["parent_id"] == "u1"
 
 
-def test_two_writers_never_interleave_inside_a_line(store: SessionStore) -> None:
+def test_a_second_writer_of_one_session_is_refused_until_the_first_closes(
+    store: SessionStore,
+) -> None:
+    first = store.create("s", cwd="/")
+    with pytest.raises(SessionBusyError):
+        store.open_for_append("s")
+    first.close()
+    second = store.open_for_append("s")
+    with pytest.raises(SessionBusyError):
+        store.open_for_append("s")
+    second.close()
+    store.open_for_append("s").close()
+
+
+def test_the_writer_lock_dies_with_its_process(store: SessionStore) -> None:
     store.create("s", cwd="/").close()
-    writers = [store.open_for_append("s"), store.open_for_append("s")]
+    code = (
+        "import sys, time; from pathlib import Path; from tether.session import SessionStore;"
+        f"w = SessionStore(Path({str(store.root)!r})).open_for_append('s');"
+        "print('locked', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        with pytest.raises(SessionBusyError):
+            store.open_for_append("s")
+    finally:
+        proc.kill()  # SIGKILL: no cleanup runs in the child
+        proc.wait()
+    store.open_for_append("s").close()
+
+
+def test_two_descriptors_never_interleave_inside_a_line(store: SessionStore) -> None:
+    # The lock keeps one writer per session; the one-write-per-entry rule is what keeps a line
+    # whole even so (two raw O_APPEND descriptors, bypassing the lock).
+    store.create("s", cwd="/").close()
+    path = store.path("s")
+    writers = [
+        SessionWriter(
+            os.open(path, os.O_WRONLY | os.O_APPEND),
+            session_id="s",
+            path=path,
+            last_entry_id=None,
+            clock_ms=lambda: 1,
+            id_factory=lambda: "e",
+        )
+        for _ in range(2)
+    ]
     big = "y" * 48_000
 
     def run(k: int) -> None:

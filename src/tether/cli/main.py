@@ -10,7 +10,9 @@ Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider erro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -50,9 +52,25 @@ def _err(message: str) -> None:
     print(f"tether: {message}", file=sys.stderr, flush=True)
 
 
-def _write_event(event: AgentEvent) -> None:
-    sys.stdout.write(event_to_json(event) + "\n")
-    sys.stdout.flush()
+class _EventWriter:
+    """Writes events as JSON lines to stdout. If the reader goes away (`| head`, a closed
+    stdout), events stop but the run goes on and is persisted."""
+
+    def __init__(self) -> None:
+        self.open = sys.stdout is not None
+
+    def __call__(self, event: AgentEvent) -> None:
+        if not self.open:
+            return
+        try:
+            sys.stdout.write(event_to_json(event) + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
+            self.open = False
+            _err("stdout closed: events are no longer written; the session is still persisted")
+            # Point stdout at devnull so the interpreter's exit flush does not fail again.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 @app.command()
@@ -96,6 +114,9 @@ def _run(
         return EXIT_USAGE
     if prompt is not None:
         prompt = _clean_text(prompt)
+        if not prompt.strip():
+            _err("empty prompt")
+            return EXIT_USAGE
     new_id = default_id_factory()
     stdin = StdinInput(None, ())
     if prompt is None and not sys.stdin.isatty():
@@ -121,6 +142,8 @@ def _run(
             if not loaded.report.ok:
                 _err(loaded.report.describe())
             history = loaded.turns
+            if loaded.header.cwd and Path(loaded.header.cwd) != root:
+                _err(f"note: session {resume} was started in {loaded.header.cwd}; tools now work in {root}")
             writer = store.open_for_append(resume)
         elif not no_session:
             writer = store.create(session_id, cwd=str(root))
@@ -139,7 +162,7 @@ def _run(
         session=writer,
         max_turns=max_turns,
         id_factory=new_id,
-        on_event=_write_event,
+        on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
     )
     try:

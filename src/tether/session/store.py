@@ -20,7 +20,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tether.errors import SessionError, SessionNotFoundError
+from filelock import BaseFileLock, FileLock, Timeout
+
+from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
 from tether.session.layout import (
     SESSION_SUFFIX,
     ArtifactKind,
@@ -46,6 +48,9 @@ from tether.session.reader import (
 from tether.session.writer import SessionWriter
 
 _MAX_FORK_DEPTH = 64
+
+WRITER_LOCK = "writer.lock"
+"""The writer lock's file name inside a session's artifact folder."""
 
 _Timeline = list[RawEntry | SkippedLine]
 
@@ -148,9 +153,11 @@ class SessionStore:
             header["parent_session"], header["parent_entry"] = p_sid, p_entry
         path = self.path(sid)
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = self._lock_for_writing(sid)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
+            lock.release()
             raise SessionError(f"session {sid} already exists at {path}") from None
         try:
             os.write(
@@ -159,6 +166,7 @@ class SessionStore:
         except BaseException:
             os.close(fd)
             path.unlink(missing_ok=True)
+            lock.release()
             raise
         return SessionWriter(
             fd,
@@ -168,6 +176,7 @@ class SessionStore:
             clock_ms=self._clock_ms,
             id_factory=self._id_factory,
             sync_dir=True,
+            lock=lock,
         )
 
     def open_for_append(self, session_id: str) -> SessionWriter:
@@ -190,14 +199,18 @@ class SessionStore:
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             raise SessionNotFoundError(f"no session {session_id} in {self.root}") from None
+        lock = None
         try:
             header, start = read_header(fd, path)
+            lock = self._lock_for_writing(session_id)
             size = os.fstat(fd).st_size
             if os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")
             last = last_entry_id(fd, size, start, path) or header.parent_entry
         except BaseException:
             os.close(fd)
+            if lock is not None:
+                lock.release()
             raise
         return SessionWriter(
             fd,
@@ -206,7 +219,27 @@ class SessionStore:
             last_entry_id=last,
             clock_ms=self._clock_ms,
             id_factory=self._id_factory,
+            lock=lock,
         )
+
+    def _lock_for_writing(self, session_id: str) -> BaseFileLock:
+        """Take the session's writer lock (`<artifact dir>/writer.lock`, an OS `flock` via the
+        `filelock` library: released by the OS if the process dies, even by SIGKILL).
+
+        Raises:
+            SessionBusyError: another writer holds it (two processes appending to one session
+                would interleave their turns).
+        """
+        folder = self.artifact_dir(session_id)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = FileLock(folder / WRITER_LOCK, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise SessionBusyError(
+                f"session {session_id} is being written by another process"
+            ) from None
+        return lock
 
     # ---- reading -------------------------------------------------------------------------
 

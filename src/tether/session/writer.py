@@ -23,6 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from filelock import BaseFileLock
+
 from tether.errors import SessionError
 from tether.messages import Turn, turn_to_json
 
@@ -59,6 +61,7 @@ class SessionWriter:
         "_id_factory",
         "_last",
         "_last_json",
+        "_lock",
         "_path",
         "_torn",
     )
@@ -73,6 +76,7 @@ class SessionWriter:
         clock_ms: Callable[[], int],
         id_factory: Callable[[], str],
         sync_dir: bool = False,
+        lock: BaseFileLock | None = None,
     ) -> None:
         """Wrap an open descriptor (owned from now on).
 
@@ -85,7 +89,9 @@ class SessionWriter:
             id_factory: a fresh id for events.
             sync_dir: fsync the parent folder on the first `sync()` (a new file's name must
                 be durable too).
+            lock: the session's held writer lock (owned from now on; released by `close()`).
         """
+        self._lock = lock
         self._fd: int | None = fd
         self._id = session_id
         self._path = path
@@ -227,6 +233,9 @@ class SessionWriter:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
     def __enter__(self) -> SessionWriter:
         return self
