@@ -9,7 +9,7 @@ thinking, text and a tool call, every user turn its result; three compaction mar
 2. incremental: `ViewBuilder.view()` called once per request (two new turns each) as the session
    grows, per-request cost early vs late — target: flat.
 
-Run: .venv-dev/bin/python bench/wire_view.py
+Run: .venv/bin/python bench/wire_view.py
 """
 
 from __future__ import annotations

@@ -147,6 +147,7 @@ class ScriptedProvider:
     model: str = "scripted"
     usage: Usage | None = None
     name: str = "scripted"
+    supports_prefill: bool = False
     requests: list[ModelRequest] = field(default_factory=lambda: [])
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

@@ -12,7 +12,7 @@ import pytest
 from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.loop import INTERRUPTED, Agent
 from tether.errors import RunError
-from tether.messages import ToolCallBlock, Turn, turn_from_dict
+from tether.messages import TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
 from tether.providers.base import ErrorEvent, TextDelta, TextStart, ToolCallDelta, ToolCallStart
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, UnexpectedRequestError, call
@@ -36,7 +36,9 @@ async def test_read_then_answer_persists_each_turn_before_tools_run(tmp_path: Pa
         seen_on_disk.append(len(_stored_turns(writer.path)))
         return "probed"
 
-    provider = ScriptedProvider([call("probe"), call("read", path="notes.txt"), "It says hello there."])
+    provider = ScriptedProvider(
+        [call("probe"), call("read", path="notes.txt"), "It says hello there."]
+    )
     events: list[AgentEvent] = []
     agent = Agent(
         provider,
@@ -50,7 +52,14 @@ async def test_read_then_answer_persists_each_turn_before_tools_run(tmp_path: Pa
     # user, assistant(call) are on disk when the tool runs
     assert seen_on_disk == [2]
     stored = _stored_turns(writer.path)
-    assert [t.role for t in stored] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [t.role for t in stored] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     read_result = stored[4].tool_results[0]
     assert "hello there" in read_result.text and not read_result.is_error
     # the last request carried the whole history as the wire view, ending with a user turn
@@ -98,9 +107,7 @@ async def test_provider_error_stops_the_run_and_persists_nothing_partial(tmp_pat
 
 
 async def test_colliding_call_ids_are_reminted_before_running(tmp_path: Path) -> None:
-    provider = ScriptedProvider(
-        [call("ls", id="same"), call("ls", id="same"), "done"]
-    )
+    provider = ScriptedProvider([call("ls", id="same"), call("ls", id="same"), "done"])
     agent = Agent(provider, tools=builtin_tools(), root=tmp_path)
     await agent.run("list twice")
     ids = [c.id for t in agent.history for c in t.tool_calls]
@@ -131,7 +138,6 @@ async def test_cancel_during_tools_appends_interrupted_results(tmp_path: Path) -
         """Quick."""
         return "quick done"
 
-    from tether.messages import TextBlock
     from tether.testing import Reply
 
     reply = Reply(blocks=(TextBlock(text="both"), call("quick", id="q"), call("slow", id="s")))
@@ -175,3 +181,88 @@ async def test_scripted_provider_fails_loudly_when_exhausted(tmp_path: Path) -> 
     agent = Agent(ScriptedProvider([call("ls")]), tools=builtin_tools(), root=tmp_path)
     with pytest.raises(UnexpectedRequestError):
         await agent.run("x")
+
+
+async def test_cancel_mid_stream_persists_the_partial_turn_and_closes_its_calls(
+    tmp_path: Path,
+) -> None:
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    streaming = asyncio.Event()
+
+    class Hanging:
+        name = "hang"
+        target = "anthropic"
+        model = "m"
+
+        async def stream(self, request: object):
+            yield TextStart(index=0)
+            yield TextDelta(index=0, text="Let me look")
+            yield ToolCallStart(index=1, id="c9", name="ls")
+            yield ToolCallDelta(index=1, arguments_delta='{"path": "."')
+            streaming.set()
+            await asyncio.sleep(60)
+
+    events: list[AgentEvent] = []
+    agent = Agent(
+        Hanging(), tools=builtin_tools(), root=tmp_path, session=writer, on_event=events.append
+    )  # type: ignore[arg-type]
+    task = asyncio.create_task(agent.run("go"))
+    await streaming.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    stored = _stored_turns(writer.path)
+    assert [t.role for t in stored] == ["user", "assistant", "user"]
+    partial = stored[1]
+    assert partial.stop_reason == "interrupted" and partial.text == "Let me look"
+    (c,) = partial.tool_calls
+    assert c.invalid is not None  # never executed
+    (r,) = stored[2].tool_results
+    assert r.tool_call_id == "c9" and r.is_error
+    assert events[-1].type == "done" and events[-1].stop_reason == "cancelled"  # type: ignore[union-attr]
+
+
+async def test_a_failed_run_still_ends_with_done(tmp_path: Path) -> None:
+    events: list[AgentEvent] = []
+    provider = ScriptedProvider([call("ls"), ErrorEvent(kind="rate_limited", message="slow down")])
+    agent = Agent(provider, tools=builtin_tools(), root=tmp_path, on_event=events.append)
+    with pytest.raises(RunError):
+        await agent.run("go")
+    types = [e.type for e in events]
+    assert types[-2:] == ["error", "done"]
+    done = events[-1]
+    assert done.stop_reason == "error" and done.turns == 2  # type: ignore[union-attr]
+    assert done.message is not None and done.message.tool_calls  # type: ignore[union-attr]
+
+
+async def test_each_wire_repair_is_reported_once_per_run(tmp_path: Path) -> None:
+    history = [
+        Turn(id="u1", role="user", content=(TextBlock(text="hi"),)),
+        Turn(id="a1", role="assistant", content=(TextBlock(text="ok"),)),
+        # an orphan result: its call is nowhere
+        Turn(id="u2", role="user", content=(tool_result("ghost", "boo"), TextBlock(text="next"))),
+    ]
+    events: list[AgentEvent] = []
+    provider = ScriptedProvider([call("ls"), call("ls"), "done"])
+    agent = Agent(
+        provider, tools=builtin_tools(), root=tmp_path, history=history, on_event=events.append
+    )
+    await agent.run()
+    repairs = [e for e in events if e.type == "wire_repair"]
+    assert len(repairs) == 1 and repairs[0].kind == "orphan_result"  # type: ignore[union-attr]
+    for req in provider.requests:
+        assert all(r.tool_call_id != "ghost" for t in req.messages for r in t.tool_results)
+
+
+async def test_prefill_capability_comes_from_the_provider(tmp_path: Path) -> None:
+    history = [
+        Turn(id="u1", role="user", content=(TextBlock(text="JSON please"),)),
+        Turn(id="a1", role="assistant", content=(TextBlock(text="{"),)),
+    ]
+    plain = ScriptedProvider(["x"])
+    await Agent(plain, root=tmp_path, history=history).run()
+    assert plain.requests[0].messages[-1].role == "user"  # T12: never assistant-final
+    prefill = ScriptedProvider(["x"], supports_prefill=True)
+    await Agent(prefill, root=tmp_path, history=history).run()
+    assert prefill.requests[0].messages[-1].role == "assistant"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,48 @@ def test_a_session_being_written_elsewhere_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "being written by another process" in proc.stderr
     assert store.load("busy").turns == ()
+
+
+class _Fail(BaseHTTPRequestHandler):
+    status = 500
+
+    def do_POST(self) -> None:
+        body = b'{"error": {"message": "boom", "type": "server_error"}}'
+        self.send_response(self.status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _Unauthorized(_Fail):
+    status = 401
+
+
+@pytest.mark.parametrize(("handler", "code"), [(_Fail, 4), (_Unauthorized, 2)])
+def test_provider_errors_map_to_exit_codes(
+    tmp_path: Path, handler: type[BaseHTTPRequestHandler], code: int
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        proc = _tether(["run", "--model", "openai/m", "--base-url", url, "hi"], tmp_path / "home")
+    finally:
+        server.shutdown()
+    assert proc.returncode == code, proc.stderr
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [e["type"] for e in events][-2:] == ["error", "done"]
+
+
+def test_an_unreachable_server_is_exit_3(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again on exit: nothing listens there
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = _tether(["run", "--model", "openai/m", "--base-url", url, "hi"], tmp_path / "home")
+    assert proc.returncode == 3, proc.stderr

@@ -194,8 +194,10 @@ async def test_openai_assistant_tool_call_only_has_null_content() -> None:
         Turn(id="a", role="assistant", content=(ToolCallBlock(id="c", name="t", arguments={}),)),
         Turn(id="u2", role="user", content=(tool_result("c", ""),)),
     )
+    # Conversion alone (the loop hands adapters a view it already built).
     await run(
-        OpenAIChatProvider("m", client=server.openai()), ModelRequest(model="m", messages=wire)
+        OpenAIChatProvider("m", client=server.openai()),
+        ModelRequest(model="m", messages=wire, is_wire_view=True),
     )
     msgs = server.requests[0]["messages"]
     assert msgs[1] == {
@@ -207,6 +209,33 @@ async def test_openai_assistant_tool_call_only_has_null_content() -> None:
     }
     assert msgs[2] == {"role": "tool", "tool_call_id": "c", "content": ""}
     assert len(msgs) == 3
+
+
+async def test_adapters_build_the_wire_view_when_the_request_is_not_one() -> None:
+    """A library user's raw history goes through the wire passes in the adapter (T02: no empty
+    tool content; T01: a lost result is repaired; the tail ends with a user turn)."""
+    stored = (
+        text_turn("u", "user", "go"),
+        Turn(
+            id="a",
+            role="assistant",
+            content=(
+                ToolCallBlock(id="c", name="t", arguments={}),
+                ToolCallBlock(id="d", name="t", arguments={}),
+            ),
+        ),
+        Turn(id="u2", role="user", content=(tool_result("c", ""),)),
+        text_turn("a2", "assistant", "partial answ"),
+    )
+    server = Server([sse_response(OPENAI_OK)])
+    await run(
+        OpenAIChatProvider("m", client=server.openai()), ModelRequest(model="m", messages=stored)
+    )
+    msgs = server.requests[0]["messages"]
+    tool_msgs = [m for m in msgs if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c", "d"]
+    assert all(m["content"] for m in tool_msgs)
+    assert msgs[-1]["role"] == "user"
 
 
 async def test_anthropic_request_body() -> None:

@@ -51,7 +51,7 @@ from tether.messages import (
     tool_result,
 )
 from tether.providers.assemble import Assembler
-from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta
+from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta, ToolSpec
 from tether.tools.base import Tool, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.registry import ToolRegistry
@@ -116,7 +116,9 @@ class Agent:
         max_output_tokens: cap on generated tokens per request, or None.
         temperature: sampling temperature, or None for the provider default.
         supports_prefill: whether the model accepts an assistant-final request (else the wire
-            view ends with a user turn).
+            view ends with a user turn); None reads the provider's `supports_prefill`
+            attribute, False when it has none (Anthropic rejects prefill on newer models:
+            "This model does not support assistant message prefill", case T12).
         id_factory: mints turn ids (injected for determinism in tests).
         on_event: called with every `AgentEvent`, synchronously.
         env: the base environment for tool subprocesses (API keys are always scrubbed);
@@ -136,7 +138,7 @@ class Agent:
         tool_timeout_s: float = 120.0,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
-        supports_prefill: bool = False,
+        supports_prefill: bool | None = None,
         id_factory: Callable[[], str] | None = None,
         on_event: Callable[[AgentEvent], None] | None = None,
         env: dict[str, str] | None = None,
@@ -170,10 +172,13 @@ class Agent:
         self._used_call_ids: set[str] = {
             c.id for t in self.history for c in t.tool_calls
         }
+        self._reported_repairs: set[tuple[str, str, str | None]] = set()
         self._views = ViewBuilder(
             provider.target,
             route=Provenance(provider=provider.name, api=provider.target, model=provider.model),
-            supports_prefill=supports_prefill,
+            supports_prefill=bool(getattr(provider, "supports_prefill", False))
+            if supports_prefill is None
+            else supports_prefill,
             on_repair=self._on_repair,
         )
         self._provenance = Provenance(
@@ -181,7 +186,11 @@ class Agent:
         )
 
     def _on_repair(self, repair: Repair) -> None:
-        self._emit(WireRepairEvent(kind=repair.kind, detail=repair.message))
+        # The incremental view re-checks the open tail on every request; report each repair once.
+        key = (repair.kind, repair.turn_id, repair.tool_call_id)
+        if key not in self._reported_repairs:
+            self._reported_repairs.add(key)
+            self._emit(WireRepairEvent(kind=repair.kind, detail=repair.message))
 
     def _append(self, turn: Turn, new_turns: list[Turn]) -> None:
         self.history.append(turn)
@@ -241,44 +250,55 @@ class Agent:
         stop_reason = "max_turns"
         specs = self.registry.specs()
         n = 0
-        for n in range(1, self.max_turns + 1):
-            self._emit(TurnStartEvent(turn=n))
-            turn = await self._request(specs, new_turns)
-            last = turn
-            if turn.usage is not None:
-                usage = usage + turn.usage
+        try:
+            for n in range(1, self.max_turns + 1):
+                self._emit(TurnStartEvent(turn=n))
+                turn = await self._request(specs, new_turns)
+                last = turn
+                if turn.usage is not None:
+                    usage = usage + turn.usage
+                self._emit(
+                    TurnEndEvent(
+                        turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage
+                    )
+                )
+                calls = turn.tool_calls
+                if not calls:
+                    stop_reason = turn.stop_reason or "end_turn"
+                    break
+                await self._run_tools(calls, new_turns)
+        except RunError:
+            stop_reason = "error"
+            raise
+        except asyncio.CancelledError:
+            stop_reason = "cancelled"
+            raise
+        finally:
+            # `done` closes every run's event stream, failed and cancelled ones included.
             self._emit(
-                TurnEndEvent(turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage)
+                DoneEvent(
+                    session_id=self.session.id if self.session else None,
+                    message=last,
+                    text=last.text if last else "",
+                    usage=usage,
+                    stop_reason=stop_reason,
+                    turns=n,
+                )
             )
-            calls = turn.tool_calls
-            if not calls:
-                stop_reason = turn.stop_reason or "end_turn"
-                break
-            await self._run_tools(calls, new_turns)
-        result = RunResult(
+        return RunResult(
             message=last, usage=usage, stop_reason=stop_reason, turns=n, new_turns=tuple(new_turns)
         )
-        self._emit(
-            DoneEvent(
-                session_id=self.session.id if self.session else None,
-                message=last,
-                text=result.text,
-                usage=usage,
-                stop_reason=stop_reason,
-                turns=n,
-            )
-        )
-        return result
 
-    async def _request(self, specs: tuple[object, ...], new_turns: list[Turn]) -> Turn:
+    async def _request(self, specs: tuple[ToolSpec, ...], new_turns: list[Turn]) -> Turn:
         """One request: stream, assemble, re-mint ids, persist. Raises RunError on a fault."""
         request = ModelRequest(
             model=self.provider.model,
             messages=self._views.view(tuple(self.history)),
             system=self.system,
-            tools=self.registry.specs(),
+            tools=specs,
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
+            is_wire_view=True,
         )
         assembler = Assembler(self.new_id(), self._provenance)
         try:

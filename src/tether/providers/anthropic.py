@@ -53,6 +53,7 @@ from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
     ImageBlock,
+    Provenance,
     RedactedThinkingBlock,
     Target,
     TextBlock,
@@ -80,6 +81,7 @@ from tether.providers.base import (
     ToolCallStart,
     ToolSpec,
     UsageEvent,
+    wire_messages,
 )
 from tether.providers.errors import classify_exception, guard_stream
 
@@ -453,6 +455,7 @@ class AnthropicProvider:
         thinking_budget: int | None = None,
         max_retries: int = 0,
         name: str = "anthropic",
+        supports_prefill: bool = False,
     ) -> None:
         if thinking_budget is not None and thinking_budget < MIN_THINKING_BUDGET:
             raise ConfigError(
@@ -462,6 +465,10 @@ class AnthropicProvider:
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.thinking_budget = thinking_budget
+        # Newer models reject an assistant-final request ("This model does not support
+        # assistant message prefill"), and none accepts prefill with thinking on.
+        self.supports_prefill = supports_prefill and thinking_budget is None
+        self._route = Provenance(provider=name, api="anthropic", model=model)
         if client is None and base_url is None and not (api_key or _env_credentials()):
             raise AuthError("no Anthropic API key: pass api_key or set ANTHROPIC_API_KEY")
         self._client = client or anthropic.AsyncAnthropic(
@@ -478,7 +485,10 @@ class AnthropicProvider:
             ConfigError: the thinking budget is not below the request's `max_tokens` (Anthropic
                 requires `budget_tokens < max_tokens`).
         """
-        messages, extra_system = to_anthropic_messages(request.messages)
+        view = wire_messages(
+            request, "anthropic", supports_prefill=self.supports_prefill, route=self._route
+        )
+        messages, extra_system = to_anthropic_messages(view)
         system = "\n\n".join([s for s in (request.system, *extra_system) if s])
         tools = to_anthropic_tools(request.tools)
         max_tokens = request.max_output_tokens or self.max_output_tokens

@@ -19,7 +19,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tether.messages import Target, Turn, Usage
+from tether.messages import Provenance, Target, Turn, Usage
+from tether.wire import build_view
 
 ErrorKind = Literal[
     "auth",
@@ -57,6 +58,10 @@ class ModelRequest:
         tools: the tools offered.
         max_output_tokens: cap on generated tokens, or None for the provider default.
         temperature: sampling temperature, or None for the provider default.
+        is_wire_view: True when `messages` is already the wire view for the provider's
+            target (the agent loop builds it incrementally and sets this); otherwise the
+            adapter builds it with `tether.wire.build_view` (see `wire_messages`), so every
+            request goes through the wire passes either way.
     """
 
     model: str
@@ -65,6 +70,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     temperature: float | None = None
+    is_wire_view: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,6 +206,23 @@ StreamEvent = (
     | Done
     | ErrorEvent
 )
+
+
+def wire_messages(
+    request: ModelRequest,
+    target: Target,
+    *,
+    supports_prefill: bool = False,
+    route: Provenance | None = None,
+) -> tuple[Turn, ...]:
+    """The messages an adapter sends: `request.messages` as they are when the loop already
+    built the wire view (`is_wire_view`), else `tether.wire.build_view` of them for `target`
+    (pairing repaired, reasoning sanitized, ids sanitized, user-terminated tail)."""
+    if request.is_wire_view:
+        return request.messages
+    return build_view(
+        request.messages, target, supports_prefill=supports_prefill, route=route
+    )
 
 
 @runtime_checkable

@@ -53,6 +53,7 @@ from tether.providers.base import (
     ToolCallStart,
     ToolSpec,
     UsageEvent,
+    wire_messages,
 )
 
 DEFAULT_CONTEXT_TOKENS = 8192
@@ -202,7 +203,7 @@ def render_messages(request: ModelRequest) -> list[dict[str, str]]:
     ]
     if any(t.name == "read" for t in request.tools):
         out[0]["content"] += FEW_SHOT_TEXT
-    for turn in request.messages:
+    for turn in wire_messages(request, "openai-chat"):
         if turn.role == "assistant":
             out.append({"role": "assistant", "content": _render_assistant(turn)})
         elif turn.role == "system":
@@ -346,6 +347,7 @@ class LocalProvider:
         self.max_output_tokens = max_output_tokens
         self.repeat_penalty = repeat_penalty
         self.context_window = n_ctx
+        self.supports_prefill = False
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
         """Blocking generation: yields text pieces, `\x00finish:<reason>`, `\x00reset` (drop

@@ -56,6 +56,7 @@ from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
     ImageBlock,
+    Provenance,
     Target,
     TextBlock,
     ToolCallBlock,
@@ -80,6 +81,7 @@ from tether.providers.base import (
     ToolCallStart,
     ToolSpec,
     UsageEvent,
+    wire_messages,
 )
 from tether.providers.errors import classify_exception, guard_stream
 
@@ -396,6 +398,8 @@ class OpenAIChatProvider:
     ) -> None:
         self.name = name
         self.model = model
+        self.supports_prefill = False
+        self._route = Provenance(provider=name, api="openai-chat", model=model)
         self._compat = base_url is not None
         if client is None:
             try:
@@ -420,7 +424,8 @@ class OpenAIChatProvider:
         Provider faults are yielded as `ErrorEvent` (see `tether.providers.errors`); cancellation
         propagates.
         """
-        messages = to_chat_messages(request.messages, request.system)
+        view = wire_messages(request, "openai-chat", route=self._route)
+        messages = to_chat_messages(view, request.system)
         tools = to_chat_tools(request.tools)
         max_tokens = request.max_output_tokens
         try:
