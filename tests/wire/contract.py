@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from tether.messages import (
@@ -21,6 +22,56 @@ from tether.wire.reasoning import block_producer
 _ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
+def pairing_problems(view: tuple[Turn, ...]) -> list[str]:
+    """The tool_use/tool_result adjacency contract, written here independently of
+    `tether.wire.check_pairing` so the repair is not vetted only by its own module.
+
+    System turns are separators: they never sit between a call and its results, and roles
+    alternate across them (Anthropic lifts them into `system`; OpenAI accepts them anywhere).
+    """
+    problems: list[str] = []
+    non_system = [(i, t) for i, t in enumerate(view) if t.role != "system"]
+    if non_system and non_system[0][1].role != "user":
+        problems.append("the first non-system turn is not a user turn")
+    for (_, a), (j, b) in itertools.pairwise(non_system):
+        if a.role == b.role and view[j - 1].role != "system":
+            problems.append(f"turn {j}: adjacent {b.role} turns")
+    for i, t in enumerate(view):
+        texts = [b for b in t.content if isinstance(b, TextBlock)]
+        if any(not b.text.strip() for b in texts):
+            problems.append(f"turn {i}: blank text")
+        if t.role != "system" and not t.content:
+            problems.append(f"turn {i}: empty turn")
+        results = [b for b in t.content if isinstance(b, ToolResultBlock)]
+        for r in results:
+            if not any(not isinstance(p, TextBlock) or p.text.strip() for p in r.content):
+                problems.append(f"turn {i}: empty result {r.tool_call_id}")
+        calls = [b.id for b in t.content if isinstance(b, ToolCallBlock)]
+        if calls:
+            if t.role != "assistant":
+                problems.append(f"turn {i}: calls in a {t.role} turn")
+            nxt = view[i + 1] if i + 1 < len(view) else None
+            got = (
+                [b.tool_call_id for b in nxt.content if isinstance(b, ToolResultBlock)]
+                if nxt
+                else []
+            )
+            lead = list(nxt.content[: len(calls)]) if nxt else []
+            if (
+                nxt is None
+                or nxt.role != "user"
+                or got != calls
+                or not all(isinstance(b, ToolResultBlock) for b in lead)
+            ):
+                problems.append(f"turn {i}: calls {calls} not answered in order right after")
+        if results:
+            prev = view[i - 1] if i > 0 else None
+            asked = [c.id for c in prev.tool_calls] if prev and prev.role == "assistant" else []
+            if t.role != "user" or [r.tool_call_id for r in results] != asked:
+                problems.append(f"turn {i}: results do not answer the preceding calls")
+    return problems
+
+
 def view_problems(
     view: tuple[Turn, ...],
     target: Target,
@@ -29,7 +80,7 @@ def view_problems(
     route: Provenance | None = None,
 ) -> list[str]:
     """Everything wrong with `view` as a request to `target` (empty list = valid)."""
-    problems = check_pairing(view)
+    problems = check_pairing(view) + pairing_problems(view)
     max_len = MAX_ID_LENGTH[target]
     call_ids: list[str] = []
     for idx, t in enumerate(view):
