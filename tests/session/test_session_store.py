@@ -144,7 +144,7 @@ def test_open_for_append_errors(store: SessionStore, tmp_path: Path) -> None:
     [
         (b"", "empty"),
         (b'{"type":"session","version":1', "incomplete"),
-        (b"\x00\x00\x00\n" + turn_line(user("u1"), None), "NUL bytes"),
+        (b"\x00\x00\x00\n", "NUL bytes"),  # damaged, and nothing after it to salvage
         (b'{"type":"message","id":"m1"}\n', "not a session header"),
         (b'{"type":"session","version":2,"id":"s","created_ms":1,"cwd":"/"}\n', "version 2"),
         (b'{"type":"session","version":1,"id":"s","cwd":"/"}\n', "created_ms"),
@@ -159,6 +159,22 @@ def test_header_problems_raise(store: SessionStore, content: bytes, match: str) 
     (store.root / "s.jsonl").write_bytes(content)
     with pytest.raises(SessionError, match=match):
         store.load("s")
+
+
+def test_a_damaged_header_line_is_skipped_not_the_whole_session(store: SessionStore) -> None:
+    """Line 1 is a line too (T22's kind): NUL bytes over the header lose the header only."""
+    store.root.mkdir(parents=True)
+    (store.root / "s.jsonl").write_bytes(
+        b"\x00\x00\x00\n" + turn_line(user("u1"), None) + turn_line(assistant("a1"), "u1")
+    )
+    loaded = store.load("s")
+    assert [t.id for t in loaded.turns] == ["u1", "a1"]
+    assert [x.line for x in loaded.report.skipped] == [1]
+    assert "damaged header" in loaded.report.skipped[0].reason
+    with store.open_for_append("s") as w:
+        assert w.last_entry_id == "a1"
+        w.append(user("u2"))
+    assert [t.id for t in store.load("s").turns] == ["u1", "a1", "u2"]
 
 
 def test_load_not_found(store: SessionStore) -> None:

@@ -250,8 +250,22 @@ def scan_bytes(data: bytes, path: Path) -> FileScan:
     lines = data.split(b"\n")
     if len(lines) == 1:
         raise _header_error(path, f"the header line is incomplete: {excerpt(data)!r}")
-    header = parse_header(lines[0], path)
     items: list[RawEntry | SkippedLine] = []
+    try:
+        header = parse_header(lines[0], path)
+    except SessionError:
+        header = _headerless(lines, path)
+        if header is None:
+            raise
+        items.append(
+            SkippedLine(
+                path=path,
+                line=1,
+                reason="damaged header: loaded as a standalone session "
+                "(had it been a fork, its parent's history is not included)",
+                excerpt=excerpt(lines[0]),
+            )
+        )
     torn = False
     last = len(lines) - 1  # lines[last] is b"" when the file ends with a newline
     for i in range(1, len(lines)):
@@ -268,6 +282,22 @@ def scan_bytes(data: bytes, path: Path) -> FileScan:
                     SkippedLine(path=path, line=i + 1, reason=problem, excerpt=excerpt(raw))
                 )
     return FileScan(path=path, header=header, items=tuple(items), torn_tail=torn)
+
+
+def _headerless(lines: list[bytes], path: Path) -> SessionHeader | None:
+    """A stand-in header when line 1 is damaged bytes (not JSON at all, e.g. a NUL run) and
+    a later line is a tether entry; None when line 1 is JSON (a foreign or newer format must
+    not be misread) or no entry follows (not a tether session)."""
+    try:
+        json.loads(lines[0].decode("utf-8"))
+    except (ValueError, RecursionError):
+        pass
+    else:
+        return None
+    for i, raw in enumerate(lines[1:], start=2):
+        if raw and parse_line(raw, path, i)[0]:
+            return SessionHeader(id=path.stem, created_ms=0, cwd="")
+    return None
 
 
 def read_header(fd: int, path: Path) -> tuple[SessionHeader, int]:

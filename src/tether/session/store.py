@@ -201,7 +201,12 @@ class SessionStore:
             raise SessionNotFoundError(f"no session {session_id} in {self.root}") from None
         lock = None
         try:
-            header, start = read_header(fd, path)
+            try:
+                header, start = read_header(fd, path)
+            except SessionError:
+                data = path.read_bytes()
+                header = scan_bytes(data, path).header  # a damaged header salvaged, or raises
+                start = data.find(b"\n") + 1
             lock = self._lock_for_writing(session_id)
             size = os.fstat(fd).st_size
             if os.pread(fd, 1, size - 1) != b"\n":
