@@ -46,7 +46,12 @@ def test_t31_harness_keys_never_reach_the_session_file(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
     writer = store.create(cwd=str(tmp_path))
     provider = ScriptedProvider(
-        [call("bash", command="env | grep -i -E 'password|key|token'; echo done"), "ok"]
+        [
+            call("read", path=".env"),
+            call("grep", pattern="DB_PASS"),
+            call("bash", command="env | grep -i -E 'password|key|token'; echo done"),
+            "ok",
+        ]
     )
     agent = Agent(
         provider,
@@ -58,6 +63,9 @@ def test_t31_harness_keys_never_reach_the_session_file(tmp_path: Path) -> None:
     asyncio.run(agent.run("show env"))
     text = writer.path.read_text()
     assert secret not in text and "hf_abcdefghijklmnop" not in text and "hunter2hunter2" not in text
-    assert "done" in agent.history[2].tool_results[0].text
+    refused = agent.history[2].tool_results[0]
+    assert refused.is_error and ".env" in refused.text  # T31 call 1: denied by default
+    assert "hunter2hunter2" not in agent.history[4].tool_results[0].text  # grep skips it too
+    assert "done" in agent.history[6].tool_results[0].text
     for request in provider.requests:
         assert secret not in repr(request.messages)

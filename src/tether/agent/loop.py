@@ -54,6 +54,7 @@ from tether.providers.assemble import Assembler
 from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta, ToolSpec
 from tether.tools.base import Tool, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.paths import DEFAULT_POLICY, PathPolicy
 from tether.tools.registry import ToolRegistry
 from tether.tools.run import run_tool_call
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
@@ -123,6 +124,8 @@ class Agent:
         on_event: called with every `AgentEvent`, synchronously.
         env: the base environment for tool subprocesses (API keys are always scrubbed);
             None for this process's environment.
+        session_dir: the session's artifact folder, for tools that store files.
+        policy: paths the file tools refuse (default: dotenv files, case T31); None for none.
     """
 
     def __init__(
@@ -143,6 +146,7 @@ class Agent:
         on_event: Callable[[AgentEvent], None] | None = None,
         env: dict[str, str] | None = None,
         session_dir: Path | None = None,
+        policy: PathPolicy | None = DEFAULT_POLICY,
     ) -> None:
         self.provider = provider
         if isinstance(tools, ToolRegistry):
@@ -166,6 +170,7 @@ class Agent:
             root=self.root,
             env=scrubbed_env(os.environ if env is None else env),
             session_dir=session_dir,
+            policy=policy,
         )
         secrets_in_env = secret_values(os.environ if env is None else env)
         self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)

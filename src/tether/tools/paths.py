@@ -191,6 +191,11 @@ class PathPolicy:
         return None
 
 
+DEFAULT_POLICY = PathPolicy(deny_read=("**/.env", "**/.env.local", "**/.env.*.local"))
+"""What the agent loop applies unless told otherwise: dotenv files hold secrets (case T31);
+`.env.example` and the like stay readable. Advisory for `bash` (no OS sandbox yet)."""
+
+
 def check_policy(
     policy: PathPolicy | None, root: Path, user_path: str, resolved: Path, *, write: bool
 ) -> None:
