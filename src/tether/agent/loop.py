@@ -185,6 +185,9 @@ class Agent:
             if supports_prefill is None
             else supports_prefill,
             on_repair=self._on_repair,
+            # Within a run only this loop appends to `history`; `run()` resets the builder in
+            # case a caller edited it in between, so the O(history) prefix check is not needed.
+            check_prefix=False,
         )
         self._provenance = Provenance(
             provider=provider.name, api=provider.target, model=provider.model
@@ -235,6 +238,7 @@ class Agent:
             asyncio.CancelledError: the run was cancelled; the partial turn was persisted.
         """
         new_turns: list[Turn] = []
+        self._views.reset()
         self.close_interrupted()
         if prompt is not None:
             content: tuple[ContentBlock, ...] = (
