@@ -5,6 +5,7 @@ The scripted provider answers turns 1..N-1 with one `echo(text="turn k")` call a
 protocol's `RESULT {json}` line (so it runs beside the peers in run_all.py) and a readable summary.
 
     python bench/turn_overhead.py [--turns 200] [--window 20]
+    TETHER_BENCH_TOOL=thread python bench/turn_overhead.py   # echo as a default (worker-thread) tool
     BENCH_PEERS_EXTRA="tether=$PWD/.venv/bin/python:$PWD/bench/turn_overhead.py" ... run_all.py
 """
 
@@ -32,6 +33,10 @@ from tether.testing import Response, ScriptedProvider  # noqa: E402
 from tether.tools.base import tool  # noqa: E402
 
 
+THREAD_TOOL = os.environ.get("TETHER_BENCH_TOOL") == "thread"
+"""Run echo as a default sync tool (in a worker thread) instead of an `inline=True` one."""
+
+
 def echo(text: str) -> str:
     """Echo a 2 KB string."""
     return _common.echo_impl(text)
@@ -52,7 +57,7 @@ def main() -> None:
         writer = store.create(cwd=tmp)
         agent = Agent(
             ScriptedProvider(model),
-            tools=[tool(echo, inline=True)],
+            tools=[tool(echo, inline=not THREAD_TOOL)],
             root=tmp,
             session=writer,
             max_turns=args.turns + 1,
@@ -72,7 +77,8 @@ def main() -> None:
             len(history),
             json_bytes,
             args.window,
-            notes="scripted provider, inline sync echo tool, session persisted to JSONL",
+            notes=f"scripted provider, {'worker-thread' if THREAD_TOOL else 'inline'} sync echo "
+            "tool, session persisted to JSONL",
         )
         ivals = [(b - a) * 1e3 for a, b in zip(clock.calls, clock.calls[1:], strict=False)]
         w = args.window
