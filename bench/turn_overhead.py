@@ -32,7 +32,6 @@ from tether.session import SessionStore  # noqa: E402
 from tether.testing import Response, ScriptedProvider  # noqa: E402
 from tether.tools.base import tool  # noqa: E402
 
-
 THREAD_TOOL = os.environ.get("TETHER_BENCH_TOOL") == "thread"
 """Run echo as a default sync tool (in a worker thread) instead of an `inline=True` one."""
 
