@@ -55,6 +55,7 @@ from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDel
 from tether.tools.base import Tool, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits, gate_tool_result
 from tether.tools.registry import ToolRegistry
 from tether.tools.run import run_tool_call
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
@@ -126,6 +127,9 @@ class Agent:
             None for this process's environment.
         session_dir: the session's artifact folder, for tools that store files.
         policy: paths the file tools refuse (default: dotenv files, case T31); None for none.
+        tool_output_threshold_chars: a tool result longer than this (characters, after
+            normalization) is saved under `session_dir/tool-results/` and replaced by a
+            `<persisted-output>` stub (cut to head + tail without a session); T25, T26.
     """
 
     def __init__(
@@ -147,6 +151,7 @@ class Agent:
         env: dict[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = DEFAULT_POLICY,
+        tool_output_threshold_chars: int = DEFAULT_THRESHOLD_CHARS,
     ) -> None:
         self.provider = provider
         if isinstance(tools, ToolRegistry):
@@ -172,6 +177,7 @@ class Agent:
             session_dir=session_dir,
             policy=policy,
         )
+        self._output_limits = OutputLimits(threshold_chars=tool_output_threshold_chars)
         secrets_in_env = secret_values(os.environ if env is None else env)
         self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
         self._used_call_ids: set[str] = {
@@ -344,6 +350,7 @@ class Agent:
         result = await run_tool_call(
             self.registry, call, self.context, timeout_s=self.tool_timeout_s, redact=self._redact
         )
+        result = await gate_tool_result(result, self.context.session_dir, self._output_limits)
         self._emit(
             ToolResultEvent(
                 tool_call_id=call.id,
