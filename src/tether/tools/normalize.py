@@ -236,9 +236,9 @@ def render_stub(text: str, *, path: str, size_bytes: int, lines: int) -> str:
     rest = text[len(head) :]
     tail = utf8_suffix(rest, PREVIEW_TAIL_BYTES) if rest else ""
     hidden = len(rest.encode("utf-8")) - len(tail.encode("utf-8"))
-    parts = [f'{PERSISTED_OUTPUT_OPEN} size_bytes="{size_bytes}" path="{_attr(path)}">', head]
+    parts = [f'{PERSISTED_OUTPUT_OPEN} size_bytes="{size_bytes}" path="{_attr(path)}">\n', head]
     if hidden > 0:
-        parts.append(f"\n… [{hidden} bytes not shown] …\n")
+        parts.append(f"{'' if head.endswith(chr(10)) else chr(10)}… [{hidden} bytes not shown] …\n")
     parts.append(tail)
     body = "".join(parts)
     if not body.endswith("\n"):

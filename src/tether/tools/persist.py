@@ -193,7 +193,7 @@ def _gate_text(
         saved = _save(session_dir, call_id, ".txt", data)
         if isinstance(saved, Path):
             note = (
-                f"\n[full output ({len(data)} bytes, {_lines(data)} lines) saved at {saved}; "
+                f"{'' if text.endswith(chr(10)) else chr(10)}[full output ({len(data)} bytes, {_lines(data)} lines) saved at {saved}; "
                 "read it with the read tool (path, offset, limit)]"
             )
             if not over and len(text) + len(note) <= limits.threshold_chars:
