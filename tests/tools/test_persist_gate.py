@@ -29,15 +29,13 @@ from tether.tools.persist import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared cases loader
-from cases_loader import load_case  # noqa: E402
+from cases_loader import load_case
 
 STUB_PATH = re.compile(r'<persisted-output size_bytes="(\d+)" path="([^"]+)">')
 
 
 def _result(text: str, *, call_id: str = "call_1", is_error: bool = False) -> ToolResultBlock:
-    return ToolResultBlock(
-        tool_call_id=call_id, content=(TextBlock(text=text),), is_error=is_error
-    )
+    return ToolResultBlock(tool_call_id=call_id, content=(TextBlock(text=text),), is_error=is_error)
 
 
 def _listing(lines: int, size_bytes: int) -> str:
@@ -69,7 +67,7 @@ async def test_t25_one_listing_cannot_overflow_the_context(tmp_path: Path) -> No
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("s1", cwd=str(tmp_path))
     args = case["input"]["tool_call"]["args"]
-    provider = ScriptedProvider([call("bash", **args), "listed"])
+    provider = ScriptedProvider([call("bash", id="call_1", **args), "listed"])
     agent = Agent(
         provider,
         tools=[shell],
@@ -81,7 +79,9 @@ async def test_t25_one_listing_cannot_overflow_the_context(tmp_path: Path) -> No
     writer.close()
     cap = DEFAULT_THRESHOLD_CHARS
     wire_results = [
-        b for m in provider.requests[-1].messages for b in m.content
+        b
+        for m in provider.requests[-1].messages
+        for b in m.content
         if isinstance(b, ToolResultBlock)
     ]
     assert len(wire_results) == 1
@@ -91,9 +91,7 @@ async def test_t25_one_listing_cannot_overflow_the_context(tmp_path: Path) -> No
     m = STUB_PATH.match(wire)
     assert m is not None and int(m.group(1)) == out["bytes"]
     persisted = Path(m.group(2))
-    assert persisted == store.artifact_subdir("s1", "tool-results") / "call_1.txt" or (
-        persisted.parent.name == TOOL_RESULTS_DIR
-    )
+    assert persisted == store.artifact_dir("s1") / TOOL_RESULTS_DIR / "call_1.txt"
     assert persisted.read_bytes() == listing.encode()
     # head and tail excerpts, and how to read more
     assert "file_00000.txt" in wire and "file_08920.txt" in wire
@@ -170,8 +168,10 @@ def test_stub_is_byte_stable_across_runs_and_call_paths(tmp_path: Path) -> None:
     saved = tmp_path.resolve() / TOOL_RESULTS_DIR / "call_1.txt"
     data = text.encode()
     assert first.text == render_stub(
-        text, path=str(Path(os.path.abspath(tmp_path)) / TOOL_RESULTS_DIR / "call_1.txt"),
-        size_bytes=len(data), lines=2000,
+        text,
+        path=str(Path(os.path.abspath(tmp_path)) / TOOL_RESULTS_DIR / "call_1.txt"),
+        size_bytes=len(data),
+        lines=2000,
     )
     assert saved.read_bytes() == data
     assert first.text.startswith(PERSISTED_OUTPUT_OPEN)

@@ -143,8 +143,25 @@ def test_binary_notice_names_size_hash_and_place() -> None:
 # ---- properties --------------------------------------------------------------------------
 
 _chunks = st.sampled_from(
-    ["a", "é", "€", "\n", "\r", "\r\n", "\x1b[2K", "\x1b[K", "\x1b[31m", "\x1b", "\t", " ",
-     "\ufffd", "\udcff", "\x01", "x" * 50, "progress 10%"]
+    [
+        "a",
+        "é",
+        "€",
+        "\n",
+        "\r",
+        "\r\n",
+        "\x1b[2K",
+        "\x1b[K",
+        "\x1b[31m",
+        "\x1b",
+        "\t",
+        " ",
+        "\ufffd",
+        "\udcff",
+        "\x01",
+        "x" * 50,
+        "progress 10%",
+    ]
 )
 _outputs = st.one_of(
     st.text(max_size=400),
@@ -171,8 +188,12 @@ def test_normalized_output_is_valid_utf8_short_lines_and_no_longer(text: str, ca
     assert len(out) <= len(text)  # notes never make it longer (binary → "" here)
 
 
-@given(st.lists(st.text(alphabet="abc% 0123456789|#", min_size=1, max_size=30), min_size=1,
-                max_size=20), st.booleans())
+@given(
+    st.lists(
+        st.text(alphabet="abc% 0123456789|#", min_size=1, max_size=30), min_size=1, max_size=20
+    ),
+    st.booleans(),
+)
 def test_collapse_keeps_the_final_state(states: list[str], trailing_cr: bool) -> None:
     line = "\r".join(states) + ("\r" if trailing_cr else "")
     assert collapse_overwrites(f"{line}\nafter") == f"{states[-1]}\nafter"

@@ -144,7 +144,8 @@ def _migrate(root: Path, names: set[str]) -> MigrationReport:
     for src_dir, sid, kind, cleanup in _legacy_sources(root, names):
         dst_dir = root / sid / kind
         try:
-            dst_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            dst_dir.parent.mkdir(mode=0o700, exist_ok=True)
+            dst_dir.mkdir(mode=0o700, exist_ok=True)
             with os.scandir(src_dir) as it:
                 entries = sorted(e.name for e in it)
         except OSError as e:

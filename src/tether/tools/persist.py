@@ -176,9 +176,7 @@ def _lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _gate_text(
-    raw: str, call_id: str, session_dir: Path | None, limits: OutputLimits
-) -> str:
+def _gate_text(raw: str, call_id: str, session_dir: Path | None, limits: OutputLimits) -> str:
     """The text to store for a text-only result whose joined text is `raw`."""
     norm = normalize(raw, max_line_chars=limits.max_line_chars)
     if norm.binary:
