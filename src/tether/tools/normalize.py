@@ -39,8 +39,8 @@ _ERASE_LINE = re.compile(r"\x1b\[[0-2]?K")
 _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-# Characters that do not occur in text: C0 controls other than \t \n \v \f \r \b ESC, DEL, U+FFFD.
-_BAD = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
+# Bytes that do not occur in text: C0 controls other than \b \t \n \v \f \r ESC, and DEL.
+_CONTROL_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
 
 
 def collapse_overwrites(text: str) -> str:
@@ -93,13 +93,21 @@ def cut_line(line: str, max_chars: int) -> str:
     return line[:keep] + cut_note(len(line) - keep)
 
 
+def _may_have_long_line(text: str, max_chars: int) -> bool:
+    """False only when no line is longer than `max_chars`: a longer line would contain one of
+    the aligned blocks of `(max_chars + 1) // 2` characters whole, without a newline."""
+    block = (max_chars + 1) // 2
+    find = text.find
+    return any(find("\n", k, k + block) == -1 for k in range(0, len(text) - block + 1, block))
+
+
 def cut_long_lines(text: str, max_chars: int = DEFAULT_MAX_LINE_CHARS) -> tuple[str, int]:
     """Cut every line longer than `max_chars` characters (see `cut_line`).
 
     Returns:
         (the text, how many lines were cut). Idempotent.
     """
-    if len(text) <= max_chars:
+    if len(text) <= max_chars or not _may_have_long_line(text, max_chars):
         return text, 0
     lines = text.split("\n")
     cut = 0
@@ -134,7 +142,12 @@ def looks_binary(text: str, *, ratio: float = BINARY_RATIO) -> bool:
     sample = text[:65536]
     if not sample:
         return False
-    bad = len(_BAD.findall(sample)) + len(_SURROGATE.findall(sample))
+    data = sample.encode("utf-8", errors="surrogatepass")
+    bad = len(data) - len(data.translate(None, _CONTROL_BYTES))  # never inside multi-byte chars
+    if not sample.isascii():
+        bad += sample.count("\ufffd")
+        if storable(sample) is not sample:
+            bad += len(_SURROGATE.findall(sample))
     return bad > ratio * len(sample)
 
 
