@@ -8,6 +8,9 @@ stored as UTF-8 (lone surrogates from `surrogateescape` decoding), the binary te
 the same input gives the same bytes.
 Does not own: writing files or deciding when to persist (`tether.tools.persist`).
 
+The stub's tags are `tether.messages.PERSISTED_OUTPUT_OPEN` / `_CLOSE` (re-exported here), so
+the pure wire passes can recognise stubs without importing tools.
+
 Rule sources: cases T25 (one listing overflowing the context: size gate on characters, not
 lines) and T26 (`tail -100` of a progress-bar log returning 4.4 MB: render `\\r` first, keep the
 text after the last `\\r` of each line, cap each line).
@@ -18,13 +21,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tether.messages import PERSISTED_OUTPUT_CLOSE, PERSISTED_OUTPUT_OPEN
+
+__all__ = [
+    "BINARY_RATIO",
+    "DEFAULT_MAX_LINE_CHARS",
+    "PERSISTED_OUTPUT_CLOSE",
+    "PERSISTED_OUTPUT_OPEN",
+    "PREVIEW_HEAD_BYTES",
+    "PREVIEW_TAIL_BYTES",
+    "Normalized",
+    "binary_notice",
+    "collapse_overwrites",
+    "cut_line",
+    "cut_long_lines",
+    "cut_note",
+    "head_tail",
+    "looks_binary",
+    "normalize",
+    "raw_bytes",
+    "render_stub",
+    "storable",
+    "utf8_prefix",
+    "utf8_suffix",
+]
+
 DEFAULT_MAX_LINE_CHARS = 2000
 """A longer line is cut to this many characters, its cut note included."""
 
-PERSISTED_OUTPUT_OPEN = "<persisted-output"
-"""How every persisted-output stub starts (the wire passes recognise stubs by it)."""
-PERSISTED_OUTPUT_CLOSE = "</persisted-output>"
-"""The stub's closing tag."""
 
 PREVIEW_HEAD_BYTES = 2048
 """UTF-8 bytes of the output's start shown in a stub."""

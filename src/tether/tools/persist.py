@@ -41,12 +41,28 @@ from pathlib import Path
 from tether.messages import ImageBlock, ResultPart, TextBlock, ToolResultBlock
 from tether.tools.normalize import (
     DEFAULT_MAX_LINE_CHARS,
+    PERSISTED_OUTPUT_CLOSE,
+    PERSISTED_OUTPUT_OPEN,
     binary_notice,
     head_tail,
     normalize,
     raw_bytes,
     render_stub,
 )
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_THRESHOLD_CHARS",
+    "PERSISTED_OUTPUT_CLOSE",
+    "PERSISTED_OUTPUT_OPEN",
+    "TOOL_RESULTS_DIR",
+    "OutputLimits",
+    "atomic_write_file",
+    "gate_tool_result",
+    "persist_tool_result",
+    "readable_results_dir",
+    "result_file_name",
+]
 
 TOOL_RESULTS_DIR = "tool-results"
 """The artifact sub-folder holding persisted outputs (`tether.session.layout.ArtifactKind`)."""
