@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -142,7 +143,8 @@ def describe_errors(exc: ValidationError, data: Any) -> str:
     by_path: dict[str, list[str]] = {}
     for err in exc.errors(include_url=False):
         path = json_path(err["loc"], data)
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = _BRANCH_MSG.sub("", err["msg"].removeprefix("Value error, "))
+        msg = msg.replace("a valid dictionary", "a JSON object")
         if msg not in by_path.setdefault(path, []):
             by_path[path].append(msg)
     keep = [
@@ -151,6 +153,9 @@ def describe_errors(exc: ValidationError, data: Any) -> str:
         if not any(q != p and (q.startswith(p + ".") or q.startswith(p + "[")) for q in by_path)
     ]
     return "; ".join(f"{p or '(top level)'}: {' or '.join(by_path[p])}" for p in keep)
+
+
+_BRANCH_MSG = re.compile(r" or instance of \w+")
 
 
 def json_path(loc: Sequence[int | str], data: Any) -> str:

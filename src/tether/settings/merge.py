@@ -10,7 +10,9 @@ laid over a lower one (`base`, e.g. the user file):
 - anything else → the overlay's value replaces the base's (`null` included: a project can clear
   a user value).
 
-The merge is associative and `{}` is its identity on both sides.
+`{}` is the identity on both sides. The merge is associative when the layers agree on the type
+at each key (as files valid against one schema do); a scalar or `null` laid over an object and
+then an object again is not (the grouping decides whether the first object survives).
 """
 
 from __future__ import annotations
