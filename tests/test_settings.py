@@ -433,3 +433,39 @@ def test_cli_values_and_dotted_keys() -> None:
         set_dotted({"a": 1}, ["a", "b"], 2)
     src = {"a": {"x": 1}}
     assert set_dotted(src, ["a", "y"], 2) == {"a": {"x": 1, "y": 2}} and src == {"a": {"x": 1}}
+
+
+def test_the_readme_sample_is_valid() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Settings and credentials", 1)[1]
+    sample = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+    s = Settings.model_validate(sample)
+    assert s.model_specs()[1] == "work/qwen3-32b" and s.context.runaway_total == 0.9
+    assert s.tools.timeout_s == 120.0 and s.run.thinking.decay == "step"
+
+
+key_part = st.text(st.sampled_from("ab.-_1"), min_size=1, max_size=4)
+
+
+@given(st.lists(key_part, min_size=1, max_size=4))
+def test_split_dotted_round_trips_escaped_keys(parts: list[str]) -> None:
+    key = ".".join(p.replace(".", "\\.") for p in parts)
+    assert split_dotted(key) == parts
+
+
+@given(typed_object, st.lists(st.sampled_from(["x", "y", "o"]), min_size=1, max_size=3), json_leaf)
+def test_set_dotted_sets_only_that_key(data: dict[str, Any], path: list[str], value: Any) -> None:
+    before = copy.deepcopy(data)
+    try:
+        out = set_dotted(data, path, value)
+    except ValueError:
+        return  # an intermediate value is not an object
+    assert data == before
+    node: Any = out
+    for p in path:
+        node = node[p]
+    assert node == value
+    # everything off the path is unchanged
+    assert {k: v for k, v in out.items() if k != path[0]} == {
+        k: v for k, v in data.items() if k != path[0]
+    }
