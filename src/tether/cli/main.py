@@ -23,11 +23,12 @@ import typer
 
 from tether.agent.events import AgentEvent, event_to_json
 from tether.agent.loop import Agent, default_id_factory
+from tether.cli.settings_cmds import config_app, login, logout, provider_from_settings
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
-from tether.providers.registry import resolve_provider
 from tether.session import SessionStore
+from tether.settings import load_settings
 from tether.tools.builtins import builtin_tools
 
 app = typer.Typer(
@@ -39,6 +40,9 @@ app = typer.Typer(
 )
 sessions_app = typer.Typer(help="List, show and delete stored sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(config_app, name="config")
+app.command()(login)
+app.command()(logout)
 
 EXIT_OK, EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 2, 5, 130
 
@@ -82,7 +86,9 @@ def run(
     base_url: Annotated[
         str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
     ] = None,
-    max_turns: Annotated[int, typer.Option(min=1, help="Cap on model requests.")] = 20,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Cap on model requests (default: run.max_turns, 50).")
+    ] = None,
     session: Annotated[str | None, typer.Option(help="Persist under this new session id.")] = None,
     resume: Annotated[str | None, typer.Option(help="Replay this session, then continue it.")] = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
@@ -99,7 +105,7 @@ def _run(
     prompt: str | None,
     model: str | None,
     base_url: str | None,
-    max_turns: int,
+    max_turns: int | None,
     session_id: str | None,
     resume: str | None,
     system: str | None,
@@ -133,7 +139,8 @@ def _run(
         _err(f"--cwd {cwd} is not a folder")
         return EXIT_USAGE
     try:
-        provider = resolve_provider(model, base_url=base_url)
+        cfg = load_settings(root)  # CLI flags win over the settings
+        provider = provider_from_settings(model, base_url, cfg, root)
         store = SessionStore()
         history: tuple[Turn, ...] = ()
         writer = None
@@ -160,7 +167,8 @@ def _run(
         system=system or stdin.system,
         history=history,
         session=writer,
-        max_turns=max_turns,
+        max_turns=max_turns or cfg.settings.run.max_turns,
+        tool_timeout_s=cfg.settings.tools.timeout_s,
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
