@@ -197,13 +197,12 @@ class ContextMonitor:
         if m is not None and m.generation == self._generation:
             appended = self._appended_tokens(turns, per, m)
             if appended is not None:
-                approximate = len(turns) > m.view_len or appended > 0
                 p = make_pressure(
                     m.base + appended,
                     self._limits,
                     self._policy,
                     source="measured",
-                    is_approximate=approximate,
+                    is_approximate=appended > 0,
                 )
                 return p, estimate
         p = make_pressure(
