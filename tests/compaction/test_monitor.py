@@ -271,6 +271,22 @@ def test_runaway_total_is_never_below_the_threshold() -> None:
     assert mon.check([tok("s", 7_000)]).runaway is None
 
 
+def test_set_limits_keeps_the_measurement_and_rescales() -> None:
+    mon = ContextMonitor(ModelLimits(context_window=100_000, max_output_tokens=0))
+    view = [tok("u", 1_000)]
+    mon.check(view)
+    mon.observe(view_len=1, usage=usage(9_000), assistant_turn_id="a", generation=0)
+    assert not mon.check([*view, tok("a", 0, "assistant")]).compact
+    mon.set_limits(LIMITS)  # a fallback model with a 10k window
+    d = mon.check([*view, tok("a", 0, "assistant")])
+    assert (d.pressure.tokens, d.pressure.source, d.pressure.effective_window) == (
+        9_000,
+        "measured",
+        10_000,
+    )
+    assert d.compact
+
+
 def test_percentages_read_as_fractions() -> None:
     mon = ContextMonitor(LIMITS, CompactionPolicy(threshold=50, runaway_total=95))
     assert mon.check([tok("u", 5_000)]).compact

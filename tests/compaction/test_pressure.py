@@ -16,6 +16,7 @@ from tether.compaction import (
     estimate_tokens,
     message_tokens,
     occupied_tokens,
+    text_tokens,
     trigger_reached,
 )
 from tether.compaction.pressure import (
@@ -296,3 +297,15 @@ def test_trigger_matches_the_documented_rule(
         or tokens >= lim.context_window
     )
     assert trigger_reached(p, lim, pol) == rule
+
+
+def test_text_tokens_for_system_prompt_and_schemas() -> None:
+    assert text_tokens("x" * 9) == 3
+    assert text_tokens("") == 0
+    assert text_tokens("a b c", tokenizer=lambda s: len(s.split())) == 3
+
+
+@SETTINGS
+@given(st.text(max_size=200))
+def test_text_tokens_matches_a_one_text_message(text: str) -> None:
+    assert text_tokens(text) == message_tokens(text_turn("t", "user", text))

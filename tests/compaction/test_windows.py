@@ -82,6 +82,8 @@ def test_resolution_order() -> None:
     assert (lim.context_window, lim.source, warn) == (1_000_000, "settings", None)
     lim, warn = resolve_limits("GLM-5.2", configured=CONFIGURED)  # case-insensitive fallback
     assert lim.source == "settings"
+    lim, warn = resolve_limits("openai/glm-5.2", configured=CONFIGURED)  # provider/model
+    assert (lim.context_window, lim.source) == (1_000_000, "settings")
     lim, warn = resolve_limits("gpt-4o", configured=CONFIGURED, provider_reported=REPORTED)
     assert (lim.context_window, lim.source, warn) == (65_536, "provider", None)
     lim, warn = resolve_limits("gpt-4o", configured=CONFIGURED)

@@ -2,7 +2,7 @@
 
 Owns (pure: imports only `tether.messages`, no I/O, no clock, inputs never mutated):
     pressure   ModelLimits, CompactionPolicy, Pressure, occupied_tokens, estimate_tokens,
-               effective_window, trigger_reached
+               effective_window, trigger_reached, text_tokens
     monitor    ContextMonitor, Decision (explicit state across requests)
     windows    resolve_limits, LimitsResolver, parse_windows_setting, parse_overflow_limit,
                KNOWN_MODELS, DEFAULT_LIMITS
@@ -18,6 +18,7 @@ from tether.compaction.pressure import (
     estimate_tokens,
     message_tokens,
     occupied_tokens,
+    text_tokens,
     trigger_reached,
 )
 from tether.compaction.windows import (
@@ -45,5 +46,6 @@ __all__ = [
     "parse_overflow_limit",
     "parse_windows_setting",
     "resolve_limits",
+    "text_tokens",
     "trigger_reached",
 ]

@@ -15,12 +15,14 @@ applied, e.g. `tether.wire.build_view(...)`):
     # before EVERY request, tool iterations included (T17):
     decision = monitor.check(view)
     if decision.runaway or decision.no_progress: stop (context_overflow error)
-    if decision.compact: summarize, rebuild the view, then monitor.compacted(new_view)
+    if decision.compact: summarize, rebuild the view, monitor.compacted(new_view), and check
+                         the new view again (it may still ask to compact, or stop)
     gen = monitor.generation                 # the generation the request's view was built at
     ... send the request, persist the reply turn ...
     monitor.observe(view_len=len(view), usage=reply.usage, assistant_turn_id=reply.id,
                     generation=gen)
     # on a context_overflow error instead: monitor.overflow(error_message)
+    # (the summarize request itself is never observed: it is not a view of the session)
 
 Decision rules, in order (all figures in tokens; fractions of the effective window):
     1. Pressure: with a usage observed for the current generation whose view the current view
@@ -149,6 +151,11 @@ class ContextMonitor:
     def limits(self) -> ModelLimits:
         """The current limits (source "learned" after an overflow error stated the maximum)."""
         return self._limits
+
+    def set_limits(self, limits: ModelLimits) -> None:
+        """Switch to other limits (e.g. a fallback model); measurements and the hysteresis
+        baseline stay (they are token counts), the ratios follow the new window."""
+        self._limits = limits
 
     @property
     def policy(self) -> CompactionPolicy:

@@ -14,6 +14,7 @@ Shapes (all figures in tokens):
     Pressure(tokens, effective_window, ratio, headroom, source, is_approximate)
     occupied_tokens(usage) -> int
     estimate_tokens(turns, *, tokenizer=None) -> int
+    text_tokens(text, *, tokenizer=None) -> int                  # system prompt, tool schemas
     effective_window(limits, policy) -> int                      # >= 1
     trigger_reached(pressure, limits, policy) -> bool
 
@@ -281,6 +282,14 @@ def _block_parts(block: ContentBlock) -> tuple[list[str], int]:
     if isinstance(block, DocumentBlock):
         return [], DOCUMENT_TOKENS
     return [], 0  # redacted_thinking: an opaque payload; the measured usage covers it
+
+
+def text_tokens(text: str, *, tokenizer: Tokenizer | None = None) -> int:
+    """Estimated tokens of one text (e.g. the system prompt, or the tools' JSON schemas for
+    `ContextMonitor(system_tokens=...)`): ceil(chars / 4), or `tokenizer(text)`."""
+    if tokenizer is not None:
+        return max(0, tokenizer(text))
+    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def message_tokens(turn: Turn, *, tokenizer: Tokenizer | None = None) -> int:

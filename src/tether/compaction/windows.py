@@ -167,7 +167,8 @@ def resolve_limits(
     Args:
         model: the model name as sent to the provider.
         configured: settings.json `context.windows` (see `parse_windows_setting`); matched by
-            exact name, then case-insensitively.
+            exact name, then case-insensitively, then by the part after the last "/"
+            (`openai/glm-5.2` finds a `glm-5.2` entry).
         provider_reported: limits the provider reported (Ollama `/api/show` context length,
             llama.cpp `/props` n_ctx, OpenRouter's model list), or None.
 
@@ -176,10 +177,14 @@ def resolve_limits(
         the default; emit it once (`LimitsResolver` does the bookkeeping).
     """
     if configured:
-        hit = configured.get(model)
-        if hit is None:
-            lowered = {k.lower(): v for k, v in configured.items()}
-            hit = lowered.get(model.lower())
+        lowered = {k.lower(): v for k, v in configured.items()}
+        bare = model.rsplit("/", 1)[-1]
+        hit = (
+            configured.get(model)
+            or lowered.get(model.lower())
+            or configured.get(bare)
+            or lowered.get(bare.lower())
+        )
         if hit is not None:
             return replace(hit, source="settings"), None
     if provider_reported is not None and provider_reported.context_window > 0:
