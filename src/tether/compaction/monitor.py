@@ -41,7 +41,8 @@ Decision rules, in order (all figures in tokens; fractions of the effective wind
        runaway_total is never below the threshold.
     5. No progress: after 3 compactions in a row that did not help (the view stayed at the
        trigger, or the next request overflowed), a triggered check returns no_progress=True
-       and compact=False; a compaction followed by a successful request resets the count.
+       and compact=False; a compaction that lands below the trigger and is followed by a
+       successful request resets the count.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ class ContextMonitor:
 
     @property
     def generation(self) -> int:
-        """Compactions so far in this monitor (0 before the first)."""
+        """Compactions recorded by this monitor (0 before the first); a counter local to the
+        monitor, not `CompactSummaryBlock.generation`."""
         return self._generation
 
     @property
