@@ -26,7 +26,9 @@ from tether.agent.loop import Agent, default_id_factory
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
+from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.providers.registry import resolve_provider
+from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
 from tether.tools.builtins import builtin_tools
 
@@ -134,6 +136,7 @@ def _run(
         return EXIT_USAGE
     try:
         provider = resolve_provider(model, base_url=base_url)
+        retry = RetryPolicy.from_env()  # TETHER_RETRY_BASE / _MAX / _ATTEMPTS
         store = SessionStore()
         history: tuple[Turn, ...] = ()
         writer = None
@@ -164,7 +167,9 @@ def _run(
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
+        retry=retry,
     )
+    start = len(agent.history)
     try:
         for turn in stdin.messages:
             agent.history.append(turn)
@@ -175,6 +180,8 @@ def _run(
         _err(str(exc))
         return EXIT_USAGE
     finally:
+        ran = agent.history[start:]
+        _err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
         if writer is not None:
             writer.close()
             _err(f"session {writer.id} ({writer.path})")
@@ -220,7 +227,8 @@ def sessions_list() -> None:
 
 @sessions_app.command("show")
 def sessions_show(session_id: str) -> None:
-    """Print a session's turns as JSON lines (malformed lines are reported on stderr)."""
+    """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
+    session's summed usage and cost on stderr."""
     try:
         loaded = SessionStore().load(session_id)
     except SessionError as exc:
@@ -230,6 +238,7 @@ def sessions_show(session_id: str) -> None:
         _err(loaded.report.describe())
     for turn in loaded.turns:
         print(json.dumps(turn_to_dict(turn)))
+    _err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
 
 
 @sessions_app.command("delete")
