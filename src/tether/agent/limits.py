@@ -79,7 +79,7 @@ class StepDecay:
     """`full_tokens` for turns 1..`after_turn`, then `floor_tokens`.
 
     Raises:
-        ConfigError: negative tokens, floor above full, after_turn < 0.
+        ConfigError: negative tokens, floor above full, after_turn < 1.
     """
 
     full_tokens: int
@@ -88,8 +88,8 @@ class StepDecay:
 
     def __post_init__(self) -> None:
         _check(self.full_tokens, self.floor_tokens)
-        if self.after_turn < 0:
-            raise ConfigError(f"after_turn must be >= 0, got {self.after_turn}")
+        if self.after_turn < 1:
+            raise ConfigError(f"after_turn must be >= 1, got {self.after_turn}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
