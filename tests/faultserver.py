@@ -36,7 +36,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Mode = Literal["text", "tool", "max_tokens", "status", "error_after_200", "reset", "malformed", "truncated_tool"]
+Mode = Literal[
+    "text",
+    "tool",
+    "max_tokens",
+    "status",
+    "error_after_200",
+    "reset",
+    "malformed",
+    "truncated_tool",
+]
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,9 @@ def status(
     return Step("status", status=code, body=body, headers=h)
 
 
-def error_after_200(error_type: str = "overloaded_error", t: str = "The failing test is caused by") -> Step:
+def error_after_200(
+    error_type: str = "overloaded_error", t: str = "The failing test is caused by"
+) -> Step:
     return Step("error_after_200", text=t, error_type=error_type)
 
 
@@ -177,7 +188,12 @@ def _anthropic_events(step: Step) -> Iterator[tuple[str, dict[str, Any]] | None]
             {
                 "type": "content_block_start",
                 "index": 0,
-                "content_block": {"type": "tool_use", "id": "toolu_1", "name": step.tool_name, "input": {}},
+                "content_block": {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": step.tool_name,
+                    "input": {},
+                },
             },
         )
         yield (
@@ -196,11 +212,19 @@ def _anthropic_events(step: Step) -> Iterator[tuple[str, dict[str, Any]] | None]
     else:
         yield (
             "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
         )
         yield (
             "content_block_delta",
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": step.text}},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": step.text},
+            },
         )
         if step.mode in ("error_after_200", "reset", "malformed"):
             yield None
@@ -251,7 +275,11 @@ class _Handler(BaseHTTPRequestHandler):
         step = self.server.owner.record(self.path, body)
         anthropic = self.path.rstrip("/").endswith("/messages")
         if step is None:
-            step = Step("status", status=500, body={"error": {"message": "no scripted response", "type": "test_error"}})
+            step = Step(
+                "status",
+                status=500,
+                body={"error": {"message": "no scripted response", "type": "test_error"}},
+            )
         if step.mode == "status":
             payload = json.dumps(_error_body(step, anthropic)).encode()
             self.send_response(step.status)
@@ -283,11 +311,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
             return
         if step.mode == "malformed":
-            self._write("event: content_block_delta\ndata: {not json\n\n" if anthropic else "data: {not json\n\n")
+            self._write(
+                "event: content_block_delta\ndata: {not json\n\n"
+                if anthropic
+                else "data: {not json\n\n"
+            )
             return
-        error = {"type": step.error_type, "message": "Overloaded" if "overload" in step.error_type else "injected"}
+        error = {
+            "type": step.error_type,
+            "message": "Overloaded" if "overload" in step.error_type else "injected",
+        }
         if anthropic:
-            self._write("event: error\ndata: " + json.dumps({"type": "error", "error": error}) + "\n\n")
+            self._write(
+                "event: error\ndata: " + json.dumps({"type": "error", "error": error}) + "\n\n"
+            )
         else:
             self._write("data: " + json.dumps({"error": {**error, "code": None}}) + "\n\n")
 

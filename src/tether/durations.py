@@ -52,7 +52,9 @@ def parse_duration(value: int | float | str) -> float:
     while pos < len(text):
         match = _PART.match(text, pos)
         if match is None:
-            raise ValueError(f"not a duration: {value!r} (use e.g. 250, '250ms', '30s', '5m', '1h')")
+            raise ValueError(
+                f"not a duration: {value!r} (use e.g. 250, '250ms', '30s', '5m', '1h')"
+            )
         scale = _UNIT_S[match.group(2).lower()]
         if scale >= last_scale:
             raise ValueError(f"not a duration: {value!r} (units must go from largest to smallest)")

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from cases_loader import load_case
 from faultserver import (
     FaultServer,
     Step,
@@ -27,8 +29,6 @@ from faultserver import (
     tool,
     truncated_tool,
 )
-
-from cases_loader import load_case
 from tether.agent.events import AgentEvent, FallbackEvent, RetryEvent
 from tether.agent.loop import Agent
 from tether.errors import LengthResumeExhausted, RunError
@@ -59,7 +59,9 @@ class Harness:
     """An Agent on a session file, with a recording `write` tool, a recorded sleep and a fixed
     jitter draw."""
 
-    def __init__(self, tmp_path: Path, providers: list[Provider], policy: RetryPolicy, **kw: Any) -> None:
+    def __init__(
+        self, tmp_path: Path, providers: list[Provider], policy: RetryPolicy, **kw: Any
+    ) -> None:
         self.sleeps: list[float] = []
         self.calls: list[dict[str, Any]] = []
         self.events: list[AgentEvent] = []
@@ -162,7 +164,9 @@ async def test_t29_retry_after_is_the_minimum_wait(tmp_path: Path, make: Make) -
 
 
 @BOTH
-async def test_t29_retry_after_beyond_the_cap_stops_and_says_when(tmp_path: Path, make: Make) -> None:
+async def test_t29_retry_after_beyond_the_cap_stops_and_says_when(
+    tmp_path: Path, make: Make
+) -> None:
     with FaultServer([status(429, retry_after="60")]) as server:
         h = Harness(tmp_path, [make(server)], POLICY)  # retry_max 30 s < 60 s
         with pytest.raises(RunError) as info:
@@ -186,18 +190,37 @@ async def test_t29_retry_after_beyond_the_cap_stops_and_says_when(tmp_path: Path
         (reset(), "network", True),
         (truncated_tool("write", '{"path": "a.md", "content": "li', "closed"), "network", True),
         (malformed(), "malformed", False),
-        (status(400, {"error": {"message": "bad tool schema", "type": "invalid_request_error"}}), "provider", False),
+        (
+            status(400, {"error": {"message": "bad tool schema", "type": "invalid_request_error"}}),
+            "provider",
+            False,
+        ),
         (status(401), "auth", False),
         (
             status(
                 429,
-                {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}},
+                {
+                    "error": {
+                        "message": "You exceeded your current quota",
+                        "type": "insufficient_quota",
+                        "code": "insufficient_quota",
+                    }
+                },
             ),
             "auth",
             False,
         ),
         (
-            status(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}}),
+            status(
+                400,
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": "prompt is too long: 250000 tokens > 200000 maximum",
+                    },
+                },
+            ),
             "context_overflow",
             False,
         ),
@@ -236,7 +259,9 @@ CUT = '{"path": "notes.md", "content": "line1\\nline2'
 
 @BOTH
 @pytest.mark.parametrize("termination", ["closed", "length", "tool_calls"])
-async def test_t30_truncated_arguments_never_execute(tmp_path: Path, make: Make, termination: str) -> None:
+async def test_t30_truncated_arguments_never_execute(
+    tmp_path: Path, make: Make, termination: str
+) -> None:
     """Cut → retry (nothing persisted); `length` / unparseable finish → persisted as an invalid
     call with an is_error result, never executed."""
     script = [truncated_tool("write", CUT, termination), text("re-issued in pieces")]
@@ -280,7 +305,16 @@ async def test_auth_falls_back_but_context_overflow_does_not(tmp_path: Path) -> 
         (tmp_path / "1").mkdir()
         h = Harness(tmp_path / "1", [openai(a), openai(a)], POLICY)
         assert (await h.agent.run("go")).text == "b"
-    overflow = status(400, {"error": {"message": "x", "type": "invalid_request_error", "code": "context_length_exceeded"}})
+    overflow = status(
+        400,
+        {
+            "error": {
+                "message": "x",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        },
+    )
     with FaultServer([overflow, text("never")]) as b:
         (tmp_path / "2").mkdir()
         h = Harness(tmp_path / "2", [openai(b), openai(b)], POLICY)
@@ -293,7 +327,10 @@ async def test_auth_falls_back_but_context_overflow_does_not(tmp_path: Path) -> 
 async def test_fallback_kwarg_keeps_the_single_provider_form(tmp_path: Path) -> None:
     with FaultServer([status(500), text("second")]) as server:
         agent = Agent(
-            openai(server), fallback=[anthropic(server)], retry=RetryPolicy(max_attempts=1), root=tmp_path
+            openai(server),
+            fallback=[anthropic(server)],
+            retry=RetryPolicy(max_attempts=1),
+            root=tmp_path,
         )
         assert agent.provider.name == "openai" and len(agent.chain) == 2
         assert (await agent.run("go")).text == "second"
@@ -303,7 +340,9 @@ async def test_fallback_kwarg_keeps_the_single_provider_form(tmp_path: Path) -> 
 # --- cancellation during a retry wait ---------------------------------------------------------
 
 
-async def test_cancel_during_the_wait_persists_nothing_of_the_failed_attempt(tmp_path: Path) -> None:
+async def test_cancel_during_the_wait_persists_nothing_of_the_failed_attempt(
+    tmp_path: Path,
+) -> None:
     with FaultServer([error_after_200()]) as server:
         h = Harness(tmp_path, [openai(server)], POLICY)
 
@@ -325,7 +364,9 @@ async def test_cancel_during_the_wait_persists_nothing_of_the_failed_attempt(tmp
 
 @BOTH
 async def test_max_tokens_is_continued_into_one_answer(tmp_path: Path, make: Make) -> None:
-    with FaultServer([max_tokens("Part one, "), max_tokens("part two, "), text("the end.")]) as server:
+    with FaultServer(
+        [max_tokens("Part one, "), max_tokens("part two, "), text("the end.")]
+    ) as server:
         h = Harness(tmp_path, [make(server)], POLICY)
         result = await h.agent.run("write a long answer")
         bodies = [r["body"] for r in server.requests]
@@ -353,7 +394,10 @@ async def test_thinking_budget_reaches_the_request(tmp_path: Path) -> None:
 
     provider = ScriptedProvider([call("write", path="a", content="b"), "done"])
     h = Harness(
-        tmp_path, [provider], POLICY, thinking_decay=StepDecay(full_tokens=8000, floor_tokens=1024, after_turn=1)
+        tmp_path,
+        [provider],
+        POLICY,
+        thinking_decay=StepDecay(full_tokens=8000, floor_tokens=1024, after_turn=1),
     )
     await h.agent.run("go")
     assert [r.thinking_budget_tokens for r in provider.requests] == [8000, 1024]

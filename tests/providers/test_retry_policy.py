@@ -63,7 +63,8 @@ def test_parse_duration_examples(value: int | float | str, seconds: float) -> No
 
 
 @pytest.mark.parametrize(
-    "value", ["", "  ", "s", "5x", "-1", -5, "5s5m", "5s5s", "1.s", "inf", float("nan"), True, "5 m s"]
+    "value",
+    ["", "  ", "s", "5x", "-1", -5, "5s5m", "5s5s", "1.s", "inf", float("nan"), True, "5 m s"],
 )
 def test_parse_duration_rejects(value: object) -> None:
     with pytest.raises(ValueError):
@@ -99,7 +100,9 @@ def test_parse_duration_never_crashes_otherwise(text: str) -> None:
 # --- the retry rule and delays ----------------------------------------------------------------
 
 
-def ev(kind: ErrorKind, status: int | None = None, after: float | None = None, code: str | None = None) -> ErrorEvent:
+def ev(
+    kind: ErrorKind, status: int | None = None, after: float | None = None, code: str | None = None
+) -> ErrorEvent:
     return ErrorEvent(kind=kind, message="x", status_code=status, retry_after_s=after, code=code)
 
 
@@ -174,7 +177,12 @@ def test_retry_after_beyond_the_cap_stops_retrying() -> None:
     jitter=st.floats(0, 1, exclude_max=True),
 )
 def test_retry_delay_properties(
-    kind: ErrorKind, status: int | None, failures: int, attempts: int, after: float | None, jitter: float
+    kind: ErrorKind,
+    status: int | None,
+    failures: int,
+    attempts: int,
+    after: float | None,
+    jitter: float,
 ) -> None:
     policy = RetryPolicy(max_attempts=attempts, retry_base_s=1.0, retry_max_s=30.0)
     event = ev(kind, status, after)
@@ -238,7 +246,13 @@ def test_depleted_quota_is_auth_and_not_retried(status: int, body: object) -> No
 @pytest.mark.parametrize(
     "body",
     [
-        {"error": {"message": "Rate limit reached; your quota resets soon", "type": "requests", "code": "rate_limit_exceeded"}},
+        {
+            "error": {
+                "message": "Rate limit reached; your quota resets soon",
+                "type": "requests",
+                "code": "rate_limit_exceeded",
+            }
+        },
         {"error": {"message": "insufficient_quota is not the code here", "type": "tokens"}},
         {"type": "error", "error": {"type": "rate_limit_error", "message": "billing_error? no"}},
     ],
@@ -306,7 +320,9 @@ def test_chain_list_pins_and_dedupes() -> None:
         ([42], CONFIGURED, "model name or"),
     ],
 )
-def test_chain_mistakes_fail_at_start(selection: object, providers: list[tuple[str, str]], says: str) -> None:
+def test_chain_mistakes_fail_at_start(
+    selection: object, providers: list[tuple[str, str]], says: str
+) -> None:
     with pytest.raises(ConfigError, match=says):
         resolve_chain(selection, providers)  # type: ignore[arg-type]
 
@@ -316,9 +332,13 @@ names = st.text("abcxyz", min_size=1, max_size=3)
 
 @given(
     providers=st.lists(st.tuples(names, names), min_size=1, max_size=4, unique_by=lambda p: p[0]),
-    items=st.lists(st.one_of(names, st.builds(lambda n, m: (n, m), names, names)), min_size=1, max_size=6),
+    items=st.lists(
+        st.one_of(names, st.builds(lambda n, m: (n, m), names, names)), min_size=1, max_size=6
+    ),
 )
-def test_chain_properties(providers: list[tuple[str, str]], items: list[str | tuple[str, str]]) -> None:
+def test_chain_properties(
+    providers: list[tuple[str, str]], items: list[str | tuple[str, str]]
+) -> None:
     known = dict(providers)
     selection: list[str | dict[str, str]] = [
         i if isinstance(i, str) else {"provider": i[0], "model": i[1]} for i in items
@@ -355,7 +375,13 @@ def test_step_decay_changes_once() -> None:
 
 def test_geometric_decay() -> None:
     policy = GeometricDecay(full_tokens=16000, factor=0.5, floor_tokens=3000)
-    assert [thinking_budget_for_turn(policy, n) for n in range(1, 6)] == [16000, 8000, 4000, 3000, 3000]
+    assert [thinking_budget_for_turn(policy, n) for n in range(1, 6)] == [
+        16000,
+        8000,
+        4000,
+        3000,
+        3000,
+    ]
 
 
 @given(

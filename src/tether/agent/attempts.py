@@ -133,7 +133,9 @@ class Attempts:
                 )
             )
 
-        async for attempt in retrying(self.policy, sleep=self.sleep, rng=self.rng, on_retry=on_retry):
+        async for attempt in retrying(
+            self.policy, sleep=self.sleep, rng=self.rng, on_retry=on_retry
+        ):
             with attempt:
                 return await self._attempt(provider, request, turn_id)
         raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover

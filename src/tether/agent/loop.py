@@ -346,7 +346,9 @@ class Agent:
             answer=continuations.answer or (last.text if last else ""),
         )
 
-    async def _request(self, specs: tuple[ToolSpec, ...], new_turns: list[Turn], n: int = 1) -> Turn:
+    async def _request(
+        self, specs: tuple[ToolSpec, ...], new_turns: list[Turn], n: int = 1
+    ) -> Turn:
         """One request (the n-th of the run) over the provider chain: attempts, retries and
         fallback in `Attempts`; persist the reply. Raises RunError when the chain is spent."""
 

@@ -75,12 +75,16 @@ def _item_refs(item: object, defaults: Mapping[str, str]) -> list[ModelRef]:
             raise ConfigError(f"model selection entry {dict(entry)!r} names no provider")
         if name not in defaults:
             known = ", ".join(defaults) or "none"
-            raise ConfigError(f"unknown provider {name!r} in the model selection (configured: {known})")
+            raise ConfigError(
+                f"unknown provider {name!r} in the model selection (configured: {known})"
+            )
         model = entry.get("model", defaults[name])
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model selection entry {dict(entry)!r} has a blank model")
         return [ModelRef(provider=name, model=model)]
-    raise ConfigError(f"a model selection entry must be a model name or {{provider, model}}: {item!r}")
+    raise ConfigError(
+        f"a model selection entry must be a model name or {{provider, model}}: {item!r}"
+    )
 
 
 def resolve_chain(

@@ -144,7 +144,9 @@ def backoff_s(policy: RetryPolicy, failures: int, jitter: float) -> float:
     return min(policy.retry_max_s, exp + jitter * policy.retry_base_s / 4)
 
 
-def retry_delay(policy: RetryPolicy, failures: int, event: ErrorEvent, jitter: float) -> Delay | None:
+def retry_delay(
+    policy: RetryPolicy, failures: int, event: ErrorEvent, jitter: float
+) -> Delay | None:
     """The wait before retrying after `event`, or None when the target should not be retried.
 
     Args:
