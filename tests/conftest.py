@@ -1,5 +1,9 @@
-"""Suite-wide isolation: no test reads or writes the developer's real settings, credential file
-or system keyring (a stored `tether login` key would otherwise change what tests see)."""
+"""Suite-wide setup.
+
+Isolation: no test reads or writes the developer's real settings, credential file or system
+keyring (a stored `tether login` key would otherwise change what tests see). Its presence also
+puts `tests/` on sys.path (pytest's prepend import mode), so tests in any folder can import the
+shared helpers here (`faultserver`, `cases_loader`)."""
 
 from __future__ import annotations
 

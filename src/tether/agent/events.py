@@ -86,6 +86,43 @@ class WireRepairEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RetryEvent:
+    """An attempt failed with a retryable fault; the same provider/model is asked again after
+    `delay_s` seconds. Whatever the failed attempt streamed is discarded (never persisted, no
+    tool runs from it).
+
+    Attributes:
+        attempt: the failed attempt's number on this provider/model, from 1.
+        kind: the fault's kind (taxonomy).
+        delay_s: the wait before the next attempt, in seconds.
+        from_retry_after: True when the server's Retry-After set the wait.
+        provider: provider name; model: model name.
+        message: the fault's explanation.
+    """
+
+    type: Literal["retry"] = "retry"
+    attempt: int
+    kind: str
+    delay_s: float
+    from_retry_after: bool
+    provider: str
+    model: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FallbackEvent:
+    """A provider/model failed for good (`kind`); the next one of the fallback chain takes
+    over with the same request. Names are `provider/model`."""
+
+    type: Literal["fallback"] = "fallback"
+    from_model: str
+    to_model: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorOutEvent:
     """The run stopped on a provider error (`kind` from the taxonomy)."""
 
@@ -123,6 +160,8 @@ AgentEvent = Annotated[
     | ToolResultEvent
     | TurnEndEvent
     | WireRepairEvent
+    | RetryEvent
+    | FallbackEvent
     | ErrorOutEvent
     | DoneEvent,
     Field(discriminator="type"),

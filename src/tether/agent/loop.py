@@ -8,9 +8,11 @@ pending calls get `interrupted` results so the session stays well-formed).
 Does not own: transport (providers), the wire passes (`tether.wire`), tool bodies
 (`tether.tools`), file formats (`tether.session`).
 
-Errors: provider faults arrive as `ErrorEvent` values; this loop stops the run on them (retries
-and fallback are a later layer) by raising `RunError(kind)` after emitting an `error` event.
-Nothing from a failed attempt is persisted or executed. Cancellation raises
+Errors: provider faults arrive as `ErrorEvent` values; `tether.agent.attempts` retries them and
+falls back along the provider chain, then raises `RunError(kind)` after an `error` event.
+Nothing from a failed attempt is persisted or executed. Run limits (`tether.agent.limits`): a
+reply cut by `max_tokens` is resumed with "Please continue." (bounded), and the thinking budget
+may decay per turn. Cancellation raises
 `asyncio.CancelledError` after the partial turn is persisted.
 """
 
@@ -19,27 +21,33 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import random
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from tether.agent.attempts import Attempts, provider_chain
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
     ErrorOutEvent,
     SessionStartEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
     WireRepairEvent,
 )
-from tether.errors import RunError
+from tether.agent.limits import (
+    CONTINUE_PROMPT,
+    Continuations,
+    ThinkingDecay,
+    thinking_budget_for_turn,
+)
+from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import (
     ContentBlock,
     Provenance,
@@ -48,10 +56,11 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
     Usage,
+    text_turn,
     tool_result,
 )
-from tether.providers.assemble import Assembler
-from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta, ToolSpec
+from tether.providers.base import ModelRequest, Provider, ToolSpec
+from tether.providers.retry import RetryPolicy
 from tether.tools.base import Tool, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
@@ -89,6 +98,8 @@ class RunResult:
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
         turns: requests made in this run.
         new_turns: every turn appended during this run, in order.
+        answer: the final answer's text, continuation pieces concatenated (None: the last
+            turn's text).
     """
 
     message: Turn | None
@@ -96,10 +107,13 @@ class RunResult:
     stop_reason: str
     turns: int
     new_turns: tuple[Turn, ...]
+    answer: str | None = None
 
     @property
     def text(self) -> str:
-        """The final answer's text."""
+        """The final answer's text (every "Please continue." piece, concatenated)."""
+        if self.answer is not None:
+            return self.answer
         return self.message.text if self.message else ""
 
 
@@ -107,7 +121,7 @@ class Agent:
     """One agent over one history.
 
     Args:
-        provider: the model endpoint.
+        provider: the model endpoint, or a chain of them in fallback order.
         tools: the tools offered (a registry or a sequence of `Tool`).
         root: the working folder; file tools are confined to it.
         system: the system prompt.
@@ -130,11 +144,19 @@ class Agent:
         tool_output_threshold_chars: a tool result longer than this (characters, after
             normalization) is saved under `session_dir/tool-results/` and replaced by a
             `<persisted-output>` stub (cut to head + tail without a session); T25, T26.
+
+        fallback: providers tried after `provider` when it fails for good (see
+            `tether.providers.fallback` for which faults hand over).
+        retry: retries per provider (default `RetryPolicy()`: 3 attempts, 2 s base, 30 s max).
+        max_continuations: "Please continue." requests per answer after a `max_tokens` stop.
+        thinking_decay: per-turn reasoning budget (`StepDecay` / `GeometricDecay`), or None.
+        sleep: the async sleep between retries, in seconds (injected in tests).
+        rng: the retry jitter source, floats in [0, 1).
     """
 
     def __init__(
         self,
-        provider: Provider,
+        provider: Provider | Sequence[Provider],
         *,
         tools: ToolRegistry | Sequence[Tool] = (),
         root: Path | str = ".",
@@ -152,8 +174,18 @@ class Agent:
         session_dir: Path | None = None,
         policy: PathPolicy | None = DEFAULT_POLICY,
         tool_output_threshold_chars: int = DEFAULT_THRESHOLD_CHARS,
+
+        fallback: Sequence[Provider] = (),
+        retry: RetryPolicy | None = None,
+        max_continuations: int = 3,
+        thinking_decay: ThinkingDecay | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
     ) -> None:
-        self.provider = provider
+        self.chain = provider_chain(provider, fallback)
+        self.provider = provider = self.chain[0]
+        self.max_continuations = max_continuations
+        self.thinking_decay = thinking_decay
         if isinstance(tools, ToolRegistry):
             self.registry = tools
         else:
@@ -184,16 +216,22 @@ class Agent:
             c.id for t in self.history for c in t.tool_calls
         }
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
-        self._views = ViewBuilder(
-            provider.target,
-            route=Provenance(provider=provider.name, api=provider.target, model=provider.model),
-            supports_prefill=bool(getattr(provider, "supports_prefill", False))
-            if supports_prefill is None
-            else supports_prefill,
-            on_repair=self._on_repair,
-            # Within a run only this loop appends to `history`; `run()` resets the builder in
-            # case a caller edited it in between, so the O(history) prefix check is not needed.
-            check_prefix=False,
+        self._views = [  # one per chain position: the wire view differs per target
+            ViewBuilder(
+                p.target,
+                route=Provenance(provider=p.name, api=p.target, model=p.model),
+                supports_prefill=bool(getattr(p, "supports_prefill", False))
+                if supports_prefill is None
+                else supports_prefill,
+                on_repair=self._on_repair,
+                # Within a run only this loop appends to `history`; `run()` resets the builder in
+                # case a caller edited it in between, so the O(history) prefix check is not needed.
+                check_prefix=False,
+            )
+            for p in self.chain
+        ]
+        self._attempts = Attempts(
+            self.chain, policy=retry or RetryPolicy(), emit=self._emit, sleep=sleep, rng=rng
         )
         self._provenance = Provenance(
             provider=provider.name, api=provider.target, model=provider.model
@@ -244,7 +282,9 @@ class Agent:
             asyncio.CancelledError: the run was cancelled; the partial turn was persisted.
         """
         new_turns: list[Turn] = []
-        self._views.reset()
+        for views in self._views:
+            views.reset()
+        continuations = Continuations(self.max_continuations)
         self.close_interrupted()
         if prompt is not None:
             content: tuple[ContentBlock, ...] = (
@@ -268,7 +308,7 @@ class Agent:
         try:
             for n in range(1, self.max_turns + 1):
                 self._emit(TurnStartEvent(turn=n))
-                turn = await self._request(specs, new_turns)
+                turn = await self._request(specs, new_turns, n)
                 last = turn
                 if turn.usage is not None:
                     usage = usage + turn.usage
@@ -278,12 +318,17 @@ class Agent:
                     )
                 )
                 calls = turn.tool_calls
+                if continuations.after_turn(turn):
+                    self._append(text_turn(self.new_id(), "user", CONTINUE_PROMPT), new_turns)
+                    continue
                 if not calls:
                     stop_reason = turn.stop_reason or "end_turn"
                     break
                 await self._run_tools(calls, new_turns)
-        except RunError:
+        except RunError as exc:
             stop_reason = "error"
+            if isinstance(exc, LengthResumeExhausted):
+                self._emit(ErrorOutEvent(kind=exc.kind, message=str(exc)))
             raise
         except asyncio.CancelledError:
             stop_reason = "cancelled"
@@ -294,47 +339,48 @@ class Agent:
                 DoneEvent(
                     session_id=self.session.id if self.session else None,
                     message=last,
-                    text=last.text if last else "",
+                    text=continuations.answer or (last.text if last else ""),
                     usage=usage,
                     stop_reason=stop_reason,
                     turns=n,
                 )
             )
         return RunResult(
-            message=last, usage=usage, stop_reason=stop_reason, turns=n, new_turns=tuple(new_turns)
+            message=last,
+            usage=usage,
+            stop_reason=stop_reason,
+            turns=n,
+            new_turns=tuple(new_turns),
+            answer=continuations.answer or (last.text if last else ""),
         )
 
-    async def _request(self, specs: tuple[ToolSpec, ...], new_turns: list[Turn]) -> Turn:
-        """One request: stream, assemble, re-mint ids, persist. Raises RunError on a fault."""
-        request = ModelRequest(
-            model=self.provider.model,
-            messages=self._views.view(tuple(self.history)),
-            system=self.system,
-            tools=specs,
-            max_output_tokens=self.max_output_tokens,
-            temperature=self.temperature,
-            is_wire_view=True,
-        )
-        assembler = Assembler(self.new_id(), self._provenance)
+    async def _request(
+        self, specs: tuple[ToolSpec, ...], new_turns: list[Turn], n: int = 1
+    ) -> Turn:
+        """One request (the n-th of the run) over the provider chain: attempts, retries and
+        fallback in `Attempts`; persist the reply. Raises RunError when the chain is spent."""
+
+        def build(i: int, provider: Provider) -> ModelRequest:
+            return ModelRequest(
+                model=provider.model,
+                messages=self._views[i].view(tuple(self.history)),
+                system=self.system,
+                tools=specs,
+                max_output_tokens=self.max_output_tokens,
+                temperature=self.temperature,
+                is_wire_view=True,
+                thinking_budget_tokens=thinking_budget_for_turn(self.thinking_decay, n),
+            )
+
         try:
-            async for event in self.provider.stream(request):
-                assembler.feed(event)
-                if isinstance(event, TextDelta):
-                    self._emit(TextDeltaEvent(text=event.text))
-                elif isinstance(event, ThinkingDelta):
-                    self._emit(ThinkingDeltaEvent(text=event.text))
+            _, assembler = await self._attempts.request(self.new_id(), build)
         except asyncio.CancelledError:
-            partial = assembler.turn(stop_reason="interrupted")
-            if partial.content:
+            current = self._attempts.current
+            partial = current.turn(stop_reason="interrupted") if current is not None else None
+            if partial is not None and partial.content:
                 self._persist_assistant(partial, new_turns)
                 self.close_interrupted()
             raise
-        if assembler.error is not None or assembler.done is None:
-            err = assembler.error
-            kind = err.kind if err else "network"
-            message = err.message if err else "the stream ended without a terminal event"
-            self._emit(ErrorOutEvent(kind=kind, message=message))
-            raise RunError(kind, message)
         return self._persist_assistant(assembler.turn(), new_turns)
 
     def _persist_assistant(self, turn: Turn, new_turns: list[Turn]) -> Turn:

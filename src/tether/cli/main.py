@@ -27,6 +27,8 @@ from tether.cli.settings_cmds import config_app, login, logout, provider_from_se
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
+from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
 from tether.settings import load_settings
 from tether.tools.builtins import builtin_tools
@@ -141,6 +143,15 @@ def _run(
     try:
         cfg = load_settings(root)  # CLI flags win over the settings
         provider = provider_from_settings(model, base_url, cfg, root)
+
+        # settings, then TETHER_RETRY_BASE / _MAX / _ATTEMPTS from the environment on top
+        retry = RetryPolicy.from_env(
+            base=RetryPolicy(
+                max_attempts=cfg.settings.retry.max_attempts,
+                retry_base_s=cfg.settings.retry.base_s,
+                retry_max_s=max(cfg.settings.retry.max_s, cfg.settings.retry.base_s),
+            )
+        )
         store = SessionStore()
         history: tuple[Turn, ...] = ()
         writer = None
@@ -172,7 +183,9 @@ def _run(
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
+        retry=retry,
     )
+    start = len(agent.history)
     try:
         for turn in stdin.messages:
             agent.history.append(turn)
@@ -183,6 +196,8 @@ def _run(
         _err(str(exc))
         return EXIT_USAGE
     finally:
+        ran = agent.history[start:]
+        _err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
         if writer is not None:
             writer.close()
             _err(f"session {writer.id} ({writer.path})")
@@ -228,7 +243,8 @@ def sessions_list() -> None:
 
 @sessions_app.command("show")
 def sessions_show(session_id: str) -> None:
-    """Print a session's turns as JSON lines (malformed lines are reported on stderr)."""
+    """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
+    session's summed usage and cost on stderr."""
     try:
         loaded = SessionStore().load(session_id)
     except SessionError as exc:
@@ -238,6 +254,7 @@ def sessions_show(session_id: str) -> None:
         _err(loaded.report.describe())
     for turn in loaded.turns:
         print(json.dumps(turn_to_dict(turn)))
+    _err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
 
 
 @sessions_app.command("delete")

@@ -62,6 +62,8 @@ class ModelRequest:
             target (the agent loop builds it incrementally and sets this); otherwise the
             adapter builds it with `tether.wire.build_view` (see `wire_messages`), so every
             request goes through the wire passes either way.
+        thinking_budget_tokens: the reasoning budget for this request in tokens (the loop's
+            thinking-budget decay sets it per turn), or None for the provider's own setting.
     """
 
     model: str
@@ -71,6 +73,7 @@ class ModelRequest:
     max_output_tokens: int | None = None
     temperature: float | None = None
     is_wire_view: bool = False
+    thinking_budget_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,6 +185,8 @@ class ErrorEvent:
         message: a human-readable explanation.
         status_code: the HTTP status, when one applies (200 for an in-stream error event).
         retry_after_s: the server's Retry-After, in seconds, when given.
+        code: the provider's exact error type/code when it sent one (`overloaded_error`,
+            `insufficient_quota`, `billing_error`, ...); retry decisions read it, never prose.
     """
 
     type: Literal["error"] = "error"
@@ -189,6 +194,7 @@ class ErrorEvent:
     message: str
     status_code: int | None = None
     retry_after_s: float | None = None
+    code: str | None = None
 
 
 StreamEvent = (

@@ -23,7 +23,7 @@ from pydantic import (
     PlainSerializer,
 )
 
-from tether.settings.durations import format_duration, parse_duration
+from tether.durations import format_duration, parse_duration
 
 Duration = Annotated[
     float,

@@ -2,11 +2,12 @@
 
 Owns: `parse_duration` (a JSON number of milliseconds, or a string such as `"250ms"`, `"30s"`,
 `"5m"`, `"1h"`, `"1m30s"`) → seconds, and `format_duration` (seconds → the shortest exact string).
-Does not own: where durations appear (see `tether.settings.model`).
+Does not own: where durations appear (settings files, the environment, HTTP headers).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from decimal import Decimal, InvalidOperation
@@ -14,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 _UNIT_MS: dict[str, int] = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
 _PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)", re.IGNORECASE)
 _WHOLE = re.compile(r"(?:\s*(?:\d+(?:\.\d+)?|\.\d+)\s*(?:ms|s|m|h)\s*)+", re.IGNORECASE)
-_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*")
+_NUMBER = re.compile(r"\s*(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 MAX_DURATION_S = 366 * 24 * 3600.0
 """The longest duration accepted (one year, in seconds); longer values are surely mistakes."""
@@ -33,7 +34,8 @@ def parse_duration(value: object) -> float:
     Args:
         value: a non-negative JSON number (milliseconds), a numeric string (milliseconds), or a
             string of `<number><unit>` parts with units `ms`, `s`, `m`, `h` (case-insensitive,
-            parts add up: `"1m30s"` is 90 s).
+            parts add up, largest unit first: `"1m30s"` is 90 s; OpenAI's `x-ratelimit-reset-*`
+            headers use this form, e.g. `"6m0s"`).
 
     Returns:
         The duration in seconds (float, ≥ 0, ≤ `MAX_DURATION_S`).
@@ -52,9 +54,11 @@ def parse_duration(value: object) -> float:
         if _NUMBER.fullmatch(value):
             total_ms = _decimal(value.strip())
         elif _WHOLE.fullmatch(value):
-            total_ms = sum(
-                (_decimal(n) * _UNIT_MS[u.lower()] for n, u in _PART.findall(value)), Decimal(0)
-            )
+            parts = [(_decimal(n), _UNIT_MS[u.lower()]) for n, u in _PART.findall(value)]
+            scales = [scale for _, scale in parts]
+            if any(a <= b for a, b in itertools.pairwise(scales)):
+                raise DurationError(f"{value!r}: units must go from largest to smallest; {_HELP}")
+            total_ms = sum((n * scale for n, scale in parts), Decimal(0))
         else:
             raise DurationError(f"{value!r} is not a duration; {_HELP}")
     else:
