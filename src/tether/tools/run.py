@@ -321,7 +321,16 @@ async def run_tool(
         kwargs = tool.bind(call.arguments, ctx)
     except ValidationError as e:
         return ToolRunResult(block=_error(call.id, format_validation_error(tool.name, e)))
-    limit_s = call_limit_s(tool, tool.split_timeout(kwargs), timeout_s)
+    requested_s = tool.split_timeout(kwargs)
+    if requested_s is not None and not requested_s > 0:
+        return ToolRunResult(
+            block=_error(
+                call.id,
+                f"invalid arguments for tool `{tool.name}`; the call was not run:\n"
+                f"- timeout: must be a number of seconds > 0 (at most {MAX_CALL_TIMEOUT_S:g})",
+            )
+        )
+    limit_s = call_limit_s(tool, requested_s, timeout_s)
     if tool.source is not None:
         from tether.tools.worker import run_in_worker
 

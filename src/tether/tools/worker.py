@@ -170,7 +170,7 @@ async def run_in_worker(
             await proc.stdin.drain()
         try:
             async with asyncio.timeout(limit_s):
-                await out_task
+                await asyncio.shield(out_task)  # a timeout must not cancel the reader
                 await proc.wait()
         except TimeoutError:
             timed_out = True
@@ -181,7 +181,7 @@ async def run_in_worker(
                     await proc.stdin.drain()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(grace_s):
-                        await out_task
+                        await asyncio.shield(out_task)
     finally:
         if timed_out or proc.returncode is None:
             kill_group(proc.pid)
