@@ -95,7 +95,7 @@ async def test_on_timeout_gets_only_its_grace_period(ctx: ToolContext) -> None:
     assert r.block.is_error and "on_timeout cleanup failed: RuntimeError: disk gone" in r.block.text
 
 
-TIMEOUT_TOOLS = '''
+TIMEOUT_TOOLS = """
 import os, signal, time
 from pathlib import Path
 from tether.tools import tool
@@ -119,7 +119,7 @@ def slow_hang(pidfile: str) -> str:
     Path(pidfile).write_text(str(child.pid))
     time.sleep(30)
     return "late"
-'''
+"""
 
 
 def _alive(pid: int) -> bool:

@@ -84,7 +84,12 @@ def test_timeout_parameter_schema_and_default_required() -> None:
         ({"result": "r", "other": 1}, '{"result": "r", "other": 1}', (), None),  # not an envelope
         ({"answer": 1}, '{"answer": 1}', (), None),
         (ToolOutput("x", system="s", display=[1, 2]), "x", ("s",), [1, 2]),
-        ({"result": ToolOutput("x", system="inner"), "system": "outer"}, "x", ("outer", "inner"), None),
+        (
+            {"result": ToolOutput("x", system="inner"), "system": "outer"},
+            "x",
+            ("outer", "inner"),
+            None,
+        ),
     ],
 )
 def test_return_shapes(raw: object, text: str, notes: tuple[str, ...], display: object) -> None:
