@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,22 +123,8 @@ def slow_hang(pidfile: str) -> str:
 """
 
 
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); check its state
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
 async def test_worker_timeout_runs_on_timeout_then_kills_the_group(
-    tmp_path: Path, ctx: ToolContext
+    tmp_path: Path, ctx: ToolContext, alive: Callable[[int], bool]
 ) -> None:
     folder = tmp_path / "tools"
     folder.mkdir()
@@ -159,7 +146,7 @@ async def test_worker_timeout_runs_on_timeout_then_kills_the_group(
     assert "the tool process was killed" in r.block.text
     child = int(pidfile.read_text())
     for _ in range(50):
-        if not _alive(child):
+        if not alive(child):
             break
         await asyncio.sleep(0.05)
-    assert not _alive(child), "the tool's child process survived the group kill"
+    assert not alive(child), "the tool's child process survived the group kill"

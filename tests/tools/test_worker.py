@@ -4,9 +4,11 @@ workers that die (SIGKILL, exit code, no result), the wrap hook, cancellation, t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,15 @@ def fails() -> str:
 def where(ctx: ToolContext) -> dict:
     return {"root": str(ctx.root), "cwd": os.getcwd(), "secret": os.environ.get("ANTHROPIC_API_KEY"),
             "deny": list(ctx.policy.deny_read) if ctx.policy else None, "pid": os.getpid()}
+
+@tool
+def forks(pidfile: str) -> str:
+    pid = os.fork()
+    if pid == 0:  # the child keeps every fd, the result pipe included
+        time.sleep(30)
+        os._exit(0)
+    Path(pidfile).write_text(str(pid))
+    return "parent done"
 
 @tool
 async def sleeper(pidfile: str) -> str:
@@ -154,3 +165,25 @@ async def test_cancellation_kills_the_worker(
         await task
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_forked_child_holding_the_result_pipe_does_not_stall_the_call(
+    registry: ToolRegistry, ctx: ToolContext, tmp_path: Path, alive: Callable[[int], bool]
+) -> None:
+    import signal
+    import time
+
+    pidfile = tmp_path / "child"
+    t0 = time.monotonic()
+    r = await run_tool(registry, make_call("forks", pidfile=str(pidfile)), ctx, timeout_s=20)
+    child = int(pidfile.read_text())
+    try:
+        assert r.block.text == "parent done" and time.monotonic() - t0 < 10
+        for _ in range(40):
+            if not alive(child):
+                break
+            await asyncio.sleep(0.05)
+        assert not alive(child)  # killed with the group, like bash leftovers
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)

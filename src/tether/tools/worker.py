@@ -21,7 +21,10 @@ Failures (each an is_error result): "tool worker exited with code N", "tool work
 signal S (SIGKILL)", "tool worker printed no result", each followed by the tail of its stderr.
 The worker starts in its own session (process group) with the context's scrubbed environment in
 the working folder; its argv goes through `ToolContext.wrap` (the OS sandbox hook). On timeout,
-cancellation, or after `on_timeout`'s grace period, the whole process group is SIGKILLed.
+cancellation, or after `on_timeout`'s grace period, the whole process group is SIGKILLed. As with
+`bash`, processes the tool leaves behind are left alone if they let go of the worker's pipes
+(e.g. redirect their output); those still holding them `EXIT_GRACE_S` after the worker exits are
+killed with the group.
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ from tether.tools.run import (
     timed_out_outcome,
     to_outcome,
 )
-from tether.tools.shell import HeadTail, kill_group
+from tether.tools.shell import EXIT_GRACE_S, HeadTail, kill_group
 
 RESULT_KEY = "tether_result"
 STDERR_HEAD_BYTES = 2_000
 STDERR_TAIL_BYTES = 4_000
+POLL_S = 0.05
+"""How often the worker's exit is polled while its result pipe is open (s)."""
 REAP_S = 2.0
 """How long to wait for a killed worker and its pipes to close (s)."""
 
@@ -122,6 +127,12 @@ async def _pump(stream: asyncio.StreamReader, sink: HeadTail | bytearray) -> Non
             sink.feed(chunk)
 
 
+async def _settled(a: asyncio.Task[None], b: asyncio.Task[None], timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for both pipe readers to reach EOF; True when they did."""
+    _, pending = await asyncio.wait({a, b}, timeout=timeout_s)
+    return not pending
+
+
 async def run_in_worker(
     tool: Tool,
     arguments: Mapping[str, Any],
@@ -170,8 +181,10 @@ async def run_in_worker(
             await proc.stdin.drain()
         try:
             async with asyncio.timeout(limit_s):
-                await asyncio.shield(out_task)  # a timeout must not cancel the reader
-                await proc.wait()
+                # until the result pipe closes or the worker exits (a process the tool forked
+                # may hold the pipe; the finally block gives the reader a moment more)
+                while not out_task.done() and proc.returncode is None:
+                    await asyncio.wait({out_task}, timeout=POLL_S)
         except TimeoutError:
             timed_out = True
             if tool.on_timeout is not None and not out_task.done():
@@ -185,18 +198,17 @@ async def run_in_worker(
     finally:
         if timed_out or proc.returncode is None:
             kill_group(proc.pid)
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            async with asyncio.timeout(REAP_S):
-                await proc.wait()
+        if not await _settled(out_task, err_task, EXIT_GRACE_S):
+            kill_group(proc.pid)  # leftovers of the tool still hold the worker's pipes
+            await _settled(out_task, err_task, REAP_S)
         for task in (out_task, err_task):
-            if not task.done():
-                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                    async with asyncio.timeout(0.2 if task is err_task else REAP_S):
-                        await asyncio.shield(task)
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REAP_S):
+                await proc.wait()
         proc.stdin.close()
     parsed = _parse(bytes(out))
     if timed_out:
