@@ -140,8 +140,7 @@ async def test_wrap_hook_rewrites_the_argv(registry: ToolRegistry, root: Path) -
         seen.append(argv)
         return ["env", "TETHER_WRAPPED=1", *argv]
 
-    ctx = ToolContext.create(root, env=scrubbed_env())
-    ctx = ToolContext(root=ctx.root, env=ctx.env, wrap=wrap)
+    ctx = ToolContext.create(root, env=scrubbed_env(), wrap=wrap)
     r = await run_tool(registry, make_call("greet", name="x"), ctx)
     assert r.block.text == "HI X"
     assert seen == [[sys.executable, "-m", "tether.tools.worker"]]

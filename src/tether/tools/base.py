@@ -92,6 +92,8 @@ class ToolContext:
         env: Mapping[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = None,
+        wrap: Wrap | None = None,
+        questions: QuestionBridge | None = None,
     ) -> ToolContext:
         """A context with `root` resolved to its real path and, unless `env` is given, the
         current process environment scrubbed of secrets.
@@ -101,6 +103,8 @@ class ToolContext:
             env: the environment for subprocesses, used as given; None scrubs `os.environ`.
             session_dir: the session's artifact folder.
             policy: a deny-list for file paths.
+            wrap: the worker argv hook (None: identity).
+            questions: the question bridge (None: headless).
 
         Raises:
             NotADirectoryError: `root` is not an existing directory.
@@ -115,6 +119,8 @@ class ToolContext:
             env=scrubbed_env() if env is None else dict(env),
             session_dir=session_dir,
             policy=policy,
+            wrap=wrap,
+            questions=questions,
         )
 
 
