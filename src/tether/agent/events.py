@@ -57,12 +57,16 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResultEvent:
+    """A call finished; `content` is the text the model sees."""
+
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     name: str
     content: str
     is_error: bool
     duration_ms: float
+    display: Any = None
+    """The tool's display value for the host (never sent to the model, never stored)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

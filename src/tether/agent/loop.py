@@ -61,15 +61,19 @@ from tether.messages import (
 )
 from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.providers.retry import RetryPolicy
-from tether.tools.base import Tool, ToolContext
+from tether.tools.base import Tool, ToolContext, Wrap
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.hygiene import Hygiene, HygieneConfig
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
 from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits, gate_tool_result
+from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
-from tether.tools.run import run_tool_call
+from tether.tools.run import ToolRunResult, run_tool, system_note_block
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
+TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
+"""The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
 
 
 class TurnSink(Protocol):
@@ -144,7 +148,6 @@ class Agent:
         tool_output_threshold_chars: a tool result longer than this (characters, after
             normalization) is saved under `session_dir/tool-results/` and replaced by a
             `<persisted-output>` stub (cut to head + tail without a session); T25, T26.
-
         fallback: providers tried after `provider` when it fails for good (see
             `tether.providers.fallback` for which faults hand over).
         retry: retries per provider (default `RetryPolicy()`: 3 attempts, 2 s base, 30 s max).
@@ -152,6 +155,9 @@ class Agent:
         thinking_decay: per-turn reasoning budget (`StepDecay` / `GeometricDecay`), or None.
         sleep: the async sleep between retries, in seconds (injected in tests).
         rng: the retry jitter source, floats in [0, 1).
+        hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
+        question_bridge: how the `question` tool reaches the user; None when headless.
+        wrap: rewrites a tool worker's argv before it starts (the OS sandbox hook).
     """
 
     def __init__(
@@ -174,13 +180,15 @@ class Agent:
         session_dir: Path | None = None,
         policy: PathPolicy | None = DEFAULT_POLICY,
         tool_output_threshold_chars: int = DEFAULT_THRESHOLD_CHARS,
-
         fallback: Sequence[Provider] = (),
         retry: RetryPolicy | None = None,
         max_continuations: int = 3,
         thinking_decay: ThinkingDecay | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
+        hygiene: HygieneConfig | None = None,
+        question_bridge: QuestionBridge | None = None,
+        wrap: Wrap | None = None,
     ) -> None:
         self.chain = provider_chain(provider, fallback)
         self.provider = provider = self.chain[0]
@@ -208,13 +216,17 @@ class Agent:
             env=scrubbed_env(os.environ if env is None else env),
             session_dir=session_dir,
             policy=policy,
+            wrap=wrap,
+            questions=question_bridge,
         )
         self._output_limits = OutputLimits(threshold_chars=tool_output_threshold_chars)
+        self._hygiene = Hygiene(hygiene, root=str(self.root))
+        self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
+        self._cancel_requested: set[str] = set()
+        self._notes: dict[str, tuple[str, ...]] = {}
         secrets_in_env = secret_values(os.environ if env is None else env)
         self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
-        self._used_call_ids: set[str] = {
-            c.id for t in self.history for c in t.tool_calls
-        }
+        self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
         self._views = [  # one per chain position: the wire view differs per target
             ViewBuilder(
@@ -388,15 +400,53 @@ class Agent:
         self._used_call_ids.update(c.id for c in turn.tool_calls)
         self._append(turn, new_turns)
         for c in turn.tool_calls:
-            self._emit(ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid))
+            self._emit(
+                ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid)
+            )
         return turn
+
+    def cancel_tool(self, call_id: str) -> bool:
+        """End one running tool call; its result becomes `TOOL_CANCELLED` (is_error) and the run
+        goes on. Returns False when no call with that id is running."""
+        task = self._running.get(call_id)
+        if task is None or task.done():
+            return False
+        self._cancel_requested.add(call_id)
+        task.cancel()
+        return True
+
+    async def _run_cancellable(self, call: ToolCallBlock) -> ToolRunResult:
+        task = asyncio.ensure_future(
+            run_tool(
+                self.registry,
+                call,
+                self.context,
+                timeout_s=self.tool_timeout_s,
+                redact=self._redact,
+            )
+        )
+        self._running[call.id] = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if call.id not in self._cancel_requested or (me is not None and me.cancelling()):
+                raise
+            return ToolRunResult(block=tool_result(call.id, TOOL_CANCELLED, is_error=True))
+        finally:
+            self._running.pop(call.id, None)
+            self._cancel_requested.discard(call.id)
 
     async def _run_one(self, call: ToolCallBlock) -> ToolResultBlock:
         started = time.perf_counter()
-        result = await run_tool_call(
-            self.registry, call, self.context, timeout_s=self.tool_timeout_s, redact=self._redact
-        )
-        result = await gate_tool_result(result, self.context.session_dir, self._output_limits)
+        run = self._hygiene.check(call)  # replayed / blocked without running
+        if run is None:
+            run = await self._run_cancellable(call)
+            tool = self.registry.get(call.name)
+            run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
+        result = await gate_tool_result(run.block, self.context.session_dir, self._output_limits)
+        if run.system_notes:
+            self._notes[call.id] = run.system_notes
         self._emit(
             ToolResultEvent(
                 tool_call_id=call.id,
@@ -404,6 +454,7 @@ class Agent:
                 content=result.text,
                 is_error=result.is_error,
                 duration_ms=(time.perf_counter() - started) * 1e3,
+                display=run.display,
             )
         )
         return result
@@ -416,7 +467,9 @@ class Agent:
             try:
                 results: list[ToolResultBlock] = [await self._run_one(calls[0])]
             except asyncio.CancelledError:
-                self._append_results([tool_result(calls[0].id, INTERRUPTED, is_error=True)], new_turns)
+                self._append_results(
+                    [tool_result(calls[0].id, INTERRUPTED, is_error=True)], new_turns
+                )
                 raise
         else:
             tasks = [asyncio.ensure_future(self._run_one(c)) for c in calls]
@@ -440,7 +493,10 @@ class Agent:
         self._append_results(results, new_turns)
 
     def _append_results(self, results: list[ToolResultBlock], new_turns: list[Turn]) -> None:
-        self._append(Turn(id=self.new_id(), role="user", content=tuple(results)), new_turns)
+        # system notes go after ALL results (tool_result blocks first in a user turn)
+        notes = dict.fromkeys(n for r in results for n in self._notes.pop(r.tool_call_id, ()))
+        content = (*results, *(system_note_block(n) for n in notes))
+        self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
 
 
 def run_sync(agent: Agent, prompt: str | None = None) -> RunResult:
