@@ -9,7 +9,8 @@ containment (`tether.tools.paths`) or the built-in tools (`tether.tools.builtins
 
 Shapes:
     Tool(name, description, parameters: JSON schema dict, fn, safe, timeout_s, inline)
-    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy)
+    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy,
+                sandbox: Sandbox | None, network: bool)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tether.providers.base import ToolSpec
 
 if TYPE_CHECKING:
     from tether.tools.paths import PathPolicy
+    from tether.tools.sandbox import Sandbox
 
 
 class ToolError(Exception):
@@ -47,12 +49,17 @@ class ToolContext:
         env: the scrubbed environment for subprocesses (see `tether.tools.env.scrubbed_env`).
         session_dir: the session's artifact folder, or None when there is no session.
         policy: an optional deny-list for file paths (see `tether.tools.paths.PathPolicy`).
+        sandbox: the OS sandbox subprocesses run in (`tether.tools.sandbox`), or None for
+            none (the agent then offers only safe tools, see `tether.tools.policy`).
+        network: whether sandboxed subprocesses may use the network.
     """
 
     root: Path
     env: Mapping[str, str]
     session_dir: Path | None = None
     policy: PathPolicy | None = None
+    sandbox: Sandbox | None = None
+    network: bool = False
 
     @classmethod
     def create(
@@ -62,6 +69,8 @@ class ToolContext:
         env: Mapping[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        network: bool = False,
     ) -> ToolContext:
         """A context with `root` resolved to its real path and, unless `env` is given, the
         current process environment scrubbed of secrets.
@@ -71,6 +80,8 @@ class ToolContext:
             env: the environment for subprocesses, used as given; None scrubs `os.environ`.
             session_dir: the session's artifact folder.
             policy: a deny-list for file paths.
+            sandbox: the OS sandbox for subprocesses, or None.
+            network: whether sandboxed subprocesses may use the network.
 
         Raises:
             NotADirectoryError: `root` is not an existing directory.
@@ -85,6 +96,8 @@ class ToolContext:
             env=scrubbed_env() if env is None else dict(env),
             session_dir=session_dir,
             policy=policy,
+            sandbox=sandbox,
+            network=network,
         )
 
 
