@@ -37,9 +37,10 @@ from tether.agent.events import (
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
+    WarningEvent,
     WireRepairEvent,
 )
-from tether.errors import RunError
+from tether.errors import ConfigError, RunError
 from tether.messages import (
     ContentBlock,
     Provenance,
@@ -53,8 +54,15 @@ from tether.messages import (
 from tether.providers.assemble import Assembler
 from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta, ToolSpec
 from tether.tools.base import Tool, ToolContext
-from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.env import DEFAULT_REFUSED, redact_secrets, scrubbed_env, secret_values
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from tether.tools.policy import (
+    NO_SANDBOX_WARNING,
+    SandboxSetting,
+    offered_specs,
+    refuse_in_safe_mode,
+    resolve_sandbox,
+)
 from tether.tools.registry import ToolRegistry
 from tether.tools.run import run_tool_call
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
@@ -126,6 +134,17 @@ class Agent:
             None for this process's environment.
         session_dir: the session's artifact folder, for tools that store files.
         policy: paths the file tools refuse (default: dotenv files, case T31); None for none.
+        sandbox: the OS sandbox for tool subprocesses: `"auto"` detects one (bwrap, else
+            Landlock; `TETHER_SANDBOX` forces a kind), None means none. Without one, safe mode
+            is forced (a `warning` event says so once) and cannot be turned off.
+        safe_mode: offer and run only `safe` (read-only) tools; see `set_safe_mode`.
+        network: whether sandboxed tool subprocesses may use the network.
+        refused_env: variable names (exact or `*` globs) never passed to tool subprocesses
+            (default `tether.tools.env.DEFAULT_REFUSED`; a settings list).
+
+    Raises:
+        tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a sandbox kind
+            that does not work on this machine.
     """
 
     def __init__(
@@ -147,6 +166,10 @@ class Agent:
         env: dict[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = DEFAULT_POLICY,
+        sandbox: SandboxSetting = "auto",
+        safe_mode: bool = False,
+        network: bool = False,
+        refused_env: Iterable[str] = DEFAULT_REFUSED,
     ) -> None:
         self.provider = provider
         if isinstance(tools, ToolRegistry):
@@ -166,13 +189,20 @@ class Agent:
         self.temperature = temperature
         self.new_id = id_factory or default_id_factory()
         self._emit: Callable[[AgentEvent], None] = on_event or (lambda _e: None)
+        refused = tuple(refused_env)
+        sandbox_used = resolve_sandbox(sandbox)
+        self.safe_mode_forced = sandbox_used is None
+        self.safe_mode = safe_mode or self.safe_mode_forced
+        self._warned_no_sandbox = False
         self.context = ToolContext(
             root=self.root,
-            env=scrubbed_env(os.environ if env is None else env),
+            env=scrubbed_env(os.environ if env is None else env, refused),
             session_dir=session_dir,
             policy=policy,
+            sandbox=sandbox_used,
+            network=network,
         )
-        secrets_in_env = secret_values(os.environ if env is None else env)
+        secrets_in_env = secret_values(os.environ if env is None else env, refused)
         self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
         self._used_call_ids: set[str] = {
             c.id for t in self.history for c in t.tool_calls
@@ -192,6 +222,17 @@ class Agent:
         self._provenance = Provenance(
             provider=provider.name, api=provider.target, model=provider.model
         )
+
+    def set_safe_mode(self, on: bool) -> None:
+        """Offer and run only safe (read-only) tools from the next request on; calls of the
+        current reply that are already running are not stopped.
+
+        Raises:
+            ConfigError: turning it off while no OS sandbox is available (forced safe mode).
+        """
+        if not on and self.safe_mode_forced:
+            raise ConfigError(NO_SANDBOX_WARNING)
+        self.safe_mode = on
 
     def _on_repair(self, repair: Repair) -> None:
         # The incremental view re-checks the open tail on every request; report each repair once.
@@ -254,14 +295,17 @@ class Agent:
                 resumed=self._resumed,
             )
         )
+        if self.safe_mode_forced and not self._warned_no_sandbox:
+            self._warned_no_sandbox = True
+            self._emit(WarningEvent(kind="no_sandbox", message=NO_SANDBOX_WARNING))
         usage = Usage()
         last: Turn | None = None
         stop_reason = "max_turns"
-        specs = self.registry.specs()
         n = 0
         try:
             for n in range(1, self.max_turns + 1):
                 self._emit(TurnStartEvent(turn=n))
+                specs = offered_specs(self.registry, self.safe_mode)
                 turn = await self._request(specs, new_turns)
                 last = turn
                 if turn.usage is not None:
@@ -341,7 +385,7 @@ class Agent:
 
     async def _run_one(self, call: ToolCallBlock) -> ToolResultBlock:
         started = time.perf_counter()
-        result = await run_tool_call(
+        result = refuse_in_safe_mode(self.registry, call, self.safe_mode) or await run_tool_call(
             self.registry, call, self.context, timeout_s=self.tool_timeout_s, redact=self._redact
         )
         self._emit(

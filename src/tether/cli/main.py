@@ -29,6 +29,8 @@ from tether.messages import Turn, turn_to_dict
 from tether.providers.registry import resolve_provider
 from tether.session import SessionStore
 from tether.tools.builtins import builtin_tools
+from tether.tools.policy import NO_SANDBOX_WARNING
+from tether.tools.sandbox import detect_sandbox
 
 app = typer.Typer(
     name="tether",
@@ -88,10 +90,19 @@ def run(
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path("."),
     no_session: Annotated[bool, typer.Option("--no-session", help="Do not persist the run.")] = False,
+    safe: Annotated[
+        bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
+    ] = False,
+    network: Annotated[
+        bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
+    ] = False,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
     raise typer.Exit(
-        _run(prompt, model, base_url, max_turns, session, resume, system, cwd, no_session)
+        _run(
+            prompt, model, base_url, max_turns, session, resume, system, cwd, no_session,
+            safe=safe, network=network,
+        )
     )
 
 
@@ -105,6 +116,9 @@ def _run(
     system: str | None,
     cwd: Path,
     no_session: bool,
+    *,
+    safe: bool = False,
+    network: bool = False,
 ) -> int:
     if session_id and resume:
         _err("--session and --resume cannot be combined")
@@ -133,6 +147,9 @@ def _run(
         _err(f"--cwd {cwd} is not a folder")
         return EXIT_USAGE
     try:
+        sandbox = detect_sandbox()
+        if sandbox is None:
+            _err(f"warning: {NO_SANDBOX_WARNING}")
         provider = resolve_provider(model, base_url=base_url)
         store = SessionStore()
         history: tuple[Turn, ...] = ()
@@ -164,6 +181,9 @@ def _run(
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
+        sandbox=sandbox,
+        safe_mode=safe,
+        network=network,
     )
     try:
         for turn in stdin.messages:
