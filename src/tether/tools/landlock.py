@@ -37,7 +37,10 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the launcher ~8 ms
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SYS_CREATE_RULESET = 444
 SYS_ADD_RULE = 445
