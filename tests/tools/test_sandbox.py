@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sandbox_helpers import sandbox_for
 
 from tether.errors import ConfigError
 from tether.tools import landlock
@@ -21,8 +22,6 @@ from tether.tools.sandbox import (
     available,
     detect_sandbox,
 )
-
-from sandbox_helpers import sandbox_for
 
 argvs = st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=12), min_size=1)
 BWRAP = BwrapSandbox("/usr/bin/bwrap")

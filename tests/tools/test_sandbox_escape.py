@@ -15,12 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import sandbox_for
 
 from tether.messages import ToolCallBlock, ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.env import DEFAULT_REFUSED
-
-from sandbox_helpers import sandbox_for
 
 KINDS = ("bwrap", "landlock")
 
@@ -180,7 +179,9 @@ async def test_refused_env_vars_are_not_visible(
         env=scrubbed_env(refused=(*DEFAULT_REFUSED, "MY_CORP_CRED")),
         sandbox=sandbox_for(kind),
     )
-    r = await bash(ctx, 'echo "[$OPENAI_API_KEY][$MY_CORP_CRED]"; env | grep -c -i -E "openai|corp"')
+    r = await bash(
+        ctx, 'echo "[$OPENAI_API_KEY][$MY_CORP_CRED]"; env | grep -c -i -E "openai|corp"'
+    )
     assert r.text.splitlines()[0] == "[][]", r.text
 
 
@@ -198,8 +199,8 @@ def listener() -> Iterator[int]:
 
 def connect_command(port: int) -> str:
     code = (
-        "import socket; socket.create_connection(('127.0.0.1', %d), timeout=3); print('CONNECTED')"
-        % port
+        f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+        "print('CONNECTED')"
     )
     return f'{sys.executable} -I -c "{code}"'
 

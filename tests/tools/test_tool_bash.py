@@ -11,12 +11,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.shell import HEAD_BYTES, HeadTail
-
-from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 
 Call = Callable[..., Awaitable[ToolResultBlock]]
 

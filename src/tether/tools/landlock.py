@@ -89,7 +89,7 @@ MS_PRIVATE = 1 << 18
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = (  # noqa: RUF012 - ctypes declaration
+    _fields_ = (
         ("handled_access_fs", ctypes.c_uint64),
         ("handled_access_net", ctypes.c_uint64),
         ("scoped", ctypes.c_uint64),
@@ -98,7 +98,7 @@ class _RulesetAttr(ctypes.Structure):
 
 class _PathBeneathAttr(ctypes.Structure):
     _pack_ = 1
-    _fields_ = (  # noqa: RUF012 - ctypes declaration
+    _fields_ = (
         ("allowed_access", ctypes.c_uint64),
         ("parent_fd", ctypes.c_int32),
     )
@@ -157,21 +157,15 @@ def _namespaces(readonly: Sequence[str], network: bool) -> bool:
     namespace without `network`). Returns False when the kernel refused; nothing changed then."""
     net = 0 if network else CLONE_NEWNET
     uid, gid = os.geteuid(), os.getegid()
-    if uid == 0:
-        attempts = [CLONE_NEWNS | net]
-    else:
-        attempts = [CLONE_NEWUSER | CLONE_NEWNS | net]
-    ok = False
-    for flags in attempts:
-        if _libc.unshare(flags) == 0:
-            ok = True
-            if flags & CLONE_NEWUSER:
-                _write_file("/proc/self/setgroups", "deny")
-                _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
-                _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
-            break
-    if not ok:
+    # root may make namespaces directly; anyone else through a user namespace mapping their own
+    # uid/gid (the identity seen by the command does not change)
+    flags = CLONE_NEWNS | net | (0 if uid == 0 else CLONE_NEWUSER)
+    if _libc.unshare(flags) != 0:
         return False
+    if flags & CLONE_NEWUSER:
+        _write_file("/proc/self/setgroups", "deny")
+        _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
     if readonly:
         _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private")
         for p in readonly:
@@ -199,7 +193,9 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
         return  # a missing device or folder needs no rule
     try:
         is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
-        attr = _PathBeneathAttr(allowed_access=rights if is_dir else rights & FILE_RIGHTS, parent_fd=fd)
+        attr = _PathBeneathAttr(
+            allowed_access=rights if is_dir else rights & FILE_RIGHTS, parent_fd=fd
+        )
         _check(
             _libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(attr), 0),
             f"landlock_add_rule {path}",
