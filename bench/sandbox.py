@@ -3,7 +3,8 @@
 Usage: python bench/sandbox.py [--n 40]
 
 Each call goes through the real path (`run_tool_call` → the `bash` tool → subprocess, inside the
-context's sandbox). The variants are interleaved call by call (n calls each) so all see the same
+context's sandbox). `landlock` confines in the forked child (what the bash tool does);
+`landlock-exec` execs the stdlib-only launcher (`Sandbox.wrap`, as for the tool worker). The variants are interleaved call by call (n calls each) so all see the same
 machine state; a kind that does not work here is reported and skipped. Prints each median in ms,
 the difference to the unsandboxed baseline in ms and the ratio. Target: ≤ +15 ms per call.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from tether.messages import ToolCallBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
-from tether.tools.sandbox import Sandbox, available
+from tether.tools.sandbox import LandlockSandbox, Sandbox, available
 
 TARGET_MS = 15.0
 
@@ -46,6 +47,9 @@ async def main(n: int) -> None:
                 print(f"{kind:<12} not available on this machine: skipped")
             else:
                 variants[kind] = sb
+        ll = available("landlock")
+        if isinstance(ll, LandlockSandbox):  # the launcher path (`wrap`) too, as the worker uses
+            variants["landlock-exec"] = LandlockSandbox(ll.abi, in_child=False)
         contexts = {
             name: ToolContext.create(root, env=scrubbed_env(), sandbox=sb)
             for name, sb in variants.items()
@@ -58,7 +62,7 @@ async def main(n: int) -> None:
                 times[name].append(await one_call(registry, ctx))
     base = statistics.median(times["unsandboxed"])
     print(f"bash `true` through the bash tool, median of {n} interleaved calls each")
-    print(f"{'unsandboxed':<12} {base:7.2f} ms  (baseline)")
+    print(f"{'unsandboxed':<14} {base:7.2f} ms  (baseline)")
     for name, ts in times.items():
         if name == "unsandboxed":
             continue
@@ -66,7 +70,7 @@ async def main(n: int) -> None:
         diff = med - base
         verdict = "within" if diff <= TARGET_MS else "OVER"
         print(
-            f"{name:<12} {med:7.2f} ms  {diff:+6.2f} ms  x{med / base:.2f}  "
+            f"{name:<14} {med:7.2f} ms  {diff:+6.2f} ms  x{med / base:.2f}  "
             f"({verdict} the +{TARGET_MS:g} ms target)"
         )
 

@@ -117,3 +117,26 @@ def test_detect_and_force(monkeypatch: pytest.MonkeyPatch) -> None:
         assert auto is available("landlock")
     else:
         assert auto is None
+
+
+async def test_a_failed_child_confinement_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.messages import ToolCallBlock
+    from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call
+
+    sb = sandbox_for("landlock")
+    assert isinstance(sb, LandlockSandbox)
+
+    def broken(ruleset: int, *, readonly: object, network: bool) -> None:
+        raise OSError(1, "simulated failure")
+
+    monkeypatch.setattr(landlock, "enter", broken)
+    ctx = ToolContext.create(tmp_path, env={"PATH": "/usr/bin:/bin"}, sandbox=sb)
+    block = ToolCallBlock(id="x", name="bash", arguments={"command": "touch ran"})
+    r = await run_tool_call(ToolRegistry(builtin_tools()), block, ctx)
+    assert r.is_error and not (tmp_path / "ran").exists()
+    unsupported = LandlockSandbox(abi=0)  # build_ruleset refuses in the parent
+    ctx = ToolContext.create(tmp_path, env={"PATH": "/usr/bin:/bin"}, sandbox=unsupported)
+    r = await run_tool_call(ToolRegistry(builtin_tools()), block, ctx)
+    assert r.is_error and "Landlock" in r.text and not (tmp_path / "ran").exists()

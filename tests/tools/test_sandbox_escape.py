@@ -21,7 +21,7 @@ from tether.messages import ToolCallBlock, ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.env import DEFAULT_REFUSED
 
-KINDS = ("bwrap", "landlock")
+KINDS = ("bwrap", "landlock", "landlock-exec")
 
 
 def snapshot(top: Path) -> dict[str, str]:

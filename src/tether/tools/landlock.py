@@ -1,8 +1,9 @@
 """Landlock (Linux ≥ 5.13) through raw syscalls, and the launcher the Landlock sandbox execs.
 
-Owns: `abi_version()` (0 when the kernel has no Landlock), `confine()` (restrict the calling
-process: writes only beneath the given paths, TCP off when asked, then exec), and `main()`, the
-launcher: `python -I -S .../landlock.py [--write P]... [--ro P]... [--net] [--tmp DIR] -- argv...`.
+Owns: `abi_version()` (0 when the kernel has no Landlock), `build_ruleset()` + `enter()` (the
+two halves of confining a process, so a parent can build the ruleset and a forked child enter
+it), `confine()` (both, for the calling process), and `main()`, the launcher:
+`python -I -S .../landlock.py [--write P]... [--ro P]... [--net] [--tmp DIR] -- argv...`.
 Does not own: choosing a sandbox or building the launcher's argv (`tether.tools.sandbox`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
@@ -204,18 +205,14 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def restrict(writable: Sequence[str], *, network: bool, abi: int | None = None) -> None:
-    """Step 3: confine the calling thread (and what it execs) with one Landlock layer.
-
-    Args:
-        writable: folders (or files) beneath which writes stay allowed.
-        network: False denies TCP bind/connect (ABI ≥ 4 only).
-        abi: the ABI to use; None asks the kernel.
+def build_ruleset(writable: Sequence[str], *, network: bool, abi: int) -> int:
+    """A Landlock ruleset fd (close it when done): every write right beneath `writable` and
+    the usual devices, nothing elsewhere; TCP bind/connect denied without `network` (ABI ≥ 4);
+    signals and abstract unix sockets scoped (ABI ≥ 6).
 
     Raises:
         OSError: Landlock is unavailable (ENOSYS/EOPNOTSUPP) or a syscall failed.
     """
-    abi = abi_version() if abi is None else abi
     if abi < 1:
         raise OSError(38, "Landlock is not supported by this kernel")
     rights = write_rights(abi)
@@ -237,8 +234,40 @@ def restrict(writable: Sequence[str], *, network: bool, abi: int | None = None) 
             _add_path(ruleset, p, rights)
         for p in DEVICE_FILES:
             _add_path(ruleset, p, FILE_RIGHTS)
-        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-        _check(_libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+    except OSError:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def enter(ruleset: int, *, readonly: Sequence[str], network: bool) -> None:
+    """Steps 1-3 for the calling process: namespaces (when the kernel allows), no capabilities
+    (as root), no new privileges, then the Landlock domain of `ruleset`. Irreversible.
+
+    Safe to call in a freshly forked child (e.g. as a subprocess `preexec_fn`): it only makes
+    syscalls and touches no lock another thread could hold.
+
+    Raises:
+        OSError: a syscall failed (the caller must not run the command then).
+    """
+    _namespaces([p for p in readonly if os.path.isdir(p)], network)
+    if os.geteuid() == 0:
+        _drop_capabilities()
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    _check(_libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+
+
+def confine(
+    writable: Sequence[str], *, readonly: Sequence[str] = (), network: bool, abi: int | None = None
+) -> None:
+    """Confine the calling process (`build_ruleset` + `enter`); what it execs stays confined.
+
+    Raises:
+        OSError: Landlock is unavailable or a syscall failed.
+    """
+    ruleset = build_ruleset(writable, network=network, abi=abi_version() if abi is None else abi)
+    try:
+        enter(ruleset, readonly=readonly, network=network)
     finally:
         os.close(ruleset)
 
@@ -286,13 +315,7 @@ def main(args: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"tether sandbox (landlock): {e}\n")
         return 2
     try:
-        abi = abi_version()
-        if abi < 1:
-            raise OSError(38, "Landlock is not supported by this kernel")
-        _namespaces([p for p in ro if os.path.isdir(p)], network)
-        if os.geteuid() == 0:
-            _drop_capabilities()
-        restrict([*write, *([tmp] if tmp else [])], network=network, abi=abi)
+        confine([*write, *([tmp] if tmp else [])], readonly=ro, network=network)
     except OSError as e:
         sys.stderr.write(f"tether sandbox (landlock): refusing to run unconfined: {e}\n")
         return 126

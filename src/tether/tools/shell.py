@@ -25,7 +25,7 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.tools.base import ToolContext, ToolOutput, tool
-from tether.tools.sandbox import SandboxConfig
+from tether.tools.sandbox import Launch, SandboxConfig
 
 MAX_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0
@@ -119,19 +119,25 @@ async def run_command(
     Raises:
         asyncio.CancelledError: after killing the process group.
         OSError: bash could not be started.
+        subprocess.SubprocessError: the sandbox confinement failed in the child (nothing ran).
     """
-    argv = ["bash", "-c", command]
+    launch = Launch(argv=["bash", "-c", command])
     if ctx.sandbox is not None:
-        argv = ctx.sandbox.wrap(argv, SandboxConfig(root=ctx.root, network=ctx.network))
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=ctx.root,
-        env=dict(ctx.env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+        cfg = SandboxConfig(root=ctx.root, network=ctx.network)
+        launch = ctx.sandbox.launch(launch.argv, cfg)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            cwd=ctx.root,
+            env={**ctx.env, **launch.env},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=launch.preexec,
+        )
+    finally:
+        launch.close()
     assert proc.stdout is not None
     sink = HeadTail()
     pump = asyncio.create_task(_pump(proc.stdout, sink))
