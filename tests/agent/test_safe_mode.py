@@ -3,6 +3,7 @@ the next request on, and a non-safe call that arrives anyway is refused, never r
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,25 @@ def test_refusal_only_for_known_unsafe_tools_in_safe_mode(
     assert (refused is not None) == (mode and name == "t" and not safe)
     if refused is not None:
         assert refused.is_error and refused.tool_call_id == "c1" and "not run" in refused.text
+
+
+async def test_refused_env_is_a_parameter(tmp_path: Path) -> None:
+    from tether.tools.env import DEFAULT_REFUSED
+
+    provider = ScriptedProvider(
+        [call("bash", command='echo "[$CORP_VAULT_KEYRING]"; echo corp-vault-value-1234'), "ok"]
+    )
+    events: list[AgentEvent] = []
+    agent = Agent(
+        provider,
+        tools=builtin_tools(),
+        root=tmp_path,
+        sandbox=any_sandbox(),
+        env={"PATH": os.environ["PATH"], "CORP_VAULT_KEYRING": "corp-vault-value-1234"},
+        refused_env=(*DEFAULT_REFUSED, "CORP_VAULT_*"),
+        on_event=events.append,
+    )
+    assert "CORP_VAULT_KEYRING" not in agent.context.env
+    await agent.run("go")
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.content.splitlines() == ["[]", "[REDACTED]"]  # value also masked in output

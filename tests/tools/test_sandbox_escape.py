@@ -213,3 +213,26 @@ async def test_network_off_refuses_a_loopback_connect(root: Path, kind: str, lis
 async def test_network_allowed_connects(root: Path, kind: str, listener: int) -> None:
     r = await bash(context(root, kind, network=True), connect_command(listener))
     assert r.text == "CONNECTED", r.text
+
+
+async def test_landlock_alone_when_namespaces_are_refused(
+    world: dict[str, Path], listener: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the kernel grants no namespace (no root, unprivileged user namespaces off), the
+    Landlock domain alone still refuses writes outside and, on ABI ≥ 4, TCP connects; `.git`
+    is then writable (documented)."""
+    from tether.tools import landlock
+
+    sb = sandbox_for("landlock")
+    monkeypatch.setattr(landlock, "_namespaces", lambda readonly, network: False)
+    ctx = ToolContext.create(world["root"], env=scrubbed_env(), sandbox=sb)
+    before = snapshot(world["outside"])
+    for command in escape_commands(world["outside"])[:6]:
+        r = await bash(ctx, command)
+        assert "(exit code" in r.text and "exit code 0" not in r.text, (command, r.text)
+    assert snapshot(world["outside"]) == before
+    if landlock.abi_version() >= 4:
+        r = await bash(ctx, connect_command(listener))
+        assert "CONNECTED" not in r.text, r.text
+    r = await bash(ctx, "echo planted >> .git/config")
+    assert r.text == "(no output, exit code 0)"  # the documented gap without namespaces

@@ -156,6 +156,8 @@ def _write_file(path: str, text: str) -> None:
 def _namespaces(readonly: Sequence[str], network: bool) -> bool:
     """Step 1: a mount namespace with `readonly` paths re-mounted read-only (+ a network
     namespace without `network`). Returns False when the kernel refused; nothing changed then."""
+    if not readonly and network:
+        return True  # nothing to isolate: skip the namespace cost
     net = 0 if network else CLONE_NEWNET
     uid, gid = os.geteuid(), os.getegid()
     # root may make namespaces directly; anyone else through a user namespace mapping their own
@@ -244,8 +246,10 @@ def enter(ruleset: int, *, readonly: Sequence[str], network: bool) -> None:
     """Steps 1-3 for the calling process: namespaces (when the kernel allows), no capabilities
     (as root), no new privileges, then the Landlock domain of `ruleset`. Irreversible.
 
-    Safe to call in a freshly forked child (e.g. as a subprocess `preexec_fn`): it only makes
-    syscalls and touches no lock another thread could hold.
+    Meant for a freshly forked child too (a subprocess `preexec_fn`, despite CPython's general
+    warning about preexec_fn and threads): it imports nothing, takes no Python-level lock and
+    only makes syscalls through ctypes, so no lock held by another thread at fork time is
+    needed.
 
     Raises:
         OSError: a syscall failed (the caller must not run the command then).

@@ -11,14 +11,17 @@ tool, the tool worker `python -m tether.tools.worker`), safe mode (`tether.tools
 Landlock syscalls (`tether.tools.landlock`).
 
 What is confined, under both kinds: writes only beneath `cfg.root`, a private temp folder (one
-per `Sandbox` object, removed at exit) and `cfg.extra_writable`; `root/.git` is read-only; the
-rest of the file system stays readable; no capabilities (even as root); network off unless
-`cfg.network`. Under bubblewrap (`--ro-bind / /`, `--bind root root`, `--ro-bind root/.git …`,
-`--bind <private tmp> /tmp`, fresh `/dev` and `/proc`, `--unshare-net`, `--cap-drop ALL`,
-`--die-with-parent`) writes elsewhere land nowhere visible (the command sees a read-only
-file system) and the command gets a network namespace of its own (loopback only). Under Landlock see
-`tether.tools.landlock` (writes elsewhere fail with EACCES; network-off is complete only where
-the kernel grants a network namespace or for TCP on ABI ≥ 4; UDP is best effort).
+per `Sandbox` object, i.e. per process for the detected ones; removed at exit) and
+`cfg.extra_writable`; `root/.git` is read-only; the rest of the file system stays readable; no
+capabilities (even as root); network off unless `cfg.network`.
+- bubblewrap: `--ro-bind / /`, `--bind root root`, `--ro-bind root/.git …`, `--bind <private
+  tmp> /tmp`, fresh `/dev` and `/proc`, `--unshare-net` (a network namespace of its own, loopback
+  only), `--cap-drop ALL`, `--die-with-parent`. Writes elsewhere fail with EROFS.
+- Landlock: see `tether.tools.landlock`. Writes elsewhere fail with EACCES; the private temp
+  folder is `$TMPDIR` (`/tmp` itself is not writable); network-off is complete where the kernel
+  grants a network namespace, else it covers TCP on ABI ≥ 4 only. `wrap` execs the stdlib-only
+  launcher (a Python start-up, ~12 ms idle); `launch` confines the forked child instead (the
+  parent builds the ruleset; the child makes a few syscalls before exec).
 
 No `--new-session` and no PID namespace by default: the command stays in the caller's process
 group, so killing that group on timeout/cancel kills the whole tree (bwrap included), and
