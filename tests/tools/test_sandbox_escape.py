@@ -236,3 +236,12 @@ async def test_landlock_alone_when_namespaces_are_refused(
         assert "CONNECTED" not in r.text, r.text
     r = await bash(ctx, "echo planted >> .git/config")
     assert r.text == "(no output, exit code 0)"  # the documented gap without namespaces
+
+
+async def test_a_git_file_worktree_pointer_is_read_only(root: Path, kind: str) -> None:
+    """In a git worktree `.git` is a file naming the real git dir; re-pointing it at a folder
+    with planted hooks must fail too."""
+    (root / ".git").write_text("gitdir: /elsewhere/.git/worktrees/x\n")
+    r = await bash(context(root, kind), "echo 'gitdir: /tmp/evil' > .git")
+    assert "(exit code 1)" in r.text, r.text
+    assert (root / ".git").read_text() == "gitdir: /elsewhere/.git/worktrees/x\n"

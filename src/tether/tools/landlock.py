@@ -254,7 +254,7 @@ def enter(ruleset: int, *, readonly: Sequence[str], network: bool) -> None:
     Raises:
         OSError: a syscall failed (the caller must not run the command then).
     """
-    _namespaces([p for p in readonly if os.path.isdir(p)], network)
+    _namespaces([p for p in readonly if os.path.exists(p)], network)
     if os.geteuid() == 0:
         _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
