@@ -7,8 +7,8 @@ timeout or cancellation.
 Does not own: path policy. A shell command is not path-checked: the deny list of the file tools is
 advisory for `bash` (T31); the environment is scrubbed of secrets (`tether.tools.env`). When the
 context has a `sandbox`, the command runs inside it (`tether.tools.sandbox`: writes confined to
-the working folder and a private /tmp, `.git` read-only, network per `ctx.network`); the process
-group kill covers the sandbox launcher and everything under it.
+the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
+process group kill covers the sandbox launcher (bwrap) and everything under it.
 
 Processes the command leaves running are left alone if they let go of the output pipe (e.g.
 `server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
