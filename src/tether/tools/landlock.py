@@ -13,10 +13,12 @@ from the kernel's `include/uapi/linux/landlock.h` and Documentation/userspace-ap
 
 What the launcher enforces, in this order:
 1. A private mount namespace (as root; otherwise a user namespace mapping the caller's own
-   uid/gid, so the identity does not change) in which each `--ro` path (the project's `.git`) is
-   re-mounted read-only, and, without `--net`, a new network namespace (loopback only). If the
-   kernel refuses namespaces (unprivileged user namespaces disabled), this step is skipped:
-   `.git` then stays writable and network-off relies on step 3 alone.
+   uid/gid, so the identity does not change) in which the private temp folder (`--tmp`) is
+   mounted on /tmp (the working folder re-bound at its own path if it lies under /tmp) and each
+   `--ro` path (the project's `.git`) is re-mounted read-only; without `--net`, a new network
+   namespace (loopback only). If the kernel refuses namespaces (unprivileged user namespaces
+   disabled), this step is skipped: `.git` then stays writable, /tmp is not writable (`$TMPDIR`
+   is), and network-off relies on step 3 alone.
 2. As root: every capability is dropped from the bounding set, so the command runs without
    capabilities (it cannot load modules, remount, or bypass file permissions).
 3. `PR_SET_NO_NEW_PRIVS`, then one Landlock layer: every write right (write, truncate, create,
@@ -153,10 +155,18 @@ def _write_file(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _namespaces(readonly: Sequence[str], network: bool) -> bool:
-    """Step 1: a mount namespace with `readonly` paths re-mounted read-only (+ a network
-    namespace without `network`). Returns False when the kernel refused; nothing changed then."""
-    if not readonly and network:
+def _is_under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top + "/")
+
+
+def _namespaces(
+    readonly: Sequence[str], network: bool, tmp: str | None = None, keep: Sequence[str] = ()
+) -> bool:
+    """Step 1: a mount namespace where `tmp` is mounted on /tmp (the `keep` paths under /tmp,
+    e.g. the working folder, re-bound at their own paths so they stay visible) and `readonly`
+    paths are re-mounted read-only; plus a network namespace without `network`. Returns False
+    when the kernel refused; nothing changed then."""
+    if not readonly and network and tmp is None:
         return True  # nothing to isolate: skip the namespace cost
     net = 0 if network else CLONE_NEWNET
     uid, gid = os.geteuid(), os.getegid()
@@ -169,15 +179,33 @@ def _namespaces(readonly: Sequence[str], network: bool) -> bool:
         _write_file("/proc/self/setgroups", "deny")
         _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
         _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
-    if readonly:
-        _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private")
-        for p in readonly:
-            b = os.fsencode(p)
-            _check(_libc.mount(b, b, None, MS_BIND | MS_REC, None), f"bind {p}")
-            _check(
-                _libc.mount(None, b, None, MS_BIND | MS_REMOUNT | MS_RDONLY, None),
-                f"remount {p} read-only",
-            )
+    _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private")
+    if tmp is not None and not _is_under(tmp, "/tmp"):
+        # handles on what must stay visible, taken before /tmp is covered
+        held = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in keep if _is_under(p, "/tmp")]
+        _check(_libc.mount(os.fsencode(tmp), b"/tmp", None, MS_BIND | MS_REC, None), "bind /tmp")
+        for p, fd in held:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(p, exist_ok=True)  # a mount point inside the private tmp
+            else:
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+                os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o600))
+            src = os.fsencode(f"/proc/self/fd/{fd}")
+            _check(_libc.mount(src, os.fsencode(p), None, MS_BIND | MS_REC, None), f"bind {p}")
+            os.close(fd)
+    for p in readonly:
+        b = os.fsencode(p)
+        _check(_libc.mount(b, b, None, MS_BIND | MS_REC, None), f"bind {p}")
+        _check(
+            _libc.mount(None, b, None, MS_BIND | MS_REMOUNT | MS_RDONLY, None),
+            f"remount {p} read-only",
+        )
+    # the cwd still points into the mounts as they were: walk to it again (no contextlib: the
+    # launcher keeps its imports minimal)
+    try:  # noqa: SIM105
+        os.chdir(os.getcwd())
+    except OSError:
+        pass
     return True
 
 
@@ -242,7 +270,14 @@ def build_ruleset(writable: Sequence[str], *, network: bool, abi: int) -> int:
     return ruleset
 
 
-def enter(ruleset: int, *, readonly: Sequence[str], network: bool) -> None:
+def enter(
+    ruleset: int,
+    *,
+    readonly: Sequence[str],
+    network: bool,
+    tmp: str | None = None,
+    keep: Sequence[str] = (),
+) -> None:
     """Steps 1-3 for the calling process: namespaces (when the kernel allows), no capabilities
     (as root), no new privileges, then the Landlock domain of `ruleset`. Irreversible.
 
@@ -254,7 +289,7 @@ def enter(ruleset: int, *, readonly: Sequence[str], network: bool) -> None:
     Raises:
         OSError: a syscall failed (the caller must not run the command then).
     """
-    _namespaces([p for p in readonly if os.path.exists(p)], network)
+    _namespaces([p for p in readonly if os.path.exists(p)], network, tmp, keep)
     if os.geteuid() == 0:
         _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
@@ -262,16 +297,30 @@ def enter(ruleset: int, *, readonly: Sequence[str], network: bool) -> None:
 
 
 def confine(
-    writable: Sequence[str], *, readonly: Sequence[str] = (), network: bool, abi: int | None = None
+    writable: Sequence[str],
+    *,
+    readonly: Sequence[str] = (),
+    network: bool,
+    tmp: str | None = None,
+    abi: int | None = None,
 ) -> None:
     """Confine the calling process (`build_ruleset` + `enter`); what it execs stays confined.
+
+    Args:
+        writable: paths beneath which writes stay allowed.
+        readonly: paths (inside `writable`) re-mounted read-only where namespaces are allowed.
+        network: False cuts the network (see the module docstring).
+        tmp: the private temp folder: writable, and mounted on /tmp where namespaces are
+            allowed (it must not itself be under /tmp for that).
+        abi: the Landlock ABI; None asks the kernel.
 
     Raises:
         OSError: Landlock is unavailable or a syscall failed.
     """
-    ruleset = build_ruleset(writable, network=network, abi=abi_version() if abi is None else abi)
+    allowed = [*writable, *([tmp] if tmp else [])]
+    ruleset = build_ruleset(allowed, network=network, abi=abi_version() if abi is None else abi)
     try:
-        enter(ruleset, readonly=readonly, network=network)
+        enter(ruleset, readonly=readonly, network=network, tmp=tmp, keep=[*writable, *readonly])
     finally:
         os.close(ruleset)
 
@@ -319,7 +368,7 @@ def main(args: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"tether sandbox (landlock): {e}\n")
         return 2
     try:
-        confine([*write, *([tmp] if tmp else [])], readonly=ro, network=network)
+        confine(write, readonly=ro, network=network, tmp=tmp)
     except OSError as e:
         sys.stderr.write(f"tether sandbox (landlock): refusing to run unconfined: {e}\n")
         return 126

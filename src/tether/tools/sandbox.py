@@ -18,8 +18,8 @@ capabilities (even as root); network off unless `cfg.network`.
   tmp> /tmp`, fresh `/dev` and `/proc`, `--unshare-net` (a network namespace of its own, loopback
   only), `--cap-drop ALL`, `--die-with-parent`. Writes elsewhere fail with EROFS.
 - Landlock: see `tether.tools.landlock`. Writes elsewhere fail with EACCES; the private temp
-  folder is `$TMPDIR` (`/tmp` itself is not writable); network-off is complete where the kernel
-  grants a network namespace, else it covers TCP on ABI ≥ 4 only. `wrap` execs the stdlib-only
+  folder is `$TMPDIR`, and also /tmp where the kernel grants a mount namespace (as does
+  network-off: without a network namespace it covers TCP on ABI ≥ 4 only). `wrap` execs the stdlib-only
   launcher (a Python start-up, ~12 ms idle); `launch` confines the forked child instead (the
   parent builds the ruleset; the child makes a few syscalls before exec).
 
@@ -119,7 +119,9 @@ class Sandbox(ABC):
     def tmp_dir(self) -> Path:
         """The private temp folder (created on first use, removed at interpreter exit)."""
         if self._tmp is None:
-            path = Path(tempfile.mkdtemp(prefix=f"tether-{self.kind}-tmp-"))
+            # under /var/tmp, not /tmp: mounted on /tmp, it keeps its own path valid ($TMPDIR)
+            base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+            path = Path(tempfile.mkdtemp(prefix=f"tether-{self.kind}-tmp-", dir=base))
             atexit.register(shutil.rmtree, path, ignore_errors=True)
             self._tmp = path
         return self._tmp
@@ -230,9 +232,10 @@ class LandlockSandbox(Sandbox):
         writable = [str(cfg.root), *map(str, cfg.extra_writable), tmp]
         ruleset = landlock.build_ruleset(writable, network=cfg.network, abi=self.abi)
         readonly = [str(p) for p in cfg.readonly()]
+        keep = [*writable[:-1], *readonly]
 
         def preexec() -> None:
-            landlock.enter(ruleset, readonly=readonly, network=cfg.network)
+            landlock.enter(ruleset, readonly=readonly, network=cfg.network, tmp=tmp, keep=keep)
 
         return Launch(
             argv=list(argv),
