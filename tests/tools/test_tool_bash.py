@@ -1,5 +1,6 @@
 """The bash tool: placeholder for silent commands (T02), merged output, caps, exit codes,
-timeout/cancel kill the whole process group, and a scrubbed environment (T31)."""
+timeout/cancel kill the whole process group, and a scrubbed environment (T31) — each unsandboxed
+and under every OS sandbox that works on this machine (bwrap, Landlock)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,23 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
-from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call
+from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.shell import HEAD_BYTES, HeadTail
 
 Call = Callable[..., Awaitable[ToolResultBlock]]
+
+PGID = "cut -d' ' -f5 /proc/$$/stat"
+"""Shell snippet printing the command's process group id (under bwrap the group is bwrap's, not
+the shell's own pid)."""
+
+
+@pytest.fixture(params=SANDBOX_KINDS)
+def ctx(request: pytest.FixtureRequest, root: Path) -> ToolContext:
+    """Every test here runs unsandboxed, under bwrap and under Landlock."""
+    return ToolContext.create(root, env=scrubbed_env(), sandbox=sandbox_for(request.param))
 
 
 def live_members(pgid: int) -> list[int]:
@@ -74,7 +86,7 @@ def test_head_tail_small_and_large() -> None:
 async def test_timeout_kills_the_process_group(call: Call) -> None:
     t0 = time.monotonic()
     r = await call(
-        "bash", command="echo $$; sleep 100 & (sleep 100; echo never) & sleep 100", timeout_s=0.5
+        "bash", command=f"{PGID}; sleep 100 & (sleep 100; echo never) & sleep 100", timeout_s=0.5
     )
     assert time.monotonic() - t0 < 5
     assert r.is_error and "timed out after 0.5 s" in r.text
@@ -85,7 +97,7 @@ async def test_timeout_kills_the_process_group(call: Call) -> None:
 async def test_cancel_kills_the_process_group(
     registry: ToolRegistry, ctx: ToolContext, root: Path
 ) -> None:
-    block = ToolCallBlock(id="c", name="bash", arguments={"command": "echo $$ > pid; sleep 100"})
+    block = ToolCallBlock(id="c", name="bash", arguments={"command": f"{PGID} > pid; sleep 100"})
     task = asyncio.create_task(run_tool_call(registry, block, ctx))
     for _ in range(100):
         if (root / "pid").exists() and (root / "pid").read_text().strip():
@@ -101,7 +113,7 @@ async def test_cancel_kills_the_process_group(
 
 async def test_background_holder_of_output_is_killed(call: Call) -> None:
     t0 = time.monotonic()
-    r = await call("bash", command="echo $$; sleep 100 &")
+    r = await call("bash", command=f"{PGID}; sleep 100 &")
     assert time.monotonic() - t0 < 5
     assert "background processes" in r.text and not r.is_error
     assert await wait_gone(int(r.text.splitlines()[0])) == []

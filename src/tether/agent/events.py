@@ -136,6 +136,16 @@ class ErrorOutEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WarningEvent:
+    """Something the host should tell the user once; the run goes on (e.g. `kind="no_sandbox"`:
+    safe mode is forced because no OS sandbox works here)."""
+
+    type: Literal["warning"] = "warning"
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoneEvent:
     """The run ended.
 
@@ -167,6 +177,7 @@ AgentEvent = Annotated[
     | RetryEvent
     | FallbackEvent
     | ErrorOutEvent
+    | WarningEvent
     | DoneEvent,
     Field(discriminator="type"),
 ]
