@@ -29,8 +29,11 @@ from tether.tools.sandbox import Launch, SandboxConfig
 
 MAX_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0
-HEAD_BYTES = 15_000
-TAIL_BYTES = 15_000
+HEAD_BYTES = 4_000_000
+TAIL_BYTES = 4_000_000
+"""Output kept from the start and the end of a command (bytes). Generous on purpose: the tool
+output gate (`tether.tools.persist`) saves a long result whole to the session's `tool-results/`
+folder and puts a stub on the wire, so only output past 8 MB is cut here."""
 EXIT_GRACE_S = 1.0
 """How long output may keep flowing after the shell exits before the leftovers are killed (s)."""
 
@@ -191,7 +194,8 @@ async def bash(
 ) -> ToolOutput:
     """Run a shell command with `bash -c` in the working folder; stdout and stderr are merged.
 
-    The exit code is reported when it is not 0. Long output keeps its head and tail. On timeout
+    The exit code is reported when it is not 0. Long output is saved to a file and shown as a
+    preview with its path; past 8 MB only its head and tail are kept. On timeout
     the command and every process it started are killed. stdin is empty; secrets are not in the
     environment.
 
