@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from tether.agent.context import ContextManager
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -126,6 +127,7 @@ class Agent:
             None for this process's environment.
         session_dir: the session's artifact folder, for tools that store files.
         policy: paths the file tools refuse (default: dotenv files, case T31); None for none.
+        compaction: automatic context management (`tether.agent.context`), or None for none.
     """
 
     def __init__(
@@ -147,7 +149,9 @@ class Agent:
         env: dict[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = DEFAULT_POLICY,
+        compaction: ContextManager | None = None,
     ) -> None:
+        self.compaction = compaction
         self.provider = provider
         if isinstance(tools, ToolRegistry):
             self.registry = tools
@@ -199,6 +203,19 @@ class Agent:
         if key not in self._reported_repairs:
             self._reported_repairs.add(key)
             self._emit(WireRepairEvent(kind=repair.kind, detail=repair.message))
+
+    def current_view(self) -> tuple[Turn, ...]:
+        """The wire view of the history as it stands (incremental)."""
+        return self._views.view(tuple(self.history))
+
+    def add_turn(self, turn: Turn, new_turns: list[Turn]) -> None:
+        """Append and persist a turn made outside the loop (a compaction marker, ...)."""
+        self._used_call_ids.update(c.id for c in turn.tool_calls)
+        self._append(turn, new_turns)
+
+    def emit(self, event: AgentEvent) -> None:
+        """Send an event to the host."""
+        self._emit(event)
 
     def _append(self, turn: Turn, new_turns: list[Turn]) -> None:
         self.history.append(turn)
@@ -261,8 +278,15 @@ class Agent:
         n = 0
         try:
             for n in range(1, self.max_turns + 1):
+                if self.compaction is not None and (
+                    stop := await self.compaction.before_request(self, new_turns)
+                ):
+                    stop_reason = stop
+                    break
                 self._emit(TurnStartEvent(turn=n))
                 turn = await self._request(specs, new_turns)
+                if self.compaction is not None:
+                    self.compaction.after_request(turn)
                 last = turn
                 if turn.usage is not None:
                     usage = usage + turn.usage
@@ -298,11 +322,15 @@ class Agent:
             message=last, usage=usage, stop_reason=stop_reason, turns=n, new_turns=tuple(new_turns)
         )
 
-    async def _request(self, specs: tuple[ToolSpec, ...], new_turns: list[Turn]) -> Turn:
-        """One request: stream, assemble, re-mint ids, persist. Raises RunError on a fault."""
+    async def _request(
+        self, specs: tuple[ToolSpec, ...], new_turns: list[Turn], retried: bool = False
+    ) -> Turn:
+        """One request: stream, assemble, re-mint ids, persist. Raises RunError on a fault
+        (a context_overflow is answered once by compacting and retrying, when enabled)."""
+        view = self._views.view(tuple(self.history))
         request = ModelRequest(
             model=self.provider.model,
-            messages=self._views.view(tuple(self.history)),
+            messages=view if self.compaction is None else self.compaction.shape(view),
             system=self.system,
             tools=specs,
             max_output_tokens=self.max_output_tokens,
@@ -327,6 +355,9 @@ class Agent:
             err = assembler.error
             kind = err.kind if err else "network"
             message = err.message if err else "the stream ended without a terminal event"
+            if kind == "context_overflow" and self.compaction is not None and not retried:
+                if await self.compaction.on_overflow(self, message, new_turns):
+                    return await self._request(specs, new_turns, retried=True)
             self._emit(ErrorOutEvent(kind=kind, message=message))
             raise RunError(kind, message)
         return self._persist_assistant(assembler.turn(), new_turns)
