@@ -249,7 +249,9 @@ class ContextManager:
         results: list[ToolResultBlock] = []
         spent = 0
         for path in paths:
-            call = ToolCallBlock(id=f"restore_{host.new_id()}", name=READ_TOOL, arguments={"path": path})
+            call = ToolCallBlock(
+                id=f"restore_{host.new_id()}", name=READ_TOOL, arguments={"path": path}
+            )
             result = await run_tool_call(host.registry, call, host.context, timeout_s=30.0)
             cost = text_tokens(result.text) + 8
             if result.is_error or spent + cost > budget:

@@ -355,9 +355,13 @@ class Agent:
             err = assembler.error
             kind = err.kind if err else "network"
             message = err.message if err else "the stream ended without a terminal event"
-            if kind == "context_overflow" and self.compaction is not None and not retried:
-                if await self.compaction.on_overflow(self, message, new_turns):
-                    return await self._request(specs, new_turns, retried=True)
+            if (
+                kind == "context_overflow"
+                and self.compaction is not None
+                and not retried
+                and await self.compaction.on_overflow(self, message, new_turns)
+            ):
+                return await self._request(specs, new_turns, retried=True)
             self._emit(ErrorOutEvent(kind=kind, message=message))
             raise RunError(kind, message)
         return self._persist_assistant(assembler.turn(), new_turns)

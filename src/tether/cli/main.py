@@ -23,7 +23,9 @@ import typer
 
 from tether.agent.events import AgentEvent, event_to_json
 from tether.agent.loop import Agent, default_id_factory
+from tether.cli.compact import ContextOptions, compact_command, context_manager
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
+from tether.compaction.recall import recall_tool
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
 from tether.providers.registry import resolve_provider
@@ -88,10 +90,28 @@ def run(
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path("."),
     no_session: Annotated[bool, typer.Option("--no-session", help="Do not persist the run.")] = False,
+    no_compact: Annotated[
+        bool, typer.Option("--no-compact", help="Disable automatic compaction.")
+    ] = False,
+    context_window: Annotated[
+        int | None,
+        typer.Option(min=256, help="The model's context window in tokens (default: known table)."),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
     raise typer.Exit(
-        _run(prompt, model, base_url, max_turns, session, resume, system, cwd, no_session)
+        _run(
+            prompt,
+            model,
+            base_url,
+            max_turns,
+            session,
+            resume,
+            system,
+            cwd,
+            no_session,
+            compact=ContextOptions(enabled=not no_compact, context_window=context_window),
+        )
     )
 
 
@@ -105,6 +125,7 @@ def _run(
     system: str | None,
     cwd: Path,
     no_session: bool,
+    compact: ContextOptions | None = None,
 ) -> int:
     if session_id and resume:
         _err("--session and --resume cannot be combined")
@@ -164,7 +185,9 @@ def _run(
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
+        compaction=context_manager(provider, compact or ContextOptions(), warn=_err),
     )
+    agent.registry.add(recall_tool(lambda: agent.history))
     try:
         for turn in stdin.messages:
             agent.history.append(turn)
@@ -199,6 +222,33 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return EXIT_OK
+
+
+@app.command()
+def compact(
+    session_id: Annotated[str, typer.Argument(help="The stored session to compact.")],
+    focus: Annotated[str | None, typer.Option(help="What the summary must keep.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="provider/model writing the summary.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")] = None,
+    context_window: Annotated[
+        int | None, typer.Option(min=256, help="The summarizing model's window, in tokens.")
+    ] = None,
+    keep_turns: Annotated[int, typer.Option(min=0, help="Recent turns kept verbatim.")] = 0,
+) -> None:
+    """Compact a stored session: append a summary marker; print tokens before/after as JSON."""
+    raise typer.Exit(
+        compact_command(
+            session_id,
+            focus=focus,
+            model=model,
+            base_url=base_url,
+            context_window=context_window,
+            keep_turns=keep_turns,
+            err=_err,
+        )
+    )
 
 
 @sessions_app.command("list")

@@ -33,10 +33,14 @@ class ContextMonitor:
     """Tracks pressure; `check` before every request."""
 
     def __init__(
-        self, limits: ModelLimits, policy: CompactionPolicy = CompactionPolicy(), *, system_tokens: int = 0
+        self,
+        limits: ModelLimits,
+        policy: CompactionPolicy | None = None,
+        *,
+        system_tokens: int = 0,
     ) -> None:
         self.limits = limits
-        self.policy = policy
+        self.policy = policy or CompactionPolicy()
         self.system_tokens = system_tokens
         self.generation = 0
         self._measured: tuple[int, int, str] | None = None  # (view_len, tokens, assistant id)
@@ -45,7 +49,9 @@ class ContextMonitor:
         self._last_tokens: int | None = None
         self.pressure: Pressure | None = None
 
-    def observe(self, *, view_len: int, usage: Usage, assistant_turn_id: str, generation: int) -> None:
+    def observe(
+        self, *, view_len: int, usage: Usage, assistant_turn_id: str, generation: int
+    ) -> None:
         if generation != self.generation:
             return
         self._measured = (view_len, occupied_tokens(usage), assistant_turn_id)

@@ -52,7 +52,9 @@ def cut_middle(text: str, max_chars: int) -> str:
     keep = max(max_chars - 40, 0)
     head, tail = keep * 2 // 3, keep - keep * 2 // 3
     omitted = len(text) - head - tail
-    return f"{text[:head]}\n[… {omitted} chars omitted …]\n{text[len(text) - tail:] if tail else ''}"
+    return (
+        f"{text[:head]}\n[… {omitted} chars omitted …]\n{text[len(text) - tail :] if tail else ''}"
+    )
 
 
 def render_turn(turn: Turn, *, max_result_chars: int = DEFAULT_RESULT_CHARS) -> str:
@@ -156,9 +158,7 @@ def truncation_text(removed: int, first: str, last: str, reason: str) -> str:
     )
 
 
-def make_marker(
-    marker_id: str, summary: str, replaced_ids: Sequence[str], generation: int
-) -> Turn:
+def make_marker(marker_id: str, summary: str, replaced_ids: Sequence[str], generation: int) -> Turn:
     """The marker turn: role user, one `CompactSummaryBlock`."""
     return Turn(
         id=marker_id,

@@ -23,10 +23,7 @@ def recent_read_paths(
     """Paths of successful `read` calls, newest first, deduplicated, not read in `kept`."""
     failed = {r.tool_call_id for t in history for r in t.tool_results if r.is_error}
     in_tail = {
-        str(c.arguments.get("path"))
-        for t in kept
-        for c in t.tool_calls
-        if c.name == READ_TOOL
+        str(c.arguments.get("path")) for t in kept for c in t.tool_calls if c.name == READ_TOOL
     }
     out: list[str] = []
     for t in reversed(history):

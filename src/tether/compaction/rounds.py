@@ -161,7 +161,9 @@ def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
     for i, r in enumerate(rounds):
         if any(t.id == turn_id for t in r):
             return i
-    raise CompactInvalidInputError(f"unknown anchor turn id {turn_id!r} (not a live turn after the task)")
+    raise CompactInvalidInputError(
+        f"unknown anchor turn id {turn_id!r} (not a live turn after the task)"
+    )
 
 
 def select(turns: Sequence[Turn], scope: Scope) -> Selection:

@@ -35,7 +35,6 @@ from tether.compaction.prompt import (
     render_transcript,
     truncation_text,
 )
-from tether.compaction.tail import Compactor
 from tether.compaction.rounds import (
     Scope,
     Selection,
@@ -45,6 +44,7 @@ from tether.compaction.rounds import (
     select,
     text_tokens,
 )
+from tether.compaction.tail import Compactor
 from tether.errors import TetherError
 from tether.messages import Turn, text_turn
 from tether.providers.base import ErrorEvent, ModelRequest, Provider, TextDelta
@@ -123,7 +123,9 @@ async def _bounded(
     if stopper is not None:
         waiters.add(stopper)  # type: ignore[arg-type]
     try:
-        done, _ = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
     finally:
         for w in waiters:
             if not w.done():
@@ -228,7 +230,9 @@ async def compact_conversation(
     task_text = sel.task.text if sel.task is not None else None
     rounds = [r for r in sel.rounds if not (len(r) == 1 and is_marker(r[0]))]
     rendered = [render_transcript(r, max_result_chars=max_result_chars) for r in rounds]
-    overhead = text_tokens(build_prompt("", previous_summary=prev, focus=instructions, task=task_text))
+    overhead = text_tokens(
+        build_prompt("", previous_summary=prev, focus=instructions, task=task_text)
+    )
     overhead += text_tokens(SUMMARY_SYSTEM) + 64 + summary_max_tokens  # + the rolling summary
     budget = max(window_tokens - summary_max_tokens - overhead, 128)
     # A single round larger than the budget is cut (head and tail kept) to fit on its own.
@@ -270,7 +274,11 @@ async def compact_conversation(
                         calls += 1
                         text = await _bounded(provider, request, timeout_s, cancel)
             except _CallError as exc:
-                if exc.kind == "context_overflow" and attempt < MAX_OVERFLOW_RETRIES and hi - lo > 1:
+                if (
+                    exc.kind == "context_overflow"
+                    and attempt < MAX_OVERFLOW_RETRIES
+                    and hi - lo > 1
+                ):
                     k = max(halve_from_head(sizes[lo:hi]), 1)
                     dropped_turns += sum(len(r) for r in rounds[lo : lo + k])
                     lo += k

@@ -33,7 +33,10 @@ def resolve_limits(
     for key, limits in _TABLE.items():
         if key in low:
             return limits, None
-    return DEFAULT_LIMITS, f"unknown context window for {model!r}; assuming {DEFAULT_LIMITS.context_window}"
+    return (
+        DEFAULT_LIMITS,
+        f"unknown context window for {model!r}; assuming {DEFAULT_LIMITS.context_window}",
+    )
 
 
 _NUM = re.compile(r"(\d[\d,]*)\s*(?:tokens)?\s*maximum|maximum context length is (\d[\d,]*)")
