@@ -20,7 +20,9 @@ from tether.testing import ScriptedProvider
 TASK = "Refactor the parser in src/parse.py and keep every test green.  \n(exact bytes)"
 
 
-def round_turns(k: int, *, calls: int = 1, result_chars: int = 40, text: str | None = None) -> list[Turn]:
+def round_turns(
+    k: int, *, calls: int = 1, result_chars: int = 40, text: str | None = None
+) -> list[Turn]:
     """Round k: an assistant turn with `calls` tool calls, then one results turn."""
     cs = tuple(
         ToolCallBlock(id=f"c{k}_{j}", name="read", arguments={"path": f"f{k}_{j}.py"})
@@ -62,7 +64,10 @@ def histories(draw: st.DrawFn, max_rounds: int = 8) -> tuple[Turn, ...]:
                 Turn(
                     id=f"i{k}",
                     role="user",
-                    content=(TextBlock(text="see"), ImageBlock(media_type="image/png", data="AA==")),
+                    content=(
+                        TextBlock(text="see"),
+                        ImageBlock(media_type="image/png", data="AA=="),
+                    ),
                 )
             )
         else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,7 +30,7 @@ def _check_rounds(turns: tuple[Turn, ...]) -> None:
     assert tuple(t for r in rounds for t in r) == turns  # covers exactly, in order
     for r in rounds:
         assert all(is_results_turn(t) for t in r[1:])
-    for prev, nxt in zip(rounds, rounds[1:], strict=False):
+    for prev, nxt in itertools.pairwise(rounds):
         assert not is_results_turn(nxt[0])  # a results turn never starts a round after a call
         assert prev
 

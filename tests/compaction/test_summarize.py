@@ -166,7 +166,9 @@ def _t14_history(total_tokens: int, big: list[int]) -> tuple[Turn, ...]:
     for k, tokens in enumerate(sizes):
         call = ToolCallBlock(id=f"c{k}", name="bash", arguments={"command": f"step {k}"})
         turns.append(Turn(id=f"a{k}", role="assistant", content=(call,)))
-        turns.append(Turn(id=f"u{k}", role="user", content=(tool_result(f"c{k}", "y" * tokens * 4),)))
+        turns.append(
+            Turn(id=f"u{k}", role="user", content=(tool_result(f"c{k}", "y" * tokens * 4),))
+        )
     return tuple(turns)
 
 
@@ -181,7 +183,10 @@ async def test_t14_compaction_of_a_history_larger_than_the_window_succeeds(windo
         tokens = text_tokens(request.system or "") + text_tokens(request_text(request))
         inputs.append(tokens)
         if tokens + reserve > window:  # what the real API does with an oversized request
-            return ErrorEvent(kind="context_overflow", message=f"prompt is too long: {tokens} tokens > {window} maximum")
+            return ErrorEvent(
+                kind="context_overflow",
+                message=f"prompt is too long: {tokens} tokens > {window} maximum",
+            )
         return f"summary of part {len(inputs)}"
 
     provider = ScriptedProvider(model)

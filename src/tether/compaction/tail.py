@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from tether.compaction.prompt import PERSISTED_OUTPUT_TAG
-from tether.messages import TextBlock, ToolResultBlock, Turn
+from tether.messages import ContentBlock, ImageBlock, TextBlock, ToolResultBlock, Turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,24 +48,28 @@ def shorten_text(text: str, policy: TailPolicy, turn_id: str) -> str:
     )
 
 
+def _shorten_part(
+    part: TextBlock | ImageBlock, policy: TailPolicy, turn_id: str
+) -> TextBlock | ImageBlock:
+    if not isinstance(part, TextBlock):
+        return part
+    text = shorten_text(part.text, policy, turn_id)
+    return part if text is part.text else TextBlock(text=text)
+
+
 def _shorten_turn(turn: Turn, policy: TailPolicy) -> Turn:
+    if ToolResultBlock not in map(type, turn.content):
+        return turn
     changed = False
-    blocks: list[object] = []
+    blocks: list[ContentBlock] = []
     for b in turn.content:
         if isinstance(b, ToolResultBlock):
-            parts = tuple(
-                replace(p, text=shorten_text(p.text, policy, turn.id))
-                if isinstance(p, TextBlock)
-                else p
-                for p in b.content
-            )
+            parts = tuple(_shorten_part(p, policy, turn.id) for p in b.content)
             if any(x is not y for x, y in zip(parts, b.content, strict=True)):
                 changed = True
                 b = replace(b, content=parts)
         blocks.append(b)
-    if not changed:
-        return turn
-    return replace(turn, content=tuple(blocks))  # type: ignore[arg-type]
+    return replace(turn, content=tuple(blocks)) if changed else turn
 
 
 def shorten_old_results(view: Sequence[Turn], policy: TailPolicy) -> tuple[Turn, ...]:
