@@ -26,7 +26,7 @@ def _result_turn(k: int, text: str) -> Turn:
 
 
 def test_shortens_only_old_large_results_and_keeps_stubs() -> None:
-    policy = TailPolicy(max_result_bytes=100, keep_bytes=20, keep_recent_turns=1)
+    policy = TailPolicy(max_result_bytes=100, keep_bytes=20, keep_recent_turns=1, step_turns=1)
     big, small = "é" * 200, "tiny"
     view = (
         _result_turn(0, big),
@@ -43,18 +43,23 @@ def test_shortens_only_old_large_results_and_keeps_stubs() -> None:
     assert shorten_text(small, policy, "x") is small
 
 
-@given(st.lists(st.integers(0, 400), min_size=1, max_size=20), st.integers(0, 5))
-def test_tail_is_byte_stable_across_requests(sizes: list[int], keep: int) -> None:
-    """Appending turns never changes how an already-old turn is rendered, so the previous
-    request's view minus its newest `keep` turns is an exact prefix of the next one's."""
-    policy = TailPolicy(max_result_bytes=100, keep_bytes=10, keep_recent_turns=keep)
+@given(
+    st.lists(st.integers(0, 400), min_size=1, max_size=30), st.integers(0, 5), st.integers(1, 6)
+)
+def test_tail_is_byte_stable_across_requests(sizes: list[int], keep: int, step: int) -> None:
+    """Appending a turn changes the view inside the previous one's turns only when the boundary
+    steps (once per `step` turns), and then only in the turns it passed."""
+    policy = TailPolicy(max_result_bytes=100, keep_bytes=10, keep_recent_turns=keep, step_turns=step)
     turns = tuple(_result_turn(k, "z" * n) for k, n in enumerate(sizes))
-    for cut in range(1, len(turns)):
-        before = shorten_old_results(turns[:cut], policy)
-        after = shorten_old_results(turns, policy)
-        stable = max(cut - keep, 0)
+    changes = 0
+    for n in range(1, len(turns)):
+        before = shorten_old_results(turns[:n], policy)
+        after = shorten_old_results(turns[: n + 1], policy)
+        stable = max((n - keep) // step * step, 0)
         assert before[:stable] == after[:stable]
-        assert shorten_old_results(turns, policy) == after  # deterministic
+        assert shorten_old_results(turns[: n + 1], policy) == after  # deterministic
+        changes += before != after[:n]
+    assert changes <= len(turns) // step + 1
 
 
 def test_recall_returns_turns_verbatim_by_id_and_range_and_pages() -> None:

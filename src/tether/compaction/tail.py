@@ -1,10 +1,11 @@
 """The wire-only `tail` strategy and the user-compactor hook (pure).
 
-Owns: `shorten_old_results` — on every request, tool_result text above a byte threshold in all
-but the newest turns is cut to its head plus a note naming the turn for `recall`. It is a pure
-function of each turn and its distance from the end, so a turn's rendering changes at most
-once (when it leaves the recent window) and the view stays byte-stable across requests for
-prompt caching. A `<persisted-output` stub is never cut. The stored turns are not changed.
+Owns: `shorten_old_results` — on every request, tool_result text above a byte threshold in the
+turns before a boundary (at least `keep_recent_turns` from the end, advanced in steps of
+`step_turns`) is cut to its head plus a note naming the turn for `recall`. A shortened turn is a
+pure function of the turn alone and the boundary only moves forward as turns are appended, so a
+turn's rendering changes at most once and the view stays byte-stable across requests for prompt
+caching (only one request in `step_turns` sees a change inside its prefix). A `<persisted-output` stub is never cut. The stored turns are not changed.
 Also `Compactor`: the protocol of a user-supplied function that replaces the LLM summarizer.
 Does not own: the LLM summary (`tether.compaction.summarize`).
 """
@@ -27,11 +28,15 @@ class TailPolicy:
         max_result_bytes: tool_result text longer than this (UTF-8 bytes) is shortened.
         keep_bytes: how many leading bytes of a shortened text are kept.
         keep_recent_turns: the newest turns are never shortened (the model is still using them).
+        step_turns: the boundary between old and recent turns advances in steps of this many
+            turns, so the view changes inside its prefix only once per `step_turns` appended
+            turns (the other requests repeat the previous one as an exact prefix).
     """
 
     max_result_bytes: int = 8_192
     keep_bytes: int = 2_048
     keep_recent_turns: int = 6
+    step_turns: int = 8
 
 
 def shorten_text(text: str, policy: TailPolicy, turn_id: str) -> str:
@@ -78,7 +83,8 @@ def shorten_old_results(view: Sequence[Turn], policy: TailPolicy) -> tuple[Turn,
     Returns the input (as a tuple) when nothing changes; unchanged turns pass by reference.
     """
     seq = view if isinstance(view, tuple) else tuple(view)
-    cut = len(seq) - policy.keep_recent_turns
+    step = max(policy.step_turns, 1)
+    cut = (len(seq) - policy.keep_recent_turns) // step * step
     if cut <= 0:
         return seq
     out = [_shorten_turn(t, policy) for t in seq[:cut]]
