@@ -33,7 +33,9 @@ def _summarizer(monkeypatch: pytest.MonkeyPatch) -> ScriptedProvider:
     return provider
 
 
-def test_compact_appends_a_marker_and_prints_tokens(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compact_appends_a_marker_and_prints_tokens(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = SessionStore()
     with store.create("s1", cwd=str(home)) as w:
         for t in history(6, result_chars=2_000):

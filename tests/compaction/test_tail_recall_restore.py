@@ -43,13 +43,13 @@ def test_shortens_only_old_large_results_and_keeps_stubs() -> None:
     assert shorten_text(small, policy, "x") is small
 
 
-@given(
-    st.lists(st.integers(0, 400), min_size=1, max_size=30), st.integers(0, 5), st.integers(1, 6)
-)
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=30), st.integers(0, 5), st.integers(1, 6))
 def test_tail_is_byte_stable_across_requests(sizes: list[int], keep: int, step: int) -> None:
     """Appending a turn changes the view inside the previous one's turns only when the boundary
     steps (once per `step` turns), and then only in the turns it passed."""
-    policy = TailPolicy(max_result_bytes=100, keep_bytes=10, keep_recent_turns=keep, step_turns=step)
+    policy = TailPolicy(
+        max_result_bytes=100, keep_bytes=10, keep_recent_turns=keep, step_turns=step
+    )
     turns = tuple(_result_turn(k, "z" * n) for k, n in enumerate(sizes))
     changes = 0
     for n in range(1, len(turns)):

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tether.agent.context import ContextManager
 from tether.agent.loop import default_id_factory
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits
-from tether.compaction.rounds import CompactInvalidInputError, Scope
+from tether.compaction.rounds import CompactInvalidInputError, Scope, text_tokens
 from tether.compaction.summarize import CompactionFailedError, compact_conversation
 from tether.compaction.windows import resolve_limits
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
@@ -39,9 +39,19 @@ class ContextOptions:
 def model_limits(
     provider: Provider, context_window: int | None, warn: Callable[[str], None]
 ) -> ModelLimits:
-    """The limits for `provider`'s model: a forced window, else the known table (warning on
-    stderr when the model is unknown)."""
-    known, warning = resolve_limits(provider.model)
+    """The limits for `provider`'s model: a forced window (`--context-window`), else what the
+    provider reports (a `context_window` attribute, e.g. the local model's n_ctx), else the
+    known-models table, else a conservative default with a warning on stderr."""
+    reported: ModelLimits | None = None
+    window = getattr(provider, "context_window", None)  # e.g. the local model's n_ctx
+    if isinstance(window, int) and window > 0:
+        out = getattr(provider, "max_output_tokens", None)
+        reported = ModelLimits(
+            context_window=window,
+            max_output_tokens=out if isinstance(out, int) and out > 0 else max(window // 4, 1),
+            source="provider",
+        )
+    known, warning = resolve_limits(provider.model, provider_reported=reported)
     if context_window is not None:
         return ModelLimits(
             context_window=context_window,
@@ -54,13 +64,23 @@ def model_limits(
 
 
 def context_manager(
-    provider: Provider, options: ContextOptions, *, warn: Callable[[str], None]
+    provider: Provider,
+    options: ContextOptions,
+    *,
+    warn: Callable[[str], None],
+    fixed_text: Sequence[str] = (),
 ) -> ContextManager | None:
-    """The run's `ContextManager`, or None with `--no-compact`."""
+    """The run's `ContextManager`, or None with `--no-compact`.
+
+    Args:
+        fixed_text: what every request carries besides the turns (the system prompt, the tool
+            schemas); its estimate is counted as the monitor's `system_tokens`.
+    """
     if not options.enabled:
         return None
     limits = model_limits(provider, options.context_window, warn)
-    return ContextManager(ContextMonitor(limits, CompactionPolicy()))
+    system_tokens = sum(text_tokens(x) for x in fixed_text)
+    return ContextManager(ContextMonitor(limits, CompactionPolicy(), system_tokens=system_tokens))
 
 
 def compact_command(

@@ -174,9 +174,10 @@ def _run(
     except (ConfigError, SessionError) as exc:
         _err(str(exc))
         return EXIT_USAGE
+    tools = builtin_tools()
     agent = Agent(
         provider,
-        tools=builtin_tools(),
+        tools=tools,
         root=root,
         system=system or stdin.system,
         history=history,
@@ -185,7 +186,12 @@ def _run(
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
-        compaction=context_manager(provider, compact or ContextOptions(), warn=_err),
+        compaction=context_manager(
+            provider,
+            compact or ContextOptions(),
+            warn=_err,
+            fixed_text=[system or stdin.system or "", *(json.dumps(t.parameters) for t in tools)],
+        ),
     )
     agent.registry.add(recall_tool(lambda: agent.history))
     try:
