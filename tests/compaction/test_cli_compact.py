@@ -43,7 +43,7 @@ def test_compact_appends_a_marker_and_prints_tokens(
     provider = _summarizer(monkeypatch)
     out = CliRunner().invoke(app, ["compact", "s1", "--focus", "the lexer", "--model", "x/y"])
     assert out.exit_code == 0, out.output
-    row = json.loads(out.stdout.splitlines()[0])
+    row = json.loads(next(x for x in out.stdout.splitlines() if x.startswith("{")))
     assert row["session_id"] == "s1" and row["turns_replaced"] == 12
     assert row["tokens_after"] < row["tokens_before"] / 4
     assert "the lexer" in request_text(provider.requests[0])
