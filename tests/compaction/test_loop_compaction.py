@@ -161,7 +161,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
     def script(request: ModelRequest, k: int) -> Response:
         if k == 4:
             return ErrorEvent(
-                kind="context_overflow", message="prompt is too long: 3500 tokens > 2500 maximum"
+                kind="context_overflow", message="prompt is too long: 3500 tokens > 20000 maximum"
             )
         return call("dump", n=k) if k < 6 else "done"
 
@@ -170,7 +170,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
     assert result.text == "done"
     starts = [e for e in events if isinstance(e, CompactionStartEvent)]
     assert [s.reason for s in starts][:1] == ["overflow"]
-    assert agent.compaction is not None and agent.compaction.monitor.limits.context_window == 2500
+    assert agent.compaction is not None and agent.compaction.monitor.limits.context_window == 20000
     assert not [e for e in events if e.type == "error"]
 
     def always(request: ModelRequest, k: int) -> Response:

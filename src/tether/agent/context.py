@@ -35,6 +35,11 @@ from tether.providers.base import Provider
 from tether.tools.base import ToolContext
 from tether.tools.registry import ToolRegistry
 from tether.tools.run import run_tool_call
+from tether.wire.markers import is_marker
+
+MAX_COMPACTIONS_PER_REQUEST = 3
+"""Compactions before one request at most (the monitor's no-progress guard normally stops
+earlier); then the request is sent and a context_overflow answer is handled once more."""
 
 
 class Host(Protocol):
@@ -96,6 +101,8 @@ class ContextManager:
         self.summary_max_tokens = summary_max_tokens
         self.compactions = 0
         self._view_len = 0
+        self._generation = 0
+        self._compacted_this_request = 0
 
     # -- the loop's hooks -------------------------------------------------------------------
 
@@ -103,6 +110,7 @@ class ContextManager:
         """The view as sent: the tail strategy applied when enabled (pure, byte-stable)."""
         out = view if self.tail is None else shorten_old_results(view, self.tail)
         self._view_len = len(out)
+        self._generation = self.monitor.generation  # the generation this view was built at
         return out
 
     async def before_request(self, host: Host, new_turns: list[Turn]) -> str | None:
@@ -114,20 +122,24 @@ class ContextManager:
         Raises:
             RunError: `context_overflow` when compactions make no progress or cannot be done.
         """
-        decision = self.monitor.check(self.shape(host.current_view()))
-        if decision.no_progress:
-            message = (
-                "context window exhausted: compactions in a row left the context above the "
-                "trigger; the task's recent turns alone do not fit this model's window"
-            )
-            host.emit(ErrorOutEvent(kind="context_overflow", message=message))
-            raise RunError("context_overflow", message)
-        if decision.compact:
-            await self.compact(host, new_turns, reason="threshold")
-            return None
-        if decision.runaway:
-            host.emit(ErrorOutEvent(kind="context_overflow", message=decision.runaway))
-            return "context_runaway"
+        for _ in range(MAX_COMPACTIONS_PER_REQUEST + 1):
+            decision = self.monitor.check(self.shape(host.current_view()))
+            if decision.no_progress:
+                message = (
+                    "context window exhausted: compactions in a row left the context above the "
+                    "trigger; the task's recent turns alone do not fit this model's window"
+                )
+                host.emit(ErrorOutEvent(kind="context_overflow", message=message))
+                raise RunError("context_overflow", message)
+            if decision.runaway:
+                host.emit(ErrorOutEvent(kind="context_overflow", message=decision.runaway))
+                return "context_runaway"
+            if not decision.compact or self._compacted_this_request >= MAX_COMPACTIONS_PER_REQUEST:
+                break
+            self._compacted_this_request += 1
+            if await self.compact(host, new_turns, reason="threshold") is None:
+                break  # nothing left to summarize: send as is (an overflow is handled later)
+        self._compacted_this_request = 0
         return None
 
     def after_request(self, turn: Turn) -> None:
@@ -137,7 +149,7 @@ class ContextManager:
                 view_len=self._view_len,
                 usage=turn.usage,
                 assistant_turn_id=turn.id,
-                generation=self.monitor.generation,
+                generation=self._generation,
             )
 
     async def on_overflow(self, host: Host, message: str, new_turns: list[Turn]) -> bool:
@@ -201,12 +213,20 @@ class ContextManager:
         return result
 
     def _scope(self, history: tuple[Turn, ...]) -> Scope | None:
-        for scope in (Scope.tail(self.keep_turns), Scope.full()):
+        """The first scope that replaces at least one turn besides earlier markers: keep
+        `keep_turns` live turns, then half as many, ..., then none (`full`)."""
+        keeps: list[int] = []
+        k = self.keep_turns
+        while k > 0:
+            keeps.append(k)
+            k //= 2
+        for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                select(history, scope)
+                selection = select(history, scope)
             except CompactInvalidInputError:
                 continue
-            return scope
+            if any(not is_marker(t) for t in selection.turns):
+                return scope
         return None
 
     async def _summarize(
