@@ -19,7 +19,6 @@ from tether.compaction.pressure import (
     effective_window,
     estimate_tokens,
 )
-from tether.compaction.recall import recall_tool
 from tether.errors import RunError
 from tether.messages import TextBlock, Turn, Usage
 from tether.providers.base import ErrorEvent, ModelRequest
@@ -109,7 +108,6 @@ def make_agent(
         on_event=events.append,
         compaction=manager,
     )
-    agent.registry.add(recall_tool(lambda: agent.history))
     return agent, events, sink
 
 
@@ -260,3 +258,9 @@ async def test_recently_read_files_are_restored_and_recall_returns_elided_turns(
         r for t in agent.history for r in t.tool_results if "--- turn " + seen["id"] in r.text
     )
     assert "NOTE-CONTENT" in recall_result.text  # the elided read result, verbatim
+    # `recall` is offered only once there is something to recall
+    provider = agent.provider
+    assert isinstance(provider, ScriptedProvider)
+    offered = ["recall" in {t.name for t in r.tools} for r in provider.requests]
+    first_after = next(i for i, t in enumerate(offered) if t)
+    assert not any(offered[:first_after]) and all(offered[first_after:]) and first_after > 2

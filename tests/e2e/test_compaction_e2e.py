@@ -24,7 +24,6 @@ from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.loop import Agent
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
-from tether.compaction.recall import recall_tool
 from tether.messages import TextBlock, Turn, Usage
 from tether.providers.base import ModelRequest
 from tether.providers.local import LocalProvider
@@ -86,7 +85,6 @@ def test_small_window_compacts_twice_keeps_going_and_recalls_verbatim(tmp_path: 
         on_event=events.append,
         compaction=manager,
     )
-    agent.registry.add(recall_tool(lambda: agent.history))
     agent_box.append(agent)
 
     result = asyncio.run(agent.run(TASK))

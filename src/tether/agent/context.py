@@ -19,6 +19,7 @@ from typing import Protocol
 from tether.agent.events import AgentEvent, CompactionEndEvent, CompactionStartEvent, ErrorOutEvent
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import estimate_tokens
+from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
 from tether.compaction.rounds import CompactInvalidInputError, Scope, select, text_tokens
 from tether.compaction.summarize import (
@@ -73,6 +74,10 @@ class ContextManager:
         timeout_s: wall-clock limit of one summary call, in seconds.
         retry_wait_s: base wait between transient summary-call retries, in seconds.
         summary_max_tokens: the summary's output cap (default: min(4096, window / 4, max output)).
+        offer_recall: add the `recall` tool (`tether.compaction.recall`) to the agent's tools
+            once the history holds a marker (after the first compaction, or at once for a
+            resumed session that has one), so nothing a compaction elided is out of reach.
+            Not offered before: it would cost tokens on every request for nothing.
     """
 
     def __init__(
@@ -88,7 +93,9 @@ class ContextManager:
         timeout_s: float = 120.0,
         retry_wait_s: float = 1.0,
         summary_max_tokens: int | None = None,
+        offer_recall: bool = True,
     ) -> None:
+        self.offer_recall = offer_recall
         self.monitor = monitor
         self.summarizer = summarizer
         self.compactor = compactor
@@ -122,6 +129,7 @@ class ContextManager:
         Raises:
             RunError: `context_overflow` when compactions make no progress or cannot be done.
         """
+        self._ensure_recall(host)
         for _ in range(MAX_COMPACTIONS_PER_REQUEST + 1):
             decision = self.monitor.check(self.shape(host.current_view()))
             if decision.no_progress:
@@ -195,6 +203,7 @@ class ContextManager:
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         host.add_turn(result.marker_turn, new_turns)
+        self._ensure_recall(host)
         restored = await self._restore(host, history, scope, new_turns)
         after_view = self.shape(host.current_view())
         self.monitor.compacted(after_view)
@@ -211,6 +220,14 @@ class ContextManager:
             )
         )
         return result
+
+    def _ensure_recall(self, host: Host) -> None:
+        if (
+            self.offer_recall
+            and RECALL_TOOL not in host.registry
+            and any(is_marker(t) for t in host.history)
+        ):
+            host.registry.add(recall_tool(lambda: host.history))
 
     def _scope(self, history: tuple[Turn, ...]) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep

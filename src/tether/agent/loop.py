@@ -283,6 +283,7 @@ class Agent:
                 ):
                     stop_reason = stop
                     break
+                specs = self.registry.specs()  # cached; a compaction may add `recall`
                 self._emit(TurnStartEvent(turn=n))
                 turn = await self._request(specs, new_turns)
                 if self.compaction is not None:

@@ -25,7 +25,6 @@ from tether.agent.events import AgentEvent, event_to_json
 from tether.agent.loop import Agent, default_id_factory
 from tether.cli.compact import ContextOptions, compact_command, context_manager
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
-from tether.compaction.recall import recall_tool
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
 from tether.providers.registry import resolve_provider
@@ -193,7 +192,6 @@ def _run(
             fixed_text=[system or stdin.system or "", *(json.dumps(t.parameters) for t in tools)],
         ),
     )
-    agent.registry.add(recall_tool(lambda: agent.history))
     try:
         for turn in stdin.messages:
             agent.history.append(turn)

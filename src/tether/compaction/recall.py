@@ -18,6 +18,9 @@ from tether.compaction.prompt import render_turn
 from tether.messages import Turn
 from tether.tools.base import Tool, ToolError, tool
 
+RECALL_TOOL = "recall"
+"""The tool's name."""
+
 DEFAULT_LIMIT = 8_000
 """Characters returned per page by default."""
 
@@ -81,4 +84,4 @@ def recall_tool(history: Callable[[], Sequence[Turn]]) -> Tool:
         """
         return recall_text(history(), turn_id, last_turn_id, offset=offset, limit=limit)
 
-    return tool(recall, name="recall", safe=True, inline=True)
+    return tool(recall, name=RECALL_TOOL, safe=True, inline=True)
