@@ -58,11 +58,13 @@ class RunError(TetherError):
     Attributes:
         kind: the provider error kind (`auth`, `network`, `rate_limited`, `overloaded`,
             `context_overflow`, `provider`, `malformed`, `cancelled`).
+        message: the provider's (or tether's) explanation, without the kind prefix.
     """
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.message = message
 
 
 class LengthResumeExhausted(RunError):

@@ -78,12 +78,16 @@ class Attempts:
         self.current: Assembler | None = None
         self.attempts_made = 0
 
-    async def request(self, turn_id: str, build: RequestBuilder) -> tuple[Provider, Assembler]:
+    async def request(
+        self, turn_id: str, build: RequestBuilder, *, quiet: Sequence[str] = ()
+    ) -> tuple[Provider, Assembler]:
         """Get one complete reply.
 
         Args:
             turn_id: the id the assembled turn gets (the same for every attempt).
             build: makes the request for a chain position.
+            quiet: error kinds raised without the `error` event (the caller handles them, e.g.
+                `context_overflow` answered by a compaction, and emits the event if it cannot).
 
         Returns:
             The provider that answered and the finished assembler (its `done` is set).
@@ -114,7 +118,8 @@ class Attempts:
                     break
         assert last is not None
         message = self._explain(last)
-        self.emit(ErrorOutEvent(kind=last.kind, message=message))
+        if last.kind not in quiet:
+            self.emit(ErrorOutEvent(kind=last.kind, message=message))
         raise RunError(last.kind, message)
 
     async def _on_provider(

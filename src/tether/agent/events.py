@@ -165,6 +165,41 @@ class DoneEvent:
     turns: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStartEvent:
+    """A compaction begins. `reason`: `threshold`, `overflow` (the provider said the request was
+    too long) or `manual`; `tokens_before` is the estimated wire view size (tokens)."""
+
+    type: Literal["compaction_start"] = "compaction_start"
+    reason: str
+    tokens_before: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionEndEvent:
+    """A compaction ended.
+
+    Attributes:
+        tokens_before / tokens_after: estimated wire view size before and after (tokens).
+        turns_replaced: how many stored turns the marker elides.
+        marker_id: the marker turn's id, or None when no marker was written (`error` set).
+        generation: the marker's generation (0 when none).
+        truncated: True when the summary failed and the turns were removed without one.
+        restored_files: paths re-read into context after the compaction.
+        error: why no marker was written, or None.
+    """
+
+    type: Literal["compaction_end"] = "compaction_end"
+    tokens_before: int
+    tokens_after: int
+    turns_replaced: int
+    marker_id: str | None
+    generation: int = 0
+    truncated: bool = False
+    restored_files: tuple[str, ...] = ()
+    error: str | None = None
+
+
 AgentEvent = Annotated[
     SessionStartEvent
     | TurnStartEvent
@@ -178,6 +213,8 @@ AgentEvent = Annotated[
     | FallbackEvent
     | ErrorOutEvent
     | WarningEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
     | DoneEvent,
     Field(discriminator="type"),
 ]

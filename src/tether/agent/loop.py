@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tether.agent.attempts import Attempts, provider_chain
+from tether.agent.context import ContextManager
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -173,6 +174,7 @@ class Agent:
         network: whether sandboxed tool subprocesses may use the network.
         refused_env: variable names (exact or `*` globs) never passed to tool subprocesses
             (default `tether.tools.env.DEFAULT_REFUSED`; a settings list).
+        compaction: automatic context management (`tether.agent.context`), or None for none.
 
     Raises:
         tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a sandbox kind
@@ -212,7 +214,9 @@ class Agent:
         safe_mode: bool = False,
         network: bool = False,
         refused_env: Iterable[str] = DEFAULT_REFUSED,
+        compaction: ContextManager | None = None,
     ) -> None:
+        self.compaction = compaction
         self.max_continuations = max_continuations
         self.thinking_decay = thinking_decay
         if isinstance(tools, ToolRegistry):
@@ -312,6 +316,24 @@ class Agent:
             self._reported_repairs.add(key)
             self._emit(WireRepairEvent(kind=repair.kind, detail=repair.message))
 
+    def current_view(self) -> tuple[Turn, ...]:
+        """The wire view of the history as it stands, for the chain's first provider
+        (incremental)."""
+        return self._views[0].view(tuple(self.history))
+
+    def _shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        """The view as sent: the compaction's wire-only `tail` strategy applied, if any."""
+        return view if self.compaction is None else self.compaction.shape(view)
+
+    def add_turn(self, turn: Turn, new_turns: list[Turn]) -> None:
+        """Append and persist a turn made outside the loop (a compaction marker, ...)."""
+        self._used_call_ids.update(c.id for c in turn.tool_calls)
+        self._append(turn, new_turns)
+
+    def emit(self, event: AgentEvent) -> None:
+        """Send an event to the host."""
+        self._emit(event)
+
     def _append(self, turn: Turn, new_turns: list[Turn]) -> None:
         self.history.append(turn)
         new_turns.append(turn)
@@ -377,9 +399,17 @@ class Agent:
         n = 0
         try:
             for n in range(1, self.max_turns + 1):
+                if self.compaction is not None and (
+                    stop := await self.compaction.before_request(self, new_turns)
+                ):
+                    stop_reason = stop
+                    break
+                specs = self.registry.specs()  # cached; a compaction may add `recall`
                 self._emit(TurnStartEvent(turn=n))
-                specs = offered_specs(self.registry, self.safe_mode)
+                specs = offered_specs(self.registry, self.safe_mode)  # may change per request
                 turn = await self._request(specs, new_turns, n)
+                if self.compaction is not None:
+                    self.compaction.after_request(turn)
                 last = turn
                 if turn.usage is not None:
                     usage = usage + turn.usage
@@ -426,15 +456,21 @@ class Agent:
         )
 
     async def _request(
-        self, specs: tuple[ToolSpec, ...], new_turns: list[Turn], n: int = 1
+        self,
+        specs: tuple[ToolSpec, ...],
+        new_turns: list[Turn],
+        n: int = 1,
+        *,
+        retried: bool = False,
     ) -> Turn:
         """One request (the n-th of the run) over the provider chain: attempts, retries and
-        fallback in `Attempts`; persist the reply. Raises RunError when the chain is spent."""
+        fallback in `Attempts`; persist the reply. Raises RunError when the chain is spent (a
+        context_overflow is answered once by compacting and retrying, when compaction is on)."""
 
         def build(i: int, provider: Provider) -> ModelRequest:
             return ModelRequest(
                 model=provider.model,
-                messages=self._views[i].view(tuple(self.history)),
+                messages=self._shape(self._views[i].view(tuple(self.history))),
                 system=self.system,
                 tools=specs,
                 max_output_tokens=self.max_output_tokens,
@@ -444,7 +480,17 @@ class Agent:
             )
 
         try:
-            _, assembler = await self._attempts.request(self.new_id(), build)
+            overflow_handled = self.compaction is not None and not retried
+            _, assembler = await self._attempts.request(
+                self.new_id(), build, quiet=("context_overflow",) if overflow_handled else ()
+            )
+        except RunError as exc:
+            if exc.kind != "context_overflow" or self.compaction is None or retried:
+                raise
+            if await self.compaction.on_overflow(self, exc.message, new_turns):
+                return await self._request(specs, new_turns, n, retried=True)
+            self._emit(ErrorOutEvent(kind=exc.kind, message=exc.message))
+            raise
         except asyncio.CancelledError:
             current = self._attempts.current
             partial = current.turn(stop_reason="interrupted") if current is not None else None

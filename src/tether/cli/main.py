@@ -23,6 +23,7 @@ import typer
 
 from tether.agent.events import AgentEvent, event_to_json
 from tether.agent.loop import Agent, default_id_factory
+from tether.cli.compact import ContextOptions, compact_command, context_manager
 from tether.cli.settings_cmds import config_app, login, logout, provider_from_settings
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
@@ -112,6 +113,13 @@ def run(
     network: Annotated[
         bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
     ] = False,
+    no_compact: Annotated[
+        bool, typer.Option("--no-compact", help="Disable automatic compaction.")
+    ] = False,
+    context_window: Annotated[
+        int | None,
+        typer.Option(min=256, help="The model's context window in tokens (default: known table)."),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
     raise typer.Exit(
@@ -127,6 +135,7 @@ def run(
             no_session,
             safe=safe,
             network=network,
+            compact=ContextOptions(enabled=not no_compact, context_window=context_window),
         )
     )
 
@@ -144,6 +153,7 @@ def _run(
     *,
     safe: bool = False,
     network: bool = False,
+    compact: ContextOptions | None = None,
 ) -> int:
     if session_id and resume:
         _err("--session and --resume cannot be combined")
@@ -208,9 +218,10 @@ def _run(
     except (ConfigError, SessionError) as exc:
         _err(str(exc))
         return EXIT_USAGE
+    tools = builtin_tools()
     agent = Agent(
         provider,
-        tools=builtin_tools(),
+        tools=tools,
         root=root,
         system=system or stdin.system,
         history=history,
@@ -224,6 +235,12 @@ def _run(
         sandbox=sandbox,
         safe_mode=safe,
         network=network,
+        compaction=context_manager(
+            provider,
+            compact or ContextOptions(),
+            warn=_err,
+            fixed_text=[system or stdin.system or "", *(json.dumps(t.parameters) for t in tools)],
+        ),
     )
     start = len(agent.history)
     try:
@@ -262,6 +279,35 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return EXIT_OK
+
+
+@app.command()
+def compact(
+    session_id: Annotated[str, typer.Argument(help="The stored session to compact.")],
+    focus: Annotated[str | None, typer.Option(help="What the summary must keep.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="provider/model writing the summary.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option(min=256, help="The summarizing model's window, in tokens.")
+    ] = None,
+    keep_turns: Annotated[int, typer.Option(min=0, help="Recent turns kept verbatim.")] = 0,
+) -> None:
+    """Compact a stored session: append a summary marker; print tokens before/after as JSON."""
+    raise typer.Exit(
+        compact_command(
+            session_id,
+            focus=focus,
+            model=model,
+            base_url=base_url,
+            context_window=context_window,
+            keep_turns=keep_turns,
+            err=_err,
+        )
+    )
 
 
 @sessions_app.command("list")

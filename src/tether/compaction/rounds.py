@@ -1,0 +1,245 @@
+"""Rounds, the original task and scope slicing: which stored turns a compaction replaces (pure).
+
+Owns: the structural rules a compaction cuts by. No I/O, no clock; inputs are never mutated.
+Does not own: the summary call (`tether.compaction.summarize`), the prompt text
+(`tether.compaction.prompt`), nor how markers render on the wire (`tether.wire.markers`).
+
+Definitions:
+    live turns     the stored turns in wire order after marker elision, with each ACTIVE marker
+                   turn itself (not its rendering) at the slot it renders at.
+    original task  the first stored `user` turn holding a text block that is neither a marker
+                   nor a tool_result turn. It is never replaced, whatever the number of
+                   compactions (recognized structurally, so it survives any history).
+    round          a maximal run of live turns in which every turn after the first holds a
+                   tool_result block: an assistant tool_call turn and the turn(s) carrying its
+                   results are always in the same round. Compaction cuts only between rounds.
+    scope          `full` (every round after the task), `tail(keep_turns)` (all but at least the
+                   last `keep_turns` live turns), `from(turn_id)` (the round holding the id to the
+                   end), `up_to(turn_id)` (the first round to the round holding the id).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tether.errors import TetherError
+from tether.messages import (
+    CompactSummaryBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.wire.markers import elide_markers, is_marker, marker_blocks
+
+
+class CompactInvalidInputError(TetherError):
+    """A compaction was asked for on input it cannot summarize (raised before any call): empty
+    history, nothing to summarize, an unknown anchor id, or a slice with no text."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
+    """What part of the live conversation to summarize (see the module docstring).
+
+    Build with `Scope.full()`, `Scope.tail(n)`, `Scope.from_(turn_id)`, `Scope.up_to(turn_id)`.
+    """
+
+    kind: Literal["full", "tail", "from", "up_to"] = "full"
+    keep_turns: int = 0
+    turn_id: str | None = None
+
+    @classmethod
+    def full(cls) -> Scope:
+        """Every round after the original task."""
+        return cls(kind="full")
+
+    @classmethod
+    def tail(cls, keep_turns: int) -> Scope:
+        """All rounds but the last ones holding at least `keep_turns` live turns (≥ 0)."""
+        if keep_turns < 0:
+            raise ValueError("keep_turns must be >= 0")
+        return cls(kind="tail", keep_turns=keep_turns)
+
+    @classmethod
+    def from_(cls, turn_id: str) -> Scope:
+        """The round holding `turn_id` and every round after it."""
+        return cls(kind="from", turn_id=turn_id)
+
+    @classmethod
+    def up_to(cls, turn_id: str) -> Scope:
+        """Every round up to and including the round holding `turn_id`."""
+        return cls(kind="up_to", turn_id=turn_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Selection:
+    """The result of slicing a history by a scope.
+
+    Attributes:
+        task: the original task turn, or None when the history has none.
+        rounds: the selected rounds, oldest first (each a tuple of live turns).
+        kept: the live turns after the selection (not replaced).
+        previous_summary: the summary of the newest active marker inside the selection, if any.
+        generation: the generation the new marker gets (highest existing + 1).
+    """
+
+    task: Turn | None
+    rounds: tuple[tuple[Turn, ...], ...]
+    kept: tuple[Turn, ...]
+    previous_summary: str | None
+    generation: int
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        """The selected turns, flattened."""
+        return tuple(t for r in self.rounds for t in r)
+
+
+def is_results_turn(turn: Turn) -> bool:
+    """True when `turn` holds a tool_result block (it answers an earlier call)."""
+    return ToolResultBlock in map(type, turn.content)
+
+
+def original_task(turns: Sequence[Turn]) -> Turn | None:
+    """The original task: the first user turn with a text block that is neither a marker nor a
+    tool_result turn; None when there is none."""
+    for t in turns:
+        if (
+            t.role == "user"
+            and not is_marker(t)
+            and not is_results_turn(t)
+            and any(type(b) is TextBlock for b in t.content)
+        ):
+            return t
+    return None
+
+
+def live_turns(turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    """The turns in wire order after marker elision, active markers as their marker turns."""
+    seq = turns if isinstance(turns, tuple) else tuple(turns)
+    markers = {t.id: t for t in seq if is_marker(t)}
+    if not markers:
+        return seq
+    return tuple(markers.get(t.id, t) for t in elide_markers(seq))
+
+
+def split_rounds(turns: Sequence[Turn]) -> tuple[tuple[Turn, ...], ...]:
+    """Cut `turns` into rounds: a new round starts at every turn holding no tool_result."""
+    rounds: list[list[Turn]] = []
+    for t in turns:
+        if rounds and is_results_turn(t):
+            rounds[-1].append(t)
+        else:
+            rounds.append([t])
+    return tuple(tuple(r) for r in rounds)
+
+
+def next_generation(turns: Sequence[Turn]) -> int:
+    """1 + the highest generation among the markers in `turns` (1 when there is none)."""
+    gens = [b.generation for t in turns for b in marker_blocks(t)]
+    return max(gens, default=0) + 1
+
+
+def has_text(turns: Sequence[Turn]) -> bool:
+    """True when any turn holds summarizable content (text, a call, a result, a summary)."""
+    for t in turns:
+        for b in t.content:
+            if isinstance(b, ToolCallBlock | ToolResultBlock):
+                return True
+            if isinstance(b, TextBlock) and b.text.strip():
+                return True
+            if isinstance(b, CompactSummaryBlock) and b.summary.strip():
+                return True
+    return False
+
+
+def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
+    for i, r in enumerate(rounds):
+        if any(t.id == turn_id for t in r):
+            return i
+    raise CompactInvalidInputError(
+        f"unknown anchor turn id {turn_id!r} (not a live turn after the task)"
+    )
+
+
+def select(turns: Sequence[Turn], scope: Scope) -> Selection:
+    """Slice `turns` (the stored history) by `scope` at whole rounds.
+
+    Raises:
+        CompactInvalidInputError: empty input, nothing to summarize, an unknown anchor id, or a
+            selected slice with no text.
+    """
+    if not turns:
+        raise CompactInvalidInputError("empty input: there is no conversation to compact")
+    task = original_task(turns)
+    live = live_turns(turns)
+    start = 0
+    if task is not None:
+        start = next((i + 1 for i, t in enumerate(live) if t.id == task.id), 0)
+    rounds = split_rounds(live[start:])
+    lo, hi = 0, len(rounds)
+    if scope.kind == "tail":
+        kept = 0
+        while hi > 0 and kept < scope.keep_turns:
+            hi -= 1
+            kept += len(rounds[hi])
+    elif scope.kind == "from":
+        lo = _round_of(rounds, scope.turn_id)
+    elif scope.kind == "up_to":
+        hi = _round_of(rounds, scope.turn_id) + 1
+    chosen = rounds[lo:hi]
+    if not chosen:
+        raise CompactInvalidInputError("nothing to summarize: the scope selects no turn")
+    flat = [t for r in chosen for t in r]
+    if not has_text(flat):
+        raise CompactInvalidInputError("the selected turns hold no text to summarize")
+    previous = None
+    for t in flat:
+        for b in marker_blocks(t):
+            previous = b.summary
+    return Selection(
+        task=task,
+        rounds=chosen,
+        kept=tuple(t for r in rounds[hi:] for t in r),
+        previous_summary=previous,
+        generation=next_generation(turns),
+    )
+
+
+def drop_for_budget(sizes: Sequence[int], budget: int) -> int:
+    """How many head items to drop so the rest sums to ≤ `budget` (the last item is kept)."""
+    total = sum(sizes)
+    k = 0
+    while k < len(sizes) - 1 and total > budget:
+        total -= sizes[k]
+        k += 1
+    return k
+
+
+def halve_from_head(sizes: Sequence[int]) -> int:
+    """How many head items to drop so the rest is at most half the total (the last item kept)."""
+    return drop_for_budget(sizes, sum(sizes) // 2)
+
+
+def chunk(sizes: Sequence[int], budget: int) -> tuple[tuple[int, int], ...]:
+    """Greedy consecutive chunks `(start, stop)` each summing to ≤ `budget` (an item larger than
+    the budget is a chunk of its own). Covers every index exactly once, in order."""
+    out: list[tuple[int, int]] = []
+    start, acc = 0, 0
+    for i, s in enumerate(sizes):
+        if i > start and acc + s > budget:
+            out.append((start, i))
+            start, acc = i, 0
+        acc += s
+    if start < len(sizes):
+        out.append((start, len(sizes)))
+    return tuple(out)
+
+
+def text_tokens(text: str) -> int:
+    """The token estimate of a text: ceil(chars / 4) (a documented heuristic)."""
+    return math.ceil(len(text) / 4)

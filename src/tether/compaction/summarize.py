@@ -1,0 +1,344 @@
+"""The summary call (an edge: it calls a provider) and the truncation fallback.
+
+Owns: `compact_conversation` — slice by scope at whole rounds, budget the summary request to the
+window, one bounded call per chunk (no tools, no thinking, temperature 0, wall-clock timeout,
+the caller's cancel signal), context_overflow and transient-error retries, the marker turn.
+Does not own: deciding when to compact (`tether.compaction.monitor`), persisting the marker
+(the caller appends it), the loop integration (`tether.agent.context`).
+
+Budget (case T14, "compaction request itself exceeds the window"): the summary request's
+estimated input is kept ≤ window − summary output reserve − prompt overhead. Large tool results
+are cut (persisted-output stubs kept), then the slice is summarized in chunks with a rolling
+summary (each chunk's call gets the previous chunk's summary); beyond `max_chunks` chunks the
+oldest rounds are dropped from the call (still replaced, still recallable, and the prompt says
+how many were not shown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from tether.compaction.pressure import estimate_tokens
+from tether.compaction.prompt import (
+    DEFAULT_RESULT_CHARS,
+    SUMMARY_SYSTEM,
+    build_prompt,
+    cut_middle,
+    make_marker,
+    marker_text,
+    render_transcript,
+    truncation_text,
+)
+from tether.compaction.rounds import (
+    Scope,
+    Selection,
+    chunk,
+    drop_for_budget,
+    halve_from_head,
+    select,
+    text_tokens,
+)
+from tether.compaction.tail import Compactor
+from tether.errors import TetherError
+from tether.messages import Turn, text_turn
+from tether.providers.base import ErrorEvent, ModelRequest, Provider, TextDelta
+from tether.wire.markers import elide_markers, elided_ids, is_marker
+
+TRANSIENT_KINDS = frozenset({"network", "rate_limited", "overloaded"})
+"""Error kinds retried (a limited number of times) by the summary call."""
+
+MAX_OVERFLOW_RETRIES = 3
+"""context_overflow retries per chunk; each halves the chunk from its head (whole rounds)."""
+
+
+class CompactionFailedError(TetherError):
+    """The summary call failed (after its retries). `kind` is the provider error kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"compaction failed ({kind}): {message}")
+        self.kind = kind
+
+
+class CompactionCancelledError(TetherError):
+    """The caller's cancel signal was set during the summary call."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionResult:
+    """What a compaction produced (append `marker_turn` to the history to apply it).
+
+    Attributes:
+        marker_turn: the `compact_summary` marker turn (role user).
+        replaced_ids: the ids it elides (never the original task's).
+        tokens_before: estimated tokens of the live wire view before (ceil(chars/4)).
+        tokens_after: estimated tokens of the live wire view with the marker applied.
+        generation: the marker's generation.
+        summary: the marker's summary text.
+        calls: summary calls made (retries included).
+        dropped_turns: selected turns not shown to the summarizer (budget or overflow).
+        truncated: True for a truncation marker (no summary).
+    """
+
+    marker_turn: Turn
+    replaced_ids: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    generation: int
+    summary: str
+    calls: int = 0
+    dropped_turns: int = 0
+    truncated: bool = False
+
+
+class _CallError(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+async def _collect(provider: Provider, request: ModelRequest) -> str:
+    parts: list[str] = []
+    async for ev in provider.stream(request):
+        if isinstance(ev, TextDelta):
+            parts.append(ev.text)
+        elif isinstance(ev, ErrorEvent):
+            raise _CallError(ev.kind, ev.message)
+    return "".join(parts)
+
+
+async def _bounded(
+    provider: Provider, request: ModelRequest, timeout_s: float, cancel: asyncio.Event | None
+) -> str:
+    """One call under a wall-clock timeout and the cancel signal."""
+    task = asyncio.ensure_future(_collect(provider, request))
+    waiters: set[asyncio.Future[object]] = {task}  # type: ignore[arg-type]
+    stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    if stopper is not None:
+        waiters.add(stopper)  # type: ignore[arg-type]
+    try:
+        done, _ = await asyncio.wait(
+            waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for w in waiters:
+            if not w.done():
+                w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+    if task in done and not task.cancelled():
+        return task.result()
+    if stopper is not None and stopper in done:
+        raise CompactionCancelledError("compaction cancelled")
+    raise _CallError("network", f"the summary call timed out after {timeout_s:g} s")
+
+
+def _covered(history: Sequence[Turn], marker: Turn) -> tuple[str, str]:
+    gone = elided_ids((*history, marker))
+    ids = [t.id for t in history if t.id in gone and not is_marker(t)]
+    if not ids:
+        ids = [t.id for t in history if t.id in gone] or [marker.id]
+    return ids[0], ids[-1]
+
+
+def _tokens(turns: Sequence[Turn]) -> int:
+    return estimate_tokens(elide_markers(tuple(turns)))
+
+
+def truncation_marker(
+    turns: Sequence[Turn], scope: Scope, reason: str, *, marker_id: str | None = None
+) -> CompactionResult:
+    """A marker that removes the scope's turns WITHOUT a summary (the ladder's second rung): the
+    model is told how many turns were removed and that `recall` can read them.
+
+    Raises:
+        CompactInvalidInputError: as `compact_conversation`.
+    """
+    history = tuple(turns)
+    sel = select(history, scope)
+    replaced = tuple(t.id for t in sel.turns)
+    mid = marker_id or f"compact-{secrets.token_hex(4)}"
+    draft = make_marker(mid, "", replaced, sel.generation)
+    first, last = _covered(history, draft)
+    n = sum(1 for t in sel.turns if not is_marker(t))
+    text = truncation_text(n, first, last, reason)
+    marker = make_marker(mid, text, replaced, sel.generation)
+    return CompactionResult(
+        marker_turn=marker,
+        replaced_ids=replaced,
+        tokens_before=_tokens(history),
+        tokens_after=_tokens((*history, marker)),
+        generation=sel.generation,
+        summary=text,
+        truncated=True,
+    )
+
+
+async def compact_conversation(
+    provider: Provider,
+    turns: Sequence[Turn],
+    scope: Scope | None = None,
+    instructions: str | None = None,
+    *,
+    previous_summary: str | None = None,
+    timeout_s: float = 120.0,
+    cancel: asyncio.Event | None = None,
+    window_tokens: int = 200_000,
+    summary_max_tokens: int = 4_096,
+    max_result_chars: int = DEFAULT_RESULT_CHARS,
+    max_chunks: int = 4,
+    transient_retries: int = 2,
+    retry_wait_s: float = 1.0,
+    marker_id: str | None = None,
+) -> CompactionResult:
+    """Summarize part of a history into one marker turn.
+
+    Args:
+        provider: the model that writes the summary (its default model is used).
+        turns: the stored history (markers included), oldest first. Not mutated.
+        scope: which rounds to replace (default `Scope.full()`).
+        instructions: the user's focus (`/compact <focus>`), added as a Focus section.
+        previous_summary: an earlier summary to fold in (default: that of the newest active
+            marker inside the scope).
+        timeout_s: wall-clock limit of one summary call, in seconds (a timeout is transient).
+        cancel: the caller's cancel signal; when set, the call stops.
+        window_tokens: the summarizing model's context window, in tokens.
+        summary_max_tokens: the summary's output cap, in tokens (reserved from the window).
+        max_result_chars: tool results longer than this are cut for the call (characters).
+        max_chunks: rolling-summary chunks at most; older rounds beyond them are dropped.
+        transient_retries: retries of a `network`/`rate_limited`/`overloaded` failure.
+        retry_wait_s: base of the exponential wait between transient retries, in seconds.
+        marker_id: the marker turn's id (default `compact-<8 hex>`).
+
+    Returns:
+        The `CompactionResult`; the caller appends `marker_turn` to the history.
+
+    Raises:
+        CompactInvalidInputError: before any call: empty input, nothing to summarize, unknown
+            anchor id, or a slice without text.
+        CompactionFailedError: the call failed after its retries (or overflowed 3 times).
+        CompactionCancelledError: `cancel` was set.
+    """
+    history = tuple(turns)
+    sel: Selection = select(history, scope or Scope.full())
+    prev = previous_summary if previous_summary is not None else sel.previous_summary
+    task_text = sel.task.text if sel.task is not None else None
+    rounds = [r for r in sel.rounds if not (len(r) == 1 and is_marker(r[0]))]
+    rendered = [render_transcript(r, max_result_chars=max_result_chars) for r in rounds]
+    overhead = text_tokens(
+        build_prompt("", previous_summary=prev, focus=instructions, task=task_text)
+    )
+    overhead += text_tokens(SUMMARY_SYSTEM) + 64 + summary_max_tokens  # + the rolling summary
+    budget = max(window_tokens - summary_max_tokens - overhead, 128)
+    # A single round larger than the budget is cut (head and tail kept) to fit on its own.
+    rendered = [cut_middle(x, budget * 4 - 16) for x in rendered]
+    sizes = [text_tokens(x) + 1 for x in rendered]
+    dropped = drop_for_budget(sizes, budget * max_chunks)
+    dropped_turns = sum(len(r) for r in rounds[:dropped])
+    calls = 0
+    summary = prev
+    for a, b in chunk(sizes[dropped:], budget):
+        lo, hi = a + dropped, b + dropped
+        for attempt in range(MAX_OVERFLOW_RETRIES + 1):
+            prompt = build_prompt(
+                "\n\n".join(rendered[lo:hi]),
+                previous_summary=summary,
+                focus=instructions,
+                task=task_text,
+                dropped_turns=dropped_turns,
+            )
+            request = ModelRequest(
+                model=provider.model,
+                messages=(text_turn("compaction-request", "user", prompt),),
+                system=SUMMARY_SYSTEM,
+                tools=(),
+                max_output_tokens=summary_max_tokens,
+                temperature=0.0,
+            )
+            try:
+                text = ""
+                async for retrying in AsyncRetrying(
+                    stop=stop_after_attempt(1 + transient_retries),
+                    wait=wait_exponential(multiplier=retry_wait_s, max=max(retry_wait_s * 8, 0)),
+                    retry=retry_if_exception(
+                        lambda e: isinstance(e, _CallError) and e.kind in TRANSIENT_KINDS
+                    ),
+                    reraise=True,
+                ):
+                    with retrying:
+                        calls += 1
+                        text = await _bounded(provider, request, timeout_s, cancel)
+            except _CallError as exc:
+                if (
+                    exc.kind == "context_overflow"
+                    and attempt < MAX_OVERFLOW_RETRIES
+                    and hi - lo > 1
+                ):
+                    k = max(halve_from_head(sizes[lo:hi]), 1)
+                    dropped_turns += sum(len(r) for r in rounds[lo : lo + k])
+                    lo += k
+                    continue
+                raise CompactionFailedError(exc.kind, exc.message) from exc
+            if not text.strip():
+                raise CompactionFailedError("malformed", "the summary call returned no text")
+            summary = text
+            break
+    assert summary is not None  # at least one chunk ran (the selection holds text)
+    replaced = tuple(t.id for t in sel.turns)
+    mid = marker_id or f"compact-{secrets.token_hex(4)}"
+    first, last = _covered(history, make_marker(mid, "", replaced, sel.generation))
+    stored = marker_text(summary, first, last)
+    marker = make_marker(mid, stored, replaced, sel.generation)
+    return CompactionResult(
+        marker_turn=marker,
+        replaced_ids=replaced,
+        tokens_before=_tokens(history),
+        tokens_after=_tokens((*history, marker)),
+        generation=sel.generation,
+        summary=stored,
+        calls=calls,
+        dropped_turns=dropped_turns,
+    )
+
+
+async def compact_with(
+    compactor: Compactor,
+    turns: Sequence[Turn],
+    scope: Scope | None = None,
+    instructions: str | None = None,
+    *,
+    marker_id: str | None = None,
+) -> CompactionResult:
+    """Like `compact_conversation`, but a user-supplied `Compactor` writes the summary.
+
+    Raises:
+        CompactInvalidInputError: as `compact_conversation`.
+        CompactionFailedError: the compactor raised or returned no text.
+    """
+    history = tuple(turns)
+    sel = select(history, scope or Scope.full())
+    try:
+        out = compactor(sel.turns, sel.previous_summary, instructions)
+        text = await out if inspect.isawaitable(out) else out
+    except Exception as exc:  # a user function: any failure is a compaction failure
+        raise CompactionFailedError("provider", f"the compactor raised {exc!r}") from exc
+    if not text.strip():
+        raise CompactionFailedError("malformed", "the compactor returned no text")
+    replaced = tuple(t.id for t in sel.turns)
+    mid = marker_id or f"compact-{secrets.token_hex(4)}"
+    first, last = _covered(history, make_marker(mid, "", replaced, sel.generation))
+    stored = marker_text(text, first, last)
+    marker = make_marker(mid, stored, replaced, sel.generation)
+    return CompactionResult(
+        marker_turn=marker,
+        replaced_ids=replaced,
+        tokens_before=_tokens(history),
+        tokens_after=_tokens((*history, marker)),
+        generation=sel.generation,
+        summary=stored,
+    )

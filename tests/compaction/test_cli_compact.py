@@ -1,0 +1,79 @@
+"""`tether compact SESSION`: appends one marker, prints tokens before/after; refuses bad input.
+`tether run` wiring: --no-compact / --context-window and the recall tool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tether.cli import compact as cli_compact
+from tether.cli.compact import ContextOptions, context_manager
+from tether.cli.main import app
+from tether.messages import text_turn
+from tether.session import SessionStore
+from tether.testing import ScriptedProvider
+from tether.wire import build_view
+from tether.wire.markers import SUMMARY_HEADER, is_marker
+
+from .helpers import TASK, history, request_text
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def _summarizer(monkeypatch: pytest.MonkeyPatch) -> ScriptedProvider:
+    provider = ScriptedProvider(lambda r: "## Goal\nrefactor the parser")
+    monkeypatch.setattr(cli_compact, "resolve_provider", lambda model, base_url=None: provider)
+    return provider
+
+
+def test_compact_appends_a_marker_and_prints_tokens(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore()
+    with store.create("s1", cwd=str(home)) as w:
+        for t in history(6, result_chars=2_000):
+            w.append(t)
+    provider = _summarizer(monkeypatch)
+    out = CliRunner().invoke(app, ["compact", "s1", "--focus", "the lexer", "--model", "x/y"])
+    assert out.exit_code == 0, out.output
+    row = json.loads(next(x for x in out.stdout.splitlines() if x.startswith("{")))
+    assert row["session_id"] == "s1" and row["turns_replaced"] == 12
+    assert row["tokens_after"] < row["tokens_before"] / 4
+    assert "the lexer" in request_text(provider.requests[0])
+    loaded = store.load("s1")
+    assert is_marker(loaded.turns[-1]) and loaded.turns[-1].id == row["marker_id"]
+    view = build_view(loaded.turns, "anthropic")
+    assert view[0].content[0].text == TASK  # type: ignore[union-attr]
+    assert SUMMARY_HEADER in view[0].content[1].text  # type: ignore[union-attr]
+
+
+def test_compact_refuses_nothing_to_summarize_and_unknown_sessions(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore()
+    with store.create("s2", cwd=str(home)) as w:
+        w.append(text_turn("t", "user", "only the task"))
+    provider = _summarizer(monkeypatch)
+    out = CliRunner().invoke(app, ["compact", "s2"])
+    assert out.exit_code == 5 and "nothing to summarize" in out.output
+    assert provider.requests == [] and len(store.load("s2").turns) == 1  # nothing lost
+    out = CliRunner().invoke(app, ["compact", "missing"])
+    assert out.exit_code == 1
+
+
+def test_run_context_options() -> None:
+    provider = ScriptedProvider(["x"], model="mystery-model")
+    warnings: list[str] = []
+    assert context_manager(provider, ContextOptions(enabled=False), warn=warnings.append) is None
+    forced = context_manager(provider, ContextOptions(context_window=2_048), warn=warnings.append)
+    assert forced is not None and forced.monitor.limits.context_window == 2_048
+    assert warnings == []
+    default = context_manager(provider, ContextOptions(), warn=warnings.append)
+    assert default is not None and warnings and "mystery-model" in warnings[0]
