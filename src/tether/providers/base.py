@@ -7,9 +7,9 @@ the loop before the request reaches an adapter), or assembling events into a tur
 
 Event contract of `Provider.stream(request)`:
     any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
-    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd and UsageEvent events, each block
-    keyed by an `index` unique within the stream, then EXACTLY ONE terminal event: `Done` or
-    `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an adapter raises
+    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, UsageEvent and WarningEvent
+    events, each block keyed by an `index` unique within the stream, then EXACTLY ONE terminal
+    event: `Done` or `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an adapter raises
     only for configuration mistakes and bugs.
 """
 
@@ -58,6 +58,9 @@ class ModelRequest:
         tools: the tools offered.
         max_output_tokens: cap on generated tokens, or None for the provider default.
         temperature: sampling temperature, or None for the provider default.
+        thinking_budget_tokens: extended-thinking budget in tokens (Anthropic `thinking.
+            budget_tokens`, Gemini `thinking_budget`), or None for the provider's configured
+            default. Adapters whose API has no budget ignore it.
         is_wire_view: True when `messages` is already the wire view for the provider's
             target (the agent loop builds it incrementally and sets this); otherwise the
             adapter builds it with `tether.wire.build_view` (see `wire_messages`), so every
@@ -70,6 +73,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     temperature: float | None = None
+    thinking_budget_tokens: int | None = None
     is_wire_view: bool = False
 
 
@@ -191,6 +195,29 @@ class ErrorEvent:
     retry_after_s: float | None = None
 
 
+WarningKind = Literal["truncated_prompt"]
+"""`truncated_prompt`: the server evaluated far fewer prompt tokens than the request holds, i.e.
+it silently cut the prompt (Ollama truncates to `num_ctx` without an error)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarningEvent:
+    """Something went wrong that the provider did not report as an error; the stream goes on.
+
+    Attributes:
+        kind: what it is (see `WarningKind`).
+        message: a human-readable explanation.
+        estimated_prompt_tokens: tether's local estimate of the prompt, in tokens, when relevant.
+        reported_prompt_tokens: the prompt size the provider reported, in tokens, when relevant.
+    """
+
+    type: Literal["warning"] = "warning"
+    kind: WarningKind
+    message: str
+    estimated_prompt_tokens: int | None = None
+    reported_prompt_tokens: int | None = None
+
+
 StreamEvent = (
     TextStart
     | TextDelta
@@ -203,6 +230,7 @@ StreamEvent = (
     | ToolCallDelta
     | ToolCallEnd
     | UsageEvent
+    | WarningEvent
     | Done
     | ErrorEvent
 )
