@@ -61,7 +61,7 @@ MIN_THINKING_BUDGET = 1024
 MAX_CACHE_BREAKPOINTS = 4
 """Anthropic allows at most 4 `cache_control` breakpoints per request."""
 
-EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+EPHEMERAL: at.CacheControlEphemeralParam = {"type": "ephemeral"}
 
 _ToolResultPart = at.TextBlockParam | at.ImageBlockParam
 
@@ -218,7 +218,7 @@ def _mark_last_cacheable(content: list[Any]) -> bool:
             continue
         if block.get("type") == "text" and not block.get("text"):
             continue
-        block["cache_control"] = dict(EPHEMERAL)
+        block["cache_control"] = {"type": "ephemeral"}
         content[k] = block
         return True
     return False
@@ -316,7 +316,7 @@ def build_params(
             tools = [*tools[:-1], cast(at.ToolParam, {**tools[-1], "cache_control": EPHEMERAL})]
             left -= 1
         if system:
-            system = [{**system[0], "cache_control": EPHEMERAL}]
+            system = [{"type": "text", "text": system_text, "cache_control": EPHEMERAL}]
             left -= 1
         messages, _ = cache_messages(messages, min(2, left))
     return MessagesParams(

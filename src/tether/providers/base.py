@@ -248,9 +248,7 @@ def wire_messages(
     (pairing repaired, reasoning sanitized, ids sanitized, user-terminated tail)."""
     if request.is_wire_view:
         return request.messages
-    return build_view(
-        request.messages, target, supports_prefill=supports_prefill, route=route
-    )
+    return build_view(request.messages, target, supports_prefill=supports_prefill, route=route)
 
 
 @runtime_checkable
