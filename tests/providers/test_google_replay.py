@@ -38,7 +38,7 @@ from tether.messages import (
     text_turn,
     tool_result,
 )
-from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.base import ErrorEvent, ModelRequest, ToolSpec
 from tether.providers.google import GoogleProvider, set_json_path
 from tether.providers.google_request import SKIP_SIGNATURE, decode_signature, encode_signature
 
@@ -260,7 +260,8 @@ async def test_cut_stream_is_network_error_and_call_not_finalized() -> None:
         provider(Server([Recorded(200, {"content-type": "text/event-stream"}, body)])),
         simple_request(),
     )
-    assert r.events[-1].type == "error" and getattr(r.events[-1], "kind") == "network"
+    err = r.events[-1]
+    assert isinstance(err, ErrorEvent) and err.kind == "network"
     assert all(c.invalid for c in r.turn.tool_calls)
 
 
@@ -282,8 +283,8 @@ async def test_http_error_is_classified() -> None:
         simple_request(),
     )
     err = r.events[-1]
-    assert err.type == "error"
-    assert getattr(err, "kind") == "rate_limited" and getattr(err, "retry_after_s") == 17.0
+    assert isinstance(err, ErrorEvent)
+    assert err.kind == "rate_limited" and err.retry_after_s == 17.0
 
 
 def test_missing_key_is_auth_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,7 +298,6 @@ def test_missing_key_is_auth_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_foreign_call_signature_is_not_replayed() -> None:
     from tether.providers.google_request import to_gemini_contents
-
     from tether.wire import build_view
 
     other = Provenance(provider="google", api="google", model="gemini-2.5-flash")
