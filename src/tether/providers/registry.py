@@ -9,6 +9,12 @@ Grammar:
     "openai/MODEL"               Chat Completions (OPENAI_API_KEY; `base_url` for any
                                  OpenAI-compatible server: vLLM, llama.cpp server, LM Studio, ...)
     "anthropic/MODEL"            Anthropic Messages (ANTHROPIC_API_KEY)
+    "openai-responses/MODEL"     OpenAI Responses, stateless (OPENAI_API_KEY)
+    "google/MODEL"               Gemini API (GEMINI_API_KEY, else GOOGLE_API_KEY)
+    "ollama/MODEL"               a local Ollama server's native API (no key; OLLAMA_HOST or
+                                 `base_url`, default http://127.0.0.1:11434)
+The model name is everything after the first `/` (so `ollama/qwen3:8b` and
+`openai/meta-llama/Llama-3-8B` keep their own slashes and tags).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 from tether.errors import ConfigError
 from tether.providers.base import Provider
 
-PROVIDERS = ("local", "openai", "anthropic")
+PROVIDERS = ("local", "openai", "anthropic", "openai-responses", "google", "ollama")
 
 
 def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provider:
@@ -45,6 +51,18 @@ def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provi
         from tether.providers.openai_chat import OpenAIChatProvider
 
         return OpenAIChatProvider(model_name, base_url=base_url)
+    if provider_name == "openai-responses":
+        from tether.providers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(model_name, base_url=base_url)
+    if provider_name == "google":
+        from tether.providers.google import GoogleProvider
+
+        return GoogleProvider(model_name, base_url=base_url)
+    if provider_name == "ollama":
+        from tether.providers.ollama import OllamaProvider
+
+        return OllamaProvider(model_name, base_url=base_url)
     from tether.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(model_name, base_url=base_url)
