@@ -151,9 +151,8 @@ def check_responses(body: dict[str, Any], issued_items: set[str]) -> list[str]:
             ):
                 problems.append(f"item {i}: fc id without its reasoning item")
             calls.add(item["call_id"])
-        elif kind == "function_call_output":
-            if item["call_id"] not in calls:
-                problems.append(f"item {i}: output for unknown call")
+        elif kind == "function_call_output" and item["call_id"] not in calls:
+            problems.append(f"item {i}: output for unknown call")
     if body.get("store") is not False:
         problems.append("store must be false")
     return problems
