@@ -9,8 +9,8 @@ Event contract of `Provider.stream(request)`:
     any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
     RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, UsageEvent and WarningEvent
     events, each block keyed by an `index` unique within the stream, then EXACTLY ONE terminal
-    event: `Done` or `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an adapter raises
-    only for configuration mistakes and bugs.
+    event: `Done` or `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an
+    adapter raises only for configuration mistakes and bugs.
 """
 
 from __future__ import annotations

@@ -171,8 +171,8 @@ def system_prompt(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:
     system prompt. Kept short and concrete: small models follow examples, not prose."""
     lines = [
         "You are an agent working in the current folder through tools.",
-        'Reply with ONE JSON object: {"tool": NAME, "arguments": {...}} to call a tool,',
-        'or {"answer": TEXT} to reply to the user when you are done.',
+        "Reply with ONE JSON object: {\"tool\": NAME, \"arguments\": {...}} to call a tool,",
+        "or {\"answer\": TEXT} to reply to the user when you are done.",
         "File paths are relative to the current folder, exactly as the user wrote them.",
     ]
     if tools:
@@ -467,11 +467,7 @@ class LocalProvider:
             )
         )
         yield Done(
-            stop_reason="max_tokens"
-            if finish == "length"
-            else "tool_use"
-            if called
-            else "end_turn",
+            stop_reason="max_tokens" if finish == "length" else "tool_use" if called else "end_turn",
             raw_stop_reason=finish,
         )
 
@@ -504,3 +500,4 @@ class LocalProvider:
                 yield TextEnd(index=0)
         else:
             yield TextEnd(index=0)
+
