@@ -45,7 +45,7 @@ OLLAMA_TAGS = {
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         routes = {"/v1/models": OPENAI_MODELS, "/api/tags": OLLAMA_TAGS}
         body = routes.get(self.path.split("?")[0])
         if body is None:
@@ -59,7 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
