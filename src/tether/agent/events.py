@@ -86,6 +86,16 @@ class WireRepairEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WarningOutEvent:
+    """A provider reported something wrong without failing (e.g. `truncated_prompt`: Ollama cut
+    the prompt silently); the run goes on."""
+
+    type: Literal["warning"] = "warning"
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorOutEvent:
     """The run stopped on a provider error (`kind` from the taxonomy)."""
 
@@ -123,6 +133,7 @@ AgentEvent = Annotated[
     | ToolResultEvent
     | TurnEndEvent
     | WireRepairEvent
+    | WarningOutEvent
     | ErrorOutEvent
     | DoneEvent,
     Field(discriminator="type"),

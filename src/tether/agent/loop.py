@@ -37,6 +37,7 @@ from tether.agent.events import (
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
+    WarningOutEvent,
     WireRepairEvent,
 )
 from tether.errors import RunError
@@ -51,7 +52,14 @@ from tether.messages import (
     tool_result,
 )
 from tether.providers.assemble import Assembler
-from tether.providers.base import ModelRequest, Provider, TextDelta, ThinkingDelta, ToolSpec
+from tether.providers.base import (
+    ModelRequest,
+    Provider,
+    TextDelta,
+    ThinkingDelta,
+    ToolSpec,
+    WarningEvent,
+)
 from tether.tools.base import Tool, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
@@ -317,6 +325,8 @@ class Agent:
                     self._emit(TextDeltaEvent(text=event.text))
                 elif isinstance(event, ThinkingDelta):
                     self._emit(ThinkingDeltaEvent(text=event.text))
+                elif isinstance(event, WarningEvent):
+                    self._emit(WarningOutEvent(kind=event.kind, message=event.message))
         except asyncio.CancelledError:
             partial = assembler.turn(stop_reason="interrupted")
             if partial.content:
