@@ -249,14 +249,17 @@ def to_responses_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def normalize_usage(usage: ResponseUsage) -> Usage:
     """Responses usage → tether `Usage`: `input_tokens` includes
-    `input_tokens_details.cached_tokens`, so the cached part is subtracted (case T19)."""
+    `input_tokens_details.cached_tokens` (and `cache_write_tokens`, when reported), so those
+    are subtracted from input (case T19)."""
     # Compatible servers may omit the details object the SDK types as required.
     details = cast(Any, usage).input_tokens_details
-    cached: int = (details.cached_tokens or 0) if details is not None else 0
+    cached: int = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    written: int = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
     return Usage(
-        input_tokens=max(0, usage.input_tokens - cached),
+        input_tokens=max(0, usage.input_tokens - cached - written),
         output_tokens=usage.output_tokens,
         cache_read_tokens=cached,
+        cache_write_tokens=written,
     )
 
 
