@@ -10,6 +10,7 @@ sessions, failed runs reported to a caller, and bugs.
     │   └── SessionBusyError        another process is writing that session
     ├── WireError                   strict wire mode found something it would have repaired
     ├── RunError                    a run stopped on a provider error (carries `kind`)
+    │   └── LengthResumeExhausted   replies kept hitting the output-token limit with nothing new
     └── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
 
 Headless exit codes (`exit_code_for`): 0 success · 1 usage/other · 2 auth · 3 network ·
@@ -62,6 +63,19 @@ class RunError(TetherError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+
+
+class LengthResumeExhausted(RunError):
+    """The reply hit the output-token limit (`max_tokens`) and consecutive "Please continue."
+    requests brought no text and no tool calls. Kind `provider` (exit code 4).
+
+    Attributes:
+        continuations: continuation requests made before giving up.
+    """
+
+    def __init__(self, message: str, *, continuations: int) -> None:
+        super().__init__("provider", message)
+        self.continuations = continuations
 
 
 class CancelledRunError(TetherError):

@@ -14,6 +14,7 @@ from tether.agent.loop import INTERRUPTED, Agent
 from tether.errors import RunError
 from tether.messages import TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
 from tether.providers.base import ErrorEvent, TextDelta, TextStart, ToolCallDelta, ToolCallStart
+from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, UnexpectedRequestError, call
 from tether.tools.base import tool
@@ -99,7 +100,13 @@ async def test_provider_error_stops_the_run_and_persists_nothing_partial(tmp_pat
         ToolCallDelta(index=1, arguments_delta='{"command": "rm -rf'),
         ErrorEvent(kind="overloaded", message="Overloaded", status_code=200),
     ]
-    agent = Agent(ScriptedProvider([partial]), tools=builtin_tools(), root=tmp_path, session=writer)
+    agent = Agent(
+        ScriptedProvider([partial]),
+        tools=builtin_tools(),
+        root=tmp_path,
+        session=writer,
+        retry=RetryPolicy(max_attempts=1),
+    )
     with pytest.raises(RunError) as info:
         await agent.run("go")
     assert info.value.kind == "overloaded"
@@ -226,7 +233,13 @@ async def test_cancel_mid_stream_persists_the_partial_turn_and_closes_its_calls(
 async def test_a_failed_run_still_ends_with_done(tmp_path: Path) -> None:
     events: list[AgentEvent] = []
     provider = ScriptedProvider([call("ls"), ErrorEvent(kind="rate_limited", message="slow down")])
-    agent = Agent(provider, tools=builtin_tools(), root=tmp_path, on_event=events.append)
+    agent = Agent(
+        provider,
+        tools=builtin_tools(),
+        root=tmp_path,
+        on_event=events.append,
+        retry=RetryPolicy(max_attempts=1),
+    )
     with pytest.raises(RunError):
         await agent.run("go")
     types = [e.type for e in events]

@@ -25,6 +25,7 @@ def _tether(
         if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     }
     env["TETHER_HOME"] = str(home)
+    env["TETHER_RETRY_BASE"] = "10ms"  # retried faults must not really sleep
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", *args],
         cwd=home.parent,

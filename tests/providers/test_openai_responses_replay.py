@@ -208,7 +208,8 @@ async def test_error_event_is_classified() -> None:
     err = r.events[-1]
     assert isinstance(err, ErrorEvent)
     assert "exceeded your current quota" in err.message
-    assert err.kind == "provider"
+    assert err.kind == "auth"  # quota exhausted: an account problem, not retried
+    assert err.code == "insufficient_quota"
     assert r.turn.stop_reason == "error"
 
 
@@ -221,6 +222,7 @@ async def test_response_failed_event_without_error_event() -> None:
     r = await run(provider(Server([sse_response(sse(payloads, named=True))])), simple_request())
     err = r.events[-1]
     assert isinstance(err, ErrorEvent) and "quota" in err.message and err.status_code == 200
+    assert err.kind == "auth" and err.code == "insufficient_quota"
 
 
 async def test_truncated_stream_is_a_network_error() -> None:

@@ -52,3 +52,23 @@ def call(registry: ToolRegistry, ctx: ToolContext) -> Call:
         return result
 
     return run
+
+
+@pytest.fixture
+def alive() -> Callable[[int], bool]:
+    """`alive(pid)`: see `process_alive`."""
+    return process_alive
+
+
+def process_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, killed but not reaped, counts as gone)."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False

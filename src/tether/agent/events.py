@@ -57,12 +57,16 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResultEvent:
+    """A call finished; `content` is the text the model sees."""
+
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     name: str
     content: str
     is_error: bool
     duration_ms: float
+    display: Any = None
+    """The tool's display value for the host (never sent to the model, never stored)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +95,43 @@ class WarningOutEvent:
     the prompt silently); the run goes on."""
 
     type: Literal["warning"] = "warning"
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryEvent:
+    """An attempt failed with a retryable fault; the same provider/model is asked again after
+    `delay_s` seconds. Whatever the failed attempt streamed is discarded (never persisted, no
+    tool runs from it).
+
+    Attributes:
+        attempt: the failed attempt's number on this provider/model, from 1.
+        kind: the fault's kind (taxonomy).
+        delay_s: the wait before the next attempt, in seconds.
+        from_retry_after: True when the server's Retry-After set the wait.
+        provider: provider name; model: model name.
+        message: the fault's explanation.
+    """
+
+    type: Literal["retry"] = "retry"
+    attempt: int
+    kind: str
+    delay_s: float
+    from_retry_after: bool
+    provider: str
+    model: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FallbackEvent:
+    """A provider/model failed for good (`kind`); the next one of the fallback chain takes
+    over with the same request. Names are `provider/model`."""
+
+    type: Literal["fallback"] = "fallback"
+    from_model: str
+    to_model: str
     kind: str
     message: str
 
@@ -134,6 +175,8 @@ AgentEvent = Annotated[
     | TurnEndEvent
     | WireRepairEvent
     | WarningOutEvent
+    | RetryEvent
+    | FallbackEvent
     | ErrorOutEvent
     | DoneEvent,
     Field(discriminator="type"),

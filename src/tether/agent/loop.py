@@ -8,9 +8,11 @@ pending calls get `interrupted` results so the session stays well-formed).
 Does not own: transport (providers), the wire passes (`tether.wire`), tool bodies
 (`tether.tools`), file formats (`tether.session`).
 
-Errors: provider faults arrive as `ErrorEvent` values; this loop stops the run on them (retries
-and fallback are a later layer) by raising `RunError(kind)` after emitting an `error` event.
-Nothing from a failed attempt is persisted or executed. Cancellation raises
+Errors: provider faults arrive as `ErrorEvent` values; `tether.agent.attempts` retries them and
+falls back along the provider chain, then raises `RunError(kind)` after an `error` event.
+Nothing from a failed attempt is persisted or executed. Run limits (`tether.agent.limits`): a
+reply cut by `max_tokens` is resumed with "Please continue." (bounded), and the thinking budget
+may decay per turn. Cancellation raises
 `asyncio.CancelledError` after the partial turn is persisted.
 """
 
@@ -19,28 +21,33 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import random
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from tether.agent.attempts import Attempts, provider_chain
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
     ErrorOutEvent,
     SessionStartEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
-    WarningOutEvent,
     WireRepairEvent,
 )
-from tether.errors import RunError
+from tether.agent.limits import (
+    CONTINUE_PROMPT,
+    Continuations,
+    ThinkingDecay,
+    thinking_budget_for_turn,
+)
+from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import (
     ContentBlock,
     Provenance,
@@ -49,25 +56,24 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
     Usage,
+    text_turn,
     tool_result,
 )
-from tether.providers.assemble import Assembler
-from tether.providers.base import (
-    ModelRequest,
-    Provider,
-    TextDelta,
-    ThinkingDelta,
-    ToolSpec,
-    WarningEvent,
-)
-from tether.tools.base import Tool, ToolContext
+from tether.providers.base import ModelRequest, Provider, ToolSpec
+from tether.providers.retry import RetryPolicy
+from tether.tools.base import Tool, ToolContext, Wrap
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.hygiene import Hygiene, HygieneConfig
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits, gate_tool_result
+from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
-from tether.tools.run import run_tool_call
+from tether.tools.run import ToolRunResult, run_tool, system_note_block
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
+TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
+"""The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
 
 
 class TurnSink(Protocol):
@@ -96,6 +102,8 @@ class RunResult:
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
         turns: requests made in this run.
         new_turns: every turn appended during this run, in order.
+        answer: the final answer's text, continuation pieces concatenated (None: the last
+            turn's text).
     """
 
     message: Turn | None
@@ -103,10 +111,13 @@ class RunResult:
     stop_reason: str
     turns: int
     new_turns: tuple[Turn, ...]
+    answer: str | None = None
 
     @property
     def text(self) -> str:
-        """The final answer's text."""
+        """The final answer's text (every "Please continue." piece, concatenated)."""
+        if self.answer is not None:
+            return self.answer
         return self.message.text if self.message else ""
 
 
@@ -114,7 +125,7 @@ class Agent:
     """One agent over one history.
 
     Args:
-        provider: the model endpoint.
+        provider: the model endpoint, or a chain of them in fallback order.
         tools: the tools offered (a registry or a sequence of `Tool`).
         root: the working folder; file tools are confined to it.
         system: the system prompt.
@@ -134,11 +145,24 @@ class Agent:
             None for this process's environment.
         session_dir: the session's artifact folder, for tools that store files.
         policy: paths the file tools refuse (default: dotenv files, case T31); None for none.
+        tool_output_threshold_chars: a tool result longer than this (characters, after
+            normalization) is saved under `session_dir/tool-results/` and replaced by a
+            `<persisted-output>` stub (cut to head + tail without a session); T25, T26.
+        fallback: providers tried after `provider` when it fails for good (see
+            `tether.providers.fallback` for which faults hand over).
+        retry: retries per provider (default `RetryPolicy()`: 3 attempts, 2 s base, 30 s max).
+        max_continuations: "Please continue." requests per answer after a `max_tokens` stop.
+        thinking_decay: per-turn reasoning budget (`StepDecay` / `GeometricDecay`), or None.
+        sleep: the async sleep between retries, in seconds (injected in tests).
+        rng: the retry jitter source, floats in [0, 1).
+        hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
+        question_bridge: how the `question` tool reaches the user; None when headless.
+        wrap: rewrites a tool worker's argv before it starts (the OS sandbox hook).
     """
 
     def __init__(
         self,
-        provider: Provider,
+        provider: Provider | Sequence[Provider],
         *,
         tools: ToolRegistry | Sequence[Tool] = (),
         root: Path | str = ".",
@@ -155,8 +179,21 @@ class Agent:
         env: dict[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = DEFAULT_POLICY,
+        tool_output_threshold_chars: int = DEFAULT_THRESHOLD_CHARS,
+        fallback: Sequence[Provider] = (),
+        retry: RetryPolicy | None = None,
+        max_continuations: int = 3,
+        thinking_decay: ThinkingDecay | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+        hygiene: HygieneConfig | None = None,
+        question_bridge: QuestionBridge | None = None,
+        wrap: Wrap | None = None,
     ) -> None:
-        self.provider = provider
+        self.chain = provider_chain(provider, fallback)
+        self.provider = provider = self.chain[0]
+        self.max_continuations = max_continuations
+        self.thinking_decay = thinking_decay
         if isinstance(tools, ToolRegistry):
             self.registry = tools
         else:
@@ -179,23 +216,34 @@ class Agent:
             env=scrubbed_env(os.environ if env is None else env),
             session_dir=session_dir,
             policy=policy,
+            wrap=wrap,
+            questions=question_bridge,
         )
+        self._output_limits = OutputLimits(threshold_chars=tool_output_threshold_chars)
+        self._hygiene = Hygiene(hygiene, root=str(self.root))
+        self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
+        self._cancel_requested: set[str] = set()
+        self._notes: dict[str, tuple[str, ...]] = {}
         secrets_in_env = secret_values(os.environ if env is None else env)
         self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
-        self._used_call_ids: set[str] = {
-            c.id for t in self.history for c in t.tool_calls
-        }
+        self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
-        self._views = ViewBuilder(
-            provider.target,
-            route=Provenance(provider=provider.name, api=provider.target, model=provider.model),
-            supports_prefill=bool(getattr(provider, "supports_prefill", False))
-            if supports_prefill is None
-            else supports_prefill,
-            on_repair=self._on_repair,
-            # Within a run only this loop appends to `history`; `run()` resets the builder in
-            # case a caller edited it in between, so the O(history) prefix check is not needed.
-            check_prefix=False,
+        self._views = [  # one per chain position: the wire view differs per target
+            ViewBuilder(
+                p.target,
+                route=Provenance(provider=p.name, api=p.target, model=p.model),
+                supports_prefill=bool(getattr(p, "supports_prefill", False))
+                if supports_prefill is None
+                else supports_prefill,
+                on_repair=self._on_repair,
+                # Within a run only this loop appends to `history`; `run()` resets the builder in
+                # case a caller edited it in between, so the O(history) prefix check is not needed.
+                check_prefix=False,
+            )
+            for p in self.chain
+        ]
+        self._attempts = Attempts(
+            self.chain, policy=retry or RetryPolicy(), emit=self._emit, sleep=sleep, rng=rng
         )
         self._provenance = Provenance(
             provider=provider.name, api=provider.target, model=provider.model
@@ -246,7 +294,9 @@ class Agent:
             asyncio.CancelledError: the run was cancelled; the partial turn was persisted.
         """
         new_turns: list[Turn] = []
-        self._views.reset()
+        for views in self._views:
+            views.reset()
+        continuations = Continuations(self.max_continuations)
         self.close_interrupted()
         if prompt is not None:
             content: tuple[ContentBlock, ...] = (
@@ -270,7 +320,7 @@ class Agent:
         try:
             for n in range(1, self.max_turns + 1):
                 self._emit(TurnStartEvent(turn=n))
-                turn = await self._request(specs, new_turns)
+                turn = await self._request(specs, new_turns, n)
                 last = turn
                 if turn.usage is not None:
                     usage = usage + turn.usage
@@ -280,12 +330,17 @@ class Agent:
                     )
                 )
                 calls = turn.tool_calls
+                if continuations.after_turn(turn):
+                    self._append(text_turn(self.new_id(), "user", CONTINUE_PROMPT), new_turns)
+                    continue
                 if not calls:
                     stop_reason = turn.stop_reason or "end_turn"
                     break
                 await self._run_tools(calls, new_turns)
-        except RunError:
+        except RunError as exc:
             stop_reason = "error"
+            if isinstance(exc, LengthResumeExhausted):
+                self._emit(ErrorOutEvent(kind=exc.kind, message=str(exc)))
             raise
         except asyncio.CancelledError:
             stop_reason = "cancelled"
@@ -296,49 +351,48 @@ class Agent:
                 DoneEvent(
                     session_id=self.session.id if self.session else None,
                     message=last,
-                    text=last.text if last else "",
+                    text=continuations.answer or (last.text if last else ""),
                     usage=usage,
                     stop_reason=stop_reason,
                     turns=n,
                 )
             )
         return RunResult(
-            message=last, usage=usage, stop_reason=stop_reason, turns=n, new_turns=tuple(new_turns)
+            message=last,
+            usage=usage,
+            stop_reason=stop_reason,
+            turns=n,
+            new_turns=tuple(new_turns),
+            answer=continuations.answer or (last.text if last else ""),
         )
 
-    async def _request(self, specs: tuple[ToolSpec, ...], new_turns: list[Turn]) -> Turn:
-        """One request: stream, assemble, re-mint ids, persist. Raises RunError on a fault."""
-        request = ModelRequest(
-            model=self.provider.model,
-            messages=self._views.view(tuple(self.history)),
-            system=self.system,
-            tools=specs,
-            max_output_tokens=self.max_output_tokens,
-            temperature=self.temperature,
-            is_wire_view=True,
-        )
-        assembler = Assembler(self.new_id(), self._provenance)
+    async def _request(
+        self, specs: tuple[ToolSpec, ...], new_turns: list[Turn], n: int = 1
+    ) -> Turn:
+        """One request (the n-th of the run) over the provider chain: attempts, retries and
+        fallback in `Attempts`; persist the reply. Raises RunError when the chain is spent."""
+
+        def build(i: int, provider: Provider) -> ModelRequest:
+            return ModelRequest(
+                model=provider.model,
+                messages=self._views[i].view(tuple(self.history)),
+                system=self.system,
+                tools=specs,
+                max_output_tokens=self.max_output_tokens,
+                temperature=self.temperature,
+                is_wire_view=True,
+                thinking_budget_tokens=thinking_budget_for_turn(self.thinking_decay, n),
+            )
+
         try:
-            async for event in self.provider.stream(request):
-                assembler.feed(event)
-                if isinstance(event, TextDelta):
-                    self._emit(TextDeltaEvent(text=event.text))
-                elif isinstance(event, ThinkingDelta):
-                    self._emit(ThinkingDeltaEvent(text=event.text))
-                elif isinstance(event, WarningEvent):
-                    self._emit(WarningOutEvent(kind=event.kind, message=event.message))
+            _, assembler = await self._attempts.request(self.new_id(), build)
         except asyncio.CancelledError:
-            partial = assembler.turn(stop_reason="interrupted")
-            if partial.content:
+            current = self._attempts.current
+            partial = current.turn(stop_reason="interrupted") if current is not None else None
+            if partial is not None and partial.content:
                 self._persist_assistant(partial, new_turns)
                 self.close_interrupted()
             raise
-        if assembler.error is not None or assembler.done is None:
-            err = assembler.error
-            kind = err.kind if err else "network"
-            message = err.message if err else "the stream ended without a terminal event"
-            self._emit(ErrorOutEvent(kind=kind, message=message))
-            raise RunError(kind, message)
         return self._persist_assistant(assembler.turn(), new_turns)
 
     def _persist_assistant(self, turn: Turn, new_turns: list[Turn]) -> Turn:
@@ -346,14 +400,53 @@ class Agent:
         self._used_call_ids.update(c.id for c in turn.tool_calls)
         self._append(turn, new_turns)
         for c in turn.tool_calls:
-            self._emit(ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid))
+            self._emit(
+                ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid)
+            )
         return turn
+
+    def cancel_tool(self, call_id: str) -> bool:
+        """End one running tool call; its result becomes `TOOL_CANCELLED` (is_error) and the run
+        goes on. Returns False when no call with that id is running."""
+        task = self._running.get(call_id)
+        if task is None or task.done():
+            return False
+        self._cancel_requested.add(call_id)
+        task.cancel()
+        return True
+
+    async def _run_cancellable(self, call: ToolCallBlock) -> ToolRunResult:
+        task = asyncio.ensure_future(
+            run_tool(
+                self.registry,
+                call,
+                self.context,
+                timeout_s=self.tool_timeout_s,
+                redact=self._redact,
+            )
+        )
+        self._running[call.id] = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if call.id not in self._cancel_requested or (me is not None and me.cancelling()):
+                raise
+            return ToolRunResult(block=tool_result(call.id, TOOL_CANCELLED, is_error=True))
+        finally:
+            self._running.pop(call.id, None)
+            self._cancel_requested.discard(call.id)
 
     async def _run_one(self, call: ToolCallBlock) -> ToolResultBlock:
         started = time.perf_counter()
-        result = await run_tool_call(
-            self.registry, call, self.context, timeout_s=self.tool_timeout_s, redact=self._redact
-        )
+        run = self._hygiene.check(call)  # replayed / blocked without running
+        if run is None:
+            run = await self._run_cancellable(call)
+            tool = self.registry.get(call.name)
+            run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
+        result = await gate_tool_result(run.block, self.context.session_dir, self._output_limits)
+        if run.system_notes:
+            self._notes[call.id] = run.system_notes
         self._emit(
             ToolResultEvent(
                 tool_call_id=call.id,
@@ -361,6 +454,7 @@ class Agent:
                 content=result.text,
                 is_error=result.is_error,
                 duration_ms=(time.perf_counter() - started) * 1e3,
+                display=run.display,
             )
         )
         return result
@@ -373,7 +467,9 @@ class Agent:
             try:
                 results: list[ToolResultBlock] = [await self._run_one(calls[0])]
             except asyncio.CancelledError:
-                self._append_results([tool_result(calls[0].id, INTERRUPTED, is_error=True)], new_turns)
+                self._append_results(
+                    [tool_result(calls[0].id, INTERRUPTED, is_error=True)], new_turns
+                )
                 raise
         else:
             tasks = [asyncio.ensure_future(self._run_one(c)) for c in calls]
@@ -397,7 +493,10 @@ class Agent:
         self._append_results(results, new_turns)
 
     def _append_results(self, results: list[ToolResultBlock], new_turns: list[Turn]) -> None:
-        self._append(Turn(id=self.new_id(), role="user", content=tuple(results)), new_turns)
+        # system notes go after ALL results (tool_result blocks first in a user turn)
+        notes = dict.fromkeys(n for r in results for n in self._notes.pop(r.tool_call_id, ()))
+        content = (*results, *(system_note_block(n) for n in notes))
+        self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
 
 
 def run_sync(agent: Agent, prompt: str | None = None) -> RunResult:

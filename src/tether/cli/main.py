@@ -23,11 +23,14 @@ import typer
 
 from tether.agent.events import AgentEvent, event_to_json
 from tether.agent.loop import Agent, default_id_factory
+from tether.cli.settings_cmds import config_app, login, logout, provider_from_settings
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn, turn_to_dict
-from tether.providers.registry import resolve_provider
+from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
+from tether.settings import load_settings
 from tether.tools.builtins import builtin_tools
 
 app = typer.Typer(
@@ -39,6 +42,9 @@ app = typer.Typer(
 )
 sessions_app = typer.Typer(help="List, show and delete stored sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(config_app, name="config")
+app.command()(login)
+app.command()(logout)
 
 EXIT_OK, EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 2, 5, 130
 
@@ -82,7 +88,9 @@ def run(
     base_url: Annotated[
         str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
     ] = None,
-    max_turns: Annotated[int, typer.Option(min=1, help="Cap on model requests.")] = 20,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Cap on model requests (default: run.max_turns, 50).")
+    ] = None,
     session: Annotated[str | None, typer.Option(help="Persist under this new session id.")] = None,
     resume: Annotated[str | None, typer.Option(help="Replay this session, then continue it.")] = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
@@ -99,7 +107,7 @@ def _run(
     prompt: str | None,
     model: str | None,
     base_url: str | None,
-    max_turns: int,
+    max_turns: int | None,
     session_id: str | None,
     resume: str | None,
     system: str | None,
@@ -133,7 +141,17 @@ def _run(
         _err(f"--cwd {cwd} is not a folder")
         return EXIT_USAGE
     try:
-        provider = resolve_provider(model, base_url=base_url)
+        cfg = load_settings(root)  # CLI flags win over the settings
+        provider = provider_from_settings(model, base_url, cfg, root)
+
+        # settings, then TETHER_RETRY_BASE / _MAX / _ATTEMPTS from the environment on top
+        retry = RetryPolicy.from_env(
+            base=RetryPolicy(
+                max_attempts=cfg.settings.retry.max_attempts,
+                retry_base_s=cfg.settings.retry.base_s,
+                retry_max_s=max(cfg.settings.retry.max_s, cfg.settings.retry.base_s),
+            )
+        )
         store = SessionStore()
         history: tuple[Turn, ...] = ()
         writer = None
@@ -160,11 +178,14 @@ def _run(
         system=system or stdin.system,
         history=history,
         session=writer,
-        max_turns=max_turns,
+        max_turns=max_turns or cfg.settings.run.max_turns,
+        tool_timeout_s=cfg.settings.tools.timeout_s,
         id_factory=new_id,
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
+        retry=retry,
     )
+    start = len(agent.history)
     try:
         for turn in stdin.messages:
             agent.history.append(turn)
@@ -175,6 +196,8 @@ def _run(
         _err(str(exc))
         return EXIT_USAGE
     finally:
+        ran = agent.history[start:]
+        _err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
         if writer is not None:
             writer.close()
             _err(f"session {writer.id} ({writer.path})")
@@ -243,7 +266,8 @@ def sessions_list() -> None:
 
 @sessions_app.command("show")
 def sessions_show(session_id: str) -> None:
-    """Print a session's turns as JSON lines (malformed lines are reported on stderr)."""
+    """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
+    session's summed usage and cost on stderr."""
     try:
         loaded = SessionStore().load(session_id)
     except SessionError as exc:
@@ -253,6 +277,7 @@ def sessions_show(session_id: str) -> None:
         _err(loaded.report.describe())
     for turn in loaded.turns:
         print(json.dumps(turn_to_dict(turn)))
+    _err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
 
 
 @sessions_app.command("delete")

@@ -58,13 +58,14 @@ class ModelRequest:
         tools: the tools offered.
         max_output_tokens: cap on generated tokens, or None for the provider default.
         temperature: sampling temperature, or None for the provider default.
-        thinking_budget_tokens: extended-thinking budget in tokens (Anthropic `thinking.
-            budget_tokens`, Gemini `thinking_budget`), or None for the provider's configured
-            default. Adapters whose API has no budget ignore it.
         is_wire_view: True when `messages` is already the wire view for the provider's
             target (the agent loop builds it incrementally and sets this); otherwise the
             adapter builds it with `tether.wire.build_view` (see `wire_messages`), so every
             request goes through the wire passes either way.
+        thinking_budget_tokens: the reasoning budget for this request in tokens (the loop's
+            thinking-budget decay sets it per turn), or None for the provider's own setting
+            (Anthropic `thinking.budget_tokens`, Gemini `thinkingConfig.thinkingBudget`;
+            adapters whose API has no budget ignore it).
     """
 
     model: str
@@ -73,8 +74,8 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     temperature: float | None = None
-    thinking_budget_tokens: int | None = None
     is_wire_view: bool = False
+    thinking_budget_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,6 +187,8 @@ class ErrorEvent:
         message: a human-readable explanation.
         status_code: the HTTP status, when one applies (200 for an in-stream error event).
         retry_after_s: the server's Retry-After, in seconds, when given.
+        code: the provider's exact error type/code when it sent one (`overloaded_error`,
+            `insufficient_quota`, `billing_error`, ...); retry decisions read it, never prose.
     """
 
     type: Literal["error"] = "error"
@@ -193,6 +196,7 @@ class ErrorEvent:
     message: str
     status_code: int | None = None
     retry_after_s: float | None = None
+    code: str | None = None
 
 
 WarningKind = Literal["truncated_prompt"]

@@ -25,6 +25,11 @@ error object inside a 200 stream) and raw httpx/httpx2 transport errors; ollama 
 imported (they are looked up in `sys.modules`, so this module does not import them).
 
 Rules (status first, then the error body):
+    depleted quota or billing, by exact signals only: HTTP 402, error `type`/`code`
+        `insufficient_quota` (OpenAI, a 429), `type` `billing_error` (Anthropic)
+                                               → auth (an account problem: not retried, the next
+                                                 provider in a fallback chain may take over);
+                                                 `ErrorEvent.code` names the signal
     401 / 403                                  → auth
     429, body type `rate_limit_error`          → rate_limited (Retry-After parsed)
     529, body type `overloaded_error`          → overloaded (Anthropic's overload status/type; an
@@ -32,7 +37,8 @@ Rules (status first, then the error body):
     400 / 413 whose body says the prompt is too long
         ("prompt is too long" Anthropic, "context_length_exceeded" / "maximum context length"
         OpenAI and compatible servers)         → context_overflow
-    any other status                           → provider
+    any other status                           → provider (`api_error`/`timeout_error`
+                                                 bodies and 5xx are retried, see `retry.py`)
     connection errors, transport errors, timeouts → network
     json.JSONDecodeError                       → malformed
 `asyncio.CancelledError` is a BaseException and is never caught here or by the adapters.
@@ -52,6 +58,7 @@ import anthropic
 import httpx
 import openai
 
+from tether.durations import parse_duration
 from tether.providers.base import ErrorEvent, ErrorKind
 
 _T = TypeVar("_T")
@@ -125,6 +132,34 @@ def _body_status(err: Mapping[str, object]) -> int | None:
     return None
 
 
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_error"})
+"""Exact error `type`/`code` values meaning the account's quota or credit is used up (OpenAI
+`insufficient_quota`, Anthropic `billing_error`). Prose is never matched: a message that merely
+mentions "quota" is not a quota error."""
+
+
+def error_code(body: object) -> str | None:
+    """The provider's exact error identifier: the error object's string `code`, else its `type`
+    (OpenAI sends both, `code` being the more specific; Anthropic sends `type`). Lower-cased."""
+    err = error_object(body)
+    for key in ("code", "type"):
+        value = err.get(key)
+        if isinstance(value, str) and value and value.lower() != "error":
+            return value.lower()
+    return None
+
+
+def is_quota_error(status: int | None, body: object) -> bool:
+    """True when the status or the error body's exact `type`/`code` says the quota or credit is
+    depleted (see `QUOTA_CODES`; HTTP 402 Payment Required)."""
+    if status == 402:
+        return True
+    err = error_object(body)
+    return any(
+        isinstance(v, str) and v.lower() in QUOTA_CODES for v in (err.get("type"), err.get("code"))
+    )
+
+
 def classify_status(status: int | None, body: object) -> ErrorKind:
     """Classify an HTTP status and its error body.
 
@@ -146,6 +181,8 @@ def classify_status(status: int | None, body: object) -> ErrorKind:
     if status is None or status == 200:
         status = _body_status(err) or status
 
+    if is_quota_error(status, body):
+        return "auth"
     if status in (401, 403) or etype in ("authentication_error", "permission_error"):
         return "auth"
     if status == 429 or etype in ("rate_limit_error", "rate_limit_exceeded"):
@@ -162,14 +199,20 @@ def classify_status(status: int | None, body: object) -> ErrorKind:
 
 
 def parse_retry_after(
-    headers: Mapping[str, str] | None, *, now: Callable[[], float] = time.time
+    headers: Mapping[str, str] | None,
+    *,
+    now: Callable[[], float] = time.time,
+    reset_headers: bool = True,
 ) -> float | None:
-    """Seconds to wait, from `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date).
+    """Seconds to wait, from `retry-after-ms` (OpenAI), `retry-after` (seconds or an HTTP date),
+    else OpenAI's `x-ratelimit-reset-requests` / `-tokens` durations (the longer).
 
     Args:
         headers: the response headers (case-insensitive mapping such as `httpx2.Headers`, or a dict
             with lower-case keys).
         now: the clock (Unix seconds) for an HTTP-date value.
+        reset_headers: also read the `x-ratelimit-reset-*` headers (meaningful on a 429 only:
+            OpenAI sends them on every response).
 
     Returns:
         Non-negative seconds, or None when absent or unparseable.
@@ -185,7 +228,7 @@ def parse_retry_after(
             pass
     value = lowered.get("retry-after")
     if value is None:
-        return None
+        return _reset_headers(lowered) if reset_headers else None
     value = value.strip()
     try:
         return max(0.0, float(value))
@@ -198,6 +241,24 @@ def parse_retry_after(
     return max(0.0, when.timestamp() - now())
 
 
+_RESET_HEADERS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+
+
+def _reset_headers(lowered: Mapping[str, str]) -> float | None:
+    """OpenAI's `x-ratelimit-reset-requests` / `-tokens` ("1s", "6m0s", "20ms"): the longer
+    of the two, used only when no Retry-After was sent."""
+    found: list[float] = []
+    for name in _RESET_HEADERS:
+        raw = lowered.get(name)
+        if raw is None:
+            continue
+        try:
+            found.append(parse_duration(raw if raw.strip()[-1:].isalpha() else raw + "s"))
+        except (ValueError, IndexError):
+            continue
+    return max(found) if found else None
+
+
 def _message(body: object, fallback: str) -> str:
     err = error_object(body)
     msg = err.get("message")
@@ -208,13 +269,15 @@ def _status_event(
     status: int | None, body: object, headers: Mapping[str, str] | None, fallback: str
 ) -> ErrorEvent:
     kind = classify_status(status, body)
+    message = _message(body, fallback)
+    if is_quota_error(status, body):
+        message = f"quota or credit exhausted: {message}"
     return ErrorEvent(
         kind=kind,
-        message=_message(body, fallback),
+        message=message,
         status_code=status,
-        retry_after_s=parse_retry_after(headers)
-        if kind in ("rate_limited", "overloaded")
-        else None,
+        retry_after_s=parse_retry_after(headers, reset_headers=kind == "rate_limited"),
+        code=error_code(body),
     )
 
 
@@ -227,7 +290,8 @@ def classify_exception(exc: BaseException) -> ErrorEvent:
 
     Returns:
         The event. `status_code` is the HTTP status (200 for an error event inside a 200 stream);
-        `retry_after_s` is set for rate-limit/overload responses that sent `Retry-After`.
+        `retry_after_s` is set when the response sent `Retry-After` (or, on a 429, OpenAI's
+        reset headers); `code` is the body's exact error type/code.
         Anything unrecognized is `provider`, with the exception type in the message.
     """
     # Status errors first: both SDKs' APIStatusError carry the response.
@@ -243,6 +307,7 @@ def classify_exception(exc: BaseException) -> ErrorEvent:
             kind=classify_status(None, exc.body),
             message=_message(exc.body, exc.message),
             status_code=200,
+            code=error_code(exc.body),
         )
     other = _other_sdk_error(exc)
     if other is not None:
@@ -287,6 +352,7 @@ def _other_sdk_error(exc: BaseException) -> ErrorEvent | None:
             message=message if isinstance(message, str) and message else str(exc),
             status_code=status,
             retry_after_s=_retry_delay(details) if kind in ("rate_limited", "overloaded") else None,
+            code=error_code(details),
         )
     ollama_mod = sys.modules.get("ollama")
     if ollama_mod is not None and isinstance(exc, ollama_mod.ResponseError):

@@ -102,7 +102,7 @@ from tether.providers.base import (
     UsageEvent,
     wire_messages,
 )
-from tether.providers.errors import classify_status
+from tether.providers.errors import classify_status, error_code
 from tether.providers.streaming import drive_stream
 
 PRODUCER = "openai-responses"
@@ -367,11 +367,19 @@ class ResponsesStreamTranslator:
             err = event.response.error
             body: dict[str, Any] = err.model_dump(mode="json") if err is not None else {}
             message = err.message if err is not None else "the response failed"
-            yield ErrorEvent(kind=classify_status(None, body), message=message, status_code=200)
+            yield ErrorEvent(
+                kind=classify_status(None, body),
+                message=message,
+                status_code=200,
+                code=error_code(body),
+            )
         elif isinstance(event, ResponseErrorEvent):
             body = {"code": event.code, "message": event.message}
             yield ErrorEvent(
-                kind=classify_status(None, body), message=event.message, status_code=200
+                kind=classify_status(None, body),
+                message=event.message,
+                status_code=200,
+                code=error_code(body),
             )
 
     def finish(self) -> StreamEvent:

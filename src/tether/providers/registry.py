@@ -1,7 +1,12 @@
 """Resolve a `--model provider/model` string to a provider instance.
 
-Owns: the model-string grammar and the provider defaults. Does not own: credentials storage or
-fallback chains (a later layer).
+Owns: the model-string grammar and the provider defaults. Does not own: credentials storage
+(`tether.credentials`, whose lookup order — argument → environment → keyring → credential file —
+is applied here) or fallback chains (a later layer).
+
+A name from the settings' `providers` section (`--model work/MODEL` with `providers.work =
+{"type": "openai", "base_url": ...}`) picks its adapter by `type` and supplies `base_url`, a
+default model, and `api_key_env`; an explicit `base_url` argument wins.
 
 Grammar:
     None / "" / "local"          the embedded SmolLM2-135M-Instruct (no key, no network)
@@ -19,23 +24,46 @@ The model name is everything after the first `/` (so `ollama/qwen3:8b` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from tether.errors import ConfigError
+from tether.credentials import lookup_key
+from tether.errors import AuthError, ConfigError
 from tether.providers.base import Provider
+from tether.settings.model import ProviderSettings
 
 PROVIDERS = ("local", "openai", "anthropic", "openai-responses", "google", "ollama")
 
 
-def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provider:
+def resolve_provider(
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    providers: Mapping[str, ProviderSettings] | None = None,
+) -> Provider:
     """Build the provider for a model string (see the module docstring).
+
+    Args:
+        model: `provider/model`, or None for the embedded default.
+        base_url: the endpoint; wins over the settings' `providers.<name>.base_url`.
+        api_key: an explicit key; else `tether.credentials.lookup_key` finds one.
+        providers: the settings' `providers` section (named endpoints).
 
     Raises:
         AuthError: (from the adapter) no API key for the official endpoint.
-        ConfigError: unknown provider name, empty model name, missing optional extra or file.
+        ConfigError: unknown provider name, empty model name, missing optional extra or file,
+            a provider type without an adapter yet, an unsafe credential file.
     """
     spec = (model or "local").strip()
     provider_name, _, model_name = spec.partition("/")
+    endpoint = (providers or {}).get(provider_name)
+    if endpoint is not None:
+        base_url = base_url or endpoint.base_url
+        model_name = model_name or endpoint.model or ""
+        provider_name, name = endpoint.type or provider_name, provider_name
+    else:
+        name = provider_name
     if provider_name == "local":
         from tether.providers.local import LocalProvider
 
@@ -47,22 +75,31 @@ def resolve_provider(model: str | None, *, base_url: str | None = None) -> Provi
         )
     if not model_name:
         raise ConfigError(f"--model {spec!r} names no model; use {provider_name}/MODEL")
-    if provider_name == "openai":
-        from tether.providers.openai_chat import OpenAIChatProvider
-
-        return OpenAIChatProvider(model_name, base_url=base_url)
-    if provider_name == "openai-responses":
-        from tether.providers.openai_responses import OpenAIResponsesProvider
-
-        return OpenAIResponsesProvider(model_name, base_url=base_url)
-    if provider_name == "google":
-        from tether.providers.google import GoogleProvider
-
-        return GoogleProvider(model_name, base_url=base_url)
     if provider_name == "ollama":
         from tether.providers.ollama import OllamaProvider
 
-        return OllamaProvider(model_name, base_url=base_url)
-    from tether.providers.anthropic import AnthropicProvider
+        return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
+    key = lookup_key(
+        name,
+        explicit=api_key,
+        type_=provider_name,
+        api_key_env=endpoint.api_key_env if endpoint else None,
+    )
+    try:
+        if provider_name == "openai":
+            from tether.providers.openai_chat import OpenAIChatProvider
 
-    return AnthropicProvider(model_name, base_url=base_url)
+            return OpenAIChatProvider(model_name, api_key=key, base_url=base_url, name=name)
+        if provider_name == "openai-responses":
+            from tether.providers.openai_responses import OpenAIResponsesProvider
+
+            return OpenAIResponsesProvider(model_name, api_key=key, base_url=base_url, name=name)
+        if provider_name == "google":
+            from tether.providers.google import GoogleProvider
+
+            return GoogleProvider(model_name, api_key=key, base_url=base_url, name=name)
+        from tether.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(model_name, api_key=key, base_url=base_url, name=name)
+    except AuthError as exc:
+        raise AuthError(f"{exc}, or store one with `tether login {name}`") from None

@@ -32,6 +32,7 @@ from tether.session.layout import (
     wall_clock_ms,
 )
 from tether.session.loader import assemble, summarize
+from tether.session.migrate import MigrationReport, migrate_artifacts
 from tether.session.model import (
     LoadedSession,
     SessionHeader,
@@ -60,6 +61,8 @@ class SessionStore:
 
     Attributes:
         root: the folder holding the sessions (created on the first `create`).
+        migration: what the one-time artifact migration did when the store was opened (see
+            `tether.session.migrate`).
     """
 
     def __init__(
@@ -68,18 +71,28 @@ class SessionStore:
         *,
         clock_ms: Callable[[], int] = wall_clock_ms,
         id_factory: Callable[[], str] = new_id,
+        migrate: bool = True,
     ) -> None:
-        """Create a store; no I/O happens here.
+        """Create a store. The only I/O: legacy artifact layouts under the root are folded
+        into the current one (`tether.session.migrate.migrate_artifacts`; one `scandir` of
+        the root when there is nothing to migrate, nothing when the root does not exist).
 
         Args:
             root: the sessions folder; None → `$TETHER_HOME/sessions` when `TETHER_HOME` is set,
                 else `platformdirs.user_data_path("tether") / "sessions"`.
             clock_ms: integer Unix milliseconds, for `created_ms` and each entry's `ts_ms`.
             id_factory: fresh ids for sessions created without one and for events.
+            migrate: run the artifact migration (False: no I/O at all).
         """
         self.root: Path = default_root() if root is None else Path(root)
         self._clock_ms = clock_ms
         self._id_factory = id_factory
+        self.migration = MigrationReport()
+        if migrate:
+            try:
+                self.migration = migrate_artifacts(self.root)
+            except OSError as e:  # an unreadable root: the operations will report it
+                self.migration = MigrationReport(errors=(f"{self.root}: {e}",))
 
     # ---- paths ---------------------------------------------------------------------------
 
@@ -330,9 +343,14 @@ class SessionStore:
         return infos
 
     def delete(self, session_id: str) -> None:
-        """Remove the session file and its whole artifact folder.
+        """Remove the session file and its whole artifact folder (persisted tool outputs,
+        task logs, MCP warnings, the writer lock). Either one missing is fine; a symlinked
+        artifact folder is unlinked, never followed.
 
-        Forks of this session become unloadable (their parent is gone); this is not checked.
+        Idempotent in effect: once both are gone, a repeat call changes nothing and raises
+        `SessionNotFoundError` (as for any unknown session), so callers can tell "deleted"
+        from "was never there". Forks of this session become unloadable (their parent is
+        gone); this is not checked.
 
         Raises:
             SessionError: invalid id.

@@ -8,8 +8,20 @@ Does not own: running a call (`tether.tools.run`), the registry (`tether.tools.r
 containment (`tether.tools.paths`) or the built-in tools (`tether.tools.builtins`).
 
 Shapes:
-    Tool(name, description, parameters: JSON schema dict, fn, safe, timeout_s, inline)
-    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy)
+    Tool(name, description, parameters: JSON schema dict, fn, safe, timeout_s, inline,
+         on_timeout, timeout_param, source)
+    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
+                questions)
+
+Return shapes a tool may use (converted by `tether.tools.run`): a str; a list of
+TextBlock/ImageBlock parts; a `ToolOutput`; None; or an envelope dict whose keys are all among
+`result`, `system`, `display` and which has `result` — `system` (str or list of str) becomes
+system notes appended to the results turn after all tool_results, `display` goes to the host
+only (an event field), never to the model nor into the stored tool_result.
+
+The timeout parameter: a parameter named `timeout` (seconds, with a default) is offered to the
+model, read by the runner as the call's time limit (capped at `MAX_CALL_TIMEOUT_S`) and stripped
+before the function is called.
 """
 
 from __future__ import annotations
@@ -31,6 +43,15 @@ from tether.providers.base import ToolSpec
 
 if TYPE_CHECKING:
     from tether.tools.paths import PathPolicy
+    from tether.tools.question import QuestionBridge
+
+TIMEOUT_PARAM = "timeout"
+"""The name of the harness-read time-limit parameter (seconds)."""
+MAX_CALL_TIMEOUT_S = 1200.0
+"""The cap on a model-chosen `timeout` argument (20 min)."""
+
+Wrap = Callable[[list[str]], list[str]]
+"""Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
 
 
 class ToolError(Exception):
@@ -47,12 +68,21 @@ class ToolContext:
         env: the scrubbed environment for subprocesses (see `tether.tools.env.scrubbed_env`).
         session_dir: the session's artifact folder, or None when there is no session.
         policy: an optional deny-list for file paths (see `tether.tools.paths.PathPolicy`).
+        wrap: rewrites the argv of a tool worker process before it starts (an OS sandbox hook);
+            None is the identity.
+        questions: how the `question` tool reaches the user, or None when headless.
     """
 
     root: Path
     env: Mapping[str, str]
     session_dir: Path | None = None
     policy: PathPolicy | None = None
+    wrap: Wrap | None = field(default=None, repr=False, compare=False)
+    questions: QuestionBridge | None = field(default=None, repr=False, compare=False)
+
+    def wrap_argv(self, argv: list[str]) -> list[str]:
+        """`argv` through the `wrap` hook (unchanged when there is none)."""
+        return list(argv) if self.wrap is None else self.wrap(list(argv))
 
     @classmethod
     def create(
@@ -62,6 +92,8 @@ class ToolContext:
         env: Mapping[str, str] | None = None,
         session_dir: Path | None = None,
         policy: PathPolicy | None = None,
+        wrap: Wrap | None = None,
+        questions: QuestionBridge | None = None,
     ) -> ToolContext:
         """A context with `root` resolved to its real path and, unless `env` is given, the
         current process environment scrubbed of secrets.
@@ -71,6 +103,8 @@ class ToolContext:
             env: the environment for subprocesses, used as given; None scrubs `os.environ`.
             session_dir: the session's artifact folder.
             policy: a deny-list for file paths.
+            wrap: the worker argv hook (None: identity).
+            questions: the question bridge (None: headless).
 
         Raises:
             NotADirectoryError: `root` is not an existing directory.
@@ -85,6 +119,8 @@ class ToolContext:
             env=scrubbed_env() if env is None else dict(env),
             session_dir=session_dir,
             policy=policy,
+            wrap=wrap,
+            questions=questions,
         )
 
 
@@ -98,10 +134,36 @@ class ToolOutput:
     Attributes:
         content: text, or text/image parts.
         is_error: True to mark the result as failed without raising.
+        system: system notes for the model, appended after the turn's tool_results.
+        display: a JSON-able value for the host only (never sent to the model nor stored).
     """
 
     content: ResultContent
     is_error: bool = False
+    system: str | Sequence[str] | None = None
+    display: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimedOut:
+    """What an `on_timeout` callback is told about the call that ran out of time.
+
+    Attributes:
+        tool: the tool name.
+        arguments: the call's validated arguments (the context and `timeout` excluded).
+        ctx: the call's context.
+        limit_s: the limit that expired (seconds).
+    """
+
+    tool: str
+    arguments: Mapping[str, Any]
+    ctx: ToolContext | None
+    limit_s: float
+
+
+OnTimeout = Callable[[TimedOut], Any]
+"""Called once when a call times out (sync or async); it has `ON_TIMEOUT_GRACE_S` to clean up.
+It may return a final result (any tool return shape) or None."""
 
 
 class _NoTitles(GenerateJsonSchema):
@@ -193,6 +255,9 @@ class Tool:
         args_model: the pydantic model validating the arguments, or None.
         context_param: the name of the parameter receiving the `ToolContext`, or None.
         is_async: True when `fn` is a coroutine function.
+        on_timeout: called when a call times out (see `OnTimeout`), or None.
+        timeout_param: the name of the harness-read time-limit parameter (`timeout`), or None.
+        source: the tool file for a folder-scanned tool (it runs in a worker process), or None.
     """
 
     name: str
@@ -205,6 +270,9 @@ class Tool:
     args_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
     context_param: str | None = field(default=None, repr=False)
     is_async: bool = field(default=False, repr=False)
+    on_timeout: OnTimeout | None = field(default=None, repr=False, compare=False)
+    timeout_param: str | None = field(default=None, repr=False)
+    source: Path | None = None
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     def spec(self) -> ToolSpec:
@@ -231,6 +299,13 @@ class Tool:
             kwargs[self.context_param] = ctx
         return kwargs
 
+    def split_timeout(self, kwargs: dict[str, Any]) -> float | None:
+        """Remove the `timeout` argument from bound `kwargs` (in place) and return it (s)."""
+        if self.timeout_param is None:
+            return None
+        value = kwargs.pop(self.timeout_param, None)
+        return None if value is None else float(value)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (no validation, no timeout)."""
         return self.fn(*args, **kwargs)
@@ -247,6 +322,7 @@ def _build(
     safe: bool,
     timeout_s: float | None,
     inline: bool,
+    on_timeout: OnTimeout | None = None,
 ) -> Tool:
     tool_name = name or getattr(fn, "__name__", "")
     if not _NAME_RE.match(tool_name):
@@ -255,6 +331,7 @@ def _build(
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     context_param: str | None = None
+    timeout_param: str | None = None
     for pname, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ValueError(f"tool {tool_name!r}: *args/**kwargs are not supported ({pname})")
@@ -265,6 +342,14 @@ def _build(
             context_param = pname
             continue
         default = ... if param.default is inspect.Parameter.empty else param.default
+        if pname == TIMEOUT_PARAM:
+            if default is ...:
+                raise ValueError(
+                    f"tool {tool_name!r}: the `timeout` parameter needs a default (the runner "
+                    "strips it before calling the function)"
+                )
+            timeout_param = pname
+            arg_docs.setdefault(pname, f"time limit in seconds (at most {MAX_CALL_TIMEOUT_S:g})")
         fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
     model = create_model(
         f"{tool_name}_args",
@@ -286,6 +371,8 @@ def _build(
         args_model=model,
         context_param=context_param,
         is_async=inspect.iscoroutinefunction(fn),
+        on_timeout=on_timeout,
+        timeout_param=timeout_param,
     )
 
 
@@ -299,6 +386,7 @@ def tool(
     safe: bool = False,
     timeout_s: float | None = None,
     inline: bool = False,
+    on_timeout: OnTimeout | None = None,
 ) -> Tool: ...
 
 
@@ -312,6 +400,7 @@ def tool(
     safe: bool = False,
     timeout_s: float | None = None,
     inline: bool = False,
+    on_timeout: OnTimeout | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -324,6 +413,7 @@ def tool(
     safe: bool = False,
     timeout_s: float | None = None,
     inline: bool = False,
+    on_timeout: OnTimeout | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a `Tool` from a typed function; usable as `@tool`, `@tool(safe=True)` or `tool(fn)`.
 
@@ -335,22 +425,30 @@ def tool(
         safe: True when the tool only reads.
         timeout_s: its own time limit in seconds (None: the runner's default).
         inline: run a sync fn on the event loop rather than in a worker thread.
+        on_timeout: called once (with a `TimedOut`) when a call times out; it may clean up and
+            return a final result within `ON_TIMEOUT_GRACE_S` (see `tether.tools.run`).
 
     Returns:
         The Tool, or a decorator producing it when `fn` is omitted.
 
     Raises:
-        ValueError: an invalid name or an unsupported signature (*args, **kwargs, positional-only).
+        ValueError: an invalid name or an unsupported signature (*args, **kwargs, positional-only,
+            a `timeout` parameter without a default).
         pydantic.errors.PydanticSchemaGenerationError: a parameter type pydantic cannot handle.
     """
-    if fn is not None:
-        return _build(
-            fn, name=name, description=description, safe=safe, timeout_s=timeout_s, inline=inline
-        )
 
     def decorate(f: Callable[..., Any]) -> Tool:
         return _build(
-            f, name=name, description=description, safe=safe, timeout_s=timeout_s, inline=inline
+            f,
+            name=name,
+            description=description,
+            safe=safe,
+            timeout_s=timeout_s,
+            inline=inline,
+            on_timeout=on_timeout,
         )
+
+    if fn is not None:
+        return decorate(fn)
 
     return decorate

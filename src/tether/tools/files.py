@@ -18,7 +18,14 @@ from pydantic import Field
 
 from tether.messages import ImageBlock, TextBlock
 from tether.tools.base import ToolContext, ToolError, tool
-from tether.tools.paths import atomic_write, check_policy, open_inside, resolve_inside
+from tether.tools.paths import (
+    PathOutsideError,
+    atomic_write,
+    check_policy,
+    open_inside,
+    resolve_inside,
+)
+from tether.tools.persist import readable_results_dir
 
 MAX_LINE_CHARS = 2000
 """A longer line is cut in `read` output (characters)."""
@@ -49,6 +56,31 @@ def guard(ctx: ToolContext, user_path: str, *, write: bool = False) -> Path:
     p = resolve_inside(ctx.root, user_path)
     check_policy(ctx.policy, ctx.root, user_path, p, write=write)
     return p
+
+
+def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
+    """`guard` for reading, which also lets through files below this session's
+    `tool-results/` folder (persisted outputs live outside the working folder; see
+    `tether.tools.persist.readable_results_dir`). Read-only: only `read` uses it.
+
+    Returns:
+        (the folder to open from, the real absolute path, the name to show).
+
+    Raises:
+        PathOutsideError: outside the root and not a persisted output of this session.
+        PathDeniedError: the policy denies it (inside the root).
+    """
+    try:
+        real = guard(ctx, user_path)
+    except PathOutsideError as e:
+        results = readable_results_dir(ctx.session_dir)
+        if results is None or e.resolved is None:
+            raise
+        base = str(results)
+        if not e.resolved.startswith(base + os.sep):
+            raise
+        return results, Path(e.resolved), e.resolved
+    return ctx.root, real, rel(ctx, real)
 
 
 def rel(ctx: ToolContext, path: str | Path) -> str:
@@ -91,10 +123,9 @@ def read(
         offset: the first line to show, 1-based.
         limit: how many lines to show at most.
     """
-    real = guard(ctx, path)
-    name = rel(ctx, real)
+    base, real, name = guard_read(ctx, path)
     st = _regular_file(real, name)
-    fd = open_inside(ctx.root, real, os.O_RDONLY)
+    fd = open_inside(base, real, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         mime = _IMAGE_TYPES.get(real.suffix.lower())
         if mime is not None and st.st_size <= MAX_IMAGE_BYTES:

@@ -1,0 +1,193 @@
+"""One model request as the loop sees it: attempts, retries and fallback over a provider chain.
+
+Owns: running a request against each provider of the chain in turn, retrying one provider under
+a `RetryPolicy`, a fresh `Assembler` per attempt, discarding a failed attempt's partial turn,
+emitting `retry` / `fallback` / `error` events, and raising `RunError` when the chain is spent.
+Does not own: the retry and fallback rules (`tether.providers.retry`, `tether.providers.fallback`),
+building the request (the loop passes a builder: the wire view differs per target), persisting
+the turn (the loop does, after success).
+
+Guarantees: a failed attempt's events never reach the session; its partial turn is dropped
+before any wait, so a cancellation during the wait persists nothing of it. `current` is the
+assembler of the attempt in flight (the loop persists its partial turn on cancellation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Sequence
+
+from tether.agent.events import (
+    AgentEvent,
+    ErrorOutEvent,
+    FallbackEvent,
+    RetryEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    WarningOutEvent,
+)
+from tether.errors import RunError
+from tether.messages import Provenance
+from tether.providers.assemble import Assembler
+from tether.providers.base import (
+    ErrorEvent,
+    ModelRequest,
+    Provider,
+    TextDelta,
+    ThinkingDelta,
+    WarningEvent,
+)
+from tether.providers.fallback import falls_back
+from tether.providers.retry import AttemptFailed, Delay, RetryPolicy, is_retryable, retrying
+
+INCOMPLETE = "the stream ended without a terminal event"
+
+RequestBuilder = Callable[[int, Provider], ModelRequest]
+"""(index in the chain, provider) → the request for that provider (its own wire view)."""
+
+
+def provenance_of(provider: Provider) -> Provenance:
+    """Provider name, target and model, as recorded on an assistant turn."""
+    return Provenance(provider=provider.name, api=provider.target, model=provider.model)
+
+
+def _label(provider: Provider) -> str:
+    return f"{provider.name}/{provider.model}"
+
+
+class Attempts:
+    """Runs requests over a provider chain.
+
+    Args:
+        chain: providers in fallback order (at least one).
+        policy: retries per provider.
+        emit: receives `text_delta`, `thinking_delta`, `retry`, `fallback` and `error` events.
+        sleep: the async sleep between attempts, in seconds (tests inject a recorder).
+        rng: the jitter source, floats in [0, 1).
+    """
+
+    def __init__(
+        self,
+        chain: Sequence[Provider],
+        *,
+        policy: RetryPolicy,
+        emit: Callable[[AgentEvent], None],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if not chain:
+            raise ValueError("a provider chain needs at least one provider")
+        self.chain = tuple(chain)
+        self.policy = policy
+        self.emit = emit
+        self.sleep = sleep
+        self.rng = rng
+        self.current: Assembler | None = None
+        self.attempts_made = 0
+
+    async def request(self, turn_id: str, build: RequestBuilder) -> tuple[Provider, Assembler]:
+        """Get one complete reply.
+
+        Args:
+            turn_id: the id the assembled turn gets (the same for every attempt).
+            build: makes the request for a chain position.
+
+        Returns:
+            The provider that answered and the finished assembler (its `done` is set).
+
+        Raises:
+            RunError: every provider of the chain failed (or a failure does not fall back);
+                kind and message are the last fault's. An `error` event is emitted first.
+            asyncio.CancelledError: propagated; `current` holds the attempt in flight, if any.
+        """
+        self.current = None
+        last: ErrorEvent | None = None
+        for i, provider in enumerate(self.chain):
+            if last is not None:
+                self.emit(
+                    FallbackEvent(
+                        from_model=_label(self.chain[i - 1]),
+                        to_model=_label(provider),
+                        kind=last.kind,
+                        message=last.message,
+                    )
+                )
+            request = build(i, provider)
+            try:
+                return provider, await self._on_provider(provider, request, turn_id)
+            except AttemptFailed as failed:
+                last = failed.event
+                if not falls_back(last):
+                    break
+        assert last is not None
+        message = self._explain(last)
+        self.emit(ErrorOutEvent(kind=last.kind, message=message))
+        raise RunError(last.kind, message)
+
+    async def _on_provider(
+        self, provider: Provider, request: ModelRequest, turn_id: str
+    ) -> Assembler:
+        def on_retry(attempt: int, event: ErrorEvent, delay: Delay) -> None:
+            self.emit(
+                RetryEvent(
+                    attempt=attempt,
+                    kind=event.kind,
+                    delay_s=delay.delay_s,
+                    from_retry_after=delay.from_retry_after,
+                    provider=provider.name,
+                    model=provider.model,
+                    message=event.message,
+                )
+            )
+
+        async for attempt in retrying(
+            self.policy, sleep=self.sleep, rng=self.rng, on_retry=on_retry
+        ):
+            with attempt:
+                return await self._attempt(provider, request, turn_id)
+        raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
+
+    async def _attempt(self, provider: Provider, request: ModelRequest, turn_id: str) -> Assembler:
+        """One attempt: stream into a fresh assembler. Raises AttemptFailed on a fault, after
+        dropping the partial turn."""
+        self.attempts_made += 1
+        assembler = Assembler(turn_id, provenance_of(provider))
+        self.current = assembler
+        async for event in provider.stream(request):
+            assembler.feed(event)
+            if isinstance(event, TextDelta):
+                self.emit(TextDeltaEvent(text=event.text))
+            elif isinstance(event, ThinkingDelta):
+                self.emit(ThinkingDeltaEvent(text=event.text))
+            elif isinstance(event, WarningEvent):
+                self.emit(WarningOutEvent(kind=event.kind, message=event.message))
+        if assembler.error is None and assembler.done is not None:
+            return assembler
+        self.current = None  # discarded: never persisted, no tool runs from it
+        raise AttemptFailed(assembler.error or ErrorEvent(kind="network", message=INCOMPLETE))
+
+    def _explain(self, event: ErrorEvent) -> str:
+        """The final message; says when to come back if the server's wait exceeded the cap."""
+        after = event.retry_after_s
+        if after is not None and is_retryable(event) and after > self.policy.retry_max_s:
+            return (
+                f"{event.message} (the server asks to retry after {after:g} s, beyond "
+                f"retry_max {self.policy.retry_max_s:g} s; try again later)"
+            )
+        return event.message
+
+
+def provider_chain(
+    provider: Provider | Sequence[Provider], fallback: Sequence[Provider] = ()
+) -> tuple[Provider, ...]:
+    """The chain an `Agent` runs over: `provider` (one, or a sequence in order) then `fallback`.
+
+    Raises:
+        ValueError: the chain is empty.
+    """
+    head = (provider,) if isinstance(provider, Provider) else tuple(provider)
+    chain = (*head, *fallback)
+    if not chain:
+        raise ValueError("an Agent needs at least one provider")
+    return chain

@@ -1,0 +1,164 @@
+"""The `tether config`, `tether login` and `tether logout` commands, and how `tether run` picks
+its provider from the settings.
+
+Owns: the command-line surface of `tether.settings` and `tether.credentials` (prompting for a
+key, messages on stderr, exit codes: 0 ok, 1 bad input or settings). Does not own: the schema,
+the files, the key stores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Literal, cast
+
+import typer
+
+from tether.credentials import check_provider_name, env_vars_for, remove_key, store_key
+from tether.errors import ConfigError
+from tether.providers.base import Provider
+from tether.providers.registry import resolve_provider
+from tether.settings import LoadedSettings, load_settings, parse_cli_value, save_setting
+from tether.settings.model import Settings
+
+config_app = typer.Typer(help="Show and change settings.", no_args_is_help=True)
+
+
+def _err(message: str) -> None:
+    print(f"tether: {message}", file=sys.stderr, flush=True)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    _err(str(exc))
+    return typer.Exit(1)
+
+
+@config_app.command("show")
+def config_show(
+    cwd: Annotated[
+        Path, typer.Option(help="The project folder (its .tether/settings.json).")
+    ] = Path("."),
+) -> None:
+    """Print the merged settings as JSON: {"sources": [files read], "settings": {...}}."""
+    try:
+        loaded = load_settings(cwd.resolve())
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    out = {"sources": [str(p) for p in loaded.sources], "settings": loaded.settings.to_json()}
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+
+
+@config_app.command("set")
+def config_set(
+    key: Annotated[str, typer.Argument(help="Dotted key, e.g. tools.timeout or run.max_turns.")],
+    value: Annotated[str, typer.Argument(help='A JSON value, or text taken as a string ("30s").')],
+    project: Annotated[
+        bool,
+        typer.Option("--project", help="Write <cwd>/.tether/settings.json, not the user file."),
+    ] = False,
+    cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
+) -> None:
+    """Set one key in the user (default) or project settings file; other keys are kept."""
+    try:
+        path = save_setting(
+            "project" if project else "user", key, parse_cli_value(value), project_dir=cwd.resolve()
+        )
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    _err(f"set {key} in {path}")
+
+
+def login(
+    provider: Annotated[
+        str, typer.Argument(help="Provider name: anthropic, openai, or a providers.<name>.")
+    ],
+    key_stdin: Annotated[
+        bool, typer.Option("--key-stdin", help="Read the key from the first line of stdin.")
+    ] = False,
+    store: Annotated[
+        Literal["keyring", "file"] | None,
+        typer.Option(
+            help="Where to store it (default: the system keyring if usable, else the file)."
+        ),
+    ] = None,
+) -> None:
+    """Store an API key for a provider (system keyring, or a 0600 credential file)."""
+    try:
+        check_provider_name(provider)
+        if key_stdin:
+            key = sys.stdin.readline()
+        elif sys.stdin.isatty():
+            key = typer.prompt(f"{provider} API key", hide_input=True)
+        else:
+            raise ConfigError("stdin is not a terminal: pass --key-stdin to read the key from it")
+        where, place = store_key(provider, key, store=store or "auto")
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    _err(f"stored the {provider} key in the {where}: {place}")
+    for var in env_vars_for(provider):
+        if os.environ.get(var):
+            _err(f"note: {var} is set in the environment and is used before the stored key")
+
+
+def logout(
+    provider: Annotated[str, typer.Argument(help="Provider name used with `tether login`.")],
+) -> None:
+    """Remove a provider's stored key from the keyring and the credential file (idempotent)."""
+    try:
+        removed = remove_key(provider)
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    if removed:
+        _err(f"removed the {provider} key from: {', '.join(removed)}")
+    else:
+        _err(f"no stored {provider} key: nothing removed")
+    for var in env_vars_for(provider):
+        if os.environ.get(var):
+            _err(f"note: {var} is still set in the environment")
+
+
+def provider_from_settings(
+    model: str | None,
+    base_url: str | None,
+    loaded: LoadedSettings,
+    project_dir: Path,
+    note: Callable[[str], None] = _err,
+) -> Provider:
+    """The provider for `tether run`: `--model` when given, else the first entry of the
+    settings' `model` selection that resolves (skipped entries are noted), else the default.
+    `--base-url` wins over `providers.<name>.base_url`; an endpoint set by the project file is
+    noted, since the key goes there.
+
+    Raises:
+        ConfigError: (AuthError included) from `resolve_provider`; the first entry's when no
+            entry resolves.
+    """
+    settings: Settings = loaded.settings
+    specs: list[str | None] = [model] if model else [*settings.model_specs()] or [None]
+    errors: list[ConfigError] = []
+    for spec in specs:
+        try:
+            provider = resolve_provider(spec, base_url=base_url, providers=settings.providers)
+        except ConfigError as exc:  # AuthError included
+            if len(specs) == 1:
+                raise
+            note(f"note: skipping model {spec!r} from the settings: {exc}")
+            errors.append(exc)
+            continue
+        name = (spec or "local").partition("/")[0]
+        if base_url is None and (url := _project_base_url(loaded, project_dir, name)):
+            note(f"note: provider {name!r} uses base_url {url!r} from the project settings")
+        return provider
+    raise errors[0]
+
+
+def _project_base_url(loaded: LoadedSettings, project_dir: Path, name: str) -> str | None:
+    """The base_url the project file gives `providers.<name>` (validated: objects all the way)."""
+    providers = cast(
+        dict[str, dict[str, object]], loaded.project_layer(project_dir).get("providers", {})
+    )
+    url = providers.get(name, {}).get("base_url")
+    return url if isinstance(url, str) else None

@@ -1,0 +1,404 @@
+"""The context monitor: explicit state across requests, pure methods returning decisions.
+
+Owns: which provider usage still describes the current wire view (generation + view length +
+reply id), the calibration offset, the hysteresis baseline, the runaway and no-progress guards,
+and the window learned from an overflow error.
+Does not own: the summarize call, the marker turn, or stopping the loop (the caller acts on a
+`Decision`); the rules of `tether.compaction.pressure`.
+
+Pure: no I/O, no clock; inputs are never mutated. Only `tether.messages` and this package.
+
+Use from the loop, with `view` the wire view (the turns the request carries, markers already
+applied, e.g. `tether.wire.build_view(...)`):
+
+    monitor = ContextMonitor(limits, policy, system_tokens=n)
+    # before EVERY request, tool iterations included (T17):
+    decision = monitor.check(view)
+    if decision.runaway or decision.no_progress: stop (context_overflow error)
+    if decision.compact: summarize, rebuild the view, monitor.compacted(new_view), and check
+                         the new view again (it may still ask to compact, or stop)
+    gen = monitor.generation                 # the generation the request's view was built at
+    ... send the request, persist the reply turn ...
+    monitor.observe(view_len=len(view), usage=reply.usage, assistant_turn_id=reply.id,
+                    generation=gen)
+    # on a context_overflow error instead: monitor.overflow(error_message)
+    # (the summarize request itself is never observed: it is not a view of the session)
+
+Decision rules, in order (all figures in tokens; fractions of the effective window):
+    1. Pressure: with a usage observed for the current generation whose view the current view
+       extends, tokens = that call's prompt + output + an estimate of the messages appended
+       since (the reply itself, found by id, is skipped: its cost is the output); otherwise
+       estimate(view) + system_tokens + calibration offset. Usage from a request built before
+       the latest compaction is ignored (T15).
+    2. Trigger: `trigger_reached`, or a context_overflow error since the last compaction.
+    3. Hysteresis: after a compaction that brought the view below the trigger, no new one until
+       tokens >= baseline + hysteresis; hard overflow (tokens >= the raw window) and an
+       overflow error always trigger.
+    4. Runaway (ratio > runaway_total, or one check-to-check growth > runaway_growth):
+       compaction first. The guard refuses (`Decision.runaway` text) only when compaction could
+       not help: the view is still a runaway right after a compaction, or the previous
+       decision asked for compaction and the caller sent the request without it.
+       runaway_total is never below the threshold.
+    5. No progress: after 3 compactions in a row that did not help (the view stayed at the
+       trigger, or the next request overflowed), a triggered check returns no_progress=True
+       and compact=False; a compaction that lands below the trigger and is followed by a
+       successful request resets the count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from tether.compaction.pressure import (
+    DEFAULT_HYSTERESIS,
+    DEFAULT_RUNAWAY_GROWTH,
+    DEFAULT_RUNAWAY_TOTAL,
+    DEFAULT_THRESHOLD,
+    CompactionPolicy,
+    ModelLimits,
+    Pressure,
+    Tokenizer,
+    make_pressure,
+    message_tokens,
+    normalized_fraction,
+    occupied_tokens,
+    trigger_reached,
+)
+from tether.compaction.windows import parse_overflow_limit
+from tether.messages import Turn, Usage
+
+NO_PROGRESS_LIMIT = 3
+"""Compactions in a row that do not help before `Decision.no_progress` is set."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """What to do before one request.
+
+    Attributes:
+        pressure: the pressure of the view that was checked.
+        compact: True when the caller should compact before sending.
+        runaway: the stop-reason text when the runaway guard refuses to continue, else None.
+        no_progress: True after 3 compactions in a row that left the view at the trigger; the
+            caller stops with a context_overflow error.
+        reason: a one-line explanation when compact, runaway or no_progress is set, else None.
+    """
+
+    pressure: Pressure
+    compact: bool
+    runaway: str | None = None
+    no_progress: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Measurement:
+    generation: int
+    view_len: int
+    base: int
+    assistant_turn_id: str
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
+class ContextMonitor:
+    """Tracks context pressure across the requests of one session (see the module docstring).
+
+    Args:
+        limits: the model's limits (`tether.compaction.windows.resolve_limits`).
+        policy: the compaction policy; bad fractions are clamped (`normalized_fraction`).
+        system_tokens: tokens the request carries beyond the turns (system prompt, tool
+            schemas), added to estimates; measured figures include them already.
+        tokenizer: an exact per-text token counter to use instead of ceil(chars / 4).
+    """
+
+    def __init__(
+        self,
+        limits: ModelLimits,
+        policy: CompactionPolicy = CompactionPolicy(),  # noqa: B008 - frozen, shared safely
+        *,
+        system_tokens: int = 0,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        self._limits = limits
+        self._policy = policy
+        self._system_tokens = max(0, system_tokens)
+        self._tokenizer = tokenizer
+        self._generation = 0
+        self._measurement: _Measurement | None = None
+        self._offset = 0
+        self._last_check: tuple[int, int, int] | None = None  # (generation, view_len, estimate)
+        self._pressure: Pressure | None = None
+        self._last_tokens: int | None = None
+        self._baseline: int | None = None
+        self._failed_in_row = 0
+        self._last_compaction_ok = False
+        self._awaiting_ok = False
+        self._just_compacted = False
+        self._pending_compact = False
+        self._compaction_skipped = False
+        self._force = False
+        self._cache: dict[str, tuple[Turn, int]] = {}
+
+    @property
+    def generation(self) -> int:
+        """Compactions recorded by this monitor (0 before the first); a counter local to the
+        monitor, not `CompactSummaryBlock.generation`."""
+        return self._generation
+
+    @property
+    def limits(self) -> ModelLimits:
+        """The current limits (source "learned" after an overflow error stated the maximum)."""
+        return self._limits
+
+    def set_limits(self, limits: ModelLimits) -> None:
+        """Switch to other limits (e.g. a fallback model); measurements and the hysteresis
+        baseline stay (they are token counts), the ratios follow the new window."""
+        self._limits = limits
+
+    @property
+    def policy(self) -> CompactionPolicy:
+        """The compaction policy."""
+        return self._policy
+
+    @property
+    def pressure(self) -> Pressure | None:
+        """The pressure of the last `check` or `compacted`, or None before either."""
+        return self._pressure
+
+    @property
+    def calibration_offset(self) -> int:
+        """measured prompt - estimated prompt for the last calibrated view, clamped >= 0 (tokens);
+        added to fully estimated figures."""
+        return self._offset
+
+    # -- estimation ------------------------------------------------------------------------
+
+    def _tokens_of(self, turn: Turn) -> int:
+        hit = self._cache.get(turn.id)
+        if hit is not None and hit[0] is turn:
+            return hit[1]
+        n = message_tokens(turn, tokenizer=self._tokenizer)
+        self._cache[turn.id] = (turn, n)
+        return n
+
+    def _appended_tokens(
+        self, turns: Sequence[Turn], per: list[int], m: _Measurement
+    ) -> int | None:
+        """Estimated tokens of the messages after the measured view, the measured reply skipped;
+        None when `turns` does not extend the measured view."""
+        start = max(0, m.view_len - 1)
+        for i in range(len(turns) - 1, start - 1, -1):
+            if turns[i].id == m.assistant_turn_id:
+                return sum(per[m.view_len : i]) + sum(per[i + 1 :])
+        if len(turns) >= m.view_len:
+            return sum(per[m.view_len :])
+        return None
+
+    def _measure(self, turns: Sequence[Turn]) -> tuple[Pressure, int]:
+        """(pressure, estimated prompt of `turns` without the offset)."""
+        per = [self._tokens_of(t) for t in turns]
+        estimate = self._system_tokens + sum(per)
+        m = self._measurement
+        if m is not None and m.generation == self._generation:
+            appended = self._appended_tokens(turns, per, m)
+            if appended is not None:
+                p = make_pressure(
+                    m.base + appended,
+                    self._limits,
+                    self._policy,
+                    source="measured",
+                    is_approximate=appended > 0,
+                )
+                return p, estimate
+        p = make_pressure(
+            estimate + self._offset,
+            self._limits,
+            self._policy,
+            source="estimated",
+            is_approximate=True,
+        )
+        return p, estimate
+
+    # -- the decision ----------------------------------------------------------------------
+
+    def check(self, turns: Sequence[Turn]) -> Decision:
+        """Decide before one request whose view is `turns`. Call before EVERY request (T17).
+
+        Args:
+            turns: the wire view the request will carry (markers applied).
+
+        Returns:
+            The Decision (see the module docstring for the rules).
+        """
+        p, estimate = self._measure(turns)
+        self._last_check = (self._generation, len(turns), estimate)
+        self._pressure = p
+        pol, lim = self._policy, self._limits
+        eff = p.effective_window
+        threshold = normalized_fraction(pol.threshold, DEFAULT_THRESHOLD)
+        runaway_total = max(
+            threshold, normalized_fraction(pol.runaway_total, DEFAULT_RUNAWAY_TOTAL)
+        )
+        runaway_growth = normalized_fraction(pol.runaway_growth, DEFAULT_RUNAWAY_GROWTH)
+        hysteresis = normalized_fraction(pol.hysteresis, DEFAULT_HYSTERESIS)
+
+        growth = p.tokens - self._last_tokens if self._last_tokens is not None else 0
+        self._last_tokens = p.tokens
+        hard = p.tokens >= max(1, lim.context_window)
+        triggered = trigger_reached(p, lim, pol) or self._force
+        over_total = p.ratio > runaway_total
+        spike = growth > runaway_growth * eff
+        blocked = (
+            self._baseline is not None
+            and not hard
+            and not self._force
+            and p.tokens < self._baseline + hysteresis * eff
+        )
+
+        if (over_total or spike) and (self._just_compacted or self._compaction_skipped):
+            why = (
+                "compaction could not bring it down"
+                if self._just_compacted
+                else ("compaction was not done")
+            )
+            if over_total:
+                text = (
+                    f"runaway guard: the context is {p.tokens:,} tokens, {_pct(p.ratio)} of the "
+                    f"{eff:,}-token effective window (limit {_pct(runaway_total)}), and {why}; "
+                    "stopping"
+                )
+            else:
+                text = (
+                    f"runaway guard: one turn grew the context by {growth:,} tokens "
+                    f"({_pct(growth / eff)} of the {eff:,}-token effective window, limit "
+                    f"{_pct(runaway_growth)}), and {why}; stopping"
+                )
+            self._pending_compact = False
+            return Decision(pressure=p, compact=False, runaway=text, reason=text)
+
+        if triggered and self._failed_in_row >= NO_PROGRESS_LIMIT:
+            text = (
+                f"no progress: {self._failed_in_row} compactions in a row left the context at "
+                f"{p.tokens:,} tokens of a {eff:,}-token effective window"
+            )
+            self._pending_compact = False
+            return Decision(pressure=p, compact=False, no_progress=True, reason=text)
+
+        compact = (triggered or over_total or spike) and not blocked
+        reason: str | None = None
+        if compact:
+            if self._force:
+                reason = "the provider reported a context overflow"
+            elif hard:
+                reason = f"{p.tokens:,} tokens fill the {lim.context_window:,}-token window"
+            elif spike and not triggered:
+                reason = f"one turn grew the context by {growth:,} tokens"
+            else:
+                reason = (
+                    f"{p.tokens:,} tokens, {_pct(p.ratio)} of the {eff:,}-token effective window"
+                )
+        self._pending_compact = compact
+        return Decision(pressure=p, compact=compact, reason=reason)
+
+    # -- events from the loop --------------------------------------------------------------
+
+    def observe(
+        self, *, view_len: int, usage: Usage, assistant_turn_id: str, generation: int
+    ) -> None:
+        """Record the provider usage of one completed request.
+
+        Args:
+            view_len: the number of turns in the wire view the request carried.
+            usage: the normalized usage of that request (`Usage.prompt_tokens` + output).
+            assistant_turn_id: the id of the reply turn, whose cost is the usage's output.
+            generation: `self.generation` when the request's view was built. Usage from an
+                older generation (built before the latest compaction) is ignored (T15).
+
+        Raises:
+            ValueError: `generation` is newer than the monitor's (a caller bug).
+        """
+        if generation > self._generation:
+            raise ValueError(
+                f"usage for generation {generation}, but only {self._generation} compactions "
+                "happened; pass monitor.generation as read when the view was built"
+            )
+        if generation < self._generation:
+            return
+        if self._pending_compact:
+            self._compaction_skipped = True
+        self._pending_compact = False
+        self._just_compacted = False
+        if self._awaiting_ok and self._last_compaction_ok:
+            self._failed_in_row = 0
+        self._awaiting_ok = False
+        if usage.prompt_tokens <= 0:
+            return  # the provider reported no usage: nothing measured
+        self._measurement = _Measurement(
+            generation=generation,
+            view_len=max(0, view_len),
+            base=occupied_tokens(usage),
+            assistant_turn_id=assistant_turn_id,
+        )
+        last = self._last_check
+        if last is not None and last[0] == generation and last[1] == view_len:
+            self._offset = max(0, usage.prompt_tokens - last[2])
+
+    def compacted(self, turns_after: Sequence[Turn]) -> None:
+        """Record a compaction: bump the generation, drop the measurement (usage of requests
+        built before it is stale, T15), re-estimate from the new view and set the hysteresis
+        baseline when the new view is below the trigger.
+
+        Args:
+            turns_after: the wire view after the compaction (marker applied).
+        """
+        self._generation += 1
+        self._measurement = None
+        self._force = False
+        self._pending_compact = False
+        self._compaction_skipped = False
+        self._just_compacted = True
+        self._awaiting_ok = True
+        keep = {t.id for t in turns_after}
+        self._cache = {k: v for k, v in self._cache.items() if k in keep}
+        p, estimate = self._measure(turns_after)
+        self._pressure = p
+        self._last_tokens = p.tokens
+        self._last_check = (self._generation, len(turns_after), estimate)
+        if trigger_reached(p, self._limits, self._policy):
+            self._baseline = None
+            self._failed_in_row += 1
+            self._last_compaction_ok = False
+        else:
+            self._baseline = p.tokens
+            self._last_compaction_ok = True
+
+    def overflow(self, message: str) -> int | None:
+        """Record a context_overflow error: learn the window it states (T20) and compact before
+        the next request whatever the estimate says.
+
+        Args:
+            message: the provider's error text.
+
+        Returns:
+            The learned window in tokens (now `self.limits.context_window`, source "learned"),
+            or None when the text states no maximum (the limits stay as they were).
+        """
+        n = parse_overflow_limit(message)
+        if n is not None:
+            self._limits = replace(
+                self._limits,
+                context_window=n,
+                max_output_tokens=min(max(0, self._limits.max_output_tokens), n),
+                source="learned",
+            )
+        if self._awaiting_ok and self._last_compaction_ok:
+            self._failed_in_row += 1  # the last compaction did not prevent an overflow
+            self._last_compaction_ok = False
+        self._force = True
+        self._just_compacted = False
+        self._pending_compact = False
+        return n

@@ -1,0 +1,319 @@
+"""Context pressure: how much of a model's context window the next request occupies.
+
+Owns: the model limits and policy records, token accounting from normalized usage, the
+character heuristic for turns no usage covers yet, the effective window and the trigger rule.
+Does not own: any state across requests (`tether.compaction.monitor`), the model table
+(`tether.compaction.windows`), nor the summarize call (an edge).
+
+Pure: imports only `tether.messages`; no I/O, no clock; inputs are never mutated.
+
+Shapes (all figures in tokens):
+    ModelLimits(context_window, max_output_tokens, source)
+    CompactionPolicy(threshold, output_reserve, thinking_budget, hysteresis, runaway_total,
+                     runaway_growth)
+    Pressure(tokens, effective_window, ratio, headroom, source, is_approximate)
+    occupied_tokens(usage) -> int
+    estimate_tokens(turns, *, tokenizer=None) -> int
+    text_tokens(text, *, tokenizer=None) -> int                  # system prompt, tool schemas
+    effective_window(limits, policy) -> int                      # >= 1
+    trigger_reached(pressure, limits, policy) -> bool
+
+The rule in numbers:
+    output reserve   = min(policy.output_reserve, max_output_tokens, context_window // 4)
+    effective window = max(1, context_window - output reserve)
+    safety margin    = min(1024, 5 % of context_window)
+    needed headroom  = min(max_output_tokens + thinking_budget + safety margin,
+                           effective window // 2)
+    trigger          = ratio >= threshold  or  headroom < needed headroom
+                       or tokens >= context_window (hard overflow)
+
+The headroom rule makes a small window compact while one more maximal reply still fits
+(32k window, 8k output: at 15,360 tokens rather than at 80 % = 19,661); its cap at half the
+effective window keeps a model whose max output is as large as its window (2k window, 2k
+output) from compacting every turn (it compacts above 768 tokens, not at 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from tether.messages import (
+    CompactSummaryBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+    Usage,
+)
+
+LimitsSource = Literal["settings", "provider", "table", "learned", "default"]
+"""Where a ModelLimits came from: settings.json, the provider's metadata, the bundled table, an
+overflow error that stated the real maximum, or the conservative default."""
+
+PressureSource = Literal["measured", "estimated"]
+
+Tokenizer = Callable[[str], int]
+"""An exact token counter for one text (e.g. a local model's tokenizer), in tokens."""
+
+CHARS_PER_TOKEN = 4
+"""The estimate heuristic: one token per 4 characters, rounded up per message. English text and
+code average 3.5 to 4.5 characters per token on current BPE tokenizers; the calibration offset
+(measured - estimated) corrects the systematic part once a provider usage arrives."""
+
+IMAGE_TOKENS = 1_600
+"""Fixed estimate for one image, in tokens (Anthropic prices an image at about
+width x height / 750 tokens, capped near 1,600 for the 1.15 megapixel limit it resizes to)."""
+
+DOCUMENT_TOKENS = 3_000
+"""Fixed estimate for one document block (e.g. a PDF), in tokens; the measured usage of the
+first request that carries it replaces the guess."""
+
+SAFETY_MARGIN_TOKENS = 1_024
+"""Safety margin of the headroom rule, in tokens (or 5 % of the window when that is smaller)."""
+
+DEFAULT_THRESHOLD = 0.8
+DEFAULT_HYSTERESIS = 0.10
+DEFAULT_RUNAWAY_TOTAL = 0.9
+DEFAULT_RUNAWAY_GROWTH = 0.4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelLimits:
+    """A model's context limits, in tokens.
+
+    Attributes:
+        context_window: the raw window (prompt + output) in tokens. Values below 1 are read as 1
+            by every function here; no exception is raised.
+        max_output_tokens: the most output one reply can take, in tokens (the provider's
+            documented maximum; for local models a practical cap). Values below 0 read as 0.
+        source: where the figures came from (see `LimitsSource`).
+    """
+
+    context_window: int
+    max_output_tokens: int
+    source: LimitsSource = "table"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPolicy:
+    """When to compact, as fractions of the effective window unless stated otherwise.
+
+    Bad values are clamped, never raised on (see `normalized_fraction`): a fraction above 1
+    reads as a percentage (80 -> 0.8), a non-positive or NaN one falls back to its default.
+
+    Attributes:
+        threshold: compact when the pressure ratio reaches this, in (0, 1].
+        output_reserve: tokens kept free for the reply; never more than the model's
+            max_output_tokens nor a quarter of the window.
+        thinking_budget: tokens of extended thinking per reply, when thinking is on.
+        hysteresis: after a compaction, no new one until the pressure grew by this fraction
+            beyond the post-compaction baseline (hard overflow excepted).
+        runaway_total: refuse to continue above this ratio when compaction could not bring
+            the pressure down.
+        runaway_growth: growth in ONE turn (between two checks) above this fraction of the
+            effective window is a runaway: compact first, refuse if compaction is not possible.
+    """
+
+    threshold: float = DEFAULT_THRESHOLD
+    output_reserve: int = 20_000
+    thinking_budget: int = 0
+    hysteresis: float = DEFAULT_HYSTERESIS
+    runaway_total: float = DEFAULT_RUNAWAY_TOTAL
+    runaway_growth: float = DEFAULT_RUNAWAY_GROWTH
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pressure:
+    """How much of the effective window the next request occupies.
+
+    Attributes:
+        tokens: the next request's prompt size, in tokens (measured base + estimate of the
+            messages appended since, or an estimate of the whole view).
+        effective_window: the window minus the output reserve, in tokens (>= 1).
+        ratio: tokens / effective_window (may exceed 1).
+        headroom: effective_window - tokens, in tokens (negative when over).
+        source: "measured" when a provider usage for the current view's prefix is the base,
+            "estimated" when the whole figure is the heuristic (+ calibration offset).
+        is_approximate: True when any part of `tokens` is estimated.
+    """
+
+    tokens: int
+    effective_window: int
+    ratio: float
+    headroom: int
+    source: PressureSource
+    is_approximate: bool
+
+
+def normalized_fraction(value: float, default: float) -> float:
+    """A policy fraction clamped into (0, 1]: > 1 reads as a percentage (capped at 1),
+    <= 0, NaN or infinite falls back to `default`.
+
+    >>> normalized_fraction(80, 0.8), normalized_fraction(-1, 0.8), normalized_fraction(250, 0.8)
+    (0.8, 0.8, 1.0)
+    """
+    if not math.isfinite(value) or value <= 0:
+        return default
+    if value > 1:
+        value = value / 100
+    return min(value, 1.0)
+
+
+def _window(limits: ModelLimits) -> int:
+    return max(1, limits.context_window)
+
+
+def _max_output(limits: ModelLimits) -> int:
+    return max(0, limits.max_output_tokens)
+
+
+def output_reserve(limits: ModelLimits, policy: CompactionPolicy) -> int:
+    """Tokens kept free for the reply: min(policy.output_reserve, max_output_tokens,
+    window // 4), never negative."""
+    return max(0, min(policy.output_reserve, _max_output(limits), _window(limits) // 4))
+
+
+def effective_window(limits: ModelLimits, policy: CompactionPolicy) -> int:
+    """The window minus the output reserve, in tokens; always in [1, max(1, context_window)]."""
+    return max(1, _window(limits) - output_reserve(limits, policy))
+
+
+def safety_margin(limits: ModelLimits) -> int:
+    """min(1,024, 5 % of the window), in tokens."""
+    return min(SAFETY_MARGIN_TOKENS, _window(limits) * 5 // 100)
+
+
+def needed_headroom(limits: ModelLimits, policy: CompactionPolicy) -> int:
+    """Room the headroom rule keeps below the effective window, in tokens:
+    min(max_output_tokens + thinking_budget + safety margin, effective window // 2)."""
+    want = _max_output(limits) + max(0, policy.thinking_budget) + safety_margin(limits)
+    return min(want, effective_window(limits, policy) // 2)
+
+
+def threshold_tokens(limits: ModelLimits, policy: CompactionPolicy) -> int:
+    """The token count at which the ratio rule fires: ceil(threshold x effective window),
+    always >= 1 (T15: the threshold is positive for any window and any configured ratio)."""
+    ratio = normalized_fraction(policy.threshold, DEFAULT_THRESHOLD)
+    return max(1, math.ceil(ratio * effective_window(limits, policy)))
+
+
+def trigger_tokens(limits: ModelLimits, policy: CompactionPolicy) -> int:
+    """The smallest token count at which `trigger_reached` fires (>= 1)."""
+    by_headroom = effective_window(limits, policy) - needed_headroom(limits, policy) + 1
+    return max(1, min(threshold_tokens(limits, policy), by_headroom, _window(limits)))
+
+
+def make_pressure(
+    tokens: int,
+    limits: ModelLimits,
+    policy: CompactionPolicy,
+    *,
+    source: PressureSource,
+    is_approximate: bool,
+) -> Pressure:
+    """A Pressure for `tokens` (clamped >= 0) under `limits` and `policy`."""
+    tokens = max(0, tokens)
+    eff = effective_window(limits, policy)
+    return Pressure(
+        tokens=tokens,
+        effective_window=eff,
+        ratio=tokens / eff,
+        headroom=eff - tokens,
+        source=source,
+        is_approximate=is_approximate,
+    )
+
+
+def trigger_reached(p: Pressure, limits: ModelLimits, policy: CompactionPolicy) -> bool:
+    """Whether the pressure calls for compaction (the hysteresis is the monitor's business).
+
+    True when `p.tokens` reaches the threshold (ratio >= threshold), when the headroom below
+    the effective window is less than `needed_headroom`, or at hard overflow
+    (tokens >= context_window). Monotone in `p.tokens`.
+    """
+    return p.tokens >= trigger_tokens(limits, policy)
+
+
+def occupied_tokens(usage: Usage) -> int:
+    """The context one call occupied, in tokens: its whole prompt
+    (input + cache_read + cache_write, see `Usage`) plus its output.
+
+    Taken from ONE call (the last request of a tool loop), never summed across calls (T19).
+    Negative fields (a broken adapter) count as 0.
+    """
+    return (
+        max(0, usage.input_tokens)
+        + max(0, usage.cache_read_tokens)
+        + max(0, usage.cache_write_tokens)
+        + max(0, usage.output_tokens)
+    )
+
+
+def _json_chars(call: ToolCallBlock) -> str:
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(call.arguments, ensure_ascii=False, default=str)
+
+
+def _block_parts(block: ContentBlock) -> tuple[list[str], int]:
+    """(texts the model reads, fixed token cost) of one block."""
+    if isinstance(block, TextBlock):
+        return [block.text], 0
+    if isinstance(block, ThinkingBlock):
+        return [block.text, *block.summary], 0
+    if isinstance(block, ToolCallBlock):
+        return [block.name, _json_chars(block)], 0
+    if isinstance(block, ToolResultBlock):
+        texts = [p.text for p in block.content if isinstance(p, TextBlock)]
+        images = sum(1 for p in block.content if isinstance(p, ImageBlock))
+        return texts, images * IMAGE_TOKENS
+    if isinstance(block, CompactSummaryBlock):
+        return [block.summary], 0
+    if isinstance(block, ImageBlock):
+        return [], IMAGE_TOKENS
+    if isinstance(block, DocumentBlock):
+        return [], DOCUMENT_TOKENS
+    return [], 0  # redacted_thinking: an opaque payload; the measured usage covers it
+
+
+def text_tokens(text: str, *, tokenizer: Tokenizer | None = None) -> int:
+    """Estimated tokens of one text (e.g. the system prompt, or the tools' JSON schemas for
+    `ContextMonitor(system_tokens=...)`): ceil(chars / 4), or `tokenizer(text)`."""
+    if tokenizer is not None:
+        return max(0, tokenizer(text))
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def message_tokens(turn: Turn, *, tokenizer: Tokenizer | None = None) -> int:
+    """Estimated tokens of one message.
+
+    Counted: text, thinking text (and reasoning summaries), tool-call name + arguments JSON,
+    tool_result text, compact-summary text; ceil(chars / 4) over the message, or
+    `tokenizer(text)` over its texts joined by newlines when one is given. Images cost
+    `IMAGE_TOKENS` and documents `DOCUMENT_TOKENS` each. Not counted: signatures, redacted or
+    encrypted reasoning payloads, per-message framing (the calibration offset absorbs them).
+    """
+    texts: list[str] = []
+    fixed = 0
+    for block in turn.content:
+        parts, cost = _block_parts(block)
+        texts.extend(parts)
+        fixed += cost
+    if tokenizer is not None:
+        return fixed + max(0, tokenizer("\n".join(texts)))
+    chars = sum(len(t) for t in texts)
+    return fixed + -(-chars // CHARS_PER_TOKEN)
+
+
+def estimate_tokens(turns: Iterable[Turn], *, tokenizer: Tokenizer | None = None) -> int:
+    """Estimated tokens of a message list: the sum of `message_tokens` (so additive over
+    concatenation: estimate(a + b) == estimate(a) + estimate(b))."""
+    return sum(message_tokens(t, tokenizer=tokenizer) for t in turns)

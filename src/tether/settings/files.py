@@ -1,0 +1,286 @@
+"""Settings files on disk: where they are, loading and merging them, and saving one key.
+
+Owns: the user config folder (`TETHER_CONFIG_DIR` or platformdirs' user config dir for
+"tether"), the two settings files, turning malformed or invalid files into `ConfigError`s that
+name the file and the place, and atomic, locked writes. Does not own: the schema
+(`tether.settings.model`) or the merge rules (`tether.settings.merge`).
+
+Files, lowest precedence first:
+    <user config dir>/settings.json         the user's settings
+    <project>/.tether/settings.json         the project's settings (wins)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import platformdirs
+from filelock import FileLock
+from pydantic import ValidationError
+
+from tether.errors import ConfigError
+from tether.settings.merge import merge_layers, set_dotted, split_dotted
+from tether.settings.model import Settings
+
+CONFIG_DIR_ENV = "TETHER_CONFIG_DIR"
+"""Environment variable overriding the user config folder (tests, portable installs)."""
+
+SETTINGS_FILE = "settings.json"
+PROJECT_DIR = ".tether"
+
+Scope = Literal["user", "project"]
+
+
+def user_config_dir() -> Path:
+    """The user config folder: `$TETHER_CONFIG_DIR` when set and non-empty (`~` expanded), else
+    `platformdirs.user_config_path("tether")` (e.g. `~/.config/tether` on Linux). Not created."""
+    override = os.environ.get(CONFIG_DIR_ENV, "")
+    if override:
+        return Path(override).expanduser()
+    return platformdirs.user_config_path("tether")
+
+
+def settings_path(scope: Scope, project_dir: Path | None = None) -> Path:
+    """The settings file of a scope: the user file, or `<project_dir>/.tether/settings.json`
+    (`project_dir` defaults to the current folder)."""
+    if scope == "user":
+        return user_config_dir() / SETTINGS_FILE
+    return (project_dir or Path.cwd()) / PROJECT_DIR / SETTINGS_FILE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedSettings:
+    """The merged, validated settings and where they came from.
+
+    Attributes:
+        settings: the typed settings.
+        sources: the files that existed and were read, lowest precedence first.
+        layers: each source's raw JSON object, in the same order (e.g. to tell which values a
+            project file set: a cloned repository's file is not necessarily trusted).
+    """
+
+    settings: Settings
+    sources: list[Path]
+    layers: list[dict[str, Any]]
+
+    def project_layer(self, project_dir: Path) -> dict[str, Any]:
+        """The raw JSON the project file contributed ({} when it was absent)."""
+        target = settings_path("project", project_dir)
+        for path, layer in zip(self.sources, self.layers, strict=True):
+            if path == target:
+                return layer
+        return {}
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """Read one settings file as a JSON object.
+
+    Returns:
+        The object; `{}` for an empty (or whitespace-only) file; None when the file is absent.
+
+    Raises:
+        ConfigError: unreadable, not UTF-8, malformed JSON (with line and column), NaN or
+            Infinity, or a top level other than an object.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read settings: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: settings are not UTF-8 (byte {exc.start})") from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path}: malformed JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: settings must be a JSON object ({{...}}), not {type(data).__name__}"
+        )
+    return cast(dict[str, Any], data)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in settings")
+
+
+def validate_layer(data: Mapping[str, Any], origin: str) -> Settings:
+    """Validate one JSON object as `Settings`.
+
+    Args:
+        data: the JSON object.
+        origin: what to name in errors (a file path, or "merged settings from A, B").
+
+    Raises:
+        ConfigError: `<origin>: invalid settings: <json path>: <reason>; ...`.
+    """
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{origin}: invalid settings: {describe_errors(exc, data)}") from None
+
+
+def describe_errors(exc: ValidationError, data: Any) -> str:
+    """Pydantic errors as `json.path: reason` items (union branch names dropped; for one
+    place, only the most specific errors), joined by `; `."""
+    by_path: dict[str, list[str]] = {}
+    for err in exc.errors(include_url=False):
+        path = json_path(err["loc"], data)
+        msg = _BRANCH_MSG.sub("", err["msg"].removeprefix("Value error, "))
+        msg = msg.replace("a valid dictionary", "a JSON object")
+        if msg not in by_path.setdefault(path, []):
+            by_path[path].append(msg)
+    keep = [
+        p
+        for p in by_path
+        if not any(q != p and (q.startswith(p + ".") or q.startswith(p + "[")) for q in by_path)
+    ]
+    return "; ".join(f"{p or '(top level)'}: {' or '.join(by_path[p])}" for p in keep)
+
+
+_BRANCH_MSG = re.compile(r" or instance of \w+")
+
+
+def json_path(loc: Sequence[int | str], data: Any) -> str:
+    """A pydantic `loc` as a JSON path (`tools.timeout`, `model[1].provider`), following the
+    data so that union branch names in `loc` are left out."""
+    out = ""
+    node: Any = data
+    for part in loc:
+        if isinstance(node, list) and isinstance(part, int):
+            items = cast(list[Any], node)
+            node = items[part] if 0 <= part < len(items) else None
+            out += f"[{part}]"
+        elif isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = cast(dict[str, Any], node)[part]
+            out += f".{part}" if out else part
+        elif isinstance(node, dict | None) and isinstance(part, str) and not _is_branch(part):
+            node = None  # a missing field
+            out += f".{part}" if out else part
+    return out
+
+
+def _is_branch(part: str) -> bool:
+    """Union branch names in pydantic locs: `str`, `list[...]`, `ModelEntry`, `function-after[...]`."""
+    return part in {"str", "int", "float", "bool", "none"} or "[" in part or part[:1].isupper()
+
+
+def load_settings(
+    project_dir: Path | None = None, *, user_dir: Path | None = None
+) -> LoadedSettings:
+    """Load, merge and validate the user and project settings.
+
+    Args:
+        project_dir: the project folder (its `.tether/settings.json` is read); None: no project.
+        user_dir: the user config folder; None: `user_config_dir()`.
+
+    Returns:
+        `LoadedSettings`; defaults everywhere when neither file exists.
+
+    Raises:
+        ConfigError: a file is unreadable, malformed (line/column given) or invalid (the file and
+            the JSON path of the bad field given).
+    """
+    paths = [(user_dir or user_config_dir()) / SETTINGS_FILE]
+    if project_dir is not None:
+        paths.append(settings_path("project", project_dir))
+    sources: list[Path] = []
+    layers: list[dict[str, Any]] = []
+    merged: dict[str, Any] = {}
+    for path in paths:
+        data = read_json_object(path)
+        if data is None:
+            continue
+        validate_layer(data, str(path))
+        sources.append(path)
+        layers.append(data)
+        merged = merge_layers(merged, data)
+    origin = "merged settings from " + ", ".join(map(str, sources))
+    return LoadedSettings(settings=validate_layer(merged, origin), sources=sources, layers=layers)
+
+
+def parse_cli_value(text: str) -> Any:
+    """A `tether config set` value: JSON when it parses as JSON (`5`, `true`, `["a"]`,
+    `{"k": 1}`, `null`), else the text itself as a string (`30s`, `openai/gpt-4o`)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return text
+
+
+def save_setting(
+    scope: Scope, dotted_key: str, value: Any, *, project_dir: Path | None = None
+) -> Path:
+    """Set one key in the user or project settings file, keeping every other key.
+
+    The file is read, changed and validated under a lock (`<file>.lock`, filelock), then
+    replaced atomically (a temporary file in the same folder, fsync, `os.replace`); on any error
+    the file is left as it was.
+
+    Args:
+        scope: `user` or `project`.
+        dotted_key: e.g. `tools.timeout`, `providers.work.base_url`; `\\.` is a literal dot.
+        value: a JSON value (see `parse_cli_value` for command-line text).
+        project_dir: the project folder for `project` (default: the current folder).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ConfigError: a bad key, a value the schema rejects (the file is named), or a malformed
+            existing file (it is not overwritten).
+    """
+    path = settings_path(scope, project_dir)
+    try:
+        parts = split_dotted(dotted_key)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=10):
+        current = read_json_object(path) or {}
+        try:
+            updated = set_dotted(current, parts, value)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: cannot set {dotted_key}: {exc}") from None
+        validate_layer(updated, f"{path} (after setting {dotted_key})")
+        write_atomic(path, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode())
+    return path
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace `path` by `data` atomically: a new temporary file in the same folder created by
+    `os.open(..., O_CREAT | O_EXCL, mode)` (so it never exists with wider permissions; the umask
+    can only narrow them), written, fsynced, then `os.replace`d over `path`.
+
+    Raises:
+        OSError: the folder is not writable, the disk is full, ... (`path` is then unchanged).
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

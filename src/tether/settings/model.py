@@ -1,0 +1,227 @@
+"""The typed settings model (pydantic), validated from the merged JSON layers.
+
+Owns: the schema — section and key names as they appear in `settings.json`, defaults, units,
+and value checks. Does not own: reading or writing files (`tether.settings.files`), nor acting on
+the values (the loop, providers, tools and compaction read them).
+
+Python attribute names carry units where JSON keys do not: `tools.timeout` is `tools.timeout_s`,
+`retry.base` / `retry.max` are `retry.base_s` / `retry.max_s` (seconds, float). A duration in a
+file is a number of milliseconds or a string such as `"30s"` (`tether.settings.durations`);
+`model_dump(mode="json", by_alias=True)` writes it back as such a string.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+)
+
+from tether.durations import format_duration, parse_duration
+
+Duration = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+"""Seconds (float) in Python; milliseconds (number) or `"30s"`-style strings in JSON."""
+
+
+def _fraction(value: float) -> float:
+    """A share in (0, 1]; a value above 1 reads as a percentage (90 → 0.9)."""
+    if value > 1:
+        value = value / 100
+    if not 0 < value <= 1:
+        raise ValueError("must be a fraction in (0, 1] or a percentage in (1, 100]")
+    return value
+
+
+Fraction = Annotated[float, AfterValidator(_fraction)]
+
+
+def _default_refused() -> list[str]:
+    from tether.tools.env import DEFAULT_REFUSED  # lazy: settings do not depend on tools
+
+    return list(DEFAULT_REFUSED)
+
+
+ProviderType = Literal["anthropic", "openai", "openai-responses", "google", "ollama", "local"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_by_alias=True, validate_by_name=True
+    )
+
+
+class ModelEntry(_Section):
+    """One entry of the `model` fallback selection written as an object."""
+
+    provider: str = Field(min_length=1)
+    model: str = ""
+
+    @property
+    def spec(self) -> str:
+        """`provider/model` (or just `provider` when the model is empty), as `--model` takes."""
+        return f"{self.provider}/{self.model}" if self.model else self.provider
+
+
+class ProviderSettings(_Section):
+    """One endpoint, `providers.<name>`. The name is what `--model NAME/MODEL`, `tether login
+    NAME` and the `model` selection refer to; `type` picks the adapter (defaults to the name
+    when that is a provider type).
+
+    Attributes:
+        type: the adapter: `anthropic`, `openai` (Chat Completions), `openai-responses`,
+            `google`, `ollama`, `local`.
+        base_url: the endpoint (an OpenAI-compatible server, a gateway); None: the vendor's.
+        model: the model used when a selection names only the provider.
+        api_key_env: the environment variable holding the key (instead of the type's default,
+            e.g. `OPENAI_API_KEY`); tool subprocesses never see it (`Settings.refused_env`).
+    """
+
+    type: ProviderType | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RetrySettings(_Section):
+    """`retry`: how often and how patiently a failed request is retried (read by the retry layer).
+
+    Attributes:
+        max_attempts: attempts per request including the first (≥ 1).
+        base_s: first backoff delay, seconds (JSON key `base`).
+        max_s: cap on one backoff delay, seconds (JSON key `max`).
+    """
+
+    max_attempts: int = Field(default=3, ge=1)
+    base_s: Duration = Field(default=2.0, alias="base")
+    max_s: Duration = Field(default=30.0, alias="max")
+
+
+class ToolsSettings(_Section):
+    """`tools`: limits and policy for tool calls.
+
+    Attributes:
+        timeout_s: default time limit of one tool call, seconds (JSON key `timeout`).
+        output_threshold_chars: results longer than this (characters) are persisted to disk.
+        refused_env: variable names (exact or `*` globs, case-insensitive) never passed to tool
+            subprocesses; see `tether.tools.env.scrubbed_env`.
+        deny_paths: globs over root-relative paths the file tools refuse.
+        network: whether sandboxed tools may use the network.
+        safe: only tools declared `safe` may run.
+        folders: extra folders tools may use besides the working folder.
+    """
+
+    timeout_s: Duration = Field(default=120.0, alias="timeout")
+    output_threshold_chars: int = Field(default=50_000, ge=1)
+    refused_env: list[str] = Field(default_factory=lambda: _default_refused())
+    deny_paths: list[str] = Field(default_factory=lambda: ["**/.env", "**/.env.*"])
+    network: bool = False
+    safe: bool = False
+    folders: list[str] = Field(default_factory=list[str])
+
+
+class ModelWindow(_Section):
+    """`context.windows.<model>`: a model's limits, in tokens."""
+
+    context_window: int = Field(ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+
+
+class ContextSettings(_Section):
+    """`context`: context-window accounting and compaction triggers.
+
+    Attributes:
+        windows: per model name, its context window and output cap (tokens).
+        threshold: compact when pressure exceeds this share of the effective window.
+        output_reserve: tokens kept free for the reply (the effective window subtracts it).
+        runaway_total: a turn whose request would exceed this share of the window is runaway.
+        runaway_growth: one turn growing the context by more than this share is runaway.
+        auto_compact: compact automatically when the threshold is crossed.
+
+    Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
+    """
+
+    windows: dict[str, ModelWindow] = Field(default_factory=dict[str, ModelWindow])
+    threshold: Fraction = 0.8
+    output_reserve: int = Field(default=20_000, ge=0)
+    runaway_total: Fraction = 0.9
+    runaway_growth: Fraction = 0.4
+    auto_compact: bool = True
+
+
+class ThinkingSettings(_Section):
+    """`run.thinking`: the reasoning budget and how it decays over a run.
+
+    Attributes:
+        budget_tokens: the thinking budget of the first turns (tokens); None: thinking off.
+        decay: `none`, `step` (drop to `floor` after `after_turn`), `geometric` (multiply by
+            `factor` each turn after `after_turn`, not below `floor`).
+        floor: the lowest budget decay reaches (tokens).
+        after_turn: the turn after which decay starts (1-based).
+        factor: the geometric factor, in (0, 1].
+    """
+
+    budget_tokens: int | None = Field(default=None, ge=0)
+    decay: Literal["none", "step", "geometric"] = "none"
+    floor: int | None = Field(default=None, ge=0)
+    after_turn: int | None = Field(default=None, ge=0)
+    factor: float | None = Field(default=None, gt=0, le=1)
+
+
+class RunSettings(_Section):
+    """`run`: limits of one `run` call.
+
+    Attributes:
+        max_turns: cap on model requests per run.
+        continuation_limit: how many times a reply cut at `max_tokens` is continued.
+        thinking: the reasoning budget (see `ThinkingSettings`).
+    """
+
+    max_turns: int = Field(default=50, ge=1)
+    continuation_limit: int = Field(default=3, ge=0)
+    thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+
+
+ModelSelection = str | list[str | ModelEntry] | None
+
+
+class Settings(_Section):
+    """All settings, as merged from the user and project files (see `tether.settings`).
+
+    Attributes:
+        model: the model selection: `"provider/model"`, a list of such strings or
+            `{provider, model}` objects tried in order, or None (the built-in default).
+        providers: named endpoints (`ProviderSettings`).
+    """
+
+    model: ModelSelection = None
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict[str, ProviderSettings])
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+    def model_specs(self) -> list[str]:
+        """The model selection as `provider/model` strings, in order (empty when unset)."""
+        if self.model is None:
+            return []
+        items = [self.model] if isinstance(self.model, str) else self.model
+        return [it if isinstance(it, str) else it.spec for it in items if it]
+
+    def refused_env(self) -> list[str]:
+        """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""
+        extra = [p.api_key_env for p in self.providers.values() if p.api_key_env]
+        return [*self.tools.refused_env, *extra]
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as the JSON a file would hold (durations as strings, JSON key names)."""
+        return self.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,245 @@
+"""Loop hygiene: pure decisions the loop takes around each tool call (state in `Hygiene`).
+
+Owns:
+    * dedup, per tool (`DedupRule`): a hasher of (name, arguments) → key, and a policy:
+        - `replay`: a call whose key matches an earlier successful call of that tool is not run;
+          the earlier result is returned, marked as replayed (first text part `REPLAYED`). The
+          replay memory is cleared whenever a non-`safe` tool runs (it may have changed what
+          the earlier call saw).
+        - `block`: more than `after` identical consecutive calls of that tool (same key, no other
+          call of that tool in between) → each is answered `Blocked: <reason>` (is_error) without
+          running, until the input changes.
+    * shell canonicalization for repeat detection (`canonical_shell`, `shell_key`).
+    * stale-read notices: after a successful write/edit of a path the model read (successfully)
+      before, ONE system note per read → write transition ("file X changed since you read it…"),
+      carried in `ToolRunResult.system_notes` (rendered after the turn's tool_results).
+Does not own: running calls, events, persistence (the loop); no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.tools.run import ToolRunResult
+
+Hasher = Callable[[str, Mapping[str, Any]], str]
+"""(tool name, arguments) → a key; equal keys mean "the same call"."""
+
+REPLAYED = (
+    "(replayed: this call is identical to the earlier call {call_id}; the tool was not run "
+    "again and its earlier result follows)"
+)
+BLOCKED = (
+    "Blocked: this `{name}` call repeats the previous {n} `{name}` calls with the same input; "
+    "it was not run. Change the input or take a different approach."
+)
+STALE_READ = (
+    "file {path} changed since you read it (your `{tool}` call just modified it): the earlier "
+    "`read` output of this file in the conversation is out of date; read it again before "
+    "relying on those lines."
+)
+
+
+def default_key(name: str, arguments: Mapping[str, Any]) -> str:
+    """Canonical JSON of (name, arguments) (keys sorted)."""
+    return json.dumps([name, arguments], sort_keys=True, ensure_ascii=False, default=str)
+
+
+# --- shell canonicalization ------------------------------------------------------------------
+
+
+def _collapse(cmd: str) -> tuple[str, list[bool]]:
+    """`cmd` with whitespace runs outside quotes collapsed to one space and the ends stripped,
+    plus a per-character flag "inside quotes or escaped"."""
+    out: list[str] = []
+    quoted: list[bool] = []
+    quote: str | None = None
+    i = 0
+    pending_space = False
+    while i < len(cmd):
+        ch = cmd[i]
+        if quote is None and ch.isspace():
+            pending_space = True
+            i += 1
+            continue
+        if pending_space and out:
+            out.append(" ")
+            quoted.append(False)
+        pending_space = False
+        if quote is None and ch == "\\" and i + 1 < len(cmd):
+            out += [ch, cmd[i + 1]]
+            quoted += [True, True]
+            i += 2
+            continue
+        if quote is None and ch in "'\"":
+            quote = ch
+            out.append(ch)
+            quoted.append(True)
+        elif quote is not None:
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"' and i + 1 < len(cmd):
+                out += [ch, cmd[i + 1]]
+                quoted += [True, True]
+                i += 2
+                continue
+            out.append(ch)
+            quoted.append(True)
+        else:
+            out.append(ch)
+            quoted.append(False)
+        i += 1
+    return "".join(out), quoted
+
+
+_LEADING_CD = re.compile(r"""cd(?: (?:"[^"]*"|'[^']*'|[^\s;&|'"\\]+))? && """)
+_POLL = re.compile(
+    r" ?(?:&&|&|;) ?sleep [0-9]+(?:\.[0-9]+)?[smhd]?(?:(?: ?(?:;|&&|&|\|\|)).*)?$", re.DOTALL
+)
+
+
+def canonical_shell(command: str) -> str:
+    """A shell command in a canonical form for repeat detection (not for running): whitespace
+    outside quotes collapsed, every leading `cd DIR &&` removed, and a trailing poll
+    (`& sleep N; …`, `&& sleep N …`, `; sleep N …`) cut off. Idempotent."""
+    text, quoted = _collapse(command)
+    while (m := _LEADING_CD.match(text)) is not None and len(text) > m.end():
+        text, quoted = _collapse(text[m.end() :])
+    for i, ch in enumerate(text):
+        if ch in " &;" and not quoted[i] and _POLL.match(text, i) is not None:
+            text, quoted = _collapse(text[:i])
+            break
+    return text
+
+
+def shell_key(name: str, arguments: Mapping[str, Any]) -> str:
+    """A hasher for shell tools: the canonical `command` argument (other arguments ignored)."""
+    command = arguments.get("command")
+    return f"{name}\0{canonical_shell(command) if isinstance(command, str) else command!r}"
+
+
+# --- configuration and state -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DedupRule:
+    """How repeated calls of one tool are handled.
+
+    Attributes:
+        policy: `replay` (answer an identical call with the earlier result) or `block`.
+        after: for `block`, how many identical consecutive calls run before the next ones are
+            blocked (≥ 1).
+        key: the hasher deciding what "identical" means.
+    """
+
+    policy: Literal["replay", "block"]
+    after: int = 3
+    key: Hasher = default_key
+
+    def __post_init__(self) -> None:
+        if self.after < 1:
+            raise ValueError(f"DedupRule.after must be ≥ 1, got {self.after}")
+
+
+def _default_dedup() -> dict[str, DedupRule]:
+    return {"bash": DedupRule(policy="block", after=5, key=shell_key)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HygieneConfig:
+    """Which tools get which hygiene.
+
+    Attributes:
+        dedup: tool name → its dedup rule (default: `bash` blocked after 5 identical
+            consecutive commands, compared by `shell_key`).
+        reads: tool name → the argument holding the path it reads (stale-read tracking).
+        writes: tool name → the argument holding the path it changes.
+    """
+
+    dedup: Mapping[str, DedupRule] = field(default_factory=_default_dedup)
+    reads: Mapping[str, str] = field(default_factory=lambda: {"read": "path"})
+    writes: Mapping[str, str] = field(default_factory=lambda: {"write": "path", "edit": "path"})
+
+
+class Hygiene:
+    """The hygiene state of one agent (calls are checked in call order).
+
+    Args:
+        config: the rules.
+        root: the working folder, to normalize relative paths (string operations only).
+    """
+
+    def __init__(self, config: HygieneConfig | None = None, *, root: str = "/") -> None:
+        self.config = config or HygieneConfig()
+        self.root = root
+        self._streaks: dict[str, tuple[str, int]] = {}
+        self._replay: dict[str, tuple[str, ToolResultBlock]] = {}
+        self._read: set[str] = set()
+
+    def _key(self, call: ToolCallBlock) -> tuple[DedupRule, str] | None:
+        rule = self.config.dedup.get(call.name)
+        if rule is None or call.invalid is not None:
+            return None
+        return rule, rule.key(call.name, call.arguments)
+
+    def check(self, call: ToolCallBlock) -> ToolRunResult | None:
+        """Decide before running `call`: None to run it, else the result to use instead
+        (replayed or blocked). Call once per call, in call order."""
+        found = self._key(call)
+        if found is None:
+            return None
+        rule, key = found
+        if rule.policy == "replay":
+            hit = self._replay.get(f"{call.name}\0{key}")
+            if hit is None:
+                return None
+            earlier_id, block = hit
+            note = TextBlock(text=REPLAYED.format(call_id=earlier_id))
+            return ToolRunResult(
+                block=replace(block, tool_call_id=call.id, content=(note, *block.content))
+            )
+        last, n = self._streaks.get(call.name, ("", 0))
+        n = n + 1 if last == key else 1
+        self._streaks[call.name] = (key, n)
+        if n <= rule.after:
+            return None
+        text = BLOCKED.format(name=call.name, n=n - 1)
+        return ToolRunResult(
+            block=ToolResultBlock(
+                tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True
+            )
+        )
+
+    def _path(self, call: ToolCallBlock, arg: str | None) -> str | None:
+        value = call.arguments.get(arg) if arg is not None else None
+        if not isinstance(value, str) or not value:
+            return None
+        return posixpath.normpath(posixpath.join(self.root, value))
+
+    def record(self, call: ToolCallBlock, result: ToolRunResult, *, safe: bool) -> ToolRunResult:
+        """Learn from a call that ran (not one `check` answered); returns `result`, with a
+        stale-read note added when due."""
+        ok = not result.block.is_error
+        if not safe:
+            self._replay.clear()
+        found = self._key(call)
+        if found is not None and found[0].policy == "replay" and ok:
+            self._replay[f"{call.name}\0{found[1]}"] = (call.id, result.block)
+        if not ok:
+            return result
+        read = self._path(call, self.config.reads.get(call.name))
+        if read is not None:
+            self._read.add(read)
+        written = self._path(call, self.config.writes.get(call.name))
+        if written is not None and written in self._read:
+            self._read.discard(written)
+            shown = call.arguments.get(self.config.writes[call.name])
+            note = STALE_READ.format(path=shown, tool=call.name)
+            return replace(result, system_notes=(*result.system_notes, note))
+        return result

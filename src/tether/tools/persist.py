@@ -1,0 +1,281 @@
+"""The output gate: every tool result passes here before it is stored (cases T25, T26).
+
+Owns: `persist_tool_result` / `gate_tool_result` (normalize, detect binary, persist oversized
+output to the session's artifact folder and put a byte-stable `<persisted-output>` stub in its
+place), `OutputLimits`, the atomic file write (`atomic_write_file`: temp file in the same
+folder, fsync, `os.replace`, fsync of the folder) and `readable_results_dir` (the one folder
+outside the working folder that the `read` tool may read: this session's `tool-results/`).
+Does not own: the pure text passes and the stub's shape (`tether.tools.normalize`), the session
+layout (`tether.session.layout` names the same `tool-results` sub-folder).
+
+What happens to a result (`session_dir` is the session's artifact folder, or None):
+
+- Every text part is normalized: `\\r` overwrites and ANSI escapes rendered, lone surrogates
+  replaced, lines over `max_line_chars` cut with a `… [N chars cut]` note.
+- A text part that looks binary is replaced by a notice with its size (bytes) and sha256; with
+  a session its raw bytes are saved to `<session_dir>/tool-results/<call_id>.bin`.
+- A text-only result longer than `threshold_chars` after normalization is saved raw (the exact
+  output, T25) to `<session_dir>/tool-results/<call_id>.txt` and replaced by the stub (see
+  `tether.tools.normalize.render_stub`). Without a session, or when the write fails, it is cut
+  to head + tail with a notice instead (never dropped silently).
+- A text-only result that lost characters to normalization (cut lines) or whose raw text is
+  over the threshold keeps its normalized text, and with a session its raw output is saved too
+  and one note line names the file (T26: the full raw output goes to disk).
+- A result with images is never persisted: images are kept, text parts normalized (and, over
+  the threshold, cut to head + tail).
+- `is_error` is kept; error results are gated the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.messages import ImageBlock, ResultPart, TextBlock, ToolResultBlock
+from tether.tools.normalize import (
+    DEFAULT_MAX_LINE_CHARS,
+    PERSISTED_OUTPUT_CLOSE,
+    PERSISTED_OUTPUT_OPEN,
+    binary_notice,
+    head_tail,
+    normalize,
+    raw_bytes,
+    render_stub,
+)
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_THRESHOLD_CHARS",
+    "PERSISTED_OUTPUT_CLOSE",
+    "PERSISTED_OUTPUT_OPEN",
+    "TOOL_RESULTS_DIR",
+    "OutputLimits",
+    "atomic_write_file",
+    "gate_tool_result",
+    "persist_tool_result",
+    "readable_results_dir",
+    "result_file_name",
+]
+
+TOOL_RESULTS_DIR = "tool-results"
+"""The artifact sub-folder holding persisted outputs (`tether.session.layout.ArtifactKind`)."""
+
+DEFAULT_THRESHOLD_CHARS = 50_000
+"""A text result longer than this (characters, after normalization) is persisted."""
+
+INLINE_GATE_CHARS = 256 * 1024
+"""Results up to this many characters are gated on the event loop; larger ones in a thread."""
+
+WRITE_CHUNK_BYTES = 1 << 20
+"""`atomic_write_file` writes in chunks of this many bytes."""
+
+_after_chunk: Callable[[int], None] | None = None
+"""Test hook: called with the bytes written so far after each chunk of `atomic_write_file`."""
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputLimits:
+    """The gate's limits.
+
+    Attributes:
+        threshold_chars: a text result longer than this many characters (after normalization)
+            is persisted (or, without a session, cut to head + tail). At least 4096.
+        max_line_chars: a longer line is cut to this many characters (its note included).
+            At least 40.
+
+    Raises:
+        ValueError: a limit below its minimum.
+    """
+
+    threshold_chars: int = DEFAULT_THRESHOLD_CHARS
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
+
+    def __post_init__(self) -> None:
+        if self.threshold_chars < 4096:
+            raise ValueError(f"threshold_chars must be at least 4096, got {self.threshold_chars}")
+        if self.max_line_chars < 40:
+            raise ValueError(f"max_line_chars must be at least 40, got {self.max_line_chars}")
+
+
+DEFAULT_LIMITS = OutputLimits()
+
+
+def result_file_name(call_id: str, suffix: str) -> str:
+    """A safe file name for a call's saved output: `<call_id><suffix>` when the id is a safe
+    name, else the id with unsafe characters replaced plus 12 hex of its sha256 (stable)."""
+    if _SAFE_NAME.fullmatch(call_id):
+        return call_id + suffix
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:80] or "call"
+    digest = hashlib.sha256(call_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
+    return f"{cleaned}-{digest}{suffix}"
+
+
+def atomic_write_file(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that `path` is either absent/unchanged or complete, even if
+    the process is killed mid-write: a temp file in the same folder (mode 0o600), written in
+    `WRITE_CHUNK_BYTES` chunks, fsynced, `os.replace`d onto `path`, then the folder fsynced.
+    Missing parent folders are created (mode 0o700).
+
+    Raises:
+        OSError: the write failed (the temp file is removed).
+    """
+    folder = path.parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            view = memoryview(data)
+            written = 0
+            while written < len(view):
+                end = min(written + WRITE_CHUNK_BYTES, len(view))
+                while written < end:
+                    written += os.write(fd, view[written:end])
+                if _after_chunk is not None:
+                    _after_chunk(written)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def readable_results_dir(session_dir: Path | None) -> Path | None:
+    """The real path of `<session_dir>/tool-results/` when it is a real folder (not a
+    symlink, not reached through one below the session folder), else None. The `read` tool
+    may read files below it although it lies outside the working folder."""
+    if session_dir is None:
+        return None
+    candidate = Path(os.path.realpath(session_dir)) / TOOL_RESULTS_DIR
+    if candidate.is_symlink() or not candidate.is_dir():
+        return None
+    return candidate
+
+
+def _save(session_dir: Path, call_id: str, suffix: str, data: bytes) -> Path | str:
+    """Save `data`; returns the path, or the error text when the write failed."""
+    path = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR / result_file_name(call_id, suffix)
+    try:
+        atomic_write_file(path, data)
+    except OSError as e:
+        return f"{type(e).__name__}: {e}"
+    return path
+
+
+def _binary(raw: str, call_id: str, session_dir: Path | None) -> str:
+    data = raw_bytes(raw)
+    digest = hashlib.sha256(data).hexdigest()
+    where = "not saved (no session)"
+    if session_dir is not None:
+        saved = _save(session_dir, call_id, ".bin", data)
+        where = f"saved to {saved}" if isinstance(saved, Path) else f"not saved ({saved[:150]})"
+    return binary_notice(len(data), digest, where)
+
+
+def _lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _gate_text(raw: str, call_id: str, session_dir: Path | None, limits: OutputLimits) -> str:
+    """The text to store for a text-only result whose joined text is `raw`."""
+    norm = normalize(raw, max_line_chars=limits.max_line_chars)
+    if norm.binary:
+        return _binary(raw, call_id, session_dir)
+    text = norm.text
+    over = len(text) > limits.threshold_chars
+    if not (over or norm.lossy or len(raw) > limits.threshold_chars):
+        return text
+    why = "no session to save the full output to"
+    if session_dir is not None:
+        data = raw_bytes(raw)
+        saved = _save(session_dir, call_id, ".txt", data)
+        if isinstance(saved, Path):
+            note = (
+                f"{'' if text.endswith(chr(10)) else chr(10)}[full output ({len(data)} bytes, {_lines(data)} lines) saved at {saved}; "
+                "read it with the read tool (path, offset, limit)]"
+            )
+            if not over and len(text) + len(note) <= limits.threshold_chars:
+                return text + note
+            return render_stub(text, path=str(saved), size_bytes=len(data), lines=_lines(data))
+        why = f"the full output could not be saved ({saved[:150]})"
+    return head_tail(text, limits.threshold_chars, why) if over else text
+
+
+def persist_tool_result(
+    result: ToolResultBlock,
+    session_dir: Path | None,
+    limits: OutputLimits = DEFAULT_LIMITS,
+) -> ToolResultBlock:
+    """Gate one tool result (see the module docstring for the rules).
+
+    Args:
+        result: the result as the tool runner made it.
+        session_dir: the session's artifact folder, or None without a session (nothing is
+            written then).
+        limits: the threshold and per-line cap.
+
+    Returns:
+        The result to store and send: `result` itself when nothing changed, else a new block
+        with the same `tool_call_id` and `is_error`. Its text is valid UTF-8, never empty.
+        Write failures degrade to head + tail truncation with a notice; nothing raises.
+    """
+    texts = [p for p in result.content if isinstance(p, TextBlock)]
+    if not texts:
+        return result
+    has_images = any(isinstance(p, ImageBlock) for p in result.content)
+    if not has_images:
+        raw = texts[0].text if len(texts) == 1 else result.text
+        out = _gate_text(raw, result.tool_call_id, session_dir, limits)
+        if len(texts) == 1 and out == raw:
+            return result
+        content: tuple[ResultPart, ...] = (TextBlock(text=out or "(no output)"),)
+    else:
+        parts: list[ResultPart] = []
+        for p in result.content:
+            if not isinstance(p, TextBlock):
+                parts.append(p)
+                continue
+            norm = normalize(p.text, max_line_chars=limits.max_line_chars)
+            if norm.binary:
+                text = _binary(p.text, result.tool_call_id, session_dir)
+            else:
+                text = head_tail(
+                    norm.text, limits.threshold_chars, "a result with images is not persisted"
+                )
+            parts.append(p if text == p.text else TextBlock(text=text or "(no output)"))
+        if all(a is b for a, b in zip(parts, result.content, strict=True)):
+            return result
+        content = tuple(parts)
+    return ToolResultBlock(
+        tool_call_id=result.tool_call_id, content=content, is_error=result.is_error
+    )
+
+
+async def gate_tool_result(
+    result: ToolResultBlock,
+    session_dir: Path | None,
+    limits: OutputLimits = DEFAULT_LIMITS,
+) -> ToolResultBlock:
+    """`persist_tool_result` for async callers: small results are gated inline, results over
+    `INLINE_GATE_CHARS` characters in a worker thread (normalizing and writing megabytes would
+    stall the event loop)."""
+    size = sum(len(p.text) for p in result.content if isinstance(p, TextBlock))
+    if size <= INLINE_GATE_CHARS:
+        return persist_tool_result(result, session_dir, limits)
+    return await asyncio.to_thread(persist_tool_result, result, session_dir, limits)

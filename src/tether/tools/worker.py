@@ -1,0 +1,332 @@
+"""The tool worker process: folder-scanned tools run here, one call per process.
+
+Owns: both ends of the worker protocol — `run_in_worker` (the harness side: start, feed, time,
+kill, parse) and `main` (`python -m tether.tools.worker`: the worker side).
+
+Protocol (UTF-8 JSON lines):
+    harness → worker stdin, first line:
+        {"file": str, "tool": str, "arguments": {...},
+         "context": {"root": str, "session_dir": str | null,
+                     "policy": {"deny_read": [str], "deny_write": [str]} | null}}
+    harness → worker stdin, later (only when the call timed out and the tool has `on_timeout`):
+        {"op": "timeout", "limit_s": float}
+    worker → stdout, exactly one line, written LAST and flushed, then the worker exits:
+        {"tether_result": <Outcome JSON>, "timed_out": bool}
+The worker moves its own fd 1 onto stderr before importing the tool file, so whatever the tool
+(or a process it starts) prints goes to stderr, never into the result line; the result goes out
+on a private, non-inheritable copy of the original stdout. The harness still reads only the last
+stdout line. stderr is captured (head and tail kept) and quoted when the worker fails.
+
+Failures (each an is_error result): "tool worker exited with code N", "tool worker was killed by
+signal S (SIGKILL)", "tool worker printed no result", each followed by the tail of its stderr.
+The worker starts in its own session (process group) with the context's scrubbed environment in
+the working folder; its argv goes through `ToolContext.wrap` (the OS sandbox hook). On timeout,
+cancellation, or after `on_timeout`'s grace period, the whole process group is SIGKILLed. As with
+`bash`, processes the tool leaves behind are left alone if they let go of the worker's pipes
+(e.g. redirect their output); those still holding them `EXIT_GRACE_S` after the worker exits are
+killed with the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import tether
+from tether.tools.base import TimedOut, Tool, ToolContext
+from tether.tools.run import (
+    Outcome,
+    call_on_timeout,
+    describe_exception,
+    error_outcome,
+    exception_outcome,
+    format_validation_error,
+    timed_out_outcome,
+    to_outcome,
+)
+from tether.tools.shell import EXIT_GRACE_S, HeadTail, kill_group
+
+RESULT_KEY = "tether_result"
+STDERR_HEAD_BYTES = 2_000
+STDERR_TAIL_BYTES = 4_000
+POLL_S = 0.05
+"""How often the worker's exit is polled while its result pipe is open (s)."""
+REAP_S = 2.0
+"""How long to wait for a killed worker and its pipes to close (s)."""
+
+
+def worker_argv() -> list[str]:
+    """The argv that starts a worker (before `ToolContext.wrap`)."""
+    return [sys.executable, "-m", "tether.tools.worker"]
+
+
+def _worker_env(ctx: ToolContext) -> dict[str, str]:
+    env = dict(ctx.env)
+    src = str(Path(tether.__file__).resolve().parent.parent)
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = src if not old else f"{src}{os.pathsep}{old}"
+    return env
+
+
+def _request(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> bytes:
+    policy = ctx.policy
+    req = {
+        "file": str(tool.source),
+        "tool": tool.name,
+        "arguments": dict(arguments),
+        "context": {
+            "root": str(ctx.root),
+            "session_dir": None if ctx.session_dir is None else str(ctx.session_dir),
+            "policy": None
+            if policy is None
+            else {"deny_read": list(policy.deny_read), "deny_write": list(policy.deny_write)},
+        },
+    }
+    return (json.dumps(req, default=str) + "\n").encode()
+
+
+def _status(code: int | None) -> str:
+    if code is None:
+        return "tool worker did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown"
+        return f"tool worker was killed by signal {-code} ({name})"
+    return f"tool worker exited with code {code}"
+
+
+def _parse(stdout: bytes) -> tuple[Outcome, bool] | None:
+    """The result line (the last non-empty stdout line), or None when there is none."""
+    lines = [ln for ln in stdout.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    try:
+        data = json.loads(lines[-1])
+        if not isinstance(data, dict) or RESULT_KEY not in data:
+            return None
+        body = cast("dict[str, Any]", data)
+        return Outcome.from_json(body[RESULT_KEY]), bool(body.get("timed_out", False))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+async def _pump(stream: asyncio.StreamReader, sink: HeadTail | bytearray) -> None:
+    while chunk := await stream.read(65536):
+        if isinstance(sink, bytearray):
+            sink += chunk
+        else:
+            sink.feed(chunk)
+
+
+async def _settled(a: asyncio.Task[None], b: asyncio.Task[None], timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for both pipe readers to reach EOF; True when they did."""
+    _, pending = await asyncio.wait({a, b}, timeout=timeout_s)
+    return not pending
+
+
+async def run_in_worker(
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    ctx: ToolContext,
+    *,
+    limit_s: float,
+    grace_s: float,
+) -> Outcome:
+    """Run one call of the folder tool `tool` (its `source` set) in a worker process.
+
+    Args:
+        tool: the tool (its `source` names the file the worker imports).
+        arguments: the model's arguments (validated again in the worker).
+        ctx: the call's context (root, env, session_dir, policy, wrap).
+        limit_s: the call's time limit (s), worker start-up included.
+        grace_s: how long `on_timeout` may run in the worker (s) before the group is killed.
+
+    Returns:
+        The call's outcome; every failure of the worker is an is_error outcome.
+
+    Raises:
+        asyncio.CancelledError: after killing the worker's process group.
+    """
+    argv = ctx.wrap_argv(worker_argv())
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=ctx.root,
+            env=_worker_env(ctx),
+            start_new_session=True,
+        )
+    except OSError as e:
+        return error_outcome(f"could not start the tool worker ({argv[0]}): {e}")
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out = bytearray()
+    err = HeadTail(STDERR_HEAD_BYTES, STDERR_TAIL_BYTES)
+    out_task = asyncio.create_task(_pump(proc.stdout, out))
+    err_task = asyncio.create_task(_pump(proc.stderr, err))
+    timed_out = False
+    try:
+        with contextlib.suppress(ConnectionError):
+            proc.stdin.write(_request(tool, arguments, ctx))
+            await proc.stdin.drain()
+        try:
+            async with asyncio.timeout(limit_s):
+                # until the result pipe closes or the worker exits (a process the tool forked
+                # may hold the pipe; the finally block gives the reader a moment more)
+                while not out_task.done() and proc.returncode is None:
+                    await asyncio.wait({out_task}, timeout=POLL_S)
+        except TimeoutError:
+            timed_out = True
+            if tool.on_timeout is not None and not out_task.done():
+                with contextlib.suppress(ConnectionError):
+                    line = json.dumps({"op": "timeout", "limit_s": limit_s}) + "\n"
+                    proc.stdin.write(line.encode())
+                    await proc.stdin.drain()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(grace_s):
+                        await asyncio.shield(out_task)
+    finally:
+        if timed_out or proc.returncode is None:
+            kill_group(proc.pid)
+        if not await _settled(out_task, err_task, EXIT_GRACE_S):
+            kill_group(proc.pid)  # leftovers of the tool still hold the worker's pipes
+            await _settled(out_task, err_task, REAP_S)
+        for task in (out_task, err_task):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REAP_S):
+                await proc.wait()
+        proc.stdin.close()
+    parsed = _parse(bytes(out))
+    if timed_out:
+        final = parsed[0] if parsed is not None and parsed[1] else None
+        note = (
+            "" if tool.on_timeout is None or final is not None else " (on_timeout gave no result)"
+        )
+        return timed_out_outcome(tool.name, limit_s, final, note + "; the tool process was killed")
+    if parsed is not None:
+        return parsed[0]
+    code = proc.returncode
+    head = _status(code) if code != 0 else "tool worker printed no result"
+    tail = err.text().strip()
+    return error_outcome(
+        f"{head} (tool {tool.name!r}, file {tool.source})" + (f"\nstderr:\n{tail}" if tail else "")
+    )
+
+
+# --- the worker side -------------------------------------------------------------------------
+
+
+def _context(raw: Mapping[str, Any]) -> ToolContext:
+    from tether.tools.paths import PathPolicy
+
+    pol = raw.get("policy")
+    policy = (
+        None
+        if pol is None
+        else PathPolicy(deny_read=tuple(pol["deny_read"]), deny_write=tuple(pol["deny_write"]))
+    )
+    session_dir = raw.get("session_dir")
+    return ToolContext(
+        root=Path(raw["root"]),
+        env=dict(os.environ),
+        session_dir=None if session_dir is None else Path(session_dir),
+        policy=policy,
+    )
+
+
+async def _read_control() -> dict[str, Any] | None:
+    line = await asyncio.to_thread(sys.stdin.readline)
+    if not line:
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return cast("dict[str, Any]", data) if isinstance(data, dict) else None
+
+
+async def _serve(req: Mapping[str, Any]) -> tuple[Outcome, bool]:
+    from pydantic import ValidationError
+
+    from tether.tools.scan import load_tool_file
+
+    file = Path(req["file"])
+    try:
+        tools = {t.name: t for t in load_tool_file(file)}
+    except Exception as e:
+        return error_outcome(f"could not load tool file {file}: {describe_exception(e)}"), False
+    tool = tools.get(req["tool"])
+    if tool is None:
+        return error_outcome(f"tool {req['tool']!r} is no longer defined in {file}"), False
+    ctx = _context(req["context"])
+    try:
+        kwargs = tool.bind(req["arguments"], ctx)
+    except ValidationError as e:
+        return error_outcome(format_validation_error(tool.name, e)), False
+    tool.split_timeout(kwargs)
+
+    async def invoke() -> Any:
+        if tool.is_async:
+            return await tool.fn(**kwargs)
+        return await asyncio.to_thread(tool.fn, **kwargs)
+
+    task = asyncio.create_task(invoke())
+    control = asyncio.create_task(_read_control())
+    while True:
+        done, _ = await asyncio.wait({task, control}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            try:
+                return to_outcome(task.result()), False
+            except Exception as e:
+                return exception_outcome(e), False
+        msg = control.result()
+        if msg is None or msg.get("op") != "timeout":
+            control = asyncio.create_task(asyncio.sleep(1e9, None))  # stdin closed: just wait
+            continue
+        task.cancel()
+        args = {k: v for k, v in kwargs.items() if k != tool.context_param}
+        limit_s = float(msg.get("limit_s", 0))
+        info = TimedOut(tool=tool.name, arguments=args, ctx=ctx, limit_s=limit_s)
+        final, _note = await call_on_timeout(tool, info, grace_s=1e9)  # the harness kills
+        return (final or Outcome()), True
+
+
+def main() -> None:
+    """Worker entry point: one request line in, one result line out (see the module docstring).
+    Exits with `os._exit` so a stray tool thread cannot keep the process alive."""
+    result_fd = os.dup(1)  # non-inheritable: the tool's children never see it
+    os.dup2(2, 1)  # fd 1 (print, C code, child processes) now goes to stderr
+    result = os.fdopen(result_fd, "w", encoding="utf-8")
+    line = sys.stdin.readline()
+    try:
+        req = cast("dict[str, Any]", json.loads(line))
+        # not asyncio.run: its shutdown would wait for a hung tool thread or the stdin reader
+        loop = asyncio.new_event_loop()
+        outcome, timed_out = loop.run_until_complete(_serve(req))
+    except Exception as e:
+        outcome, timed_out = error_outcome(f"tool worker failed: {describe_exception(e)}"), False
+    payload = json.dumps({RESULT_KEY: outcome.to_json(), "timed_out": timed_out}, default=str)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    result.write(payload + "\n")
+    result.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

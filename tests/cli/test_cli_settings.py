@@ -1,0 +1,290 @@
+"""`tether config show|set`, `tether login|logout`, and `tether run` reading the settings
+(subprocesses with TETHER_CONFIG_DIR in a tmp folder and the keyring forced to the fail backend)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import tether
+
+SRC = str(Path(tether.__file__).resolve().parents[1])  # this tree's src/, whatever the cwd
+KEY = "sk-stored-" + "q7" * 12
+
+
+def tether(
+    args: list[str], tmp: Path, stdin: str = "", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_AUTH_TOKEN")) and not k.startswith("TETHER_")
+    }
+    env["PYTHONPATH"] = SRC
+    env["TETHER_CONFIG_DIR"] = str(tmp / "cfg")
+    env["TETHER_HOME"] = str(tmp / "home")
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"  # never the real keyring
+    proj = cwd or tmp / "proj"
+    proj.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args],
+        cwd=proj,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def show(tmp: Path) -> dict[str, Any]:
+    proc = tether(["config", "show"], tmp)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_config_show_defaults_then_merged_files(tmp_path: Path) -> None:
+    out = show(tmp_path)
+    assert out["sources"] == []
+    assert out["settings"]["tools"]["timeout"] == "2m"
+    assert out["settings"]["run"]["max_turns"] == 50
+    user = tmp_path / "cfg" / "settings.json"
+    user.parent.mkdir()
+    user.write_text(json.dumps({"tools": {"timeout": "30s", "deny_paths": ["a"]}}))
+    proj = tmp_path / "proj" / ".tether" / "settings.json"
+    proj.parent.mkdir(parents=True)
+    proj.write_text(json.dumps({"tools": {"deny_paths": ["b"]}, "run": {"max_turns": 4}}))
+    out = show(tmp_path)
+    assert out["sources"] == [str(user), str(proj)]
+    assert out["settings"]["tools"]["timeout"] == "30s"
+    assert out["settings"]["tools"]["deny_paths"] == ["b", "a"]
+    assert out["settings"]["run"]["max_turns"] == 4
+
+
+def test_config_set_user_and_project(tmp_path: Path) -> None:
+    assert tether(["config", "set", "tools.timeout", "45s"], tmp_path).returncode == 0
+    proc = tether(["config", "set", "--project", "model", '["openai/gpt-4o", "local"]'], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "settings.json" in proc.stderr
+    out = show(tmp_path)
+    assert out["settings"]["tools"]["timeout"] == "45s"
+    assert out["settings"]["model"] == ["openai/gpt-4o", "local"]
+    assert json.loads((tmp_path / "cfg" / "settings.json").read_text()) == {
+        "tools": {"timeout": "45s"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["config", "set", "tools.timeout", "soon"], "tools.timeout: 'soon' is not a duration"),
+        (["config", "set", "tools.nope", "1"], "tools.nope"),
+        (["config", "set", "a..b", "1"], "bad settings key"),
+    ],
+)
+def test_config_set_rejects_bad_values_and_keeps_the_file(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    assert tether(["config", "set", "run.max_turns", "7"], tmp_path).returncode == 0
+    path = tmp_path / "cfg" / "settings.json"
+    before = path.read_bytes()
+    proc = tether(args, tmp_path)
+    assert proc.returncode == 1 and says in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"run": {"max_turns": 0}}', "run.max_turns"),
+        ('{"run": \n  {"max_turns": 3,}}', "line 2, column 19"),
+    ],
+)
+def test_bad_settings_files_exit_1_naming_file_and_place(
+    tmp_path: Path, content: str, says: str
+) -> None:
+    path = tmp_path / "proj" / ".tether" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    for args in (["config", "show"], ["run", "--no-session", "hi"]):
+        proc = tether(args, tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert str(path) in proc.stderr and says in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_login_key_stdin_then_logout(tmp_path: Path) -> None:
+    proc = tether(["login", "x", "--key-stdin"], tmp_path, stdin=KEY + "\nignored\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "stored the x key in the file" in proc.stderr
+    path = tmp_path / "cfg" / "credentials.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert json.loads(path.read_text())["keys"] == {"x": KEY}
+    assert KEY not in proc.stderr + proc.stdout
+    proc = tether(["logout", "x"], tmp_path)
+    assert proc.returncode == 0 and "removed the x key from: file" in proc.stderr
+    proc = tether(["logout", "x"], tmp_path)
+    assert proc.returncode == 0 and "nothing removed" in proc.stderr
+    assert json.loads(path.read_text())["keys"] == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "says"),
+    [
+        (["login", "anthropic"], "", "--key-stdin"),  # no terminal, no --key-stdin
+        (["login", "anthropic", "--key-stdin"], "\n", "empty key"),
+        (
+            ["login", "anthropic", "--key-stdin", "--store", "keyring"],
+            KEY,
+            "no usable system keyring",
+        ),
+        (["login", "anthropic", "--store", "vault"], KEY, "vault"),
+        (["login", "a b", "--key-stdin"], KEY, "bad provider name"),
+    ],
+)
+def test_login_refusals(tmp_path: Path, args: list[str], stdin: str, says: str) -> None:
+    proc = tether(args, tmp_path, stdin=stdin)
+    assert proc.returncode == 1 and says in proc.stderr, proc.stderr
+    assert not (tmp_path / "cfg" / "credentials.json").exists()
+
+
+class _ToolCallServer(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that always answers with one `ls` tool call (SSE)."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+    ids = itertools.count()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        type(self).seen.append({"auth": self.headers.get("authorization"), "body": body})
+        n = next(self.ids)
+        chunks = [
+            {
+                "delta": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": f"c{n}",
+                            "type": "function",
+                            "function": {"name": "ls", "arguments": "{}"},
+                        }
+                    ],
+                },
+                "finish_reason": None,
+            },
+            {"delta": {}, "finish_reason": "tool_calls"},
+        ]
+        data = (
+            "".join(
+                "data: "
+                + json.dumps(
+                    {
+                        "id": "r",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": "m",
+                        "choices": [{"index": 0, **c}],
+                    }
+                )
+                + "\n\n"
+                for c in chunks
+            )
+            + "data: [DONE]\n\n"
+        )
+        raw = data.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    _ToolCallServer.seen = []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _ToolCallServer)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+
+
+def test_run_uses_model_endpoint_key_and_max_turns_from_settings(
+    tmp_path: Path, server: str
+) -> None:
+    assert tether(["login", "work", "--key-stdin"], tmp_path, stdin=KEY).returncode == 0
+    for key, value in [
+        ("model", '["nope/x", "work/m-from-settings"]'),
+        ("providers.work", json.dumps({"type": "openai", "base_url": server})),
+        ("run.max_turns", "2"),
+    ]:
+        assert tether(["config", "set", key, value], tmp_path).returncode == 0
+    proc = tether(["run", "--no-session", "list files"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "skipping model 'nope/x'" in proc.stderr
+    seen = _ToolCallServer.seen
+    assert len(seen) == 2  # run.max_turns
+    assert {s["auth"] for s in seen} == {f"Bearer {KEY}"}  # the stored key, sent to base_url
+    assert {s["body"]["model"] for s in seen} == {"m-from-settings"}
+    done = json.loads(proc.stdout.splitlines()[-1])
+    assert done["type"] == "done"
+    assert KEY not in proc.stdout
+
+
+def test_cli_flags_win_over_settings(tmp_path: Path, server: str) -> None:
+    assert tether(["config", "set", "run.max_turns", "5"], tmp_path).returncode == 0
+    assert tether(["config", "set", "model", "anthropic/claude-x"], tmp_path).returncode == 0
+    proc = tether(
+        [
+            "run",
+            "--no-session",
+            "--model",
+            "openai/m2",
+            "--base-url",
+            server,
+            "--max-turns",
+            "1",
+            "go",
+        ],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(_ToolCallServer.seen) == 1
+    assert _ToolCallServer.seen[0]["body"]["model"] == "m2"
+
+
+def test_a_project_base_url_is_noted(tmp_path: Path, server: str) -> None:
+    (tmp_path / "proj").mkdir()
+    proc = tether(
+        ["config", "set", "--project", "providers.openai", json.dumps({"base_url": server})],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = tether(
+        ["run", "--no-session", "--model", "openai/m", "--max-turns", "1", "hi"], tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"uses base_url {server!r} from the project settings" in proc.stderr
+
+
+def test_settings_model_without_key_is_an_auth_error(tmp_path: Path) -> None:
+    assert tether(["config", "set", "model", "anthropic/claude-x"], tmp_path).returncode == 0
+    proc = tether(["run", "--no-session", "hi"], tmp_path)
+    assert proc.returncode == 2
+    assert "ANTHROPIC_API_KEY" in proc.stderr and "tether login anthropic" in proc.stderr

@@ -1,0 +1,25 @@
+"""Suite-wide setup.
+
+Isolation: no test reads or writes the developer's real settings, credential file or system
+keyring (a stored `tether login` key would otherwise change what tests see). Its presence also
+puts `tests/` on sys.path (pytest's prepend import mode), so tests in any folder can import the
+shared helpers here (`faultserver`, `cases_loader`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import pytest
+from keyring.backends import fail
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "_tether_user_config"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # subprocesses
+    before = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    yield
+    keyring.set_keyring(before)

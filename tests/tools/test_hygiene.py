@@ -1,0 +1,186 @@
+"""Loop hygiene (pure): replay, block-after-N, shell canonicalization (Hypothesis), stale-read
+notices."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tether.messages import TextBlock, ToolCallBlock, tool_result
+from tether.tools.hygiene import (
+    BLOCKED,
+    DedupRule,
+    Hygiene,
+    HygieneConfig,
+    canonical_shell,
+    default_key,
+    shell_key,
+)
+from tether.tools.run import ToolRunResult
+
+_n = iter(range(10**9))
+
+
+def c(name: str, /, **args: Any) -> ToolCallBlock:
+    return ToolCallBlock(id=f"c{next(_n)}", name=name, arguments=args)
+
+
+def ok(call: ToolCallBlock, text: str = "ok", *, error: bool = False) -> ToolRunResult:
+    return ToolRunResult(block=tool_result(call.id, text, is_error=error))
+
+
+# --- shell canonicalization ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("ls -la", "  ls    -la  "),
+        ("ls -la", "cd /repo && ls -la"),
+        ("ls -la", 'cd "my dir" && cd sub && ls\t-la'),
+        ("npm start", "npm start & sleep 5; curl localhost:3000"),
+        ("npm start", "cd app && npm  start & sleep 2.5; tail -n 5 log; cat x"),
+        ("make", "make; sleep 10; cat out"),
+        ("make", "make && sleep 3"),
+    ],
+)
+def test_equivalent_spellings_are_equal(a: str, b: str) -> None:
+    assert canonical_shell(a) == canonical_shell(b) == a
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    ['echo "a  b"', "echo 'x & sleep 1; y'", "sleep 5; cat log", "cd a &&", "echo a\\ \\ b"],
+)
+def test_meaningful_text_is_kept(cmd: str) -> None:
+    assert canonical_shell(cmd) == cmd
+
+
+def test_different_commands_stay_different() -> None:
+    assert canonical_shell('echo "a  b"') != canonical_shell('echo "a b"')
+    assert canonical_shell("ls a") != canonical_shell("ls b")
+    assert shell_key("bash", {"command": "cd x && ls"}) == shell_key("bash", {"command": "ls "})
+
+
+_shell = st.text(
+    alphabet=st.sampled_from(list("ab cd&;|'\"\\\t\nsleep0123.xyz-/")), max_size=60
+) | st.builds(
+    lambda pre, body, tail: f"{pre}{body}{tail}",
+    st.sampled_from(["", "cd /x && ", "cd 'a b' &&  cd c && "]),
+    st.text(alphabet="abc -_\"' ", max_size=20),
+    st.sampled_from(["", " & sleep 3; tail log", "; sleep 1", " && sleep 2 && x"]),
+)
+
+
+@given(_shell)
+def test_canonical_shell_is_idempotent(cmd: str) -> None:
+    once = canonical_shell(cmd)
+    assert canonical_shell(once) == once
+
+
+def _complete(cmd: str) -> bool:
+    """Balanced quotes and no dangling backslash (else trailing blanks are quoted text)."""
+    try:
+        shlex.split(cmd)
+    except ValueError:
+        return False
+    return True
+
+
+@given(_shell, st.sampled_from([" ", "  ", "\t", " \n "]))
+def test_whitespace_around_the_command_does_not_matter(cmd: str, ws: str) -> None:
+    assert canonical_shell(ws + cmd) == canonical_shell(cmd)
+    assume(_complete(cmd))
+    assert canonical_shell(ws + cmd + ws) == canonical_shell(cmd)
+
+
+@given(st.from_regex(r"[a-z][a-z0-9 ]{0,15}", fullmatch=True), st.sampled_from(["/r", "'x y'"]))
+def test_a_leading_cd_does_not_matter(body: str, folder: str) -> None:
+    assert canonical_shell(f"cd {folder} && {body}") == canonical_shell(body)
+
+
+@given(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=4))
+def test_default_key_ignores_argument_order(args: dict[str, Any]) -> None:
+    assert default_key("t", dict(reversed(list(args.items())))) == default_key("t", args)
+
+
+# --- dedup -----------------------------------------------------------------------------------
+
+
+def test_block_after_n_is_sticky_until_the_input_changes() -> None:
+    h = Hygiene(HygieneConfig(dedup={"bash": DedupRule(policy="block", after=2, key=shell_key)}))
+    outcomes: list[str] = []
+    for cmd in ["ls", "cd /r && ls", "ls  ", "ls", "ls -l", "ls -l", "ls -l", "ls"]:
+        call = c("bash", command=cmd)
+        pre = h.check(call)
+        if pre is None:
+            h.record(call, ok(call), safe=False)
+            outcomes.append("ran")
+        else:
+            assert pre.block.is_error and pre.block.tool_call_id == call.id
+            assert pre.block.text.startswith("Blocked: ")
+            outcomes.append("blocked")
+    assert outcomes == ["ran", "ran", "blocked", "blocked", "ran", "ran", "blocked", "ran"]
+    assert BLOCKED.format(name="bash", n=2).startswith("Blocked: this `bash` call repeats")
+
+
+def test_other_tools_do_not_break_a_streak_and_unruled_tools_pass() -> None:
+    h = Hygiene(HygieneConfig(dedup={"grep": DedupRule(policy="block", after=1)}))
+    assert h.check(c("grep", pattern="x")) is None
+    assert h.check(c("read", path="a")) is None and h.check(c("read", path="a")) is None
+    assert h.check(c("grep", pattern="x")) is not None
+    assert h.check(c("grep", pattern="y")) is None
+    invalid = ToolCallBlock(id="bad", name="grep", arguments={}, invalid="truncated")
+    assert h.check(invalid) is None and h.check(invalid) is None
+    with pytest.raises(ValueError):
+        DedupRule(policy="block", after=0)
+
+
+def test_replay_returns_the_earlier_result_marked() -> None:
+    h = Hygiene(HygieneConfig(dedup={"fetch": DedupRule(policy="replay")}))
+    first = c("fetch", url="u")
+    assert h.check(first) is None
+    h.record(first, ok(first, "page"), safe=True)
+    again = c("fetch", url="u")
+    pre = h.check(again)
+    assert pre is not None and pre.block.tool_call_id == again.id and not pre.block.is_error
+    assert isinstance(pre.block.content[0], TextBlock)
+    assert first.id in pre.block.content[0].text and "replayed" in pre.block.content[0].text
+    assert pre.block.content[1:] == (TextBlock(text="page"),)
+    assert h.check(c("fetch", url="v")) is None
+    # a failed result is not replayed; a non-safe call forgets everything
+    bad = c("fetch", url="w")
+    h.record(bad, ok(bad, "503", error=True), safe=True)
+    assert h.check(c("fetch", url="w")) is None
+    w = c("write", path="x", content="")
+    h.record(w, ok(w), safe=False)
+    assert h.check(c("fetch", url="u")) is None
+
+
+# --- stale reads -----------------------------------------------------------------------------
+
+
+def _notes(h: Hygiene, call: ToolCallBlock, *, error: bool = False) -> tuple[str, ...]:
+    return h.record(call, ok(call, error=error), safe=call.name == "read").system_notes
+
+
+def test_one_stale_read_notice_per_read_then_write() -> None:
+    h = Hygiene(root="/ws")
+    assert _notes(h, c("edit", path="a.py")) == ()  # never read: nothing to say
+    assert _notes(h, c("read", path="a.py")) == ()
+    assert _notes(h, c("read", path="./a.py")) == ()
+    notes = _notes(h, c("edit", path="a.py", old_string="x", new_string="y"))
+    assert len(notes) == 1 and notes[0].startswith("file a.py changed since you read it")
+    assert "`edit`" in notes[0]
+    assert _notes(h, c("edit", path="a.py")) == ()  # no read in between: no second notice
+    assert _notes(h, c("read", path="/ws/a.py")) == ()
+    assert _notes(h, c("write", path="sub/../a.py", content="")) != ()  # same file, new spelling
+    assert _notes(h, c("read", path="b.py"), error=True) == ()  # a failed read does not count
+    assert _notes(h, c("write", path="b.py")) == ()
+    assert _notes(h, c("read", path="b.py")) == ()
+    assert _notes(h, c("write", path="b.py"), error=True) == ()  # a failed write changes nothing
+    assert len(_notes(h, c("write", path="b.py"))) == 1
