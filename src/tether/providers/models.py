@@ -3,7 +3,7 @@
 Owns: asking a provider for its models through its SDK (`models.list` of openai / anthropic /
 google-genai, `list` of ollama = `GET /api/tags`), the per-provider cache of the last successful
 listing, and the bundled list of known models used when neither is available.
-Does not own: credentials (read from the same environment variables as the adapters) or the CLI.
+Does not own: credentials (`tether.credentials.lookup_key`, as for `tether run`) or the CLI.
 
 Cache: `<cache dir>/models/<provider>.json` (`<provider>-<sha256(base_url)[:12]>.json` for a
 `base_url`), `{"provider", "base_url", "fetched_ms", "models": [...]}`, written atomically after
@@ -112,12 +112,11 @@ def cache_path(provider: str, base_url: str | None, cache_dir: Path) -> Path:
     return cache_dir / "models" / f"{name}.json"
 
 
-def _key(*names: str) -> str | None:
-    for n in names:
-        value = os.environ.get(n)
-        if value:
-            return value
-    return None
+def _key(provider: str) -> str | None:
+    """The provider's key by tether's lookup order (environment, keyring, credential file)."""
+    from tether.credentials import lookup_key
+
+    return lookup_key(provider, type_=provider)
 
 
 async def fetch_models(provider: str, base_url: str | None, timeout_s: float) -> list[str]:
@@ -131,7 +130,7 @@ async def fetch_models(provider: str, base_url: str | None, timeout_s: float) ->
     if provider in ("openai", "openai-responses"):
         import openai
 
-        key = _key("OPENAI_API_KEY")
+        key = _key(provider)
         if key is None and base_url is None:
             raise AuthError("no OpenAI API key (OPENAI_API_KEY)")
         oc = openai.AsyncOpenAI(
@@ -141,7 +140,7 @@ async def fetch_models(provider: str, base_url: str | None, timeout_s: float) ->
     if provider == "anthropic":
         import anthropic
 
-        key = _key("ANTHROPIC_API_KEY")
+        key = _key(provider)
         if key is None and base_url is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             raise AuthError("no Anthropic API key (ANTHROPIC_API_KEY)")
         ac = anthropic.AsyncAnthropic(
@@ -152,7 +151,7 @@ async def fetch_models(provider: str, base_url: str | None, timeout_s: float) ->
         from google import genai
         from google.genai import types as gt
 
-        key = _key("GEMINI_API_KEY", "GOOGLE_API_KEY")
+        key = _key(provider)
         if key is None:
             raise AuthError("no Gemini API key (GEMINI_API_KEY or GOOGLE_API_KEY)")
         options = gt.HttpOptions(base_url=base_url, timeout=int(timeout_s * 1000))
