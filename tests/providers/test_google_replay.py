@@ -342,3 +342,20 @@ def test_set_json_path_nested_and_indexed() -> None:
     assert target == {"a": {"b": [None, {"c": 3}]}, "x y": True}
     with pytest.raises(ValueError):
         set_json_path(target, "a.b", 1, append=False)
+
+
+def test_thinking_config_only_for_thinking_models() -> None:
+    req = ModelRequest(
+        model="gemini-2.0-flash",
+        messages=(text_turn("u", "user", "q"),),
+        thinking_budget_tokens=512,
+    )
+    _, cfg = GoogleProvider("gemini-2.0-flash", api_key="k").request_config(req)
+    assert cfg.thinking_config is None
+    req2 = ModelRequest(model="gemini-2.5-flash", messages=req.messages, thinking_budget_tokens=512)
+    _, cfg2 = GoogleProvider("gemini-2.5-flash", api_key="k").request_config(req2)
+    assert cfg2.thinking_config == gt.ThinkingConfig(include_thoughts=True, thinking_budget=512)
+    _, cfg3 = GoogleProvider("gemini-2.5-flash", api_key="k", thinking_budget=64).request_config(
+        ModelRequest(model="gemini-2.5-flash", messages=req.messages)
+    )
+    assert cfg3.thinking_config is not None and cfg3.thinking_config.thinking_budget == 64

@@ -310,8 +310,9 @@ class GoogleProvider:
             has a mocked transport).
         thinking_budget: `thinkingConfig.thinkingBudget` in tokens when the request sets none,
             or None for the model's default.
-        include_thoughts: ask for thought summaries (`thinkingConfig.includeThoughts`); None
-            guesses from the model name (`is_thinking_model`).
+        include_thoughts: the model thinks: ask for thought summaries
+            (`thinkingConfig.includeThoughts`) and send the thinking budget; None guesses from
+            the model name (`is_thinking_model`). False sends no `thinkingConfig` at all.
         name: the provider name recorded in provenance.
 
     Raises:
@@ -359,10 +360,9 @@ class GoogleProvider:
         thoughts = self.include_thoughts
         if thoughts is None:
             thoughts = is_thinking_model(model)
+        # Models that do not think reject `thinkingConfig`: a budget is sent only to those that do.
         thinking = (
-            gt.ThinkingConfig(include_thoughts=thoughts or None, thinking_budget=budget)
-            if thoughts or budget is not None
-            else None
+            gt.ThinkingConfig(include_thoughts=True, thinking_budget=budget) if thoughts else None
         )
         config = gt.GenerateContentConfig(
             system_instruction=system or None,
