@@ -251,3 +251,10 @@ async def test_redacted_thinking_round_trips_byte_exact() -> None:
     assert [b["type"] for b in sent[:2]] == ["redacted_thinking", "redacted_thinking"]
     assert [b["data"] for b in sent[:2]] == [b.data for b in redacted]
     assert all(set(b) == {"type", "data"} for b in sent[:2])
+
+
+def test_thinking_off_with_an_assistant_prefill() -> None:
+    view = (text_turn("u", "user", "q"), text_turn("a", "assistant", "Sure, "))
+    req = ModelRequest(model=MODEL, messages=view, thinking_budget_tokens=2048)
+    p = build_params(req, view, default_max_tokens=8192, default_thinking_budget=None)
+    assert p.thinking is None

@@ -27,7 +27,8 @@ Thinking (Anthropic "Extended thinking" guide): `thinking: {"type": "enabled", "
 with `1024 <= budget_tokens < max_tokens`; `temperature` must not be set then. With thinking on,
 the assistant turn of an in-progress tool loop must start with a thinking block; when the wire
 view lost it (a model switch), the request is sent with thinking off
-(`tether.wire.thinking_must_be_disabled`, case T08).
+(`tether.wire.thinking_must_be_disabled`, case T08); so is a request ending with an assistant
+prefill, which Anthropic refuses with thinking on.
 """
 
 from __future__ import annotations
@@ -308,8 +309,8 @@ def build_params(
             )
         if budget >= max_tokens:
             raise ConfigError(f"thinking budget ({budget}) must be below max_tokens ({max_tokens})")
-        if thinking_must_be_disabled(tuple(view)):
-            budget = None
+        if thinking_must_be_disabled(tuple(view)) or (view and view[-1].role == "assistant"):
+            budget = None  # T08; and Anthropic refuses thinking with an assistant prefill
     if prompt_caching:
         left = MAX_CACHE_BREAKPOINTS
         if tools:
