@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tether.errors import AuthError, ConfigError
@@ -89,3 +94,30 @@ def test_gemini_key_wins_over_google_key(no_keys: None, monkeypatch: pytest.Monk
     g = resolve_provider("google/gemini-2.5-flash")
     assert isinstance(g, GoogleProvider)
     assert g._client._api_client.api_key == "gem"  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize("model", ["google/gemini-2.5-flash", "openai-responses/gpt-5"])
+def test_cli_missing_key_exits_2(model: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    env["TETHER_HOME"] = str(tmp_path / "home")
+    env["TETHER_CONFIG_DIR"] = str(tmp_path / "config")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "run",
+            "--model",
+            model,
+            "--no-session",
+            "--cwd",
+            str(tmp_path),
+            "hi",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "API key" in out.stderr
