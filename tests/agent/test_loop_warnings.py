@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tether.agent.events import AgentEvent, WarningOutEvent, event_to_dict
+from tether.agent.events import AgentEvent, WarningEvent, event_to_dict
 from tether.agent.loop import Agent
-from tether.providers.base import Done, TextDelta, TextEnd, TextStart, WarningEvent
+from tether.providers.base import Done, TextDelta, TextEnd, TextStart
+from tether.providers.base import WarningEvent as ProviderWarning
 from tether.testing import ScriptedProvider
 
 
 async def test_provider_warning_is_emitted(tmp_path: Path) -> None:
-    warning = WarningEvent(
+    warning = ProviderWarning(
         kind="truncated_prompt",
         message="cut",
         estimated_prompt_tokens=9000,
@@ -32,5 +33,5 @@ async def test_provider_warning_is_emitted(tmp_path: Path) -> None:
     events: list[AgentEvent] = []
     result = await Agent(provider, tools=[], root=tmp_path, on_event=events.append).run("hi")
     assert result.text == "ok"
-    (w,) = [e for e in events if isinstance(e, WarningOutEvent)]
+    (w,) = [e for e in events if isinstance(e, WarningEvent) and e.kind == "truncated_prompt"]
     assert event_to_dict(w) == {"type": "warning", "kind": "truncated_prompt", "message": "cut"}

@@ -312,3 +312,23 @@ async def test_loop_stores_and_reports_the_gated_result(tmp_path: Path) -> None:
     saved = store.artifact_subdir("s1", "tool-results") / "c1.txt"
     assert saved.read_text() == big
     assert TOOL_RESULTS_DIR in ARTIFACT_KINDS
+
+
+async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path) -> None:
+    """The built-in `bash` keeps up to 8 MB, so the gate saves a real command's whole output
+    (here ≈ 190 KB, far over the 50,000-char threshold) and the wire sees only the stub."""
+    work, session_dir = tmp_path / "work", tmp_path / "session"
+    work.mkdir()
+    from tether.tools.builtins import builtin_tools
+
+    provider = ScriptedProvider([call("bash", command="seq 1 30000"), "done"])
+    agent = Agent(provider, tools=builtin_tools(), root=work, session_dir=session_dir)
+    await agent.run("count")
+    stored = agent.history[2].tool_results[0].text
+    match = STUB_PATH.search(stored)
+    assert match is not None and stored.startswith(PERSISTED_OUTPUT_OPEN)
+    saved = Path(match.group(2)).read_text()
+    assert saved == "\n".join(str(i) for i in range(1, 30001))  # bash drops the last newline
+    assert int(match.group(1)) == len(saved.encode())
+    assert len(stored) < 5_000  # the request that follows carries the stub, not 190 KB
+    assert stored in provider.requests[1].messages[-1].tool_results[0].text

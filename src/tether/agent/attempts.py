@@ -25,7 +25,7 @@ from tether.agent.events import (
     RetryEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
-    WarningOutEvent,
+    WarningEvent,
 )
 from tether.errors import RunError
 from tether.messages import Provenance
@@ -36,8 +36,8 @@ from tether.providers.base import (
     Provider,
     TextDelta,
     ThinkingDelta,
-    WarningEvent,
 )
+from tether.providers.base import WarningEvent as ProviderWarning
 from tether.providers.fallback import falls_back
 from tether.providers.retry import AttemptFailed, Delay, RetryPolicy, is_retryable, retrying
 
@@ -160,8 +160,8 @@ class Attempts:
                 self.emit(TextDeltaEvent(text=event.text))
             elif isinstance(event, ThinkingDelta):
                 self.emit(ThinkingDeltaEvent(text=event.text))
-            elif isinstance(event, WarningEvent):
-                self.emit(WarningOutEvent(kind=event.kind, message=event.message))
+            elif isinstance(event, ProviderWarning):
+                self.emit(WarningEvent(kind=event.kind, message=event.message))
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it

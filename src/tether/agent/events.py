@@ -90,16 +90,6 @@ class WireRepairEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WarningOutEvent:
-    """A provider reported something wrong without failing (e.g. `truncated_prompt`: Ollama cut
-    the prompt silently); the run goes on."""
-
-    type: Literal["warning"] = "warning"
-    kind: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class RetryEvent:
     """An attempt failed with a retryable fault; the same provider/model is asked again after
     `delay_s` seconds. Whatever the failed attempt streamed is discarded (never persisted, no
@@ -146,6 +136,17 @@ class ErrorOutEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WarningEvent:
+    """Something the host should tell the user; the run goes on (e.g. `kind="no_sandbox"`:
+    safe mode is forced because no OS sandbox works here; `kind="truncated_prompt"`: a provider
+    cut the prompt silently, relayed from the provider's `WarningEvent`)."""
+
+    type: Literal["warning"] = "warning"
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoneEvent:
     """The run ended.
 
@@ -174,10 +175,10 @@ AgentEvent = Annotated[
     | ToolResultEvent
     | TurnEndEvent
     | WireRepairEvent
-    | WarningOutEvent
     | RetryEvent
     | FallbackEvent
     | ErrorOutEvent
+    | WarningEvent
     | DoneEvent,
     Field(discriminator="type"),
 ]

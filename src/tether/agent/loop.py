@@ -39,6 +39,7 @@ from tether.agent.events import (
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
+    WarningEvent,
     WireRepairEvent,
 )
 from tether.agent.limits import (
@@ -47,7 +48,7 @@ from tether.agent.limits import (
     ThinkingDecay,
     thinking_budget_for_turn,
 )
-from tether.errors import LengthResumeExhausted, RunError
+from tether.errors import ConfigError, LengthResumeExhausted, RunError
 from tether.messages import (
     ContentBlock,
     Provenance,
@@ -62,10 +63,17 @@ from tether.messages import (
 from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.providers.retry import RetryPolicy
 from tether.tools.base import Tool, ToolContext, Wrap
-from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.env import DEFAULT_REFUSED, redact_secrets, scrubbed_env, secret_values
 from tether.tools.hygiene import Hygiene, HygieneConfig
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
 from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits, gate_tool_result
+from tether.tools.policy import (
+    NO_SANDBOX_WARNING,
+    SandboxSetting,
+    offered_specs,
+    refuse_in_safe_mode,
+    resolve_sandbox,
+)
 from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
 from tether.tools.run import ToolRunResult, run_tool, system_note_block
@@ -158,6 +166,17 @@ class Agent:
         hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
         question_bridge: how the `question` tool reaches the user; None when headless.
         wrap: rewrites a tool worker's argv before it starts (the OS sandbox hook).
+        sandbox: the OS sandbox for tool subprocesses: `"auto"` detects one (bwrap, else
+            Landlock; `TETHER_SANDBOX` forces a kind), None means none. Without one, safe mode
+            is forced (a `warning` event says so once) and cannot be turned off.
+        safe_mode: offer and run only `safe` (read-only) tools; see `set_safe_mode`.
+        network: whether sandboxed tool subprocesses may use the network.
+        refused_env: variable names (exact or `*` globs) never passed to tool subprocesses
+            (default `tether.tools.env.DEFAULT_REFUSED`; a settings list).
+
+    Raises:
+        tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a sandbox kind
+            that does not work on this machine.
     """
 
     def __init__(
@@ -189,9 +208,11 @@ class Agent:
         hygiene: HygieneConfig | None = None,
         question_bridge: QuestionBridge | None = None,
         wrap: Wrap | None = None,
+        sandbox: SandboxSetting = "auto",
+        safe_mode: bool = False,
+        network: bool = False,
+        refused_env: Iterable[str] = DEFAULT_REFUSED,
     ) -> None:
-        self.chain = provider_chain(provider, fallback)
-        self.provider = provider = self.chain[0]
         self.max_continuations = max_continuations
         self.thinking_decay = thinking_decay
         if isinstance(tools, ToolRegistry):
@@ -211,43 +232,78 @@ class Agent:
         self.temperature = temperature
         self.new_id = id_factory or default_id_factory()
         self._emit: Callable[[AgentEvent], None] = on_event or (lambda _e: None)
+        refused = tuple(refused_env)
+        sandbox_used = resolve_sandbox(sandbox)
+        self.safe_mode_forced = sandbox_used is None
+        self.safe_mode = safe_mode or self.safe_mode_forced
+        self._warned_no_sandbox = False
         self.context = ToolContext(
             root=self.root,
-            env=scrubbed_env(os.environ if env is None else env),
+            env=scrubbed_env(os.environ if env is None else env, refused),
             session_dir=session_dir,
             policy=policy,
             wrap=wrap,
             questions=question_bridge,
+            sandbox=sandbox_used,
+            network=network,
         )
         self._output_limits = OutputLimits(threshold_chars=tool_output_threshold_chars)
         self._hygiene = Hygiene(hygiene, root=str(self.root))
         self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
         self._cancel_requested: set[str] = set()
         self._notes: dict[str, tuple[str, ...]] = {}
-        secrets_in_env = secret_values(os.environ if env is None else env)
+        secrets_in_env = secret_values(os.environ if env is None else env, refused)
         self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
         self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
+        self._supports_prefill = supports_prefill
+        self._retry = retry or RetryPolicy()
+        self._sleep, self._rng = sleep, rng
+        self.chain: tuple[Provider, ...] = ()
+        self._views: list[ViewBuilder] = []
+        self._set_chain(provider_chain(provider, fallback))
+
+    @property
+    def provider(self) -> Provider:
+        """The first provider of the chain (the one tried first)."""
+        return self.chain[0]
+
+    @provider.setter
+    def provider(self, provider: Provider) -> None:
+        """Switch the model mid-session: `provider` heads the chain from the next request on
+        (the fallback providers stay behind it); the wire view is rebuilt for its target."""
+        self._set_chain((provider, *self.chain[1:]))
+
+    def _set_chain(self, chain: tuple[Provider, ...]) -> None:
+        self.chain = chain
         self._views = [  # one per chain position: the wire view differs per target
             ViewBuilder(
                 p.target,
                 route=Provenance(provider=p.name, api=p.target, model=p.model),
                 supports_prefill=bool(getattr(p, "supports_prefill", False))
-                if supports_prefill is None
-                else supports_prefill,
+                if self._supports_prefill is None
+                else self._supports_prefill,
                 on_repair=self._on_repair,
                 # Within a run only this loop appends to `history`; `run()` resets the builder in
                 # case a caller edited it in between, so the O(history) prefix check is not needed.
                 check_prefix=False,
             )
-            for p in self.chain
+            for p in chain
         ]
         self._attempts = Attempts(
-            self.chain, policy=retry or RetryPolicy(), emit=self._emit, sleep=sleep, rng=rng
+            chain, policy=self._retry, emit=self._emit, sleep=self._sleep, rng=self._rng
         )
-        self._provenance = Provenance(
-            provider=provider.name, api=provider.target, model=provider.model
-        )
+
+    def set_safe_mode(self, on: bool) -> None:
+        """Offer and run only safe (read-only) tools from the next request on; calls of the
+        current reply that are already running are not stopped.
+
+        Raises:
+            ConfigError: turning it off while no OS sandbox is available (forced safe mode).
+        """
+        if not on and self.safe_mode_forced:
+            raise ConfigError(NO_SANDBOX_WARNING)
+        self.safe_mode = on
 
     def _on_repair(self, repair: Repair) -> None:
         # The incremental view re-checks the open tail on every request; report each repair once.
@@ -312,14 +368,17 @@ class Agent:
                 resumed=self._resumed,
             )
         )
+        if self.safe_mode_forced and not self._warned_no_sandbox:
+            self._warned_no_sandbox = True
+            self._emit(WarningEvent(kind="no_sandbox", message=NO_SANDBOX_WARNING))
         usage = Usage()
         last: Turn | None = None
         stop_reason = "max_turns"
-        specs = self.registry.specs()
         n = 0
         try:
             for n in range(1, self.max_turns + 1):
                 self._emit(TurnStartEvent(turn=n))
+                specs = offered_specs(self.registry, self.safe_mode)
                 turn = await self._request(specs, new_turns, n)
                 last = turn
                 if turn.usage is not None:
@@ -439,8 +498,9 @@ class Agent:
 
     async def _run_one(self, call: ToolCallBlock) -> ToolResultBlock:
         started = time.perf_counter()
-        run = self._hygiene.check(call)  # replayed / blocked without running
-        if run is None:
+        refused = refuse_in_safe_mode(self.registry, call, self.safe_mode)
+        run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
+        if run is None:  # not refused, replayed or blocked: run it
             run = await self._run_cancellable(call)
             tool = self.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)

@@ -32,6 +32,8 @@ from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
 from tether.settings import load_settings
 from tether.tools.builtins import builtin_tools
+from tether.tools.policy import NO_SANDBOX_WARNING
+from tether.tools.sandbox import detect_sandbox
 
 app = typer.Typer(
     name="tether",
@@ -81,7 +83,9 @@ class _EventWriter:
 
 @app.command()
 def run(
-    prompt: Annotated[str | None, typer.Argument(help="The task. Read from stdin when omitted.")] = None,
+    prompt: Annotated[
+        str | None, typer.Argument(help="The task. Read from stdin when omitted.")
+    ] = None,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
     ] = None,
@@ -92,14 +96,38 @@ def run(
         int | None, typer.Option(min=1, help="Cap on model requests (default: run.max_turns, 50).")
     ] = None,
     session: Annotated[str | None, typer.Option(help="Persist under this new session id.")] = None,
-    resume: Annotated[str | None, typer.Option(help="Replay this session, then continue it.")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="Replay this session, then continue it.")
+    ] = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
-    cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path("."),
-    no_session: Annotated[bool, typer.Option("--no-session", help="Do not persist the run.")] = False,
+    cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path(
+        "."
+    ),
+    no_session: Annotated[
+        bool, typer.Option("--no-session", help="Do not persist the run.")
+    ] = False,
+    safe: Annotated[
+        bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
+    ] = False,
+    network: Annotated[
+        bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
+    ] = False,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
     raise typer.Exit(
-        _run(prompt, model, base_url, max_turns, session, resume, system, cwd, no_session)
+        _run(
+            prompt,
+            model,
+            base_url,
+            max_turns,
+            session,
+            resume,
+            system,
+            cwd,
+            no_session,
+            safe=safe,
+            network=network,
+        )
     )
 
 
@@ -113,6 +141,9 @@ def _run(
     system: str | None,
     cwd: Path,
     no_session: bool,
+    *,
+    safe: bool = False,
+    network: bool = False,
 ) -> int:
     if session_id and resume:
         _err("--session and --resume cannot be combined")
@@ -152,6 +183,10 @@ def _run(
                 retry_max_s=max(cfg.settings.retry.max_s, cfg.settings.retry.base_s),
             )
         )
+
+        sandbox = detect_sandbox()
+        if sandbox is None:
+            _err(f"warning: {NO_SANDBOX_WARNING}")
         store = SessionStore()
         history: tuple[Turn, ...] = ()
         writer = None
@@ -161,7 +196,9 @@ def _run(
                 _err(loaded.report.describe())
             history = loaded.turns
             if loaded.header.cwd and Path(loaded.header.cwd) != root:
-                _err(f"note: session {resume} was started in {loaded.header.cwd}; tools now work in {root}")
+                _err(
+                    f"note: session {resume} was started in {loaded.header.cwd}; tools now work in {root}"
+                )
             writer = store.open_for_append(resume)
         elif not no_session:
             writer = store.create(session_id, cwd=str(root))
@@ -184,6 +221,9 @@ def _run(
         on_event=_EventWriter(),
         session_dir=store.artifact_dir(writer.id) if writer else None,
         retry=retry,
+        sandbox=sandbox,
+        safe_mode=safe,
+        network=network,
     )
     start = len(agent.history)
     try:

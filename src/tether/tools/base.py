@@ -11,7 +11,7 @@ Shapes:
     Tool(name, description, parameters: JSON schema dict, fn, safe, timeout_s, inline,
          on_timeout, timeout_param, source)
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
-                questions)
+                questions, sandbox: Sandbox | None, network: bool)
 
 Return shapes a tool may use (converted by `tether.tools.run`): a str; a list of
 TextBlock/ImageBlock parts; a `ToolOutput`; None; or an envelope dict whose keys are all among
@@ -44,6 +44,7 @@ from tether.providers.base import ToolSpec
 if TYPE_CHECKING:
     from tether.tools.paths import PathPolicy
     from tether.tools.question import QuestionBridge
+    from tether.tools.sandbox import Sandbox
 
 TIMEOUT_PARAM = "timeout"
 """The name of the harness-read time-limit parameter (seconds)."""
@@ -71,6 +72,10 @@ class ToolContext:
         wrap: rewrites the argv of a tool worker process before it starts (an OS sandbox hook);
             None is the identity.
         questions: how the `question` tool reaches the user, or None when headless.
+
+        sandbox: the OS sandbox subprocesses run in (`tether.tools.sandbox`), or None for
+            none (the agent then offers only safe tools, see `tether.tools.policy`).
+        network: whether sandboxed subprocesses may use the network.
     """
 
     root: Path
@@ -80,9 +85,20 @@ class ToolContext:
     wrap: Wrap | None = field(default=None, repr=False, compare=False)
     questions: QuestionBridge | None = field(default=None, repr=False, compare=False)
 
+    sandbox: Sandbox | None = None
+    network: bool = False
+
     def wrap_argv(self, argv: list[str]) -> list[str]:
-        """`argv` through the `wrap` hook (unchanged when there is none)."""
-        return list(argv) if self.wrap is None else self.wrap(list(argv))
+        """`argv` through the `wrap` hook; without one, through the OS sandbox (writes confined
+        to `root`, network as `network` says); unchanged when there is neither."""
+        if self.wrap is not None:
+            return self.wrap(list(argv))
+        if self.sandbox is not None:
+            from tether.tools.sandbox import SandboxConfig
+
+            cfg = SandboxConfig(root=self.root, network=self.network)
+            return self.sandbox.wrap(list(argv), cfg)
+        return list(argv)
 
     @classmethod
     def create(
@@ -94,6 +110,8 @@ class ToolContext:
         policy: PathPolicy | None = None,
         wrap: Wrap | None = None,
         questions: QuestionBridge | None = None,
+        sandbox: Sandbox | None = None,
+        network: bool = False,
     ) -> ToolContext:
         """A context with `root` resolved to its real path and, unless `env` is given, the
         current process environment scrubbed of secrets.
@@ -105,6 +123,9 @@ class ToolContext:
             policy: a deny-list for file paths.
             wrap: the worker argv hook (None: identity).
             questions: the question bridge (None: headless).
+
+            sandbox: the OS sandbox for subprocesses, or None.
+            network: whether sandboxed subprocesses may use the network.
 
         Raises:
             NotADirectoryError: `root` is not an existing directory.
@@ -121,6 +142,8 @@ class ToolContext:
             policy=policy,
             wrap=wrap,
             questions=questions,
+            sandbox=sandbox,
+            network=network,
         )
 
 

@@ -5,7 +5,10 @@ context's scrubbed environment and stdin from /dev/null; capturing stdout+stderr
 capping the output (head and tail kept, the cut counted); and killing the whole process group on
 timeout or cancellation.
 Does not own: path policy. A shell command is not path-checked: the deny list of the file tools is
-advisory for `bash` (T31); the environment is scrubbed of secrets (`tether.tools.env`).
+advisory for `bash` (T31); the environment is scrubbed of secrets (`tether.tools.env`). When the
+context has a `sandbox`, the command runs inside it (`tether.tools.sandbox`: writes confined to
+the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
+process group kill covers the sandbox launcher (bwrap) and everything under it.
 
 Processes the command leaves running are left alone if they let go of the output pipe (e.g.
 `server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
@@ -22,11 +25,15 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.tools.base import ToolContext, ToolOutput, tool
+from tether.tools.sandbox import Launch, SandboxConfig
 
 MAX_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0
-HEAD_BYTES = 15_000
-TAIL_BYTES = 15_000
+HEAD_BYTES = 4_000_000
+TAIL_BYTES = 4_000_000
+"""Output kept from the start and the end of a command (bytes). Generous on purpose: the tool
+output gate (`tether.tools.persist`) saves a long result whole to the session's `tool-results/`
+folder and puts a stub on the wire, so only output past 8 MB is cut here."""
 EXIT_GRACE_S = 1.0
 """How long output may keep flowing after the shell exits before the leftovers are killed (s)."""
 
@@ -105,7 +112,8 @@ async def _drain(proc: asyncio.subprocess.Process, pump: asyncio.Task[None]) -> 
 async def run_command(
     command: str, ctx: ToolContext, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> ToolOutput:
-    """Run `bash -c command` in `ctx.root` with `ctx.env`; see the module docstring.
+    """Run `bash -c command` in `ctx.root` with `ctx.env`, inside `ctx.sandbox` when set; see
+    the module docstring.
 
     Returns:
         The output (capped) with a note of the exit code when it is not 0, or
@@ -114,18 +122,25 @@ async def run_command(
     Raises:
         asyncio.CancelledError: after killing the process group.
         OSError: bash could not be started.
+        subprocess.SubprocessError: the sandbox confinement failed in the child (nothing ran).
     """
-    proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        cwd=ctx.root,
-        env=dict(ctx.env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    launch = Launch(argv=["bash", "-c", command])
+    if ctx.sandbox is not None:
+        cfg = SandboxConfig(root=ctx.root, network=ctx.network)
+        launch = ctx.sandbox.launch(launch.argv, cfg)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            cwd=ctx.root,
+            env={**ctx.env, **launch.env},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=launch.preexec,
+        )
+    finally:
+        launch.close()
     assert proc.stdout is not None
     sink = HeadTail()
     pump = asyncio.create_task(_pump(proc.stdout, sink))
@@ -179,7 +194,8 @@ async def bash(
 ) -> ToolOutput:
     """Run a shell command with `bash -c` in the working folder; stdout and stderr are merged.
 
-    The exit code is reported when it is not 0. Long output keeps its head and tail. On timeout
+    The exit code is reported when it is not 0. Long output is saved to a file and shown as a
+    preview with its path; past 8 MB only its head and tail are kept. On timeout
     the command and every process it started are killed. stdin is empty; secrets are not in the
     environment.
 

@@ -1,0 +1,314 @@
+"""The OS sandbox around tool subprocesses: bubblewrap, else Landlock, else none.
+
+Owns: `SandboxConfig` (what one command may touch), `Sandbox` with its two kinds (`BwrapSandbox`,
+`LandlockSandbox`) whose `wrap(argv, cfg)` returns the argv that runs `argv` confined (for any
+subprocess, e.g. the tool worker) and whose `launch(argv, cfg)` is the cheapest way for a caller
+that spawns the process itself (`Launch`: argv, env additions, a child-side `preexec`),
+`detect_sandbox()` (probe once per process, cached; `TETHER_SANDBOX` forces a kind) and
+`SandboxUnavailableError`.
+Does not own: running processes (callers pass the wrapped argv to their own `exec`: the `bash`
+tool, the tool worker `python -m tether.tools.worker`), safe mode (`tether.tools.policy`), the
+Landlock syscalls (`tether.tools.landlock`).
+
+What is confined, under both kinds: writes only beneath `cfg.root`, a private temp folder (one
+per `Sandbox` object, i.e. per process for the detected ones; removed at exit) and
+`cfg.extra_writable`; `root/.git` is read-only; the rest of the file system stays readable; no
+capabilities (even as root); network off unless `cfg.network`.
+- bubblewrap: `--ro-bind / /`, `--bind root root`, `--ro-bind root/.git …`, `--bind <private
+  tmp> /tmp`, fresh `/dev` and `/proc`, `--unshare-net` (a network namespace of its own, loopback
+  only), `--cap-drop ALL`, `--die-with-parent`. Writes elsewhere fail with EROFS.
+- Landlock: see `tether.tools.landlock`. Writes elsewhere fail with EACCES; the private temp
+  folder is `$TMPDIR`, and also /tmp where the kernel grants a mount namespace (as does
+  network-off: without a network namespace it covers TCP on ABI ≥ 4 only). `wrap` execs the stdlib-only
+  launcher (a Python start-up, ~12 ms idle); `launch` confines the forked child instead (the
+  parent builds the ruleset; the child makes a few syscalls before exec).
+
+No `--new-session` and no PID namespace by default: the command stays in the caller's process
+group, so killing that group on timeout/cancel kills the whole tree (bwrap included), and
+background processes that let go of the output keep running as they do unsandboxed. A new
+session would only guard against TIOCSTI on a controlling terminal, which tool subprocesses do
+not have (they are started in their own session with stdin from /dev/null). `isolate_pids=True`
+adds `--unshare-pid` (the command can then neither see nor signal other processes; its
+background processes end with it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from tether.errors import ConfigError
+from tether.tools import landlock
+
+SandboxKind = Literal["bwrap", "landlock"]
+SANDBOX_ENV = "TETHER_SANDBOX"
+"""Environment variable forcing the sandbox choice: `bwrap`, `landlock`, `none` or `auto`."""
+
+PROBE_TIMEOUT_S = 10.0
+
+
+class SandboxUnavailableError(ConfigError):
+    """A sandbox kind was asked for (argument or `TETHER_SANDBOX`) but does not work here."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxConfig:
+    """What one confined command may touch.
+
+    Attributes:
+        root: the working folder (a real path); writable, except its `.git`.
+        network: True to allow network access.
+        extra_writable: further folders the command may write (e.g. a build cache).
+        isolate_pids: bwrap only: a PID namespace (see the module docstring).
+    """
+
+    root: Path
+    network: bool = False
+    extra_writable: tuple[Path, ...] = ()
+    isolate_pids: bool = False
+
+    def readonly(self) -> tuple[Path, ...]:
+        """Paths inside `root` kept read-only (`.git` when present)."""
+        git = self.root / ".git"
+        return (git,) if git.exists() else ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    """How to start one confined command: exec `argv` with `env` added to the caller's
+    environment, running `preexec` in the forked child before the exec (a subprocess
+    `preexec_fn`), then call `close()` in the parent once the child is started (or failed to).
+
+    Attributes:
+        argv: the command line to exec.
+        env: variables to add (e.g. `TMPDIR`).
+        preexec: the child-side confinement, or None when `argv` confines itself.
+    """
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=lambda: {})
+    preexec: Callable[[], None] | None = None
+    _close: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        """Release what the parent held for the start (idempotent enough: call once)."""
+        if self._close is not None:
+            self._close()
+
+
+class Sandbox(ABC):
+    """A way to run a command confined; `wrap` is pure string work after the first call (which
+    creates the private temp folder), so calling it per command costs microseconds."""
+
+    kind: ClassVar[SandboxKind]
+
+    def __init__(self) -> None:
+        self._tmp: Path | None = None
+
+    @property
+    def tmp_dir(self) -> Path:
+        """The private temp folder (created on first use, removed at interpreter exit)."""
+        if self._tmp is None:
+            # under /var/tmp, not /tmp: mounted on /tmp, it keeps its own path valid ($TMPDIR)
+            base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+            path = Path(tempfile.mkdtemp(prefix=f"tether-{self.kind}-tmp-", dir=base))
+            atexit.register(shutil.rmtree, path, ignore_errors=True)
+            self._tmp = path
+        return self._tmp
+
+    @abstractmethod
+    def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]:
+        """The argv that runs `argv` (looked up on PATH inside) confined by `cfg`.
+
+        The result is exec'd by the caller with the cwd and environment it wants; the exit
+        status is `argv`'s own (126 when confinement failed and nothing ran).
+        """
+
+    def launch(self, argv: Sequence[str], cfg: SandboxConfig) -> Launch:
+        """The cheapest way to start `argv` confined when the caller spawns it itself (the
+        `bash` tool). Defaults to `Launch(argv=self.wrap(argv, cfg))`.
+
+        Raises:
+            OSError: the confinement could not be prepared (nothing is started then).
+        """
+        return Launch(argv=self.wrap(argv, cfg))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class BwrapSandbox(Sandbox):
+    """bubblewrap (`bwrap` ≥ 0.4): mount, network and user namespaces.
+
+    Args:
+        executable: the bwrap binary.
+    """
+
+    kind = "bwrap"
+
+    def __init__(self, executable: str = "bwrap") -> None:
+        super().__init__()
+        self.executable = executable
+
+    def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]:
+        out = [
+            self.executable,
+            "--die-with-parent",
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--bind",
+            str(self.tmp_dir),
+            "/tmp",
+        ]
+        for p in (cfg.root, *cfg.extra_writable):
+            out += ["--bind", str(p), str(p)]
+        for p in cfg.readonly():
+            out += ["--ro-bind", str(p), str(p)]
+        if not cfg.network:
+            out.append("--unshare-net")
+        if cfg.isolate_pids:
+            out.append("--unshare-pid")
+        out.append("--")
+        out.extend(argv)
+        return out
+
+
+class LandlockSandbox(Sandbox):
+    """Landlock via the `tether.tools.landlock` launcher run by this Python (`-I -S`: no
+    site-packages, ~12 ms to start).
+
+    Args:
+        abi: the kernel's Landlock ABI version (≥ 1).
+        python: the interpreter running the launcher.
+        in_child: `launch` confines in the forked child (no launcher start-up, but the parent
+            is forked without vfork); False makes `launch` use the launcher like `wrap`.
+    """
+
+    kind = "landlock"
+
+    def __init__(self, abi: int, python: str = sys.executable, *, in_child: bool = True) -> None:
+        super().__init__()
+        self.abi = abi
+        self.python = python
+        self.launcher = landlock.__file__
+        self.in_child = in_child
+
+    def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]:
+        out = [self.python, "-I", "-S", "-B", self.launcher, "--tmp", str(self.tmp_dir)]
+        for p in (cfg.root, *cfg.extra_writable):
+            out += ["--write", str(p)]
+        for p in cfg.readonly():
+            out += ["--ro", str(p)]
+        if cfg.network:
+            out.append("--net")
+        out.append("--")
+        out.extend(argv)
+        return out
+
+    def launch(self, argv: Sequence[str], cfg: SandboxConfig) -> Launch:
+        """Confine in the forked child instead of exec'ing the launcher (saves the ~12 ms
+        Python start-up per command): the ruleset is built here, in the parent, and the child
+        only makes the syscalls of `landlock.enter`. With `in_child=False`: the launcher."""
+        if not self.in_child:
+            return Launch(argv=self.wrap(argv, cfg))
+        tmp = str(self.tmp_dir)
+        writable = [str(cfg.root), *map(str, cfg.extra_writable), tmp]
+        ruleset = landlock.build_ruleset(writable, network=cfg.network, abi=self.abi)
+        readonly = [str(p) for p in cfg.readonly()]
+        keep = [*writable[:-1], *readonly]
+
+        def preexec() -> None:
+            landlock.enter(ruleset, readonly=readonly, network=cfg.network, tmp=tmp, keep=keep)
+
+        return Launch(
+            argv=list(argv),
+            env={"TMPDIR": tmp},
+            preexec=preexec,
+            _close=lambda: os.close(ruleset),
+        )
+
+    def __repr__(self) -> str:
+        return f"LandlockSandbox(abi={self.abi})"
+
+
+@functools.cache
+def _bwrap() -> BwrapSandbox | None:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return None
+    # the namespaces and options `wrap` uses, without creating the private temp folder
+    probe = [exe, "--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/"]
+    probe += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "true"]
+    try:
+        done = subprocess.run(
+            probe,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return BwrapSandbox(exe) if done.returncode == 0 else None
+
+
+@functools.cache
+def _landlock() -> LandlockSandbox | None:
+    abi = landlock.abi_version()
+    return LandlockSandbox(abi) if abi >= 1 else None
+
+
+def available(kind: SandboxKind) -> Sandbox | None:
+    """The sandbox of `kind` if it works on this machine (probed once per process), else None."""
+    return _bwrap() if kind == "bwrap" else _landlock()
+
+
+def detect_sandbox(kind: str | None = None) -> Sandbox | None:
+    """The sandbox to use: bubblewrap if it works here, else Landlock if the kernel has it,
+    else None (the caller must then run in safe mode).
+
+    Args:
+        kind: `bwrap`, `landlock`, `none` or `auto`; None reads `TETHER_SANDBOX` (default
+            `auto`).
+
+    Returns:
+        A (shared, cached) `Sandbox`, or None for `none` or when nothing works in `auto`.
+
+    Raises:
+        SandboxUnavailableError: a forced kind does not work on this machine.
+        ConfigError: an unknown kind.
+    """
+    choice = (kind if kind is not None else os.environ.get(SANDBOX_ENV, "auto")).strip().lower()
+    if choice in ("", "auto"):
+        return _bwrap() or _landlock()
+    if choice == "none":
+        return None
+    if choice in ("bwrap", "landlock"):
+        found = available("bwrap" if choice == "bwrap" else "landlock")
+        if found is None:
+            hint = (
+                "install bubblewrap (e.g. `apt-get install bubblewrap`) and allow user namespaces"
+                if choice == "bwrap"
+                else "this kernel has no Landlock (Linux ≥ 5.13 with landlock in `lsm=`)"
+            )
+            raise SandboxUnavailableError(f"sandbox {choice!r} is not available here: {hint}")
+        return found
+    raise ConfigError(f"{SANDBOX_ENV}={choice!r}: use bwrap, landlock, none or auto")

@@ -1,0 +1,97 @@
+"""`tether run` and the sandbox: `--safe` offers read-only tools only; without an OS sandbox safe
+mode is forced with one warning (stderr line + `warning` event); a bad `TETHER_SANDBOX` is a
+usage error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import tether
+from tether.tools.sandbox import available
+
+CMD = [sys.executable, "-m", "tether.cli", "run", "--no-session", "-m", "openai/m"]
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Records each request body, then answers 500 (the run stops with exit code 4)."""
+
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", "0"))
+        type(self).bodies.append(json.loads(self.rfile.read(length)))
+        body = b'{"error": {"message": "boom", "type": "server_error"}}'
+        self.send_response(500)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _run(
+    tmp_path: Path, args: list[str], sandbox: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    _Recorder.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(TETHER_HOME=str(tmp_path / "home"), TETHER_SANDBOX=sandbox)
+    env["PYTHONPATH"] = str(Path(tether.__file__).parents[1])  # this tree, from any cwd
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        proc = subprocess.run(
+            [*CMD, "--base-url", url, "--max-turns", "1", *args, "hi"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+    tools = (
+        [t["function"]["name"] for t in _Recorder.bodies[0].get("tools", [])]
+        if _Recorder.bodies
+        else []
+    )
+    return proc, tools
+
+
+SAFE = ["read", "ls", "glob", "grep"]
+
+
+def test_no_sandbox_forces_safe_mode_with_one_warning(tmp_path: Path) -> None:
+    proc, tools = _run(tmp_path, [], "none")
+    assert proc.stderr.count("no OS sandbox") == 1, proc.stderr
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    warnings = [e for e in events if e["type"] == "warning"]
+    assert len(warnings) == 1 and warnings[0]["kind"] == "no_sandbox"
+    assert tools == SAFE
+
+
+def test_safe_flag_offers_read_only_tools(tmp_path: Path) -> None:
+    if available("bwrap") is None and available("landlock") is None:
+        pytest.skip("no OS sandbox works on this machine")
+    proc, tools = _run(tmp_path, [], "auto")
+    assert "no OS sandbox" not in proc.stderr
+    assert "write" in tools and "bash" in tools
+    proc, tools = _run(tmp_path, ["--safe"], "auto")
+    assert tools == SAFE, proc.stderr
+
+
+def test_bad_sandbox_setting_is_a_usage_error(tmp_path: Path) -> None:
+    proc, tools = _run(tmp_path, [], "sideways")
+    assert proc.returncode == 1 and "TETHER_SANDBOX" in proc.stderr and tools == []

@@ -1,0 +1,23 @@
+"""Helpers for running tool tests under each OS sandbox kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.tools.sandbox import LandlockSandbox, Sandbox, available
+
+SANDBOX_KINDS = ("none", "bwrap", "landlock", "landlock-exec")
+"""`landlock` confines the forked child (the bash tool's path); `landlock-exec` runs the
+stdlib-only launcher (`Sandbox.wrap`, the path any other subprocess such as a worker takes)."""
+
+
+def sandbox_for(kind: str) -> Sandbox | None:
+    """The sandbox of `kind` (None for `none`); skips the test when it does not work here."""
+    if kind == "none":
+        return None
+    found = available("bwrap" if kind == "bwrap" else "landlock")
+    if found is None:
+        pytest.skip(f"sandbox {kind} is not available on this machine")
+    if kind == "landlock-exec" and isinstance(found, LandlockSandbox):
+        return LandlockSandbox(found.abi, in_child=False)
+    return found
