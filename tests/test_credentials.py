@@ -28,6 +28,7 @@ from tether.credentials import (
 from tether.errors import AuthError, ConfigError
 from tether.messages import ToolResultBlock
 from tether.providers.anthropic import AnthropicProvider
+from tether.providers.google import GoogleProvider
 from tether.providers.openai_chat import OpenAIChatProvider
 from tether.providers.registry import resolve_provider
 from tether.settings import ProviderSettings
@@ -275,8 +276,11 @@ def test_named_endpoints_from_settings(memory: MemoryKeyring) -> None:
     q = resolve_provider("proxy/claude", providers=endpoints, base_url="http://127.0.0.1:8")
     assert isinstance(q, AnthropicProvider) and q.name == "proxy"
     assert str(q._client.base_url).startswith("http://127.0.0.1:8")  # pyright: ignore[reportPrivateUsage]
-    with pytest.raises(ConfigError, match="no adapter yet"):
+    with pytest.raises(AuthError, match="tether login future"):
         resolve_provider("future/gemini-2.5-pro", providers=endpoints)
+    store_key("future", "gemini-key-from-keyring")
+    g = resolve_provider("future/gemini-2.5-pro", providers=endpoints)
+    assert isinstance(g, GoogleProvider) and (g.name, g.model) == ("future", "gemini-2.5-pro")
 
 
 def test_a_stored_then_exported_key_is_scrubbed_from_tool_env(

@@ -240,14 +240,15 @@ async def test_adapters_build_the_wire_view_when_the_request_is_not_one() -> Non
 
 async def test_anthropic_request_body() -> None:
     server = Server([sse_response(ANTHROPIC_OK)])
-    r = await run(AnthropicProvider("default", client=server.anthropic()), REQUEST)
+    provider = AnthropicProvider("default", client=server.anthropic(), prompt_caching=False)
+    r = await run(provider, REQUEST)
     assert r.turn.text == "ok"
     (body,) = server.requests
     assert body == {
         "model": "the-model",
         "max_tokens": 512,
         "stream": True,
-        "system": "Be brief.",
+        "system": [{"type": "text", "text": "Be brief."}],
         "temperature": 0.2,
         "tools": [
             {"name": "get_weather", "description": "Weather for a city.", "input_schema": SCHEMA}
@@ -354,7 +355,8 @@ async def test_anthropic_tool_result_image_and_unsigned_thinking() -> None:
         ),
     )
     await run(
-        AnthropicProvider("m", client=server.anthropic()), ModelRequest(model="m", messages=wire)
+        AnthropicProvider("m", client=server.anthropic(), prompt_caching=False),
+        ModelRequest(model="m", messages=wire),
     )
     msgs = server.requests[0]["messages"]
     assert msgs[1]["content"] == [{"type": "tool_use", "id": "c", "name": "shot", "input": {}}]

@@ -25,11 +25,19 @@ from tether.agent.events import (
     RetryEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
+    WarningEvent,
 )
 from tether.errors import RunError
 from tether.messages import Provenance
 from tether.providers.assemble import Assembler
-from tether.providers.base import ErrorEvent, ModelRequest, Provider, TextDelta, ThinkingDelta
+from tether.providers.base import (
+    ErrorEvent,
+    ModelRequest,
+    Provider,
+    TextDelta,
+    ThinkingDelta,
+)
+from tether.providers.base import WarningEvent as ProviderWarning
 from tether.providers.fallback import falls_back
 from tether.providers.retry import AttemptFailed, Delay, RetryPolicy, is_retryable, retrying
 
@@ -157,6 +165,8 @@ class Attempts:
                 self.emit(TextDeltaEvent(text=event.text))
             elif isinstance(event, ThinkingDelta):
                 self.emit(ThinkingDeltaEvent(text=event.text))
+            elif isinstance(event, ProviderWarning):
+                self.emit(WarningEvent(kind=event.kind, message=event.message))
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it

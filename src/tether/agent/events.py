@@ -137,8 +137,9 @@ class ErrorOutEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WarningEvent:
-    """Something the host should tell the user once; the run goes on (e.g. `kind="no_sandbox"`:
-    safe mode is forced because no OS sandbox works here)."""
+    """Something the host should tell the user; the run goes on (e.g. `kind="no_sandbox"`:
+    safe mode is forced because no OS sandbox works here; `kind="truncated_prompt"`: a provider
+    cut the prompt silently, relayed from the provider's `WarningEvent`)."""
 
     type: Literal["warning"] = "warning"
     kind: str

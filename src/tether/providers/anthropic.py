@@ -1,19 +1,11 @@
 """Anthropic Messages adapter (target `anthropic`).
 
-Owns: converting a wire view into a streaming Messages request, and translating the raw stream
-events (`client.messages.create(..., stream=True)`) into tether's normalized `StreamEvent`s.
-Does not own: transport and SSE decoding (the official `anthropic` SDK, `AsyncAnthropic`), building
-the wire view (`tether.wire`), assembling events into a turn (`tether.providers.assemble`), or
-fault classification (`tether.providers.errors`).
-
-Request shape (`POST /v1/messages`, `stream: true`):
-    {"model", "max_tokens", "system": <prompt>, "thinking": {"type": "enabled", "budget_tokens"},
-     "tools": [{"name", "description", "input_schema"}],
-     "messages": [{"role": "user"|"assistant", "content": [
-        {"type": "text", "text"}, {"type": "image"|"document", "source": {"type": "base64", ...}},
-        {"type": "thinking", "thinking", "signature"}, {"type": "redacted_thinking", "data"},
-        {"type": "tool_use", "id", "name", "input"},
-        {"type": "tool_result", "tool_use_id", "is_error", "content": [text|image parts]}]}]}
+Owns: sending a streaming Messages request, and translating the raw stream events
+(`client.messages.create(..., stream=True)`) into tether's normalized `StreamEvent`s.
+Does not own: the request parameters (prompt caching, thinking, the message conversion:
+`tether.providers.anthropic_request`), transport and SSE decoding (the official `anthropic` SDK,
+`AsyncAnthropic`), building the wire view (`tether.wire`), assembling events into a turn
+(`tether.providers.assemble`), or fault classification (`tether.providers.errors`).
 
 Raw stream events (Messages streaming reference) → events:
     message_start        usage (input + cache fields); content already in it (a continuation of
@@ -37,31 +29,21 @@ reason is incomplete (the SDK raises nothing, see `notes/sdk-fault-behaviour.md`
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import cast
 
 import anthropic
 from anthropic import types as at
 
 from tether.errors import AuthError, ConfigError
-from tether.messages import (
-    CompactSummaryBlock,
-    DocumentBlock,
-    ImageBlock,
-    Provenance,
-    RedactedThinkingBlock,
-    Target,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
-    Usage,
+from tether.messages import Provenance, Target, Usage
+from tether.providers.anthropic_request import (
+    MIN_THINKING_BUDGET,
+    build_params,
+    to_anthropic_messages,
+    to_anthropic_tools,
 )
 from tether.providers.base import (
     Done,
@@ -79,16 +61,23 @@ from tether.providers.base import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     UsageEvent,
     wire_messages,
 )
-from tether.providers.errors import classify_exception, guard_stream
+from tether.providers.streaming import drive_stream
+
+__all__ = [
+    "MIN_THINKING_BUDGET",
+    "AnthropicProvider",
+    "AnthropicStreamTranslator",
+    "merge_delta_usage",
+    "normalize_usage",
+    "to_anthropic_messages",
+    "to_anthropic_tools",
+]
 
 PRODUCER = "anthropic"
 INCOMPLETE = "stream ended before completion (no message_stop / stop_reason)"
-MIN_THINKING_BUDGET = 1024
-"""Anthropic requires `thinking.budget_tokens >= 1024` and below `max_tokens`."""
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -99,146 +88,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "stop_sequence": "stop_sequence",
     "refusal": "refusal",
 }
-
-_ToolResultPart = at.TextBlockParam | at.ImageBlockParam
-
-
-# ---------------------------------------------------------------------------------------------
-# Request conversion
-
-
-def _image(block: ImageBlock) -> at.ImageBlockParam:
-    return cast(
-        at.ImageBlockParam,
-        {
-            "type": "image",
-            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
-        },
-    )
-
-
-def _document(block: DocumentBlock) -> at.DocumentBlockParam:
-    """A document block. Anthropic accepts PDFs as base64 sources and plain text as a `text`
-    source (decoded here); `title` is passed through."""
-    doc: at.DocumentBlockParam
-    if block.media_type.startswith("text/"):
-        try:
-            text = base64.b64decode(block.data).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            text = block.data
-        doc = {
-            "type": "document",
-            "source": {"type": "text", "media_type": "text/plain", "data": text},
-        }
-    else:
-        doc = {
-            "type": "document",
-            "source": {"type": "base64", "media_type": "application/pdf", "data": block.data},
-        }
-    if block.title:
-        doc["title"] = block.title
-    return doc
-
-
-def _tool_result(block: ToolResultBlock) -> at.ToolResultBlockParam:
-    parts: list[_ToolResultPart] = []
-    for part in block.content:
-        if isinstance(part, TextBlock):
-            if part.text:  # Anthropic rejects empty text blocks
-                parts.append({"type": "text", "text": part.text})
-        else:
-            parts.append(_image(part))
-    result: at.ToolResultBlockParam = {
-        "type": "tool_result",
-        "tool_use_id": block.tool_call_id,
-        "content": parts,
-    }
-    if block.is_error:
-        result["is_error"] = True
-    return result
-
-
-def _user_content(turn: Turn) -> list[at.ContentBlockParam]:
-    """User blocks. Anthropic requires the tool_result blocks first in their user message."""
-    results: list[at.ContentBlockParam] = []
-    rest: list[at.ContentBlockParam] = []
-    for block in turn.content:
-        if isinstance(block, ToolResultBlock):
-            results.append(_tool_result(block))
-        elif isinstance(block, TextBlock):
-            if block.text:
-                rest.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
-            rest.append(_image(block))
-        elif isinstance(block, DocumentBlock):
-            rest.append(_document(block))
-        elif isinstance(block, CompactSummaryBlock):
-            rest.append({"type": "text", "text": block.summary})
-    return results + rest
-
-
-def _assistant_content(turn: Turn) -> list[at.ContentBlockParam]:
-    """Assistant blocks, verbatim. Thinking must be replayed with its signature (Anthropic
-    verifies it); an unsigned thinking block cannot be sent and is dropped (the wire view's
-    reasoning pass decides what reaches here)."""
-    out: list[at.ContentBlockParam] = []
-    for block in turn.content:
-        if isinstance(block, TextBlock):
-            if block.text:
-                out.append({"type": "text", "text": block.text})
-        elif isinstance(block, ThinkingBlock):
-            if block.signature is not None:
-                out.append(
-                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
-                )
-        elif isinstance(block, RedactedThinkingBlock):
-            out.append({"type": "redacted_thinking", "data": block.data})
-        elif isinstance(block, ToolCallBlock):
-            out.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
-            )
-    return out
-
-
-def to_anthropic_messages(messages: Sequence[Turn]) -> tuple[list[at.MessageParam], list[str]]:
-    """Convert a wire view into Messages API `messages`.
-
-    Args:
-        messages: the wire view.
-
-    Returns:
-        (messages, system_texts): `system`-role turns are not messages on this API; their texts
-        are returned to be appended to the `system` parameter. Turns that end up empty are
-        dropped (Anthropic rejects empty content).
-    """
-    out: list[at.MessageParam] = []
-    system: list[str] = []
-    for turn in messages:
-        if turn.role == "system":
-            if turn.text:
-                system.append(turn.text)
-            continue
-        if turn.role == "assistant":
-            content = _assistant_content(turn)
-            if content:
-                out.append({"role": "assistant", "content": content})
-        else:
-            content = _user_content(turn)
-            if content:
-                out.append({"role": "user", "content": content})
-    return out, system
-
-
-def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolParam]:
-    """Tools → `[{"name", "description", "input_schema"}]`."""
-    return [
-        cast(
-            at.ToolParam,
-            {"name": t.name, "description": t.description, "input_schema": t.parameters},
-        )
-        for t in tools
-    ]
-
 
 # ---------------------------------------------------------------------------------------------
 # Stream translation
@@ -257,7 +106,7 @@ class _Open:
 class AnthropicStreamTranslator:
     """Translates raw Messages stream events into normalized events.
 
-    Feed every event to `on_event`, then call `finish` once the SDK stream is exhausted.
+    Feed every event to `on_item`, then call `finish` once the SDK stream is exhausted.
     Event indices are tether's own (a counter), not Anthropic's block indices.
     """
 
@@ -349,7 +198,7 @@ class AnthropicStreamTranslator:
                 )
             yield ToolCallEnd(index=block.index)
 
-    def on_event(self, event: object) -> Iterator[StreamEvent]:
+    def on_item(self, event: object) -> Iterator[StreamEvent]:
         """Events for one raw stream event; unknown event types are ignored."""
         if isinstance(event, at.RawMessageStartEvent):
             message = event.message
@@ -435,6 +284,8 @@ class AnthropicProvider:
         thinking_budget: enables extended thinking with this `budget_tokens`, or None.
         max_retries: SDK-level retries; 0 by default since the loop owns retries.
         name: the provider name recorded in provenance.
+        supports_prefill: the model accepts an assistant-final request (never with thinking on).
+        prompt_caching: send `cache_control` breakpoints (see `anthropic_request`).
 
     Raises:
         ConfigError: a thinking budget below Anthropic's minimum of 1024 tokens.
@@ -456,6 +307,7 @@ class AnthropicProvider:
         max_retries: int = 0,
         name: str = "anthropic",
         supports_prefill: bool = False,
+        prompt_caching: bool = True,
     ) -> None:
         if thinking_budget is not None and thinking_budget < MIN_THINKING_BUDGET:
             raise ConfigError(
@@ -465,6 +317,7 @@ class AnthropicProvider:
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.thinking_budget = thinking_budget
+        self.prompt_caching = prompt_caching
         # Newer models reject an assistant-final request ("This model does not support
         # assistant message prefill"), and none accepts prefill with thinking on.
         self.supports_prefill = supports_prefill and thinking_budget is None
@@ -479,52 +332,37 @@ class AnthropicProvider:
         """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
 
         Provider faults are yielded as `ErrorEvent` (see `tether.providers.errors`); cancellation
-        propagates.
+        propagates. The request is built by `anthropic_request.build_params` (prompt caching,
+        thinking budget: `request.thinking_budget_tokens` or this provider's).
 
         Raises:
-            ConfigError: the thinking budget is not below the request's `max_tokens` (Anthropic
-                requires `budget_tokens < max_tokens`).
+            ConfigError: the thinking budget is below 1024 or not below the request's
+                `max_tokens` (Anthropic's rules).
         """
         view = wire_messages(
             request, "anthropic", supports_prefill=self.supports_prefill, route=self._route
         )
-        messages, extra_system = to_anthropic_messages(view)
-        system = "\n\n".join([s for s in (request.system, *extra_system) if s])
-        tools = to_anthropic_tools(request.tools)
-        max_tokens = request.max_output_tokens or self.max_output_tokens
-        budget = self.thinking_budget
-        if budget is not None and budget >= max_tokens:
-            raise ConfigError(f"thinking_budget ({budget}) must be below max_tokens ({max_tokens})")
-        thinking: at.ThinkingConfigParam | anthropic.Omit = (
-            {"type": "enabled", "budget_tokens": budget} if budget is not None else anthropic.omit
+        p = build_params(
+            request,
+            view,
+            default_max_tokens=self.max_output_tokens,
+            default_thinking_budget=self.thinking_budget,
+            prompt_caching=self.prompt_caching,
         )
-        # Anthropic: thinking is incompatible with a modified temperature; it is not sent then.
-        temperature = request.temperature
-        try:
-            events = await self._client.messages.create(
+        client = self._client
+
+        async def open_stream() -> anthropic.AsyncStream[at.RawMessageStreamEvent]:
+            return await client.messages.create(
                 model=request.model or self.model,
-                max_tokens=max_tokens,
-                messages=messages,
+                max_tokens=p.max_tokens,
+                messages=p.messages,
                 stream=True,
-                system=system or anthropic.omit,
-                tools=tools or anthropic.omit,
-                thinking=thinking,
+                system=p.system or anthropic.omit,
+                tools=p.tools or anthropic.omit,
+                thinking=p.thinking or anthropic.omit,
                 # anthropic 2.x has no `temperature` keyword; the API still takes the field.
-                extra_body={"temperature": temperature}
-                if temperature is not None and budget is None
-                else None,
+                extra_body={"temperature": p.temperature} if p.temperature is not None else None,
             )
-        except Exception as exc:  # provider faults are values; CancelledError propagates
-            yield classify_exception(exc)
-            return
-        translator = AnthropicStreamTranslator()
-        try:
-            async for event in guard_stream(events):
-                if isinstance(event, ErrorEvent):
-                    yield event
-                    return
-                for out in translator.on_event(event):
-                    yield out
-            yield translator.finish()
-        finally:
-            await events.close()
+
+        async for event in drive_stream(open_stream, AnthropicStreamTranslator()):
+            yield event

@@ -42,6 +42,7 @@ from tether.providers.base import (
     ToolCallEnd,
     ToolCallStart,
     UsageEvent,
+    WarningEvent,
 )
 
 TRUNCATED = "the arguments were truncated before the call was complete"
@@ -106,6 +107,7 @@ class Assembler:
         self.usage: Usage | None = None
         self.done: Done | None = None
         self.error: ErrorEvent | None = None
+        self.warnings: list[WarningEvent] = []
 
     @property
     def finished(self) -> bool:
@@ -157,6 +159,8 @@ class Assembler:
                     b.ended = True
             case UsageEvent(usage=u):
                 self.usage = u
+            case WarningEvent():
+                self.warnings.append(event)
             case Done():
                 self.done = event
             case ErrorEvent():

@@ -7,10 +7,10 @@ the loop before the request reaches an adapter), or assembling events into a tur
 
 Event contract of `Provider.stream(request)`:
     any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
-    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd and UsageEvent events, each block
-    keyed by an `index` unique within the stream, then EXACTLY ONE terminal event: `Done` or
-    `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an adapter raises
-    only for configuration mistakes and bugs.
+    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, UsageEvent and WarningEvent
+    events, each block keyed by an `index` unique within the stream, then EXACTLY ONE terminal
+    event: `Done` or `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an
+    adapter raises only for configuration mistakes and bugs.
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ class ModelRequest:
             adapter builds it with `tether.wire.build_view` (see `wire_messages`), so every
             request goes through the wire passes either way.
         thinking_budget_tokens: the reasoning budget for this request in tokens (the loop's
-            thinking-budget decay sets it per turn), or None for the provider's own setting.
+            thinking-budget decay sets it per turn), or None for the provider's own setting
+            (Anthropic `thinking.budget_tokens`, Gemini `thinkingConfig.thinkingBudget`;
+            adapters whose API has no budget ignore it).
     """
 
     model: str
@@ -197,6 +199,29 @@ class ErrorEvent:
     code: str | None = None
 
 
+WarningKind = Literal["truncated_prompt"]
+"""`truncated_prompt`: the server evaluated far fewer prompt tokens than the request holds, i.e.
+it silently cut the prompt (Ollama truncates to `num_ctx` without an error)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarningEvent:
+    """Something went wrong that the provider did not report as an error; the stream goes on.
+
+    Attributes:
+        kind: what it is (see `WarningKind`).
+        message: a human-readable explanation.
+        estimated_prompt_tokens: tether's local estimate of the prompt, in tokens, when relevant.
+        reported_prompt_tokens: the prompt size the provider reported, in tokens, when relevant.
+    """
+
+    type: Literal["warning"] = "warning"
+    kind: WarningKind
+    message: str
+    estimated_prompt_tokens: int | None = None
+    reported_prompt_tokens: int | None = None
+
+
 StreamEvent = (
     TextStart
     | TextDelta
@@ -209,6 +234,7 @@ StreamEvent = (
     | ToolCallDelta
     | ToolCallEnd
     | UsageEvent
+    | WarningEvent
     | Done
     | ErrorEvent
 )
@@ -226,9 +252,7 @@ def wire_messages(
     (pairing repaired, reasoning sanitized, ids sanitized, user-terminated tail)."""
     if request.is_wire_view:
         return request.messages
-    return build_view(
-        request.messages, target, supports_prefill=supports_prefill, route=route
-    )
+    return build_view(request.messages, target, supports_prefill=supports_prefill, route=route)
 
 
 @runtime_checkable

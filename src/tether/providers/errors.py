@@ -17,7 +17,12 @@ The shapes read here (measured with openai 3.57 / anthropic 2.14, see
     data line that is not JSON     json.JSONDecodeError              json.JSONDecodeError
 
 Both SDKs of these versions use `httpx2` (a fork of httpx); older SDKs use `httpx`. Transport
-errors of either are recognized.
+errors of either are recognized. google-genai 3.6 raises `google.genai.errors.APIError` (`code` =
+HTTP status, `details` = the error JSON `{"error": {"code", "message", "status"}}`, also for an
+error object inside a 200 stream) and raw httpx/httpx2 transport errors; ollama 0.6 raises
+`ollama.ResponseError` (`status_code`, -1 for an in-stream `{"error": ...}` line) and a builtin
+`ConnectionError` when the server is unreachable. Those two SDKs are recognized only once
+imported (they are looked up in `sys.modules`, so this module does not import them).
 
 Rules (status first, then the error body):
     depleted quota or billing, by exact signals only: HTTP 402, error `type`/`code`
@@ -44,6 +49,7 @@ from __future__ import annotations
 import email.utils
 import importlib
 import json
+import sys
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import TypeVar, cast
@@ -79,6 +85,7 @@ _CONTEXT_PATTERNS = (
     "maximum context length",  # OpenAI message; vLLM and most compatible servers
     "context window",  # e.g. "exceeds the context window" (llama.cpp, LM Studio)
     "too many tokens",
+    "exceeds the maximum number of tokens",  # Gemini "input token count ... exceeds ..."
 )
 
 
@@ -302,6 +309,9 @@ def classify_exception(exc: BaseException) -> ErrorEvent:
             status_code=200,
             code=error_code(exc.body),
         )
+    other = _other_sdk_error(exc)
+    if other is not None:
+        return other
     if isinstance(exc, json.JSONDecodeError):
         return ErrorEvent(kind="malformed", message=f"a stream data line is not JSON: {exc.msg}")
     if isinstance(exc, _DECODING_ERRORS):
@@ -309,6 +319,53 @@ def classify_exception(exc: BaseException) -> ErrorEvent:
     if isinstance(exc, (*_TRANSPORT_ERRORS, TimeoutError, ConnectionError)):
         return ErrorEvent(kind="network", message=f"{type(exc).__name__}: {exc}".rstrip(": "))
     return ErrorEvent(kind="provider", message=f"{type(exc).__name__}: {exc}")
+
+
+def _retry_delay(details: object) -> float | None:
+    """Gemini's `RetryInfo.retryDelay` (e.g. `"17s"`) inside an error's `details`, in seconds."""
+    for item in _list(error_object(details).get("details")):
+        delay = _mapping(item)
+        value = delay.get("retryDelay") if delay is not None else None
+        if isinstance(value, str) and value.endswith("s"):
+            try:
+                return max(0.0, float(value[:-1]))
+            except ValueError:
+                return None
+    return None
+
+
+def _list(value: object) -> list[object]:
+    return cast(list[object], value) if isinstance(value, list) else []
+
+
+def _other_sdk_error(exc: BaseException) -> ErrorEvent | None:
+    """google-genai `APIError` / ollama `ResponseError`, when those SDKs are loaded."""
+    genai_errors = sys.modules.get("google.genai.errors")
+    if genai_errors is not None and isinstance(exc, genai_errors.APIError):
+        code = cast(object, getattr(exc, "code", None))
+        status = code if isinstance(code, int) and 100 <= code <= 599 else None
+        details = cast(object, getattr(exc, "details", None))
+        message = cast(object, getattr(exc, "message", None))
+        kind = classify_status(status, details)
+        return ErrorEvent(
+            kind=kind,
+            message=message if isinstance(message, str) and message else str(exc),
+            status_code=status,
+            retry_after_s=_retry_delay(details) if kind in ("rate_limited", "overloaded") else None,
+            code=error_code(details),
+        )
+    ollama_mod = sys.modules.get("ollama")
+    if ollama_mod is not None and isinstance(exc, ollama_mod.ResponseError):
+        code = cast(object, getattr(exc, "status_code", -1))
+        status = code if isinstance(code, int) and 100 <= code <= 599 else None
+        error = cast(object, getattr(exc, "error", ""))
+        text = error if isinstance(error, str) else str(error)
+        return ErrorEvent(
+            kind=classify_status(status if status is not None else 200, {"message": text}),
+            message=text,
+            status_code=status if status is not None else 200,
+        )
+    return None
 
 
 async def guard_stream(items: AsyncIterable[_T]) -> AsyncIterator[_T | ErrorEvent]:

@@ -83,7 +83,7 @@ from tether.providers.base import (
     UsageEvent,
     wire_messages,
 )
-from tether.providers.errors import classify_exception, guard_stream
+from tether.providers.streaming import drive_stream
 
 COMPAT_PRODUCER = "openai-compat"
 """Producer tag of thinking blocks built from a compatible server's `reasoning_content`."""
@@ -272,7 +272,7 @@ def normalize_usage(usage: CompletionUsage) -> Usage:
 class ChatStreamTranslator:
     """Translates `ChatCompletionChunk`s (choice 0 only) into normalized events.
 
-    Feed every chunk to `on_chunk`, then call `finish` once the SDK stream is exhausted.
+    Feed every chunk to `on_item`, then call `finish` once the SDK stream is exhausted.
     """
 
     _next_index: int = 0
@@ -307,7 +307,7 @@ class ChatStreamTranslator:
                 return value
         return ""
 
-    def on_chunk(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+    def on_item(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
         """Events for one chunk (usage chunks included)."""
         for choice in chunk.choices:
             if choice.index != 0 or self._finish_reason is not None:
@@ -428,8 +428,10 @@ class OpenAIChatProvider:
         messages = to_chat_messages(view, request.system)
         tools = to_chat_tools(request.tools)
         max_tokens = request.max_output_tokens
-        try:
-            chunks = await self._client.chat.completions.create(
+        client = self._client
+
+        async def open_stream() -> openai.AsyncStream[ChatCompletionChunk]:
+            return await client.chat.completions.create(
                 model=request.model or self.model,
                 messages=messages,
                 stream=True,
@@ -443,17 +445,6 @@ class OpenAIChatProvider:
                 if max_tokens is not None and not self._compat
                 else openai.omit,
             )
-        except Exception as exc:  # provider faults are values; CancelledError propagates
-            yield classify_exception(exc)
-            return
-        translator = ChatStreamTranslator()
-        try:
-            async for chunk in guard_stream(chunks):
-                if isinstance(chunk, ErrorEvent):
-                    yield chunk
-                    return
-                for event in translator.on_chunk(chunk):
-                    yield event
-            yield translator.finish()
-        finally:
-            await chunks.close()
+
+        async for event in drive_stream(open_stream, ChatStreamTranslator()):
+            yield event

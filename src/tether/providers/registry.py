@@ -14,6 +14,12 @@ Grammar:
     "openai/MODEL"               Chat Completions (OPENAI_API_KEY; `base_url` for any
                                  OpenAI-compatible server: vLLM, llama.cpp server, LM Studio, ...)
     "anthropic/MODEL"            Anthropic Messages (ANTHROPIC_API_KEY)
+    "openai-responses/MODEL"     OpenAI Responses, stateless (OPENAI_API_KEY)
+    "google/MODEL"               Gemini API (GEMINI_API_KEY, else GOOGLE_API_KEY)
+    "ollama/MODEL"               a local Ollama server's native API (no key; OLLAMA_HOST or
+                                 `base_url`, default http://127.0.0.1:11434)
+The model name is everything after the first `/` (so `ollama/qwen3:8b` and
+`openai/meta-llama/Llama-3-8B` keep their own slashes and tags).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from tether.errors import AuthError, ConfigError
 from tether.providers.base import Provider
 from tether.settings.model import ProviderSettings
 
-PROVIDERS = ("local", "openai", "anthropic")
+PROVIDERS = ("local", "openai", "anthropic", "openai-responses", "google", "ollama")
 
 
 def resolve_provider(
@@ -62,8 +68,6 @@ def resolve_provider(
         from tether.providers.local import LocalProvider
 
         return LocalProvider(Path(model_name).expanduser() if model_name else None)
-    if provider_name in ("openai-responses", "google", "ollama"):
-        raise ConfigError(f"provider type {provider_name!r} has no adapter yet")
     if provider_name not in PROVIDERS:
         raise ConfigError(
             f"unknown provider {provider_name!r} in --model {spec!r}; "
@@ -71,6 +75,10 @@ def resolve_provider(
         )
     if not model_name:
         raise ConfigError(f"--model {spec!r} names no model; use {provider_name}/MODEL")
+    if provider_name == "ollama":
+        from tether.providers.ollama import OllamaProvider
+
+        return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
     key = lookup_key(
         name,
         explicit=api_key,
@@ -82,6 +90,14 @@ def resolve_provider(
             from tether.providers.openai_chat import OpenAIChatProvider
 
             return OpenAIChatProvider(model_name, api_key=key, base_url=base_url, name=name)
+        if provider_name == "openai-responses":
+            from tether.providers.openai_responses import OpenAIResponsesProvider
+
+            return OpenAIResponsesProvider(model_name, api_key=key, base_url=base_url, name=name)
+        if provider_name == "google":
+            from tether.providers.google import GoogleProvider
+
+            return GoogleProvider(model_name, api_key=key, base_url=base_url, name=name)
         from tether.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(model_name, api_key=key, base_url=base_url, name=name)

@@ -1,0 +1,331 @@
+"""Anthropic Messages request building (target `anthropic`): wire view → request parameters.
+
+Owns: converting a wire view into Messages API `messages` / `system` / `tools`, prompt-caching
+breakpoints, and the `thinking` / `temperature` parameters.
+Does not own: the stream (`tether.providers.anthropic`), the wire passes (`tether.wire`).
+
+Request shape (`POST /v1/messages`, `stream: true`):
+    {"model", "max_tokens", "system": [{"type": "text", "text", "cache_control"?}],
+     "thinking": {"type": "enabled", "budget_tokens"},
+     "tools": [{"name", "description", "input_schema", "cache_control"?}],
+     "messages": [{"role": "user"|"assistant", "content": [
+        {"type": "text", "text"}, {"type": "image"|"document", "source": {"type": "base64", ...}},
+        {"type": "thinking", "thinking", "signature"}, {"type": "redacted_thinking", "data"},
+        {"type": "tool_use", "id", "name", "input"},
+        {"type": "tool_result", "tool_use_id", "is_error", "content": [text|image parts]}]}]}
+
+Prompt caching (Anthropic "Prompt caching" guide): a `cache_control: {"type": "ephemeral"}`
+breakpoint caches the whole prefix up to and including its block (order: tools, system,
+messages). tether sets at most `MAX_CACHE_BREAKPOINTS` (4, the API's limit): the last tool, the
+system prompt's last block, the last block of the last message, and the last block of the user
+message before it (so the next request, which appends after the last message, still hits the
+prefix written one request earlier). Thinking and redacted_thinking blocks cannot carry
+`cache_control` (the API rejects it), nor can empty text; the breakpoint goes on the last block
+that can.
+
+Thinking (Anthropic "Extended thinking" guide): `thinking: {"type": "enabled", "budget_tokens"}`
+with `1024 <= budget_tokens < max_tokens`; `temperature` must not be set then. With thinking on,
+the assistant turn of an in-progress tool loop must start with a thinking block; when the wire
+view lost it (a model switch), the request is sent with thinking off
+(`tether.wire.thinking_must_be_disabled`, case T08); so is a request ending with an assistant
+prefill, which Anthropic refuses with thinking on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from anthropic import types as at
+
+from tether.errors import ConfigError
+from tether.messages import (
+    CompactSummaryBlock,
+    DocumentBlock,
+    ImageBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.providers.base import ModelRequest, ToolSpec
+from tether.wire import thinking_must_be_disabled
+
+MIN_THINKING_BUDGET = 1024
+"""Anthropic requires `thinking.budget_tokens >= 1024` and below `max_tokens`."""
+
+MAX_CACHE_BREAKPOINTS = 4
+"""Anthropic allows at most 4 `cache_control` breakpoints per request."""
+
+EPHEMERAL: at.CacheControlEphemeralParam = {"type": "ephemeral"}
+
+_ToolResultPart = at.TextBlockParam | at.ImageBlockParam
+
+
+# ---------------------------------------------------------------------------------------------
+# Request conversion
+
+
+def _image(block: ImageBlock) -> at.ImageBlockParam:
+    return cast(
+        at.ImageBlockParam,
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
+        },
+    )
+
+
+def _document(block: DocumentBlock) -> at.DocumentBlockParam:
+    """A document block. Anthropic accepts PDFs as base64 sources and plain text as a `text`
+    source (decoded here); `title` is passed through."""
+    doc: at.DocumentBlockParam
+    if block.media_type.startswith("text/"):
+        try:
+            text = base64.b64decode(block.data).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            text = block.data
+        doc = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+        }
+    else:
+        doc = {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": block.data},
+        }
+    if block.title:
+        doc["title"] = block.title
+    return doc
+
+
+def _tool_result(block: ToolResultBlock) -> at.ToolResultBlockParam:
+    parts: list[_ToolResultPart] = []
+    for part in block.content:
+        if isinstance(part, TextBlock):
+            if part.text:  # Anthropic rejects empty text blocks
+                parts.append({"type": "text", "text": part.text})
+        else:
+            parts.append(_image(part))
+    result: at.ToolResultBlockParam = {
+        "type": "tool_result",
+        "tool_use_id": block.tool_call_id,
+        "content": parts,
+    }
+    if block.is_error:
+        result["is_error"] = True
+    return result
+
+
+def _user_content(turn: Turn) -> list[at.ContentBlockParam]:
+    """User blocks. Anthropic requires the tool_result blocks first in their user message."""
+    results: list[at.ContentBlockParam] = []
+    rest: list[at.ContentBlockParam] = []
+    for block in turn.content:
+        if isinstance(block, ToolResultBlock):
+            results.append(_tool_result(block))
+        elif isinstance(block, TextBlock):
+            if block.text:
+                rest.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            rest.append(_image(block))
+        elif isinstance(block, DocumentBlock):
+            rest.append(_document(block))
+        elif isinstance(block, CompactSummaryBlock):
+            rest.append({"type": "text", "text": block.summary})
+    return results + rest
+
+
+def _assistant_content(turn: Turn) -> list[at.ContentBlockParam]:
+    """Assistant blocks, verbatim. Thinking must be replayed with its signature (Anthropic
+    verifies it); an unsigned thinking block cannot be sent and is dropped (the wire view's
+    reasoning pass decides what reaches here)."""
+    out: list[at.ContentBlockParam] = []
+    for block in turn.content:
+        if isinstance(block, TextBlock):
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock):
+            if block.signature is not None:
+                out.append(
+                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
+                )
+        elif isinstance(block, RedactedThinkingBlock):
+            out.append({"type": "redacted_thinking", "data": block.data})
+        elif isinstance(block, ToolCallBlock):
+            out.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+            )
+    return out
+
+
+def to_anthropic_messages(messages: Sequence[Turn]) -> tuple[list[at.MessageParam], list[str]]:
+    """Convert a wire view into Messages API `messages`.
+
+    Args:
+        messages: the wire view.
+
+    Returns:
+        (messages, system_texts): `system`-role turns are not messages on this API; their texts
+        are returned to be appended to the `system` parameter. Turns that end up empty are
+        dropped (Anthropic rejects empty content).
+    """
+    out: list[at.MessageParam] = []
+    system: list[str] = []
+    for turn in messages:
+        if turn.role == "system":
+            if turn.text:
+                system.append(turn.text)
+            continue
+        if turn.role == "assistant":
+            content = _assistant_content(turn)
+            if content:
+                out.append({"role": "assistant", "content": content})
+        else:
+            content = _user_content(turn)
+            if content:
+                out.append({"role": "user", "content": content})
+    return out, system
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolParam]:
+    """Tools → `[{"name", "description", "input_schema"}]`."""
+    return [
+        cast(
+            at.ToolParam,
+            {"name": t.name, "description": t.description, "input_schema": t.parameters},
+        )
+        for t in tools
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompt caching
+
+
+_UNCACHEABLE = ("thinking", "redacted_thinking")
+
+
+def _mark_last_cacheable(content: list[Any]) -> bool:
+    """Put a breakpoint on the last block that may carry one; True when one was placed."""
+    for k in range(len(content) - 1, -1, -1):
+        block: dict[str, Any] = dict(content[k])
+        if block.get("type") in _UNCACHEABLE:
+            continue
+        if block.get("type") == "text" and not block.get("text"):
+            continue
+        block["cache_control"] = {"type": "ephemeral"}
+        content[k] = block
+        return True
+    return False
+
+
+def cache_messages(
+    messages: list[at.MessageParam], budget: int = 2
+) -> tuple[list[at.MessageParam], int]:
+    """Breakpoints on the last message and the user message before it (see module docstring).
+
+    Args:
+        messages: the converted messages; not modified (marked messages are copied).
+        budget: how many breakpoints may still be placed (the rest of the 4 went to tools/system).
+
+    Returns:
+        (messages with breakpoints, how many were placed).
+    """
+    out = list(messages)
+    placed = 0
+    candidates: list[int] = []
+    if out:
+        candidates.append(len(out) - 1)
+        for i in range(len(out) - 2, -1, -1):
+            if out[i]["role"] == "user":
+                candidates.append(i)
+                break
+    for i in candidates:
+        if placed >= budget:
+            break
+        msg = out[i]
+        raw = msg["content"]
+        content: list[Any] = [{"type": "text", "text": raw}] if isinstance(raw, str) else list(raw)
+        if _mark_last_cacheable(content):
+            out[i] = cast(at.MessageParam, {"role": msg["role"], "content": content})
+            placed += 1
+    return out, placed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessagesParams:
+    """The parameters of one Messages request, as sent (`system` / `tools` / `thinking` /
+    `temperature` are None when omitted)."""
+
+    messages: list[at.MessageParam]
+    system: list[at.TextBlockParam] | None
+    tools: list[at.ToolParam] | None
+    max_tokens: int
+    thinking: at.ThinkingConfigEnabledParam | None
+    temperature: float | None
+
+
+def build_params(
+    request: ModelRequest,
+    view: Sequence[Turn],
+    *,
+    default_max_tokens: int,
+    default_thinking_budget: int | None,
+    prompt_caching: bool = True,
+) -> MessagesParams:
+    """Build the Messages parameters of one request from its wire view.
+
+    Args:
+        request: the request (`thinking_budget_tokens` wins over `default_thinking_budget`).
+        view: the wire view for target `anthropic`.
+        default_max_tokens: `max_tokens` when the request sets none (Anthropic requires one).
+        default_thinking_budget: the provider's budget, or None for thinking off.
+        prompt_caching: place `cache_control` breakpoints (module docstring).
+
+    Raises:
+        ConfigError: a budget below 1024 tokens, or not below `max_tokens`.
+    """
+    messages, extra_system = to_anthropic_messages(view)
+    system_text = "\n\n".join([s for s in (request.system, *extra_system) if s])
+    system: list[at.TextBlockParam] | None = (
+        [{"type": "text", "text": system_text}] if system_text else None
+    )
+    tools = to_anthropic_tools(request.tools) or None
+    max_tokens = request.max_output_tokens or default_max_tokens
+    budget = request.thinking_budget_tokens
+    if budget is None:
+        budget = default_thinking_budget
+    if budget is not None:
+        if budget < MIN_THINKING_BUDGET:
+            raise ConfigError(
+                f"thinking budget ({budget}) must be at least {MIN_THINKING_BUDGET} tokens "
+                "(Anthropic's minimum)"
+            )
+        if budget >= max_tokens:
+            raise ConfigError(f"thinking budget ({budget}) must be below max_tokens ({max_tokens})")
+        if thinking_must_be_disabled(tuple(view)) or (view and view[-1].role == "assistant"):
+            budget = None  # T08; and Anthropic refuses thinking with an assistant prefill
+    if prompt_caching:
+        left = MAX_CACHE_BREAKPOINTS
+        if tools:
+            tools = [*tools[:-1], cast(at.ToolParam, {**tools[-1], "cache_control": EPHEMERAL})]
+            left -= 1
+        if system:
+            system = [{"type": "text", "text": system_text, "cache_control": EPHEMERAL}]
+            left -= 1
+        messages, _ = cache_messages(messages, min(2, left))
+    return MessagesParams(
+        messages=messages,
+        system=system,
+        tools=tools,
+        max_tokens=max_tokens,
+        thinking={"type": "enabled", "budget_tokens": budget} if budget is not None else None,
+        # Anthropic: thinking is incompatible with a modified temperature.
+        temperature=request.temperature if budget is None else None,
+    )

@@ -1,0 +1,393 @@
+"""Google Gemini adapter (target `google`), over the official `google-genai` SDK.
+
+Owns: converting a wire view into `generate_content_stream` contents/config, and translating the
+streamed `GenerateContentResponse` chunks into tether's normalized `StreamEvent`s.
+Does not own: transport and SSE decoding (`google.genai.Client(...).aio.models.
+generate_content_stream`), the wire passes (`tether.wire`: Gemini signatures are replayed only
+to the route that issued them), assembly (which also mints the ids Gemini does not send), or
+fault classification (`tether.providers.errors`).
+
+Request building: `tether.providers.google_request`.
+
+Chunks → events (each chunk carries whole parts; text parts continue one another):
+    text part                 TextStart/TextDelta (consecutive text parts form one block)
+    text part, thought: true  ThinkingStart(producer "google")/ThinkingDelta; a signature on it
+                              → ThinkingEnd(signature)
+    thoughtSignature on a non-thought text part (Gemini 2.5/3 put it on the first answer part,
+        or on a trailing empty text part): a signature-only thinking block (empty text) at the
+        position of that part. Replayed (Gemini "Thought signatures" guide: return every
+        signature in the part it came with) on the text part that follows it, or the one before
+        it when it was trailing.
+    functionCall{name, args}  ToolCallStart(id or None → minted)/ToolCallDelta(whole args)/
+                              ToolCallEnd; its thoughtSignature → provider_meta
+                              {"thought_signature": <base64>}
+    functionCall{name, willContinue} then functionCall{partialArgs[{jsonPath, stringValue|
+        numberValue|boolValue|nullValue, willContinue}], willContinue} ... then a functionCall
+        without willContinue (Vertex streamed arguments): the arguments are built from the
+        paths (string values concatenate) and sent whole when the call ends.
+    finishReason              STOP → end_turn (tool_use when calls were made), MAX_TOKENS →
+                              max_tokens, SAFETY/RECITATION/... → refusal, else other
+    usageMetadata             cumulative; promptTokenCount includes cachedContentTokenCount
+                              (subtracted from input), output = candidates + thoughts tokens
+A stream without a finishReason is incomplete: `ErrorEvent(kind="network")`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from google import genai
+from google.genai import types as gt
+
+from tether.errors import AuthError
+from tether.messages import Provenance, Target, Usage
+from tether.providers.base import (
+    Done,
+    ErrorEvent,
+    ModelRequest,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageEvent,
+    wire_messages,
+)
+from tether.providers.google_request import (
+    SIGNATURE_KEY,
+    encode_signature,
+    is_thinking_model,
+    to_gemini_contents,
+    to_gemini_tools,
+)
+from tether.providers.streaming import drive_stream
+
+PRODUCER = "google"
+INCOMPLETE = "stream ended before completion (no finishReason)"
+_STOP_REASONS: dict[str, StopReason] = {
+    "STOP": "end_turn",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "refusal",
+    "RECITATION": "refusal",
+    "BLOCKLIST": "refusal",
+    "PROHIBITED_CONTENT": "refusal",
+    "SPII": "refusal",
+    "IMAGE_SAFETY": "refusal",
+}
+
+
+def normalize_usage(meta: gt.GenerateContentResponseUsageMetadata) -> Usage:
+    """Gemini usage → tether `Usage`: `promptTokenCount` includes `cachedContentTokenCount`
+    (subtracted from input); thinking tokens (`thoughtsTokenCount`) count as output."""
+    cached = meta.cached_content_token_count or 0
+    return Usage(
+        input_tokens=max(0, (meta.prompt_token_count or 0) - cached),
+        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        cache_read_tokens=cached,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream translation
+
+_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\['([^']*)'\]")
+
+
+def set_json_path(target: dict[str, Any], path: str, value: object, *, append: bool) -> None:
+    """Set `value` at a `$.a.b[0]` path inside `target`, creating objects/lists on the way;
+    with `append`, a string value is appended to the string already there.
+
+    Raises:
+        ValueError: a path that is not `$` followed by `.key`, `[n]` or `['key']` steps.
+    """
+    if not path.startswith("$"):
+        raise ValueError(f"not a JSON path: {path!r}")
+    steps: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        m = _PATH_TOKEN.match(path, pos)
+        if m is None:
+            raise ValueError(f"unsupported JSON path: {path!r}")
+        key, index, quoted = m.groups()
+        steps.append(int(index) if index is not None else (key if key is not None else quoted))
+        pos = m.end()
+    if not steps:
+        raise ValueError(f"JSON path names no member: {path!r}")
+    node: Any = target
+    for step, nxt in zip(steps, [*steps[1:], None], strict=True):
+        container: Any = [] if isinstance(nxt, int) else {}
+        if isinstance(step, int):
+            while len(node) <= step:
+                node.append(None)
+            if nxt is None:
+                break
+            if node[step] is None:
+                node[step] = container
+            node = node[step]
+        else:
+            if nxt is None:
+                break
+            node = node.setdefault(step, container)
+    last = steps[-1]
+    current: Any = node[last] if isinstance(last, int) else node.get(last)
+    if append and isinstance(value, str) and isinstance(current, str):
+        value = current + value
+    node[last] = value
+
+
+def _partial_value(arg: gt.PartialArg) -> object:
+    if arg.string_value is not None:
+        return arg.string_value
+    if arg.number_value is not None:
+        n = arg.number_value
+        return int(n) if n.is_integer() else n
+    if arg.bool_value is not None:
+        return arg.bool_value
+    return None
+
+
+@dataclass(slots=True)
+class _Streaming:
+    index: int
+    args: dict[str, Any] = field(default_factory=lambda: {})
+
+
+@dataclass(slots=True)
+class GeminiStreamTranslator:
+    """Translates `GenerateContentResponse` chunks (candidate 0) into normalized events."""
+
+    _next_index: int = 0
+    _text: int | None = None
+    _thinking: int | None = None
+    _thinking_sig: str | None = None
+    _call: _Streaming | None = None
+    _calls: int = 0
+    _finish: str | None = None
+    _usage: Usage | None = None
+
+    def _new(self) -> int:
+        i = self._next_index
+        self._next_index += 1
+        return i
+
+    def _close_text(self) -> Iterator[StreamEvent]:
+        if self._text is not None:
+            yield TextEnd(index=self._text)
+            self._text = None
+
+    def _close_thinking(self) -> Iterator[StreamEvent]:
+        if self._thinking is not None:
+            yield ThinkingEnd(index=self._thinking, signature=self._thinking_sig)
+            self._thinking = None
+            self._thinking_sig = None
+
+    def _close_call(self) -> Iterator[StreamEvent]:
+        call = self._call
+        if call is not None:
+            self._call = None
+            yield ToolCallDelta(index=call.index, arguments_delta=json.dumps(call.args))
+            yield ToolCallEnd(index=call.index)
+
+    def _close_all(self) -> Iterator[StreamEvent]:
+        yield from self._close_text()
+        yield from self._close_thinking()
+        yield from self._close_call()
+
+    def _signature_block(self, sig: str) -> Iterator[StreamEvent]:
+        i = self._new()
+        yield ThinkingStart(index=i, producer=PRODUCER)
+        yield ThinkingEnd(index=i, signature=sig)
+
+    def _function_call(self, fc: gt.FunctionCall, sig: str | None) -> Iterator[StreamEvent]:
+        call = self._call
+        if call is not None and not fc.name:
+            # A continuation of a call whose arguments stream (Vertex `partialArgs`).
+            for arg in fc.partial_args or ():
+                if arg.json_path:
+                    set_json_path(call.args, arg.json_path, _partial_value(arg), append=True)
+            if not fc.will_continue:
+                yield from self._close_call()
+            return
+        yield from self._close_all()
+        i = self._new()
+        self._calls += 1
+        meta = {SIGNATURE_KEY: sig} if sig else None
+        yield ToolCallStart(index=i, id=fc.id or None, name=fc.name or "", provider_meta=meta)
+        if fc.will_continue and fc.args is None:
+            self._call = _Streaming(i)
+            for arg in fc.partial_args or ():
+                if arg.json_path:
+                    set_json_path(self._call.args, arg.json_path, _partial_value(arg), append=True)
+            return
+        yield ToolCallDelta(index=i, arguments_delta=json.dumps(fc.args or {}))
+        yield ToolCallEnd(index=i)
+
+    def _part(self, part: gt.Part) -> Iterator[StreamEvent]:
+        sig = encode_signature(part.thought_signature) if part.thought_signature else None
+        if part.function_call is not None:
+            yield from self._function_call(part.function_call, sig)
+            return
+        if part.text is None:
+            return  # inline data, executable code, ...: not produced by tether's requests
+        if part.thought:
+            yield from self._close_text()
+            yield from self._close_call()
+            if self._thinking is None or (sig and self._thinking_sig):
+                yield from self._close_thinking()
+                self._thinking = self._new()
+                yield ThinkingStart(index=self._thinking, producer=PRODUCER)
+            if part.text:
+                yield ThinkingDelta(index=self._thinking, text=part.text)
+            if sig:
+                self._thinking_sig = sig
+            return
+        yield from self._close_thinking()
+        yield from self._close_call()
+        if sig:
+            if part.text:
+                yield from self._close_text()
+            yield from self._signature_block(sig)
+        if part.text:
+            if self._text is None:
+                self._text = self._new()
+                yield TextStart(index=self._text)
+            yield TextDelta(index=self._text, text=part.text)
+
+    def on_item(self, chunk: gt.GenerateContentResponse) -> Iterator[StreamEvent]:
+        """Events for one streamed chunk."""
+        candidates = chunk.candidates or []
+        cand = candidates[0] if candidates else None
+        if cand is not None and cand.content is not None:
+            for part in cand.content.parts or ():
+                yield from self._part(part)
+        if chunk.usage_metadata is not None:
+            usage = normalize_usage(chunk.usage_metadata)
+            if usage != self._usage:
+                self._usage = usage
+                yield UsageEvent(usage=usage)
+        if cand is not None and cand.finish_reason is not None:
+            self._finish = str(cand.finish_reason.value)
+        elif not candidates and chunk.prompt_feedback is not None:
+            reason = chunk.prompt_feedback.block_reason
+            if reason is not None:
+                self._finish = "SAFETY"
+        if self._finish is not None:
+            yield from self._close_all()  # the blocks end with the candidate
+
+    def finish(self) -> StreamEvent:
+        """`Done` once a finishReason arrived, else a network `ErrorEvent` (incomplete)."""
+        if self._finish is None:
+            return ErrorEvent(kind="network", message=INCOMPLETE)
+        stop = _STOP_REASONS.get(self._finish, "other")
+        if stop == "end_turn" and self._calls:
+            stop = "tool_use"
+        return Done(stop_reason=stop, raw_stop_reason=self._finish)
+
+
+def _env_key() -> str | None:
+    return os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or None
+
+
+class GoogleProvider:
+    """The Gemini API (`google-genai`).
+
+    Args:
+        model: the default model name (a request's `model` wins), e.g. `gemini-2.5-flash`.
+        api_key: the API key; defaults to `GEMINI_API_KEY`, then `GOOGLE_API_KEY`.
+        base_url: another endpoint speaking the Gemini API (a proxy, a gateway).
+        client: a ready `genai.Client` (tests pass one whose `http_options.httpx_async_client`
+            has a mocked transport).
+        thinking_budget: `thinkingConfig.thinkingBudget` in tokens when the request sets none,
+            or None for the model's default.
+        include_thoughts: the model thinks: ask for thought summaries
+            (`thinkingConfig.includeThoughts`) and send the thinking budget; None guesses from
+            the model name (`is_thinking_model`). False sends no `thinkingConfig` at all.
+        name: the provider name recorded in provenance.
+
+    Raises:
+        AuthError: no API key (argument or environment) and no `client`.
+    """
+
+    target: Target = "google"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: genai.Client | None = None,
+        thinking_budget: int | None = None,
+        include_thoughts: bool | None = None,
+        name: str = "google",
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.supports_prefill = False
+        self.thinking_budget = thinking_budget
+        self.include_thoughts = include_thoughts
+        self._route = Provenance(provider=name, api="google", model=model)
+        if client is None:
+            key = api_key or _env_key()
+            if not key:
+                raise AuthError("no Gemini API key: pass api_key or set GEMINI_API_KEY")
+            options = gt.HttpOptions(base_url=base_url) if base_url else None
+            client = genai.Client(api_key=key, http_options=options)
+        self._client = client
+
+    def request_config(
+        self, request: ModelRequest
+    ) -> tuple[list[gt.Content], gt.GenerateContentConfig]:
+        """The `contents` and `config` of `generate_content_stream` for `request`."""
+        model = request.model or self.model
+        view = wire_messages(request, "google", route=self._route)
+        contents, extra_system = to_gemini_contents(view)
+        system = "\n\n".join([s for s in (request.system, *extra_system) if s])
+        budget = request.thinking_budget_tokens
+        if budget is None:
+            budget = self.thinking_budget
+        thoughts = self.include_thoughts
+        if thoughts is None:
+            thoughts = is_thinking_model(model)
+        # Models that do not think reject `thinkingConfig`: a budget is sent only to those that do.
+        thinking = (
+            gt.ThinkingConfig(include_thoughts=True, thinking_budget=budget) if thoughts else None
+        )
+        config = gt.GenerateContentConfig(
+            system_instruction=system or None,
+            tools=cast(Any, to_gemini_tools(request.tools)) or None,
+            temperature=request.temperature,
+            max_output_tokens=request.max_output_tokens,
+            thinking_config=thinking,
+            automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True),
+        )
+        return contents, config
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
+
+        Provider faults (HTTP errors, an error object inside the stream) are yielded as a
+        classified `ErrorEvent`; cancellation propagates.
+        """
+        contents, config = self.request_config(request)
+        models = self._client.aio.models
+        model = request.model or self.model
+
+        async def open_stream() -> AsyncIterator[gt.GenerateContentResponse]:
+            return await models.generate_content_stream(  # pyright: ignore[reportUnknownMemberType]
+                model=model, contents=cast(Any, contents), config=config
+            )
+
+        async for event in drive_stream(open_stream, GeminiStreamTranslator()):
+            yield event

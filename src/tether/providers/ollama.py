@@ -1,0 +1,344 @@
+"""Ollama adapter (target `ollama`): the native `/api/chat` endpoint via the `ollama` client.
+
+Owns: converting a wire view into an `/api/chat` streaming request, translating its NDJSON
+`ChatResponse` frames into tether's normalized `StreamEvent`s, and detecting silent prompt
+truncation.
+Does not own: transport and NDJSON decoding (`ollama.AsyncClient.chat(stream=True)`), the wire
+passes, assembly (which mints the tool-call ids Ollama never sends), or fault classification.
+
+Request (Ollama API reference, "Generate a chat completion"):
+    {"model", "stream": true, "think"?: bool,
+     "options": {"num_ctx": <always sent>, "temperature"?, "num_predict"?},
+     "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
+     "messages": [{"role": "system"|"user"|"assistant"|"tool", "content": str,
+                   "images"?: [base64], "thinking"?: str,
+                   "tool_calls"?: [{"function": {"name", "arguments": <object>}}],
+                   "tool_name"?: str}]}             # a tool message names the tool it answers
+Frames → events: `message.thinking` → thinking block (producer "ollama"), `message.content` →
+text, each `message.tool_calls[*]` → one complete call (Ollama sends whole calls, no ids: the
+assembler mints `<turn id>_call<k>`), the `done: true` frame → usage (`prompt_eval_count` in,
+`eval_count` out) and `Done(done_reason)`. No `done: true` frame: a network error.
+
+Silent truncation: Ollama cuts a prompt longer than `num_ctx` without an error (it keeps the
+end). When the prompt it reports (`prompt_eval_count`) is below `TRUNCATION_RATIO` of tether's
+estimate of the request (ceil(chars / 4) over message texts, thinking, call arguments, system
+prompt and tool schemas) and fits in `num_ctx`, a `WarningEvent(kind="truncated_prompt")` is
+yielded before `Done`; it is never ignored. (Ollama versions that count only the tokens not
+served from their prompt cache can under-report too; the warning names both figures.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import ollama
+
+from tether.messages import (
+    CompactSummaryBlock,
+    DocumentBlock,
+    ImageBlock,
+    Provenance,
+    Target,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+    Usage,
+)
+from tether.providers.base import (
+    Done,
+    ErrorEvent,
+    ModelRequest,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    UsageEvent,
+    WarningEvent,
+    wire_messages,
+)
+from tether.providers.streaming import drive_stream
+
+PRODUCER = "ollama"
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_NUM_CTX = 8192
+"""`options.num_ctx` when none is given. Ollama's own default is small (2048-4096 tokens,
+depending on version) and it truncates silently beyond it, so tether always sends one."""
+TRUNCATION_RATIO = 0.5
+CHARS_PER_TOKEN = 4
+INCOMPLETE = "stream ended before completion (no done frame)"
+
+_STOP_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Request conversion
+
+
+def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
+    """Tool results first (one `tool` message each, in order), then one user message."""
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    images: list[str] = []
+    for block in turn.content:
+        if isinstance(block, ToolResultBlock):
+            text = block.text or ("error" if block.is_error else "")
+            msg: dict[str, Any] = {"role": "tool", "content": text}
+            if block.tool_call_id in names:
+                msg["tool_name"] = names[block.tool_call_id]
+            out.append(msg)
+            images.extend(p.data for p in block.content if isinstance(p, ImageBlock))
+        elif isinstance(block, TextBlock):
+            if block.text:
+                texts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            images.append(block.data)
+        elif isinstance(block, DocumentBlock):
+            texts.append(f"[document {block.title or block.media_type} omitted: not supported]")
+        elif isinstance(block, CompactSummaryBlock):
+            texts.append(block.summary)
+    if texts or images:
+        msg = {"role": "user", "content": "\n\n".join(texts)}
+        if images:
+            msg["images"] = images
+        out.append(msg)
+    return out
+
+
+def _assistant_message(turn: Turn) -> dict[str, Any] | None:
+    text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
+    thinking = "".join(b.text for b in turn.content if isinstance(b, ThinkingBlock))
+    calls = [
+        {"function": {"name": b.name, "arguments": b.arguments}}
+        for b in turn.content
+        if isinstance(b, ToolCallBlock)
+    ]
+    if not text and not calls and not thinking:
+        return None
+    msg: dict[str, Any] = {"role": "assistant", "content": text}
+    if thinking:
+        msg["thinking"] = thinking
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def to_ollama_messages(messages: Sequence[Turn], system: str | None = None) -> list[dict[str, Any]]:
+    """Convert a wire view (target `ollama`) into `/api/chat` messages (shapes in the module
+    docstring). Tool calls are sent with their arguments as an object, as Ollama requires."""
+    names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for turn in messages:
+        if turn.role == "assistant":
+            msg = _assistant_message(turn)
+            if msg is not None:
+                out.append(msg)
+        elif turn.role == "system":
+            out.append({"role": "system", "content": turn.text})
+        else:
+            out.extend(_user_messages(turn, names))
+    return out
+
+
+def to_ollama_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tools → `[{"type": "function", "function": {name, description, parameters}}]`."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def estimate_prompt_tokens(
+    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+) -> int:
+    """tether's local estimate of a request's prompt: ceil(chars / 4) over message contents,
+    thinking, tool-call arguments (as JSON) and the tools' JSON, in tokens."""
+    chars = 0
+    for m in messages:
+        chars += len(m.get("content") or "") + len(m.get("thinking") or "")
+        for call in m.get("tool_calls") or ():
+            chars += len(json.dumps(call["function"]["arguments"]))
+    if tools:
+        chars += len(json.dumps(tools))
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream translation
+
+
+@dataclass(slots=True)
+class OllamaStreamTranslator:
+    """Translates `/api/chat` NDJSON frames into normalized events.
+
+    Args:
+        estimated_prompt_tokens: the request's local estimate (`estimate_prompt_tokens`).
+        num_ctx: the `options.num_ctx` sent.
+    """
+
+    estimated_prompt_tokens: int
+    num_ctx: int
+    _next_index: int = 0
+    _text: int | None = None
+    _thinking: int | None = None
+    _calls: int = 0
+    _done: str | None = None
+
+    def _new(self) -> int:
+        i = self._next_index
+        self._next_index += 1
+        return i
+
+    def _close(self) -> Iterator[StreamEvent]:
+        if self._thinking is not None:
+            yield ThinkingEnd(index=self._thinking)
+            self._thinking = None
+        if self._text is not None:
+            yield TextEnd(index=self._text)
+            self._text = None
+
+    def truncation(self, reported: int | None) -> WarningEvent | None:
+        """The truncation warning for a reported prompt size, or None (module docstring)."""
+        estimate = self.estimated_prompt_tokens
+        if reported is None or reported >= estimate * TRUNCATION_RATIO or reported > self.num_ctx:
+            return None
+        return WarningEvent(
+            kind="truncated_prompt",
+            message=(
+                f"Ollama evaluated {reported} prompt tokens but the request holds about "
+                f"{estimate} (num_ctx {self.num_ctx}): the prompt was probably cut silently; "
+                "raise num_ctx or compact the session"
+            ),
+            estimated_prompt_tokens=estimate,
+            reported_prompt_tokens=reported,
+        )
+
+    def on_item(self, frame: ollama.ChatResponse) -> Iterator[StreamEvent]:
+        """Events for one NDJSON frame."""
+        msg = frame.message
+        if msg.thinking:
+            if self._thinking is None:
+                yield from self._close()
+                self._thinking = self._new()
+                yield ThinkingStart(index=self._thinking, producer=PRODUCER)
+            yield ThinkingDelta(index=self._thinking, text=msg.thinking)
+        if msg.content:
+            if self._text is None:
+                yield from self._close()
+                self._text = self._new()
+                yield TextStart(index=self._text)
+            yield TextDelta(index=self._text, text=msg.content)
+        for call in msg.tool_calls or ():
+            yield from self._close()
+            i = self._new()
+            self._calls += 1
+            yield ToolCallStart(index=i, id=None, name=call.function.name)
+            yield ToolCallDelta(index=i, arguments_delta=json.dumps(dict(call.function.arguments)))
+            yield ToolCallEnd(index=i)
+        if frame.done:
+            yield from self._close()
+            self._done = frame.done_reason or "stop"
+            prompt = frame.prompt_eval_count
+            yield UsageEvent(
+                usage=Usage(input_tokens=prompt or 0, output_tokens=frame.eval_count or 0)
+            )
+            warning = self.truncation(prompt)
+            if warning is not None:
+                yield warning
+
+    def finish(self) -> StreamEvent:
+        """`Done` after the `done: true` frame, else a network `ErrorEvent` (incomplete)."""
+        if self._done is None:
+            return ErrorEvent(kind="network", message=INCOMPLETE)
+        stop = _STOP_REASONS.get(self._done, "other")
+        if stop == "end_turn" and self._calls:
+            stop = "tool_use"
+        return Done(stop_reason=stop, raw_stop_reason=self._done)
+
+
+class OllamaProvider:
+    """A local Ollama server's native API (no key).
+
+    Args:
+        model: the default model name (a request's `model` wins), e.g. `qwen3`.
+        base_url: the server, e.g. `http://127.0.0.1:11434`; defaults to `OLLAMA_HOST`, then
+            `DEFAULT_HOST`.
+        client: a ready `ollama.AsyncClient` (tests pass one with a mocked httpx transport).
+        num_ctx: `options.num_ctx`, the context window Ollama allocates, in tokens (always sent).
+        think: `think` (reasoning models: True/False); None leaves the server default.
+        name: the provider name recorded in provenance.
+    """
+
+    target: Target = "ollama"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        client: ollama.AsyncClient | None = None,
+        num_ctx: int = DEFAULT_NUM_CTX,
+        think: bool | None = None,
+        name: str = "ollama",
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.supports_prefill = False
+        self.num_ctx = num_ctx
+        self.think = think
+        self.host = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self._route = Provenance(provider=name, api="ollama", model=model)
+        self._client = client or ollama.AsyncClient(host=self.host)
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `AsyncClient.chat` for `request` (without `stream`)."""
+        view = wire_messages(request, "ollama", route=self._route)
+        options: dict[str, Any] = {"num_ctx": self.num_ctx}
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.max_output_tokens is not None:
+            options["num_predict"] = request.max_output_tokens
+        params: dict[str, Any] = {
+            "model": request.model or self.model,
+            "messages": to_ollama_messages(view, request.system),
+            "options": options,
+        }
+        tools = to_ollama_tools(request.tools)
+        if tools:
+            params["tools"] = tools
+        if self.think is not None:
+            params["think"] = self.think
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one request; yields events (a `WarningEvent` on silent truncation), then
+        exactly one `Done` or `ErrorEvent`. Cancellation propagates."""
+        params = self.request_params(request)
+        estimate = estimate_prompt_tokens(params["messages"], params.get("tools") or [])
+        client = self._client
+
+        async def open_stream() -> AsyncIterator[ollama.ChatResponse]:
+            return await client.chat(stream=True, **cast(Any, params))  # pyright: ignore[reportUnknownMemberType]
+
+        translator = OllamaStreamTranslator(estimated_prompt_tokens=estimate, num_ctx=self.num_ctx)
+        async for event in drive_stream(open_stream, translator):
+            yield event
