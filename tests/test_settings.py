@@ -67,7 +67,7 @@ def test_no_files_gives_the_documented_defaults(user_dir: Path, project: Path) -
     assert s.model is None and s.model_specs() == []
     assert (s.retry.max_attempts, s.retry.base_s, s.retry.max_s) == (3, 2.0, 30.0)
     assert (s.tools.timeout_s, s.tools.output_threshold_chars) == (120.0, 50_000)
-    assert s.tools.deny_paths == ["**/.env", "**/.env.*"]
+    assert s.tools.deny_paths == []  # added to the built-in dotenv rules
     assert s.tools.refused_env == list(DEFAULT_REFUSED)
     assert (s.tools.network, s.tools.safe, s.tools.folders) == (False, False, [])
     c = s.context

@@ -230,14 +230,14 @@ def test_run_uses_model_endpoint_key_and_max_turns_from_settings(
 ) -> None:
     assert tether(["login", "work", "--key-stdin"], tmp_path, stdin=KEY).returncode == 0
     for key, value in [
-        ("model", '["nope/x", "work/m-from-settings"]'),
+        ("model", '["anthropic/claude-x", "work/m-from-settings"]'),  # no anthropic key
         ("providers.work", json.dumps({"type": "openai", "base_url": server})),
         ("run.max_turns", "2"),
     ]:
         assert tether(["config", "set", key, value], tmp_path).returncode == 0
     proc = tether(["run", "--no-session", "list files"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "skipping model 'nope/x'" in proc.stderr
+    assert "skipping model 'anthropic/claude-x'" in proc.stderr
     seen = _ToolCallServer.seen
     assert len(seen) == 2  # run.max_turns
     assert {s["auth"] for s in seen} == {f"Bearer {KEY}"}  # the stored key, sent to base_url

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tether.agent.loop import INTERRUPTED, Agent
-from tether.cli.main import _drive  # pyright: ignore[reportPrivateUsage]
+from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, call
 from tether.tools.builtins import builtin_tools

@@ -10,10 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tether.cli import compact as cli_compact
-from tether.cli.compact import ContextOptions, context_manager
+from tether.cli.agent_setup import ContextOptions, context_manager_for
 from tether.cli.main import app
 from tether.messages import text_turn
 from tether.session import SessionStore
+from tether.settings import Settings
 from tether.testing import ScriptedProvider
 from tether.wire import build_view
 from tether.wire.markers import SUMMARY_HEADER, is_marker
@@ -71,9 +72,13 @@ def test_compact_refuses_nothing_to_summarize_and_unknown_sessions(
 def test_run_context_options() -> None:
     provider = ScriptedProvider(["x"], model="mystery-model")
     warnings: list[str] = []
-    assert context_manager(provider, ContextOptions(enabled=False), warn=warnings.append) is None
-    forced = context_manager(provider, ContextOptions(context_window=2_048), warn=warnings.append)
+    assert context_manager_for(
+        provider, ContextOptions(enabled=False), Settings(), warn=warnings.append
+    ) is None
+    forced = context_manager_for(
+        provider, ContextOptions(context_window=2_048), Settings(), warn=warnings.append
+    )
     assert forced is not None and forced.monitor.limits.context_window == 2_048
     assert warnings == []
-    default = context_manager(provider, ContextOptions(), warn=warnings.append)
+    default = context_manager_for(provider, ContextOptions(), Settings(), warn=warnings.append)
     assert default is not None and warnings and "mystery-model" in warnings[0]

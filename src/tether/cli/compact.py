@@ -1,4 +1,4 @@
-"""CLI glue for context management: building the `ContextManager` of `tether run` and the
+"""CLI glue for context management: a model's limits for the CLI, and the
 `tether compact SESSION` command.
 
 Owns: resolving the window (`--context-window`, else `resolve_limits(model)` with a visible
@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 
-from tether.agent.context import ContextManager
 from tether.agent.loop import default_id_factory
-from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import CompactionPolicy, ModelLimits
-from tether.compaction.rounds import CompactInvalidInputError, Scope, text_tokens
+from tether.compaction.pressure import ModelLimits
+from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.summarize import CompactionFailedError, compact_conversation
 from tether.compaction.windows import resolve_limits
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
@@ -28,20 +25,17 @@ from tether.session import SessionStore
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ContextOptions:
-    """`tether run`'s context flags: `--no-compact`, `--context-window N` (tokens)."""
-
-    enabled: bool = True
-    context_window: int | None = None
-
-
 def model_limits(
-    provider: Provider, context_window: int | None, warn: Callable[[str], None]
+    provider: Provider,
+    context_window: int | None,
+    warn: Callable[[str], None],
+    *,
+    configured: Mapping[str, ModelLimits] | None = None,
 ) -> ModelLimits:
-    """The limits for `provider`'s model: a forced window (`--context-window`), else what the
-    provider reports (a `context_window` attribute, e.g. the local model's n_ctx), else the
-    known-models table, else a conservative default with a warning on stderr."""
+    """The limits for `provider`'s model: a forced window (`--context-window`), else the
+    settings' `context.windows` entry (`configured`), else what the provider reports (a
+    `context_window` attribute, e.g. the local model's n_ctx), else the known-models table, else
+    a conservative default with a warning on stderr (T20)."""
     reported: ModelLimits | None = None
     window = getattr(provider, "context_window", None)  # e.g. the local model's n_ctx
     if isinstance(window, int) and window > 0:
@@ -51,7 +45,9 @@ def model_limits(
             max_output_tokens=out if isinstance(out, int) and out > 0 else max(window // 4, 1),
             source="provider",
         )
-    known, warning = resolve_limits(provider.model, provider_reported=reported)
+    known, warning = resolve_limits(
+        provider.model, configured=configured, provider_reported=reported
+    )
     if context_window is not None:
         return ModelLimits(
             context_window=context_window,
@@ -61,26 +57,6 @@ def model_limits(
     if warning:
         warn(warning)
     return known
-
-
-def context_manager(
-    provider: Provider,
-    options: ContextOptions,
-    *,
-    warn: Callable[[str], None],
-    fixed_text: Sequence[str] = (),
-) -> ContextManager | None:
-    """The run's `ContextManager`, or None with `--no-compact`.
-
-    Args:
-        fixed_text: what every request carries besides the turns (the system prompt, the tool
-            schemas); its estimate is counted as the monitor's `system_tokens`.
-    """
-    if not options.enabled:
-        return None
-    limits = model_limits(provider, options.context_window, warn)
-    system_tokens = sum(text_tokens(x) for x in fixed_text)
-    return ContextManager(ContextMonitor(limits, CompactionPolicy(), system_tokens=system_tokens))
 
 
 def compact_command(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal, cast
 
@@ -19,10 +18,7 @@ import typer
 
 from tether.credentials import check_provider_name, env_vars_for, remove_key, store_key
 from tether.errors import ConfigError
-from tether.providers.base import Provider
-from tether.providers.registry import resolve_provider
 from tether.settings import LoadedSettings, load_settings, parse_cli_value, save_setting
-from tether.settings.model import Settings
 
 config_app = typer.Typer(help="Show and change settings.", no_args_is_help=True)
 
@@ -120,42 +116,7 @@ def logout(
             _err(f"note: {var} is still set in the environment")
 
 
-def provider_from_settings(
-    model: str | None,
-    base_url: str | None,
-    loaded: LoadedSettings,
-    project_dir: Path,
-    note: Callable[[str], None] = _err,
-) -> Provider:
-    """The provider for `tether run`: `--model` when given, else the first entry of the
-    settings' `model` selection that resolves (skipped entries are noted), else the default.
-    `--base-url` wins over `providers.<name>.base_url`; an endpoint set by the project file is
-    noted, since the key goes there.
-
-    Raises:
-        ConfigError: (AuthError included) from `resolve_provider`; the first entry's when no
-            entry resolves.
-    """
-    settings: Settings = loaded.settings
-    specs: list[str | None] = [model] if model else [*settings.model_specs()] or [None]
-    errors: list[ConfigError] = []
-    for spec in specs:
-        try:
-            provider = resolve_provider(spec, base_url=base_url, providers=settings.providers)
-        except ConfigError as exc:  # AuthError included
-            if len(specs) == 1:
-                raise
-            note(f"note: skipping model {spec!r} from the settings: {exc}")
-            errors.append(exc)
-            continue
-        name = (spec or "local").partition("/")[0]
-        if base_url is None and (url := _project_base_url(loaded, project_dir, name)):
-            note(f"note: provider {name!r} uses base_url {url!r} from the project settings")
-        return provider
-    raise errors[0]
-
-
-def _project_base_url(loaded: LoadedSettings, project_dir: Path, name: str) -> str | None:
+def project_base_url(loaded: LoadedSettings, project_dir: Path, name: str) -> str | None:
     """The base_url the project file gives `providers.<name>` (validated: objects all the way)."""
     providers = cast(
         dict[str, dict[str, object]], loaded.project_layer(project_dir).get("providers", {})

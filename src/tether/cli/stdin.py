@@ -57,7 +57,9 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
 
     def flush() -> None:
         if pending:
-            turns.append(Turn(id=new_id(), role="user", content=(TextBlock(text="\n".join(pending)),)))
+            turns.append(
+                Turn(id=new_id(), role="user", content=(TextBlock(text="\n".join(pending)),))
+            )
             pending.clear()
 
     for line in text.splitlines():

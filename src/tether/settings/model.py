@@ -114,16 +114,18 @@ class ToolsSettings(_Section):
         output_threshold_chars: results longer than this (characters) are persisted to disk.
         refused_env: variable names (exact or `*` globs, case-insensitive) never passed to tool
             subprocesses; see `tether.tools.env.scrubbed_env`.
-        deny_paths: globs over root-relative paths the file tools refuse.
+        deny_paths: globs over root-relative paths the file tools refuse to read and write, in
+            addition to the built-in dotenv rules (`tether.tools.paths.DEFAULT_POLICY`).
         network: whether sandboxed tools may use the network.
         safe: only tools declared `safe` may run.
-        folders: extra folders tools may use besides the working folder.
+        folders: tool folders (relative to the project) scanned for tool modules, besides
+            `.tether/tools/` (see `tether.tools.scan`); their tools run in a worker process.
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
     output_threshold_chars: int = Field(default=50_000, ge=1)
     refused_env: list[str] = Field(default_factory=lambda: _default_refused())
-    deny_paths: list[str] = Field(default_factory=lambda: ["**/.env", "**/.env.*"])
+    deny_paths: list[str] = Field(default_factory=list[str])
     network: bool = False
     safe: bool = False
     folders: list[str] = Field(default_factory=list[str])

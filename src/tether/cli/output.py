@@ -1,0 +1,46 @@
+"""The CLI's output channels: JSON events on stdout, diagnostics on stderr.
+
+Owns: `err` (one `tether: ...` line on stderr), `clean_text` (input bytes made valid UTF-8),
+`EventWriter` (events as JSON lines; a closed stdout stops events, not the run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from tether.agent.events import AgentEvent, event_to_json
+
+EXIT_OK, EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 2, 5, 130
+"""Exit codes of the headless CLI (the rest come from `tether.errors.exit_code_for`)."""
+
+
+def clean_text(text: str) -> str:
+    """Undecodable input bytes (surrogate escapes) become U+FFFD, so the session stays UTF-8."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def err(message: str) -> None:
+    print(f"tether: {message}", file=sys.stderr, flush=True)
+
+
+class EventWriter:
+    """Writes events as JSON lines to stdout. If the reader goes away (`| head`, a closed
+    stdout), events stop but the run goes on and is persisted."""
+
+    def __init__(self) -> None:
+        self.open = sys.stdout is not None
+
+    def __call__(self, event: AgentEvent) -> None:
+        if not self.open:
+            return
+        try:
+            sys.stdout.write(event_to_json(event) + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
+            self.open = False
+            err("stdout closed: events are no longer written; the session is still persisted")
+            # Point stdout at devnull so the interpreter's exit flush does not fail again.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,0 +1,195 @@
+"""`tether run`: one headless agent run from flags, settings, stdin and a stored session.
+
+Owns: validating the run's inputs (prompt or stdin messages, `--session` / `--resume` /
+`--no-session`), opening the session, building the agent (`tether.cli.agent_setup`), running
+it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit code.
+Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
+
+Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
+130 cancelled (the partial turn is persisted first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tether.agent.loop import Agent, default_id_factory
+from tether.cli import agent_setup as setup
+from tether.cli.output import (
+    EXIT_AUTH,
+    EXIT_CANCELLED,
+    EXIT_MALFORMED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EventWriter,
+    clean_text,
+    err,
+)
+from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
+from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
+from tether.messages import Turn
+from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.session import SessionStore, SessionWriter
+from tether.settings import load_settings
+from tether.tools.policy import NO_SANDBOX_WARNING
+from tether.tools.sandbox import detect_sandbox
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """`tether run`'s flags (None: take the setting or the default)."""
+
+    prompt: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    max_turns: int | None = None
+    session_id: str | None = None
+    resume: str | None = None
+    system: str | None = None
+    cwd: Path = Path(".")
+    no_session: bool = False
+    safe: bool = False
+    network: bool = False
+    context: setup.ContextOptions = field(default_factory=setup.ContextOptions)
+
+
+def run_command(opts: RunOptions) -> int:
+    """Run `tether run` with `opts`; returns the exit code (module docstring)."""
+    if opts.session_id and opts.resume:
+        err("--session and --resume cannot be combined")
+        return EXIT_USAGE
+    if opts.no_session and (opts.session_id or opts.resume):
+        err("--no-session cannot be combined with --session or --resume")
+        return EXIT_USAGE
+    prompt = opts.prompt
+    if prompt is not None:
+        prompt = clean_text(prompt)
+        if not prompt.strip():
+            err("empty prompt")
+            return EXIT_USAGE
+    new_id = default_id_factory()
+    stdin = StdinInput(None, ())
+    if prompt is None and not sys.stdin.isatty():
+        try:
+            stdin = parse_stdin(clean_text(sys.stdin.read()), new_id)
+        except MalformedInputError as exc:
+            err(f"malformed input: {exc}")
+            return EXIT_MALFORMED
+    if prompt is None and not stdin.messages and not opts.resume:
+        err("no prompt: give one as an argument or on stdin")
+        return EXIT_USAGE
+    root = opts.cwd.resolve()
+    if not root.is_dir():
+        err(f"--cwd {opts.cwd} is not a folder")
+        return EXIT_USAGE
+    try:
+        agent, writer = _build(opts, root, stdin, new_id)
+    except AuthError as exc:
+        err(str(exc))
+        return EXIT_AUTH
+    except (ConfigError, SessionError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    start = len(agent.history)
+    try:
+        for turn in stdin.messages:
+            agent.history.append(turn)
+            if writer is not None:
+                writer.append(turn)
+        return asyncio.run(_drive(agent, prompt))
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    finally:
+        ran = agent.history[start:]
+        err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
+        if writer is not None:
+            writer.close()
+            err(f"session {writer.id} ({writer.path})")
+
+
+def _build(
+    opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
+) -> tuple[Agent, SessionWriter | None]:
+    """Settings + flags → (agent, session writer). Raises ConfigError / AuthError /
+    SessionError before anything is written (the writer is opened last)."""
+    cfg = load_settings(root)  # flags win over the settings
+    settings = cfg.settings
+    chain = setup.provider_chain(opts.model, opts.base_url, cfg, err, root)
+    sandbox = detect_sandbox()
+    if sandbox is None:
+        err(f"warning: {NO_SANDBOX_WARNING}")
+    tools = setup.run_tools(settings, root, err)
+    system = opts.system or stdin.system
+    compaction = setup.context_manager_for(
+        chain[0], opts.context, settings, warn=err, fixed=setup.fixed_text(system, tools)
+    )
+    policy, retry = setup.path_policy(settings), setup.retry_policy(settings)
+    decay, refused = setup.thinking_decay(settings), setup.refused_env(settings)
+    store = SessionStore()
+    history: tuple[Turn, ...] = ()
+    writer: SessionWriter | None = None
+    if opts.resume:
+        loaded = store.load(opts.resume)
+        if not loaded.report.ok:
+            err(loaded.report.describe())
+        history = loaded.turns
+        if loaded.header.cwd and Path(loaded.header.cwd) != root:
+            err(
+                f"note: session {opts.resume} was started in {loaded.header.cwd}; "
+                f"tools now work in {root}"
+            )
+        writer = store.open_for_append(opts.resume)
+    elif not opts.no_session:
+        writer = store.create(opts.session_id, cwd=str(root))
+    agent = Agent(
+        chain[0],
+        fallback=chain[1:],
+        tools=tools,
+        root=root,
+        system=system,
+        history=history,
+        session=writer,
+        max_turns=opts.max_turns or settings.run.max_turns,
+        tool_timeout_s=settings.tools.timeout_s,
+        id_factory=new_id,
+        on_event=EventWriter(),
+        session_dir=store.artifact_dir(writer.id) if writer else None,
+        policy=policy,
+        retry=retry,
+        max_continuations=settings.run.continuation_limit,
+        thinking_decay=decay,
+        tool_output_threshold_chars=settings.tools.output_threshold_chars,
+        sandbox=sandbox,
+        safe_mode=opts.safe or settings.tools.safe,
+        network=opts.network or settings.tools.network,
+        refused_env=refused,
+        compaction=compaction,
+    )
+    return agent, writer
+
+
+async def _drive(agent: Agent, prompt: str | None) -> int:
+    """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first)."""
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await agent.run(prompt)
+    except RunError as exc:
+        err(str(exc))
+        return exit_code_for(exc.kind)
+    except asyncio.CancelledError:
+        err("cancelled")
+        return EXIT_CANCELLED
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return EXIT_OK

@@ -1,0 +1,194 @@
+"""`tether run`'s wiring from settings: the fallback chain, tool folders, the path deny list,
+thinking decay, context settings — each unit, then one end-to-end fallback through `tether run`
+against two loopback servers (the first overloaded, the second answering)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli_faults import events, tether
+
+from faultserver import FaultServer, error_after_200, text
+from tether.agent.limits import GeometricDecay, StepDecay
+from tether.cli import agent_setup as setup
+from tether.errors import AuthError, ConfigError
+from tether.providers.fallback import ModelRef
+from tether.settings import Settings
+from tether.testing import ScriptedProvider
+
+
+def _settings(data: dict[str, Any]) -> Settings:
+    return Settings.model_validate(data)
+
+
+def refs(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(r.provider, r.model) for r in setup.model_refs(_settings(data))]
+
+
+def test_unset_selection_is_each_configured_default_else_local() -> None:
+    assert refs({}) == [("local", "")]
+    assert refs(
+        {
+            "providers": {
+                "a": {"type": "openai", "model": "m1"},
+                "b": {"type": "ollama", "model": "m2"},
+                "c": {"type": "openai"},  # no default model: not in the chain
+            }
+        }
+    ) == [("a", "m1"), ("b", "m2")]
+
+
+def test_selection_pins_spreads_and_deduplicates() -> None:
+    data = {
+        "providers": {"a": {"type": "openai", "model": "m1"}, "b": {"type": "ollama"}},
+        "model": ["anthropic/claude-x", "qwen3", {"provider": "a"}, "a/qwen3", "local"],
+    }
+    assert refs(data) == [
+        ("anthropic", "claude-x"),
+        ("a", "qwen3"),  # a bare model runs on every configured provider, in order
+        ("b", "qwen3"),
+        ("a", "m1"),  # {provider} alone: its default model
+        ("local", ""),
+    ]  # "a/qwen3" repeated an earlier entry: dropped
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"model": "nope/x"}, "unknown provider 'nope'"),
+        ({"model": "qwen3"}, "names no provider"),
+        ({"model": [{"provider": "ghost"}]}, "unknown provider 'ghost'"),
+    ],
+)
+def test_a_bad_selection_is_an_error_at_start(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        setup.model_refs(_settings(data))
+
+
+def test_chain_skips_entries_without_a_key_and_fails_with_the_first_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    notes: list[str] = []
+    loaded = type("L", (), {"settings": _settings({"model": ["openai/gpt-4o", "local"]})})()
+    chain = setup.provider_chain(None, None, loaded, notes.append)  # type: ignore[arg-type]
+    assert [p.name for p in chain] == ["local"]
+    assert len(notes) == 1 and "skipping model 'openai/gpt-4o'" in notes[0]
+    loaded.settings = _settings({"model": ["openai/gpt-4o", "anthropic/claude-x"]})
+    with pytest.raises(AuthError, match="OPENAI_API_KEY"):
+        setup.provider_chain(None, None, loaded, notes.append)  # type: ignore[arg-type]
+    assert ModelRef(provider="local", model="") in setup.model_refs(_settings({}))
+
+
+def test_thinking_settings_become_decay_policies() -> None:
+    def decay(thinking: dict[str, Any]) -> object:
+        return setup.thinking_decay(_settings({"run": {"thinking": thinking}}))
+
+    assert decay({}) is None
+    assert decay({"budget_tokens": 8000}) == StepDecay(
+        full_tokens=8000, floor_tokens=8000, after_turn=1
+    )
+    assert decay(
+        {"budget_tokens": 8000, "decay": "step", "floor": 2000, "after_turn": 5}
+    ) == StepDecay(full_tokens=8000, floor_tokens=2000, after_turn=5)
+    assert decay({"budget_tokens": 8000, "decay": "geometric", "factor": 0.5}) == GeometricDecay(
+        full_tokens=8000, factor=0.5, floor_tokens=0
+    )
+    with pytest.raises(ConfigError, match="needs floor and after_turn"):
+        decay({"budget_tokens": 8000, "decay": "step"})
+
+
+def test_deny_paths_add_to_the_dotenv_rules() -> None:
+    policy = setup.path_policy(_settings({"tools": {"deny_paths": ["**/*.pem"]}}))
+    assert "**/.env" in policy.deny_read and "**/*.pem" in policy.deny_read
+    assert "**/*.pem" in policy.deny_write
+
+
+def test_refused_env_has_the_defaults_and_every_providers_key_variable() -> None:
+    refused = setup.refused_env(
+        _settings({"providers": {"w": {"type": "openai", "api_key_env": "WORK_LLM_KEY"}}})
+    )
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "WORK_LLM_KEY"} <= set(refused)
+    assert len(refused) == len(set(refused))
+
+
+def test_tool_folders_are_scanned_and_problems_noted(tmp_path: Path) -> None:
+    folder = tmp_path / ".tether" / "tools"
+    folder.mkdir(parents=True)
+    (folder / "hello.py").write_text(
+        "from tether.tools import tool\n\n@tool\ndef hello(name: str) -> str:\n"
+        '    """Greet someone.\n\n    Args:\n        name: who.\n    """\n'
+        '    return f"hello {name}"\n'
+    )
+    (folder / "broken.py").write_text("import nonexistent_module_xyz\n")
+    notes: list[str] = []
+    names = [t.name for t in setup.run_tools(Settings(), tmp_path, notes.append)]
+    assert "hello" in names and "bash" in names
+    assert len(notes) == 1 and "broken.py" in notes[0]
+    (folder / "dup.py").write_text(
+        "from tether.tools import tool\n\n@tool\ndef bash(command: str) -> str:\n"
+        '    """Shadow the built-in."""\n    return command\n'
+    )
+    with pytest.raises(ConfigError, match="bash"):
+        setup.run_tools(Settings(), tmp_path, notes.append)
+    with pytest.raises(ConfigError, match="not a folder"):
+        setup.run_tools(_settings({"tools": {"folders": ["missing"]}}), tmp_path, notes.append)
+
+
+def test_context_settings_reach_the_monitor() -> None:
+    provider = ScriptedProvider([], model="qwen3-32b")
+    warnings: list[str] = []
+    off = _settings({"context": {"auto_compact": False}})
+    assert setup.context_manager_for(provider, setup.ContextOptions(), off, warn=warnings.append) is None
+    on = _settings(
+        {
+            "context": {
+                "windows": {"qwen3-32b": {"context_window": 32768, "max_output_tokens": 8192}},
+                "threshold": 0.6,
+            }
+        }
+    )
+    manager = setup.context_manager_for(provider, setup.ContextOptions(), on, warn=warnings.append)
+    assert manager is not None
+    monitor = manager.monitor
+    assert monitor.limits.context_window == 32768 and monitor.limits.source == "settings"
+    assert monitor.policy.threshold == 0.6
+    assert warnings == []  # a configured window needs no "unknown model" warning
+
+
+def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config = tmp_path / "config"
+    with (
+        FaultServer([error_after_200(), error_after_200()]) as first,
+        FaultServer([text("from the second")]) as second,
+    ):
+        config.mkdir()
+        (config / "settings.json").write_text(
+            json.dumps(
+                {
+                    "providers": {
+                        "one": {"type": "openai", "base_url": first.openai_url, "model": "m1"},
+                        "two": {"type": "openai", "base_url": second.openai_url, "model": "m2"},
+                    },
+                    "retry": {"max_attempts": 2},
+                }
+            )
+        )
+        proc = tether(
+            ["run", "--no-session", "hi"],
+            home,
+            TETHER_CONFIG_DIR=str(config),
+            OPENAI_API_KEY="sk-test",
+        )
+        assert (len(first.requests), len(second.requests)) == (2, 1)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(proc)
+    (fallback,) = [e for e in evs if e["type"] == "fallback"]
+    assert fallback["kind"] == "overloaded"
+    assert "m1" in fallback["from_model"] and "m2" in fallback["to_model"]
+    assert evs[-1]["type"] == "done" and evs[-1]["text"] == "from the second"
