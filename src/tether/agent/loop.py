@@ -2,9 +2,10 @@
 
 Owns: one agent run over a session's history: building each request from the incremental wire
 view, assembling the streamed reply, re-minting colliding tool-call ids before anything runs,
-persisting each assistant turn BEFORE its tools run, running the calls (in parallel, each bounded
-by a timeout), persisting the results turn, and cancellation (the partial turn is persisted,
-pending calls get `interrupted` results so the session stays well-formed).
+persisting each assistant turn BEFORE its tools run, having the calls run
+(`tether.agent.tool_calls`: parallel, timed, gated) and persisting the results turn, automatic
+compaction before each request (`tether.agent.context`), and cancellation (the partial turn is
+persisted, pending calls get `interrupted` results so the session stays well-formed).
 Does not own: transport (providers), the wire passes (`tether.wire`), tool bodies
 (`tether.tools`), file formats (`tether.session`).
 
@@ -23,7 +24,6 @@ import itertools
 import os
 import random
 import secrets
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +37,6 @@ from tether.agent.events import (
     ErrorOutEvent,
     SessionStartEvent,
     ToolCallEvent,
-    ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
     WarningEvent,
@@ -49,17 +48,17 @@ from tether.agent.limits import (
     ThinkingDecay,
     thinking_budget_for_turn,
 )
+from tether.agent.tool_calls import INTERRUPTED, ToolCalls
+from tether.agent.tool_calls import TOOL_CANCELLED as TOOL_CANCELLED  # re-exported
 from tether.errors import ConfigError, LengthResumeExhausted, RunError
 from tether.messages import (
     ContentBlock,
     Provenance,
     TextBlock,
     ToolCallBlock,
-    ToolResultBlock,
     Turn,
     Usage,
     text_turn,
-    tool_result,
 )
 from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.providers.retry import RetryPolicy
@@ -67,22 +66,16 @@ from tether.tools.base import Tool, ToolContext, Wrap
 from tether.tools.env import DEFAULT_REFUSED, redact_secrets, scrubbed_env, secret_values
 from tether.tools.hygiene import Hygiene, HygieneConfig
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
-from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits, gate_tool_result
+from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits
 from tether.tools.policy import (
     NO_SANDBOX_WARNING,
     SandboxSetting,
     offered_specs,
-    refuse_in_safe_mode,
     resolve_sandbox,
 )
 from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
-from tether.tools.run import ToolRunResult, run_tool, system_note_block
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
-
-INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
-TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
-"""The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
 
 
 class TurnSink(Protocol):
@@ -251,13 +244,13 @@ class Agent:
             sandbox=sandbox_used,
             network=network,
         )
-        self._output_limits = OutputLimits(threshold_chars=tool_output_threshold_chars)
-        self._hygiene = Hygiene(hygiene, root=str(self.root))
-        self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
-        self._cancel_requested: set[str] = set()
-        self._notes: dict[str, tuple[str, ...]] = {}
         secrets_in_env = secret_values(os.environ if env is None else env, refused)
-        self._redact: Callable[[str], str] = lambda text: redact_secrets(text, secrets_in_env)
+        self._tool_calls = ToolCalls(
+            self,
+            redact=lambda text: redact_secrets(text, secrets_in_env),
+            hygiene=Hygiene(hygiene, root=str(self.root)),
+            output_limits=OutputLimits(threshold_chars=tool_output_threshold_chars),
+        )
         self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
         self._supports_prefill = supports_prefill
@@ -513,96 +506,15 @@ class Agent:
     def cancel_tool(self, call_id: str) -> bool:
         """End one running tool call; its result becomes `TOOL_CANCELLED` (is_error) and the run
         goes on. Returns False when no call with that id is running."""
-        task = self._running.get(call_id)
-        if task is None or task.done():
-            return False
-        self._cancel_requested.add(call_id)
-        task.cancel()
-        return True
-
-    async def _run_cancellable(self, call: ToolCallBlock) -> ToolRunResult:
-        task = asyncio.ensure_future(
-            run_tool(
-                self.registry,
-                call,
-                self.context,
-                timeout_s=self.tool_timeout_s,
-                redact=self._redact,
-            )
-        )
-        self._running[call.id] = task
-        try:
-            return await task
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if call.id not in self._cancel_requested or (me is not None and me.cancelling()):
-                raise
-            return ToolRunResult(block=tool_result(call.id, TOOL_CANCELLED, is_error=True))
-        finally:
-            self._running.pop(call.id, None)
-            self._cancel_requested.discard(call.id)
-
-    async def _run_one(self, call: ToolCallBlock) -> ToolResultBlock:
-        started = time.perf_counter()
-        refused = refuse_in_safe_mode(self.registry, call, self.safe_mode)
-        run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
-        if run is None:  # not refused, replayed or blocked: run it
-            run = await self._run_cancellable(call)
-            tool = self.registry.get(call.name)
-            run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
-        result = await gate_tool_result(run.block, self.context.session_dir, self._output_limits)
-        if run.system_notes:
-            self._notes[call.id] = run.system_notes
-        self._emit(
-            ToolResultEvent(
-                tool_call_id=call.id,
-                name=call.name,
-                content=result.text,
-                is_error=result.is_error,
-                duration_ms=(time.perf_counter() - started) * 1e3,
-                display=run.display,
-            )
-        )
-        return result
+        return self._tool_calls.cancel(call_id)
 
     async def _run_tools(self, calls: Iterable[ToolCallBlock], new_turns: list[Turn]) -> None:
-        """Run the calls (in parallel when several), then persist one results turn in call
-        order. On cancellation, finished results are kept and the rest become `interrupted`."""
-        calls = tuple(calls)
-        if len(calls) == 1:
-            try:
-                results: list[ToolResultBlock] = [await self._run_one(calls[0])]
-            except asyncio.CancelledError:
-                self._append_results(
-                    [tool_result(calls[0].id, INTERRUPTED, is_error=True)], new_turns
-                )
-                raise
-        else:
-            tasks = [asyncio.ensure_future(self._run_one(c)) for c in calls]
-            try:
-                await asyncio.gather(*tasks)
-            except asyncio.CancelledError:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                self._append_results(
-                    [
-                        t.result()
-                        if t.done() and not t.cancelled() and t.exception() is None
-                        else tool_result(c.id, INTERRUPTED, is_error=True)
-                        for c, t in zip(calls, tasks, strict=True)
-                    ],
-                    new_turns,
-                )
-                raise
-            results = [t.result() for t in tasks]
-        self._append_results(results, new_turns)
+        """Run the calls (see `ToolCalls.run`); persist the results turn (also when cancelled)."""
 
-    def _append_results(self, results: list[ToolResultBlock], new_turns: list[Turn]) -> None:
-        # system notes go after ALL results (tool_result blocks first in a user turn)
-        notes = dict.fromkeys(n for r in results for n in self._notes.pop(r.tool_call_id, ()))
-        content = (*results, *(system_note_block(n) for n in notes))
-        self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
+        def persist(content: tuple[ContentBlock, ...]) -> None:
+            self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
+
+        await self._tool_calls.run(tuple(calls), persist)
 
 
 def run_sync(agent: Agent, prompt: str | None = None) -> RunResult:
