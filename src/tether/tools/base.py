@@ -88,15 +88,18 @@ class ToolContext:
     sandbox: Sandbox | None = None
     network: bool = False
 
-    def wrap_argv(self, argv: list[str]) -> list[str]:
+    def wrap_argv(self, argv: list[str], readable: Sequence[Path] = ()) -> list[str]:
         """`argv` through the `wrap` hook; without one, through the OS sandbox (writes confined
-        to `root`, network as `network` says); unchanged when there is neither."""
+        to `root`, network as `network` says, `readable` folders kept visible read-only);
+        unchanged when there is neither."""
         if self.wrap is not None:
             return self.wrap(list(argv))
         if self.sandbox is not None:
             from tether.tools.sandbox import SandboxConfig
 
-            cfg = SandboxConfig(root=self.root, network=self.network)
+            cfg = SandboxConfig(
+                root=self.root, network=self.network, extra_readable=tuple(readable)
+            )
             return self.sandbox.wrap(list(argv), cfg)
         return list(argv)
 

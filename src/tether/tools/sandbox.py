@@ -69,18 +69,27 @@ class SandboxConfig:
         root: the working folder (a real path); writable, except its `.git`.
         network: True to allow network access.
         extra_writable: further folders the command may write (e.g. a build cache).
+        extra_readable: folders that must stay visible, read-only, even where the sandbox
+            hides their parent (a private `/tmp`): e.g. a tool folder or the interpreter's
+            prefix for a tool worker.
         isolate_pids: bwrap only: a PID namespace (see the module docstring).
     """
 
     root: Path
     network: bool = False
     extra_writable: tuple[Path, ...] = ()
+    extra_readable: tuple[Path, ...] = ()
     isolate_pids: bool = False
 
     def readonly(self) -> tuple[Path, ...]:
-        """Paths inside `root` kept read-only (`.git` when present)."""
+        """Paths kept read-only: `root/.git` when present, then `extra_readable` (existing
+        ones, de-duplicated, not inside `root` — that is writable already)."""
         git = self.root / ".git"
-        return (git,) if git.exists() else ()
+        out = [git] if git.exists() else []
+        for p in self.extra_readable:
+            if p.exists() and not p.is_relative_to(self.root) and p not in out:
+                out.append(p)
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -67,6 +67,17 @@ def worker_argv() -> list[str]:
     return [sys.executable, "-m", "tether.tools.worker"]
 
 
+def worker_readable(tool: Tool) -> tuple[Path, ...]:
+    """What a sandboxed worker must still see, read-only: the tool's folder, this interpreter
+    (venv and base prefix) and the `tether` package, wherever they live (a private `/tmp` in
+    the sandbox hides a checkout or venv under `/tmp`)."""
+    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(tether.__file__).resolve().parents[1]]
+    paths.append(Path(sys.executable).resolve().parent)
+    if tool.source is not None:
+        paths.append(Path(tool.source).resolve().parent)
+    return tuple(dict.fromkeys(p.resolve() for p in paths))
+
+
 def _worker_env(ctx: ToolContext) -> dict[str, str]:
     env = dict(ctx.env)
     src = str(Path(tether.__file__).resolve().parent.parent)
@@ -156,7 +167,7 @@ async def run_in_worker(
     Raises:
         asyncio.CancelledError: after killing the worker's process group.
     """
-    argv = ctx.wrap_argv(worker_argv())
+    argv = ctx.wrap_argv(worker_argv(), readable=worker_readable(tool))
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,

@@ -1,0 +1,63 @@
+"""Folder tools run in a worker process, and the worker runs inside the OS sandbox: a tool
+file that writes outside the working folder is refused (nothing written), one that writes
+inside it works — under each sandbox kind this machine has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tether.agent.loop import Agent
+from tether.testing import ScriptedProvider, call
+from tether.tools.sandbox import SandboxKind, available
+from tether.tools.scan import scan_tool_folders
+
+TOOL = '''
+from pathlib import Path
+from tether.tools import tool
+
+@tool
+def put(path: str, text: str) -> str:
+    """Write text to a path (deliberately unguarded: only the sandbox stops it).
+
+    Args:
+        path: where.
+        text: what.
+    """
+    Path(path).write_text(text)
+    return "written"
+'''
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "landlock"])
+async def test_a_folder_tool_cannot_write_outside_the_project(
+    tmp_path: Path, kind: SandboxKind
+) -> None:
+    sandbox = available(kind)
+    if sandbox is None:
+        pytest.skip(f"{kind} does not work on this machine")
+    work, tools_dir, outside = tmp_path / "work", tmp_path / "tools", tmp_path / "outside"
+    for d in (work, tools_dir, outside):
+        d.mkdir()
+    (tools_dir / "put.py").write_text(TOOL)
+    folders = scan_tool_folders([tools_dir])
+    target_out, target_in = outside / "escaped.txt", work / "inside.txt"
+    target_tools = tools_dir / "planted.py"  # visible to the worker, read-only
+    provider = ScriptedProvider(
+        [
+            call("put", path=str(target_out), text="x"),
+            call("put", path=str(target_tools), text="x"),
+            call("put", path=str(target_in), text="y"),
+            "done",
+        ]
+    )
+    agent = Agent(provider, tools=folders.registry, root=work, sandbox=sandbox)
+    await agent.run("go")
+    out_result, tools_result, in_result = (agent.history[i].tool_results[0] for i in (2, 4, 6))
+    # outside the project: hidden by the sandbox's private /tmp or refused, never written
+    assert out_result.is_error and "Error" in out_result.text and not target_out.exists()
+    # the tool's own folder is mounted for the worker, read-only
+    assert tools_result.is_error and not target_tools.exists()
+    assert "Read-only file system" in tools_result.text or "Permission denied" in tools_result.text
+    assert not in_result.is_error and target_in.read_text() == "y"
