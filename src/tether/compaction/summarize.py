@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
@@ -150,6 +150,36 @@ def _tokens(turns: Sequence[Turn]) -> int:
     return estimate_tokens(elide_markers(tuple(turns)))
 
 
+def _finish(
+    history: tuple[Turn, ...],
+    sel: Selection,
+    marker_id: str | None,
+    text_for: Callable[[str, str], str],
+    *,
+    calls: int = 0,
+    dropped_turns: int = 0,
+    truncated: bool = False,
+) -> CompactionResult:
+    """The marker replacing `sel.turns` and its result; `text_for(first_id, last_id)` writes
+    the marker's text from the ids it covers (named so the model can `recall` them)."""
+    replaced = tuple(t.id for t in sel.turns)
+    mid = marker_id or f"compact-{secrets.token_hex(4)}"
+    first, last = _covered(history, make_marker(mid, "", replaced, sel.generation))
+    text = text_for(first, last)
+    marker = make_marker(mid, text, replaced, sel.generation)
+    return CompactionResult(
+        marker_turn=marker,
+        replaced_ids=replaced,
+        tokens_before=_tokens(history),
+        tokens_after=_tokens((*history, marker)),
+        generation=sel.generation,
+        summary=text,
+        calls=calls,
+        dropped_turns=dropped_turns,
+        truncated=truncated,
+    )
+
+
 def truncation_marker(
     turns: Sequence[Turn], scope: Scope, reason: str, *, marker_id: str | None = None
 ) -> CompactionResult:
@@ -161,20 +191,12 @@ def truncation_marker(
     """
     history = tuple(turns)
     sel = select(history, scope)
-    replaced = tuple(t.id for t in sel.turns)
-    mid = marker_id or f"compact-{secrets.token_hex(4)}"
-    draft = make_marker(mid, "", replaced, sel.generation)
-    first, last = _covered(history, draft)
     n = sum(1 for t in sel.turns if not is_marker(t))
-    text = truncation_text(n, first, last, reason)
-    marker = make_marker(mid, text, replaced, sel.generation)
-    return CompactionResult(
-        marker_turn=marker,
-        replaced_ids=replaced,
-        tokens_before=_tokens(history),
-        tokens_after=_tokens((*history, marker)),
-        generation=sel.generation,
-        summary=text,
+    return _finish(
+        history,
+        sel,
+        marker_id,
+        lambda first, last: truncation_text(n, first, last, reason),
         truncated=True,
     )
 
@@ -289,18 +311,11 @@ async def compact_conversation(
             summary = text
             break
     assert summary is not None  # at least one chunk ran (the selection holds text)
-    replaced = tuple(t.id for t in sel.turns)
-    mid = marker_id or f"compact-{secrets.token_hex(4)}"
-    first, last = _covered(history, make_marker(mid, "", replaced, sel.generation))
-    stored = marker_text(summary, first, last)
-    marker = make_marker(mid, stored, replaced, sel.generation)
-    return CompactionResult(
-        marker_turn=marker,
-        replaced_ids=replaced,
-        tokens_before=_tokens(history),
-        tokens_after=_tokens((*history, marker)),
-        generation=sel.generation,
-        summary=stored,
+    return _finish(
+        history,
+        sel,
+        marker_id,
+        lambda first, last: marker_text(summary, first, last),
         calls=calls,
         dropped_turns=dropped_turns,
     )
@@ -329,16 +344,4 @@ async def compact_with(
         raise CompactionFailedError("provider", f"the compactor raised {exc!r}") from exc
     if not text.strip():
         raise CompactionFailedError("malformed", "the compactor returned no text")
-    replaced = tuple(t.id for t in sel.turns)
-    mid = marker_id or f"compact-{secrets.token_hex(4)}"
-    first, last = _covered(history, make_marker(mid, "", replaced, sel.generation))
-    stored = marker_text(text, first, last)
-    marker = make_marker(mid, stored, replaced, sel.generation)
-    return CompactionResult(
-        marker_turn=marker,
-        replaced_ids=replaced,
-        tokens_before=_tokens(history),
-        tokens_after=_tokens((*history, marker)),
-        generation=sel.generation,
-        summary=stored,
-    )
+    return _finish(history, sel, marker_id, lambda first, last: marker_text(text, first, last))
