@@ -82,14 +82,28 @@ class SandboxConfig:
     isolate_pids: bool = False
 
     def readonly(self) -> tuple[Path, ...]:
-        """Paths kept read-only: `root/.git` when present, then `extra_readable` (existing
-        ones, de-duplicated, not inside `root` — that is writable already)."""
+        """Paths kept read-only: `root/.git` when present, then `extra_readable` and this
+        harness's own interpreter and package where they live under `/tmp` (which the sandbox
+        replaces by a private folder; a checkout or venv under `/tmp` must still run) —
+        existing ones, de-duplicated, not inside `root` (writable already)."""
         git = self.root / ".git"
         out = [git] if git.exists() else []
-        for p in self.extra_readable:
+        for p in (*self.extra_readable, *_harness_under_tmp()):
             if p.exists() and not p.is_relative_to(self.root) and p not in out:
                 out.append(p)
         return tuple(out)
+
+
+@functools.cache
+def _harness_under_tmp() -> tuple[Path, ...]:
+    """The interpreter (venv and base prefix, the executable's folder) and the `tether`
+    package's folder, resolved, where they are under `/tmp`."""
+    import tether
+
+    found = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+    found.append(Path(tether.__file__).resolve().parents[1])
+    tmp = Path("/tmp").resolve()
+    return tuple(dict.fromkeys(p.resolve() for p in found if p.resolve().is_relative_to(tmp)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
