@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_cli_faults import events, tether
 
-from faultserver import FaultServer, error_after_200, text
+from faultserver import FaultServer, error_after_200, text, tool
 from tether.agent.limits import GeometricDecay, StepDecay
 from tether.cli import agent_setup as setup
 from tether.errors import AuthError, ConfigError
@@ -139,11 +139,12 @@ def test_tool_folders_are_scanned_and_problems_noted(tmp_path: Path) -> None:
         setup.run_tools(_settings({"tools": {"folders": ["missing"]}}), tmp_path, notes.append)
 
 
-def test_context_settings_reach_the_monitor() -> None:
+def test_context_settings_reach_the_monitor_and_the_output_threshold() -> None:
     provider = ScriptedProvider([], model="qwen3-32b")
     warnings: list[str] = []
     off = _settings({"context": {"auto_compact": False}})
-    assert setup.context_manager_for(provider, setup.ContextOptions(), off, warn=warnings.append) is None
+    limits = setup.run_limits(provider, setup.ContextOptions(), off, warn=warnings.append)
+    assert setup.context_manager_for(limits, setup.ContextOptions(), off) is None
     on = _settings(
         {
             "context": {
@@ -152,12 +153,23 @@ def test_context_settings_reach_the_monitor() -> None:
             }
         }
     )
-    manager = setup.context_manager_for(provider, setup.ContextOptions(), on, warn=warnings.append)
+    limits = setup.run_limits(provider, setup.ContextOptions(), on, warn=warnings.append)
+    manager = setup.context_manager_for(limits, setup.ContextOptions(), on)
     assert manager is not None
     monitor = manager.monitor
     assert monitor.limits.context_window == 32768 and monitor.limits.source == "settings"
     assert monitor.policy.threshold == 0.6
     assert warnings == []  # a configured window needs no "unknown model" warning
+    # one tool result may fill at most a quarter of the window (~4 chars per token): T25
+    assert setup.output_threshold_chars(on, limits) == 32768
+    small = setup.run_limits(
+        provider, setup.ContextOptions(context_window=8192), on, warn=warnings.append
+    )
+    assert setup.output_threshold_chars(on, small) == 8192
+    big = setup.run_limits(
+        provider, setup.ContextOptions(context_window=1_000_000), on, warn=warnings.append
+    )
+    assert setup.output_threshold_chars(on, big) == 50_000  # the setting caps it
 
 
 def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -> None:
@@ -192,3 +204,48 @@ def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -
     assert fallback["kind"] == "overloaded"
     assert "m1" in fallback["from_model"] and "m2" in fallback["to_model"]
     assert evs[-1]["type"] == "done" and evs[-1]["text"] == "from the second"
+
+
+def test_a_runaway_context_exits_4_and_max_turns_is_noted(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "big.txt").write_text("lorem ipsum dolor sit amet\n" * 150)
+    with FaultServer([tool("read", path="big.txt"), text("never sent")]) as server:
+        # one file read fills a 300-token window; compaction cannot bring it down: stop
+        proc = tether(
+            [
+                "run",
+                "--no-session",
+                "--model",
+                "openai/m",
+                "--base-url",
+                server.openai_url,
+                "--context-window",
+                "300",
+                "hi",
+            ],
+            home,
+            OPENAI_API_KEY="sk-test",
+        )
+        assert len(server.requests) == 1, proc.stdout
+    assert proc.returncode == 4, proc.stderr
+    assert "context ran away" in proc.stderr
+    assert any(e["type"] == "error" and e["kind"] == "context_overflow" for e in events(proc))
+    with FaultServer([tool("ls", path=".")]) as server:
+        proc = tether(
+            [
+                "run",
+                "--no-session",
+                "--model",
+                "openai/m",
+                "--base-url",
+                server.openai_url,
+                "--max-turns",
+                "1",
+                "hi",
+            ],
+            home,
+            OPENAI_API_KEY="sk-test",
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "--max-turns reached (1 requests)" in proc.stderr

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tether.agent.context import ContextManager
 from tether.cli import compact as cli_compact
-from tether.cli.agent_setup import ContextOptions, context_manager_for
+from tether.cli.agent_setup import ContextOptions, context_manager_for, run_limits
 from tether.cli.main import app
 from tether.messages import text_turn
 from tether.session import SessionStore
@@ -72,13 +73,14 @@ def test_compact_refuses_nothing_to_summarize_and_unknown_sessions(
 def test_run_context_options() -> None:
     provider = ScriptedProvider(["x"], model="mystery-model")
     warnings: list[str] = []
-    assert context_manager_for(
-        provider, ContextOptions(enabled=False), Settings(), warn=warnings.append
-    ) is None
-    forced = context_manager_for(
-        provider, ContextOptions(context_window=2_048), Settings(), warn=warnings.append
-    )
-    assert forced is not None and forced.monitor.limits.context_window == 2_048
+
+    def manager(options: ContextOptions) -> object:
+        limits = run_limits(provider, options, Settings(), warn=warnings.append)
+        return context_manager_for(limits, options, Settings())
+
+    forced = manager(ContextOptions(context_window=2_048))
+    assert isinstance(forced, ContextManager) and forced.monitor.limits.context_window == 2_048
     assert warnings == []
-    default = context_manager_for(provider, ContextOptions(), Settings(), warn=warnings.append)
+    assert manager(ContextOptions(enabled=False, context_window=2_048)) is None
+    default = manager(ContextOptions())
     assert default is not None and warnings and "mystery-model" in warnings[0]

@@ -247,22 +247,36 @@ def fixed_text(system: str | None, tools: Sequence[Tool]) -> list[str]:
     return [system or "", *(json.dumps(t.parameters) for t in tools)]
 
 
+def run_limits(
+    provider: Provider, options: ContextOptions, settings: Settings, *, warn: Callable[[str], None]
+) -> ModelLimits:
+    """The first provider's model limits: `--context-window`, else `context.windows`, else
+    what the provider reports, else the known-models table, else a default with a warning."""
+    from tether.cli.compact import model_limits
+
+    return model_limits(
+        provider, options.context_window, warn, configured=configured_windows(settings)
+    )
+
+
+def output_threshold_chars(settings: Settings, limits: ModelLimits) -> int:
+    """The persisted-output threshold: `tools.output_threshold_chars`, but never more than a
+    quarter of the context window (at ~4 characters per token, the window's token count in
+    characters), so one tool result cannot fill a small window (case T25); at least 4,096
+    (the stub alone is ~3 KiB)."""
+    return max(4_096, min(settings.tools.output_threshold_chars, limits.context_window))
+
+
 def context_manager_for(
-    provider: Provider,
+    limits: ModelLimits,
     options: ContextOptions,
     settings: Settings,
     *,
-    warn: Callable[[str], None],
     fixed: Sequence[str] = (),
 ) -> ContextManager | None:
     """The run's `ContextManager`, or None with `--no-compact` / `context.auto_compact: false`."""
-    from tether.cli.compact import model_limits
-
     if not options.enabled or not settings.context.auto_compact:
         return None
-    limits = model_limits(
-        provider, options.context_window, warn, configured=configured_windows(settings)
-    )
     system_tokens = sum(text_tokens(x) for x in fixed)
     monitor = ContextMonitor(limits, compaction_policy(settings), system_tokens=system_tokens)
     return ContextManager(monitor)

@@ -126,8 +126,9 @@ def _build(
         err(f"warning: {NO_SANDBOX_WARNING}")
     tools = setup.run_tools(settings, root, err)
     system = opts.system or stdin.system
+    limits = setup.run_limits(chain[0], opts.context, settings, warn=err)
     compaction = setup.context_manager_for(
-        chain[0], opts.context, settings, warn=err, fixed=setup.fixed_text(system, tools)
+        limits, opts.context, settings, fixed=setup.fixed_text(system, tools)
     )
     policy, retry = setup.path_policy(settings), setup.retry_policy(settings)
     decay, refused = setup.thinking_decay(settings), setup.refused_env(settings)
@@ -164,7 +165,7 @@ def _build(
         retry=retry,
         max_continuations=settings.run.continuation_limit,
         thinking_decay=decay,
-        tool_output_threshold_chars=settings.tools.output_threshold_chars,
+        tool_output_threshold_chars=setup.output_threshold_chars(settings, limits),
         sandbox=sandbox,
         safe_mode=opts.safe or settings.tools.safe,
         network=opts.network or settings.tools.network,
@@ -182,7 +183,7 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
     try:
-        await agent.run(prompt)
+        result = await agent.run(prompt)
     except RunError as exc:
         err(str(exc))
         return exit_code_for(exc.kind)
@@ -192,4 +193,9 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+    if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
+        err("stopped: context_overflow: the context ran away (see the error event); exit 4")
+        return exit_code_for("context_overflow")
+    if result.stop_reason == "max_turns":
+        err(f"stopped: --max-turns reached ({result.turns} requests) before a final answer")
     return EXIT_OK
