@@ -496,3 +496,4 @@ def test_session_usage_and_cost() -> None:
     assert turns_cost_usd(turns) == pytest.approx(2.0)
     assert usage_line(turns_usage(turns), 2.0) == "in 2000000 / 0 out · $2.0000"
     assert turns_cost_usd([*turns, t("unknown", u)]) is None
+    assert turns_cost_usd([]) is None  # nothing priced: no "$0.0000"

@@ -108,15 +108,16 @@ def turns_usage(turns: Iterable[Turn]) -> Usage:
 
 def turns_cost_usd(turns: Iterable[Turn]) -> float | None:
     """The summed cost of the turns' usage, each priced by its own model (provenance); None
-    when any turn with usage has no known price (a partial sum would mislead)."""
-    total = 0.0
+    when any turn with usage has no known price (a partial sum would mislead), or when no turn
+    has usage (nothing was priced, so "$0" would mislead too)."""
+    total: float | None = None
     for turn in turns:
         if turn.usage is None:
             continue
         cost = cost_usd(turn.usage, turn.provenance.model) if turn.provenance else None
         if cost is None:
             return None
-        total += cost
+        total = (total or 0.0) + cost
     return total
 
 
