@@ -32,6 +32,13 @@ def test_bare_list_and_prompt_forms() -> None:
     assert parse_stdin('{"prompt": "do it"}', ids()).messages[0].text == "do it"
 
 
+def test_one_message_alone_is_one_message_as_on_a_line() -> None:
+    alone = parse_stdin('{"role": "user", "content": "hi"}\n', ids())
+    assert alone.system is None and [(t.role, t.text) for t in alone.messages] == [("user", "hi")]
+    with pytest.raises(MalformedInputError):
+        parse_stdin('{"role": "robot", "content": "hi"}', ids())
+
+
 def test_lines_text_lines_join_and_json_lines_are_messages() -> None:
     text = 'first line\nsecond line\n{"role": "user", "content": "json one"}\nlast\n'
     parsed = parse_stdin(text, ids())

@@ -2,6 +2,7 @@
 
 A whole JSON context first: if all of stdin parses as one JSON value, it is either
     {"system"?: str, "messages": [message, ...]}   or   [message, ...]   or   {"prompt": str}
+    or one message {"role": ..., "content": ...} (the same as a one-line message stream).
 Otherwise stdin is read line by line: a line that parses as a JSON object is one message; any
 other line is user text (consecutive text lines join into one user message, so a pasted
 multi-line prompt stays one message).
@@ -94,6 +95,8 @@ def _context(value: dict[str, Any] | list[Any], new_id: Callable[[], str]) -> St
             raise MalformedInputError('"prompt" must be a string')
         turn = Turn(id=new_id(), role="user", content=(TextBlock(text=prompt),))
         return StdinInput(_system(value), (turn,))
+    if "role" in value and "messages" not in value:  # one message, as on a line of its own
+        return StdinInput(None, (_message(value, new_id),))
     messages = value.get("messages")
     if not isinstance(messages, list):
         raise MalformedInputError('a JSON context needs "messages": [...] (or "prompt": "...")')
