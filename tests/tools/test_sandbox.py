@@ -64,7 +64,9 @@ def test_landlock_launcher_argv_round_trips(argv: list[str], net: bool, extra: l
     assert out[:5] == ["/usr/bin/python3", "-I", "-S", "-B", landlock.__file__]
     write, ro, network, tmp, command = landlock._parse(out[5:])  # pyright: ignore[reportPrivateUsage]
     assert command == argv
-    assert write == ["/r", *extra] and ro == [] and network is net
+    # read-only: no `.git` under /r; only this harness's own interpreter/package if under /tmp
+    assert write == ["/r", *extra] and ro == [str(p) for p in cfg.readonly()] and network is net
+    assert all(Path(p).is_relative_to("/tmp") for p in ro)
     assert tmp == str(LANDLOCK.tmp_dir)
 
 
