@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,42 +17,15 @@ from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
+from tether.tools.sandbox import BwrapSandbox, available
 from tether.tools.shell import HEAD_BYTES, HeadTail
 
 Call = Callable[..., Awaitable[ToolResultBlock]]
-
-PGID = "cut -d' ' -f5 /proc/$$/stat"
-"""Shell snippet printing the command's process group id (under bwrap the group is bwrap's, not
-the shell's own pid)."""
-
 
 @pytest.fixture(params=SANDBOX_KINDS)
 def ctx(request: pytest.FixtureRequest, root: Path) -> ToolContext:
     """Every test here runs unsandboxed, under bwrap and under Landlock."""
     return ToolContext.create(root, env=scrubbed_env(), sandbox=sandbox_for(request.param))
-
-
-def live_members(pgid: int) -> list[int]:
-    """Pids of non-zombie processes in process group `pgid` (read from /proc)."""
-    out: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(entry))
-    return out
-
-
-async def wait_gone(pgid: int, within_s: float = 3.0) -> list[int]:
-    deadline = time.monotonic() + within_s
-    while (left := live_members(pgid)) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    return left
 
 
 async def test_t02_silent_command_gets_placeholder(call: Call, root: Path) -> None:
@@ -84,40 +59,106 @@ def test_head_tail_small_and_large() -> None:
     assert h.text().startswith("abcd\n") and h.text().endswith("\nghij") and "2 bytes" in h.text()
 
 
-async def test_timeout_kills_the_process_group(call: Call) -> None:
+def marker() -> str:
+    """A `sleep` duration no other process on the machine uses: its processes are found by
+    command line, whatever pid namespace or process group they run in."""
+    return f"1000.{secrets.randbelow(10**6):06d}"
+
+
+def survivors(mark: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line holds `mark`."""
+    out: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if mark in cmdline and stat[stat.rindex(")") + 2] != "Z":
+            out.append(int(entry))
+    return out
+
+
+async def wait_no_survivors(mark: str, within_s: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while (left := survivors(mark)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return left
+
+
+async def test_timeout_kills_the_process_tree(call: Call) -> None:
+    m = marker()
     t0 = time.monotonic()
     r = await call(
-        "bash", command=f"{PGID}; sleep 100 & (sleep 100; echo never) & sleep 100", timeout_s=0.5
+        "bash", command=f"sleep {m} & (sleep {m}; echo never) & sleep {m}", timeout_s=0.5
     )
     assert time.monotonic() - t0 < 5
     assert r.is_error and "timed out after 0.5 s" in r.text
-    pgid = int(r.text.splitlines()[0])
-    assert await wait_gone(pgid) == []
+    assert await wait_no_survivors(m) == []
 
 
-async def test_cancel_kills_the_process_group(
+async def test_cancel_kills_the_process_tree(
     registry: ToolRegistry, ctx: ToolContext, root: Path
 ) -> None:
-    block = ToolCallBlock(id="c", name="bash", arguments={"command": f"{PGID} > pid; sleep 100"})
+    m = marker()
+    block = ToolCallBlock(id="c", name="bash", arguments={"command": f"sleep {m} & sleep {m}"})
     task = asyncio.create_task(run_tool_call(registry, block, ctx))
-    for _ in range(100):
-        if (root / "pid").exists() and (root / "pid").read_text().strip():
+    for _ in range(200):
+        if len(survivors(m)) >= 2:
             break
         await asyncio.sleep(0.02)
-    pgid = int((root / "pid").read_text())
-    assert live_members(pgid)
+    assert len(survivors(m)) >= 2
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_gone(pgid) == []
+    assert await wait_no_survivors(m) == []
 
 
-async def test_background_holder_of_output_is_killed(call: Call) -> None:
+async def test_background_holder_of_output_is_killed(call: Call, ctx: ToolContext) -> None:
+    m = marker()
     t0 = time.monotonic()
-    r = await call("bash", command=f"{PGID}; sleep 100 &")
-    assert time.monotonic() - t0 < 5
-    assert "background processes" in r.text and not r.is_error
-    assert await wait_gone(int(r.text.splitlines()[0])) == []
+    r = await call("bash", command=f"echo started; sleep {m} &")
+    assert time.monotonic() - t0 < 5 and not r.is_error and r.text.startswith("started")
+    # under bwrap the command has a pid namespace of its own: its end ends every process in
+    # it, so nothing is left to report; otherwise the leftovers are killed and reported
+    if not isinstance(ctx.sandbox, BwrapSandbox):
+        assert "background processes" in r.text
+    assert await wait_no_survivors(m) == []
+
+
+KILL_SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from tether.tools import ToolContext, builtin_tools, run_tool_call, scrubbed_env, ToolRegistry
+from tether.messages import ToolCallBlock
+from tether.tools.sandbox import available
+
+async def main() -> None:
+    ctx = ToolContext.create(sys.argv[1], env=scrubbed_env(), sandbox=available("bwrap"))
+    block = ToolCallBlock(id="c", name="bash", arguments={"command": f"sleep {sys.argv[2]} & sleep {sys.argv[2]}"})
+    await run_tool_call(ToolRegistry(builtin_tools()), block, ctx)
+
+asyncio.run(main())
+"""
+
+
+async def test_kill_9_of_the_harness_leaves_no_sandboxed_command_behind(root: Path) -> None:
+    """bwrap's `--die-with-parent` plus a pid namespace: when tether dies without any chance
+    to clean up, every process its bash call started dies with it."""
+    if available("bwrap") is None:
+        pytest.skip("bwrap is not available on this machine")
+    m = marker()
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", KILL_SCRIPT, str(root), m)
+    for _ in range(300):
+        if len(survivors(m)) >= 2:
+            break
+        await asyncio.sleep(0.02)
+    assert len(survivors(m)) >= 2
+    proc.kill()
+    await proc.wait()
+    assert await wait_no_survivors(m) == []
 
 
 async def test_bad_timeout_argument_is_refused(call: Call) -> None:

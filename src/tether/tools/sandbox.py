@@ -29,7 +29,9 @@ background processes that let go of the output keep running as they do unsandbox
 session would only guard against TIOCSTI on a controlling terminal, which tool subprocesses do
 not have (they are started in their own session with stdin from /dev/null). `isolate_pids=True`
 adds `--unshare-pid` (the command can then neither see nor signal other processes; its
-background processes end with it).
+background processes end with it, and with `--die-with-parent` a kill -9 of the harness ends
+the whole tree). The `bash` tool sets it: a process-group kill from outside still reaches every
+process in the namespace.
 """
 
 from __future__ import annotations

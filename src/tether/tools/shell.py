@@ -126,7 +126,7 @@ async def run_command(
     """
     launch = Launch(argv=["bash", "-c", command])
     if ctx.sandbox is not None:
-        cfg = SandboxConfig(root=ctx.root, network=ctx.network)
+        cfg = SandboxConfig(root=ctx.root, network=ctx.network, isolate_pids=True)
         launch = ctx.sandbox.launch(launch.argv, cfg)
     try:
         proc = await asyncio.create_subprocess_exec(
