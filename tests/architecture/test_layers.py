@@ -1,0 +1,69 @@
+"""The layering rules of DESIGN.md, checked on the source's imports (ast, no import side
+effects): `messages` imports nothing of ours; `wire` and the pure compaction policy import
+only `messages` (and their own package, and `errors`: the exception tree, a leaf like
+`messages`); nothing below `agent/` imports `agent/` or `cli/`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
+
+PURE_COMPACTION = ("pressure", "monitor", "windows", "rounds", "prompt", "tail", "restore")
+"""The compaction policy modules (pure); `summarize` (the call) and `recall` (a tool) are edges."""
+
+BELOW_AGENT = ("messages.py", "wire", "providers", "tools", "session", "compaction", "settings")
+
+
+def tether_imports(path: Path) -> set[str]:
+    """The `tether.*` modules a file imports (any nesting, TYPE_CHECKING blocks included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found |= {n for n in names if n == "tether" or n.startswith("tether.")}
+    return found
+
+
+def files(*parts: str) -> list[Path]:
+    out: list[Path] = []
+    for part in parts:
+        p = SRC / part
+        out += [p] if p.is_file() else sorted(p.rglob("*.py"))
+    return out
+
+
+def test_the_checker_sees_imports() -> None:
+    assert "tether.messages" in tether_imports(SRC / "wire" / "view.py")
+
+
+def test_messages_and_errors_import_nothing_of_ours() -> None:
+    assert tether_imports(SRC / "messages.py") == set()
+    assert tether_imports(SRC / "errors.py") == set()
+
+
+@pytest.mark.parametrize("path", files("wire"), ids=lambda p: p.name)
+def test_wire_imports_only_messages(path: Path) -> None:
+    allowed = ("tether.messages", "tether.errors", "tether.wire")
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("name", PURE_COMPACTION)
+def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
+    allowed = ("tether.messages", "tether.errors", "tether.wire", "tether.compaction")
+    bad = {m for m in tether_imports(SRC / "compaction" / f"{name}.py") if not m.startswith(allowed)}
+    assert bad == set(), f"compaction/{name}.py imports {bad}"
+
+
+@pytest.mark.parametrize("path", files(*BELOW_AGENT), ids=lambda p: str(p.relative_to(SRC)))
+def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
+    bad = {m for m in tether_imports(path) if m.startswith(("tether.agent", "tether.cli"))}
+    assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
