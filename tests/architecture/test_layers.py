@@ -59,7 +59,9 @@ def test_wire_imports_only_messages(path: Path) -> None:
 @pytest.mark.parametrize("name", PURE_COMPACTION)
 def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
     allowed = ("tether.messages", "tether.errors", "tether.wire", "tether.compaction")
-    bad = {m for m in tether_imports(SRC / "compaction" / f"{name}.py") if not m.startswith(allowed)}
+    bad = {
+        m for m in tether_imports(SRC / "compaction" / f"{name}.py") if not m.startswith(allowed)
+    }
     assert bad == set(), f"compaction/{name}.py imports {bad}"
 
 

@@ -249,3 +249,34 @@ def test_a_runaway_context_exits_4_and_max_turns_is_noted(tmp_path: Path) -> Non
         )
     assert proc.returncode == 0, proc.stderr
     assert "--max-turns reached (1 requests)" in proc.stderr
+
+
+async def test_a_key_from_the_credential_file_is_redacted_from_tool_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key tether read from its credential file is in no environment, so env scrubbing
+    cannot hide it; a tool that prints the file must still not show it to the model."""
+    from tether.agent.loop import Agent
+    from tether.credentials import credentials_path, store_key
+    from tether.testing import call
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    key = "plain-looking-secret-0001"  # no provider key shape: only the literal match hides it
+    store_key("work", key, store="file")
+    settings = _settings({"providers": {"work": {"type": "openai", "model": "m"}}})
+    provider = ScriptedProvider([call("bash", command="cat leaked.json"), "done"], model="m")
+    provider.name = "work"
+    assert setup.provider_keys([provider], settings) == (key,)
+    work = tmp_path / "w"
+    work.mkdir()
+    # a copy of the credential file inside the project (the sandbox hides the real one's /tmp)
+    (work / "leaked.json").write_text(credentials_path().read_text())
+    agent = Agent(
+        provider,
+        tools=setup.run_tools(Settings(), work, print),
+        root=work,
+        secret_texts=setup.provider_keys([provider], settings),
+    )
+    await agent.run("show me")
+    shown = agent.history[2].tool_results[0].text
+    assert key not in shown and "[REDACTED]" in shown and '"work"' in shown

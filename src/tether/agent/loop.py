@@ -168,6 +168,8 @@ class Agent:
         refused_env: variable names (exact or `*` globs) never passed to tool subprocesses
             (default `tether.tools.env.DEFAULT_REFUSED`; a settings list).
         compaction: automatic context management (`tether.agent.context`), or None for none.
+        secret_texts: more values redacted from tool output (e.g. API keys tether read from
+            the keyring or its credential file, which are not in any environment).
 
     Raises:
         tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a sandbox kind
@@ -208,6 +210,7 @@ class Agent:
         network: bool = False,
         refused_env: Iterable[str] = DEFAULT_REFUSED,
         compaction: ContextManager | None = None,
+        secret_texts: Iterable[str] = (),
     ) -> None:
         self.compaction = compaction
         self.max_continuations = max_continuations
@@ -244,7 +247,10 @@ class Agent:
             sandbox=sandbox_used,
             network=network,
         )
-        secrets_in_env = secret_values(os.environ if env is None else env, refused)
+        secrets_in_env = (
+            *secret_values(os.environ if env is None else env, refused),
+            *(v for v in secret_texts if len(v) >= 8),
+        )
         self._tool_calls = ToolCalls(
             self,
             redact=lambda text: redact_secrets(text, secrets_in_env),

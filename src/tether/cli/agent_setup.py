@@ -32,6 +32,7 @@ from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits
 from tether.compaction.rounds import text_tokens
 from tether.compaction.windows import parse_windows_setting
+from tether.credentials import find_key
 from tether.errors import ConfigError
 from tether.providers.base import Provider
 from tether.providers.fallback import ModelRef, check_provider_names
@@ -182,6 +183,25 @@ def refused_env(settings: Settings) -> tuple[str, ...]:
     """Variable names tools never see: the built-in list, `tools.refused_env`, and every
     configured provider's `api_key_env`."""
     return tuple(dict.fromkeys((*DEFAULT_REFUSED, *settings.refused_env())))
+
+
+def provider_keys(chain: Sequence[Provider], settings: Settings) -> tuple[str, ...]:
+    """The API keys the run's providers use, wherever tether found them (environment, keyring,
+    credential file): redacted from tool output, since a tool could print a credential file."""
+    keys: list[str] = []
+    for p in chain:
+        endpoint = settings.providers.get(p.name)
+        try:
+            found = find_key(
+                p.name,
+                type_=endpoint.type if endpoint else None,
+                api_key_env=endpoint.api_key_env if endpoint else None,
+            )
+        except ConfigError:  # an unsafe credential file: resolving the provider said so
+            continue
+        if found is not None:
+            keys.append(found.key)
+    return tuple(dict.fromkeys(keys))
 
 
 def run_tools(settings: Settings, root: Path, note: Callable[[str], None]) -> list[Tool]:

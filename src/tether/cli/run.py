@@ -171,6 +171,7 @@ def _build(
         network=opts.network or settings.tools.network,
         refused_env=refused,
         compaction=compaction,
+        secret_texts=setup.provider_keys(chain, settings),
     )
     return agent, writer
 
