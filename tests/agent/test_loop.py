@@ -279,3 +279,23 @@ async def test_prefill_capability_comes_from_the_provider(tmp_path: Path) -> Non
     prefill = ScriptedProvider(["x"], supports_prefill=True)
     await Agent(prefill, root=tmp_path, history=history).run()
     assert prefill.requests[0].messages[-1].role == "assistant"
+
+
+async def test_done_says_error_when_the_run_fails_on_a_configuration_mistake(
+    tmp_path: Path,
+) -> None:
+    """A mistake surfacing mid-run (here a provider raising ConfigError) propagates, and the
+    closing `done` event says `error`, not `max_turns`."""
+    from tether.agent.events import DoneEvent
+    from tether.errors import ConfigError
+
+    class Misconfigured(ScriptedProvider):
+        def stream(self, request):  # type: ignore[no-untyped-def, override]
+            raise ConfigError("thinking budget must be below max_tokens")
+
+    events: list[AgentEvent] = []
+    agent = Agent(Misconfigured(["unused"]), root=tmp_path, on_event=events.append)
+    with pytest.raises(ConfigError):
+        await agent.run("hi")
+    done = [e for e in events if isinstance(e, DoneEvent)]
+    assert len(done) == 1 and done[0].stop_reason == "error"

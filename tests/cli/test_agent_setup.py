@@ -280,3 +280,29 @@ async def test_a_key_from_the_credential_file_is_redacted_from_tool_output(
     await agent.run("show me")
     shown = agent.history[2].tool_results[0].text
     assert key not in shown and "[REDACTED]" in shown and '"work"' in shown
+
+
+def test_tether_compact_uses_the_settings_endpoints(tmp_path: Path) -> None:
+    from tether.messages import text_turn
+    from tether.session import SessionStore
+
+    home, config = tmp_path / "home", tmp_path / "config"
+    config.mkdir()
+    with SessionStore(home / "sessions").create("s1", cwd=str(tmp_path)) as w:
+        w.append(text_turn("t1", "user", "refactor the parser"))
+        for i in range(2, 8):
+            w.append(text_turn(f"t{i}", "assistant" if i % 2 == 0 else "user", f"step {i} " * 40))
+    with FaultServer([text("## Goal\nrefactor the parser")]) as server:
+        (config / "settings.json").write_text(
+            json.dumps({"providers": {"work": {"type": "openai", "base_url": server.openai_url}}})
+        )
+        proc = tether(
+            ["compact", "s1", "--model", "work/m", "--context-window", "8192"],
+            home,
+            TETHER_CONFIG_DIR=str(config),
+            OPENAI_API_KEY="sk-test",
+        )
+        assert len(server.requests) == 1  # the summary call went to the configured endpoint
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["turns_replaced"] >= 1 and out["session_id"] == "s1"

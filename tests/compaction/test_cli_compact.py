@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tether.agent.context import ContextManager
-from tether.cli import compact as cli_compact
+from tether.cli import agent_setup
 from tether.cli.agent_setup import ContextOptions, context_manager_for, run_limits
 from tether.cli.main import app
 from tether.messages import text_turn
@@ -31,7 +31,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _summarizer(monkeypatch: pytest.MonkeyPatch) -> ScriptedProvider:
     provider = ScriptedProvider(lambda r: "## Goal\nrefactor the parser")
-    monkeypatch.setattr(cli_compact, "resolve_provider", lambda model, base_url=None: provider)
+    monkeypatch.setattr(
+        agent_setup, "resolve_provider", lambda model, base_url=None, providers=None: provider
+    )
     return provider
 
 

@@ -88,6 +88,7 @@ def make_agent(
     window: int = 6_000,
     monitor: ContextMonitor | None = None,
     summarizer: ScriptedProvider | None = None,
+    secret_texts: tuple[str, ...] = (),
     **kw: object,
 ) -> tuple[Agent, list[AgentEvent], Sink]:
     events: list[AgentEvent] = []
@@ -107,6 +108,7 @@ def make_agent(
         max_turns=200,
         on_event=events.append,
         compaction=manager,
+        secret_texts=secret_texts,
     )
     return agent, events, sink
 
@@ -264,3 +266,26 @@ async def test_recently_read_files_are_restored_and_recall_returns_elided_turns(
     offered = ["recall" in {t.name for t in r.tools} for r in provider.requests]
     first_after = next(i for i, t in enumerate(offered) if t)
     assert not any(offered[:first_after]) and all(offered[first_after:]) and first_after > 2
+
+
+async def test_restored_files_are_redacted_like_any_tool_output(tmp_path: Path) -> None:
+    secret = "SuperSecretValue123"
+    (tmp_path / "notes.txt").write_text(f"token={secret}\n")
+
+    def script(request: ModelRequest, k: int) -> Response:
+        if k == 1:
+            return call("read", path="notes.txt")
+        return call("dump", n=k) if k <= 14 else "done"
+
+    agent, events, _ = make_agent(tmp_path, measured(script), secret_texts=(secret,))
+    await agent.run(TASK)
+    ends = _compactions(events)
+    assert ends and "notes.txt" in ends[0].restored_files  # the restore path ran
+    restored = [
+        r.text
+        for t in agent.history
+        for r in t.tool_results
+        if r.tool_call_id.startswith("restore_")
+    ]
+    assert restored and all("token=[REDACTED]" in text for text in restored)
+    assert not any(secret in r.text for t in agent.history for r in t.tool_results)

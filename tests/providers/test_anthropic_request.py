@@ -24,7 +24,12 @@ from tether.messages import (
     tool_result,
 )
 from tether.providers.anthropic import AnthropicProvider
-from tether.providers.anthropic_request import MAX_CACHE_BREAKPOINTS, build_params, cache_messages
+from tether.providers.anthropic_request import (
+    MAX_CACHE_BREAKPOINTS,
+    MessagesParams,
+    build_params,
+    cache_messages,
+)
 from tether.providers.base import ModelRequest, ToolSpec
 
 MODEL = "claude-test"
@@ -200,16 +205,24 @@ async def test_temperature_sent_without_thinking() -> None:
     assert server.requests[0]["temperature"] == 0.3 and "thinking" not in server.requests[0]
 
 
-@pytest.mark.parametrize(("budget", "max_tokens"), [(512, 8000), (8000, 8000)])
-def test_bad_request_budget_is_config_error(budget: int, max_tokens: int) -> None:
-    req = ModelRequest(
-        model=MODEL,
-        messages=(text_turn("u", "user", "q"),),
-        thinking_budget_tokens=budget,
-        max_output_tokens=max_tokens,
-    )
-    with pytest.raises(ConfigError):
-        build_params(req, req.messages, default_max_tokens=8192, default_thinking_budget=None)
+def test_bad_budgets_are_config_errors() -> None:
+    def params(budget: int | None, max_tokens: int, default: int | None) -> MessagesParams:
+        req = ModelRequest(
+            model=MODEL,
+            messages=(text_turn("u", "user", "q"),),
+            thinking_budget_tokens=budget,
+            max_output_tokens=max_tokens,
+        )
+        return build_params(
+            req, req.messages, default_max_tokens=8192, default_thinking_budget=default
+        )
+
+    with pytest.raises(ConfigError):  # the budget must stay below max_tokens
+        params(8000, 8000, None)
+    with pytest.raises(ConfigError):  # the provider's own budget below Anthropic's minimum
+        params(None, 8000, 512)
+    # a per-request (decayed) budget below the minimum is raised to it, not a mid-run failure
+    assert params(512, 8000, None).thinking == {"type": "enabled", "budget_tokens": 1024}
 
 
 def test_thinking_disabled_when_tool_loop_turn_lost_its_thinking() -> None:

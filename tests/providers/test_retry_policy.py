@@ -373,6 +373,14 @@ def test_step_decay_changes_once() -> None:
     assert thinking_budget_for_turn(None, 1) is None
 
 
+def test_geometric_decay_starts_after_after_turn() -> None:
+    policy = GeometricDecay(full_tokens=4096, factor=0.5, floor_tokens=1024, after_turn=3)
+    budgets = [thinking_budget_for_turn(policy, n) for n in range(1, 7)]
+    assert budgets == [4096, 4096, 4096, 2048, 1024, 1024]
+    with pytest.raises(ConfigError):
+        GeometricDecay(full_tokens=4096, factor=0.5, floor_tokens=0, after_turn=0)
+
+
 def test_geometric_decay() -> None:
     policy = GeometricDecay(full_tokens=16000, factor=0.5, floor_tokens=3000)
     assert [thinking_budget_for_turn(policy, n) for n in range(1, 6)] == [

@@ -84,7 +84,6 @@ class Attempts:
         self.sleep = sleep
         self.rng = rng
         self.current: Assembler | None = None
-        self.attempts_made = 0
 
     async def request(
         self, turn_id: str, build: RequestBuilder, *, quiet: Sequence[str] = ()
@@ -156,7 +155,6 @@ class Attempts:
     async def _attempt(self, provider: Provider, request: ModelRequest, turn_id: str) -> Assembler:
         """One attempt: stream into a fresh assembler. Raises AttemptFailed on a fault, after
         dropping the partial turn."""
-        self.attempts_made += 1
         assembler = Assembler(turn_id, provenance_of(provider))
         self.current = assembler
         async for event in provider.stream(request):

@@ -13,7 +13,7 @@ Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 from tether.agent.events import AgentEvent, CompactionEndEvent, CompactionStartEvent, ErrorOutEvent
@@ -55,6 +55,8 @@ class Host(Protocol):
     def provider(self) -> Provider: ...
 
     def current_view(self) -> tuple[Turn, ...]: ...
+
+    def redact(self, text: str) -> str: ...
 
     def add_turn(self, turn: Turn, new_turns: list[Turn]) -> None: ...
 
@@ -111,7 +113,7 @@ class ContextManager:
         self.compactions = 0
         self._view_len = 0
         self._generation = 0
-        self._compacted_this_request = 0
+        self._recall_scanned = 0  # history turns already checked for a marker
 
     # -- the loop's hooks -------------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class ContextManager:
             RunError: `context_overflow` when compactions make no progress or cannot be done.
         """
         self._ensure_recall(host)
-        for _ in range(MAX_COMPACTIONS_PER_REQUEST + 1):
+        for compacted in range(MAX_COMPACTIONS_PER_REQUEST + 1):
             decision = self.monitor.check(self.shape(host.current_view()))
             if decision.no_progress:
                 message = (
@@ -144,12 +146,10 @@ class ContextManager:
             if decision.runaway:
                 host.emit(ErrorOutEvent(kind="context_overflow", message=decision.runaway))
                 return "context_runaway"
-            if not decision.compact or self._compacted_this_request >= MAX_COMPACTIONS_PER_REQUEST:
+            if not decision.compact or compacted >= MAX_COMPACTIONS_PER_REQUEST:
                 break
-            self._compacted_this_request += 1
             if await self.compact(host, new_turns, reason="threshold") is None:
                 break  # nothing left to summarize: send as is (an overflow is handled later)
-        self._compacted_this_request = 0
         return None
 
     def after_request(self, turn: Turn) -> None:
@@ -224,11 +224,13 @@ class ContextManager:
         return result
 
     def _ensure_recall(self, host: Host) -> None:
-        if (
-            self.offer_recall
-            and RECALL_TOOL not in host.registry
-            and any(is_marker(t) for t in host.history)
-        ):
+        """Offer `recall` once the history holds a marker (each turn is looked at once)."""
+        if not self.offer_recall or RECALL_TOOL in host.registry:
+            return
+        seen, self._recall_scanned = self._recall_scanned, len(host.history)
+        if seen > len(host.history):  # the history was replaced: look at all of it
+            seen = 0
+        if any(is_marker(t) for t in host.history[seen:]):
             host.registry.add(recall_tool(lambda: host.history))
 
     def _scope(self, history: tuple[Turn, ...]) -> Scope | None:
@@ -291,7 +293,9 @@ class ContextManager:
             call = ToolCallBlock(
                 id=f"restore_{host.new_id()}", name=READ_TOOL, arguments={"path": path}
             )
-            result = await run_tool_call(host.registry, call, host.context, timeout_s=30.0)
+            result = await run_tool_call(
+                host.registry, call, host.context, timeout_s=30.0, redact=host.redact
+            )
             cost = text_tokens(result.text) + 8
             if result.is_error or spent + cost > budget:
                 continue
@@ -304,13 +308,3 @@ class ContextManager:
         for t in pair:
             host.add_turn(t, new_turns)
         return tuple(str(c.arguments["path"]) for c in calls)
-
-
-def restored_paths(turns: Sequence[Turn]) -> tuple[str, ...]:
-    """Paths of synthetic restore calls in `turns` (ids starting `restore_`), oldest first."""
-    return tuple(
-        str(c.arguments.get("path"))
-        for t in turns
-        for c in t.tool_calls
-        if c.id.startswith("restore_")
-    )

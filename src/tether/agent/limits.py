@@ -94,7 +94,8 @@ class StepDecay:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GeometricDecay:
-    """`full_tokens * factor**(n-1)` for turn n, rounded down, never below `floor_tokens`.
+    """`full_tokens` for turns 1..`after_turn`, then `full_tokens * factor**(n - after_turn)`
+    for turn n, rounded down, never below `floor_tokens`.
 
     Raises:
         ConfigError: negative tokens, floor above full, factor outside (0, 1].
@@ -103,9 +104,12 @@ class GeometricDecay:
     full_tokens: int
     factor: float
     floor_tokens: int
+    after_turn: int = 1
 
     def __post_init__(self) -> None:
         _check(self.full_tokens, self.floor_tokens)
+        if self.after_turn < 1:
+            raise ConfigError(f"after_turn must be at least 1, got {self.after_turn}")
         if not (0 < self.factor <= 1):
             raise ConfigError(f"factor must be in (0, 1], got {self.factor}")
 
@@ -137,7 +141,7 @@ def thinking_budget_for_turn(policy: ThinkingDecay | None, n: int) -> int | None
     n = max(n, 1)
     if isinstance(policy, StepDecay):
         return policy.full_tokens if n <= policy.after_turn else policy.floor_tokens
-    exponent = n - 1
+    exponent = max(0, n - policy.after_turn)
     if policy.factor < 1 and exponent * math.log(policy.factor) < -700:  # underflow guard
         return policy.floor_tokens
     return max(policy.floor_tokens, math.floor(policy.full_tokens * policy.factor**exponent))

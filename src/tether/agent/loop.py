@@ -249,11 +249,12 @@ class Agent:
         )
         secrets_in_env = (
             *secret_values(os.environ if env is None else env, refused),
-            *(v for v in secret_texts if len(v) >= 8),
+            *secret_texts,
         )
+        self._secrets = secrets_in_env
         self._tool_calls = ToolCalls(
             self,
-            redact=lambda text: redact_secrets(text, secrets_in_env),
+            redact=self.redact,
             hygiene=Hygiene(hygiene, root=str(self.root)),
             output_limits=OutputLimits(threshold_chars=tool_output_threshold_chars),
         )
@@ -329,6 +330,10 @@ class Agent:
         self._used_call_ids.update(c.id for c in turn.tool_calls)
         self._append(turn, new_turns)
 
+    def redact(self, text: str) -> str:
+        """`text` with known secret values and secret-shaped strings masked (tool output)."""
+        return redact_secrets(text, self._secrets)
+
     def emit(self, event: AgentEvent) -> None:
         """Send an event to the host."""
         self._emit(event)
@@ -403,9 +408,9 @@ class Agent:
                 ):
                     stop_reason = stop
                     break
-                specs = self.registry.specs()  # cached; a compaction may add `recall`
                 self._emit(TurnStartEvent(turn=n))
-                specs = offered_specs(self.registry, self.safe_mode)  # may change per request
+                # per request: safe mode may switch, a compaction may add `recall` (cached)
+                specs = offered_specs(self.registry, self.safe_mode)
                 turn = await self._request(specs, new_turns, n)
                 if self.compaction is not None:
                     self.compaction.after_request(turn)
@@ -428,18 +433,22 @@ class Agent:
         except RunError as exc:
             stop_reason = "error"
             if isinstance(exc, LengthResumeExhausted):
-                self._emit(ErrorOutEvent(kind=exc.kind, message=str(exc)))
+                self._emit(ErrorOutEvent(kind=exc.kind, message=exc.message))
             raise
         except asyncio.CancelledError:
             stop_reason = "cancelled"
             raise
+        except Exception:  # a configuration mistake or a bug: `done` must not say "max_turns"
+            stop_reason = "error"
+            raise
         finally:
+            answer = continuations.answer or (last.text if last else "")
             # `done` closes every run's event stream, failed and cancelled ones included.
             self._emit(
                 DoneEvent(
                     session_id=self.session.id if self.session else None,
                     message=last,
-                    text=continuations.answer or (last.text if last else ""),
+                    text=answer,
                     usage=usage,
                     stop_reason=stop_reason,
                     turns=n,
@@ -451,7 +460,7 @@ class Agent:
             stop_reason=stop_reason,
             turns=n,
             new_turns=tuple(new_turns),
-            answer=continuations.answer or (last.text if last else ""),
+            answer=answer,
         )
 
     async def _request(

@@ -165,7 +165,10 @@ def thinking_decay(settings: Settings) -> ThinkingDecay | None:
         if t.factor is None:
             raise ConfigError("run.thinking.decay 'geometric' needs factor")
         return GeometricDecay(
-            full_tokens=t.budget_tokens, factor=t.factor, floor_tokens=t.floor or 0
+            full_tokens=t.budget_tokens,
+            factor=t.factor,
+            floor_tokens=t.floor or 0,
+            after_turn=max(t.after_turn or 1, 1),
         )
     return StepDecay(full_tokens=t.budget_tokens, floor_tokens=t.budget_tokens, after_turn=1)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from tether.agent.loop import default_id_factory
 from tether.compaction.pressure import ModelLimits
@@ -19,7 +20,6 @@ from tether.compaction.summarize import CompactionFailedError, compact_conversat
 from tether.compaction.windows import resolve_limits
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.providers.base import Provider
-from tether.providers.registry import resolve_provider
 from tether.session import SessionStore
 
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
@@ -70,10 +70,17 @@ def compact_command(
     err: Callable[[str], None],
 ) -> int:
     """`tether compact`: load, summarize, append the marker; print one JSON line
-    `{"session_id", "marker_id", "tokens_before", "tokens_after", "turns_replaced"}`."""
+    `{"session_id", "marker_id", "tokens_before", "tokens_after", "turns_replaced"}`. The model
+    is `--model`, else the settings' selection (of the current folder's project), like
+    `tether run`; windows come from `--context-window`, else the settings, else the table."""
+    from tether.cli.agent_setup import configured_windows, provider_chain
+    from tether.settings import load_settings
+
     store = SessionStore()
     try:
-        provider = resolve_provider(model, base_url=base_url)
+        cfg = load_settings(Path.cwd())
+        provider = provider_chain(model, base_url, cfg, err, Path.cwd())[0]
+        windows = configured_windows(cfg.settings)
         loaded = store.load(session_id)
     except AuthError as exc:
         err(str(exc))
@@ -83,7 +90,7 @@ def compact_command(
         return EXIT_USAGE
     if not loaded.report.ok:
         err(loaded.report.describe())
-    limits = model_limits(provider, context_window, err)
+    limits = model_limits(provider, context_window, err, configured=windows)
     new_id = default_id_factory()
     try:
         result = asyncio.run(

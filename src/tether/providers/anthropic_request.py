@@ -288,8 +288,12 @@ def build_params(
         default_thinking_budget: the provider's budget, or None for thinking off.
         prompt_caching: place `cache_control` breakpoints (module docstring).
 
+    A per-request budget (`request.thinking_budget_tokens`, e.g. from a decay policy) below
+    Anthropic's minimum is raised to it (decay floors are generic; the minimum is this API's).
+
     Raises:
-        ConfigError: a budget below 1024 tokens, or not below `max_tokens`.
+        ConfigError: the provider's own budget below 1024 tokens, or a budget not below
+            `max_tokens`.
     """
     messages, extra_system = to_anthropic_messages(view)
     system_text = "\n\n".join([s for s in (request.system, *extra_system) if s])
@@ -298,9 +302,8 @@ def build_params(
     )
     tools = to_anthropic_tools(request.tools) or None
     max_tokens = request.max_output_tokens or default_max_tokens
-    budget = request.thinking_budget_tokens
-    if budget is None:
-        budget = default_thinking_budget
+    asked = request.thinking_budget_tokens
+    budget = default_thinking_budget if asked is None else max(asked, MIN_THINKING_BUDGET)
     if budget is not None:
         if budget < MIN_THINKING_BUDGET:
             raise ConfigError(
