@@ -248,3 +248,49 @@ async def test_a_git_file_worktree_pointer_is_read_only(root: Path, kind: str) -
     r = await bash(context(root, kind), "echo 'gitdir: /tmp/evil' > .git")
     assert "(exit code 1)" in r.text, r.text
     assert (root / ".git").read_text() == "gitdir: /elsewhere/.git/worktrees/x\n"
+
+
+async def test_bwrap_hides_the_hosts_service_sockets_in_run(root: Path) -> None:
+    """A service socket in /run (docker.sock, the D-Bus buses live there) would let a
+    command act outside the sandbox; under bwrap /run is empty."""
+    import threading
+
+    from tether.tools.sandbox import available
+
+    bwrap = available("bwrap")
+    if bwrap is None or not os.access("/run", os.W_OK):
+        pytest.skip("needs bwrap and a writable /run")
+    path = f"/run/tether-test-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        server.settimeout(5)
+        try:
+            conn, _ = server.accept()
+            accepted.append(True)
+            conn.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        probe = (
+            "import socket; s = socket.socket(socket.AF_UNIX); "
+            f"s.connect({path!r}); print('connected')"
+        )
+        ctx = ToolContext.create(root, env=scrubbed_env(), sandbox=bwrap)
+        block = ToolCallBlock(
+            id="s", name="bash", arguments={"command": f'{sys.executable} -c "{probe}"'}
+        )
+        result = await run_tool_call(ToolRegistry(builtin_tools()), block, ctx)
+        assert "connected" not in result.text and accepted == []
+        unconfined = ToolContext.create(root, env=scrubbed_env(), sandbox=None)
+        result = await run_tool_call(ToolRegistry(builtin_tools()), block, unconfined)
+        assert "connected" in result.text  # the control: without the sandbox it connects
+    finally:
+        server.close()
+        os.unlink(path)

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from tether.tools import ToolContext, ToolRegistry, scrubbed_env
 from tether.tools.paths import PathPolicy
 from tether.tools.run import run_tool
 from tether.tools.scan import scan_tool_folders
+from tether.tools.worker import worker_argv
 
 TOOLS = '''
 import os, signal, sys, time
@@ -143,7 +143,7 @@ async def test_wrap_hook_rewrites_the_argv(registry: ToolRegistry, root: Path) -
     ctx = ToolContext.create(root, env=scrubbed_env(), wrap=wrap)
     r = await run_tool(registry, make_call("greet", name="x"), ctx)
     assert r.block.text == "HI X"
-    assert seen == [[sys.executable, "-m", "tether.tools.worker"]]
+    assert seen == [worker_argv()] and seen[0][1] == "-P"  # no project folder on sys.path
     broken = ToolContext(root=ctx.root, env=ctx.env, wrap=lambda a: ["/nonexistent/sandbox", *a])
     r = await run_tool(registry, make_call("greet", name="x"), broken)
     assert r.block.is_error and "could not start the tool worker" in r.block.text

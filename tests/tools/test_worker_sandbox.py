@@ -61,3 +61,26 @@ async def test_a_folder_tool_cannot_write_outside_the_project(
     assert tools_result.is_error and not target_tools.exists()
     assert "Read-only file system" in tools_result.text or "Permission denied" in tools_result.text
     assert not in_result.is_error and target_in.read_text() == "y"
+
+
+async def test_a_project_file_cannot_shadow_a_module_in_the_worker(tmp_path: Path) -> None:
+    """The worker's cwd is the project; `python -m` would put it first on sys.path, so a
+    cloned repo's `json.py` would run inside every folder-tool call (even in safe mode,
+    without a sandbox). The worker starts with `-P`: the project's files are not modules."""
+    work, tools_dir = tmp_path / "work", tmp_path / "tools"
+    work.mkdir()
+    tools_dir.mkdir()
+    pwned = tmp_path / "PWNED"
+    (work / "json.py").write_text(f"open({str(pwned)!r}, 'w').write('x')\nraise SystemExit(3)\n")
+    (tools_dir / "count.py").write_text(
+        "from tether.tools import tool\n\n@tool(safe=True)\ndef count() -> str:\n"
+        '    """Count."""\n    return "3"\n'
+    )
+    provider = ScriptedProvider([call("count"), "done"])
+    agent = Agent(
+        provider, tools=scan_tool_folders([tools_dir]).registry, root=work, sandbox=None
+    )
+    await agent.run("go")
+    result = agent.history[2].tool_results[0]
+    assert not result.is_error and result.text == "3"
+    assert not pwned.exists()

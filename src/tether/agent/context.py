@@ -18,10 +18,10 @@ from typing import Protocol
 
 from tether.agent.events import AgentEvent, CompactionEndEvent, CompactionStartEvent, ErrorOutEvent
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import estimate_tokens
+from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
-from tether.compaction.rounds import CompactInvalidInputError, Scope, select, text_tokens
+from tether.compaction.rounds import CompactInvalidInputError, Scope, select
 from tether.compaction.summarize import (
     CompactionFailedError,
     CompactionResult,

@@ -29,8 +29,7 @@ from tether.agent.context import ContextManager
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.cli.settings_cmds import project_base_url
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import CompactionPolicy, ModelLimits
-from tether.compaction.rounds import text_tokens
+from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
 from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
 from tether.errors import ConfigError

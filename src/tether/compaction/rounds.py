@@ -20,11 +20,11 @@ Definitions:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.compaction.pressure import text_tokens as text_tokens  # re-exported
 from tether.errors import TetherError
 from tether.messages import (
     CompactSummaryBlock,
@@ -240,6 +240,3 @@ def chunk(sizes: Sequence[int], budget: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def text_tokens(text: str) -> int:
-    """The token estimate of a text: ceil(chars / 4) (a documented heuristic)."""
-    return math.ceil(len(text) / 4)

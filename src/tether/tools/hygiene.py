@@ -228,9 +228,11 @@ class Hygiene:
         ok = not result.block.is_error
         if not safe:
             self._replay.clear()
-        found = self._key(call)
-        if found is not None and found[0].policy == "replay" and ok:
-            self._replay[f"{call.name}\0{found[1]}"] = (call.id, result.block)
+        rule = self.config.dedup.get(call.name)
+        if ok and rule is not None and rule.policy == "replay" and call.invalid is None:
+            # hashed only here, for replay rules (a `block` rule's key is not needed again)
+            key = rule.key(call.name, call.arguments)
+            self._replay[f"{call.name}\0{key}"] = (call.id, result.block)
         if not ok:
             return result
         read = self._path(call, self.config.reads.get(call.name))

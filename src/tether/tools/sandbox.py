@@ -15,13 +15,19 @@ per `Sandbox` object, i.e. per process for the detected ones; removed at exit) a
 `cfg.extra_writable`; `root/.git` is read-only; the rest of the file system stays readable; no
 capabilities (even as root); network off unless `cfg.network`.
 - bubblewrap: `--ro-bind / /`, `--bind root root`, `--ro-bind root/.git …`, `--bind <private
-  tmp> /tmp`, fresh `/dev` and `/proc`, `--unshare-net` (a network namespace of its own, loopback
-  only), `--cap-drop ALL`, `--die-with-parent`. Writes elsewhere fail with EROFS.
+  tmp> /tmp`, an empty `/run` (the host's service sockets: docker, D-Bus; the resolver's folder
+  re-bound read-only when the network is on), fresh `/dev` and `/proc`, `--unshare-net` (a
+  network namespace of its own, loopback only), `--cap-drop ALL`, `--die-with-parent`. Writes
+  elsewhere fail with EROFS.
 - Landlock: see `tether.tools.landlock`. Writes elsewhere fail with EACCES; the private temp
   folder is `$TMPDIR`, and also /tmp where the kernel grants a mount namespace (as does
   network-off: without a network namespace it covers TCP on ABI ≥ 4 only). `wrap` execs the stdlib-only
   launcher (a Python start-up, ~12 ms idle); `launch` confines the forked child instead (the
   parent builds the ruleset; the child makes a few syscalls before exec).
+
+Limit, under both kinds: a path-based Unix socket that stays visible can still be connected to
+(Landlock does not govern `connect`; bwrap hides `/run` and `/tmp`, where services put theirs,
+but a socket elsewhere, e.g. under `/var/tmp`, is reachable).
 
 No `--new-session` and no PID namespace by default: the command stays in the caller's process
 group, so killing that group on timeout/cancel kills the whole tree (bwrap included), and
@@ -201,7 +207,14 @@ class BwrapSandbox(Sandbox):
             "--bind",
             str(self.tmp_dir),
             "/tmp",
+            # /run holds the host's service sockets (docker.sock, the D-Bus buses, ...): a
+            # command able to connect to one could act outside the sandbox, so it gets an
+            # empty /run; with the network on, the resolver's folder comes back read-only
+            "--tmpfs",
+            "/run",
         ]
+        if cfg.network:
+            out += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
         for p in (cfg.root, *cfg.extra_writable):
             out += ["--bind", str(p), str(p)]
         for p in cfg.readonly():

@@ -63,19 +63,17 @@ REAP_S = 2.0
 
 
 def worker_argv() -> list[str]:
-    """The argv that starts a worker (before `ToolContext.wrap`)."""
-    return [sys.executable, "-m", "tether.tools.worker"]
+    """The argv that starts a worker (before `ToolContext.wrap`). `-P`: the working folder
+    (the worker's cwd) is NOT put on `sys.path`, so a project file named like a module
+    (`json.py`, `pydantic.py`, a `tether/` folder) cannot replace it in the worker."""
+    return [sys.executable, "-P", "-m", "tether.tools.worker"]
 
 
 def worker_readable(tool: Tool) -> tuple[Path, ...]:
-    """What a sandboxed worker must still see, read-only: the tool's folder, this interpreter
-    (venv and base prefix) and the `tether` package, wherever they live (a private `/tmp` in
-    the sandbox hides a checkout or venv under `/tmp`)."""
-    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(tether.__file__).resolve().parents[1]]
-    paths.append(Path(sys.executable).resolve().parent)
-    if tool.source is not None:
-        paths.append(Path(tool.source).resolve().parent)
-    return tuple(dict.fromkeys(p.resolve() for p in paths))
+    """What a sandboxed worker must still see, read-only, besides what the sandbox keeps
+    visible anyway (the whole file system, and this interpreter and `tether` even under a
+    private `/tmp`, see `SandboxConfig.readonly`): the tool's own folder."""
+    return (Path(tool.source).resolve().parent,) if tool.source is not None else ()
 
 
 def _worker_env(ctx: ToolContext) -> dict[str, str]:
