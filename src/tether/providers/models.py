@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import platformdirs
 
 from tether.errors import AuthError, ConfigError
 from tether.providers.errors import classify_exception
+from tether.settings.files import write_atomic
 
 ModelSource = Literal["provider", "cache", "bundled"]
 
@@ -186,7 +186,8 @@ def read_cache(path: Path) -> tuple[list[str], int | None] | None:
 def write_cache(
     path: Path, provider: str, base_url: str | None, models: list[str], fetched_ms: int
 ) -> None:
-    """Write a cache file atomically (temporary file + rename). Raises OSError."""
+    """Write a cache file atomically (`tether.settings.files.write_atomic`: temporary file,
+    fsync, rename; mode 0o600). Raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "provider": provider,
@@ -194,15 +195,7 @@ def write_cache(
         "fetched_ms": fetched_ms,
         "models": models,
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".models-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(payload, f)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(payload).encode(), mode=0o600)
 
 
 def _why(exc: Exception) -> str:
