@@ -8,6 +8,7 @@ at start, `cancelled` when a `hang` call is cancelled. stderr gets a line at sta
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -101,9 +102,9 @@ def crash() -> str:
 
 
 @server.tool()
-def env_value(name: str) -> str:
+def env_value(var: str) -> str:
     """The value of an environment variable, or <unset>."""
-    return os.environ.get(name, "<unset>")
+    return os.environ.get(var, "<unset>")
 
 
 @server.tool()
@@ -137,14 +138,10 @@ async def grow(ctx: Context) -> str:
         """Added later."""
         return "extra!"
 
-    try:
+    with contextlib.suppress(Exception):
         await ctx.session.send_tool_list_changed()  # 2025 protocol
-    except Exception:
-        pass
-    try:
+    with contextlib.suppress(Exception):
         await ctx.notify_tools_changed()  # 2026-07-28: subscriptions/listen
-    except Exception:
-        pass
     return "grown"
 
 

@@ -130,6 +130,7 @@ class OAuthDemo:
                 issuer_url=self.base,  # type: ignore[arg-type]
                 resource_server_url=self.url,  # type: ignore[arg-type]
                 client_registration_options=ClientRegistrationOptions(enabled=True),
+                validate_token_resource=True,
             ),
         )
 

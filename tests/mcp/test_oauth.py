@@ -15,9 +15,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 import pytest
-from conftest import free_port
 from oauth_server import OAuthDemo
 
+from conftest import free_port
 from tether.credentials import credentials_path
 from tether.mcp import McpServerError, McpTools, resolve_server
 from tether.mcp.oauth import credential_name, forget_tokens, login
@@ -33,7 +33,7 @@ def server() -> Iterator[OAuthDemo]:
     demo.stop()
 
 
-def browser(tamper_state: bool = False, seen: list[str] | None = None):  # noqa: ANN201
+def browser(tamper_state: bool = False, seen: list[str] | None = None):
     """Stands in for the user's browser: opens the authorization URL (the server approves at
     once and redirects), then follows the redirect to tether's loopback listener."""
 
@@ -112,7 +112,7 @@ async def test_full_code_flow_with_pkce_stores_tokens_0600_and_refreshes(
 
 async def test_wrong_state_is_refused(server: OAuthDemo, tmp_path: Path) -> None:
     spec = resolve_server("protected", McpServerSettings(url=server.url), tmp_path)
-    with pytest.raises(McpServerError, match="(?i)state"):
+    with pytest.raises(McpServerError, match=r"(?i)state"):
         await login(spec, tmp_path, open_url=browser(tamper_state=True))
     assert server.provider.grants == []  # the code was never exchanged
     assert "tokens" not in stored()

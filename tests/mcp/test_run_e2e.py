@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEMO
-from faultserver import FaultServer, text, tool
 
 import tether
+from conftest import DEMO
+from faultserver import FaultServer, text, tool
 from tether.tools.sandbox import detect_sandbox
 
 pytestmark = [
@@ -36,7 +36,7 @@ def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> subproce
     env["PYTHONPATH"] = str(Path(tether.__file__).parents[1])
     cmd = [sys.executable, "-m", "tether.cli", "run", "-m", "openai/m"]
     return subprocess.run(
-        [*cmd, "--base-url", server.openai_url, "--max-turns", "5", *args, "go"],
+        [*cmd, "--base-url", server.openai_url, "--max-turns", "8", *args, "go"],
         cwd=root,
         env=env,
         capture_output=True,
@@ -54,10 +54,12 @@ def test_tether_run_calls_a_sandboxed_mcp_tool(tmp_path: Path) -> None:
     }
     (root / ".tether" / "settings.json").write_text(json.dumps(settings))
     outside = tmp_path / "outside.txt"
+    home_file = Path.home() / f".tether-mcp-e2e-{tmp_path.name}"
     script = [
         tool("mcp__demo__write_file", path="note.txt", text="from mcp"),
         tool("mcp__demo__write_file", path=str(outside), text="escape"),
-        tool("mcp__demo__env_value", name="OPENAI_API_KEY"),
+        tool("mcp__demo__write_file", path=str(home_file), text="escape"),
+        tool("mcp__demo__env_value", var="OPENAI_API_KEY"),
         tool("mcp__demo__big", n=2000),
         text("all done"),
     ]
@@ -69,9 +71,10 @@ def test_tether_run_calls_a_sandboxed_mcp_tool(tmp_path: Path) -> None:
     assert "mcp__demo__write_file" in offered and "mcp_read_resource" in offered
     results = tool_results(bodies[-1])
     assert results[0] == "wrote note.txt"
-    assert results[1].startswith("refused")
-    assert results[2] == "<unset>"  # the provider key is not the server's
-    assert "<persisted-output>" in results[3] and len(results[3]) < 5000
+    assert not outside.exists()  # under /tmp: the sandbox's private temp folder took it
+    assert results[2].startswith("refused") and not home_file.exists()
+    assert results[3] == "<unset>"  # the provider key is not the server's
+    assert results[4].startswith("<persisted-output") and len(results[4]) < 5000
     assert (root / "note.txt").read_text() == "from mcp"
     assert not outside.exists()
     session_dir = next((tmp_path / "home" / "sessions").rglob("mcp-warnings")).parent

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpDemo, stdio_settings
 
+from conftest import HttpDemo, stdio_settings
 from tether.mcp import McpTools
 from tether.messages import ImageBlock, TextBlock, ToolCallBlock
 from tether.settings.model import McpServerSettings
@@ -90,7 +90,7 @@ async def test_calls_errors_images_structured(
 ) -> None:
     _, tools = demo
     text, is_error, _ = await call(tools, "mcp__demo__add", tmp_path, a=2, b=3)
-    assert (text, is_error) == ("3", False)
+    assert (text, is_error) == ("5", False)
     text, is_error, _ = await call(tools, "mcp__demo__weather", tmp_path, city="Oslo")
     assert not is_error and json.loads(text) == {"city": "Oslo", "celsius": 21.5}
     text, is_error, _ = await call(tools, "mcp__demo__structured_only", tmp_path)

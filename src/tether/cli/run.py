@@ -160,7 +160,7 @@ def _build(
         root,
         session_dir=session_dir,
         sandbox=sandbox,
-        on_warning=lambda kind, message: events(WarningEvent(kind=kind, message=message)),
+        on_warning=lambda kind, message: _warn(events, kind, message),
     )
     agent = Agent(
         chain[0],
@@ -188,6 +188,12 @@ def _build(
         secret_texts=setup.provider_keys(chain, settings),
     )
     return agent, writer, mcp
+
+
+def _warn(events: EventWriter, kind: str, message: str) -> None:
+    """A warning for the user: one stderr line and a `warning` event."""
+    err(f"warning: {message}")
+    events(WarningEvent(kind=kind, message=message))
 
 
 async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) -> int:

@@ -26,12 +26,11 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import httpx2
 import mcp_types as mt
-from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
@@ -39,6 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp import Client, StdioServerParameters
 from tether.mcp.config import ServerSpec, server_env
 from tether.tools.env import DEFAULT_REFUSED
 from tether.tools.sandbox import Sandbox, SandboxConfig
@@ -343,19 +343,19 @@ class ServerConnection:
 
 
 def _describe(exc: BaseException) -> str:
+    """`ExcType: message`; an exception group as its leaves, `; `-joined."""
     if isinstance(exc, BaseExceptionGroup):
-        inner = cast_group(exc)
-        return "; ".join(_describe(e) for e in inner) or type(exc).__name__
+        leaves = _leaves(cast("BaseExceptionGroup[BaseException]", exc))
+        return "; ".join(_describe(e) for e in leaves) or type(exc).__name__
     msg = str(exc)
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def cast_group(exc: BaseExceptionGroup[BaseException]) -> Sequence[BaseException]:
-    """The leaves of an exception group."""
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     out: list[BaseException] = []
-    for e in exc.exceptions:
+    for e in group.exceptions:
         if isinstance(e, BaseExceptionGroup):
-            out += cast_group(e)
+            out += _leaves(cast("BaseExceptionGroup[BaseException]", e))
         else:
             out.append(e)
     return out

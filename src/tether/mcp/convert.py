@@ -15,7 +15,8 @@ Mapping (MCP content block → tool_result part), per the MCP `CallToolResult` s
     resource (embedded) text  → text headed by its URI
     resource (embedded) blob  → an image when its MIME type is `image/*`, else a text note
     structuredContent         → its JSON as a text part, unless a text part already holds the
-                                same JSON (servers SHOULD send both; the model gets it once)
+                                same JSON, or holds X for `{"result": X}` (servers SHOULD send
+                                both; the model gets it once)
     isError                   → is_error
 """
 
@@ -25,7 +26,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as mt
 
@@ -69,10 +70,17 @@ def content_part(block: mt.ContentBlock) -> Part:
 
 
 def _same_json(text: str, value: Any) -> bool:
+    """Whether `text` holds `value` as JSON, or holds X where `value` is `{"result": X}` (the
+    SDKs wrap a tool's non-object return value that way for `structuredContent`)."""
     try:
-        return json.loads(text) == value
+        parsed = json.loads(text)
     except ValueError:
-        return False
+        parsed = text
+    if parsed == value:
+        return True
+    return isinstance(value, dict) and list(cast(dict[str, Any], value)) == ["result"] and (
+        cast(dict[str, Any], value)["result"] in (parsed, text)
+    )
 
 
 def call_result_parts(result: mt.CallToolResult) -> tuple[tuple[Part, ...], bool]:

@@ -128,7 +128,7 @@ class McpTools:
             )
 
     def _warn(self, kind: str, message: str) -> None:
-        log.warning("%s", message)
+        log.debug("%s: %s", kind, message)
         if self.on_warning is not None:
             self.on_warning(kind, message)
 
