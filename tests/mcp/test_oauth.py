@@ -152,3 +152,14 @@ async def test_authorization_header_bypasses_oauth(server: OAuthDemo, tmp_path: 
     assert not result.is_error
     assert server.provider.grants == ["authorization_code"]  # no new flow, no refresh
     assert stored() == {}
+
+
+async def test_a_second_login_starts_over(server: OAuthDemo, tmp_path: Path) -> None:
+    spec = resolve_server("protected", McpServerSettings(url=server.url), tmp_path)
+    await login(spec, tmp_path, open_url=browser())
+    first = stored()
+    await login(spec, tmp_path, open_url=browser())  # a new loopback port, a new registration
+    second = stored()
+    assert server.provider.grants == ["authorization_code", "authorization_code"]
+    assert len(server.provider.clients) == 2
+    assert first["tokens"] != second["tokens"] and first["client_info"] != second["client_info"]

@@ -195,7 +195,10 @@ class ServerConnection:
         try:
             async with AsyncExitStack() as stack:
                 client = Client(
-                    self._transport(stack), message_handler=self._on_message, client_info=CLIENT_INFO
+                    self._transport(stack),
+                    message_handler=self._on_message,
+                    client_info=CLIENT_INFO,
+                    cache=None,  # every tools/list and resources/read reaches the server
                 )
                 await stack.enter_async_context(client)
                 self.tools = await self._list(client)
@@ -345,8 +348,8 @@ class ServerConnection:
 def _describe(exc: BaseException) -> str:
     """`ExcType: message`; an exception group as its leaves, `; `-joined."""
     if isinstance(exc, BaseExceptionGroup):
-        leaves = _leaves(cast("BaseExceptionGroup[BaseException]", exc))
-        return "; ".join(_describe(e) for e in leaves) or type(exc).__name__
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        return "; ".join(_describe(e) for e in _leaves(group)) or type(group).__name__
     msg = str(exc)
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 

@@ -77,17 +77,32 @@ class CredentialTokenStorage:
         url: the server's URL.
         static_client: a configured client registration (`oauth.client_id`), used instead of
             a stored or dynamically registered one.
+        fresh: ignore what is stored (an explicit login starts over: a registration made for
+            an earlier loopback port may not accept the new one); writes still go to the store.
     """
 
     def __init__(
-        self, server: str, url: str, static_client: OAuthClientInformationFull | None = None
+        self,
+        server: str,
+        url: str,
+        static_client: OAuthClientInformationFull | None = None,
+        *,
+        fresh: bool = False,
     ) -> None:
         self.server = server
         self.url = url
         self.static_client = static_client
+        self.fresh = fresh
         self.place: str | None = None
+        self._written: set[str] = set()
 
     def _load(self) -> dict[str, Any]:
+        data = self._load_all()
+        if self.fresh:
+            return {k: v for k, v in data.items() if k in self._written}
+        return data
+
+    def _load_all(self) -> dict[str, Any]:
         try:
             found = find_key(credential_name(self.server), environ={})
         except ConfigError:
@@ -103,6 +118,8 @@ class CredentialTokenStorage:
         return cast(dict[str, Any], data)
 
     def _save(self, data: dict[str, Any]) -> None:
+        self._written |= set(data) - {"url"}
+        data = {**self._load_all(), **data}
         data["url"] = self.url
         _, self.place = store_key(credential_name(self.server), json.dumps(data, sort_keys=True))
 
@@ -262,6 +279,7 @@ def build_auth(
     *,
     callback: LoopbackCallback | None = None,
     open_url: OpenUrl = print_url,
+    fresh: bool = False,
 ) -> TetherOAuthProvider | None:
     """The OAuth provider of a remote server, or None when the settings give an
     `Authorization` header (which bypasses OAuth) or the server is not remote.
@@ -271,6 +289,8 @@ def build_auth(
         callback: a started listener (interactive login); None: headless (a server asking
             for authorization fails the start with `login_required` set).
         open_url: shows the authorization URL to the user (interactive only).
+        fresh: start over, ignoring stored tokens and registration (see
+            `CredentialTokenStorage`).
     """
     if spec.url is None or spec.has_authorization:
         return None
@@ -296,7 +316,7 @@ def build_auth(
             token_endpoint_auth_method="client_secret_post" if secret else "none",
             scope=scope,
         )
-    storage = CredentialTokenStorage(spec.name, spec.url, static)
+    storage = CredentialTokenStorage(spec.name, spec.url, static, fresh=fresh)
     provider: TetherOAuthProvider | None = None
 
     async def redirect_handler(url: str) -> None:
@@ -356,7 +376,7 @@ async def login(
     callback = LoopbackCallback()
     await callback.start()
     try:
-        auth = build_auth(spec, callback=callback, open_url=open_url)
+        auth = build_auth(spec, callback=callback, open_url=open_url, fresh=True)
         assert auth is not None
         patient = dataclasses.replace(spec, startup_timeout_s=LOGIN_TIMEOUT_S)
         conn = ServerConnection(patient, root=root, auth=auth)
