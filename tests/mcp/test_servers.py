@@ -269,3 +269,25 @@ async def test_names_avoid_taken_ones(tmp_path: Path, marks: Path) -> None:
         await mcp.aclose()
     names = [t.name for t in tools]
     assert "mcp__demo__add" not in names and "mcp__demo__add_2" in names
+
+
+async def test_a_stale_cached_listing_is_replaced_at_the_lazy_start(
+    tmp_path: Path, marks: Path
+) -> None:
+    cache = tmp_path / "cache"
+    first, _ = make_tools(tmp_path, {"demo": stdio_settings(marks)}, cache_dir=cache)
+    await first.start()
+    await first.aclose()
+    (cached,) = (cache / "mcp-tools").glob("demo-*.json")
+    listing = [t for t in json.loads(cached.read_text()) if t["name"] != "add"]
+    cached.write_text(json.dumps(listing))
+    second, _ = make_tools(tmp_path, {"demo": stdio_settings(marks)}, cache_dir=cache)
+    try:
+        registry = ToolRegistry(await second.start())
+        second.attach(registry)
+        assert "mcp__demo__add" not in registry
+        text, _, _ = await call(registry, "mcp__demo__weather", tmp_path, city="Rome")
+        assert json.loads(text)["city"] == "Rome"
+        assert "mcp__demo__add" in registry  # the live listing replaced the stale one
+    finally:
+        await second.aclose()

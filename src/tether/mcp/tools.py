@@ -94,6 +94,7 @@ class McpTools:
         self.cache_dir = cache_dir
         self.connections: dict[str, ServerConnection] = {}
         self._offered: dict[str, dict[str, str]] = {}  # server -> {offered: original}
+        self._listings: dict[str, tuple[mt.Tool, ...]] = {}  # server -> the listing offered
         self._tools: dict[str, Tool] = {}
         self._registry: ToolRegistry | None = None
         self._auth: dict[str, Any] = {}
@@ -203,6 +204,7 @@ class McpTools:
         return list(self._tools.values())
 
     def _offer(self, conn: ServerConnection, listing: Sequence[mt.Tool], used: set[str]) -> None:
+        self._listings[conn.name] = tuple(listing)
         by_name = {t.name: t for t in listing}
         offered = tool_names(conn.name, list(by_name), used)
         self._offered[conn.name] = offered
@@ -289,8 +291,9 @@ class McpTools:
                 f"MCP server `{server}`: `{tool}` failed: {type(exc).__name__}: {exc}",
                 is_error=True,
             )
-        if not was_running:  # a lazy start: the listing may differ from the cached one
-            self._store_cache(conn.spec, conn.tools)
+        if not was_running and conn.tools != self._listings.get(server):
+            # a (re)start listed other tools than those offered (a stale cache): offer these
+            self._replace(server, conn.tools)
         parts, is_error = call_result_parts(result)
         return ToolOutput(parts, is_error=is_error)
 
