@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,6 +12,7 @@ from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn, tool_resu
 from tether.providers.base import ModelRequest, ToolSpec
 from tether.providers.local import (
     _AnswerStreamer,  # pyright: ignore[reportPrivateUsage]
+    _Progress,  # pyright: ignore[reportPrivateUsage]
     action_schema,
     render_messages,
     repeats_last_call,
@@ -101,3 +103,21 @@ def test_after_a_result_the_prompt_offers_the_next_step_and_after_an_error_a_ret
     assert "Now reply" not in last_ok
     assert "Result: ERROR: no such file" in last_bad and "call again" in last_bad
     assert "call the next tool" not in last_bad
+
+
+def test_progress_line_only_for_long_replies_and_rate_from_the_first_token(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    short = _Progress(0.0)
+    for t in (1.0, 2.0, 3.0):
+        short.token(t)
+    short.finish(3.5)
+    assert capsys.readouterr().err == ""
+    long = _Progress(0.0)
+    long.token(4.0)  # first token after 4 s of prompt processing
+    for i in range(1, 11):
+        long.token(4.0 + i * 0.2)  # 5 tokens/s
+    long.finish(6.5)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "tether: generating… 6 tokens (5.0 tokens/s)"
+    assert err[-1].startswith("tether: generated 11 tokens")

@@ -156,32 +156,32 @@ def _grammar(tools: tuple[Any, ...]) -> Any:
 
 class _Progress:
     """Prints `tether: generating… N tokens (R tokens/s)` to stderr every `PROGRESS_EVERY_S`
-    while a reply is long; a closing line once it ends, if any progress line was printed."""
+    while a reply is long; a closing line once it ends, if any progress line was printed. The
+    rate counts from the first token (prompt processing excluded)."""
 
     def __init__(self, started: float) -> None:
-        self.started = started
+        self.first: float | None = None
         self.tokens = 0
         self.next_at = started + PROGRESS_EVERY_S
         self.printed = False
 
     def token(self, now: float) -> None:
         self.tokens += 1
+        if self.first is None:
+            self.first = now
         if now >= self.next_at:
             self.next_at = now + PROGRESS_EVERY_S
             self.printed = True
-            self._print(now, "generating…")
+            print(self.line(now, "generating…"), file=sys.stderr, flush=True)
 
     def finish(self, now: float) -> None:
         if self.printed:
-            self._print(now, "generated")
+            print(self.line(now, "generated"), file=sys.stderr, flush=True)
 
-    def _print(self, now: float, what: str) -> None:
-        rate = self.tokens / max(now - self.started, 1e-9)
-        print(
-            f"tether: {what} {self.tokens} tokens ({rate:.1f} tokens/s)",
-            file=sys.stderr,
-            flush=True,
-        )
+    def line(self, now: float, what: str) -> str:
+        elapsed = now - self.first if self.first is not None else 0.0
+        rate = (self.tokens - 1) / elapsed if elapsed > 0 else 0.0
+        return f"tether: {what} {self.tokens} tokens ({rate:.1f} tokens/s)"
 
 
 class _AnswerStreamer:
