@@ -196,7 +196,7 @@ def truncation_marker(
         history,
         sel,
         marker_id,
-        lambda first, last: truncation_text(n, first, last, reason),
+        lambda first, last: truncation_text(n, first, last, reason, sel.folded_user),
         truncated=True,
     )
 
@@ -273,6 +273,7 @@ async def compact_conversation(
                 focus=instructions,
                 task=task_text,
                 dropped_turns=dropped_turns,
+                folded_user=sel.folded_user,
             )
             request = ModelRequest(
                 model=provider.model,
@@ -315,7 +316,7 @@ async def compact_conversation(
         history,
         sel,
         marker_id,
-        lambda first, last: marker_text(summary, first, last),
+        lambda first, last: marker_text(summary, first, last, sel.folded_user),
         calls=calls,
         dropped_turns=dropped_turns,
     )
@@ -344,4 +345,6 @@ async def compact_with(
         raise CompactionFailedError("provider", f"the compactor raised {exc!r}") from exc
     if not text.strip():
         raise CompactionFailedError("malformed", "the compactor returned no text")
-    return _finish(history, sel, marker_id, lambda first, last: marker_text(text, first, last))
+    return _finish(
+        history, sel, marker_id, lambda first, last: marker_text(text, first, last, sel.folded_user)
+    )
