@@ -147,7 +147,7 @@ async def test_resume_tells_a_started_call_from_one_that_never_ran(tmp_path: Pat
     )
     agent.started_calls = started_call_ids(loaded.events)
     await agent.run(None)
-    results = {r.tool_call_id: r.text for r in agent.history[3].tool_results}
+    results = {r.tool_call_id: r.text for r in agent.history[2].tool_results}
     assert results == {"c1": STARTED_LOST, "c2": NEVER_RAN}
 
 

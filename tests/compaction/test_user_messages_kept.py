@@ -46,7 +46,7 @@ def test_a_later_correction_survives_compaction_verbatim() -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.text(min_size=1, max_size=400).filter(lambda s: s.strip()), max_size=6),
+    st.lists(st.text(min_size=1, max_size=400).filter(lambda s: s.strip()), min_size=1, max_size=6),
     st.integers(0, 300),
 )
 def test_newest_user_messages_kept_within_budget_rest_announced(

@@ -71,7 +71,7 @@ def _block(text: str):  # noqa: ANN202 - a test helper
 
 def test_a_cut_output_says_what_was_produced_kept_and_where(tmp_path: Path) -> None:
     sink = HeadTail(head=30_000, tail=30_000)
-    line = b"0123456789" * 9 + b"\n"  # 100 bytes a line
+    line = b"0123456789" * 9 + b"012345678\n"  # 100 bytes a line
     for _ in range(5_000):  # 500,000 bytes produced
         sink.feed(line)
     raw = sink.text()
@@ -81,9 +81,9 @@ def test_a_cut_output_says_what_was_produced_kept_and_where(tmp_path: Path) -> N
     assert "The full output" not in text
     assert "500000 bytes" in text  # produced
     assert f"{kept} bytes" in text  # kept
-    assert "line 301" in text  # where the cut is: after 300 whole lines of the head
+    assert "line 302" in text  # where the cut is: 300 whole lines, the note's own newline
     saved = (tmp_path / "tool-results" / "c1.txt").read_text().split("\n")
-    assert "bytes of output cut" in saved[300]
+    assert "bytes of output cut" in saved[301]
 
 
 def test_output_not_cut_still_says_full_output(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.compaction.pressure import message_tokens
 from tether.compaction.pressure import text_tokens as text_tokens  # re-exported
 from tether.errors import TetherError
 from tether.messages import (
@@ -144,8 +145,6 @@ def is_user_message(turn: Turn) -> bool:
     )
 
 
-def _turn_tokens(turn: Turn) -> int:
-    return sum(text_tokens(b.text) for b in turn.content if type(b) is TextBlock) + 4
 
 
 def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[str]:
@@ -157,7 +156,7 @@ def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[s
     for t in reversed(turns):
         if not is_user_message(t):
             continue
-        cost = _turn_tokens(t)
+        cost = message_tokens(t)
         if used + cost > budget_tokens:
             break
         used += cost

@@ -26,8 +26,8 @@ stops with `context_overflow`); the reply is never kept and its token count neve
       texts, thinking, call arguments, system prompt and tool schemas) exceeds `num_ctx`, an
       `ErrorEvent(kind="context_overflow")` is the whole stream (nothing is sent);
     * after the `done` frame: when the reported prompt (`prompt_eval_count`) reaches
-      `FULL_WINDOW_RATIO` of `num_ctx` while the estimate is larger than what was evaluated (the
-      prompt was cut to the window), the stream ends with that error instead of `Done`.
+      `FULL_WINDOW_RATIO` of `num_ctx` (the prompt was cut to the window, or filled it so that
+      no room was left for the reply), the stream ends with that error instead of `Done`.
 A reported prompt below `TRUNCATION_RATIO` of the estimate that does not fill the window is only
 a `WarningEvent(kind="truncated_prompt")`: Ollama versions that count only the tokens not served
 from their prompt cache under-report too; the warning names both figures.
@@ -239,11 +239,11 @@ class OllamaStreamTranslator:
             self._text = None
 
     def overflow(self, reported: int | None) -> str | None:
-        """The context_overflow message when the reported prompt shows a cut, else None."""
-        estimate = self.estimated_prompt_tokens
-        if reported is None or estimate <= reported or reported < self.num_ctx * FULL_WINDOW_RATIO:
+        """The context_overflow message when the reported prompt filled the window (at least
+        `FULL_WINDOW_RATIO` of `num_ctx`), else None."""
+        if reported is None or reported < self.num_ctx * FULL_WINDOW_RATIO:
             return None
-        return overflow_message(estimate, self.num_ctx, reported)
+        return overflow_message(self.estimated_prompt_tokens, self.num_ctx, reported)
 
     def truncation(self, reported: int | None) -> WarningEvent | None:
         """The truncation warning for a reported prompt size, or None (module docstring)."""
