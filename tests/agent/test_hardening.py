@@ -5,6 +5,7 @@ tells calls that started from calls that never ran, and interrupted calls keep w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def make_agent(provider: ScriptedProvider, root: Path, **kw: Any) -> Agent:
 
 
 def _user_texts(turns: tuple[Turn, ...]) -> list[str]:
-    return [b.text for t in turns if t.role == "user" for b in t.content if isinstance(b, TextBlock)]
+    return [
+        b.text for t in turns if t.role == "user" for b in t.content if isinstance(b, TextBlock)
+    ]
 
 
 # ---- item 10 -------------------------------------------------------------------------------
@@ -83,7 +86,11 @@ async def test_a_failed_attempts_deltas_are_followed_by_a_discard(tmp_path: Path
         return None
 
     agent = make_agent(
-        provider, tmp_path, on_event=events.append, retry=RetryPolicy(max_attempts=2), sleep=no_sleep
+        provider,
+        tmp_path,
+        on_event=events.append,
+        retry=RetryPolicy(max_attempts=2),
+        sleep=no_sleep,
     )
     await agent.run("hi")
     kinds = [e.type for e in events]
@@ -102,7 +109,7 @@ async def test_done_after_a_cancel_reports_the_persisted_partial_turn(tmp_path: 
     gate = asyncio.Event()
 
     class Slow(ScriptedProvider):
-        async def stream(self, request: Any):  # type: ignore[override]  # noqa: ANN201
+        async def stream(self, request: Any):  # type: ignore[override]
             yield TextStart(index=0)
             yield TextDelta(index=0, text="partial words")
             await gate.wait()
@@ -113,10 +120,8 @@ async def test_done_after_a_cancel_reports_the_persisted_partial_turn(tmp_path: 
     while not any(isinstance(e, TextDeltaEvent) for e in events):
         await asyncio.sleep(0.01)
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.stop_reason == "cancelled"
     assert done.message is not None and done.message.stop_reason == "interrupted"

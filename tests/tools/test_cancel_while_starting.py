@@ -16,9 +16,7 @@ from tether.tools.shell import run_command
 
 
 @pytest.mark.parametrize("kind", SANDBOX_KINDS)
-async def test_cancel_at_every_early_step_of_a_start_leaves_nothing(
-    kind: str, root: Path
-) -> None:
+async def test_cancel_at_every_early_step_of_a_start_leaves_nothing(kind: str, root: Path) -> None:
     ctx = ToolContext.create(root, env=scrubbed_env(), sandbox=sandbox_for(kind))
     for steps in range(12):  # the cancel lands after 0, 1, 2, ... loop iterations
         m = marker()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -57,13 +56,11 @@ def test_controls_are_rendered_like_a_terminal() -> None:
     assert render_controls("_\bX bold") == "X bold"
     assert render_controls("page\fnext\vtab") == "page\nnext\ntab"
     assert render_controls("a\x01b\x7f") == "a\\x01b\\x7f"
-    result = persist_tool_result(
-        _block("status: ok\a\x1b[31mred\x1b[0m \x02done"), None
-    )
+    result = persist_tool_result(_block("status: ok\a\x1b[31mred\x1b[0m \x02done"), None)
     assert result.text == "status: okred \\x02done"
 
 
-def _block(text: str):  # noqa: ANN202 - a test helper
+def _block(text: str):
     from tether.messages import ToolResultBlock
 
     return ToolResultBlock(tool_call_id="c1", content=(TextBlock(text=text),))
@@ -90,5 +87,3 @@ def test_output_not_cut_still_says_full_output(tmp_path: Path) -> None:
     raw = "x" * 100 + "\n"
     result = persist_tool_result(_block(raw * 200), tmp_path, OutputLimits(threshold_chars=8192))
     assert "The full output" in result.text and "produced" not in result.text
-
-

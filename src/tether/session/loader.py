@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -156,8 +157,8 @@ def _first_user_text(data: bytes, max_turns: int = 64) -> str:
 def _countable_turn(item: RawEntry) -> bool:
     """A turn entry `assemble` would keep, short of full validation: a `turn` object whose id
     is the entry id."""
-    turn = item.record.get("turn")
-    return item.type == "turn" and isinstance(turn, dict) and turn.get("id") == item.id  # pyright: ignore[reportUnknownMemberType]
+    turn: object = item.record.get("turn")
+    return item.type == "turn" and isinstance(turn, dict) and cast(Any, turn).get("id") == item.id
 
 
 def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInfo:
@@ -187,9 +188,7 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
     seen: set[str] = set()
     turns = skipped = 0
     for item in scan.items:
-        if isinstance(item, SkippedLine):
-            skipped += 1
-        elif item.id in seen:
+        if isinstance(item, SkippedLine) or item.id in seen:
             skipped += 1
         else:
             seen.add(item.id)

@@ -213,10 +213,14 @@ def drop_retried_user_turns(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
     for i, t in enumerate(turns):
         if t.role == "system":
             continue
-        if prev is not None and _user_text_message(t) and _user_text_message(prev):
-            if t.content == prev.content:
-                drop.add(i)
-                continue
+        if (
+            prev is not None
+            and _user_text_message(t)
+            and _user_text_message(prev)
+            and t.content == prev.content
+        ):
+            drop.add(i)
+            continue
         prev = t
     if not drop:
         return turns
