@@ -269,6 +269,7 @@ def test_named_endpoints_from_settings(memory: MemoryKeyring) -> None:
         "future": ProviderSettings(type="google"),
     }
     store_key("work", "work-key-from-keyring")
+    store_key("proxy", "proxy-key-from-keyring")  # Anthropic needs a key at any endpoint
     p = resolve_provider("work", providers=endpoints)
     assert isinstance(p, OpenAIChatProvider) and (p.name, p.model) == ("work", "m0")
     assert str(p._client.base_url).startswith("http://127.0.0.1:9/v1")  # pyright: ignore[reportPrivateUsage]

@@ -74,3 +74,31 @@ def test_a_broken_json_context_is_malformed_not_a_prompt() -> None:
     with pytest.raises(MalformedInputError):
         parse_stdin('{"messages": [\n  {"role": "user", "content": "x"},\n', ids())
     assert parse_stdin("[urgent] fix the bug", ids()).messages[0].text == "[urgent] fix the bug"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"role":"user","content":"hi"}',  # a cut array (issue 18 item 15)
+        '[{"role":"user","content":"hi"},',
+        '  [ "a", ',
+        '{"prompt": "do it"',
+        "[",
+        '"hello"',
+        "null",
+        "42",
+        "true",
+        '{"role": "user", "content": "a"}\n{"role": "user", "content": "b"',  # a cut line
+    ],
+)
+def test_stdin_that_starts_as_json_and_does_not_parse_is_malformed(text: str) -> None:
+    with pytest.raises(MalformedInputError):
+        parse_stdin(text, ids())
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[WIP] fix it", "{name} is a placeholder", "[1] see the note", '"Fix it", he said'],
+)
+def test_text_that_merely_opens_with_a_bracket_stays_a_prompt(text: str) -> None:
+    assert parse_stdin(text, ids()).messages[0].text == text

@@ -62,18 +62,24 @@ def test_selection_covers_exactly_the_selected_rounds(
         return
     assert sel.task is not None and sel.task.text == TASK
     assert sel.task not in sel.turns
-    flat = sel.turns + sel.kept
+    # user messages inside the range are kept verbatim, out of the replaced turns
+    assert not {t.id for t in sel.kept_user} & {t.id for t in sel.turns}
+    pos = {t.id: i for i, t in enumerate(after_task)}
+    chosen = tuple(sorted(sel.turns + sel.kept_user, key=lambda t: pos[t.id]))
+    flat = chosen + sel.kept
     assert flat == after_task[len(after_task) - len(flat) :]
     if kind != "from":
         assert flat == after_task
-    # whole rounds: the selection and the kept part are each unions of rounds
-    assert sel.rounds == split_rounds(sel.turns)
+    # whole rounds: the selected range and the kept part are each unions of rounds
+    ids_of = lambda rs: {tuple(t.id for t in r) for r in rs}  # noqa: E731
+    assert ids_of(split_rounds(chosen)) <= ids_of(split_rounds(after_task))
+    assert sel.turns == tuple(t for r in sel.rounds for t in r)
     if sel.kept:
         assert not is_results_turn(sel.kept[0])
     if kind == "tail":
         assert len(sel.kept) >= min(scope.keep_turns, len(after_task)) or not sel.kept
     if kind in ("from", "up_to"):
-        assert scope.turn_id in {t.id for t in sel.turns}
+        assert scope.turn_id in {t.id for t in chosen}
 
 
 def test_tail_keeps_at_least_n_turns_at_round_boundaries() -> None:

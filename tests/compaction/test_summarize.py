@@ -51,7 +51,13 @@ async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
     )
     provider = summarizer()
     result = await compact_conversation(
-        provider, turns, Scope.full(), "the parser API", marker_id="m1", summary_max_tokens=500
+        provider,
+        turns,
+        Scope.full(),
+        "the parser API",
+        marker_id="m1",
+        summary_max_tokens=500,
+        keep_user_tokens=0,  # the media message is summarized, not kept verbatim
     )
     (req,) = provider.requests
     assert req.tools == () and req.temperature == 0.0 and req.system == SUMMARY_SYSTEM
@@ -68,7 +74,8 @@ async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
     assert isinstance(block, CompactSummaryBlock) and block.generation == 1
     assert "task" not in block.replaces_turn_ids
     assert block.replaces_turn_ids == ("a0", "u0", "a1", "u1", "a2", "u2", "media")
-    assert block.summary.startswith("## Goal\nsummary #1")
+    assert "folded into this summary" in block.summary  # the media message, past the budget
+    assert block.summary.split("\n\n", 1)[1].startswith("## Goal\nsummary #1")
     assert block.summary.endswith("Turns covered: a0…media (use the recall tool)")
     assert result.tokens_after < result.tokens_before
 

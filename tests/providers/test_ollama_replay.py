@@ -153,23 +153,71 @@ async def test_tool_calls_get_minted_ids_and_thinking() -> None:
     assert r.turn.stop_reason == "tool_use"
 
 
-async def test_silent_truncation_is_reported() -> None:
-    big = "word " * 8000  # ~10,000 estimated tokens
+async def test_a_request_that_cannot_fit_num_ctx_is_an_overflow_not_sent() -> None:
+    big = "word " * 8000  # ~10,000 estimated tokens, num_ctx 2048: Ollama would cut it
+    server = OllamaServer([frames(done_frame(2048))])
+    r = await run(server.provider(num_ctx=2048), simple_request("m", big))
+    err = r.events[-1]
+    assert isinstance(err, ErrorEvent) and err.kind == "context_overflow"
+    assert "2048" in err.message and server.requests == []
+
+
+async def test_a_prompt_cut_to_num_ctx_is_an_overflow_and_its_reply_dropped() -> None:
+    # the estimate fits, but Ollama's own count filled the window: the prompt was cut (or
+    # left no room for the reply)
+    text = "word " * 1500  # ~1,875 estimated tokens
     server = OllamaServer(
         [
             frames(
                 {"model": "m", "message": {"role": "assistant", "content": "ok"}, "done": False},
-                done_frame(2048),
+                done_frame(2040),
             )
         ]
     )
-    r = await run(server.provider(num_ctx=2048), simple_request("m", big))
-    (w,) = [e for e in r.events if isinstance(e, WarningEvent)]
-    assert w.kind == "truncated_prompt"
-    assert w.reported_prompt_tokens == 2048 and w.estimated_prompt_tokens == 10000
-    assert r.assembler.warnings == [w]
-    assert r.turn.text == "ok" and r.events[-1].type == "done"
+    r = await run(server.provider(num_ctx=2048), simple_request("m", text))
+    err = r.events[-1]
+    assert isinstance(err, ErrorEvent) and err.kind == "context_overflow"
+    assert r.assembler.usage is None  # the cut prompt's count is not trusted
     assert server.requests[0]["options"]["num_ctx"] == 2048
+
+
+async def test_an_under_report_that_does_not_fill_the_window_is_a_warning() -> None:
+    text = "word " * 1500  # ~1,875 estimated tokens
+    server = OllamaServer(
+        [
+            frames(
+                {"model": "m", "message": {"role": "assistant", "content": "ok"}, "done": False},
+                done_frame(300),  # e.g. only the tokens not served from Ollama's cache
+            )
+        ]
+    )
+    r = await run(server.provider(num_ctx=8192), simple_request("m", text))
+    (w,) = [e for e in r.events if isinstance(e, WarningEvent)]
+    assert w.kind == "truncated_prompt" and r.events[-1].type == "done"
+
+
+@given(
+    st.integers(min_value=1, max_value=100_000),
+    st.integers(min_value=0, max_value=100_000),
+    st.integers(min_value=512, max_value=65536),
+)
+def test_overflow_rule(estimate: int, reported: int, num_ctx: int) -> None:
+    t = OllamaStreamTranslator(estimated_prompt_tokens=estimate, num_ctx=num_ctx)
+    cut = t.overflow(reported) is not None
+    assert cut == (reported >= num_ctx * 0.98)
+
+
+def test_num_ctx_follows_the_configured_window() -> None:
+    from tether.cli.compact import model_limits
+
+    server = OllamaServer([])
+    provider = server.provider()
+    assert provider.num_ctx == DEFAULT_NUM_CTX
+    assert model_limits(provider, None, lambda _m: None).context_window == DEFAULT_NUM_CTX
+    limits = model_limits(provider, 32768, lambda _m: None)
+    assert limits.context_window == 32768 and provider.num_ctx == 32768
+    params = provider.request_params(simple_request())
+    assert params["options"]["num_ctx"] == 32768
 
 
 async def test_http_error_and_in_stream_error_are_classified() -> None:

@@ -48,9 +48,10 @@ def test_missing_key_is_an_auth_error(model: str) -> None:
 def test_a_base_url_needs_no_key() -> None:
     p = resolve_provider("openai/any", base_url="http://127.0.0.1:9/v1")
     assert isinstance(p, OpenAIChatProvider)
-    assert isinstance(
-        resolve_provider("anthropic/m", base_url="http://127.0.0.1:9"), AnthropicProvider
-    )
+    # Anthropic's SDK cannot send a request without a key or token, whatever the endpoint:
+    # a missing key is an auth error up front (issue 18 item 16), not a TypeError later.
+    with pytest.raises(AuthError, match="ANTHROPIC_API_KEY"):
+        resolve_provider("anthropic/m", base_url="http://127.0.0.1:9")
 
 
 def test_anthropic_auth_token_counts_as_a_credential(

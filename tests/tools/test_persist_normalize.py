@@ -178,6 +178,12 @@ def test_normalize_is_idempotent(text: str, cap: int) -> None:
     assert not twice.binary or once.binary
 
 
+ESCAPED_CONTROLS = frozenset(
+    [*map(chr, range(0x01, 0x07)), *map(chr, range(0x0E, 0x1B)), *map(chr, range(0x1C, 0x20)), "\x7f"]
+)
+"""Control characters `render_controls` shows as `\\xNN` text (4 characters for 1)."""
+
+
 @settings(max_examples=300)
 @given(_outputs, st.integers(40, 120))
 def test_normalized_output_is_valid_utf8_short_lines_and_no_longer(text: str, cap: int) -> None:
@@ -185,7 +191,10 @@ def test_normalized_output_is_valid_utf8_short_lines_and_no_longer(text: str, ca
     out.encode("utf-8")  # never raises: surrogates are gone
     assert "\r" not in out and "\x1b" not in out and "\x00" not in out
     assert all(len(line) <= cap for line in out.split("\n"))
-    assert len(out) <= len(text)  # notes never make it longer (binary → "" here)
+    # notes never make it longer (binary → "" here); only an escaped control character
+    # (`\x06` → the 4 characters `\\x06`) grows, by 3
+    escaped = sum(1 for c in text if c in ESCAPED_CONTROLS)
+    assert len(out) <= len(text) + 3 * escaped
 
 
 @given(

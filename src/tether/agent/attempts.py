@@ -7,8 +7,8 @@ Does not own: the retry and fallback rules (`tether.providers.retry`, `tether.pr
 building the request (the loop passes a builder: the wire view differs per target), persisting
 the turn (the loop does, after success).
 
-Guarantees: a failed attempt's events never reach the session; its partial turn is dropped
-before any wait, so a cancellation during the wait persists nothing of it. `current` is the
+Guarantees: a failed attempt's events never reach the session, and when it had streamed deltas
+a `discard` event tells the host to drop them; its partial turn is dropped before any wait, so a cancellation during the wait persists nothing of it. `current` is the
 assembler of the attempt in flight (the loop persists its partial turn on cancellation).
 """
 
@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from tether.agent.events import (
     AgentEvent,
+    DiscardEvent,
     ErrorOutEvent,
     FallbackEvent,
     RetryEvent,
@@ -157,18 +158,28 @@ class Attempts:
         dropping the partial turn."""
         assembler = Assembler(turn_id, provenance_of(provider))
         self.current = assembler
+        text_chars = thinking_chars = 0
         async for event in provider.stream(request):
             assembler.feed(event)
             if isinstance(event, TextDelta):
+                text_chars += len(event.text)
                 self.emit(TextDeltaEvent(text=event.text))
             elif isinstance(event, ThinkingDelta):
+                thinking_chars += len(event.text)
                 self.emit(ThinkingDeltaEvent(text=event.text))
             elif isinstance(event, ProviderWarning):
                 self.emit(WarningEvent(kind=event.kind, message=event.message))
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it
-        raise AttemptFailed(assembler.error or ErrorEvent(kind="network", message=INCOMPLETE))
+        failure = assembler.error or ErrorEvent(kind="network", message=INCOMPLETE)
+        if text_chars or thinking_chars:  # hosts already showed them: tell them to drop them
+            self.emit(
+                DiscardEvent(
+                    kind=failure.kind, text_chars=text_chars, thinking_chars=thinking_chars
+                )
+            )
+        raise AttemptFailed(failure)
 
     def _explain(self, event: ErrorEvent) -> str:
         """The final message; says when to come back if the server's wait exceeded the cap."""

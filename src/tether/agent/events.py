@@ -115,6 +115,25 @@ class RetryEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DiscardEvent:
+    """A request attempt failed after streaming: drop its deltas. The `text_delta` and
+    `thinking_delta` events since the last `turn_start`, `retry`, `fallback` or `discard` event
+    belong to that attempt; they are not part of any turn (never persisted). Emitted before the
+    `retry`, `fallback`, `compaction_start` or `error` event that follows the failure.
+
+    Attributes:
+        kind: the failure's kind (taxonomy).
+        text_chars: characters of text the dropped deltas carried.
+        thinking_chars: characters of thinking the dropped deltas carried.
+    """
+
+    type: Literal["discard"] = "discard"
+    kind: str
+    text_chars: int
+    thinking_chars: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FallbackEvent:
     """A provider/model failed for good (`kind`); the next one of the fallback chain takes
     over with the same request. Names are `provider/model`."""
@@ -151,7 +170,9 @@ class DoneEvent:
     """The run ended.
 
     Attributes:
-        message: the last assistant turn (the assembled answer), or None.
+        message: the last assistant turn (the assembled answer), or None. After a
+            cancellation, the partial assistant turn that was persisted (stop_reason
+            `interrupted`), when one was.
         usage: cumulative usage of this run.
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, `cancelled`, ...
         turns: requests made in this run.
@@ -211,6 +232,7 @@ AgentEvent = Annotated[
     | TurnEndEvent
     | WireRepairEvent
     | RetryEvent
+    | DiscardEvent
     | FallbackEvent
     | ErrorOutEvent
     | WarningEvent

@@ -48,7 +48,13 @@ from tether.agent.limits import (
     ThinkingDecay,
     thinking_budget_for_turn,
 )
-from tether.agent.tool_calls import INTERRUPTED, ToolCalls
+from tether.agent.tool_calls import (
+    INTERRUPTED,
+    NEVER_RAN,
+    STARTED_EVENT,
+    STARTED_LOST,
+    ToolCalls,
+)
 from tether.agent.tool_calls import TOOL_CANCELLED as TOOL_CANCELLED  # re-exported
 from tether.errors import ConfigError, LengthResumeExhausted, RunError
 from tether.messages import (
@@ -76,6 +82,7 @@ from tether.tools.policy import (
 from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
+from tether.wire.resume import is_retried_message, pending_tool_calls
 
 
 class TurnSink(Protocol):
@@ -344,6 +351,21 @@ class Agent:
         if self.session is not None:
             self.session.append(turn)
 
+    started_calls: frozenset[str] | None = None
+    """Ids of calls with a persisted `tool_call_started` record (None: unknown, e.g. a session
+    written before such records existed); on resume, `close_interrupted` tells the model which
+    pending calls started (they may have had effects) and which never ran. `tether run
+    --resume` sets it from the loaded session's events (`started_call_ids`)."""
+
+    def call_started(self, call: ToolCallBlock) -> None:
+        """Persist a small `tool_call_started` event before `call` runs (when the session
+        takes events), so a resume after a crash can tell "started, may have had effects" from
+        "never ran"."""
+        self.started_calls = (self.started_calls or frozenset()) | {call.id}
+        append_event = getattr(self.session, "append_event", None)
+        if callable(append_event):
+            append_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+
     def close_interrupted(self) -> Turn | None:
         """Append `interrupted` is_error results for tool calls that have none (after a crash or
         cancel, before new user text; case T01). Returns the appended turn, if any.
@@ -352,7 +374,15 @@ class Agent:
         results go into a new user turn right after it (the wire view merges the two).
         """
         before = tuple(self.history)
-        repaired = interrupt_results(before, turn_id=self.new_id(), reason=INTERRUPTED)
+        reasons: dict[str, str] | None = None
+        if self.started_calls is not None:  # the session records starts: say which ran
+            reasons = {
+                c.id: STARTED_LOST if c.id in self.started_calls else NEVER_RAN
+                for c in pending_tool_calls(before)
+            }
+        repaired = interrupt_results(
+            before, turn_id=self.new_id(), reason=INTERRUPTED, reasons=reasons
+        )
         if repaired is before:
             return None
         if len(repaired) > len(before):
@@ -384,7 +414,9 @@ class Agent:
             content: tuple[ContentBlock, ...] = (
                 (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
             )
-            self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
+            # A retry after a failed request repeats the message already stored: send it once.
+            if not is_retried_message(self.history, content):
+                self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
         self._emit(
             SessionStartEvent(
                 session_id=self.session.id if self.session else None,
@@ -442,6 +474,8 @@ class Agent:
             stop_reason = "error"
             raise
         finally:
+            if stop_reason == "cancelled":  # report the partial turn the cancel persisted
+                last = next((t for t in reversed(new_turns) if t.role == "assistant"), last)
             answer = continuations.answer or (last.text if last else "")
             # `done` closes every run's event stream, failed and cancelled ones included.
             self._emit(

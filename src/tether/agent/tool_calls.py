@@ -2,8 +2,9 @@
 itself (timed, cancellable one by one), the output gate, events, and the results turn.
 
 Owns: `ToolCalls` (parallel calls, results in call order, system notes after all results,
-`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short),
-`INTERRUPTED`, `TOOL_CANCELLED`.
+`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, the host's
+`call_started` hook right before a call runs), `INTERRUPTED`, `TOOL_CANCELLED`, and the resume
+texts that tell a call that started (`STARTED_LOST`) from one that never ran (`NEVER_RAN`).
 Does not own: a call's execution (`tether.tools.run`), the dedup / stale-read rules
 (`tether.tools.hygiene`), the output gate (`tether.tools.persist`), persistence (the caller's
 `persist` callback).
@@ -27,6 +28,18 @@ from tether.tools.run import ToolRunResult, run_tool, system_note_block
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
 """The result of a call a run-wide cancel cut short (or that never started)."""
+STARTED_LOST = (
+    "interrupted: this call started but the run stopped before its result was saved; it may "
+    "have had effects: check them before repeating it"
+)
+"""On resume: the result of a call whose `tool_call_started` record was persisted."""
+NEVER_RAN = (
+    "interrupted: this call never ran (the run stopped before it started); it had no effects"
+)
+"""On resume: the result of a call without a `tool_call_started` record, in a session that
+writes them."""
+STARTED_EVENT = "tool_call_started"
+"""The session event persisted right before a call runs: `{"tool_call_id": str, "name": str}`."""
 TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
 """The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
 
@@ -40,6 +53,10 @@ class ToolHost(Protocol):
     tool_timeout_s: float
 
     def emit(self, event: AgentEvent) -> None: ...
+
+    def call_started(self, call: ToolCallBlock) -> None:
+        """Persist that `call` is about to run (before it does)."""
+        ...
 
 
 class ToolCalls:
@@ -147,6 +164,7 @@ class ToolCalls:
         refused = refuse_in_safe_mode(host.registry, call, host.safe_mode)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
         if run is None:  # not refused, replayed or blocked: run it
+            host.call_started(call)
             run = await self._run_cancellable(call)
             tool = host.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)

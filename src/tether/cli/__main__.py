@@ -1,5 +1,5 @@
-"""`python -m tether.cli` runs the `tether` command."""
+"""`python -m tether.cli` runs the `tether` command (signal handlers first)."""
 
-from tether.cli.main import main
+from tether.cli.entry import main
 
 main()

@@ -142,6 +142,29 @@ def provider_chain(
     return chain
 
 
+def check_flags(model: str | None, base_url: str | None) -> None:
+    """Reject a blank `--model` and a `--base-url` that is not an http(s) URL with a host.
+
+    Raises:
+        ConfigError: with one line naming the flag (a usage error, exit 1).
+    """
+    if model is not None and not model.strip():
+        raise ConfigError("--model is empty: give provider/model, or leave it out")
+    if base_url is not None:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(base_url.strip())
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+            _ = parts.port  # raises ValueError on a bad port
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError(
+                f"--base-url {base_url!r} is not a URL: give http(s)://host[:port][/path]"
+            )
+
+
 def retry_policy(settings: Settings) -> RetryPolicy:
     """`retry` settings, then `TETHER_RETRY_BASE` / `_MAX` / `_ATTEMPTS` from the environment."""
     r = settings.retry

@@ -35,7 +35,8 @@ def model_limits(
     """The limits for `provider`'s model: a forced window (`--context-window`), else the
     settings' `context.windows` entry (`configured`), else what the provider reports (a
     `context_window` attribute, e.g. the local model's n_ctx), else the known-models table, else
-    a conservative default with a warning on stderr (T20)."""
+    a conservative default with a warning on stderr (T20). A provider with a
+    `use_context_window(tokens)` method (Ollama: `num_ctx`) is told the resolved window."""
     reported: ModelLimits | None = None
     window = getattr(provider, "context_window", None)  # e.g. the local model's n_ctx
     if isinstance(window, int) and window > 0:
@@ -49,13 +50,16 @@ def model_limits(
         provider.model, configured=configured, provider_reported=reported
     )
     if context_window is not None:
-        return ModelLimits(
+        known = ModelLimits(
             context_window=context_window,
             max_output_tokens=min(known.max_output_tokens, max(context_window // 4, 1)),
             source="settings",
         )
-    if warning:
+    elif warning:
         warn(warning)
+    use_window = getattr(provider, "use_context_window", None)
+    if callable(use_window):  # a server that allocates the window per request (Ollama num_ctx)
+        use_window(known.context_window)
     return known
 
 
@@ -73,11 +77,12 @@ def compact_command(
     `{"session_id", "marker_id", "tokens_before", "tokens_after", "turns_replaced"}`. The model
     is `--model`, else the settings' selection (of the current folder's project), like
     `tether run`; windows come from `--context-window`, else the settings, else the table."""
-    from tether.cli.agent_setup import configured_windows, provider_chain
+    from tether.cli.agent_setup import check_flags, configured_windows, provider_chain
     from tether.settings import load_settings
 
     store = SessionStore()
     try:
+        check_flags(model, base_url)
         cfg = load_settings(Path.cwd())
         provider = provider_chain(model, base_url, cfg, err, Path.cwd())[0]
         windows = configured_windows(cfg.settings)

@@ -169,6 +169,7 @@ def sessions_list() -> None:
             "preview": info.preview,
             "parent": list(info.parent) if info.parent else None,
             "error": info.error,
+            "skipped_lines": info.skipped_lines,
         }
         print(json.dumps(row))
 

@@ -5,8 +5,9 @@ Owns: validating the run's inputs (prompt or stdin messages, `--session` / `--re
 it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit code.
 Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
-Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
-130 cancelled (the partial turn is persisted first).
+Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer) ·
+2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
+persisted first).
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.agent.events import WarningEvent
 from tether.agent.loop import Agent, default_id_factory
+from tether.agent.tool_calls import STARTED_EVENT
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_MALFORMED,
+    EXIT_MAX_TURNS,
     EXIT_OK,
     EXIT_USAGE,
     EventWriter,
@@ -36,10 +39,11 @@ from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-from tether.session import SessionStore, SessionWriter
+from tether.session import EventEntry, SessionStore, SessionWriter
 from tether.settings import load_settings
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
+from tether.wire.resume import drop_retried_user_turns
 
 if TYPE_CHECKING:
     from tether.mcp import McpTools
@@ -71,6 +75,11 @@ def run_command(opts: RunOptions) -> int:
     if opts.no_session and (opts.session_id or opts.resume):
         err("--no-session cannot be combined with --session or --resume")
         return EXIT_USAGE
+    try:
+        setup.check_flags(opts.model, opts.base_url)
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
     prompt = opts.prompt
     if prompt is not None:
         prompt = clean_text(prompt)
@@ -97,6 +106,9 @@ def run_command(opts: RunOptions) -> int:
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
+    except MalformedInputError as exc:
+        err(f"malformed input: {exc}")
+        return EXIT_MALFORMED
     except (ConfigError, SessionError) as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -107,6 +119,9 @@ def run_command(opts: RunOptions) -> int:
             if writer is not None:
                 writer.append(turn)
         return asyncio.run(_drive(agent, prompt, mcp))
+    except asyncio.CancelledError:  # a signal landed as the run was returning
+        err("cancelled")
+        return EXIT_CANCELLED
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -116,6 +131,39 @@ def run_command(opts: RunOptions) -> int:
         if writer is not None:
             writer.close()
             err(f"session {writer.id} ({writer.path})")
+
+
+def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) -> None:
+    """Refuse new input that cannot fit the model's window before anything is sent or written.
+
+    The estimate is ceil(chars / 4) per message (`tether.compaction.pressure`); the limit is the
+    raw window, so only input that is far over it is refused (compaction cannot shrink the new
+    prompt itself: it keeps the user's messages verbatim).
+
+    Raises:
+        MalformedInputError: the prompt and stdin messages are estimated above the window
+            (exit 5); the message names both figures and the way out (a file the agent reads).
+    """
+    from tether.compaction.pressure import estimate_tokens, text_tokens
+
+    tokens = estimate_tokens(stdin.messages) + (text_tokens(prompt) if prompt else 0)
+    if stdin.system:
+        tokens += text_tokens(stdin.system)
+    if tokens > max(window_tokens, 1):
+        raise MalformedInputError(
+            f"the input is about {tokens} tokens but the model's context window is "
+            f"{window_tokens} tokens; nothing was sent. Save the text to a file in the working "
+            "folder and ask the agent to read it in parts"
+        )
+
+
+def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
+    """The ids of calls with a `tool_call_started` record, or None when the session holds no
+    such record at all (written before they existed: which calls ran is unknown)."""
+    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
+    if not ids:
+        return None
+    return frozenset(i for i in ids if isinstance(i, str))
 
 
 def _build(
@@ -132,6 +180,10 @@ def _build(
     tools = setup.run_tools(settings, root, err)
     system = opts.system or stdin.system
     limits = setup.run_limits(chain[0], opts.context, settings, warn=err)
+    for fallback in chain[1:]:  # their windows only matter where the server allocates one
+        if hasattr(fallback, "use_context_window"):
+            setup.run_limits(fallback, opts.context, settings, warn=err)
+    check_input_fits(opts.prompt, stdin, limits.context_window)
     compaction = setup.context_manager_for(
         limits, opts.context, settings, fixed=setup.fixed_text(system, tools)
     )
@@ -140,19 +192,22 @@ def _build(
     store = SessionStore()
     history: tuple[Turn, ...] = ()
     writer: SessionWriter | None = None
+    started: frozenset[str] | None = None
     if opts.resume:
         loaded = store.load(opts.resume)
         if not loaded.report.ok:
             err(loaded.report.describe())
-        history = loaded.turns
+        history = drop_retried_user_turns(loaded.turns)  # a message re-sent after a failure
         if loaded.header.cwd and Path(loaded.header.cwd) != root:
             err(
                 f"note: session {opts.resume} was started in {loaded.header.cwd}; "
                 f"tools now work in {root}"
             )
         writer = store.open_for_append(opts.resume)
+        started = started_call_ids(loaded.events)
     elif not opts.no_session:
         writer = store.create(opts.session_id, cwd=str(root))
+        started = frozenset()  # a new session records every start
     events = EventWriter()
     session_dir = store.artifact_dir(writer.id) if writer else None
     mcp = setup.mcp_tools(
@@ -187,6 +242,7 @@ def _build(
         compaction=compaction,
         secret_texts=setup.provider_keys(chain, settings),
     )
+    agent.started_calls = started
     return agent, writer, mcp
 
 
@@ -202,7 +258,8 @@ async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) 
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
         loop.add_signal_handler(sig, task.cancel)
     try:
         if mcp is not None:
@@ -217,13 +274,25 @@ async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) 
         err("cancelled")
         return EXIT_CANCELLED
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
         if mcp is not None:
             await mcp.aclose()
+        # Put the previous handlers back (`tether.cli.entry`'s exit-130 handler in the CLI)
+        # with the signals blocked, so none lands on the default action in between.
+        signal.pthread_sigmask(signal.SIG_BLOCK, previous)
+        try:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                if handler is not None:
+                    signal.signal(sig, handler)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, previous)
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")
     if result.stop_reason == "max_turns":
-        err(f"stopped: --max-turns reached ({result.turns} requests) before a final answer")
+        err(
+            f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "
+            f"exit {EXIT_MAX_TURNS}"
+        )
+        return EXIT_MAX_TURNS
     return EXIT_OK

@@ -7,6 +7,15 @@ Otherwise stdin is read line by line: a line that parses as a JSON object is one
 other line is user text (consecutive text lines join into one user message, so a pasted
 multi-line prompt stays one message).
 
+Malformed (exit 5), never sent as a prompt:
+    * stdin that starts as JSON and does not parse: `{` or `[` followed by the start of a JSON
+      value (`[{"role":…` cut short, `{"prompt": "x"` with no brace). `[WIP] fix it` or
+      `{name} is a placeholder` do not start as JSON and stay text;
+    * stdin that is one JSON scalar (`"hello"`, `null`, `42`, `true`): not a context, and not
+      a literal prompt either (send the text itself);
+    * in a stream of JSON message lines, a line starting with `{"` that does not parse (a cut
+      message).
+
 message = {"role": "user" | "assistant" | "system", "content": str | [content block, ...]}
 (content blocks in tether's own JSON form, see `tether.messages`).
 """
@@ -47,12 +56,20 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
     try:
         whole: Any = json.loads(stripped)
     except json.JSONDecodeError:
+        parsed = False
         whole = None
     else:
+        parsed = True
         if isinstance(whole, dict | list):
             return _context(cast(dict[str, Any] | list[Any], whole), new_id)
-    if whole is None and stripped[0] == "{" and not _first_line_is_object(stripped):
-        raise MalformedInputError("stdin starts like a JSON context but is not valid JSON")
+    if parsed:
+        kind = "null" if whole is None else type(whole).__name__
+        raise MalformedInputError(
+            f"stdin is a JSON {kind}, not a JSON context or a prompt (send the text itself)"
+        )
+    streamed = _first_line_is_object(stripped)
+    if _starts_as_json(stripped) and not streamed and not _prefix_parses(stripped):
+        raise MalformedInputError("stdin starts as JSON but is not valid JSON (cut short?)")
     turns: list[Turn] = []
     pending: list[str] = []
 
@@ -63,12 +80,17 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
             )
             pending.clear()
 
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         obj: Any = None
         if line.lstrip().startswith("{"):
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError:
+                if streamed and line.lstrip().startswith('{"'):
+                    raise MalformedInputError(
+                        f"line {number} starts as a JSON message but is not valid JSON "
+                        "(cut short?)"
+                    ) from None
                 obj = None
         if isinstance(obj, dict):
             flush()
@@ -77,6 +99,29 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
             pending.append(line)
     flush()
     return StdinInput(None, tuple(turns))
+
+
+_VALUE_START = frozenset('{["-0123456789tfn')
+
+
+def _starts_as_json(text: str) -> bool:
+    """True when `text` opens a JSON array or object: `[` then the start of a value (or `]`),
+    or `{` then `"` (or `}`)."""
+    rest = text[1:].lstrip()
+    if text[0] == "[":
+        return not rest or rest[0] in _VALUE_START or rest[0] == "]"
+    if text[0] == "{":
+        return not rest or rest[0] in '"}'
+    return False
+
+
+def _prefix_parses(text: str) -> bool:
+    """True when a whole JSON value opens `text` and text follows it (`[1] see the note`)."""
+    try:
+        json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def _first_line_is_object(text: str) -> bool:

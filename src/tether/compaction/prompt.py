@@ -104,6 +104,7 @@ def build_prompt(
     focus: str | None = None,
     task: str | None = None,
     dropped_turns: int = 0,
+    folded_user: int = 0,
 ) -> str:
     """The user message of a summary call.
 
@@ -113,6 +114,7 @@ def build_prompt(
         focus: what the user wants the summary to keep (`/compact <focus>`), as a Focus section.
         task: the original task (kept verbatim elsewhere; given for orientation only).
         dropped_turns: turns removed without being shown (too large to fit), to be noted.
+        folded_user: user messages in the transcript past the verbatim budget (to be kept).
     """
     sections = list(SECTIONS) + (["Focus"] if focus else [])
     lines = [
@@ -136,6 +138,12 @@ def build_prompt(
         ]
     if dropped_turns:
         lines += ["", f"({dropped_turns} older turns did not fit and are not shown.)"]
+    if folded_user:
+        lines += [
+            "",
+            f"{folded_user} message(s) below were written by the user and will not be kept "
+            "verbatim: keep every instruction, correction and requirement they state.",
+        ]
     lines += ["", "<conversation>", transcript, "</conversation>"]
     return "\n".join(lines)
 
@@ -145,16 +153,32 @@ def covered_note(first: str, last: str) -> str:
     return f"Turns covered: {first}…{last} (use the recall tool)"
 
 
-def marker_text(summary: str, first: str, last: str) -> str:
-    """The stored summary: the model's summary plus the covered-ids line."""
-    return f"{summary.strip()}\n\n{covered_note(first, last)}"
+def folded_note(folded_user: int) -> str:
+    """The line a summary carries when user messages past the verbatim budget were replaced
+    (empty when none was)."""
+    if folded_user <= 0:
+        return ""
+    return (
+        f"Note: {folded_user} earlier message(s) written by the user did not fit the verbatim "
+        "budget and are folded into this summary (not shown unchanged); recall them for the "
+        "exact words.\n\n"
+    )
 
 
-def truncation_text(removed: int, first: str, last: str, reason: str) -> str:
+def marker_text(summary: str, first: str, last: str, folded_user: int = 0) -> str:
+    """The stored summary: the folded-user note (if any), the model's summary and the
+    covered-ids line."""
+    return f"{folded_note(folded_user)}{summary.strip()}\n\n{covered_note(first, last)}"
+
+
+def truncation_text(
+    removed: int, first: str, last: str, reason: str, folded_user: int = 0
+) -> str:
     """The summary of a truncation marker (the summary call failed)."""
     return (
-        f"{removed} earlier turns were removed without a summary ({reason}). Their content is "
-        f"not in context; use the recall tool to read them if needed.\n\n{covered_note(first, last)}"
+        f"{folded_note(folded_user)}{removed} earlier turns were removed without a summary "
+        f"({reason}). Their content is not in context; use the recall tool to read them if "
+        f"needed.\n\n{covered_note(first, last)}"
     )
 
 

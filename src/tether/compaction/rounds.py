@@ -16,6 +16,12 @@ Definitions:
     scope          `full` (every round after the task), `tail(keep_turns)` (all but at least the
                    last `keep_turns` live turns), `from(turn_id)` (the round holding the id to the
                    end), `up_to(turn_id)` (the first round to the round holding the id).
+    user message   a live `user` turn after the task holding non-empty text, that is neither a
+                   marker nor a tool_result turn: the user's own instruction (a correction, a new
+                   requirement). Inside a selection, user messages are kept verbatim (not
+                   replaced), newest first, while their estimated tokens fit `keep_user_tokens`;
+                   only those past the budget are replaced, and `Selection.folded_user` counts
+                   them so the summary can say so.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.compaction.pressure import message_tokens
 from tether.compaction.pressure import text_tokens as text_tokens  # re-exported
 from tether.errors import TetherError
 from tether.messages import (
@@ -85,6 +92,9 @@ class Selection:
         kept: the live turns after the selection (not replaced).
         previous_summary: the summary of the newest active marker inside the selection, if any.
         generation: the generation the new marker gets (highest existing + 1).
+        kept_user: user messages inside the selected range kept verbatim (not in `rounds`).
+        folded_user: user messages inside the selected range past the verbatim budget (they
+            are in `rounds` and replaced; the summary must say so).
     """
 
     task: Turn | None
@@ -92,6 +102,8 @@ class Selection:
     kept: tuple[Turn, ...]
     previous_summary: str | None
     generation: int
+    kept_user: tuple[Turn, ...] = ()
+    folded_user: int = 0
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -116,6 +128,40 @@ def original_task(turns: Sequence[Turn]) -> Turn | None:
         ):
             return t
     return None
+
+
+DEFAULT_KEEP_USER_TOKENS = 8_000
+"""Estimated tokens of later user messages kept verbatim by a compaction (newest first)."""
+
+
+def is_user_message(turn: Turn) -> bool:
+    """True when `turn` is a user-authored message: role user, non-empty text, neither a marker
+    nor a tool_result turn."""
+    return (
+        turn.role == "user"
+        and not is_marker(turn)
+        and not is_results_turn(turn)
+        and any(type(b) is TextBlock and b.text.strip() for b in turn.content)
+    )
+
+
+
+
+def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[str]:
+    """The ids of the user messages in `turns` kept verbatim: newest first, while their summed
+    estimated tokens stay ≤ `budget_tokens` (the first one past the budget stops the walk, so
+    the kept ones are always the newest)."""
+    out: set[str] = set()
+    used = 0
+    for t in reversed(turns):
+        if not is_user_message(t):
+            continue
+        cost = message_tokens(t)
+        if used + cost > budget_tokens:
+            break
+        used += cost
+        out.add(t.id)
+    return frozenset(out)
 
 
 def live_turns(turns: Sequence[Turn]) -> tuple[Turn, ...]:
@@ -166,8 +212,11 @@ def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
     )
 
 
-def select(turns: Sequence[Turn], scope: Scope) -> Selection:
-    """Slice `turns` (the stored history) by `scope` at whole rounds.
+def select(
+    turns: Sequence[Turn], scope: Scope, *, keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
+) -> Selection:
+    """Slice `turns` (the stored history) by `scope` at whole rounds; the user messages inside
+    the slice are kept verbatim within `keep_user_tokens` (see the module docstring).
 
     Raises:
         CompactInvalidInputError: empty input, nothing to summarize, an unknown anchor id, or a
@@ -195,6 +244,15 @@ def select(turns: Sequence[Turn], scope: Scope) -> Selection:
     if not chosen:
         raise CompactInvalidInputError("nothing to summarize: the scope selects no turn")
     flat = [t for r in chosen for t in r]
+    users = [t for t in flat if is_user_message(t)]
+    keep_ids = keep_user_messages(users, keep_user_tokens)
+    if keep_ids:
+        chosen = tuple(
+            r2 for r2 in (tuple(t for t in r if t.id not in keep_ids) for r in chosen) if r2
+        )
+        flat = [t for r in chosen for t in r]
+    if not flat:
+        raise CompactInvalidInputError("nothing to summarize: the scope holds only user messages")
     if not has_text(flat):
         raise CompactInvalidInputError("the selected turns hold no text to summarize")
     previous = None
@@ -207,6 +265,8 @@ def select(turns: Sequence[Turn], scope: Scope) -> Selection:
         kept=tuple(t for r in rounds[hi:] for t in r),
         previous_summary=previous,
         generation=next_generation(turns),
+        kept_user=tuple(t for t in users if t.id in keep_ids),
+        folded_user=len(users) - len(keep_ids),
     )
 
 

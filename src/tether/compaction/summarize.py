@@ -36,6 +36,7 @@ from tether.compaction.prompt import (
     truncation_text,
 )
 from tether.compaction.rounds import (
+    DEFAULT_KEEP_USER_TOKENS,
     Scope,
     Selection,
     chunk,
@@ -181,7 +182,12 @@ def _finish(
 
 
 def truncation_marker(
-    turns: Sequence[Turn], scope: Scope, reason: str, *, marker_id: str | None = None
+    turns: Sequence[Turn],
+    scope: Scope,
+    reason: str,
+    *,
+    marker_id: str | None = None,
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
 ) -> CompactionResult:
     """A marker that removes the scope's turns WITHOUT a summary (the ladder's second rung): the
     model is told how many turns were removed and that `recall` can read them.
@@ -190,13 +196,13 @@ def truncation_marker(
         CompactInvalidInputError: as `compact_conversation`.
     """
     history = tuple(turns)
-    sel = select(history, scope)
+    sel = select(history, scope, keep_user_tokens=keep_user_tokens)
     n = sum(1 for t in sel.turns if not is_marker(t))
     return _finish(
         history,
         sel,
         marker_id,
-        lambda first, last: truncation_text(n, first, last, reason),
+        lambda first, last: truncation_text(n, first, last, reason, sel.folded_user),
         truncated=True,
     )
 
@@ -217,6 +223,7 @@ async def compact_conversation(
     transient_retries: int = 2,
     retry_wait_s: float = 1.0,
     marker_id: str | None = None,
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
 ) -> CompactionResult:
     """Summarize part of a history into one marker turn.
 
@@ -236,6 +243,8 @@ async def compact_conversation(
         transient_retries: retries of a `network`/`rate_limited`/`overloaded` failure.
         retry_wait_s: base of the exponential wait between transient retries, in seconds.
         marker_id: the marker turn's id (default `compact-<8 hex>`).
+        keep_user_tokens: the user's later messages kept verbatim, newest first, within this
+            many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
 
     Returns:
         The `CompactionResult`; the caller appends `marker_turn` to the history.
@@ -247,7 +256,7 @@ async def compact_conversation(
         CompactionCancelledError: `cancel` was set.
     """
     history = tuple(turns)
-    sel: Selection = select(history, scope or Scope.full())
+    sel: Selection = select(history, scope or Scope.full(), keep_user_tokens=keep_user_tokens)
     prev = previous_summary if previous_summary is not None else sel.previous_summary
     task_text = sel.task.text if sel.task is not None else None
     rounds = [r for r in sel.rounds if not (len(r) == 1 and is_marker(r[0]))]
@@ -273,6 +282,7 @@ async def compact_conversation(
                 focus=instructions,
                 task=task_text,
                 dropped_turns=dropped_turns,
+                folded_user=sel.folded_user,
             )
             request = ModelRequest(
                 model=provider.model,
@@ -315,7 +325,7 @@ async def compact_conversation(
         history,
         sel,
         marker_id,
-        lambda first, last: marker_text(summary, first, last),
+        lambda first, last: marker_text(summary, first, last, sel.folded_user),
         calls=calls,
         dropped_turns=dropped_turns,
     )
@@ -328,6 +338,7 @@ async def compact_with(
     instructions: str | None = None,
     *,
     marker_id: str | None = None,
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
 ) -> CompactionResult:
     """Like `compact_conversation`, but a user-supplied `Compactor` writes the summary.
 
@@ -336,7 +347,7 @@ async def compact_with(
         CompactionFailedError: the compactor raised or returned no text.
     """
     history = tuple(turns)
-    sel = select(history, scope or Scope.full())
+    sel = select(history, scope or Scope.full(), keep_user_tokens=keep_user_tokens)
     try:
         out = compactor(sel.turns, sel.previous_summary, instructions)
         text = await out if inspect.isawaitable(out) else out
@@ -344,4 +355,6 @@ async def compact_with(
         raise CompactionFailedError("provider", f"the compactor raised {exc!r}") from exc
     if not text.strip():
         raise CompactionFailedError("malformed", "the compactor returned no text")
-    return _finish(history, sel, marker_id, lambda first, last: marker_text(text, first, last))
+    return _finish(
+        history, sel, marker_id, lambda first, last: marker_text(text, first, last, sel.folded_user)
+    )

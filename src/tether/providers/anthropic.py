@@ -289,7 +289,7 @@ class AnthropicProvider:
 
     Raises:
         ConfigError: a thinking budget below Anthropic's minimum of 1024 tokens.
-        AuthError: no key for the official endpoint (neither `api_key` nor the
+        AuthError: no key, for any endpoint (neither `api_key` nor the
             `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` variables the SDK reads).
     """
 
@@ -322,8 +322,11 @@ class AnthropicProvider:
         # assistant message prefill"), and none accepts prefill with thinking on.
         self.supports_prefill = supports_prefill and thinking_budget is None
         self._route = Provenance(provider=name, api="anthropic", model=model)
-        if client is None and base_url is None and not (api_key or _env_credentials()):
-            raise AuthError("no Anthropic API key: pass api_key or set ANTHROPIC_API_KEY")
+        if client is None and not (api_key or _env_credentials()):
+            # With a base_url too: the SDK cannot send a request without a key or token (it
+            # raises a TypeError at the first request), so say so before anything runs.
+            where = f" (also for base_url {base_url})" if base_url else ""
+            raise AuthError(f"no Anthropic API key{where}: pass api_key or set ANTHROPIC_API_KEY")
         self._client = client or anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=max_retries
         )

@@ -8,7 +8,10 @@ persist time, see `tether.wire.ids`), nor deciding what to do with a failed stre
 Rule (case T30): partial argument parsing is never used to finalize a call. At the end of a call
 its argument text must be a JSON object under `json.loads`; otherwise the call is kept with
 `invalid` set and is never executed. A call that never received its end event (stream cut,
-`max_tokens`) is invalid too, and so is a call that is the last block of a `max_tokens` stop.
+`max_tokens`) is invalid too, and so is a call that is the last block of a `max_tokens` stop —
+except in the partial turn of an interrupted stream (no terminal event: the run was cancelled),
+where a call whose whole argument object had arrived keeps its arguments (it is not run: the
+interrupted turn's calls are answered with `interrupted` results).
 """
 
 from __future__ import annotations
@@ -200,6 +203,12 @@ class Assembler:
                 raw = "".join(b.parts)
                 if b.ended and not (cut_last and b is last):
                     args, invalid = parse_arguments(raw)
+                elif self.done is None and raw.strip():
+                    # Interrupted (no terminal event) after its whole argument object arrived:
+                    # keep it; anything that does not parse as an object stays truncated.
+                    args, invalid = parse_arguments(raw)
+                    if invalid is not None:
+                        args, invalid = {}, TRUNCATED
                 else:
                     args, invalid = {}, TRUNCATED
                 content.append(

@@ -20,11 +20,21 @@ assembler mints `<turn id>_call<k>`), the `done: true` frame → usage (`prompt_
 `eval_count` out) and `Done(done_reason)`. No `done: true` frame: a network error.
 
 Silent truncation: Ollama cuts a prompt longer than `num_ctx` without an error (it keeps the
-end). When the prompt it reports (`prompt_eval_count`) is below `TRUNCATION_RATIO` of tether's
-estimate of the request (ceil(chars / 4) over message texts, thinking, call arguments, system
-prompt and tool schemas) and fits in `num_ctx`, a `WarningEvent(kind="truncated_prompt")` is
-yielded before `Done`; it is never ignored. (Ollama versions that count only the tokens not
-served from their prompt cache can under-report too; the warning names both figures.)
+end). It is treated as what it is, a context overflow, so the loop compacts and retries (or
+stops with `context_overflow`); the reply is never kept and its token count never trusted:
+    * before sending: when tether's estimate of the request (ceil(chars / 4) over message
+      texts, thinking, call arguments, system prompt and tool schemas) exceeds `num_ctx`, an
+      `ErrorEvent(kind="context_overflow")` is the whole stream (nothing is sent);
+    * after the `done` frame: when the reported prompt (`prompt_eval_count`) reaches
+      `FULL_WINDOW_RATIO` of `num_ctx` (the prompt was cut to the window, or filled it so that
+      no room was left for the reply), the stream ends with that error instead of `Done`.
+A reported prompt below `TRUNCATION_RATIO` of the estimate that does not fill the window is only
+a `WarningEvent(kind="truncated_prompt")`: Ollama versions that count only the tokens not served
+from their prompt cache under-report too; the warning names both figures.
+
+`num_ctx` is the window the run is configured with (`--context-window`, `context.windows`):
+`tether run` sets it from the resolved limits; `context_window` reports it back, so the
+compaction monitor measures against the window Ollama really allocates.
 """
 
 from __future__ import annotations
@@ -79,6 +89,8 @@ DEFAULT_NUM_CTX = 8192
 """`options.num_ctx` when none is given. Ollama's own default is small (2048-4096 tokens,
 depending on version) and it truncates silently beyond it, so tether always sends one."""
 TRUNCATION_RATIO = 0.5
+FULL_WINDOW_RATIO = 0.98
+"""A reported prompt of at least this share of `num_ctx` filled the window: it was cut."""
 CHARS_PER_TOKEN = 4
 INCOMPLETE = "stream ended before completion (no done frame)"
 
@@ -182,6 +194,15 @@ def estimate_prompt_tokens(
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
+def overflow_message(estimate: int, num_ctx: int, reported: int | None = None) -> str:
+    """The context_overflow message for a request that does not fit `num_ctx`."""
+    seen = f"; Ollama evaluated only {reported}" if reported is not None else ""
+    return (
+        f"prompt is too long: the request holds about {estimate} tokens but Ollama's num_ctx "
+        f"is {num_ctx}{seen} (Ollama cuts such prompts silently)"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Stream translation
 
@@ -202,6 +223,7 @@ class OllamaStreamTranslator:
     _thinking: int | None = None
     _calls: int = 0
     _done: str | None = None
+    _overflow: str | None = None
 
     def _new(self) -> int:
         i = self._next_index
@@ -215,6 +237,13 @@ class OllamaStreamTranslator:
         if self._text is not None:
             yield TextEnd(index=self._text)
             self._text = None
+
+    def overflow(self, reported: int | None) -> str | None:
+        """The context_overflow message when the reported prompt filled the window (at least
+        `FULL_WINDOW_RATIO` of `num_ctx`), else None."""
+        if reported is None or reported < self.num_ctx * FULL_WINDOW_RATIO:
+            return None
+        return overflow_message(self.estimated_prompt_tokens, self.num_ctx, reported)
 
     def truncation(self, reported: int | None) -> WarningEvent | None:
         """The truncation warning for a reported prompt size, or None (module docstring)."""
@@ -258,6 +287,9 @@ class OllamaStreamTranslator:
             yield from self._close()
             self._done = frame.done_reason or "stop"
             prompt = frame.prompt_eval_count
+            self._overflow = self.overflow(prompt)
+            if self._overflow is not None:
+                return  # the reply is dropped and its usage not trusted
             yield UsageEvent(
                 usage=Usage(input_tokens=prompt or 0, output_tokens=frame.eval_count or 0)
             )
@@ -269,6 +301,8 @@ class OllamaStreamTranslator:
         """`Done` after the `done: true` frame, else a network `ErrorEvent` (incomplete)."""
         if self._done is None:
             return ErrorEvent(kind="network", message=INCOMPLETE)
+        if self._overflow is not None:
+            return ErrorEvent(kind="context_overflow", message=self._overflow)
         stop = _STOP_REASONS.get(self._done, "other")
         if stop == "end_turn" and self._calls:
             stop = "tool_use"
@@ -329,9 +363,25 @@ class OllamaProvider:
             params["think"] = self.think
         return params
 
+    @property
+    def context_window(self) -> int:
+        """The window Ollama allocates for this provider's requests (`num_ctx`), in tokens."""
+        return self.num_ctx
+
+    def use_context_window(self, tokens: int) -> None:
+        """Send `num_ctx = tokens` from now on (the run's configured window).
+
+        Raises:
+            ValueError: `tokens` below 1.
+        """
+        if tokens < 1:
+            raise ValueError(f"num_ctx must be at least 1, got {tokens}")
+        self.num_ctx = tokens
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events (a `WarningEvent` on silent truncation), then
-        exactly one `Done` or `ErrorEvent`. Cancellation propagates."""
+        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`
+        (`context_overflow` when the request cannot fit `num_ctx` or Ollama cut it; a
+        `WarningEvent` when it may have). Cancellation propagates."""
         params = self.request_params(request)
         estimate = estimate_prompt_tokens(params["messages"], params.get("tools") or [])
         client = self._client
@@ -339,6 +389,9 @@ class OllamaProvider:
         async def open_stream() -> AsyncIterator[ollama.ChatResponse]:
             return await client.chat(stream=True, **cast(Any, params))  # pyright: ignore[reportUnknownMemberType]
 
+        if estimate > self.num_ctx:
+            yield ErrorEvent(kind="context_overflow", message=overflow_message(estimate, self.num_ctx))
+            return
         translator = OllamaStreamTranslator(estimated_prompt_tokens=estimate, num_ctx=self.num_ctx)
         async for event in drive_stream(open_stream, translator):
             yield event

@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -153,8 +154,19 @@ def _first_user_text(data: bytes, max_turns: int = 64) -> str:
     return ""
 
 
+def _countable_turn(item: RawEntry) -> bool:
+    """A turn entry `assemble` would keep, short of full validation: a `turn` object whose id
+    is the entry id."""
+    turn: object = item.record.get("turn")
+    return item.type == "turn" and isinstance(turn, dict) and cast(Any, turn).get("id") == item.id
+
+
 def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInfo:
-    """The `SessionStore.list()` row of one file's bytes (no turn validation).
+    """The `SessionStore.list()` row of one file's bytes (turns not fully validated).
+
+    The file is read by the same rules as a load (`scan_bytes`): a damaged header that a load
+    stands in for is listed, not an error; skipped, duplicate and torn lines are not turns;
+    a line salvaged by a load is one.
 
     Args:
         sid: the session id (from the file name).
@@ -163,16 +175,27 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
         modified_ms: its mtime, integer Unix milliseconds.
 
     Returns:
-        The row; `error` is set (and `created_ms` is the mtime) when the header is unreadable.
+        The row; `error` is set (and `created_ms` is the mtime) when the file is not a session.
     """
-    nl = data.find(b"\n")
     try:
-        header = scan_bytes(data[: nl + 1] if nl >= 0 else data, path).header
+        scan = scan_bytes(data, path)
     except SessionError as exc:
         return SessionInfo(
             id=sid, path=path, created_ms=modified_ms, modified_ms=modified_ms, cwd="",
             turn_count=0, preview="", error=str(exc),
         )  # fmt: skip
+    header = scan.header
+    seen: set[str] = set()
+    turns = skipped = 0
+    for item in scan.items:
+        if isinstance(item, SkippedLine) or item.id in seen:
+            skipped += 1
+        else:
+            seen.add(item.id)
+            if _countable_turn(item):
+                turns += 1
+            elif item.type == "turn":
+                skipped += 1
     preview = _SPACE.sub(" ", _first_user_text(data)).strip()[:80]
     return SessionInfo(
         id=sid,
@@ -180,7 +203,8 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
         created_ms=header.created_ms,
         modified_ms=modified_ms,
         cwd=header.cwd,
-        turn_count=data.count(_TURN_LINE),
+        turn_count=turns,
         preview=preview,
         parent=header.parent,
+        skipped_lines=skipped,
     )

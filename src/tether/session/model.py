@@ -181,12 +181,13 @@ class SessionInfo:
         created_ms: from the header; the file's mtime when the header is unreadable.
         modified_ms: the file's mtime, integer Unix milliseconds.
         cwd: from the header ("" when unreadable).
-        turn_count: lines of this file that start like a turn entry (a fork's inherited turns
-            are not counted; a torn turn line is).
+        turn_count: turn entries of this file a load keeps (a fork's inherited turns are not
+            counted; skipped, duplicate and torn lines are not either).
         preview: the first user text of this file, whitespace collapsed, at most 80 characters
             ("" when none).
         parent: `(parent_session, parent_entry)` for a fork, else None.
-        error: why the header is unreadable (not a tether session), else None.
+        error: why the file is not a tether session (a load would fail too), else None.
+        skipped_lines: lines of this file a load skips (damaged header line included).
     """
 
     id: str
@@ -198,3 +199,4 @@ class SessionInfo:
     preview: str
     parent: tuple[str, str] | None = None
     error: str | None = None
+    skipped_lines: int = 0

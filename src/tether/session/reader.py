@@ -14,6 +14,9 @@ Rules:
       non-empty string `id`, a `parent_id` key (string or null) and an integer `ts_ms`.
     - A line that does not parse is searched for `{"type":` starts; every one that decodes to a
       well-formed entry is kept (salvaged). The line is still reported, since bytes were lost.
+    - A line that is a well-formed entry once its invalid UTF-8 bytes are decoded as U+FFFD is
+      kept (`salvaged`, so the load report names the damage): two bad bytes inside a text
+      block cost two characters, not the turn.
     - The last line, when it has no newline and is damaged, is a torn tail: flagged, not listed.
 """
 
@@ -171,12 +174,30 @@ def parse_line(raw: bytes, path: Path, line: int) -> tuple[list[RawEntry], str]:
         return [], ""
     try:
         obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        replaced = _replaced_entry(raw, path, line)
+        if replaced is not None:
+            return [replaced], ""
+        return _salvage(raw, path, line), _why_unparsable(raw, exc)
     except (ValueError, RecursionError) as exc:
         return _salvage(raw, path, line), _why_unparsable(raw, exc)
     rec, why = _envelope(obj)
     if rec is None:
         return [], why
     return [_raw_entry(rec, path, line, salvaged=False)], ""
+
+
+def _replaced_entry(raw: bytes, path: Path, line: int) -> RawEntry | None:
+    """The entry a line holds once its invalid UTF-8 is decoded as U+FFFD (marked salvaged),
+    or None when it is still not a well-formed entry."""
+    if b"\x00" in raw:
+        return None
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    rec, _ = _envelope(obj)
+    return None if rec is None else _raw_entry(rec, path, line, salvaged=True)
 
 
 def _header_error(path: Path, what: str) -> SessionError:

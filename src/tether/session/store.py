@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,35 @@ WRITER_LOCK = "writer.lock"
 """The writer lock's file name inside a session's artifact folder."""
 
 _Timeline = list[RawEntry | SkippedLine]
+
+
+def _create_with_header(path: Path, header_line: bytes) -> int:
+    """Create `path` holding exactly `header_line`, atomically: the header is written to a
+    hidden temp file in the same folder, which is then hard-linked into place (`link` fails when
+    `path` exists, so creation stays exclusive). A kill at any instant leaves either no session
+    file or one with its whole header (at worst a hidden `.<name>.<hex>.tmp` file).
+
+    Returns:
+        An `O_WRONLY | O_APPEND` descriptor on `path`.
+
+    Raises:
+        FileExistsError: `path` exists.
+        OSError: the folder is not writable.
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            view = memoryview(header_line)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return os.open(path, os.O_WRONLY | os.O_APPEND)
 
 
 class SessionStore:
@@ -165,20 +195,24 @@ class SessionStore:
                 raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
             header["parent_session"], header["parent_entry"] = p_sid, p_entry
         path = self.path(sid)
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        lock = self._lock_for_writing(sid)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            lock = self._lock_for_writing(sid)
+        except OSError as exc:
+            raise SessionError(
+                f"cannot create session {sid} under {self.root}: {exc.strerror or exc}"
+            ) from None
+        try:
+            fd = _create_with_header(
+                path, json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            )
         except FileExistsError:
             lock.release()
             raise SessionError(f"session {sid} already exists at {path}") from None
-        try:
-            os.write(
-                fd, json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-            )
+        except OSError as exc:
+            lock.release()
+            raise SessionError(f"cannot create session file {path}: {exc.strerror or exc}") from None
         except BaseException:
-            os.close(fd)
-            path.unlink(missing_ok=True)
             lock.release()
             raise
         return SessionWriter(

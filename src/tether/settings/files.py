@@ -88,7 +88,7 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
 
     Raises:
         ConfigError: unreadable, not UTF-8, malformed JSON (with line and column), NaN or
-            Infinity, or a top level other than an object.
+            Infinity, nesting too deep to parse, or a top level other than an object.
     """
     try:
         raw = path.read_bytes()
@@ -110,6 +110,8 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
         ) from exc
     except ValueError as exc:
         raise ConfigError(f"{path}: malformed JSON: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: malformed settings: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: settings must be a JSON object ({{...}}), not {type(data).__name__}"

@@ -11,6 +11,11 @@ Does not own: writing files or deciding when to persist (`tether.tools.persist`)
 The stub's tags are `tether.messages.PERSISTED_OUTPUT_OPEN` / `_CLOSE` (re-exported here), so
 the pure wire passes can recognise stubs without importing tools.
 
+Control characters other than tab and newline never reach the wire (`render_controls`): `\\b`
+is rendered as a terminal does (the cursor steps back, the next character overwrites), `\\f` and
+`\\v` become newlines, `\\a` (bell) is dropped, and any other C0 control or DEL is shown
+escaped as `\\xNN` text.
+
 Rule sources: cases T25 (one listing overflowing the context: size gate on characters, not
 lines) and T26 (`tail -100` of a progress-bar log returning 4.4 MB: render `\\r` first, keep the
 text after the last `\\r` of each line, cap each line).
@@ -31,15 +36,20 @@ __all__ = [
     "PREVIEW_HEAD_BYTES",
     "PREVIEW_TAIL_BYTES",
     "Normalized",
+    "OutputCut",
     "binary_notice",
     "collapse_overwrites",
     "cut_line",
     "cut_long_lines",
     "cut_note",
+    "cut_sentence",
+    "find_output_cut",
     "head_tail",
     "looks_binary",
     "normalize",
+    "output_cut_note",
     "raw_bytes",
+    "render_controls",
     "render_stub",
     "storable",
     "utf8_prefix",
@@ -96,6 +106,44 @@ def collapse_overwrites(text: str) -> str:
             segments = [s for s in line.split("\r") if s]
             lines[i] = segments[-1] if segments else ""
     return "\n".join(lines)
+
+
+_OTHER_CONTROLS = re.compile(r"[\x00-\x06\x0e-\x1a\x1c-\x1f\x7f]")
+_ANY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _backspaces(line: str) -> str:
+    """One line with `\\b` rendered: the cursor steps back one column (not past the start)
+    and the next character overwrites the one there."""
+    cells: list[str] = []
+    col = 0
+    for ch in line:
+        if ch == "\b":
+            col = max(col - 1, 0)
+        elif col < len(cells):
+            cells[col] = ch
+            col += 1
+        else:
+            cells.append(ch)
+            col += 1
+    return "".join(cells)
+
+
+def render_controls(text: str) -> str:
+    """Render or escape the C0 control characters a terminal would not print (ESC and `\\r`
+    are `collapse_overwrites`' job; tab and newline stay).
+
+    `\\b` steps back and lets the next character overwrite (`_\\bX` → `X`), `\\f` and `\\v`
+    become newlines, `\\a` is dropped, any other C0 control or DEL becomes the text `\\xNN`.
+    Returns `text` itself when it holds none. Idempotent.
+    """
+    if not _ANY_CONTROL.search(text):
+        return text
+    text = text.replace("\a", "").replace("\f", "\n").replace("\v", "\n")
+    text = _OTHER_CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    if "\b" in text:
+        text = "\n".join(_backspaces(x) if "\b" in x else x for x in text.split("\n"))
+    return text
 
 
 def cut_note(cut_chars: int) -> str:
@@ -197,10 +245,12 @@ class Normalized:
 
 
 def normalize(text: str, *, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> Normalized:
-    """Collapse overwrites, make storable, cut long lines, then test for binary.
+    """Collapse overwrites, make storable, test for binary, render control characters, cut
+    long lines.
 
-    The binary test runs on the normalized text (plus the NUL check on the input), so applying
-    `normalize` to its own output gives the same output.
+    The binary test runs before the controls are rendered and again on the normalized text
+    (plus the NUL check on the input), so applying `normalize` to its own output gives the
+    same output.
 
     Args:
         text: one tool output.
@@ -215,9 +265,11 @@ def normalize(text: str, *, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> Nor
     if max_line_chars < 40:
         raise ValueError(f"max_line_chars must be at least 40, got {max_line_chars}")
     had_nul = "\x00" in text
-    out = storable(collapse_overwrites(text))
-    out, cut = cut_long_lines(out, max_line_chars)
-    if had_nul or looks_binary(out):
+    collapsed = storable(collapse_overwrites(text))
+    if had_nul or looks_binary(collapsed):
+        return Normalized(text="", binary=True, lossy=True)
+    out, cut = cut_long_lines(render_controls(collapsed), max_line_chars)
+    if looks_binary(out):
         return Normalized(text="", binary=True, lossy=True)
     return Normalized(text=out, binary=False, lossy=cut > 0)
 
@@ -244,11 +296,62 @@ def utf8_suffix(text: str, max_bytes: int) -> str:
     return tail[nl + 1 :] if 0 <= nl < len(tail) // 2 else tail
 
 
+_OUTPUT_CUT = re.compile(r"\n… \[(\d+) bytes of output cut; (\d+) bytes in all\] …\n")
+
+
+def output_cut_note(cut_bytes: int, total_bytes: int) -> str:
+    """The note a tool puts where it cut its output's middle (own line, newlines included):
+    `… [C bytes of output cut; T bytes in all] …`. `find_output_cut` finds it again."""
+    return f"\n… [{cut_bytes} bytes of output cut; {total_bytes} bytes in all] …\n"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputCut:
+    """Where a tool cut its output (`output_cut_note`), measured in the kept UTF-8 bytes.
+
+    Attributes:
+        produced_bytes: what the command produced in all.
+        cut_bytes: what was dropped at the cut.
+        kept_head_bytes: the kept bytes before the note (the cut is right after them).
+        line: the 1-based line of the kept text where the note stands.
+    """
+
+    produced_bytes: int
+    cut_bytes: int
+    kept_head_bytes: int
+    line: int
+
+
+def find_output_cut(raw: str) -> OutputCut | None:
+    """The first `output_cut_note` in `raw`, or None when the output was not cut."""
+    m = _OUTPUT_CUT.search(raw)
+    if m is None:
+        return None
+    head = raw[: m.start()]
+    return OutputCut(
+        produced_bytes=int(m.group(2)),
+        cut_bytes=int(m.group(1)),
+        kept_head_bytes=len(raw_bytes(head)),
+        line=head.count("\n") + 2,
+    )
+
+
+def cut_sentence(cut: OutputCut, size_bytes: int) -> str:
+    """One sentence saying what was produced, kept, and where the cut is."""
+    return (
+        f"The command produced {cut.produced_bytes} bytes; only {size_bytes} bytes were kept: "
+        f"the first {cut.kept_head_bytes} bytes, a cut note at line {cut.line}, then the last "
+        f"bytes ({cut.cut_bytes} bytes in between were dropped and are not saved anywhere)."
+    )
+
+
 def _attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
-def render_stub(text: str, *, path: str, size_bytes: int, lines: int) -> str:
+def render_stub(
+    text: str, *, path: str, size_bytes: int, lines: int, cut: OutputCut | None = None
+) -> str:
     """The byte-stable stub that replaces a persisted output on the wire and in the session.
 
     Shape::
@@ -265,6 +368,8 @@ def render_stub(text: str, *, path: str, size_bytes: int, lines: int) -> str:
         path: where the raw output was saved (absolute).
         size_bytes: the saved file's size in bytes.
         lines: the saved file's line count.
+        cut: where the tool cut the output before it was saved (`find_output_cut`); the last
+            line then says what was produced and kept instead of "the full output".
 
     Returns:
         The stub; a function of its arguments only (no clock, no random id).
@@ -280,6 +385,12 @@ def render_stub(text: str, *, path: str, size_bytes: int, lines: int) -> str:
     body = "".join(parts)
     if not body.endswith("\n"):
         body += "\n"
+    if cut is not None:
+        return (
+            f"{body}{PERSISTED_OUTPUT_CLOSE}\n{cut_sentence(cut, size_bytes)} The kept output "
+            f"({size_bytes} bytes, {lines} lines) is saved at {path}; read it with the read tool "
+            "(path, offset, limit)."
+        )
     return (
         f"{body}{PERSISTED_OUTPUT_CLOSE}\n"
         f"The full output ({size_bytes} bytes, {lines} lines) is saved at {path}; read it with "

@@ -12,8 +12,13 @@ What happens to a result (`session_dir` is the session's artifact folder, or Non
 
 - Every text part is normalized: `\\r` overwrites and ANSI escapes rendered, lone surrogates
   replaced, lines over `max_line_chars` cut with a `… [N chars cut]` note.
-- A text part that looks binary is replaced by a notice with its size (bytes) and sha256; with
-  a session its raw bytes are saved to `<session_dir>/tool-results/<call_id>.bin`.
+- A text part that looks binary is replaced by a notice with its size (bytes) and sha256 of the
+  exact bytes the tool produced (tools keep undecodable bytes as `surrogateescape` characters,
+  `raw_bytes` restores them); with a session those bytes are saved to
+  `<session_dir>/tool-results/<call_id>.bin`.
+- Control characters are rendered or escaped (`tether.tools.normalize.render_controls`).
+- Output a tool cut before the gate (`tether.tools.normalize.output_cut_note`, e.g. `bash` past
+  8 MB) is described as what it is: the bytes produced, the bytes kept, and the line of the cut.
 - A text-only result longer than `threshold_chars` after normalization is saved raw (the exact
   output, T25) to `<session_dir>/tool-results/<call_id>.txt` and replaced by the stub (see
   `tether.tools.normalize.render_stub`). Without a session, or when the write fails, it is cut
@@ -44,6 +49,8 @@ from tether.tools.normalize import (
     PERSISTED_OUTPUT_CLOSE,
     PERSISTED_OUTPUT_OPEN,
     binary_notice,
+    cut_sentence,
+    find_output_cut,
     head_tail,
     normalize,
     raw_bytes,
@@ -185,6 +192,9 @@ def _binary(raw: str, call_id: str, session_dir: Path | None) -> str:
     if session_dir is not None:
         saved = _save(session_dir, call_id, ".bin", data)
         where = f"saved to {saved}" if isinstance(saved, Path) else f"not saved ({saved[:150]})"
+    cut = find_output_cut(raw)
+    if cut is not None:
+        where += f"; {cut_sentence(cut, len(data))}"
     return binary_notice(len(data), digest, where)
 
 
@@ -206,13 +216,23 @@ def _gate_text(raw: str, call_id: str, session_dir: Path | None, limits: OutputL
         data = raw_bytes(raw)
         saved = _save(session_dir, call_id, ".txt", data)
         if isinstance(saved, Path):
+            cut = find_output_cut(raw)
+            what = (
+                f"full output ({len(data)} bytes, {_lines(data)} lines)"
+                if cut is None
+                else f"kept output ({len(data)} bytes, {_lines(data)} lines)"
+            )
             note = (
-                f"{'' if text.endswith(chr(10)) else chr(10)}[full output ({len(data)} bytes, {_lines(data)} lines) saved at {saved}; "
+                f"{'' if text.endswith(chr(10)) else chr(10)}[{what} saved at {saved}; "
                 "read it with the read tool (path, offset, limit)]"
             )
+            if cut is not None:
+                note += f"\n[{cut_sentence(cut, len(data))}]"
             if not over and len(text) + len(note) <= limits.threshold_chars:
                 return text + note
-            return render_stub(text, path=str(saved), size_bytes=len(data), lines=_lines(data))
+            return render_stub(
+                text, path=str(saved), size_bytes=len(data), lines=_lines(data), cut=cut
+            )
         why = f"the full output could not be saved ({saved[:150]})"
     return head_tail(text, limits.threshold_chars, why) if over else text
 

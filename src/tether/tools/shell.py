@@ -10,6 +10,8 @@ context has a `sandbox`, the command runs inside it (`tether.tools.sandbox`: wri
 the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
 process group kill covers the sandbox launcher (bwrap) and everything under it.
 
+A cancel that lands while the process is starting still kills its whole group (`spawn_group`).
+
 Processes the command leaves running are left alone if they let go of the output pipe (e.g.
 `server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
 """
@@ -20,11 +22,12 @@ import asyncio
 import contextlib
 import os
 import signal
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from tether.tools.base import ToolContext, ToolOutput, tool
+from tether.tools.normalize import output_cut_note
 from tether.tools.sandbox import Launch, SandboxConfig
 
 MAX_TIMEOUT_S = 600.0
@@ -68,21 +71,76 @@ class HeadTail:
                 del self._tail[: -self._tail_max]
 
     def text(self) -> str:
-        """The kept output as text (UTF-8, invalid bytes replaced), with a note where bytes were
-        cut."""
+        """The kept output as text: UTF-8 with undecodable bytes kept as `surrogateescape`
+        characters (so the output gate can save the exact bytes, e.g. binary output to a `.bin`
+        file), and `tether.tools.normalize.output_cut_note` where bytes were cut."""
         tail = bytes(self._tail[-self._tail_max :]) if self._tail_max else b""
         cut = self.total - len(self._head) - len(tail)
-        head_s = self._head.decode("utf-8", errors="replace")
-        tail_s = tail.decode("utf-8", errors="replace")
+        head_s = self._head.decode("utf-8", errors="surrogateescape")
+        tail_s = tail.decode("utf-8", errors="surrogateescape")
         if cut <= 0:
             return head_s + tail_s
-        return f"{head_s}\n… [{cut} bytes of output cut; {self.total} bytes in all] …\n{tail_s}"
+        return f"{head_s}{output_cut_note(cut, self.total)}{tail_s}"
 
 
 def kill_group(pid: int) -> None:
     """SIGKILL the process group `pid` (no error if it is gone)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+START_REAP_S = 5.0
+"""After a cancel lands while a process is being started: how long to wait for its handle
+before giving up (seconds); the start itself takes milliseconds."""
+
+
+async def spawn_group(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
+    """`asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)` that a cancel
+    cannot cut in half.
+
+    A plain `create_subprocess_exec` cancelled while the process is starting (the fork has
+    happened, the handle does not exist yet) kills only the process it started, and leaves
+    what that one already spawned (the inner `bwrap` of a sandbox, PID 1 of its namespace)
+    holding the output pipe. Here the start is shielded: on a cancel, the handle is awaited
+    (at most `START_REAP_S`), the whole process group is SIGKILLed and reaped, then the
+    cancel propagates.
+
+    Raises:
+        asyncio.CancelledError: after the group was killed.
+        OSError, subprocess.SubprocessError: the process could not be started.
+    """
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
+    )
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        await _kill_started(starting)
+        raise
+
+
+async def _kill_started(starting: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """Wait for a cancelled start to finish (further cancels are absorbed, bounded), then kill
+    and reap the process group it created."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + START_REAP_S
+    while not starting.done() and loop.time() < deadline:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({starting}, timeout=deadline - loop.time())
+    if not starting.done():
+        starting.cancel()
+        return
+    if starting.cancelled() or starting.exception() is not None:
+        return
+    proc = starting.result()
+    kill_group(proc.pid)
+    deadline = loop.time() + EXIT_GRACE_S
+    waiter = asyncio.ensure_future(proc.wait())
+    while not waiter.done() and loop.time() < deadline:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({waiter}, timeout=deadline - loop.time())
+    if not waiter.done():
+        waiter.cancel()
 
 
 async def _pump(stream: asyncio.StreamReader, sink: HeadTail) -> None:
@@ -129,14 +187,13 @@ async def run_command(
         cfg = SandboxConfig(root=ctx.root, network=ctx.network, isolate_pids=True)
         launch = ctx.sandbox.launch(launch.argv, cfg)
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await spawn_group(
             *launch.argv,
             cwd=ctx.root,
             env={**ctx.env, **launch.env},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
             preexec_fn=launch.preexec,
         )
     finally:

@@ -51,7 +51,7 @@ from tether.tools.run import (
     timed_out_outcome,
     to_outcome,
 )
-from tether.tools.shell import EXIT_GRACE_S, HeadTail, kill_group
+from tether.tools.shell import EXIT_GRACE_S, HeadTail, kill_group, spawn_group
 
 RESULT_KEY = "tether_result"
 STDERR_HEAD_BYTES = 2_000
@@ -167,14 +167,13 @@ async def run_in_worker(
     """
     argv = ctx.wrap_argv(worker_argv(), readable=worker_readable(tool))
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await spawn_group(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=ctx.root,
             env=_worker_env(ctx),
-            start_new_session=True,
         )
     except OSError as e:
         return error_outcome(f"could not start the tool worker ({argv[0]}): {e}")

@@ -2,7 +2,9 @@
 
 Owns: `classify_tail`, `pending_tool_calls`, `interrupt_results` / `interrupted_results_turn`
 (case T01: an interrupt during tool execution answers every pending call, in the same results
-turn, before the next user text) and `filter_unresolved_tool_uses`.
+turn, before the next user text), `filter_unresolved_tool_uses`, and the retried-message rule
+(`is_retried_message`, `drop_retried_user_turns`): a user message sent again because the request
+after it failed (no reply in between) is the same message, and reaches the model once.
 Does not own: persisting anything (the caller appends what these return), nor repairing old
 broken histories on the wire (`tether.wire.pairing` does that on every request).
 
@@ -12,7 +14,7 @@ before the next assistant turn that holds calls (the same window the pairing pas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
@@ -100,6 +102,7 @@ def interrupted_results_turn(
     *,
     turn_id: str,
     reason: str = INTERRUPTED_TEXT,
+    reasons: Mapping[str, str] | None = None,
 ) -> Turn:
     """The one results turn to persist when an interrupt cuts a tool batch (case T01).
 
@@ -109,6 +112,8 @@ def interrupted_results_turn(
             several, the first wins; results for other calls are ignored).
         turn_id: the id of the new user turn.
         reason: the text of the is_error result given to every pending call.
+        reasons: per call id, a text that replaces `reason` for that call (e.g. "started,
+            may have had effects" versus "never ran").
 
     Returns:
         `Turn(user, [result for each call in call order])`: the completed result, or an is_error
@@ -121,13 +126,18 @@ def interrupted_results_turn(
     for c in call_turn.tool_calls:
         r = by_id.get(c.id)
         if r is None:
-            r = ToolResultBlock(tool_call_id=c.id, content=(TextBlock(text=reason),), is_error=True)
+            text = reasons.get(c.id, reason) if reasons else reason
+            r = ToolResultBlock(tool_call_id=c.id, content=(TextBlock(text=text),), is_error=True)
         blocks.append(r)
     return Turn(id=turn_id, role="user", content=tuple(blocks))
 
 
 def interrupt_results(
-    turns: tuple[Turn, ...], *, turn_id: str, reason: str = INTERRUPTED_TEXT
+    turns: tuple[Turn, ...],
+    *,
+    turn_id: str,
+    reason: str = INTERRUPTED_TEXT,
+    reasons: Mapping[str, str] | None = None,
 ) -> tuple[Turn, ...]:
     """Answer every pending call of the last tool batch with an "interrupted" is_error result.
 
@@ -135,6 +145,7 @@ def interrupt_results(
         turns: the session (or in-memory) turns.
         turn_id: id for a new results turn, when one must be appended.
         reason: the is_error result text.
+        reasons: per call id, a text replacing `reason` for that call.
 
     Returns:
         The input tuple when no call is pending. Otherwise, when the last turn is a user turn
@@ -160,9 +171,60 @@ def interrupt_results(
     )
     if partial:
         done = [b for b in last.content if type(b) is ToolResultBlock]
-        full = interrupted_results_turn(turns[i], done, turn_id=last.id, reason=reason)
+        full = interrupted_results_turn(
+            turns[i], done, turn_id=last.id, reason=reason, reasons=reasons
+        )
         return (*turns[:-1], replace(last, content=full.content))
-    return (*turns, interrupted_results_turn(turns[i], (), turn_id=turn_id, reason=reason))
+    return (
+        *turns,
+        interrupted_results_turn(turns[i], (), turn_id=turn_id, reason=reason, reasons=reasons),
+    )
+
+
+def _user_text_message(turn: Turn) -> bool:
+    return (
+        turn.role == "user"
+        and bool(turn.content)
+        and not any(type(b) in (ToolResultBlock, CompactSummaryBlock) for b in turn.content)
+    )
+
+
+def is_retried_message(turns: Sequence[Turn], content: Sequence[ContentBlock]) -> bool:
+    """True when a new user message with `content` repeats the last turn of `turns`: a user
+    message (no tool_result, no marker) with equal content, with nothing after it (the request
+    it started failed before a reply was stored). System turns after it are skipped."""
+    for t in reversed(turns):
+        if t.role == "system":
+            continue
+        return _user_text_message(t) and t.content == tuple(content)
+    return False
+
+
+def drop_retried_user_turns(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """Drop each user message that repeats the user message right before it (system turns
+    between them are skipped; any other turn breaks the run): the copies a retry after a failed
+    request appended. The first copy is kept.
+
+    Returns:
+        The input tuple when nothing is dropped, else a new tuple.
+    """
+    drop: set[int] = set()
+    prev: Turn | None = None
+    for i, t in enumerate(turns):
+        if t.role == "system":
+            continue
+        if (
+            prev is not None
+            and _user_text_message(t)
+            and _user_text_message(prev)
+            and t.content == prev.content
+        ):
+            drop.add(i)
+            continue
+        prev = t
+    if not drop:
+        return turns
+    return tuple(t for i, t in enumerate(turns) if i not in drop)
 
 
 def filter_unresolved_tool_uses(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:

@@ -1,0 +1,127 @@
+"""Issue 18 items 14–16: bad input gets one clear line, the right exit code, no traceback and
+no session file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faultserver import FaultServer, text, tool
+
+
+def _tether(
+    args: list[str], home: Path, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    }
+    base["TETHER_HOME"] = str(home)
+    base["TETHER_RETRY_BASE"] = "10ms"
+    base.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args],
+        cwd=home.parent,
+        env=base,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _one_clean_line(stderr: str) -> None:
+    assert "Traceback" not in stderr
+    assert len([x for x in stderr.splitlines() if not x.startswith("tether: usage:")]) <= 2
+
+
+def _no_sessions(home: Path) -> None:
+    assert not list((home / "sessions").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["run", "--model", "anthropic/claude-x", "--base-url", "http://127.0.0.1:9/", "hi"], 2,
+         "ANTHROPIC_API_KEY"),
+        (["run", "--model", "", "hi"], 1, "--model is empty"),
+        (["run", "--model", "  ", "hi"], 1, "--model is empty"),
+        (["run", "--model", "openai/m", "--base-url", "not a url", "hi"], 1, "not a URL"),
+        (["run", "--model", "openai/m", "--base-url", "ftp://host/x", "hi"], 1, "not a URL"),
+        (["run", "--model", "openai/m", "--base-url", "http://:80", "hi"], 1, "not a URL"),
+    ],
+)  # fmt: skip
+def test_flags_that_cannot_work_are_refused_before_anything_runs(
+    tmp_path: Path, args: list[str], code: int, says: str
+) -> None:
+    home = tmp_path / "home"
+    proc = _tether(args, home)
+    assert proc.returncode == code, proc.stderr
+    assert says in proc.stderr and proc.stdout == ""
+    _one_clean_line(proc.stderr)
+    _no_sessions(home)
+
+
+def test_an_unwritable_tether_home_is_one_clear_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o500)
+    try:
+        if os.access(home, os.W_OK):
+            pytest.skip("running as root: permissions are not enforced")
+        with FaultServer([text("hi")]) as server:
+            proc = _tether(
+                ["run", "--model", "openai/m", "--base-url", server.openai_url, "hi"], home
+            )
+    finally:
+        home.chmod(0o700)
+    assert proc.returncode == 1, proc.stderr
+    assert "cannot create session" in proc.stderr
+    _one_clean_line(proc.stderr)
+
+
+def test_a_settings_file_nested_too_deep_is_one_clear_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = tmp_path  # the run's cwd is home.parent
+    (project / ".tether").mkdir()
+    (project / ".tether" / "settings.json").write_text("[" * 100_000 + "]" * 100_000)
+    proc = _tether(["run", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/", "hi"], home)
+    assert proc.returncode == 1, proc.stderr
+    assert "nested too deeply" in proc.stderr
+    _one_clean_line(proc.stderr)
+
+
+def test_reaching_max_turns_before_an_answer_is_not_success(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with FaultServer([tool("ls", path="."), tool("ls", path=".")]) as server:
+        proc = _tether(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url, "--max-turns", "1",
+             "list"],
+            home,
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "--max-turns reached" in proc.stderr
+    done = json.loads(proc.stdout.splitlines()[-1])
+    assert done["type"] == "done" and done["stop_reason"] == "max_turns"
+
+
+def test_a_prompt_far_over_the_window_is_refused_before_sending(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with FaultServer([text("hi")]) as server:
+        proc = _tether(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url,
+             "--context-window", "4096"],
+            home,
+            stdin="x" * 100_000,  # ~25,000 tokens
+        )  # fmt: skip
+        assert server.requests == []
+    assert proc.returncode == 5, proc.stderr
+    assert "context window is 4096 tokens" in proc.stderr
+    _one_clean_line(proc.stderr)
+    _no_sessions(home)

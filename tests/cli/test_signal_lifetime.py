@@ -1,0 +1,74 @@
+"""Issue 18 item 19: SIGINT/SIGTERM at any instant of a `tether` process end it with 130 —
+the handlers are installed before the CLI loads and are put back after the agent run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from tether.agent.loop import Agent
+from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
+from tether.testing import ScriptedProvider
+
+
+def make_agent(provider: ScriptedProvider, root: Path) -> Agent:
+    return Agent(provider, root=root)
+
+
+def _caught(pid: int) -> int:
+    """The SigCgt mask of a process (signals with a handler)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_start_up_exits_130(tmp_path: Path, sig: int) -> None:
+    env = {**os.environ, "TETHER_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "run"],  # reads the prompt from stdin: blocks
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        # SIGTERM caught means tether's handlers are in (Python catches SIGINT by itself)
+        bit = 1 << (signal.SIGTERM - 1)
+        deadline = time.monotonic() + 30
+        while not _caught(proc.pid) & bit and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert _caught(proc.pid) & bit, "no handler installed"
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_handlers_are_put_back_after_the_run(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def mine(signum: int, frame: FrameType | None) -> None:
+        seen.append(signum)
+
+    old = {s: signal.signal(s, mine) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        agent = make_agent(provider=ScriptedProvider(["the answer"]), root=tmp_path)
+        assert asyncio.run(_drive(agent, "hi")) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
