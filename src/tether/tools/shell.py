@@ -25,7 +25,8 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.tools.base import ToolContext, ToolOutput, tool
-from tether.tools.sandbox import Launch, SandboxConfig
+from tether.tools.limits import FSIZE_EXIT, ResourceLimits, limit_note, nproc_hit_in
+from tether.tools.sandbox import Launch
 
 MAX_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0
@@ -126,8 +127,16 @@ async def run_command(
     """
     launch = Launch(argv=["bash", "-c", command])
     if ctx.sandbox is not None:
-        cfg = SandboxConfig(root=ctx.root, network=ctx.network, isolate_pids=True)
-        launch = ctx.sandbox.launch(launch.argv, cfg)
+        launch = ctx.sandbox.launch(launch.argv, ctx.sandbox_config())
+    limits = ctx.limits or ResourceLimits()
+    guard = limits.start()
+    confine = launch.preexec
+
+    def preexec() -> None:
+        guard.preexec()
+        if confine is not None:
+            confine()
+
     try:
         proc = await asyncio.create_subprocess_exec(
             *launch.argv,
@@ -137,8 +146,11 @@ async def run_command(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=launch.preexec,
+            preexec_fn=preexec,
         )
+    except BaseException:
+        guard.finish()
+        raise
     finally:
         launch.close()
     assert proc.stdout is not None
@@ -159,6 +171,7 @@ async def run_command(
     finally:
         if proc.returncode is None or timed_out or leftovers_killed:
             kill_group(proc.pid)
+        nproc_hit = guard.finish()
         if proc.returncode is None:
             # Cancelled: reap the killed shell so its transport closes with the loop still open.
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
@@ -177,6 +190,11 @@ async def run_command(
         text = f"(no output, {status})"
     elif code != 0:
         text += f"\n({status})"
+    nproc_hit = nproc_hit or nproc_hit_in(text)
+    fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text
+    if nproc_hit or fsize_hit:
+        note = limit_note(limits, nproc=nproc_hit, fsize=fsize_hit)
+        return ToolOutput(f"{text}\n{note}", is_error=True)
     if leftovers_killed:
         text += (
             "\n(background processes still holding the output were killed; redirect their "
