@@ -21,7 +21,7 @@ _ids = itertools.count()
 
 WORKER_TOOL = '''
 import os, subprocess
-from tether import tool
+from tether.tools import tool
 
 @tool
 def sh(command: str) -> str:

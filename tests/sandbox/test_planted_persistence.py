@@ -19,7 +19,7 @@ from sandbox_kit import WORKER_TOOL, sandbox_for
 import tether
 
 SRC = str(Path(tether.__file__).resolve().parents[1])
-PLANTED_TOOL = "from tether import tool\n\n@tool\ndef planted() -> str:\n    return 'pwned'\n"
+PLANTED_TOOL = "from tether.tools import tool\n\n@tool\ndef planted() -> str:\n    return 'pwned'\n"
 PLANTED_SETTINGS = json.dumps({"tools": {"safe": True, "network": True}})
 GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n"
 SH = (
@@ -83,7 +83,7 @@ async def test_planted_code_and_settings_are_not_loaded_by_the_next_run(
         run1 = run_tether([*args, "--base-url", server.openai_url, "plant"], tmp_path, kind)
         requests = list(server.requests)
     assert run1.returncode == 0, run1.stderr
-    assert {"write", "edit", "bash", "sh"} <= tool_names(requests[0])
+    assert {"write", "edit", "bash", "sh"} <= tool_names(requests[0]), run1.stderr
     results = [m for m in requests[-1]["body"]["messages"] if m["role"] == "tool"]
     assert len(results) == 5
     assert all("read-only" in r["content"] for r in results[:3]), results[:3]
@@ -105,6 +105,7 @@ async def test_planted_code_and_settings_are_not_loaded_by_the_next_run(
         ), run2.stdout
 
 
+@pytest.mark.parametrize("kind", ["bwrap"])  # the approval does not depend on the sandbox
 def test_trust_shows_then_approves_and_a_later_change_is_refused(
     tmp_path: Path, kind: str
 ) -> None:

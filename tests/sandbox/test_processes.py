@@ -126,8 +126,8 @@ async def test_dev_shm_keeps_nothing(root: Path, kind: str) -> None:
 async def test_a_fork_bomb_hits_the_process_limit(root: Path, kind: str) -> None:
     if os.geteuid() == 0 and not Path("/sys/fs/cgroup/pids/cgroup.procs").exists():
         pytest.skip("root is exempt from RLIMIT_NPROC and no pids cgroup (v1) is available")
-    ctx = context(root, kind, limits=ResourceLimits(max_processes=40))
-    r = await bash(ctx, "for i in $(seq 120); do sleep 3 & done; wait; echo finished")
+    ctx = context(root, kind, limits=ResourceLimits(max_processes=20))
+    r = await bash(ctx, "for i in $(seq 40); do sleep 1 & done; wait; echo finished")
     assert r.is_error and "process limit" in r.text, r.text
 
 

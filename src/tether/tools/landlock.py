@@ -3,7 +3,8 @@
 Owns: `abi_version()` (0 when the kernel has no Landlock), `build_ruleset()` + `enter()` (the
 two halves of confining a process, so a parent can build the ruleset and a forked child enter
 it), `confine()` (both, for the calling process), and `main()`, the launcher:
-`python -I -S .../landlock.py [--write P]... [--ro P]... [--net] [--tmp DIR] -- argv...`.
+`python -I -S .../landlock.py [--write P]... [--ro P]... [--hide P]... [--keep P]... [--net]
+[--tmp DIR] -- argv...`.
 Does not own: choosing a sandbox or building the launcher's argv (`tether.tools.sandbox`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
@@ -178,6 +179,7 @@ def _namespaces(
     keep: Sequence[str] = (),
     pid_ns: bool = False,
     hidden: Sequence[str] = (),
+    keep_ro: Sequence[str] = (),
 ) -> bool:
     """Step 1: a mount namespace where `tmp` is mounted on /tmp (the `keep` paths under /tmp,
     e.g. the working folder, re-bound at their own paths so they stay visible), `readonly`
@@ -185,8 +187,9 @@ def _namespaces(
     empty tmpfs (the resolver's folder re-bound when `network`); plus a network namespace
     without `network`, and with `pid_ns` a PID namespace for the children forked next (tried
     without it when refused). Each `hidden` folder is covered by an empty read-only tmpfs (the
-    `keep` paths and `tmp` inside one bound back). Returns False when the kernel refused;
-    nothing changed then."""
+    `keep` paths and `tmp` inside one bound back; those in `keep_ro` read-only, since a bind
+    inside the writable private tmp would inherit its Landlock write right). Returns False when
+    the kernel refused; nothing changed then."""
     net = 0 if network else CLONE_NEWNET
     uid, gid = os.geteuid(), os.getegid()
     # root may make namespaces directly; anyone else through a user namespace mapping their own
@@ -203,7 +206,7 @@ def _namespaces(
     if tmp is not None and not _is_under(tmp, "/tmp"):
         covered.append("/tmp")
     # handles on what must stay visible, taken before anything is covered
-    visible = [*keep, *([tmp] if tmp is not None else [])]
+    visible = [*keep_ro, *keep, *([tmp] if tmp is not None else [])]
     held = [
         (p, os.open(p, os.O_PATH | os.O_CLOEXEC))
         for p in dict.fromkeys(visible)
@@ -223,6 +226,9 @@ def _namespaces(
         src = os.fsencode(f"/proc/self/fd/{fd}")
         _check(_libc.mount(src, os.fsencode(p), None, MS_BIND | MS_REC, None), f"bind {p}")
         os.close(fd)
+        if p in keep_ro:
+            flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+            _check(_libc.mount(None, os.fsencode(p), None, flags, None), f"remount {p}")
     for h in hidden:
         if os.path.isdir(h):
             b = os.fsencode(h)
@@ -363,6 +369,7 @@ def enter(
     keep: Sequence[str] = (),
     pid_ns: bool = False,
     hidden: Sequence[str] = (),
+    keep_ro: Sequence[str] = (),
 ) -> None:
     """Steps 1-3 for the calling process: namespaces (when the kernel allows), no capabilities
     (as root), no new privileges, then the Landlock domain of `ruleset`. Irreversible.
@@ -375,7 +382,8 @@ def enter(
     Raises:
         OSError: a syscall failed (the caller must not run the command then).
     """
-    _namespaces([p for p in readonly if os.path.exists(p)], network, tmp, keep, pid_ns, hidden)
+    ro = [p for p in readonly if os.path.exists(p)]
+    _namespaces(ro, network, tmp, keep, pid_ns, hidden, keep_ro)
     if os.geteuid() == 0:
         _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
@@ -391,6 +399,7 @@ def confine(
     abi: int | None = None,
     hidden: Sequence[str] = (),
     pid_ns: bool = False,
+    keep: Sequence[str] = (),
 ) -> None:
     """Confine the calling process (`build_ruleset` + `enter`); what it execs stays confined.
 
@@ -403,6 +412,8 @@ def confine(
         abi: the Landlock ABI; None asks the kernel.
         hidden: folders whose files may not be read.
         pid_ns: make a PID namespace for the children forked next, where allowed.
+        keep: further paths that must stay visible (not writable) under a private /tmp: the
+            working folder when only some of its folders are writable.
 
     Raises:
         OSError: Landlock is unavailable or a syscall failed.
@@ -420,6 +431,7 @@ def confine(
             keep=[*writable, *readonly],
             pid_ns=pid_ns,
             hidden=hidden,
+            keep_ro=keep,
         )
     finally:
         os.close(ruleset)
@@ -427,22 +439,23 @@ def confine(
 
 def _parse(
     args: list[str],
-) -> tuple[list[str], list[str], list[str], bool, str | None, list[str]]:
+) -> tuple[list[str], list[str], list[str], list[str], bool, str | None, list[str]]:
     write: list[str] = []
     ro: list[str] = []
     hide: list[str] = []
+    keep: list[str] = []
     network = False
     tmp: str | None = None
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--":
-            return write, ro, hide, network, tmp, args[i + 1 :]
+            return write, ro, hide, keep, network, tmp, args[i + 1 :]
         if a == "--net":
             network = True
             i += 1
             continue
-        if a in ("--write", "--ro", "--hide", "--tmp") and i + 1 < len(args):
+        if a in ("--write", "--ro", "--hide", "--keep", "--tmp") and i + 1 < len(args):
             value = args[i + 1]
             if a == "--write":
                 write.append(value)
@@ -450,6 +463,8 @@ def _parse(
                 ro.append(value)
             elif a == "--hide":
                 hide.append(value)
+            elif a == "--keep":
+                keep.append(value)
             else:
                 tmp = value
             i += 2
@@ -466,7 +481,7 @@ def main(args: Sequence[str] | None = None) -> int:
         126 when confinement failed, 127 when the command was not found.
     """
     try:
-        write, ro, hide, network, tmp, command = _parse(
+        write, ro, hide, keep, network, tmp, command = _parse(
             list(sys.argv[1:] if args is None else args)
         )
         if not command:
@@ -476,7 +491,9 @@ def main(args: Sequence[str] | None = None) -> int:
         return 2
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # the harness gone (kill -9): end with it
     try:
-        confine(write, readonly=ro, network=network, tmp=tmp, hidden=hide, pid_ns=True)
+        confine(
+            write, readonly=ro, network=network, tmp=tmp, hidden=hide, pid_ns=True, keep=keep
+        )
     except OSError as e:
         sys.stderr.write(f"tether sandbox (landlock): refusing to run unconfined: {e}\n")
         return 126
@@ -491,11 +508,17 @@ def run_reaped(command: Sequence[str]) -> int:
     then return its status (re-raising a fatal signal on this process). In a PID namespace
     made by `confine(pid_ns=True)` the child is its init, so the kernel also ends the rest
     when it exits, and when this launcher is killed (the child has PR_SET_PDEATHSIG)."""
+    import signal
+
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     pid = os.fork()
     if pid == 0:
         try:
             _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+            # Python ignores these; an ignored signal stays ignored across exec (a write past
+            # RLIMIT_FSIZE must kill the writer, a closed pipe end a producer)
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
             os.execvp(command[0], list(command))
         except OSError as e:
             sys.stderr.write(f"tether sandbox (landlock): {command[0]}: {e.strerror}\n")
@@ -513,8 +536,6 @@ def run_reaped(command: Sequence[str]) -> int:
             break
     kill_descendants()
     if os.WIFSIGNALED(status):
-        import signal
-
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)

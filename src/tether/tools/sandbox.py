@@ -47,6 +47,7 @@ import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -250,6 +251,11 @@ class Sandbox(ABC):
             # under /var/tmp, not /tmp: mounted on /tmp, it keeps its own path valid ($TMPDIR)
             parent = tmp_parent()
             parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(parent)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                raise OSError(f"{parent} is not a folder of this user; refusing to use it")
+            if st.st_mode & 0o077:
+                os.chmod(parent, 0o700)
             clean_stale_tmp(parent)
             path = Path(tempfile.mkdtemp(prefix=f"{self.kind}-{os.getpid()}-", dir=parent))
             lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -376,6 +382,8 @@ class LandlockSandbox(Sandbox):
             out += ["--ro", str(p)]
         for p in cfg.hidden_dirs():
             out += ["--hide", str(p)]
+        if cfg.write_paths is not None:
+            out += ["--keep", str(cfg.root)]
         if cfg.network:
             out.append("--net")
         out.append("--")
@@ -396,10 +404,17 @@ class LandlockSandbox(Sandbox):
         )
         readonly = [str(p) for p in cfg.readonly()]
         keep = [*writable[:-1], *readonly]
+        keep_ro = [str(cfg.root)] if cfg.write_paths is not None else []
 
         def preexec() -> None:
             landlock.enter(
-                ruleset, readonly=readonly, network=cfg.network, tmp=tmp, keep=keep, hidden=hidden
+                ruleset,
+                readonly=readonly,
+                network=cfg.network,
+                tmp=tmp,
+                keep=keep,
+                hidden=hidden,
+                keep_ro=keep_ro,
             )
 
         return Launch(

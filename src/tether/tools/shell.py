@@ -191,7 +191,7 @@ async def run_command(
     elif code != 0:
         text += f"\n({status})"
     nproc_hit = nproc_hit or nproc_hit_in(text)
-    fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text
+    fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text or "File too large" in text
     if nproc_hit or fsize_hit:
         note = limit_note(limits, nproc=nproc_hit, fsize=fsize_hit)
         return ToolOutput(f"{text}\n{note}", is_error=True)
