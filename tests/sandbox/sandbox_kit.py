@@ -35,8 +35,10 @@ def sandbox_for(kind: str) -> Sandbox:
     """The sandbox of `kind`; skips the test (reason printed) when it does not work here."""
     found = available("bwrap" if kind == "bwrap" else "landlock")
     if found is None:
-        pytest.skip(f"sandbox {kind} is not available on this machine (needs bwrap + user "
-                    "namespaces, or a kernel with Landlock)")
+        pytest.skip(
+            f"sandbox {kind} is not available on this machine (needs bwrap + user "
+            "namespaces, or a kernel with Landlock)"
+        )
     return found
 
 
@@ -70,8 +72,9 @@ def registry(folder: Path | None = None) -> ToolRegistry:
     return scan_tool_folders([folder], base=builtin_tools()).registry
 
 
-async def call(ctx: ToolContext, name: str, reg: ToolRegistry | None = None, **args: Any
-               ) -> ToolResultBlock:
+async def call(
+    ctx: ToolContext, name: str, reg: ToolRegistry | None = None, **args: Any
+) -> ToolResultBlock:
     block = ToolCallBlock(id=f"c{next(_ids)}", name=name, arguments=args)
     return await run_tool_call(reg or registry(), block, ctx)
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultserver import FaultServer, text, tool
 from sandbox_kit import WORKER_TOOL, sandbox_for
 
 import tether
+from faultserver import FaultServer, text, tool
 
 SRC = str(Path(tether.__file__).resolve().parents[1])
 PLANTED_TOOL = "from tether.tools import tool\n\n@tool\ndef planted() -> str:\n    return 'pwned'\n"
@@ -68,7 +68,9 @@ async def test_planted_code_and_settings_are_not_loaded_by_the_next_run(
     tools.mkdir()
     (tools / "shtool.py").write_text(WORKER_TOOL)
     (tmp_path / "cfg").mkdir()
-    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"tools": {"folders": [str(tools)]}}))
+    (tmp_path / "cfg" / "settings.json").write_text(
+        json.dumps({"tools": {"folders": [str(tools)]}})
+    )
     sh = SH.format(tool=quoted(PLANTED_TOOL), settings=quoted(PLANTED_SETTINGS))
     script = [
         tool("write", path=".tether/tools/x.py", content=PLANTED_TOOL),
@@ -100,15 +102,13 @@ async def test_planted_code_and_settings_are_not_loaded_by_the_next_run(
     if planted:
         assert "not approved" in run2.stderr and "tether trust" in run2.stderr, run2.stderr
         warnings = [json.loads(x) for x in run2.stdout.splitlines()]
-        assert any(
-            e["type"] == "warning" and e["kind"] == "untrusted_project" for e in warnings
-        ), run2.stdout
+        assert any(e["type"] == "warning" and e["kind"] == "untrusted_project" for e in warnings), (
+            run2.stdout
+        )
 
 
 @pytest.mark.parametrize("kind", ["bwrap"])  # the approval does not depend on the sandbox
-def test_trust_shows_then_approves_and_a_later_change_is_refused(
-    tmp_path: Path, kind: str
-) -> None:
+def test_trust_shows_then_approves_and_a_later_change_is_refused(tmp_path: Path, kind: str) -> None:
     sandbox_for(kind)
     proj = tmp_path / "proj"
     (proj / ".tether" / "tools").mkdir(parents=True)

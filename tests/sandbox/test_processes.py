@@ -107,7 +107,7 @@ async def test_no_service_socket_in_run_is_reachable(root: Path, kind: str) -> N
     t.start()
     py = f"import socket; s=socket.socket(socket.AF_UNIX); s.connect({path!r}); print('CONNECTED')"
     try:
-        r = await bash(context(root, kind), f"{sys.executable} -c \"{py}\"")
+        r = await bash(context(root, kind), f'{sys.executable} -c "{py}"')
     finally:
         server.close()
         os.unlink(path)

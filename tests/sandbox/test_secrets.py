@@ -56,8 +56,12 @@ async def test_another_sessions_private_tmp_is_unreadable(root: Path, kind: str)
     other's commands."""
     sandbox_for(kind)
     mine = context(root, kind)
-    other_sb: Sandbox = BwrapSandbox() if kind == "bwrap" else LandlockSandbox(
-        sandbox_for(kind).abi  # type: ignore[attr-defined]
+    other_sb: Sandbox = (
+        BwrapSandbox()
+        if kind == "bwrap"
+        else LandlockSandbox(
+            sandbox_for(kind).abi  # type: ignore[attr-defined]
+        )
     )
     (other_sb.tmp_dir / "private.txt").write_text(SECRET)
     assert mine.sandbox is not None and mine.sandbox.tmp_dir != other_sb.tmp_dir
@@ -68,7 +72,14 @@ async def test_another_sessions_private_tmp_is_unreadable(root: Path, kind: str)
 
 @pytest.mark.parametrize(
     "name",
-    ["PGPASSWORD", "DATABASE_URL", "SSH_AUTH_SOCK", "APP_SECRET_VALUE", "CI_JOB_TOKEN", "SIGNING_KEY"],
+    [
+        "PGPASSWORD",
+        "DATABASE_URL",
+        "SSH_AUTH_SOCK",
+        "APP_SECRET_VALUE",
+        "CI_JOB_TOKEN",
+        "SIGNING_KEY",
+    ],
 )
 async def test_secret_variables_by_convention_do_not_reach_tools(
     root: Path, kind: str, name: str, tmp_path: Path
@@ -82,8 +93,9 @@ async def test_secret_variables_by_convention_do_not_reach_tools(
 
 
 async def test_allow_env_lets_one_back(root: Path, kind: str) -> None:
-    env = scrubbed_env({"PATH": os.environ["PATH"], "DATABASE_URL": "postgres://t"},
-                       allowed=["DATABASE_URL"])
+    env = scrubbed_env(
+        {"PATH": os.environ["PATH"], "DATABASE_URL": "postgres://t"}, allowed=["DATABASE_URL"]
+    )
     r = await bash(context(root, kind, env=env), 'echo "[$DATABASE_URL]"')
     assert r.text == "[postgres://t]"
 

@@ -33,8 +33,9 @@ async def test_file_tools_cannot_write_trust_roots(root: Path, kind: str, target
     r = await call(ctx, "write", path=target, content="evil = 1\n")
     assert r.is_error and "read-only" in r.text, r.text
     if (root / target).exists():
-        r = await call(ctx, "edit", path=target, old_string=(root / target).read_text()[:3],
-                       new_string="EVIL")
+        r = await call(
+            ctx, "edit", path=target, old_string=(root / target).read_text()[:3], new_string="EVIL"
+        )
         assert r.is_error and "read-only" in r.text, r.text
     assert state(root) == before
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.agent.context import ContextManager
+from tether.agent.events import WarningEvent
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.cli.settings_cmds import project_base_url
 from tether.compaction.monitor import ContextMonitor
@@ -37,14 +38,13 @@ from tether.providers.base import Provider
 from tether.providers.fallback import ModelRef, check_provider_names
 from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
-from tether.agent.events import WarningEvent
 from tether.settings import LoadedSettings, Settings, load_settings
 from tether.settings.trust import check_trust
-from tether.tools.limits import ResourceLimits
 from tether.tools.base import Tool
 from tether.tools.builtins import builtin_tools
-from tether.tools.env import DEFAULT_REFUSED
 from tether.tools.containment import limits_for, policy_for
+from tether.tools.env import DEFAULT_REFUSED
+from tether.tools.limits import ResourceLimits
 from tether.tools.paths import PathPolicy
 from tether.tools.scan import scan_tool_folders
 

@@ -93,15 +93,21 @@ def _read_store() -> dict[str, Any]:
         data = json.loads(trust_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {"version": 1, "projects": {}}
-    if not isinstance(data, dict) or not isinstance(data.get("projects"), dict):
+    if not isinstance(data, dict):
         return {"version": 1, "projects": {}}
-    return cast("dict[str, Any]", data)
+    store = cast("dict[str, Any]", data)
+    if not isinstance(store.get("projects"), dict):
+        return {"version": 1, "projects": {}}
+    return store
 
 
 def approved_files(root: Path) -> dict[str, str]:
     """The files approved for `root` by the last `tether trust` ({} when never)."""
-    entry = _read_store()["projects"].get(os.path.realpath(root))
-    files = entry.get("files") if isinstance(entry, dict) else None
+    projects = cast("dict[str, Any]", _read_store()["projects"])
+    entry: Any = projects.get(os.path.realpath(root))
+    if not isinstance(entry, dict):
+        return {}
+    files: Any = cast("dict[str, Any]", entry).get("files")
     return dict(cast("dict[str, str]", files)) if isinstance(files, dict) else {}
 
 
@@ -171,5 +177,7 @@ def approve(root: Path) -> dict[str, str]:
     with FileLock(str(path) + ".lock", timeout=10):
         store = _read_store()
         store["projects"][str(root)] = {"files": files, "approved_ms": int(time.time() * 1000)}
-        write_atomic(path, (json.dumps(store, indent=2, sort_keys=True) + "\n").encode(), mode=0o600)
+        write_atomic(
+            path, (json.dumps(store, indent=2, sort_keys=True) + "\n").encode(), mode=0o600
+        )
     return files

@@ -297,10 +297,10 @@ def readable_roots(hidden: Sequence[str]) -> list[str]:
     READ_FILE beneath these grants it everywhere except beneath `hidden` (Landlock rules only
     allow, so a hole is made by leaving it out). Entries created later in a folder on the way
     (e.g. a new file in the home folder) are not covered."""
-    hidden_n = [os.path.normpath(h) for h in hidden]
+    hidden_n: list[str] = [os.path.normpath(str(h)) for h in hidden]
     ways: set[str] = set()
     for h in hidden_n:
-        p = h
+        p: str = h
         while p != "/":
             p = os.path.dirname(p)
             ways.add(p)

@@ -74,9 +74,7 @@ class LimitGuard:
 
     def __init__(self, limits: ResourceLimits) -> None:
         self.limits = limits
-        self.cgroup = (
-            None if limits.max_processes is None else _cgroup_v1(limits.max_processes)
-        )
+        self.cgroup = None if limits.max_processes is None else _cgroup_v1(limits.max_processes)
         procs = None if self.cgroup is None else os.fsencode(self.cgroup / "cgroup.procs")
         nproc = limits.max_processes if self.cgroup is None else None
         fsize = limits.max_file_size_bytes

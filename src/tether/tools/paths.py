@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 from tether.tools.base import ToolError
 
@@ -246,8 +247,9 @@ class PathPolicy:
     @classmethod
     def from_json(cls, raw: dict[str, object]) -> PathPolicy:
         def strs(key: str) -> tuple[str, ...]:
-            value = raw.get(key) or []
-            return tuple(str(v) for v in value) if isinstance(value, list) else ()
+            value: object = raw.get(key)
+            items = cast("list[object]", value) if isinstance(value, list) else []
+            return tuple(str(v) for v in items)
 
         return cls(
             deny_read=strs("deny_read"),
@@ -275,9 +277,9 @@ def expand_write_paths(root: Path, globs: Iterable[str]) -> tuple[Path, ...]:
             candidates = sorted(Path(root_real).glob(g.removesuffix("/**")))
         for c in candidates:
             real = os.path.realpath(c)
-            if _is_inside(real, root_real) and real != root_real and c.exists():
-                if Path(real) not in out:
-                    out.append(Path(real))
+            inside = _is_inside(real, root_real) and real != root_real
+            if inside and c.exists() and Path(real) not in out:
+                out.append(Path(real))
     return tuple(out)
 
 
