@@ -10,10 +10,12 @@ Does not own: running processes (callers pass the wrapped argv to their own `exe
 tool, the tool worker `python -m tether.tools.worker`), safe mode (`tether.tools.policy`), the
 Landlock syscalls (`tether.tools.landlock`).
 
-What is confined, under both kinds: writes only beneath `cfg.root`, a private temp folder (one
-per `Sandbox` object, i.e. per process for the detected ones; removed at exit) and
-`cfg.extra_writable`; `root/.git` is read-only; the rest of the file system stays readable; no
-capabilities (even as root); network off unless `cfg.network`.
+What is confined, under both kinds: writes only beneath `cfg.root` (or `cfg.write_paths`), a
+private temp folder (one per `Sandbox` object, i.e. per process for the detected ones; removed
+at exit, or by the next process after a kill -9) and `cfg.extra_writable`; `root/.git`,
+`root/.tether` and `cfg.protected` are read-only; tether's own folders and the other sessions'
+temp folders are hidden (`secret_dirs`); the rest of the file system stays readable; no
+capabilities (even as root); network off unless `cfg.network`; `/run` is empty.
 - bubblewrap: `--ro-bind / /`, `--bind root root`, `--ro-bind root/.git …`, `--bind <private
   tmp> /tmp`, an empty `/run` (the host's service sockets: docker, D-Bus; the resolver's folder
   re-bound read-only when the network is on), fresh `/dev` and `/proc`, `--unshare-net` (a

@@ -10,8 +10,12 @@ context has a `sandbox`, the command runs inside it (`tether.tools.sandbox`: wri
 the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
 process group kill covers the sandbox launcher (bwrap) and everything under it.
 
-Processes the command leaves running are left alone if they let go of the output pipe (e.g.
+Inside an OS sandbox every process the command started ends with the call (a PID namespace
+under bwrap; the Landlock launcher reaps every descendant, issue 11). Unsandboxed, processes the
+command leaves running are left alone if they let go of the output pipe (e.g.
 `server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
+Resource limits (`tether.tools.limits`) apply to every command; hitting one is an is_error
+result naming it.
 """
 
 from __future__ import annotations
