@@ -3,8 +3,9 @@
 Usage: python bench/sandbox.py [--n 40]
 
 Each call goes through the real path (`run_tool_call` → the `bash` tool → subprocess, inside the
-context's sandbox). `landlock` confines in the forked child (what the bash tool does);
-`landlock-exec` execs the stdlib-only launcher (`Sandbox.wrap`, as for the tool worker). The variants are interleaved call by call (n calls each) so all see the same
+context's sandbox). `landlock` execs the stdlib-only launcher (what the bash tool and the
+tool worker do: it makes the namespaces and reaps every descendant); `landlock-child` confines
+in the forked child instead (`in_child=True`: no launcher start-up, no reaping). The variants are interleaved call by call (n calls each) so all see the same
 machine state; a kind that does not work here is reported and skipped. Prints each median in ms,
 the difference to the unsandboxed baseline in ms and the ratio. Target: ≤ +15 ms per call.
 """
@@ -48,8 +49,8 @@ async def main(n: int) -> None:
             else:
                 variants[kind] = sb
         ll = available("landlock")
-        if isinstance(ll, LandlockSandbox):  # the launcher path (`wrap`) too, as the worker uses
-            variants["landlock-exec"] = LandlockSandbox(ll.abi, in_child=False)
+        if isinstance(ll, LandlockSandbox):  # the in-child path too (no launcher)
+            variants["landlock-child"] = LandlockSandbox(ll.abi, in_child=True)
         contexts = {
             name: ToolContext.create(root, env=scrubbed_env(), sandbox=sb)
             for name, sb in variants.items()

@@ -118,6 +118,7 @@ def test_bad_settings_files_exit_1_naming_file_and_place(
     path = tmp_path / "proj" / ".tether" / "settings.json"
     path.parent.mkdir(parents=True)
     path.write_text(content)
+    assert tether(["trust"], tmp_path).returncode == 0  # approved: the run then reads it
     for args in (["config", "show"], ["run", "--no-session", "hi"]):
         proc = tether(args, tmp_path)
         assert proc.returncode == 1, proc.stderr

@@ -7,8 +7,9 @@ import pytest
 from tether.tools.sandbox import LandlockSandbox, Sandbox, available
 
 SANDBOX_KINDS = ("none", "bwrap", "landlock", "landlock-exec")
-"""`landlock` confines the forked child (the bash tool's path); `landlock-exec` runs the
-stdlib-only launcher (`Sandbox.wrap`, the path any other subprocess such as a worker takes)."""
+"""`landlock` confines the forked child (`in_child=True`: no launcher, no reaping);
+`landlock-exec` runs the stdlib-only launcher (`Sandbox.wrap`, the default path of the bash tool
+and of any other subprocess such as a worker)."""
 
 
 def sandbox_for(kind: str) -> Sandbox | None:
@@ -18,6 +19,6 @@ def sandbox_for(kind: str) -> Sandbox | None:
     found = available("bwrap" if kind == "bwrap" else "landlock")
     if found is None:
         pytest.skip(f"sandbox {kind} is not available on this machine")
-    if kind == "landlock-exec" and isinstance(found, LandlockSandbox):
-        return LandlockSandbox(found.abi, in_child=False)
+    if isinstance(found, LandlockSandbox):
+        return LandlockSandbox(found.abi, in_child=kind == "landlock")
     return found

@@ -62,8 +62,10 @@ def test_landlock_launcher_argv_round_trips(argv: list[str], net: bool, extra: l
     cfg = SandboxConfig(root=Path("/r"), network=net, extra_writable=tuple(map(Path, extra)))
     out = LANDLOCK.wrap(argv, cfg)
     assert out[:5] == ["/usr/bin/python3", "-I", "-S", "-B", landlock.__file__]
-    write, ro, network, tmp, command = landlock._parse(out[5:])  # pyright: ignore[reportPrivateUsage]
-    assert command == argv
+    parsed = landlock._parse(out[5:])  # pyright: ignore[reportPrivateUsage]
+    write, ro, hide, keep, network, tmp, command = parsed
+    assert command == argv and keep == []
+    assert hide == [str(p) for p in cfg.hidden_dirs()]
     # read-only: no `.git` under /r; only this harness's own interpreter/package if under /tmp
     assert write == ["/r", *extra] and ro == [str(p) for p in cfg.readonly()] and network is net
     assert all(Path(p).is_relative_to("/tmp") for p in ro)
@@ -128,9 +130,9 @@ async def test_a_failed_child_confinement_runs_nothing(
     from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call
 
     sb = sandbox_for("landlock")
-    assert isinstance(sb, LandlockSandbox)
+    assert isinstance(sb, LandlockSandbox) and sb.in_child
 
-    def broken(ruleset: int, *, readonly: object, network: bool) -> None:
+    def broken(ruleset: int, **kwargs: object) -> None:
         raise OSError(1, "simulated failure")
 
     monkeypatch.setattr(landlock, "enter", broken)
@@ -138,7 +140,7 @@ async def test_a_failed_child_confinement_runs_nothing(
     block = ToolCallBlock(id="x", name="bash", arguments={"command": "touch ran"})
     r = await run_tool_call(ToolRegistry(builtin_tools()), block, ctx)
     assert r.is_error and not (tmp_path / "ran").exists()
-    unsupported = LandlockSandbox(abi=0)  # build_ruleset refuses in the parent
+    unsupported = LandlockSandbox(abi=0, in_child=True)  # build_ruleset refuses in the parent
     ctx = ToolContext.create(tmp_path, env={"PATH": "/usr/bin:/bin"}, sandbox=unsupported)
     r = await run_tool_call(ToolRegistry(builtin_tools()), block, ctx)
     assert r.is_error and "Landlock" in r.text and not (tmp_path / "ran").exists()

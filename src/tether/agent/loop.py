@@ -71,6 +71,7 @@ from tether.providers.retry import RetryPolicy
 from tether.tools.base import Tool, ToolContext, Wrap
 from tether.tools.env import DEFAULT_REFUSED, redact_secrets, scrubbed_env, secret_values
 from tether.tools.hygiene import Hygiene, HygieneConfig
+from tether.tools.limits import ResourceLimits
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
 from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits
 from tether.tools.policy import (
@@ -177,6 +178,10 @@ class Agent:
         compaction: automatic context management (`tether.agent.context`), or None for none.
         secret_texts: more values redacted from tool output (e.g. API keys tether read from
             the keyring or its credential file, which are not in any environment).
+        allow_env: variable names (exact or `*` globs) let through to tool subprocesses even
+            when `refused_env` matches them (settings `tools.allow_env`).
+        tool_limits: process-count and file-size limits of tool subprocesses
+            (`tether.tools.limits.ResourceLimits`); None: the defaults.
 
     Raises:
         tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a sandbox kind
@@ -218,6 +223,8 @@ class Agent:
         refused_env: Iterable[str] = DEFAULT_REFUSED,
         compaction: ContextManager | None = None,
         secret_texts: Iterable[str] = (),
+        allow_env: Iterable[str] = (),
+        tool_limits: ResourceLimits | None = None,
     ) -> None:
         self.compaction = compaction
         self.max_continuations = max_continuations
@@ -240,22 +247,24 @@ class Agent:
         self.new_id = id_factory or default_id_factory()
         self._emit: Callable[[AgentEvent], None] = on_event or (lambda _e: None)
         refused = tuple(refused_env)
+        allowed = tuple(allow_env)
         sandbox_used = resolve_sandbox(sandbox)
         self.safe_mode_forced = sandbox_used is None
         self.safe_mode = safe_mode or self.safe_mode_forced
         self._warned_no_sandbox = False
         self.context = ToolContext(
             root=self.root,
-            env=scrubbed_env(os.environ if env is None else env, refused),
+            env=scrubbed_env(os.environ if env is None else env, refused, allowed),
             session_dir=session_dir,
             policy=policy,
             wrap=wrap,
             questions=question_bridge,
             sandbox=sandbox_used,
             network=network,
+            limits=tool_limits,
         )
         secrets_in_env = (
-            *secret_values(os.environ if env is None else env, refused),
+            *secret_values(os.environ if env is None else env, refused, allowed),
             *secret_texts,
         )
         self._secrets = secrets_in_env

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.agent.context import ContextManager
+from tether.agent.events import WarningEvent
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.cli.settings_cmds import project_base_url
 from tether.compaction.monitor import ContextMonitor
@@ -38,11 +39,14 @@ from tether.providers.base import Provider
 from tether.providers.fallback import ModelRef, check_provider_names
 from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
-from tether.settings import LoadedSettings, Settings
+from tether.settings import LoadedSettings, Settings, load_settings
+from tether.settings.trust import check_trust
 from tether.tools.base import Tool
 from tether.tools.builtins import builtin_tools
+from tether.tools.containment import limits_for, policy_for
 from tether.tools.env import DEFAULT_REFUSED
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from tether.tools.limits import ResourceLimits
+from tether.tools.paths import PathPolicy
 from tether.tools.sandbox import Sandbox
 from tether.tools.scan import scan_tool_folders
 
@@ -200,13 +204,35 @@ def thinking_decay(settings: Settings) -> ThinkingDecay | None:
     return StepDecay(full_tokens=t.budget_tokens, floor_tokens=t.budget_tokens, after_turn=1)
 
 
-def path_policy(settings: Settings) -> PathPolicy:
-    """The built-in dotenv rules plus `tools.deny_paths` (refused to read and to write)."""
-    extra = tuple(settings.tools.deny_paths)
-    return PathPolicy(
-        deny_read=(*DEFAULT_POLICY.deny_read, *extra),
-        deny_write=(*DEFAULT_POLICY.deny_write, *extra),
-    )
+def path_policy(settings: Settings, root: Path | None = None) -> PathPolicy:
+    """The built-in dotenv rules plus `tools.deny_paths` (refused to read and to write), the
+    write scope (`tools.write_paths`), and, with `root`, the tool folders as protected
+    (read-only) paths (see `tether.tools.containment.policy_for`)."""
+    return policy_for(settings.tools, root)
+
+
+def trusted_settings(
+    root: Path, warn: Callable[[str], None], emit: Callable[[WarningEvent], None]
+) -> tuple[LoadedSettings, bool]:
+    """The run's settings, with the project's file only when the project is approved
+    (`tether.settings.trust`); else the user settings alone, a one-line warning on stderr and
+    a `warning` event (`untrusted_project`). Returns (settings, trusted): load the project's
+    tool folders only when trusted.
+
+    Raises:
+        ConfigError: a settings file that is loaded is malformed or invalid.
+    """
+    state = check_trust(root)
+    if state.trusted:
+        return load_settings(root), True
+    warn(f"warning: {state.message()}")
+    emit(WarningEvent(kind="untrusted_project", message=state.message()))
+    return load_settings(None), False
+
+
+def tool_limits(settings: Settings) -> ResourceLimits:
+    """`tools.max_processes` / `tools.max_file_size` as the tools' resource limits."""
+    return limits_for(settings.tools)
 
 
 def refused_env(settings: Settings) -> tuple[str, ...]:
@@ -234,9 +260,12 @@ def provider_keys(chain: Sequence[Provider], settings: Settings) -> tuple[str, .
     return tuple(dict.fromkeys(keys))
 
 
-def run_tools(settings: Settings, root: Path, note: Callable[[str], None]) -> list[Tool]:
+def run_tools(
+    settings: Settings, root: Path, note: Callable[[str], None], *, project_tools: bool = True
+) -> list[Tool]:
     """The built-in tools plus those of the tool folders (`tools.folders`, relative to the
-    project, and `.tether/tools/` when it exists). A tool file that fails to import is skipped
+    project, and `.tether/tools/` when it exists and `project_tools`: False when the project is
+    not approved, see `tether.settings.trust`). A tool file that fails to import is skipped
     with a note.
 
     Raises:
@@ -246,7 +275,7 @@ def run_tools(settings: Settings, root: Path, note: Callable[[str], None]) -> li
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         raise ConfigError(f"tools.folders: not a folder: {', '.join(missing)}")
-    if (root / PROJECT_TOOL_FOLDER).is_dir():
+    if project_tools and (root / PROJECT_TOOL_FOLDER).is_dir():
         folders.append(root / PROJECT_TOOL_FOLDER)
     if not folders:
         return list(builtin_tools())

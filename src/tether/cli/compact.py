@@ -77,13 +77,17 @@ def compact_command(
     `{"session_id", "marker_id", "tokens_before", "tokens_after", "turns_replaced"}`. The model
     is `--model`, else the settings' selection (of the current folder's project), like
     `tether run`; windows come from `--context-window`, else the settings, else the table."""
-    from tether.cli.agent_setup import check_flags, configured_windows, provider_chain
-    from tether.settings import load_settings
+    from tether.cli.agent_setup import (
+        check_flags,
+        configured_windows,
+        provider_chain,
+        trusted_settings,
+    )
 
     store = SessionStore()
     try:
         check_flags(model, base_url)
-        cfg = load_settings(Path.cwd())
+        cfg, _ = trusted_settings(Path.cwd(), err, lambda _e: None)
         provider = provider_chain(model, base_url, cfg, err, Path.cwd())[0]
         windows = configured_windows(cfg.settings)
         loaded = store.load(session_id)

@@ -156,6 +156,43 @@ def models(
         err(f"{listing.provider}: {len(listing.models)} models from {listing.source}{note}")
 
 
+@app.command()
+def trust(
+    show: Annotated[
+        bool, typer.Option("--show", help="List what would be approved; approve nothing.")
+    ] = False,
+    cwd: Annotated[Path, typer.Option(help="The project folder.")] = Path("."),
+) -> None:
+    """Approve this project's settings and tool folders (`.tether/`, `tools.folders`) so that
+    `tether run` loads them; files changed since are refused until approved again."""
+    from tether.settings.trust import approve, check_trust
+
+    root = cwd.resolve()
+    if not root.is_dir():
+        err(f"--cwd {cwd} is not a folder")
+        raise typer.Exit(EXIT_USAGE)
+    state = check_trust(root)
+    if show:
+        for name, what in state.changes:
+            print(f"{what}\t{name}")
+        for name in state.approved:
+            print(f"approved\t{name}")
+        err(
+            f"{root}: nothing to approve"
+            if state.trusted
+            else f"{root}: {len(state.changes)} change(s) to approve with `tether trust`"
+        )
+        return
+    try:
+        files = approve(root)
+    except OSError as exc:
+        err(f"cannot store the approval: {exc.strerror or exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    for name, what in state.changes:
+        print(f"{what}\t{name}")
+    err(f"approved {len(files)} file(s) of {root}")
+
+
 @sessions_app.command("list")
 def sessions_list() -> None:
     """List stored sessions, newest first: id, turns, created, first prompt."""

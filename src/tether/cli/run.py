@@ -40,7 +40,6 @@ from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_c
 from tether.messages import Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.session import EventEntry, SessionStore, SessionWriter
-from tether.settings import load_settings
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
 from tether.wire.resume import drop_retried_user_turns
@@ -171,13 +170,14 @@ def _build(
 ) -> tuple[Agent, SessionWriter | None, McpTools | None]:
     """Settings + flags → (agent, session writer, MCP servers). Raises ConfigError / AuthError /
     SessionError before anything is written (the writer is opened last)."""
-    cfg = load_settings(root)  # flags win over the settings
+    events = EventWriter()
+    cfg, trusted = setup.trusted_settings(root, err, events)  # flags win over the settings
     settings = cfg.settings
     chain = setup.provider_chain(opts.model, opts.base_url, cfg, err, root)
     sandbox = detect_sandbox()
     if sandbox is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
-    tools = setup.run_tools(settings, root, err)
+    tools = setup.run_tools(settings, root, err, project_tools=trusted)
     system = opts.system or stdin.system
     limits = setup.run_limits(chain[0], opts.context, settings, warn=err)
     for fallback in chain[1:]:  # their windows only matter where the server allocates one
@@ -187,7 +187,7 @@ def _build(
     compaction = setup.context_manager_for(
         limits, opts.context, settings, fixed=setup.fixed_text(system, tools)
     )
-    policy, retry = setup.path_policy(settings), setup.retry_policy(settings)
+    retry = setup.retry_policy(settings)
     decay, refused = setup.thinking_decay(settings), setup.refused_env(settings)
     store = SessionStore()
     history: tuple[Turn, ...] = ()
@@ -208,7 +208,6 @@ def _build(
     elif not opts.no_session:
         writer = store.create(opts.session_id, cwd=str(root))
         started = frozenset()  # a new session records every start
-    events = EventWriter()
     session_dir = store.artifact_dir(writer.id) if writer else None
     mcp = setup.mcp_tools(
         settings,
@@ -230,7 +229,7 @@ def _build(
         id_factory=new_id,
         on_event=events,
         session_dir=session_dir,
-        policy=policy,
+        policy=setup.path_policy(settings, root),
         retry=retry,
         max_continuations=settings.run.continuation_limit,
         thinking_decay=decay,
@@ -241,6 +240,8 @@ def _build(
         refused_env=refused,
         compaction=compaction,
         secret_texts=setup.provider_keys(chain, settings),
+        allow_env=settings.tools.allow_env,
+        tool_limits=setup.tool_limits(settings),
     )
     agent.started_calls = started
     return agent, writer, mcp

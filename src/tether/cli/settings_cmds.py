@@ -57,14 +57,25 @@ def config_set(
     ] = False,
     cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
 ) -> None:
-    """Set one key in the user (default) or project settings file; other keys are kept."""
+    """Set one key in the user (default) or project settings file; other keys are kept. A
+    project whose files were all approved (or that had none) stays approved: the user made this
+    change (`tether trust`)."""
+    from tether.settings.trust import approve, check_trust
+
+    root = cwd.resolve()
+    was_trusted = project and check_trust(root).trusted
     try:
         path = save_setting(
-            "project" if project else "user", key, parse_cli_value(value), project_dir=cwd.resolve()
+            "project" if project else "user", key, parse_cli_value(value), project_dir=root
         )
     except ConfigError as exc:
         raise _fail(exc) from None
     _err(f"set {key} in {path}")
+    if was_trusted:
+        try:
+            approve(root)
+        except OSError as exc:
+            _err(f"note: the approval was not updated ({exc}); run `tether trust`")
 
 
 def login(

@@ -122,6 +122,18 @@ class ToolsSettings(_Section):
         safe: only tools declared `safe` may run.
         folders: tool folders (relative to the project) scanned for tool modules, besides
             `.tether/tools/` (see `tether.tools.scan`); their tools run in a worker process.
+            Like `.git/` and `.tether/`, they are read-only to every tool.
+        write_paths: globs relative to the project (anchored: `output`, `build/**`) where
+            tools may write, at or below a match; None: the whole working folder. Enforced by
+            the file tools by real path and by the OS sandbox for commands (only those folders
+            are bound writable; a plain folder name is created when missing).
+        allow_env: variable names (exact or `*` globs) let through to tool subprocesses even
+            though `refused_env` matches them (e.g. `DATABASE_URL` for a test database).
+        allow_protected_writes: the opt-in that lets tools write `.git/`, `.tether/` and the
+            tool folders (off: they are read-only to every tool).
+        max_processes: processes at once per tool call (a fork bomb is stopped); None: no
+            limit. Enforced by a pids cgroup where tether may make one, else RLIMIT_NPROC.
+        max_file_size: the largest file a tool command may write, bytes; None: no limit.
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
@@ -131,6 +143,11 @@ class ToolsSettings(_Section):
     network: bool = False
     safe: bool = False
     folders: list[str] = Field(default_factory=list[str])
+    write_paths: list[str] | None = None
+    allow_env: list[str] = Field(default_factory=list[str])
+    allow_protected_writes: bool = False
+    max_processes: int | None = Field(default=1024, ge=1)
+    max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
 
 
 class ModelWindow(_Section):

@@ -42,9 +42,10 @@ from tether.messages import ImageBlock, TextBlock
 from tether.providers.base import ToolSpec
 
 if TYPE_CHECKING:
+    from tether.tools.limits import ResourceLimits
     from tether.tools.paths import PathPolicy
     from tether.tools.question import QuestionBridge
-    from tether.tools.sandbox import Sandbox
+    from tether.tools.sandbox import Sandbox, SandboxConfig
 
 TIMEOUT_PARAM = "timeout"
 """The name of the harness-read time-limit parameter (seconds)."""
@@ -76,6 +77,8 @@ class ToolContext:
         sandbox: the OS sandbox subprocesses run in (`tether.tools.sandbox`), or None for
             none (the agent then offers only safe tools, see `tether.tools.policy`).
         network: whether sandboxed subprocesses may use the network.
+        limits: process-count and file-size limits of tool subprocesses
+            (`tether.tools.limits`); None: the defaults.
     """
 
     root: Path
@@ -87,20 +90,41 @@ class ToolContext:
 
     sandbox: Sandbox | None = None
     network: bool = False
+    limits: ResourceLimits | None = None
+
+    def sandbox_config(self, readable: Sequence[Path] = ()) -> SandboxConfig:
+        """What a subprocess of this context may touch (`tether.tools.sandbox.SandboxConfig`):
+        writes beneath `root` (or only the policy's `write_paths`), `.git`, `.tether` and the
+        policy's protected folders read-only, tether's own folders hidden, a PID namespace,
+        network per `network`, `readable` folders kept visible read-only."""
+        from tether.tools.sandbox import SandboxConfig
+
+        policy = self.policy
+        protected = () if policy is None else tuple(Path(p) for p in policy.protected)
+        write_paths = None
+        if policy is not None and policy.write_paths is not None:
+            from tether.tools.paths import expand_write_paths
+
+            write_paths = expand_write_paths(self.root, policy.write_paths)
+        if policy is not None and policy.allow_protected_writes:
+            protected = ()
+        return SandboxConfig(
+            root=self.root,
+            network=self.network,
+            extra_readable=tuple(readable),
+            isolate_pids=True,
+            write_paths=write_paths,
+            protected=protected,
+            writable_protected=policy is not None and policy.allow_protected_writes,
+        )
 
     def wrap_argv(self, argv: list[str], readable: Sequence[Path] = ()) -> list[str]:
-        """`argv` through the `wrap` hook; without one, through the OS sandbox (writes confined
-        to `root`, network as `network` says, `readable` folders kept visible read-only);
-        unchanged when there is neither."""
+        """`argv` through the `wrap` hook; without one, through the OS sandbox (see
+        `sandbox_config`); unchanged when there is neither."""
         if self.wrap is not None:
             return self.wrap(list(argv))
         if self.sandbox is not None:
-            from tether.tools.sandbox import SandboxConfig
-
-            cfg = SandboxConfig(
-                root=self.root, network=self.network, extra_readable=tuple(readable)
-            )
-            return self.sandbox.wrap(list(argv), cfg)
+            return self.sandbox.wrap(list(argv), self.sandbox_config(readable))
         return list(argv)
 
     @classmethod
@@ -115,6 +139,7 @@ class ToolContext:
         questions: QuestionBridge | None = None,
         sandbox: Sandbox | None = None,
         network: bool = False,
+        limits: ResourceLimits | None = None,
     ) -> ToolContext:
         """A context with `root` resolved to its real path and, unless `env` is given, the
         current process environment scrubbed of secrets.
@@ -147,6 +172,7 @@ class ToolContext:
             questions=questions,
             sandbox=sandbox,
             network=network,
+            limits=limits,
         )
 
 

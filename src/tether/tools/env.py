@@ -37,15 +37,24 @@ DEFAULT_REFUSED: tuple[str, ...] = (
     "*_API_KEY",
     "*_APIKEY",
     "*_TOKEN",
-    "*_SECRET",
-    "*_SECRET_KEY",
+    "*_SECRET*",
+    "*_KEY",
     "*_PRIVATE_KEY",
     "*_ACCESS_KEY",
     "*_PASSWORD",
     "*_PASSWD",
+    "*_CREDENTIALS",
+    # secrets by convention (issue 11): database passwords and URLs, the ssh agent
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "MYSQL_PWD",
+    "DATABASE_URL",
+    "*_DATABASE_URL",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
 )
 """Variable names (exact, or globs with `*`) never passed to tool subprocesses; matched
-case-insensitively."""
+case-insensitively. The settings list `tools.allow_env` lets named ones back in."""
 
 
 def _refuser(refused: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -68,7 +77,9 @@ def is_refused(name: str, refused: Iterable[str] = DEFAULT_REFUSED) -> bool:
 
 
 def scrubbed_env(
-    base: Mapping[str, str] | None = None, refused: Iterable[str] = DEFAULT_REFUSED
+    base: Mapping[str, str] | None = None,
+    refused: Iterable[str] = DEFAULT_REFUSED,
+    allowed: Iterable[str] = (),
 ) -> dict[str, str]:
     """A copy of `base` without secret variables, for tool subprocesses.
 
@@ -76,16 +87,21 @@ def scrubbed_env(
         base: the environment to scrub; None means `os.environ`.
         refused: exact names and `*` globs to drop, matched case-insensitively (a settings
             list; defaults to `DEFAULT_REFUSED`).
+        allowed: exact names and globs let through even when `refused` matches them (the
+            settings list `tools.allow_env`), matched case-insensitively.
 
     Returns:
         A new dict (`base` is not modified).
     """
     exact, globs = _refuser(refused)
+    ok_exact, ok_globs = _refuser(allowed)
     src = os.environ if base is None else base
     out: dict[str, str] = {}
     for name, value in src.items():
         up = name.upper()
-        if up in exact or any(fnmatchcase(up, g) for g in globs):
+        if (up in exact or any(fnmatchcase(up, g) for g in globs)) and not (
+            up in ok_exact or any(fnmatchcase(up, g) for g in ok_globs)
+        ):
             continue
         out[name] = value
     return out
@@ -126,9 +142,11 @@ def redact_secrets(text: str, values: Iterable[str] = ()) -> str:
 
 
 def secret_values(
-    base: Mapping[str, str] | None = None, refused: Iterable[str] = DEFAULT_REFUSED
+    base: Mapping[str, str] | None = None,
+    refused: Iterable[str] = DEFAULT_REFUSED,
+    allowed: Iterable[str] = (),
 ) -> tuple[str, ...]:
     """The values of the variables `scrubbed_env` would drop from `base` (for `redact_secrets`)."""
     src = os.environ if base is None else base
-    kept = scrubbed_env(src, refused)
+    kept = scrubbed_env(src, refused, allowed)
     return tuple(v for k, v in src.items() if k not in kept and len(v) >= 8)

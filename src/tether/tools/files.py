@@ -9,6 +9,7 @@ Does not own: searching (`tether.tools.search`), the shell (`tether.tools.shell`
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import stat
 from pathlib import Path
@@ -21,8 +22,10 @@ from tether.tools.base import ToolContext, ToolError, tool
 from tether.tools.paths import (
     PathOutsideError,
     atomic_write,
+    check_hardlinks,
     check_policy,
     open_inside,
+    open_parent,
     resolve_inside,
 )
 from tether.tools.persist import readable_results_dir
@@ -125,6 +128,8 @@ def read(
     """
     base, real, name = guard_read(ctx, path)
     st = _regular_file(real, name)
+    if base == ctx.root:
+        check_hardlinks(ctx.policy, ctx.root, st)
     fd = open_inside(base, real, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         mime = _IMAGE_TYPES.get(real.suffix.lower())
@@ -237,6 +242,30 @@ def edit(
     return f"edited {name}: replaced {count} occurrence{'s' if count > 1 else ''}"
 
 
+def open_dir_inside(root: Path, real: Path) -> int:
+    """An `O_DIRECTORY` fd on `real` (from `resolve_inside`), every component opened from the
+    root without following symlinks (the root itself for `real == root`).
+
+    Raises:
+        PathOutsideError: a component is (now) a symlink.
+        OSError: the folder cannot be opened (e.g. it is no longer a folder).
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    if os.path.realpath(root) == str(real):
+        return os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    parent, last = open_parent(root, real, create=False)
+    try:
+        return os.open(last, flags, dir_fd=parent)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise PathOutsideError(f"{real} became a symlink; refused", str(real)) from e
+        if e.errno == errno.ENOTDIR:
+            raise ToolError(f"{real} is no longer a folder") from e
+        raise
+    finally:
+        os.close(parent)
+
+
 @tool(safe=True)
 def ls(path: str = ".", *, ctx: ToolContext) -> str:
     """List a folder of the working folder, sorted; folders end with `/`, symlinks with `@`.
@@ -250,8 +279,14 @@ def ls(path: str = ".", *, ctx: ToolContext) -> str:
         if os.path.exists(real):
             return f"{name} (file, {os.path.getsize(real)} bytes)"
         raise ToolError(f"{name} does not exist")
-    with os.scandir(real) as it:
-        entries = sorted(it, key=lambda e: e.name)
+    # listed through a folder fd opened from the root without following any symlink: a folder
+    # swapped for a symlink to outside after the check fails here instead of listing outside
+    dfd = open_dir_inside(ctx.root, real)
+    try:
+        with os.scandir(dfd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    finally:
+        os.close(dfd)
     if not entries:
         return f"(empty directory: {name})"
     lines: list[str] = []

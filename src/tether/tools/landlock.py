@@ -3,7 +3,8 @@
 Owns: `abi_version()` (0 when the kernel has no Landlock), `build_ruleset()` + `enter()` (the
 two halves of confining a process, so a parent can build the ruleset and a forked child enter
 it), `confine()` (both, for the calling process), and `main()`, the launcher:
-`python -I -S .../landlock.py [--write P]... [--ro P]... [--net] [--tmp DIR] -- argv...`.
+`python -I -S .../landlock.py [--write P]... [--ro P]... [--hide P]... [--keep P]... [--net]
+[--tmp DIR] -- argv...`.
 Does not own: choosing a sandbox or building the launcher's argv (`tether.tools.sandbox`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
@@ -31,8 +32,16 @@ What the launcher enforces, in this order:
 A Landlock domain cannot be left, and a landlocked process cannot mount or unmount, so the
 read-only `.git` mount cannot be undone from inside.
 
-Exit status: the command's own (the launcher execs it); 126 when Landlock is unavailable or the
-restriction failed (the command is then never run), 127 when the command is not found.
+4. The launcher then runs the command as its child: PR_SET_CHILD_SUBREAPER, and with the PID
+   namespace of step 1 (root, or a user namespace) the command is that namespace's init. When
+   the command exits, every process it left behind (nohup, setsid, double fork) is SIGKILLed
+   and reaped; killing the launcher (the harness gone: PR_SET_PDEATHSIG) ends the namespace.
+With `--hide P`, READ_FILE is handled too and granted everywhere except beneath the `P`s
+(tether's config/data folders, other sessions' temp folders): their files cannot be read
+(names can still be listed). /dev/shm is not writable.
+
+Exit status: the command's own (a fatal signal re-raised); 126 when Landlock is unavailable or
+the restriction failed (the command is then never run), 127 when the command is not found.
 """
 
 from __future__ import annotations
@@ -75,9 +84,13 @@ FILE_RIGHTS = WRITE_FILE | TRUNCATE
 """Write rights that apply to a regular file or device (the rest apply to directories)."""
 
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx")
-DEVICE_DIRS = ("/dev/pts", "/dev/shm")
+DEVICE_DIRS = ("/dev/pts",)
+"""Not /dev/shm: a file there outlives the command (issue 11)."""
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWPID = 0x20000000
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
@@ -160,39 +173,67 @@ def _is_under(path: str, top: str) -> bool:
 
 
 def _namespaces(
-    readonly: Sequence[str], network: bool, tmp: str | None = None, keep: Sequence[str] = ()
+    readonly: Sequence[str],
+    network: bool,
+    tmp: str | None = None,
+    keep: Sequence[str] = (),
+    pid_ns: bool = False,
+    hidden: Sequence[str] = (),
+    keep_ro: Sequence[str] = (),
 ) -> bool:
     """Step 1: a mount namespace where `tmp` is mounted on /tmp (the `keep` paths under /tmp,
-    e.g. the working folder, re-bound at their own paths so they stay visible) and `readonly`
-    paths are re-mounted read-only; plus a network namespace without `network`. Returns False
-    when the kernel refused; nothing changed then."""
-    if not readonly and network and tmp is None:
-        return True  # nothing to isolate: skip the namespace cost
+    e.g. the working folder, re-bound at their own paths so they stay visible), `readonly`
+    paths are re-mounted read-only and /run (the host's service sockets: docker, D-Bus) is an
+    empty tmpfs (the resolver's folder re-bound when `network`); plus a network namespace
+    without `network`, and with `pid_ns` a PID namespace for the children forked next (tried
+    without it when refused). Each `hidden` folder is covered by an empty read-only tmpfs (the
+    `keep` paths and `tmp` inside one bound back; those in `keep_ro` read-only, since a bind
+    inside the writable private tmp would inherit its Landlock write right). Returns False when
+    the kernel refused; nothing changed then."""
     net = 0 if network else CLONE_NEWNET
     uid, gid = os.geteuid(), os.getegid()
     # root may make namespaces directly; anyone else through a user namespace mapping their own
     # uid/gid (the identity seen by the command does not change)
     flags = CLONE_NEWNS | net | (0 if uid == 0 else CLONE_NEWUSER)
-    if _libc.unshare(flags) != 0:
+    if not (pid_ns and _libc.unshare(flags | CLONE_NEWPID) == 0) and _libc.unshare(flags) != 0:
         return False
     if flags & CLONE_NEWUSER:
         _write_file("/proc/self/setgroups", "deny")
         _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
         _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private")
+    covered = [h for h in hidden if os.path.isdir(h)]
     if tmp is not None and not _is_under(tmp, "/tmp"):
-        # handles on what must stay visible, taken before /tmp is covered
-        held = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in keep if _is_under(p, "/tmp")]
+        covered.append("/tmp")
+    # handles on what must stay visible, taken before anything is covered
+    visible = [*keep_ro, *keep, *([tmp] if tmp is not None else [])]
+    held = [
+        (p, os.open(p, os.O_PATH | os.O_CLOEXEC))
+        for p in dict.fromkeys(visible)
+        if any(_is_under(p, c) for c in covered) and os.path.exists(p)
+    ]
+    if tmp is not None and not _is_under(tmp, "/tmp"):
         _check(_libc.mount(os.fsencode(tmp), b"/tmp", None, MS_BIND | MS_REC, None), "bind /tmp")
-        for p, fd in held:
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(p, exist_ok=True)  # a mount point inside the private tmp
-            else:
-                os.makedirs(os.path.dirname(p), exist_ok=True)
-                os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o600))
-            src = os.fsencode(f"/proc/self/fd/{fd}")
-            _check(_libc.mount(src, os.fsencode(p), None, MS_BIND | MS_REC, None), f"bind {p}")
-            os.close(fd)
+    for h in hidden:
+        if os.path.isdir(h):  # tether's own folders, other sessions' temp folders: empty
+            _check(_libc.mount(b"tmpfs", os.fsencode(h), b"tmpfs", 0, b"mode=0755"), f"hide {h}")
+    for p, fd in held:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(p, exist_ok=True)  # a mount point inside the private tmp / a tmpfs
+        else:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o600))
+        src = os.fsencode(f"/proc/self/fd/{fd}")
+        _check(_libc.mount(src, os.fsencode(p), None, MS_BIND | MS_REC, None), f"bind {p}")
+        os.close(fd)
+        if p in keep_ro:
+            flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+            _check(_libc.mount(None, os.fsencode(p), None, flags, None), f"remount {p}")
+    for h in hidden:
+        if os.path.isdir(h):
+            b = os.fsencode(h)
+            _check(_libc.mount(None, b, None, MS_REMOUNT | MS_RDONLY, None), f"remount {h}")
+    _empty_run(network)
     for p in readonly:
         b = os.fsencode(p)
         _check(_libc.mount(b, b, None, MS_BIND | MS_REC, None), f"bind {p}")
@@ -207,6 +248,20 @@ def _namespaces(
     except OSError:
         pass
     return True
+
+
+def _empty_run(network: bool) -> None:
+    """An empty tmpfs on /run (the resolver's folder bound back in when `network`)."""
+    if not os.path.isdir("/run"):
+        return
+    resolver = "/run/systemd/resolve"
+    held = os.open(resolver, os.O_PATH | os.O_CLOEXEC) if network and os.path.isdir(resolver) else -1
+    _check(_libc.mount(b"tmpfs", b"/run", b"tmpfs", 0, b"mode=0755"), "tmpfs /run")
+    if held >= 0:
+        os.makedirs(resolver, exist_ok=True)
+        src = os.fsencode(f"/proc/self/fd/{held}")
+        _check(_libc.mount(src, os.fsencode(resolver), None, MS_BIND | MS_REC, None), "bind resolver")
+        os.close(held)
 
 
 def _drop_capabilities() -> None:
@@ -225,7 +280,8 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
     try:
         is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
         attr = _PathBeneathAttr(
-            allowed_access=rights if is_dir else rights & FILE_RIGHTS, parent_fd=fd
+            allowed_access=rights if is_dir else rights & (FILE_RIGHTS | READ_FILE),
+            parent_fd=fd,
         )
         _check(
             _libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(attr), 0),
@@ -235,10 +291,40 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def build_ruleset(writable: Sequence[str], *, network: bool, abi: int) -> int:
+def readable_roots(hidden: Sequence[str]) -> list[str]:
+    """The complement of `hidden` as a list of hierarchies: for every folder on the way from
+    `/` to a hidden path, each entry that is neither hidden nor on such a way. Granting
+    READ_FILE beneath these grants it everywhere except beneath `hidden` (Landlock rules only
+    allow, so a hole is made by leaving it out). Entries created later in a folder on the way
+    (e.g. a new file in the home folder) are not covered."""
+    hidden_n: list[str] = [os.path.normpath(str(h)) for h in hidden]
+    ways: set[str] = set()
+    for h in hidden_n:
+        p: str = h
+        while p != "/":
+            p = os.path.dirname(p)
+            ways.add(p)
+    out: list[str] = []
+    for folder in sorted(ways):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            full = os.path.join(folder, name)
+            if full in ways or full in hidden_n:
+                continue
+            out.append(full)
+    return out
+
+
+def build_ruleset(
+    writable: Sequence[str], *, network: bool, abi: int, hidden: Sequence[str] = ()
+) -> int:
     """A Landlock ruleset fd (close it when done): every write right beneath `writable` and
     the usual devices, nothing elsewhere; TCP bind/connect denied without `network` (ABI ≥ 4);
-    signals and abstract unix sockets scoped (ABI ≥ 6).
+    signals and abstract unix sockets scoped (ABI ≥ 6). With `hidden`: reading files
+    (READ_FILE) is allowed everywhere except beneath `hidden` (listing folders stays allowed).
 
     Raises:
         OSError: Landlock is unavailable (ENOSYS/EOPNOTSUPP) or a syscall failed.
@@ -246,7 +332,8 @@ def build_ruleset(writable: Sequence[str], *, network: bool, abi: int) -> int:
     if abi < 1:
         raise OSError(38, "Landlock is not supported by this kernel")
     rights = write_rights(abi)
-    attr = _RulesetAttr(handled_access_fs=rights)
+    read = READ_FILE if hidden else 0
+    attr = _RulesetAttr(handled_access_fs=rights | read)
     size = 8
     if abi >= 4:
         size = 16
@@ -261,9 +348,12 @@ def build_ruleset(writable: Sequence[str], *, network: bool, abi: int) -> int:
     )
     try:
         for p in (*writable, *DEVICE_DIRS):
-            _add_path(ruleset, p, rights)
+            _add_path(ruleset, p, rights | read)
         for p in DEVICE_FILES:
-            _add_path(ruleset, p, FILE_RIGHTS)
+            _add_path(ruleset, p, FILE_RIGHTS | read)
+        if read:
+            for p in readable_roots(hidden):
+                _add_path(ruleset, p, read)
     except OSError:
         os.close(ruleset)
         raise
@@ -277,6 +367,9 @@ def enter(
     network: bool,
     tmp: str | None = None,
     keep: Sequence[str] = (),
+    pid_ns: bool = False,
+    hidden: Sequence[str] = (),
+    keep_ro: Sequence[str] = (),
 ) -> None:
     """Steps 1-3 for the calling process: namespaces (when the kernel allows), no capabilities
     (as root), no new privileges, then the Landlock domain of `ruleset`. Irreversible.
@@ -289,7 +382,8 @@ def enter(
     Raises:
         OSError: a syscall failed (the caller must not run the command then).
     """
-    _namespaces([p for p in readonly if os.path.exists(p)], network, tmp, keep)
+    ro = [p for p in readonly if os.path.exists(p)]
+    _namespaces(ro, network, tmp, keep, pid_ns, hidden, keep_ro)
     if os.geteuid() == 0:
         _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
@@ -303,6 +397,9 @@ def confine(
     network: bool,
     tmp: str | None = None,
     abi: int | None = None,
+    hidden: Sequence[str] = (),
+    pid_ns: bool = False,
+    keep: Sequence[str] = (),
 ) -> None:
     """Confine the calling process (`build_ruleset` + `enter`); what it execs stays confined.
 
@@ -313,38 +410,61 @@ def confine(
         tmp: the private temp folder: writable, and mounted on /tmp where namespaces are
             allowed (it must not itself be under /tmp for that).
         abi: the Landlock ABI; None asks the kernel.
+        hidden: folders whose files may not be read.
+        pid_ns: make a PID namespace for the children forked next, where allowed.
+        keep: further paths that must stay visible (not writable) under a private /tmp: the
+            working folder when only some of its folders are writable.
 
     Raises:
         OSError: Landlock is unavailable or a syscall failed.
     """
     allowed = [*writable, *([tmp] if tmp else [])]
-    ruleset = build_ruleset(allowed, network=network, abi=abi_version() if abi is None else abi)
+    ruleset = build_ruleset(
+        allowed, network=network, abi=abi_version() if abi is None else abi, hidden=hidden
+    )
     try:
-        enter(ruleset, readonly=readonly, network=network, tmp=tmp, keep=[*writable, *readonly])
+        enter(
+            ruleset,
+            readonly=readonly,
+            network=network,
+            tmp=tmp,
+            keep=[*writable, *readonly],
+            pid_ns=pid_ns,
+            hidden=hidden,
+            keep_ro=keep,
+        )
     finally:
         os.close(ruleset)
 
 
-def _parse(args: list[str]) -> tuple[list[str], list[str], bool, str | None, list[str]]:
+def _parse(
+    args: list[str],
+) -> tuple[list[str], list[str], list[str], list[str], bool, str | None, list[str]]:
     write: list[str] = []
     ro: list[str] = []
+    hide: list[str] = []
+    keep: list[str] = []
     network = False
     tmp: str | None = None
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--":
-            return write, ro, network, tmp, args[i + 1 :]
+            return write, ro, hide, keep, network, tmp, args[i + 1 :]
         if a == "--net":
             network = True
             i += 1
             continue
-        if a in ("--write", "--ro", "--tmp") and i + 1 < len(args):
+        if a in ("--write", "--ro", "--hide", "--keep", "--tmp") and i + 1 < len(args):
             value = args[i + 1]
             if a == "--write":
                 write.append(value)
             elif a == "--ro":
                 ro.append(value)
+            elif a == "--hide":
+                hide.append(value)
+            elif a == "--keep":
+                keep.append(value)
             else:
                 tmp = value
             i += 2
@@ -354,31 +474,113 @@ def _parse(args: list[str]) -> tuple[list[str], list[str], bool, str | None, lis
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    """The launcher: confine, then exec the command (see the module docstring).
+    """The launcher: confine, then run the command as a child and reap (module docstring).
 
     Returns:
-        Only on failure: 2 for bad arguments, 126 when confinement failed, 127 when the
-        command was not found.
+        The command's exit status (a signal re-raised on the launcher); 2 for bad arguments,
+        126 when confinement failed, 127 when the command was not found.
     """
     try:
-        write, ro, network, tmp, command = _parse(list(sys.argv[1:] if args is None else args))
+        write, ro, hide, keep, network, tmp, command = _parse(
+            list(sys.argv[1:] if args is None else args)
+        )
         if not command:
             raise ValueError("empty command")
     except ValueError as e:
         sys.stderr.write(f"tether sandbox (landlock): {e}\n")
         return 2
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # the harness gone (kill -9): end with it
     try:
-        confine(write, readonly=ro, network=network, tmp=tmp)
+        confine(
+            write, readonly=ro, network=network, tmp=tmp, hidden=hide, pid_ns=True, keep=keep
+        )
     except OSError as e:
         sys.stderr.write(f"tether sandbox (landlock): refusing to run unconfined: {e}\n")
         return 126
     if tmp:
         os.environ["TMPDIR"] = tmp
+    return run_reaped(command)
+
+
+def run_reaped(command: Sequence[str]) -> int:
+    """Run `command` as a child with this process as its subreaper; when it exits, SIGKILL
+    and reap every process it left behind (nohup, setsid, double fork: all re-parented here),
+    then return its status (re-raising a fatal signal on this process). In a PID namespace
+    made by `confine(pid_ns=True)` the child is its init, so the kernel also ends the rest
+    when it exits, and when this launcher is killed (the child has PR_SET_PDEATHSIG)."""
+    import signal
+
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+            # Python ignores these; an ignored signal stays ignored across exec (a write past
+            # RLIMIT_FSIZE must kill the writer, a closed pipe end a producer)
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
+            os.execvp(command[0], list(command))
+        except OSError as e:
+            sys.stderr.write(f"tether sandbox (landlock): {command[0]}: {e.strerror}\n")
+            os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+    status = 0
+    while True:
+        try:
+            done, st = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if done == pid:
+            status = st
+            break
+    kill_descendants()
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status)
+
+
+def _children() -> list[int]:
+    me = os.getpid()
     try:
-        os.execvp(command[0], command)
-    except OSError as e:
-        sys.stderr.write(f"tether sandbox (landlock): {command[0]}: {e.strerror}\n")
-        return 127 if isinstance(e, FileNotFoundError) else 126
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    out: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            out.append(int(name))
+    return out
+
+
+def kill_descendants() -> None:
+    """SIGKILL every child of this process until none is left, reaping them; with this
+    process a subreaper, that is every descendant (each killed one's children come here)."""
+    import time
+
+    while True:
+        for child in _children():
+            try:  # noqa: SIM105
+                os.kill(child, 9)
+            except OSError:
+                pass
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done == 0:
+            time.sleep(0.001)
 
 
 if __name__ == "__main__":

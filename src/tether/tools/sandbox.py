@@ -10,10 +10,12 @@ Does not own: running processes (callers pass the wrapped argv to their own `exe
 tool, the tool worker `python -m tether.tools.worker`), safe mode (`tether.tools.policy`), the
 Landlock syscalls (`tether.tools.landlock`).
 
-What is confined, under both kinds: writes only beneath `cfg.root`, a private temp folder (one
-per `Sandbox` object, i.e. per process for the detected ones; removed at exit) and
-`cfg.extra_writable`; `root/.git` is read-only; the rest of the file system stays readable; no
-capabilities (even as root); network off unless `cfg.network`.
+What is confined, under both kinds: writes only beneath `cfg.root` (or `cfg.write_paths`), a
+private temp folder (one per `Sandbox` object, i.e. per process for the detected ones; removed
+at exit, or by the next process after a kill -9) and `cfg.extra_writable`; `root/.git`,
+`root/.tether` and `cfg.protected` are read-only; tether's own folders and the other sessions'
+temp folders are hidden (`secret_dirs`); the rest of the file system stays readable; no
+capabilities (even as root); network off unless `cfg.network`; `/run` is empty.
 - bubblewrap: `--ro-bind / /`, `--bind root root`, `--ro-bind root/.git …`, `--bind <private
   tmp> /tmp`, an empty `/run` (the host's service sockets: docker, D-Bus; the resolver's folder
   re-bound read-only when the network is on), fresh `/dev` and `/proc`, `--unshare-net` (a
@@ -43,9 +45,11 @@ process in the namespace.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -80,7 +84,16 @@ class SandboxConfig:
         extra_readable: folders that must stay visible, read-only, even where the sandbox
             hides their parent (a private `/tmp`): e.g. a tool folder or the interpreter's
             prefix for a tool worker.
-        isolate_pids: bwrap only: a PID namespace (see the module docstring).
+        isolate_pids: bwrap: a PID namespace (see the module docstring); the Landlock
+            launcher always makes one where the kernel allows and reaps every descendant.
+        write_paths: when set, the only writable folders or files of the root (it is bound
+            read-only otherwise): the settings' `tools.write_paths`, expanded.
+        protected: further read-only folders (tool folders), besides `root/.git` and
+            `root/.tether`.
+        hidden: folders no command may read (tether's config, data and cache folders, other
+            sessions' private temp folders); None: `secret_dirs()`.
+        writable_protected: the user's opt-in (`tools.allow_protected_writes`): `.git` and
+            `.tether` stay writable.
     """
 
     root: Path
@@ -88,18 +101,101 @@ class SandboxConfig:
     extra_writable: tuple[Path, ...] = ()
     extra_readable: tuple[Path, ...] = ()
     isolate_pids: bool = False
+    write_paths: tuple[Path, ...] | None = None
+    protected: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] | None = None
+    writable_protected: bool = False
+
+    def writable(self) -> tuple[Path, ...]:
+        """The writable paths: the root (or `write_paths`), then `extra_writable`."""
+        own = (self.root,) if self.write_paths is None else self.write_paths
+        return (*own, *self.extra_writable)
 
     def readonly(self) -> tuple[Path, ...]:
-        """Paths kept read-only: `root/.git` when present, then `extra_readable` and this
-        harness's own interpreter and package where they live under `/tmp` (which the sandbox
-        replaces by a private folder; a checkout or venv under `/tmp` must still run) —
-        existing ones, de-duplicated, not inside `root` (writable already)."""
-        git = self.root / ".git"
-        out = [git] if git.exists() else []
+        """Paths kept read-only: `root/.git` and `root/.tether` when present, `protected`, then
+        `extra_readable` and this harness's own interpreter and package where they live under
+        `/tmp` (which the sandbox replaces by a private folder; a checkout or venv under
+        `/tmp` must still run) — existing ones, de-duplicated; the outside ones only when not
+        inside `root`."""
+        out: list[Path] = []
+        own = () if self.writable_protected else (self.root / ".git", self.root / ".tether")
+        for p in (*own, *self.protected):
+            if p.exists() and p not in out:
+                out.append(p)
         for p in (*self.extra_readable, *_harness_under_tmp()):
             if p.exists() and not p.is_relative_to(self.root) and p not in out:
                 out.append(p)
         return tuple(out)
+
+    def hidden_dirs(self) -> tuple[Path, ...]:
+        """The existing hidden folders, minus any that holds the root or a writable path
+        (hiding those would hide the work itself)."""
+        keep = (self.root, *self.writable(), *self.extra_readable)
+        out: list[Path] = []
+        for p in secret_dirs() if self.hidden is None else self.hidden:
+            if p.is_dir() and not any(k.is_relative_to(p) for k in keep) and p not in out:
+                out.append(p)
+        return tuple(out)
+
+
+def secret_dirs() -> tuple[Path, ...]:
+    """tether's own folders, which no tool subprocess may read (issue 11): the user config
+    folder (`TETHER_CONFIG_DIR` or platformdirs': settings, the credential file, approvals),
+    the sessions folder (`$TETHER_HOME/sessions` or platformdirs' data folder), the cache
+    folder, and the parent of every session's private temp folder (`tmp_parent()`). Real
+    paths; existing or not."""
+    import platformdirs
+
+    config = os.environ.get("TETHER_CONFIG_DIR", "")
+    home = os.environ.get("TETHER_HOME", "")
+    found = [
+        Path(config).expanduser() if config else platformdirs.user_config_path("tether"),
+        Path(home).expanduser() / "sessions" if home else platformdirs.user_data_path("tether"),
+        platformdirs.user_cache_path("tether"),
+        tmp_parent(),
+    ]
+    return tuple(Path(os.path.realpath(p)) for p in found)
+
+
+def tmp_parent() -> Path:
+    """The folder holding every session's private temp folder: `/var/tmp/tether-<uid>` (else
+    under the system temp folder), mode 0700. Not created here."""
+    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
+    return Path(os.path.realpath(base)) / f"tether-{os.getuid()}"
+
+
+def clean_stale_tmp(parent: Path) -> list[Path]:
+    """Remove private temp folders under `parent` whose owner process is gone (tether was
+    killed with -9, so its atexit cleanup never ran). A live owner holds an exclusive `flock`
+    on `<folder>.lock`; a folder whose lock can be taken is stale.
+
+    Returns:
+        The folders removed.
+    """
+    import fcntl
+
+    removed: list[Path] = []
+    try:
+        locks = [p for p in parent.iterdir() if p.name.endswith(".lock")]
+    except OSError:
+        return removed
+    for lock in locks:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # held: its session is alive
+        folder = lock.with_suffix("")
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(fd)
+        removed.append(folder)
+    return removed
 
 
 @functools.cache
@@ -145,15 +241,39 @@ class Sandbox(ABC):
 
     def __init__(self) -> None:
         self._tmp: Path | None = None
+        self._lock_fd: int | None = None
 
     @property
     def tmp_dir(self) -> Path:
-        """The private temp folder (created on first use, removed at interpreter exit)."""
+        """The private temp folder (created on first use, removed at interpreter exit; one
+        left behind by a killed process is removed by the next `tmp_dir` of any process, see
+        `clean_stale_tmp`). It lives in `tmp_parent()` (mode 0700), which every sandbox hides
+        from commands: only its own folder is visible to a session's commands (as /tmp)."""
         if self._tmp is None:
             # under /var/tmp, not /tmp: mounted on /tmp, it keeps its own path valid ($TMPDIR)
-            base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
-            path = Path(tempfile.mkdtemp(prefix=f"tether-{self.kind}-tmp-", dir=base))
-            atexit.register(shutil.rmtree, path, ignore_errors=True)
+            parent = tmp_parent()
+            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(parent)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                raise OSError(f"{parent} is not a folder of this user; refusing to use it")
+            if st.st_mode & 0o077:
+                os.chmod(parent, 0o700)
+            clean_stale_tmp(parent)
+            path = Path(tempfile.mkdtemp(prefix=f"{self.kind}-{os.getpid()}-", dir=parent))
+            lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._lock_fd = lock
+
+            def _remove() -> None:
+                shutil.rmtree(path, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{path}.lock")
+                with contextlib.suppress(OSError):
+                    os.close(lock)
+
+            atexit.register(_remove)
             self._tmp = path
         return self._tmp
 
@@ -204,6 +324,8 @@ class BwrapSandbox(Sandbox):
             "/dev",
             "--proc",
             "/proc",
+        ]
+        out += [
             "--bind",
             str(self.tmp_dir),
             "/tmp",
@@ -215,10 +337,15 @@ class BwrapSandbox(Sandbox):
         ]
         if cfg.network:
             out += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
-        for p in (cfg.root, *cfg.extra_writable):
+        if cfg.write_paths is not None:
+            out += ["--ro-bind", str(cfg.root), str(cfg.root)]
+        for p in cfg.writable():
             out += ["--bind", str(p), str(p)]
         for p in cfg.readonly():
             out += ["--ro-bind", str(p), str(p)]
+        # tether's config/data folders and the other sessions' temp folders: empty, read-only
+        for p in cfg.hidden_dirs():
+            out += ["--tmpfs", str(p), "--remount-ro", str(p)]
         if not cfg.network:
             out.append("--unshare-net")
         if cfg.isolate_pids:
@@ -235,13 +362,14 @@ class LandlockSandbox(Sandbox):
     Args:
         abi: the kernel's Landlock ABI version (≥ 1).
         python: the interpreter running the launcher.
-        in_child: `launch` confines in the forked child (no launcher start-up, but the parent
-            is forked without vfork); False makes `launch` use the launcher like `wrap`.
+        in_child: `launch` confines in the forked child (no launcher start-up, but no PID
+            namespace and no reaping of what the command leaves behind); False (the default)
+            makes `launch` use the launcher like `wrap`, which reaps every descendant.
     """
 
     kind = "landlock"
 
-    def __init__(self, abi: int, python: str = sys.executable, *, in_child: bool = True) -> None:
+    def __init__(self, abi: int, python: str = sys.executable, *, in_child: bool = False) -> None:
         super().__init__()
         self.abi = abi
         self.python = python
@@ -250,10 +378,14 @@ class LandlockSandbox(Sandbox):
 
     def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]:
         out = [self.python, "-I", "-S", "-B", self.launcher, "--tmp", str(self.tmp_dir)]
-        for p in (cfg.root, *cfg.extra_writable):
+        for p in cfg.writable():
             out += ["--write", str(p)]
         for p in cfg.readonly():
             out += ["--ro", str(p)]
+        for p in cfg.hidden_dirs():
+            out += ["--hide", str(p)]
+        if cfg.write_paths is not None:
+            out += ["--keep", str(cfg.root)]
         if cfg.network:
             out.append("--net")
         out.append("--")
@@ -267,13 +399,25 @@ class LandlockSandbox(Sandbox):
         if not self.in_child:
             return Launch(argv=self.wrap(argv, cfg))
         tmp = str(self.tmp_dir)
-        writable = [str(cfg.root), *map(str, cfg.extra_writable), tmp]
-        ruleset = landlock.build_ruleset(writable, network=cfg.network, abi=self.abi)
+        writable = [*map(str, cfg.writable()), tmp]
+        hidden = [str(p) for p in cfg.hidden_dirs()]
+        ruleset = landlock.build_ruleset(
+            writable, network=cfg.network, abi=self.abi, hidden=hidden
+        )
         readonly = [str(p) for p in cfg.readonly()]
         keep = [*writable[:-1], *readonly]
+        keep_ro = [str(cfg.root)] if cfg.write_paths is not None else []
 
         def preexec() -> None:
-            landlock.enter(ruleset, readonly=readonly, network=cfg.network, tmp=tmp, keep=keep)
+            landlock.enter(
+                ruleset,
+                readonly=readonly,
+                network=cfg.network,
+                tmp=tmp,
+                keep=keep,
+                hidden=hidden,
+                keep_ro=keep_ro,
+            )
 
         return Launch(
             argv=list(argv),

@@ -14,10 +14,11 @@ import re
 from pathlib import Path
 
 from tether.tools.base import ToolContext, ToolError, tool
-from tether.tools.files import SNIFF_BYTES, guard, is_binary, rel
+from tether.tools.files import SNIFF_BYTES, guard, is_binary, open_dir_inside, rel
 from tether.tools.paths import (
     PathDeniedError,
     PathOutsideError,
+    check_hardlinks,
     check_policy,
     compile_glob,
     open_inside,
@@ -59,14 +60,7 @@ def glob_(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     if not base.is_dir():
         raise ToolError(f"{rel(ctx, base)} is not a directory")
     show_git = ".git" in pattern
-    found: list[str] = []
-    for p in base.glob(pattern):
-        s = str(p)
-        if not show_git and any(part in SKIP_DIRS for part in p.relative_to(base).parts):
-            continue
-        found.append(s)
-        if len(found) >= MAX_GLOB_SCAN:
-            break
+    found = [str(base / r) for r in fd_glob(ctx.root, base, pattern, show_git=show_git)]
     found.sort()
     lines: list[str] = []
     for s in found:
@@ -81,6 +75,42 @@ def glob_(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     if len(found) >= MAX_GLOB_SCAN:
         lines.append(f"(stopped scanning after {MAX_GLOB_SCAN} matches; narrow the pattern)")
     return "\n".join(lines) if lines else f"no matches for {pattern!r} in {rel(ctx, base)}"
+
+
+def fd_glob(root: Path, base: Path, pattern: str, *, show_git: bool) -> list[str]:
+    """Relative paths under `base` matching `pattern` (anchored at `base`), found by walking
+    folder fds (`os.fwalk`, never following a symlink, each folder re-checked under its open
+    fd), starting from a fd opened from the root without following symlinks: a folder swapped
+    for a symlink to outside while the walk runs is not entered (issue 11). At most
+    `MAX_GLOB_SCAN` results.
+
+    Raises:
+        PathOutsideError: `base` itself is (now) a symlink.
+    """
+    rx = compile_glob(pattern, anchored=True)
+    parts = pattern.split("/")
+    max_depth = None if any("**" in p for p in parts) else len(parts)
+    top = open_dir_inside(root, base)
+    out: list[str] = []
+    try:
+        for dirpath, dirnames, filenames, _fd in os.fwalk(
+            ".", dir_fd=top, follow_symlinks=False
+        ):
+            rel_dir = os.path.normpath(dirpath)
+            depth = 0 if rel_dir == "." else rel_dir.count("/") + 1
+            if not show_git:
+                dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            for name in (*dirnames, *filenames):
+                r = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if rx.match(r):
+                    out.append(r)
+                    if len(out) >= MAX_GLOB_SCAN:
+                        return out
+            if max_depth is not None and depth + 1 >= max_depth:
+                dirnames[:] = []
+    finally:
+        os.close(top)
+    return out
 
 
 def _walk(base: Path) -> list[Path]:
@@ -127,6 +157,7 @@ def grep(pattern: str, path: str = ".", glob: str | None = None, *, ctx: ToolCon
         name = rel(ctx, f)
         try:
             check_policy(ctx.policy, ctx.root, name, real, write=False)
+            check_hardlinks(ctx.policy, ctx.root, real.stat())
         except PathDeniedError:
             denied += 1
             continue

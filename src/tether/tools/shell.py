@@ -10,10 +10,13 @@ context has a `sandbox`, the command runs inside it (`tether.tools.sandbox`: wri
 the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
 process group kill covers the sandbox launcher (bwrap) and everything under it.
 
-A cancel that lands while the process is starting still kills its whole group (`spawn_group`).
-
-Processes the command leaves running are left alone if they let go of the output pipe (e.g.
+Inside an OS sandbox every process the command started ends with the call (a PID namespace
+under bwrap; the Landlock launcher reaps every descendant, issue 11). A cancel that lands while
+the process is starting still kills its whole group (`spawn_group`). Unsandboxed, processes the
+command leaves running are left alone if they let go of the output pipe (e.g.
 `server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
+Resource limits (`tether.tools.limits`) apply to every command; hitting one is an is_error
+result naming it.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from tether.tools.base import ToolContext, ToolOutput, tool
+from tether.tools.limits import FSIZE_EXIT, ResourceLimits, limit_note, nproc_hit_in
 from tether.tools.normalize import output_cut_note
-from tether.tools.sandbox import Launch, SandboxConfig
+from tether.tools.sandbox import Launch
 
 MAX_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0
@@ -184,8 +188,16 @@ async def run_command(
     """
     launch = Launch(argv=["bash", "-c", command])
     if ctx.sandbox is not None:
-        cfg = SandboxConfig(root=ctx.root, network=ctx.network, isolate_pids=True)
-        launch = ctx.sandbox.launch(launch.argv, cfg)
+        launch = ctx.sandbox.launch(launch.argv, ctx.sandbox_config())
+    limits = ctx.limits or ResourceLimits()
+    guard = limits.start()
+    confine = launch.preexec
+
+    def preexec() -> None:
+        guard.preexec()
+        if confine is not None:
+            confine()
+
     try:
         proc = await spawn_group(
             *launch.argv,
@@ -194,8 +206,11 @@ async def run_command(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            preexec_fn=launch.preexec,
+            preexec_fn=preexec,
         )
+    except BaseException:
+        guard.finish()
+        raise
     finally:
         launch.close()
     assert proc.stdout is not None
@@ -216,6 +231,7 @@ async def run_command(
     finally:
         if proc.returncode is None or timed_out or leftovers_killed:
             kill_group(proc.pid)
+        nproc_hit = guard.finish()
         if proc.returncode is None:
             # Cancelled: reap the killed shell so its transport closes with the loop still open.
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
@@ -234,6 +250,11 @@ async def run_command(
         text = f"(no output, {status})"
     elif code != 0:
         text += f"\n({status})"
+    nproc_hit = nproc_hit or nproc_hit_in(text)
+    fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text or "File too large" in text
+    if nproc_hit or fsize_hit:
+        note = limit_note(limits, nproc=nproc_hit, fsize=fsize_hit)
+        return ToolOutput(f"{text}\n{note}", is_error=True)
     if leftovers_killed:
         text += (
             "\n(background processes still holding the output were killed; redirect their "

@@ -7,7 +7,7 @@ Protocol (UTF-8 JSON lines):
     harness → worker stdin, first line:
         {"file": str, "tool": str, "arguments": {...},
          "context": {"root": str, "session_dir": str | null,
-                     "policy": {"deny_read": [str], "deny_write": [str]} | null}}
+                     "policy": <PathPolicy.to_json()> | null}}
     harness → worker stdin, later (only when the call timed out and the tool has `on_timeout`):
         {"op": "timeout", "limit_s": float}
     worker → stdout, exactly one line, written LAST and flushed, then the worker exits:
@@ -41,6 +41,7 @@ from typing import Any, cast
 
 import tether
 from tether.tools.base import TimedOut, Tool, ToolContext
+from tether.tools.limits import ResourceLimits
 from tether.tools.run import (
     Outcome,
     call_on_timeout,
@@ -93,9 +94,7 @@ def _request(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> byte
         "context": {
             "root": str(ctx.root),
             "session_dir": None if ctx.session_dir is None else str(ctx.session_dir),
-            "policy": None
-            if policy is None
-            else {"deny_read": list(policy.deny_read), "deny_write": list(policy.deny_write)},
+            "policy": None if policy is None else policy.to_json(),
         },
     }
     return (json.dumps(req, default=str) + "\n").encode()
@@ -166,6 +165,7 @@ async def run_in_worker(
         asyncio.CancelledError: after killing the worker's process group.
     """
     argv = ctx.wrap_argv(worker_argv(), readable=worker_readable(tool))
+    guard = (ctx.limits or ResourceLimits()).start()
     try:
         proc = await spawn_group(
             *argv,
@@ -174,8 +174,10 @@ async def run_in_worker(
             stderr=asyncio.subprocess.PIPE,
             cwd=ctx.root,
             env=_worker_env(ctx),
+            preexec_fn=guard.preexec,
         )
     except OSError as e:
+        guard.finish()
         return error_outcome(f"could not start the tool worker ({argv[0]}): {e}")
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out = bytearray()
@@ -218,6 +220,7 @@ async def run_in_worker(
             async with asyncio.timeout(REAP_S):
                 await proc.wait()
         proc.stdin.close()
+        guard.finish()
     parsed = _parse(bytes(out))
     if timed_out:
         final = parsed[0] if parsed is not None and parsed[1] else None
@@ -242,11 +245,7 @@ def _context(raw: Mapping[str, Any]) -> ToolContext:
     from tether.tools.paths import PathPolicy
 
     pol = raw.get("policy")
-    policy = (
-        None
-        if pol is None
-        else PathPolicy(deny_read=tuple(pol["deny_read"]), deny_write=tuple(pol["deny_write"]))
-    )
+    policy = None if pol is None else PathPolicy.from_json(cast("dict[str, object]", pol))
     session_dir = raw.get("session_dir")
     return ToolContext(
         root=Path(raw["root"]),

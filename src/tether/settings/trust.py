@@ -1,0 +1,183 @@
+"""Trust on first use for a project's settings and tool folders (issue 11; like direnv's
+`allow`).
+
+Owns: the approval store (`<user config dir>/trusted-projects.json`: per project real path, the
+SHA-256 of every approved file), `project_files` (what needs approval), `check_trust` (what
+changed since the approval) and `approve` (what `tether trust` does).
+Does not own: loading settings (`tether.settings.files`), scanning tool folders
+(`tether.tools.scan`), the command line (`tether.cli`).
+
+What needs approval: every file under the project's `.tether/` folder (settings, tool modules,
+their helpers; `*.lock`, `*.tmp` and `__pycache__` left out) and under each tool folder that the
+project's settings file names in `tools.folders`. Files a project has none of need no approval:
+a project without `.tether/` runs as before, and a file that appears there later (planted by a
+tool call of an earlier run, or pulled from a repository) is new, hence unapproved.
+
+A project's first run: nothing is approved yet, so a project that already has `.tether/` files
+is refused until the user runs `tether trust` there (a cloned repository's tools and settings are
+not run on sight). Refused means: tether loads neither the project settings file nor the
+project's tool folders (the user settings and built-in tools still load), and says so in one
+line on stderr and as a `warning` event (`kind="untrusted_project"`).
+
+The store lives in the user config folder, which no tool can write (the file tools are confined
+to the working folder, and every OS sandbox hides that folder from commands): the only way to
+approve is the user running `tether trust`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from filelock import FileLock
+
+from tether.settings.files import PROJECT_DIR, SETTINGS_FILE, user_config_dir, write_atomic
+
+TRUST_FILE = "trusted-projects.json"
+_SKIP_SUFFIXES = (".lock", ".tmp", ".pyc")
+
+
+def trust_path() -> Path:
+    """The approval store: `<user config dir>/trusted-projects.json`."""
+    return user_config_dir() / TRUST_FILE
+
+
+def _project_tool_folders(root: Path) -> list[Path]:
+    """The `tools.folders` the project's settings file names (read leniently: a malformed file
+    names none; it is approved or refused as a file anyway)."""
+    try:
+        data = json.loads((root / PROJECT_DIR / SETTINGS_FILE).read_text(encoding="utf-8-sig"))
+        folders = data["tools"]["folders"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    if not isinstance(folders, list):
+        return []
+    return [root / str(f) for f in cast("list[Any]", folders)]
+
+
+def _files_under(folder: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if not name.endswith(_SKIP_SUFFIXES):
+                yield Path(dirpath, name)
+
+
+def project_files(root: Path) -> dict[str, str]:
+    """What needs approval in the project `root`: {name: SHA-256 hex} of every file under
+    `root/.tether/` and the tool folders its settings name (names relative to `root` when
+    inside it, else absolute). Empty for a project with none."""
+    root = Path(os.path.realpath(root))
+    out: dict[str, str] = {}
+    for folder in (root / PROJECT_DIR, *_project_tool_folders(root)):
+        if not folder.is_dir():
+            continue
+        for f in _files_under(folder):
+            real = Path(os.path.realpath(f))
+            name = str(real.relative_to(root)) if real.is_relative_to(root) else str(real)
+            try:
+                out[name] = hashlib.sha256(real.read_bytes()).hexdigest()
+            except OSError:
+                out[name] = "unreadable"
+    return out
+
+
+def _read_store() -> dict[str, Any]:
+    try:
+        data = json.loads(trust_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"version": 1, "projects": {}}
+    if not isinstance(data, dict):
+        return {"version": 1, "projects": {}}
+    store = cast("dict[str, Any]", data)
+    if not isinstance(store.get("projects"), dict):
+        return {"version": 1, "projects": {}}
+    return store
+
+
+def approved_files(root: Path) -> dict[str, str]:
+    """The files approved for `root` by the last `tether trust` ({} when never)."""
+    projects = cast("dict[str, Any]", _read_store()["projects"])
+    entry: Any = projects.get(os.path.realpath(root))
+    if not isinstance(entry, dict):
+        return {}
+    files: Any = cast("dict[str, Any]", entry).get("files")
+    return dict(cast("dict[str, str]", files)) if isinstance(files, dict) else {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustState:
+    """How a project's files compare with its approval.
+
+    Attributes:
+        root: the project (real path).
+        changes: (name, `new` | `changed` | `removed`) for each file that differs, sorted.
+        approved: names whose content is as approved.
+    """
+
+    root: Path
+    changes: tuple[tuple[str, str], ...]
+    approved: tuple[str, ...]
+
+    @property
+    def trusted(self) -> bool:
+        """True when nothing differs from the approval."""
+        return not self.changes
+
+    def message(self) -> str:
+        """The one-line refusal (empty when trusted)."""
+        if self.trusted:
+            return ""
+        listed = ", ".join(f"{name} ({what})" for name, what in self.changes[:5])
+        more = f" and {len(self.changes) - 5} more" if len(self.changes) > 5 else ""
+        return (
+            f"project {self.root}: {listed}{more} not approved; its settings and tool folders "
+            f"are not loaded (approve with `tether trust` in {self.root}; "
+            "`tether trust --show` lists what would be approved)"
+        )
+
+
+def check_trust(root: Path) -> TrustState:
+    """Compare the project's files with its approval (see the module docstring)."""
+    root = Path(os.path.realpath(root))
+    now = project_files(root)
+    before = approved_files(root)
+    changes: list[tuple[str, str]] = []
+    for name, digest in now.items():
+        if name not in before:
+            changes.append((name, "new"))
+        elif before[name] != digest:
+            changes.append((name, "changed"))
+    for name in before:
+        if name not in now:
+            changes.append((name, "removed"))
+    same = tuple(sorted(n for n, d in now.items() if before.get(n) == d))
+    return TrustState(root=root, changes=tuple(sorted(changes)), approved=same)
+
+
+def approve(root: Path) -> dict[str, str]:
+    """Store the project's current files as approved (what `tether trust` does).
+
+    Returns:
+        The approved files ({name: SHA-256}).
+
+    Raises:
+        OSError: the store cannot be written.
+    """
+    root = Path(os.path.realpath(root))
+    files = project_files(root)
+    path = trust_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=10):
+        store = _read_store()
+        store["projects"][str(root)] = {"files": files, "approved_ms": int(time.time() * 1000)}
+        write_atomic(
+            path, (json.dumps(store, indent=2, sort_keys=True) + "\n").encode(), mode=0o600
+        )
+    return files
