@@ -3,7 +3,10 @@
 Isolation: no test reads or writes the developer's real settings, credential file or system
 keyring (a stored `tether login` key would otherwise change what tests see). Its presence also
 puts `tests/` on sys.path (pytest's prepend import mode), so tests in any folder can import the
-shared helpers here (`faultserver`, `cases_loader`)."""
+shared helpers here (`faultserver`, `cases_loader`).
+
+Hypothesis runs without its per-example deadline: speed is measured in `bench/`, not in tests,
+and a deadline turns a loaded machine (CI, parallel work) into false failures."""
 
 from __future__ import annotations
 
@@ -12,7 +15,11 @@ from pathlib import Path
 
 import keyring
 import pytest
+from hypothesis import settings
 from keyring.backends import fail
+
+settings.register_profile("tether", deadline=None)
+settings.load_profile("tether")
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_servers import DEMO
 
 import tether
-from conftest import DEMO
 from faultserver import FaultServer, text, tool
 from tether.tools.sandbox import detect_sandbox
 
@@ -30,10 +30,20 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
-def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> subprocess.CompletedProcess[str]:
+def cli_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(TETHER_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test-key-e2e")
     env["PYTHONPATH"] = str(Path(tether.__file__).parents[1])
+    return env
+
+
+def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> subprocess.CompletedProcess[str]:
+    """`tether run` in `root`, after the user approved the project's settings (`tether trust`:
+    project settings that start MCP servers are loaded only once approved)."""
+    env = cli_env(tmp_path)
+    trust = [sys.executable, "-m", "tether.cli", "trust"]
+    approved = subprocess.run(trust, cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert approved.returncode == 0, approved.stderr
     cmd = [sys.executable, "-m", "tether.cli", "run", "-m", "openai/m"]
     return subprocess.run(
         [*cmd, "--base-url", server.openai_url, "--max-turns", "8", *args, "go"],
