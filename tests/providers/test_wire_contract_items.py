@@ -59,7 +59,9 @@ def results(tid: str, *cids: str) -> Turn:
     return Turn(
         id=tid,
         role="user",
-        content=tuple(ToolResultBlock(tool_call_id=c, content=(TextBlock(text="ok"),)) for c in cids),
+        content=tuple(
+            ToolResultBlock(tool_call_id=c, content=(TextBlock(text="ok"),)) for c in cids
+        ),
     )
 
 
@@ -137,7 +139,11 @@ def test_2_gemini_roles_alternate_after_system_turns_move() -> None:
 
 
 def test_3a_an_undecodable_signature_is_dropped_and_reported() -> None:
-    turns = (user("u"), calls("a", call("c1", thought_signature="!!x"), prov=GEMINI), results("r", "c1"))
+    turns = (
+        user("u"),
+        calls("a", call("c1", thought_signature="!!x"), prov=GEMINI),
+        results("r", "c1"),
+    )
     repairs: list[Repair] = []
     build_view(turns, "google", route=GEMINI, on_repair=repairs.append)
     assert [r.kind for r in repairs] == ["invalid_signature"]
@@ -147,7 +153,9 @@ def test_3a_an_undecodable_signature_is_dropped_and_reported() -> None:
     assert rules.gemini_problems(contents) == []
     # A signed thinking block whose signature does not decode: dropped, not sent.
     bad = ThinkingBlock(text="t", signature="!!", producer="google")
-    contents = gemini_contents(user("u"), calls("a", bad, TextBlock(text="hi"), prov=GEMINI), user("v"))
+    contents = gemini_contents(
+        user("u"), calls("a", bad, TextBlock(text="hi"), prov=GEMINI), user("v")
+    )
     assert contents[1]["parts"] == [{"text": "hi"}]
 
 
@@ -244,10 +252,14 @@ def test_6_no_history_yields_an_empty_or_assistant_bounded_request() -> None:
         (),
         (Turn(id="u", role="user", content=(thinking,)),),
         (Turn(id="u", role="user", content=(thinking,)), calls("a", TextBlock(text="hi"))),
-        (user("u"), calls("a", TextBlock(text="hi")), Turn(id="v", role="user", content=(thinking,))),
+        (
+            user("u"),
+            calls("a", TextBlock(text="hi")),
+            Turn(id="v", role="user", content=(thinking,)),
+        ),
     ]
     for turns in cases:
-        assert _all_payload_problems(*turns) == dict.fromkeys(TARGETS, []), turns
+        assert _all_payload_problems(*turns) == {key: [] for key in TARGETS}, turns
 
 
 # -- 7. Provider-issued ids ----------------------------------------------------------------------
@@ -255,7 +267,11 @@ def test_6_no_history_yields_an_empty_or_assistant_bounded_request() -> None:
 
 def test_7_ids_are_sanitized_only_where_the_target_requires_it() -> None:
     kimi_ids = ("functions.list_dir:0", "functions.read:1")
-    turns = (user("u"), calls("a", *(call(c) for c in kimi_ids), prov=KIMI), results("r", *kimi_ids))
+    turns = (
+        user("u"),
+        calls("a", *(call(c) for c in kimi_ids), prov=KIMI),
+        results("r", *kimi_ids),
+    )
     chat = OpenAIChatProvider(KIMI.model, api_key="k", name=KIMI.provider)
     messages = chat.request_messages(request(*turns))
     sent = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]  # type: ignore[union-attr]

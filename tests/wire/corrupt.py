@@ -11,6 +11,9 @@ system turns.
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 from hypothesis import strategies as st
 
 from tether.messages import (
@@ -104,9 +107,7 @@ any_block = st.one_of(
     st.just(document),
 )
 
-user_content = st.lists(
-    st.one_of(text_blocks, result_blocks, result_blocks, any_block), max_size=4
-)
+user_content = st.lists(st.one_of(text_blocks, result_blocks, result_blocks, any_block), max_size=4)
 assistant_content = st.lists(
     st.one_of(text_blocks, call_blocks, call_blocks, thinking_blocks, any_block), max_size=5
 )
@@ -156,4 +157,102 @@ def histories(draw: st.DrawFn, max_turns: int = 10) -> tuple[Turn, ...]:
                     provenance=draw(st.sampled_from(PROVENANCES)),
                 )
             )
+    return tuple(turns)
+
+
+# -- a fast twin for many examples ---------------------------------------------------------------
+# Hypothesis' own generation costs ~10 ms per history; the scale test draws a seed instead and
+# builds the history with `random.Random(seed)` from the same pools (no shrinking, but a failing
+# seed reproduces exactly).
+
+_TEXTS = ["", " ", "\n", "hello", "  padded  ", "ok", "done  ", "trailing\n"]
+_METAS: list[dict[str, Any] | None] = [
+    None,
+    None,
+    *({"thought_signature": s} for s in SIGNATURES),
+    *({"item_id": i} for i in CALL_ITEM_IDS),
+    {"original_id": "functions.list_dir:0"},
+]
+
+
+def _r_text(rng: random.Random) -> TextBlock:
+    return TextBlock(text=rng.choice(_TEXTS))
+
+
+def _r_call(rng: random.Random, cid: str | None = None) -> ToolCallBlock:
+    return ToolCallBlock(
+        id=rng.choice(ID_POOL) if cid is None else cid,
+        name=rng.choice(["read", "list_dir"]),
+        arguments=rng.choice([{}, {"path": "."}]),
+        provider_meta=rng.choice(_METAS),
+    )
+
+
+def _r_result(rng: random.Random) -> ToolResultBlock:
+    parts = [rng.choice([_r_text(rng), image]) for _ in range(rng.randint(0, 2))]
+    return ToolResultBlock(
+        tool_call_id=rng.choice(ID_POOL), content=tuple(parts), is_error=rng.random() < 0.3
+    )
+
+
+def _r_thinking(rng: random.Random) -> ThinkingBlock:
+    return ThinkingBlock(
+        text=rng.choice(["", "thinking", " "]),
+        signature=rng.choice([None, *SIGNATURES]),
+        producer=rng.choice([None, "anthropic", "openai", "google", "ollama"]),
+        model=rng.choice([None, "claude-a", "claude-b", "gpt-x", "gemini-3-pro"]),
+        item_id=rng.choice([None, None, *ITEM_IDS]),
+        encrypted_content=rng.choice([None, "ENC"]),
+        summary=rng.choice([(), ("sum",)]),
+    )
+
+
+def _r_any(rng: random.Random) -> ContentBlock:
+    k = rng.randrange(7)
+    if k == 0:
+        return _r_text(rng)
+    if k == 1:
+        return _r_call(rng)
+    if k == 2:
+        return _r_result(rng)
+    if k == 3:
+        return _r_thinking(rng)
+    if k == 4:
+        return RedactedThinkingBlock(data="DATA", producer=rng.choice(["anthropic", None]))
+    return image if k == 5 else document
+
+
+def _r_blocks(rng: random.Random, n: int, *makers: Any) -> tuple[ContentBlock, ...]:
+    return tuple(rng.choice(makers)(rng) for _ in range(rng.randint(0, n)))
+
+
+def random_history(rng: random.Random, max_turns: int = 10) -> tuple[Turn, ...]:
+    """A corrupted stored history drawn like `histories` (same pools, same kinds of turns)."""
+    turns: list[Turn] = []
+    for k in range(rng.randint(0, max_turns)):
+        kind = rng.choice(["user", "assistant", "assistant", "system", "loop"])
+        tid = f"t{k}"
+        if kind == "loop":
+            prov = rng.choice(PROVENANCES)
+            ids = [rng.choice(ID_POOL) for _ in range(rng.randint(1, 3))]
+            blocks: list[ContentBlock] = [_r_thinking(rng)] if rng.random() < 0.5 else []
+            blocks.extend(_r_call(rng, cid) for cid in ids)
+            turns.append(
+                Turn(id=f"l{k}a", role="assistant", content=tuple(blocks), provenance=prov)
+            )
+            if rng.random() < 0.5:
+                turns.append(Turn(id=f"l{k}s", role="system", content=(TextBlock(text="note"),)))
+            results = tuple(
+                ToolResultBlock(tool_call_id=i, content=(TextBlock(text="r"),)) for i in ids
+            )
+            turns.append(Turn(id=f"l{k}r", role="user", content=results))
+        elif kind == "system":
+            turns.append(Turn(id=tid, role="system", content=_r_blocks(rng, 2, _r_text, _r_any)))
+        elif kind == "user":
+            content = _r_blocks(rng, 4, _r_text, _r_result, _r_result, _r_any)
+            turns.append(Turn(id=tid, role="user", content=content))
+        else:
+            content = _r_blocks(rng, 5, _r_text, _r_call, _r_call, _r_thinking, _r_any)
+            prov = rng.choice(PROVENANCES)
+            turns.append(Turn(id=tid, role="assistant", content=content, provenance=prov))
     return tuple(turns)

@@ -6,13 +6,16 @@ adapter builds (its own request-building method, the parameters its SDK call sen
 tether's code). Half the requests go through `ViewBuilder` as the agent loop builds them
 (`is_wire_view=True`), half through the adapter's own `build_view`.
 
-The default suite runs `FAST_EXAMPLES` per target; the `slow` test runs `SLOW_EXAMPLES` per
-target (`pytest -m slow tests/wire/test_vendor_contract.py`).
+Per target, the default suite runs `SHRINKING_EXAMPLES` Hypothesis-built histories (shrunk on
+failure) and `FAST_EXAMPLES` seeded ones (`corrupt.random_history`: the same pools, built by
+`random.Random(seed)` from a Hypothesis-drawn seed, ~10x cheaper); the `slow` test runs
+`SLOW_EXAMPLES` seeded histories per target (`pytest -m slow tests/wire/test_vendor_contract.py`).
 """
 
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +33,9 @@ from tether.providers.openai_responses import OpenAIResponsesProvider
 from tether.wire import ViewBuilder
 
 from . import vendor_rules as rules
-from .corrupt import ANTHROPIC, CHAT, GOOGLE, OLLAMA, RESPONSES, histories
+from .corrupt import ANTHROPIC, CHAT, GOOGLE, OLLAMA, RESPONSES, histories, random_history
 
+SHRINKING_EXAMPLES = 60
 FAST_EXAMPLES = 500
 SLOW_EXAMPLES = 20_000
 
@@ -44,13 +48,20 @@ Check = Callable[[tuple[Turn, ...], bool, str | None], list[str]]
 
 
 def _request(
-    provider: Any, target: Target, route: Provenance, turns: tuple[Turn, ...], via_loop: bool,
+    provider: Any,
+    target: Target,
+    route: Provenance,
+    turns: tuple[Turn, ...],
+    via_loop: bool,
     system: str | None,
 ) -> ModelRequest:
     if via_loop:
         vb = ViewBuilder(target, route=route, supports_prefill=provider.supports_prefill)
         return ModelRequest(
-            model=route.model, messages=vb.view(turns), system=system, tools=TOOLS,
+            model=route.model,
+            messages=vb.view(turns),
+            system=system,
+            tools=TOOLS,
             is_wire_view=True,
         )
     return ModelRequest(model=route.model, messages=turns, system=system, tools=TOOLS)
@@ -66,7 +77,9 @@ def _anthropic(thinking: bool, prefill: bool) -> Check:
     )
 
     def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
-        p = provider.request_params(_request(provider, "anthropic", ANTHROPIC, turns, via_loop, system))
+        p = provider.request_params(
+            _request(provider, "anthropic", ANTHROPIC, turns, via_loop, system)
+        )
         return rules.anthropic_problems(
             p.messages,
             system=p.system,
@@ -86,7 +99,10 @@ def _chat() -> Check:
     def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
         req = _request(provider, "openai-chat", CHAT, turns, via_loop, system)
         own = frozenset(
-            c.id for t in turns if t.role == "assistant" and t.provenance == CHAT for c in t.tool_calls
+            c.id
+            for t in turns
+            if t.role == "assistant" and t.provenance == CHAT
+            for c in t.tool_calls
         )
         return rules.chat_problems(provider.request_messages(req), own_ids=own)
 
@@ -146,11 +162,9 @@ VARIANTS: dict[str, list[str]] = {
 TARGET_NAMES = list(VARIANTS)
 
 
-def _run(target: str, data: st.DataObject) -> None:
-    turns = data.draw(histories(), label="history")
-    variant = data.draw(st.sampled_from(VARIANTS[target]), label="variant")
-    via_loop = data.draw(st.booleans(), label="via_loop")
-    system = data.draw(st.sampled_from([None, "You are terse."]), label="system")
+def _check(
+    target: str, turns: tuple[Turn, ...], variant: str, via_loop: bool, system: str | None
+) -> None:
     before = copy.deepcopy(turns)
     problems = CHECKS[variant](turns, via_loop, system)
     assert turns == before, "the stored history was mutated"
@@ -167,20 +181,40 @@ def _settings(n: int) -> settings:
 
 @pytest.mark.parametrize("target", TARGET_NAMES)
 def test_every_request_is_accepted(target: str) -> None:
-    @_settings(FAST_EXAMPLES)
+    """Hypothesis-built histories (shrunk to a minimal failing history on failure)."""
+
+    @_settings(SHRINKING_EXAMPLES)
     @given(st.data())
     def run(data: st.DataObject) -> None:
-        _run(target, data)
+        turns = data.draw(histories(), label="history")
+        variant = data.draw(st.sampled_from(VARIANTS[target]), label="variant")
+        via_loop = data.draw(st.booleans(), label="via_loop")
+        system = data.draw(st.sampled_from([None, "You are terse."]), label="system")
+        _check(target, turns, variant, via_loop, system)
 
     run()
+
+
+def _seeded(target: str, n: int) -> None:
+    @_settings(n)
+    @given(st.integers(0, 2**64 - 1))
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        turns = random_history(rng)
+        variant = rng.choice(VARIANTS[target])
+        _check(target, turns, variant, rng.random() < 0.5, rng.choice([None, "You are terse."]))
+
+    run()
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_every_request_is_accepted_seeded(target: str) -> None:
+    """`FAST_EXAMPLES` seeded histories per target (`corrupt.random_history`)."""
+    _seeded(target, FAST_EXAMPLES)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("target", TARGET_NAMES)
 def test_every_request_is_accepted_at_scale(target: str) -> None:
-    @_settings(SLOW_EXAMPLES)
-    @given(st.data())
-    def run(data: st.DataObject) -> None:
-        _run(target, data)
-
-    run()
+    """`SLOW_EXAMPLES` seeded histories per target."""
+    _seeded(target, SLOW_EXAMPLES)

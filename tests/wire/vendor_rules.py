@@ -97,7 +97,9 @@ def anthropic_problems(
                 if kind in ("thinking", "redacted_thinking"):
                     problems.append(f"message {i}: cache_control on a {kind} block")
             if kind == "text" and _blank(b.get("text")):
-                problems.append(f"message {i}: text content blocks must contain non-whitespace text")
+                problems.append(
+                    f"message {i}: text content blocks must contain non-whitespace text"
+                )
             elif kind == "thinking":
                 if role != "assistant":
                     problems.append(f"message {i}: thinking in a {role} message")
@@ -151,7 +153,11 @@ def anthropic_problems(
         problems.append(f"{breakpoints} cache_control blocks (at most 4)")
     if merged and merged[-1][0] == "assistant":
         last = merged[-1][1]
-        if last and last[-1].get("type") == "text" and last[-1]["text"] != last[-1]["text"].rstrip():
+        if (
+            last
+            and last[-1].get("type") == "text"
+            and last[-1]["text"] != last[-1]["text"].rstrip()
+        ):
             problems.append("final assistant content cannot end with trailing whitespace")
     if thinking is not None:
         budget = thinking.get("budget_tokens", 0)
@@ -384,7 +390,11 @@ def gemini_problems(contents: Sequence[dict[str, Any]]) -> list[str]:
         if responses:
             prev = contents[k - 1] if k else None
             asked = (
-                [p["functionCall"].get("name") for p in prev.get("parts") or [] if "functionCall" in p]
+                [
+                    p["functionCall"].get("name")
+                    for p in prev.get("parts") or []
+                    if "functionCall" in p
+                ]
                 if prev is not None and prev.get("role") == "model"
                 else []
             )

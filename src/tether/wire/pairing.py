@@ -304,9 +304,7 @@ class Pairing:
                         "removed a result from an assistant turn",
                     )
                     continue
-                elif type(b) is TextBlock and _blank(b.text):
-                    continue
-                elif type(b) not in _ASSISTANT:
+                elif (type(b) is TextBlock and _blank(b.text)) or type(b) not in _ASSISTANT:
                     continue
                 kept.append(b)
             a = with_content(t, tuple(kept))
