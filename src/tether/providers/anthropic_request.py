@@ -194,12 +194,20 @@ def to_anthropic_messages(messages: Sequence[Turn]) -> tuple[list[at.MessagePara
             merged = [*prev, *content]
             if role == "user":
                 merged.sort(key=lambda b: b["type"] != "tool_result")
-            out[-1] = {"role": role, "content": merged}
+            out[-1] = _message(role, merged)
         else:
-            out.append({"role": role, "content": content})
+            out.append(_message(role, content))
     if out and out[-1]["role"] == "assistant":
         _strip_final(cast(list[at.ContentBlockParam], out[-1]["content"]))
     return out, system
+
+
+def _message(
+    role: Literal["user", "assistant"], content: list[at.ContentBlockParam]
+) -> at.MessageParam:
+    if role == "user":
+        return {"role": "user", "content": content}
+    return {"role": "assistant", "content": content}
 
 
 def _strip_final(content: list[at.ContentBlockParam]) -> None:
@@ -208,11 +216,9 @@ def _strip_final(content: list[at.ContentBlockParam]) -> None:
     wire's tail pass does the same on the view, this covers what the conversion dropped."""
     last = content[-1] if content else None
     if last is not None and last["type"] == "text":
-        text = cast(at.TextBlockParam, last)["text"].rstrip()
-        if text:
+        text = last["text"].rstrip()
+        if text:  # (a blank text block never reaches here: the pairing pass removes them)
             content[-1] = {"type": "text", "text": text}
-        else:
-            del content[-1]
 
 
 def loop_lacks_thinking(messages: Sequence[at.MessageParam]) -> bool:
@@ -222,7 +228,8 @@ def loop_lacks_thinking(messages: Sequence[at.MessageParam]) -> bool:
     in_loop = False
     for msg in reversed(messages):
         raw = msg["content"]
-        types = ["text"] if isinstance(raw, str) else [b["type"] for b in raw]
+        blocks = [] if isinstance(raw, str) else cast(list[dict[str, Any]], list(raw))
+        types = ["text"] if isinstance(raw, str) else [b.get("type") for b in blocks]
         if msg["role"] == "user":
             if "tool_result" in types:
                 in_loop = True
