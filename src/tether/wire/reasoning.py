@@ -143,14 +143,12 @@ def decode_gemini_signature(text: str) -> bytes | None:
     if not text:
         return None
     padded = text + "=" * (-len(text) % 4)
-    try:
-        return base64.b64decode(padded, validate=True)
-    except (binascii.Error, ValueError):
-        pass
-    try:
-        return base64.b64decode(padded, altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        return None
+    for altchars in (None, b"-_"):
+        try:
+            return base64.b64decode(padded, altchars=altchars, validate=True) or None
+        except (binascii.Error, ValueError):
+            continue
+    return None
 
 
 def reasoning_action(
