@@ -25,10 +25,18 @@ that can.
 
 Thinking (Anthropic "Extended thinking" guide): `thinking: {"type": "enabled", "budget_tokens"}`
 with `1024 <= budget_tokens < max_tokens`; `temperature` must not be set then. With thinking on,
-the assistant turn of an in-progress tool loop must start with a thinking block; when the wire
-view lost it (a model switch), the request is sent with thinking off
-(`tether.wire.thinking_must_be_disabled`, case T08); so is a request ending with an assistant
-prefill, which Anthropic refuses with thinking on.
+every assistant message of the in-progress tool loop (back to the last user message holding
+anything but tool results; system turns are lifted out, so they do not end the loop) must start
+with a thinking block; when the wire view lost it (a model switch), the request is sent with
+thinking off (`tether.wire.thinking_must_be_disabled` on the view, `loop_lacks_thinking` on the
+messages as sent; case T08, issue 18); so is a request ending with an assistant prefill, which
+Anthropic refuses with thinking on.
+
+Messages as sent: consecutive messages of one role (left by lifted system turns) are combined
+here, as Anthropic would combine them ("consecutive user or assistant turns in your request will
+be combined into a single turn"), so the checks above see what the API sees; the last text
+block of a final assistant (prefill) message is right-stripped ("final assistant content
+cannot end with trailing whitespace").
 """
 
 from __future__ import annotations
