@@ -313,11 +313,20 @@ def test_foreign_call_signature_is_not_replayed() -> None:
     assert part.thought_signature == decode_signature(SKIP_SIGNATURE)
 
 
-@given(st.binary(min_size=0, max_size=64))
+@given(st.binary(min_size=1, max_size=64))
 def test_signature_codec_round_trips(raw: bytes) -> None:
     text = encode_signature(raw)
     assert decode_signature(text) == raw
     assert decode_signature(base64.urlsafe_b64encode(raw).decode().rstrip("=")) == raw
+
+
+@given(st.text(max_size=12))
+def test_signature_decoding_never_raises(text: str) -> None:
+    """Issue 18: a stored signature that is not base64 (or empty) decodes to None, never an
+    exception that would keep the request from being sent."""
+    raw = decode_signature(text)
+    assert raw is None or (isinstance(raw, bytes) and raw)
+    assert decode_signature("") is None
 
 
 @given(

@@ -17,7 +17,7 @@ from tether.messages import (
     Turn,
 )
 from tether.wire import MAX_ID_LENGTH, check_pairing
-from tether.wire.reasoning import block_producer
+from tether.wire.reasoning import block_producer, issued_by_route
 
 _ID = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -82,6 +82,20 @@ def view_problems(
     """Everything wrong with `view` as a request to `target` (empty list = valid)."""
     problems = check_pairing(view) + pairing_problems(view)
     max_len = MAX_ID_LENGTH[target]
+    charset = target in ("anthropic", "google")  # Anthropic's documented id pattern
+
+    def id_ok(cid: str, t: Turn) -> bool:
+        if not cid or (charset and not _ID.fullmatch(cid)):
+            return False
+        # A server accepts the (long) ids it issued.
+        native = (
+            target == "openai-chat"
+            and t.role == "assistant"
+            and issued_by_route(t.provenance, target, route)
+        )
+        return len(cid) <= max_len or native
+
+    answered: dict[str, bool] = {}
     call_ids: list[str] = []
     for idx, t in enumerate(view):
         prov = t.provenance
@@ -91,13 +105,14 @@ def view_problems(
                 problems.append(f"turn {idx}: a marker block reached the wire")
             elif isinstance(b, ToolCallBlock):
                 call_ids.append(b.id)
-                if not (_ID.fullmatch(b.id) and len(b.id) <= max_len):
+                answered[b.id] = id_ok(b.id, t)
+                if not answered[b.id]:
                     problems.append(f"turn {idx}: call id {b.id!r} invalid for {target}")
                 meta = b.provider_meta or {}
                 if target == "openai-responses" and "item_id" in meta and not seen_reasoning:
                     problems.append(f"turn {idx}: server item id without its reasoning item")
             elif isinstance(b, ToolResultBlock):
-                if not (_ID.fullmatch(b.tool_call_id) and len(b.tool_call_id) <= max_len):
+                if not answered.get(b.tool_call_id, id_ok(b.tool_call_id, t)):
                     problems.append(f"turn {idx}: result id {b.tool_call_id!r} invalid")
             elif isinstance(b, RedactedThinkingBlock):
                 if target != "anthropic":

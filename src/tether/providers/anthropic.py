@@ -41,6 +41,7 @@ from tether.errors import AuthError, ConfigError
 from tether.messages import Provenance, Target, Usage
 from tether.providers.anthropic_request import (
     MIN_THINKING_BUDGET,
+    MessagesParams,
     build_params,
     to_anthropic_messages,
     to_anthropic_tools,
@@ -331,6 +332,24 @@ class AnthropicProvider:
             api_key=api_key, base_url=base_url, max_retries=max_retries
         )
 
+    def request_params(self, request: ModelRequest) -> MessagesParams:
+        """The Messages parameters of `request` as `stream` sends them (built from its wire
+        view by `anthropic_request.build_params`).
+
+        Raises:
+            ConfigError: as `build_params`.
+        """
+        view = wire_messages(
+            request, "anthropic", supports_prefill=self.supports_prefill, route=self._route
+        )
+        return build_params(
+            request,
+            view,
+            default_max_tokens=self.max_output_tokens,
+            default_thinking_budget=self.thinking_budget,
+            prompt_caching=self.prompt_caching,
+        )
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
 
@@ -342,16 +361,7 @@ class AnthropicProvider:
             ConfigError: the thinking budget is below 1024 or not below the request's
                 `max_tokens` (Anthropic's rules).
         """
-        view = wire_messages(
-            request, "anthropic", supports_prefill=self.supports_prefill, route=self._route
-        )
-        p = build_params(
-            request,
-            view,
-            default_max_tokens=self.max_output_tokens,
-            default_thinking_budget=self.thinking_budget,
-            prompt_caching=self.prompt_caching,
-        )
+        p = self.request_params(request)
         client = self._client
 
         async def open_stream() -> anthropic.AsyncStream[at.RawMessageStreamEvent]:

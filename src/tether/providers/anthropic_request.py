@@ -25,10 +25,18 @@ that can.
 
 Thinking (Anthropic "Extended thinking" guide): `thinking: {"type": "enabled", "budget_tokens"}`
 with `1024 <= budget_tokens < max_tokens`; `temperature` must not be set then. With thinking on,
-the assistant turn of an in-progress tool loop must start with a thinking block; when the wire
-view lost it (a model switch), the request is sent with thinking off
-(`tether.wire.thinking_must_be_disabled`, case T08); so is a request ending with an assistant
-prefill, which Anthropic refuses with thinking on.
+every assistant message of the in-progress tool loop (back to the last user message holding
+anything but tool results; system turns are lifted out, so they do not end the loop) must start
+with a thinking block; when the wire view lost it (a model switch), the request is sent with
+thinking off (`tether.wire.thinking_must_be_disabled` on the view, `loop_lacks_thinking` on the
+messages as sent; case T08, issue 18); so is a request ending with an assistant prefill, which
+Anthropic refuses with thinking on.
+
+Messages as sent: consecutive messages of one role (left by lifted system turns) are combined
+here, as Anthropic would combine them ("consecutive user or assistant turns in your request will
+be combined into a single turn"), so the checks above see what the API sees; the last text
+block of a final assistant (prefill) message is right-stripped ("final assistant content
+cannot end with trailing whitespace").
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ import base64
 import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from anthropic import types as at
 
@@ -182,15 +190,64 @@ def to_anthropic_messages(messages: Sequence[Turn]) -> tuple[list[at.MessagePara
             if turn.text:
                 system.append(turn.text)
             continue
-        if turn.role == "assistant":
-            content = _assistant_content(turn)
-            if content:
-                out.append({"role": "assistant", "content": content})
+        role: Literal["user", "assistant"] = turn.role
+        content = _assistant_content(turn) if role == "assistant" else _user_content(turn)
+        if not content:
+            continue
+        if out and out[-1]["role"] == role:
+            # A lifted system turn (or a dropped one) left two messages of one role adjacent:
+            # Anthropic combines consecutive same-role messages; do it here so that what is
+            # checked below is what the API sees (tool results stay first, #18).
+            prev = cast(list[at.ContentBlockParam], out[-1]["content"])
+            merged = [*prev, *content]
+            if role == "user":
+                merged.sort(key=lambda b: b["type"] != "tool_result")
+            out[-1] = _message(role, merged)
         else:
-            content = _user_content(turn)
-            if content:
-                out.append({"role": "user", "content": content})
+            out.append(_message(role, content))
+    if out and out[-1]["role"] == "assistant":
+        _strip_final(cast(list[at.ContentBlockParam], out[-1]["content"]))
     return out, system
+
+
+def _message(
+    role: Literal["user", "assistant"], content: list[at.ContentBlockParam]
+) -> at.MessageParam:
+    if role == "user":
+        return {"role": "user", "content": content}
+    return {"role": "assistant", "content": content}
+
+
+def _strip_final(content: list[at.ContentBlockParam]) -> None:
+    """Anthropic: "final assistant content cannot end with trailing whitespace". Right-strip
+    the last block of a final (prefill) assistant message when it is text (in place); the
+    wire's tail pass does the same on the view, this covers what the conversion dropped."""
+    last = content[-1] if content else None
+    if last is not None and last["type"] == "text":
+        text = last["text"].rstrip()
+        if text:  # (a blank text block never reaches here: the pairing pass removes them)
+            content[-1] = {"type": "text", "text": text}
+
+
+def loop_lacks_thinking(messages: Sequence[at.MessageParam]) -> bool:
+    """True when the trailing tool loop of `messages` (as sent) has an assistant message that
+    does not start with a thinking block: Anthropic rejects such a request with thinking on
+    (see `tether.wire.thinking_must_be_disabled`, which applies the rule to the view)."""
+    in_loop = False
+    for msg in reversed(messages):
+        raw = msg["content"]
+        blocks = [] if isinstance(raw, str) else cast(list[dict[str, Any]], list(raw))
+        types = ["text"] if isinstance(raw, str) else [b.get("type") for b in blocks]
+        if msg["role"] == "user":
+            if "tool_result" in types:
+                in_loop = True
+                continue
+            return False
+        if "tool_use" not in types or not in_loop:
+            return False
+        if types[0] not in _UNCACHEABLE:
+            return True
+    return False
 
 
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolParam]:
@@ -312,7 +369,11 @@ def build_params(
             )
         if budget >= max_tokens:
             raise ConfigError(f"thinking budget ({budget}) must be below max_tokens ({max_tokens})")
-        if thinking_must_be_disabled(tuple(view)) or (view and view[-1].role == "assistant"):
+        if (
+            thinking_must_be_disabled(tuple(view))
+            or loop_lacks_thinking(messages)
+            or (messages and messages[-1]["role"] == "assistant")
+        ):
             budget = None  # T08; and Anthropic refuses thinking with an assistant prefill
     if prompt_caching:
         left = MAX_CACHE_BREAKPOINTS

@@ -16,10 +16,15 @@ Signatures (Gemini "Thought signatures" guide: return every signature in the par
 with): a function call's signature is its `provider_meta["thought_signature"]`; a signed
 thought part is a `ThinkingBlock` with text and signature; a signature that came on a plain
 text part is a signature-only `ThinkingBlock` (empty text) at that part's position, replayed on
-the text part that follows it, or on the one before it when it was trailing. Gemini 3 rejects
-a model turn whose function calls carry no signature (a turn another provider produced): the
-first call of such a turn gets the documented placeholder `skip_thought_signature_validator`
-("migrating from other models"). Unsigned thinking text (another model's) is not sent.
+the part that follows it (a function call first: a signature that arrived on a thought part or
+an empty part right before an unsigned call is that call's), or on the text part before it when
+it was trailing. Gemini 3 validates that the first function call of each step of the current
+turn carries its signature (single call: on it; parallel calls: on the first; sequential
+calls: on each step's call); a call without one (another provider's turn, a lost or
+undecodable signature) gets the documented placeholder `skip_thought_signature_validator`
+("migrating from other models"), on every unsigned call. Unsigned thinking text (another
+model's) is not sent. Model contents left adjacent once system turns are lifted out are
+merged (one step), so roles alternate.
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ from google.genai import types as gt
 
 from tether.messages import (
     CompactSummaryBlock,
-    ContentBlock,
     DocumentBlock,
     ImageBlock,
     TextBlock,
@@ -43,6 +47,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ToolSpec
+from tether.wire import decode_gemini_signature
 
 SIGNATURE_KEY = "thought_signature"
 SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -61,12 +66,11 @@ def encode_signature(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def decode_signature(text: str) -> bytes:
-    """The bytes of a stored signature (standard or URL-safe base64)."""
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+def decode_signature(text: str) -> bytes | None:
+    """The bytes of a stored signature (standard or URL-safe base64), or None when it is not
+    base64 (`tether.wire.decode_gemini_signature`; the wire pass drops and reports such a
+    signature, so the request is still sent)."""
+    return decode_gemini_signature(text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,43 +115,37 @@ def _user_parts(turn: Turn, names: dict[str, str]) -> list[gt.Part]:
     return results + rest
 
 
-def _signature_only(block: ContentBlock) -> bool:
-    return isinstance(block, ThinkingBlock) and not block.text and bool(block.signature)
-
-
 def _model_parts(turn: Turn) -> list[gt.Part]:
     """Model parts in order. Signed thinking (kept by the wire pass only on the issuing route)
-    becomes a thought part with its signature; a signature-only block signs the neighbouring
-    text part (module docstring); unsigned thinking text is not sent (Gemini has no field for
-    another model's reasoning)."""
+    becomes a thought part with its signature; a signature-only block signs the next part: the
+    function call that follows it, else the neighbouring text part (module docstring); a
+    signature that arrived on a thought part right before an unsigned function call is sent on
+    the function-call part, where Gemini validates it. Unsigned thinking text is not sent
+    (Gemini has no field for another model's reasoning); a signature that is not base64 is
+    dropped (the wire pass reports it)."""
     parts: list[gt.Part] = []
-    pending: bytes | None = None  # a signature waiting for the next text part
-    signed_call = any(
-        isinstance(b, ToolCallBlock) and (b.provider_meta or {}).get(SIGNATURE_KEY)
-        for b in turn.content
-    )
-    first_call = True
+    pending: bytes | None = None  # a signature waiting for the next text or call part
     for block in turn.content:
         if isinstance(block, TextBlock):
             if block.text or pending is not None:
                 parts.append(gt.Part(text=block.text, thought_signature=pending))
                 pending = None
         elif isinstance(block, ThinkingBlock):
-            if _signature_only(block):
-                assert block.signature is not None
-                pending = decode_signature(block.signature)
-            elif block.signature and block.text:
-                sig = decode_signature(block.signature)
+            sig = decode_signature(block.signature) if block.signature else None
+            if sig is None:
+                continue
+            if block.text:
                 parts.append(gt.Part(text=block.text, thought=True, thought_signature=sig))
+            else:
+                pending = sig
         elif isinstance(block, ToolCallBlock):
-            meta = block.provider_meta or {}
-            sig_text = meta.get(SIGNATURE_KEY)
-            sig: bytes | None = None
-            if isinstance(sig_text, str):
-                sig = decode_signature(sig_text)
-            elif first_call and not signed_call:
-                sig = decode_signature(SKIP_SIGNATURE)
-            first_call = False
+            raw = (block.provider_meta or {}).get(SIGNATURE_KEY)
+            sig = decode_signature(raw) if isinstance(raw, str) else None
+            if sig is None and pending is not None:
+                sig, pending = pending, None
+            elif sig is None and parts and parts[-1].thought and parts[-1].thought_signature:
+                sig = parts[-1].thought_signature
+                parts[-1] = parts[-1].model_copy(update={"thought_signature": None})
             call = gt.FunctionCall(id=block.id, name=block.name, args=block.arguments)
             parts.append(gt.Part(function_call=call, thought_signature=sig))
     if pending is not None:
@@ -162,12 +160,29 @@ def _model_parts(turn: Turn) -> list[gt.Part]:
     return parts
 
 
+def _sign_calls(parts: list[gt.Part]) -> list[gt.Part]:
+    """Every function-call part without a signature gets Gemini's documented placeholder
+    `skip_thought_signature_validator` (Gemini 3 validates that the first function call of
+    each step of the current turn carries a signature; a call another model made, or whose
+    signature was lost, has none: "Thought signatures" guide, migrating from other models)."""
+    skip = decode_signature(SKIP_SIGNATURE)
+    return [
+        p.model_copy(update={"thought_signature": skip})
+        if p.function_call is not None and not p.thought_signature
+        else p
+        for p in parts
+    ]
+
+
 def to_gemini_contents(messages: Sequence[Turn]) -> tuple[list[gt.Content], list[str]]:
     """Convert a wire view (target `google`) into Gemini `contents`.
 
     Returns:
         (contents, system_texts): system-role turns go to `systemInstruction` (returned to be
-        appended to it). Turns that end up empty are dropped.
+        appended to it). Turns that end up empty are dropped, and contents of one role left
+        adjacent by those moves are merged (function responses first), so roles alternate and
+        a function call always follows a user or function-response content (Gemini: "function
+        call turn comes immediately after a user turn or after a function response turn").
     """
     names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
     out: list[gt.Content] = []
@@ -183,8 +198,18 @@ def to_gemini_contents(messages: Sequence[Turn]) -> tuple[list[gt.Content], list
         else:
             parts = _user_parts(turn, names)
             role = "user"
-        if parts:
+        if not parts:
+            continue
+        if out and out[-1].role == role:
+            merged = [*(out[-1].parts or ()), *parts]
+            if role == "user":
+                merged.sort(key=lambda p: p.function_response is None)
+            out[-1] = gt.Content(role=role, parts=merged)
+        else:
             out.append(gt.Content(role=role, parts=parts))
+    for k, content in enumerate(out):
+        if content.role == "model":
+            out[k] = gt.Content(role="model", parts=_sign_calls(list(content.parts or ())))
     return out, system
 
 

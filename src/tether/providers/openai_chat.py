@@ -418,14 +418,18 @@ class OpenAIChatProvider:
             self._compat = str(client.base_url).rstrip("/") != "https://api.openai.com/v1"
         self._client = client
 
+    def request_messages(self, request: ModelRequest) -> list[ChatCompletionMessageParam]:
+        """The `messages` array `stream` sends for `request`, built from its wire view."""
+        view = wire_messages(request, "openai-chat", route=self._route)
+        return to_chat_messages(view, request.system)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
 
         Provider faults are yielded as `ErrorEvent` (see `tether.providers.errors`); cancellation
         propagates.
         """
-        view = wire_messages(request, "openai-chat", route=self._route)
-        messages = to_chat_messages(view, request.system)
+        messages = self.request_messages(request)
         tools = to_chat_tools(request.tools)
         max_tokens = request.max_output_tokens
         client = self._client

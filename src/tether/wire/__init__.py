@@ -28,6 +28,7 @@ from tether.wire.pairing import (
 )
 from tether.wire.reasoning import (
     ReasoningAction,
+    decode_gemini_signature,
     drop_earlier_thinking,
     issued_by_route,
     reasoning_action,
@@ -63,6 +64,7 @@ __all__ = [
     "build_view",
     "check_pairing",
     "classify_tail",
+    "decode_gemini_signature",
     "drop_earlier_thinking",
     "elide_markers",
     "ensure_user_tail",

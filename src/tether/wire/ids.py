@@ -9,29 +9,43 @@ Does not own: minting ids a provider did not send (the assembler does, by stream
     is empty, was used earlier in the session, or repeats a sibling's id in the same turn gets
     `<id>_r<n>` (n = 1, 2, ... until unused), positionally (the first occurrence keeps its id);
     the provider's id is kept in `provider_meta["original_id"]`.
-(b) Wire view: ids are rewritten so that the target accepts them, the same way for a call and the
-    results that answer it, deterministically and without collisions:
+(b) Wire view: ids are rewritten only where the target's rules require it, the same way for a
+    call and the results that answer it, deterministically and without collisions:
 
-    ======================  ==============================  ======================================
-    target                  accepted id                     source
-    ======================  ==============================  ======================================
-    anthropic               1..64 chars of [A-Za-z0-9_-]    Messages API `tool_use.id` pattern
-    openai-chat             1..40 chars (we also apply the  "Invalid 'messages[N].tool_calls[0].id':
-                            [A-Za-z0-9_-] charset)          string too long. Expected ... 40"
-    openai-responses        1..64 chars (same charset)      "Invalid 'input[N].call_id': string too
-                                                            long. Expected ... 64"
-    google, ollama          1..64 chars (same charset)      no documented limit; a portable choice
-    ======================  ==============================  ======================================
+    ================  ===================================  ======================================
+    target            accepted id                          source
+    ================  ===================================  ======================================
+    anthropic         1..64 chars of [A-Za-z0-9_-]         Messages API `tool_use.id` pattern
+                                                           `^[a-zA-Z0-9_-]+$`
+    openai-chat       any string of 1..40 chars            "Invalid 'messages[N].tool_calls[0].id':
+                                                           string too long. Expected ... 40"; no
+                                                           charset rule (servers such as vLLM
+                                                           issue `functions.list_dir:0` and need
+                                                           it echoed exactly)
+    openai-responses  any string of 1..64 chars            "Invalid 'input[N].call_id': string too
+                                                           long. Expected ... 64"
+    google            1..64 chars of [A-Za-z0-9_-]         no documented rule; a portable choice
+    ollama            any string of 1..64 chars            ids are not sent (`/api/chat` has none)
+    ================  ===================================  ======================================
 
-    An id already valid and not yet used in the view is kept as is. Otherwise every character
-    outside the charset becomes `_`, an empty id becomes `call`, an over-long id is cut and ends
-    with `_` + 8 hex digits of its SHA-256, and an id already used by an earlier call gets
-    `_<k>` (k = 2, 3, ...). A result is renamed like the most recent earlier call with its
-    (stored) id; when that call's turn repeats the id (legacy sessions), the n-th such result
-    takes the n-th call's name (extra ones the last name, and the pairing pass drops them as
-    duplicates); a result with no earlier call gets a fresh unused name so it cannot pair with
-    another call by accident (the pairing pass then removes it). The pass walks the turns once,
-    front to back, so the renaming of a prefix never depends on later turns.
+    An id is kept as is when it is not yet used in the view and the target accepts it. To
+    `openai-chat`, an id over 40 chars is kept too when the turn holding the call was issued by
+    the request's route (`issued_by_route`): the 40-char limit is OpenAI's, and an
+    OpenAI-compatible server (vLLM, llama.cpp, ...) accepts the ids it issued itself. Otherwise, for a charset-restricted target every character
+    outside the charset becomes `_`; an empty id becomes `call`; an over-long id is cut and ends
+    with `_` + 8 hex digits of its SHA-256; and an id already used by an earlier call gets
+    `_<k>` (k = 2, 3, ...) within the target's limit. A result is renamed like the most recent
+    earlier call with its (stored) id; when that call's turn repeats the id (legacy sessions),
+    the n-th such result takes the n-th call's name (extra ones the last name, and the pairing
+    pass drops them as duplicates); a result with no earlier call gets a fresh unused name so it
+    cannot pair with another call by accident (the pairing pass then removes it). The pass walks
+    the turns once, front to back, so the renaming of a prefix never depends on later turns.
+
+    To `openai-responses`, the server item ids replayed with a request (`rs_…` reasoning items,
+    `fc_…` in a call's `provider_meta["item_id"]`) must be unique too ("Duplicate item found
+    with id rs_…"): a repeated reasoning item is dropped (the first is kept; it is the same
+    item) and a repeated call item id is removed; a call then keeps its item id only when a kept
+    reasoning item precedes it in its turn (`tether.wire.reasoning`'s adjacency rule).
 """
 
 from __future__ import annotations
@@ -42,8 +56,20 @@ from collections.abc import Set
 from dataclasses import replace
 from typing import Any
 
-from tether.messages import ContentBlock, Target, ToolCallBlock, ToolResultBlock, Turn
+from tether.messages import (
+    ContentBlock,
+    Provenance,
+    Target,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
 from tether.wire._util import with_content
+from tether.wire.reasoning import issued_by_route, responses_adjacency
+
+CHARSET_RESTRICTED: frozenset[str] = frozenset({"anthropic", "google"})
+"""The targets whose ids must match `[A-Za-z0-9_-]+` (see the module docstring)."""
 
 MAX_ID_LENGTH: dict[str, int] = {
     "anthropic": 64,
@@ -105,11 +131,12 @@ def remint_tool_call_ids(turn: Turn, used_ids: Set[str]) -> Turn:
     return with_content(turn, content)
 
 
-def sanitize_id(raw: str, max_len: int) -> str:
-    """Map `raw` into `[A-Za-z0-9_-]{1,max_len}` deterministically (no uniqueness)."""
-    if 0 < len(raw) <= max_len and _VALID.fullmatch(raw):
+def sanitize_id(raw: str, max_len: int, *, charset: bool = True) -> str:
+    """Map `raw` into `[A-Za-z0-9_-]{1,max_len}` (with `charset=False`: any string of
+    1..max_len chars) deterministically (no uniqueness)."""
+    if 0 < len(raw) <= max_len and (not charset or _VALID.fullmatch(raw)):
         return raw
-    s = _INVALID.sub("_", raw) or "call"
+    s = (_INVALID.sub("_", raw) if charset else raw) or "call"
     if len(s) > max_len:
         digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         s = s[: max_len - 9] + "_" + digest
@@ -127,16 +154,29 @@ class IdMapper:
         answered: stored call id -> how many results with that id followed that turn.
     """
 
-    __slots__ = ("answered", "latest", "max_len", "used")
+    __slots__ = (
+        "answered",
+        "charset",
+        "item_ids",
+        "latest",
+        "max_len",
+        "route",
+        "target",
+        "used",
+    )
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, route: Provenance | None = None) -> None:
+        self.target: Target = target
+        self.route = route
         self.max_len = MAX_ID_LENGTH[target]
+        self.charset = target in CHARSET_RESTRICTED
         self.used: set[str] = set()
         self.latest: dict[str, list[str]] = {}
         self.answered: dict[str, int] = {}
+        self.item_ids: set[str] | None = set() if target == "openai-responses" else None
 
     def _fresh(self, raw: str) -> str:
-        s = sanitize_id(raw, self.max_len)
+        s = sanitize_id(raw, self.max_len, charset=self.charset)
         if s in self.used:
             k = 2
             while True:
@@ -149,13 +189,52 @@ class IdMapper:
         self.used.add(s)
         return s
 
+    def _accepts(self, raw: str, turn: Turn) -> bool:
+        if not raw or (self.charset and not _VALID.fullmatch(raw)):
+            return False
+        if len(raw) <= self.max_len:
+            return True
+        return (
+            self.target == "openai-chat"
+            and turn.role == "assistant"
+            and issued_by_route(turn.provenance, self.target, self.route)
+        )
+
+    def _unique_items(self, turn: Turn) -> Turn:
+        """Drop repeated Responses server item ids (module docstring)."""
+        seen = self.item_ids
+        assert seen is not None
+        out: list[ContentBlock] = []
+        changed = False
+        for b in turn.content:
+            if type(b) is ThinkingBlock and b.item_id is not None:
+                if b.item_id in seen:
+                    changed = True
+                    continue
+                seen.add(b.item_id)
+            elif type(b) is ToolCallBlock and b.provider_meta is not None:
+                item_id = b.provider_meta.get("item_id")
+                if isinstance(item_id, str):
+                    if item_id in seen:
+                        meta = {m: v for m, v in b.provider_meta.items() if m != "item_id"}
+                        b = replace(b, provider_meta=meta or None)
+                        changed = True
+                    else:
+                        seen.add(item_id)
+            out.append(b)
+        if not changed:
+            return turn
+        responses_adjacency(out)
+        return with_content(turn, tuple(out))
+
     def turn(self, turn: Turn) -> Turn:
         """Rename the ids of one turn; returns `turn` itself when nothing changes."""
+        if self.item_ids is not None and turn.role == "assistant":
+            turn = self._unique_items(turn)
         new: list[ContentBlock] | None = None
         used = self.used
         latest = self.latest
         answered = self.answered
-        max_len = self.max_len
         content = turn.content
         in_turn: set[str] | None = None
         for k, b in enumerate(content):
@@ -167,7 +246,7 @@ class IdMapper:
                     in_turn.add(raw)
                     latest[raw] = []
                     answered[raw] = 0
-                if raw not in used and 0 < len(raw) <= max_len and _VALID.fullmatch(raw):
+                if raw not in used and self._accepts(raw, turn):
                     used.add(raw)
                     latest[raw].append(raw)
                     continue
@@ -196,18 +275,21 @@ class IdMapper:
         return with_content(turn, tuple(new))
 
 
-def sanitize_tool_ids(turns: tuple[Turn, ...], target: Target) -> tuple[Turn, ...]:
+def sanitize_tool_ids(
+    turns: tuple[Turn, ...], target: Target, *, route: Provenance | None = None
+) -> tuple[Turn, ...]:
     """Make every tool-call id acceptable to `target` and unique in the view (third wire pass).
 
     Args:
         turns: the view so far, oldest first.
-        target: the request's wire API (decides the length limit, module docstring table).
+        target: the request's wire API (decides the id rules, module docstring table).
+        route: the request's provider/api/model: ids in turns it issued are kept as they are.
 
     Returns:
         The input tuple itself when every id is valid and unique; otherwise a new tuple where
         unchanged turns are the same objects. Calls and their results stay consistent.
     """
-    mapper = IdMapper(target)
+    mapper = IdMapper(target, route)
     out: list[Turn] | None = None
     for i, t in enumerate(turns):
         nt = mapper.turn(t)

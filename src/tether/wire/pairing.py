@@ -18,6 +18,9 @@ responding to each 'tool_call_id'"; cases T01, T02, T03):
       the calls' order, at the front of the `user` turn immediately after it;
     * every result stands in such a turn (its call is in the immediately preceding turn);
     * calls appear only in assistant turns, results only in user turns;
+    * a turn holds only blocks its role can carry on every target (`CARRIED`: user text,
+      images, documents and results; assistant text, thinking and calls; system text): others
+      are removed, so no adapter drops a block and leaves an empty message (issue 18);
     * no blank text block anywhere (Anthropic: "text content blocks must be non-empty" /
       "must contain non-whitespace text", anthropic-sdk-go#377): blank text blocks are removed,
       and a result with no non-blank part is rendered as the text `(no output)` (storage keeps
@@ -41,6 +44,8 @@ Repairs (each reported to `on_repair` as a `Repair`, or raised as `WireError` wh
     reordered_results  results not in their calls' order, or behind other blocks, are reordered
     duplicate_call     a repeated call id within one assistant turn: the repeat is removed
     misplaced_call     a tool call outside an assistant turn is removed
+    invalid_signature  (reported by the reasoning pass) a Gemini thought signature that is not
+                       base64 is dropped instead of failing the request
 Merging, placeholders and empty-result rendering are normalisations, not repairs.
 
 Algorithm: one front-to-back pass over *segments*: a segment starts at an assistant turn with
@@ -57,7 +62,17 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from tether.errors import WireError
-from tether.messages import ContentBlock, TextBlock, ToolCallBlock, ToolResultBlock, Turn
+from tether.messages import (
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
 from tether.wire._util import with_content
 
 RepairKind = Literal[
@@ -68,6 +83,7 @@ RepairKind = Literal[
     "reordered_results",
     "duplicate_call",
     "misplaced_call",
+    "invalid_signature",
 ]
 
 LOST_RESULT_TEXT = (
@@ -76,6 +92,19 @@ LOST_RESULT_TEXT = (
 NO_OUTPUT_TEXT = "(no output)"
 PLACEHOLDER_TEXT = "(no content)"
 CONTINUE_TEXT = "Continue from where you stopped."
+
+_ASSISTANT: frozenset[type] = frozenset(
+    {TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolCallBlock}
+)
+CARRIED: dict[str, frozenset[type]] = {
+    "user": frozenset({TextBlock, ImageBlock, DocumentBlock}),
+    "assistant": _ASSISTANT,
+    "system": frozenset({TextBlock}),
+}
+"""The block types a turn of each role keeps on the wire (results are handled apart): what
+every adapter can send in that role. Anything else (thinking in a user turn, an image in an
+assistant turn, ...) would be dropped by the adapter and could leave an empty message, an
+assistant-first or an assistant-last request (issue 18), so the view never holds it."""
 
 _NO_OUTPUT: tuple[TextBlock, ...] = (TextBlock(text=NO_OUTPUT_TEXT),)
 _PLACEHOLDER: tuple[ContentBlock, ...] = (TextBlock(text=PLACEHOLDER_TEXT),)
@@ -199,14 +228,16 @@ class Pairing:
     # -- per-turn cleaning -------------------------------------------------------------------
 
     def _clean(self, t: Turn, *, report_results: bool) -> tuple[ContentBlock, ...] | None:
-        """`t`'s content without results, misplaced calls and blank text; None if unchanged."""
+        """`t`'s content without results, misplaced calls, blank text and blocks its role
+        cannot carry on any target (`CARRIED`); None if unchanged."""
         role = t.role
         content = t.content
+        carried = CARRIED[role]
         for b in content:
             if type(b) is TextBlock:
                 if not b.text or b.text.isspace():
                     break
-            elif type(b) is ToolResultBlock or (type(b) is ToolCallBlock and role != "assistant"):
+            elif type(b) not in carried:
                 break
         else:
             return None
@@ -226,6 +257,8 @@ class Pairing:
                 continue
             elif type(b) is ToolCallBlock and role != "assistant":
                 self.report("misplaced_call", t.id, b.id, f"removed a tool call from a {role} turn")
+                continue
+            elif type(b) not in carried:
                 continue
             kept.append(b)
         return tuple(kept)
@@ -249,7 +282,9 @@ class Pairing:
                 else:
                     seen.add(b.id)
                     calls.append(b)
-            elif type(b) is ToolResultBlock or (type(b) is TextBlock and _blank(b.text)):
+            elif type(b) is TextBlock:
+                dirty = dirty or _blank(b.text)
+            elif type(b) not in _ASSISTANT:
                 dirty = True
         a = t
         if dirty:
@@ -269,7 +304,7 @@ class Pairing:
                         "removed a result from an assistant turn",
                     )
                     continue
-                elif type(b) is TextBlock and _blank(b.text):
+                elif (type(b) is TextBlock and _blank(b.text)) or type(b) not in _ASSISTANT:
                     continue
                 kept.append(b)
             a = with_content(t, tuple(kept))

@@ -50,11 +50,16 @@ Rules (with their source):
         'function_call' was provided without its required 'reasoning' item").
     Tool calls' `provider_meta` (e.g. a Gemini `thoughtSignature`) is kept only on the route that
         issued the turn; otherwise it is removed.
+    Gemini signatures (a kept thinking block's, a call's `provider_meta["thought_signature"]`)
+        to `google` must be base64 (the API's `thoughtSignature` is a bytes field); one that is
+        not is dropped and reported as an `invalid_signature` repair (issue 18), never sent.
 Kept blocks are the stored objects themselves, in their stored order (byte-exact replay, T07).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -66,9 +71,14 @@ from tether.messages import (
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
+    ToolResultBlock,
     Turn,
 )
 from tether.wire._util import with_content
+from tether.wire.pairing import RepairHook, Reporter
+
+GEMINI_SIGNATURE_KEY = "thought_signature"
+"""The `provider_meta` key of a Gemini function call's signature."""
 
 ReasoningAction = Literal["keep", "drop", "strip_signature"]
 """What the wire does with one reasoning block."""
@@ -120,6 +130,25 @@ def issued_by_route(
 
 def _blank(text: str) -> bool:
     return not text or text.isspace()
+
+
+def decode_gemini_signature(text: str) -> bytes | None:
+    """The bytes of a Gemini `thoughtSignature` as stored (standard or URL-safe base64, padding
+    optional), or None when `text` is empty or not base64.
+
+    The Gemini API's `thoughtSignature` is a bytes field, sent as base64 text; a stored value
+    that does not decode cannot be sent, so the wire drops it (reported) instead of failing the
+    request.
+    """
+    if not text:
+        return None
+    padded = text + "=" * (-len(text) % 4)
+    for altchars in (None, b"-_"):
+        try:
+            return base64.b64decode(padded, altchars=altchars, validate=True) or None
+        except (binascii.Error, ValueError):
+            continue
+    return None
 
 
 def reasoning_action(
@@ -186,8 +215,24 @@ def _is_follower(b: ContentBlock) -> bool:
     return type(b) is TextBlock and not _blank(b.text)
 
 
-def reason_turn(turn: Turn, target: Target, route: Provenance | None = None) -> Turn:
+def _bad_signature(report: Reporter | None, turn: Turn, call_id: str | None) -> None:
+    if report is not None:
+        report(
+            "invalid_signature",
+            turn.id,
+            call_id,
+            "dropped a Gemini thought signature that is not base64 (it cannot be sent)",
+        )
+
+
+def reason_turn(
+    turn: Turn, target: Target, route: Provenance | None = None, report: Reporter | None = None
+) -> Turn:
     """Apply the reasoning wire action to one turn.
+
+    Args:
+        turn, target, route: as for `sanitize_history_for_provider`.
+        report: receives an `invalid_signature` repair for each dropped Gemini signature.
 
     Returns:
         `turn` itself when nothing changes, else a copy with reasoning blocks dropped or
@@ -216,19 +261,39 @@ def reason_turn(turn: Turn, target: Target, route: Provenance | None = None) -> 
             if action == "strip_signature" and type(b) is ThinkingBlock:
                 b = replace(b, signature=None, item_id=None, encrypted_content=None)
                 changed = True
-        elif type(b) is ToolCallBlock and b.provider_meta is not None and not native:
-            b = replace(b, provider_meta=None)
-            changed = True
+            elif (
+                target == "google"
+                and type(b) is ThinkingBlock
+                and b.signature
+                and decode_gemini_signature(b.signature) is None
+            ):
+                _bad_signature(report, turn, None)
+                changed = True
+                continue
+        elif type(b) is ToolCallBlock and b.provider_meta is not None:
+            if not native:
+                b = replace(b, provider_meta=None)
+                changed = True
+            elif target == "google":
+                sig = b.provider_meta.get(GEMINI_SIGNATURE_KEY)
+                if sig is not None and (
+                    not isinstance(sig, str) or decode_gemini_signature(sig) is None
+                ):
+                    _bad_signature(report, turn, b.id)
+                    meta = {k: v for k, v in b.provider_meta.items() if k != GEMINI_SIGNATURE_KEY}
+                    b = replace(b, provider_meta=meta or None)
+                    changed = True
         kept.append(b)
     if target == "openai-responses":
-        changed = _responses_adjacency(kept) or changed
+        changed = responses_adjacency(kept) or changed
     if not changed:
         return turn
     return with_content(turn, tuple(kept))
 
 
-def _responses_adjacency(blocks: list[ContentBlock]) -> bool:
-    """Enforce the Responses reasoning-item unit rule in place; True when something changed."""
+def responses_adjacency(blocks: list[ContentBlock]) -> bool:
+    """Enforce the Responses reasoning-item unit rule (module docstring) on one turn's blocks,
+    in place; True when something changed."""
     changed = False
     if any(_is_reasoning_item(b) for b in blocks):
         nxt: ContentBlock | None = None
@@ -256,7 +321,12 @@ def _responses_adjacency(blocks: list[ContentBlock]) -> bool:
 
 
 def sanitize_history_for_provider(
-    turns: tuple[Turn, ...], target: Target, *, route: Provenance | None = None
+    turns: tuple[Turn, ...],
+    target: Target,
+    *,
+    route: Provenance | None = None,
+    on_repair: RepairHook | None = None,
+    strict: bool = False,
 ) -> tuple[Turn, ...]:
     """Apply the reasoning wire action to every turn (the second pass of `build_view`).
 
@@ -265,14 +335,18 @@ def sanitize_history_for_provider(
             are looked at).
         target: the request's wire API.
         route: the request's provider/api/model; see `issued_by_route`.
+        on_repair: called with an `invalid_signature` repair for each Gemini signature that is
+            not base64 and is dropped (target `google`).
+        strict: raise `tether.errors.WireError` instead of dropping such a signature.
 
     Returns:
         The input tuple itself when nothing changes; otherwise a new tuple in which unchanged
         turns are the same objects.
     """
+    report = Reporter(on_repair, strict) if on_repair is not None or strict else None
     out: list[Turn] | None = None
     for i, t in enumerate(turns):
-        nt = reason_turn(t, target, route)
+        nt = reason_turn(t, target, route, report)
         if out is None:
             if nt is t:
                 continue
@@ -317,19 +391,33 @@ def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
 
 
 def thinking_must_be_disabled(view: tuple[Turn, ...]) -> bool:
-    """True when an Anthropic request with thinking enabled would be rejected (case T08).
+    """True when an Anthropic request with thinking enabled would be rejected (cases T08, #18).
 
-    Anthropic requires, with thinking enabled, that the assistant turn of an in-progress tool
-    loop (the last assistant turn, followed only by its tool results) starts with a thinking or
-    redacted_thinking block. After a model switch that block may have been dropped; the adapter
-    must then send this request with thinking disabled.
+    Anthropic requires, with thinking enabled, that the assistant turns of the in-progress tool
+    loop start with a thinking or redacted_thinking block ("Expected `thinking` or
+    `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant`
+    message must start with a thinking block"; Anthropic "Extended thinking" guide, "Preserving
+    thinking blocks": the whole tool loop counts as one assistant turn). The trailing tool loop
+    is every turn after the last user turn that holds no tool result, system turns included
+    (they are lifted into the `system` parameter, so they separate nothing on the wire). After
+    a model switch a loop's thinking may have been dropped; the adapter must then send this
+    request with thinking disabled.
     """
+    in_loop = False
     for i in range(len(view) - 1, -1, -1):
         t = view[i]
-        if t.role != "assistant":
+        if t.role == "system":
             continue
-        if not t.tool_calls or i != len(view) - 2:
+        if t.role == "user":
+            if any(type(b) is ToolResultBlock for b in t.content):
+                in_loop = True
+                continue
+            return False
+        if not t.tool_calls:
+            return False
+        if not in_loop:
             return False
         first = t.content[0] if t.content else None
-        return type(first) is not ThinkingBlock and type(first) is not RedactedThinkingBlock
+        if type(first) is not ThinkingBlock and type(first) is not RedactedThinkingBlock:
+            return True
     return False

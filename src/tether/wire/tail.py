@@ -9,20 +9,30 @@ must end with a user message.", case T12): when the last non-system turn is an a
 the model does not support prefill, a synthetic user turn `Continue from where you stopped.`
 (id `<last id>~continue`) is appended; the partial assistant text stays in history. With
 prefill allowed, an assistant-final view is kept; to Anthropic its last text block is then
-right-stripped ("final assistant content cannot end with trailing whitespace"). Runs after
-pairing repair, so the last assistant turn never holds unanswered calls. A no-op on an empty or already user-terminated view.
+right-stripped ("final assistant content cannot end with trailing whitespace"), also when
+system turns follow it (adapters lift those out of the messages). Runs after pairing repair,
+so the last assistant turn never holds unanswered calls and carries only blocks the adapter
+sends. A view with no user or assistant turn at all (an empty history, only system turns)
+gets a neutral user turn `(no content)` (id `<last id>~user`, or `~user`): every target
+rejects a request without messages (issue 18). A no-op on an already user-terminated view.
 """
 
 from __future__ import annotations
 
 from tether.messages import Target, TextBlock, Turn
 from tether.wire._util import with_content
-from tether.wire.pairing import CONTINUE_TEXT
+from tether.wire.pairing import CONTINUE_TEXT, PLACEHOLDER_TEXT
 
 
 def continue_turn(last: Turn) -> Turn:
     """The synthetic user directive appended after an assistant-final view."""
     return Turn(id=f"{last.id}~continue", role="user", content=(TextBlock(text=CONTINUE_TEXT),))
+
+
+def empty_turn(turns: tuple[Turn, ...] | list[Turn]) -> Turn:
+    """The neutral user turn that makes a view without any non-system turn a valid request."""
+    tid = f"{turns[-1].id}~user" if turns else "~user"
+    return Turn(id=tid, role="user", content=(TextBlock(text=PLACEHOLDER_TEXT),))
 
 
 def last_non_system(turns: tuple[Turn, ...] | list[Turn]) -> Turn | None:
@@ -34,7 +44,11 @@ def last_non_system(turns: tuple[Turn, ...] | list[Turn]) -> Turn | None:
 
 
 def _prefill_fix(turn: Turn) -> Turn:
-    """Right-strip the last text block of an Anthropic prefill (kept when that would blank it)."""
+    """Right-strip the last text block of an Anthropic prefill (kept when that would blank it).
+
+    Runs on the blocks the adapter sends: the pairing pass has already removed every block an
+    assistant turn cannot carry (images, documents, results), and the reasoning pass every
+    thinking block Anthropic would not get."""
     content = turn.content
     last = content[-1] if content else None
     if type(last) is not TextBlock:
@@ -49,17 +63,24 @@ def tail_turns(
     turns: tuple[Turn, ...] | list[Turn], *, supports_prefill: bool, target: Target | None
 ) -> tuple[int, tuple[Turn, ...]]:
     """How the tail pass changes `turns`: (number of trailing turns to drop, turns to append)."""
-    last = last_non_system(turns)
-    if last is None or last.role != "assistant":
+    n = len(turns)
+    i = n - 1
+    while i >= 0 and turns[i].role == "system":
+        i -= 1
+    if i < 0:
+        return 0, (empty_turn(turns),)
+    last = turns[i]
+    if last.role != "assistant":
         return 0, ()
     if not supports_prefill:
         return 0, (continue_turn(last),)
-    if target != "anthropic" or turns[-1] is not last:
+    if target != "anthropic":
         return 0, ()
     fixed = _prefill_fix(last)
     if fixed is last:
         return 0, ()
-    return 1, (fixed,)
+    # System turns after it are lifted out of the messages: the assistant turn is still final.
+    return n - i, (fixed, *turns[i + 1 :])
 
 
 def ensure_user_tail(

@@ -59,8 +59,10 @@ def build_view(
     """
     view = turns if isinstance(turns, tuple) else tuple(turns)
     view = elide_markers(view)
-    view = sanitize_history_for_provider(view, target, route=route)
-    view = sanitize_tool_ids(view, target)
+    view = sanitize_history_for_provider(
+        view, target, route=route, on_repair=on_repair, strict=strict
+    )
+    view = sanitize_tool_ids(view, target, route=route)
     view = repair_pairing(view, on_repair=on_repair, strict=strict)
     return ensure_user_tail(view, supports_prefill=supports_prefill, target=target)
 
@@ -108,18 +110,18 @@ class ViewBuilder:
         self._input: tuple[Turn, ...] = ()
         self._elided: frozenset[str] = frozenset()
         self._stage: list[Turn] = []
-        self._ids = IdMapper(target)
+        self._ids = IdMapper(target, route)
         self._pairing = Pairing(self._reporter)
-        self._view: tuple[Turn, ...] = ()
+        self._view: tuple[Turn, ...] = self._finish()  # of no turns: not empty (`tail`)
 
     def reset(self) -> None:
         """Forget everything; the next `view()` does a full build."""
         self._input = ()
         self._elided = frozenset()
         self._stage = []
-        self._ids = IdMapper(self.target)
+        self._ids = IdMapper(self.target, self.route)
         self._pairing = Pairing(self._reporter)
-        self._view = ()
+        self._view = self._finish()
 
     def view(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
         """The wire view of `turns` (== `build_view(turns, ...)` with this builder's options)."""
@@ -146,8 +148,9 @@ class ViewBuilder:
         stage = self._stage
         start = len(stage)
         target, route, mapper = self.target, self.route, self._ids
+        report = self._reporter
         for t in seq[k:]:
-            stage.append(mapper.turn(reason_turn(t, target, route)))
+            stage.append(mapper.turn(reason_turn(t, target, route, report)))
         pairing = self._pairing
         if pairing.checkpoint is not None:
             start = pairing.restore()
@@ -161,7 +164,10 @@ class ViewBuilder:
         self.full_builds += 1
         target, route, mapper = self.target, self.route, self._ids
         self._elided = elided_ids(seq)
-        self._stage = [mapper.turn(reason_turn(t, target, route)) for t in elide_markers(seq)]
+        report = self._reporter
+        self._stage = [
+            mapper.turn(reason_turn(t, target, route, report)) for t in elide_markers(seq)
+        ]
         self._pairing.run(self._stage, 0)
         self._input = seq
         self._view = self._finish()

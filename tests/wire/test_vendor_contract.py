@@ -1,0 +1,220 @@
+"""The wire contract as the providers see it (issue 18).
+
+Generated corrupted histories (`corrupt.histories`) × the five targets → the request each
+adapter builds (its own request-building method, the parameters its SDK call sends; no network)
+→ the providers' documented request rules (`vendor_rules`, written from their docs, not from
+tether's code). Half the requests go through `ViewBuilder` as the agent loop builds them
+(`is_wire_view=True`), half through the adapter's own `build_view`.
+
+Per target, the default suite runs `SHRINKING_EXAMPLES` Hypothesis-built histories (shrunk on
+failure) and `FAST_EXAMPLES` seeded ones (`corrupt.random_history`: the same pools, built by
+`random.Random(seed)` from a Hypothesis-drawn seed, ~10x cheaper); the `slow` test runs
+`SLOW_EXAMPLES` seeded histories per target (`pytest -m slow tests/wire/test_vendor_contract.py`).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tether.messages import Provenance, Target, Turn
+from tether.providers.anthropic import AnthropicProvider
+from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.google import GoogleProvider
+from tether.providers.ollama import OllamaProvider
+from tether.providers.openai_chat import OpenAIChatProvider
+from tether.providers.openai_responses import OpenAIResponsesProvider
+from tether.wire import ViewBuilder
+
+from . import vendor_rules as rules
+from .corrupt import ANTHROPIC, CHAT, GOOGLE, OLLAMA, RESPONSES, histories, random_history
+
+SHRINKING_EXAMPLES = 60
+FAST_EXAMPLES = 500
+SLOW_EXAMPLES = 20_000
+
+TOOLS = (
+    ToolSpec(name="read", description="Read a file.", parameters={"type": "object"}),
+    ToolSpec(name="list_dir", description="List a folder.", parameters={"type": "object"}),
+)
+
+Check = Callable[[tuple[Turn, ...], bool, str | None], list[str]]
+
+
+def _request(
+    provider: Any,
+    target: Target,
+    route: Provenance,
+    turns: tuple[Turn, ...],
+    via_loop: bool,
+    system: str | None,
+) -> ModelRequest:
+    if via_loop:
+        vb = ViewBuilder(target, route=route, supports_prefill=provider.supports_prefill)
+        return ModelRequest(
+            model=route.model,
+            messages=vb.view(turns),
+            system=system,
+            tools=TOOLS,
+            is_wire_view=True,
+        )
+    return ModelRequest(model=route.model, messages=turns, system=system, tools=TOOLS)
+
+
+def _anthropic(thinking: bool, prefill: bool) -> Check:
+    provider = AnthropicProvider(
+        ANTHROPIC.model,
+        api_key="test-key",
+        thinking_budget=2048 if thinking else None,
+        max_output_tokens=8192,
+        supports_prefill=prefill,
+    )
+
+    def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
+        p = provider.request_params(
+            _request(provider, "anthropic", ANTHROPIC, turns, via_loop, system)
+        )
+        return rules.anthropic_problems(
+            p.messages,
+            system=p.system,
+            tools=p.tools,
+            thinking=dict(p.thinking) if p.thinking is not None else None,
+            temperature=p.temperature,
+            max_tokens=p.max_tokens,
+            prefill_allowed=provider.supports_prefill,
+        )
+
+    return check
+
+
+def _chat() -> Check:
+    provider = OpenAIChatProvider(CHAT.model, api_key="test-key", name=CHAT.provider)
+
+    def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
+        req = _request(provider, "openai-chat", CHAT, turns, via_loop, system)
+        own = frozenset(
+            c.id
+            for t in turns
+            if t.role == "assistant" and t.provenance == CHAT
+            for c in t.tool_calls
+        )
+        return rules.chat_problems(provider.request_messages(req), own_ids=own)
+
+    return check
+
+
+def _responses() -> Check:
+    provider = OpenAIResponsesProvider(
+        RESPONSES.model, api_key="test-key", name=RESPONSES.provider, reasoning=True
+    )
+
+    def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
+        req = _request(provider, "openai-responses", RESPONSES, turns, via_loop, system)
+        return rules.responses_problems(provider.request_params(req))
+
+    return check
+
+
+def _google() -> Check:
+    provider = GoogleProvider(GOOGLE.model, api_key="test-key")
+
+    def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
+        req = _request(provider, "google", GOOGLE, turns, via_loop, system)
+        contents, _config = provider.request_config(req)
+        payload = [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]
+        return rules.gemini_problems(payload)
+
+    return check
+
+
+def _ollama() -> Check:
+    provider = OllamaProvider(OLLAMA.model, base_url="http://127.0.0.1:9")
+
+    def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
+        req = _request(provider, "ollama", OLLAMA, turns, via_loop, system)
+        return rules.ollama_problems(provider.request_params(req))
+
+    return check
+
+
+CHECKS: dict[str, Check] = {
+    "anthropic": _anthropic(thinking=False, prefill=False),
+    "anthropic-thinking": _anthropic(thinking=True, prefill=False),
+    "anthropic-prefill": _anthropic(thinking=False, prefill=True),
+    "openai-chat": _chat(),
+    "openai-responses": _responses(),
+    "google": _google(),
+    "ollama": _ollama(),
+}
+VARIANTS: dict[str, list[str]] = {
+    "anthropic": ["anthropic", "anthropic-thinking", "anthropic-prefill"],
+    "openai-chat": ["openai-chat"],
+    "openai-responses": ["openai-responses"],
+    "google": ["google"],
+    "ollama": ["ollama"],
+}
+TARGET_NAMES = list(VARIANTS)
+
+
+def _check(
+    target: str, turns: tuple[Turn, ...], variant: str, via_loop: bool, system: str | None
+) -> None:
+    before = copy.deepcopy(turns)
+    problems = CHECKS[variant](turns, via_loop, system)
+    assert turns == before, "the stored history was mutated"
+    assert problems == [], f"{variant} would reject the request: {problems}"
+
+
+def _settings(n: int) -> settings:
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_every_request_is_accepted(target: str) -> None:
+    """Hypothesis-built histories (shrunk to a minimal failing history on failure)."""
+
+    @_settings(SHRINKING_EXAMPLES)
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        turns = data.draw(histories(), label="history")
+        variant = data.draw(st.sampled_from(VARIANTS[target]), label="variant")
+        via_loop = data.draw(st.booleans(), label="via_loop")
+        system = data.draw(st.sampled_from([None, "You are terse."]), label="system")
+        _check(target, turns, variant, via_loop, system)
+
+    run()
+
+
+def _seeded(target: str, n: int) -> None:
+    @_settings(n)
+    @given(st.integers(0, 2**64 - 1))
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        turns = random_history(rng)
+        variant = rng.choice(VARIANTS[target])
+        _check(target, turns, variant, rng.random() < 0.5, rng.choice([None, "You are terse."]))
+
+    run()
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_every_request_is_accepted_seeded(target: str) -> None:
+    """`FAST_EXAMPLES` seeded histories per target (`corrupt.random_history`)."""
+    _seeded(target, FAST_EXAMPLES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_every_request_is_accepted_at_scale(target: str) -> None:
+    """`SLOW_EXAMPLES` seeded histories per target."""
+    _seeded(target, SLOW_EXAMPLES)
