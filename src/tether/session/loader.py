@@ -95,13 +95,21 @@ def assemble(
 
 
 def _skip(item: RawEntry, reason: str) -> SkippedLine:
-    text = json.dumps(item.record, ensure_ascii=False, separators=(",", ":"))
+    if item.turn is not None:  # decoded in one pass: the line is as written (compact JSON)
+        text = item.raw[:320].decode("utf-8", "replace")
+    else:
+        text = json.dumps(item.record, ensure_ascii=False, separators=(",", ":"))
     return SkippedLine(
         path=item.path, line=item.line, reason=reason, excerpt=excerpt(text[:80].encode())
     )
 
 
 def _turn_of(item: RawEntry) -> tuple[Turn | None, str]:
+    if item.turn is not None:
+        turn = item.turn
+        if turn.id != item.id:
+            return None, f"turn id {turn.id!r} differs from its entry id {item.id!r}"
+        return turn, ""
     raw = item.record.get("turn")
     if not isinstance(raw, dict):
         return None, f"turn entry {item.id!r} without a turn object"

@@ -24,9 +24,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any, Literal, cast
+
+from pydantic import Field, StrictInt, TypeAdapter, ValidationError
 
 from tether.errors import SessionError
+from tether.messages import Turn
 from tether.session.layout import validate_session_id
 from tether.session.model import SessionHeader, SkippedLine
 
@@ -50,8 +53,12 @@ class RawEntry:
         id: the entry id.
         parent_id: the previous entry's id or None.
         ts_ms: write time, integer Unix milliseconds.
-        record: the whole decoded JSON object.
+        record: the whole decoded JSON object (empty for a turn line decoded straight into
+            its `turn`; `raw` then holds the line).
         salvaged: True when recovered from a damaged line.
+        turn: the typed turn of a `turn` line decoded in one pass (`parse_line`'s fast path),
+            else None (the loader validates `record["turn"]`).
+        raw: the line's bytes when `turn` is set, else b"".
     """
 
     path: Path
@@ -62,6 +69,23 @@ class RawEntry:
     ts_ms: int
     record: dict[str, Any]
     salvaged: bool = False
+    turn: Turn | None = None
+    raw: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnLine:
+    """A well-formed `turn` entry line, decoded and validated in one pass (see `parse_line`)."""
+
+    type: Literal["turn"]
+    id: Annotated[str, Field(min_length=1)]
+    parent_id: str | None
+    ts_ms: StrictInt
+    turn: Turn
+
+
+_TURN_LINE_CODEC: TypeAdapter[_TurnLine] = TypeAdapter(_TurnLine)
+_TURN_PREFIX = b'{"type":"turn","id":'
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +191,28 @@ def parse_line(raw: bytes, path: Path, line: int) -> tuple[list[RawEntry], str]:
         `(entries, problem)`: the entries found (one for a clean line, zero or more salvaged from
         a damaged one) and "" for a clean or blank line, else why the line is damaged.
     """
+    if raw.startswith(_TURN_PREFIX) and b"\\u" not in raw:
+        # Fast path: a turn line as the writer writes it (no \u escapes, so no lone surrogate
+        # whose decoding could differ) is decoded straight into its typed turn, once. Anything
+        # this rejects takes the general path below, which decides exactly as before.
+        try:
+            entry = _TURN_LINE_CODEC.validate_json(raw)
+        except ValidationError:
+            pass
+        else:
+            return [
+                RawEntry(
+                    path=path,
+                    line=line,
+                    type="turn",
+                    id=entry.id,
+                    parent_id=entry.parent_id,
+                    ts_ms=entry.ts_ms,
+                    record={},
+                    turn=entry.turn,
+                    raw=raw,
+                )
+            ], ""
     if not raw.strip():
         return [], ""
     try:
