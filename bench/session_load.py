@@ -92,8 +92,10 @@ def main() -> None:
     print(f"session: {mb:.1f} MB, {turns} turns")
     print(f"baseline json.loads per line  {mb / best_bare:7.1f} MB/s  ({best_bare:.2f} s)")
     print(f"tether SessionStore.load      {mb / best_load:7.1f} MB/s  ({best_load:.2f} s)")
-    print(f"RESULT load/json.loads = {best_load / best_bare:.2f}x the time; "
-          f"{mb / best_load:.0f} MB/s (goal >= 200)")
+    print(
+        f"RESULT load/json.loads = {best_load / best_bare:.2f}x the time; "
+        f"{mb / best_load:.0f} MB/s (goal >= 200)"
+    )
 
 
 if __name__ == "__main__":

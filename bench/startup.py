@@ -73,13 +73,16 @@ def main() -> None:
         ).stderr.count(b"import time:") - 1  # fmt: skip
     assert rows == args.sessions, rows
     print(f"python -c pass                 {base:6.3f} s")
-    print(f"tether --help                  {helped:6.3f} s  ({helped / base:4.1f}x; "
-          f"{count} modules imported)")
-    print(f"tether sessions list (cold)    {cold:6.3f} s  ({cold / base:4.1f}x; "
-          f"{args.sessions} sessions, {mb:.0f} MB)")
+    print(
+        f"tether --help                  {helped:6.3f} s  ({helped / base:4.1f}x; "
+        f"{count} modules imported)"
+    )
+    print(
+        f"tether sessions list (cold)    {cold:6.3f} s  ({cold / base:4.1f}x; "
+        f"{args.sessions} sessions, {mb:.0f} MB)"
+    )
     print(f"tether sessions list (warm)    {warm:6.3f} s  ({warm / base:4.1f}x)")
-    print(f"RESULT --help {helped:.3f} s (goal <= 0.3), sessions list {warm:.3f} s "
-          f"(goal <= 0.5)")
+    print(f"RESULT --help {helped:.3f} s (goal <= 0.3), sessions list {warm:.3f} s (goal <= 0.5)")
 
 
 if __name__ == "__main__":

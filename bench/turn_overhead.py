@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 _PEERS = Path(
-    os.environ.get("BENCH_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "bench-peers")
+    os.environ.get(
+        "BENCH_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "bench-peers"
+    )
 )
 sys.path.insert(0, str(_PEERS))
 

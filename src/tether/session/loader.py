@@ -12,11 +12,9 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from tether.errors import SessionError
-from tether.messages import Turn, turn_from_dict
 from tether.session.model import (
     EventEntry,
     LoadedSession,
@@ -26,6 +24,9 @@ from tether.session.model import (
     SkippedLine,
 )
 from tether.session.reader import RawEntry, excerpt, scan_bytes
+
+if TYPE_CHECKING:  # imported on use: `tether sessions list` needs no pydantic
+    from tether.messages import Turn
 
 _TURN_LINE = b'\n{"type":"turn"'
 _SPACE = re.compile(r"\s+")
@@ -110,6 +111,10 @@ def _turn_of(item: RawEntry) -> tuple[Turn | None, str]:
         if turn.id != item.id:
             return None, f"turn id {turn.id!r} differs from its entry id {item.id!r}"
         return turn, ""
+    from pydantic import ValidationError
+
+    from tether.messages import turn_from_dict
+
     raw = item.record.get("turn")
     if not isinstance(raw, dict):
         return None, f"turn entry {item.id!r} without a turn object"

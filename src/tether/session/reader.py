@@ -22,16 +22,19 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
-
-from pydantic import Field, StrictInt, TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import SessionError
-from tether.messages import Turn
 from tether.session.layout import validate_session_id
 from tether.session.model import SessionHeader, SkippedLine
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from tether.messages import Turn
 
 FORMAT_VERSION = 1
 """The session file format version this code reads and writes."""
@@ -73,18 +76,26 @@ class RawEntry:
     raw: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
-class _TurnLine:
-    """A well-formed `turn` entry line, decoded and validated in one pass (see `parse_line`)."""
+@cache
+def _turn_line_codec() -> TypeAdapter[Any]:
+    """The codec of a well-formed `turn` entry line (envelope + typed turn), decoded and
+    validated in one pass (see `parse_line`); built on first use (pydantic is imported then)."""
+    from typing import Annotated, Literal
 
-    type: Literal["turn"]
-    id: Annotated[str, Field(min_length=1)]
-    parent_id: str | None
-    ts_ms: StrictInt
-    turn: Turn
+    from pydantic import Field, StrictInt, TypeAdapter
+
+    from tether.messages import Turn
+
+    fields: list[tuple[str, Any]] = [
+        ("type", Literal["turn"]),
+        ("id", Annotated[str, Field(min_length=1)]),
+        ("parent_id", str | None),
+        ("ts_ms", StrictInt),
+        ("turn", Turn),
+    ]
+    return TypeAdapter(make_dataclass("TurnLine", fields, frozen=True, slots=True))
 
 
-_TURN_LINE_CODEC: TypeAdapter[_TurnLine] = TypeAdapter(_TurnLine)
 _TURN_PREFIX = b'{"type":"turn","id":'
 
 
@@ -195,8 +206,10 @@ def parse_line(raw: bytes, path: Path, line: int) -> tuple[list[RawEntry], str]:
         # Fast path: a turn line as the writer writes it (no \u escapes, so no lone surrogate
         # whose decoding could differ) is decoded straight into its typed turn, once. Anything
         # this rejects takes the general path below, which decides exactly as before.
+        from pydantic import ValidationError
+
         try:
-            entry = _TURN_LINE_CODEC.validate_json(raw)
+            entry = _turn_line_codec().validate_json(raw)
         except ValidationError:
             pass
         else:

@@ -20,10 +20,12 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from filelock import BaseFileLock, FileLock, Timeout
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
+from tether.session.index import info_from_row, read_index, row_of, stamp_of, write_index
 from tether.session.layout import (
     SESSION_SUFFIX,
     ArtifactKind,
@@ -333,21 +335,42 @@ class SessionStore:
         """Every session under the root, most recently modified first.
 
         Cheap: reads each file once without validating turns (counts turn lines, parses the
-        header and the first user turn). Files whose header is unreadable are listed with
+        header and the first user turn), and only when it changed since the last listing: the
+        rows are cached in `tether.session.index` (size + mtime checked per file), so a warm
+        listing only stats the files. Files whose header is unreadable are listed with
         `error` set; files whose name is not a valid session id are ignored.
         """
         if not self.root.is_dir():
             return []
+        cached = read_index(self.root)
+        rows: dict[str, dict[str, Any]] = {}
+        changed = False
         infos: list[SessionInfo] = []
         for path in self.root.glob(f"*{SESSION_SUFFIX}"):
             sid = path.name[: -len(SESSION_SUFFIX)]
             try:
                 validate_session_id(sid)
-                data = path.read_bytes()
-                modified_ms = path.stat().st_mtime_ns // 1_000_000
+                st = path.stat()
             except (SessionError, OSError):
                 continue
-            infos.append(summarize(sid, path, data, modified_ms))
+            stamp, modified_ms = stamp_of(st), st.st_mtime_ns // 1_000_000
+            hit = cached.get(sid)
+            info = None
+            if hit is not None and hit[0] == stamp:
+                info = info_from_row(sid, path, modified_ms, hit[1])
+            if info is None:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    continue
+                info = summarize(sid, path, data, modified_ms)
+                # the file may have grown while it was read: index the size actually read
+                stamp = (len(data), stamp[1]) if len(data) != stamp[0] else stamp
+                changed = True
+            rows[sid] = row_of(info, stamp)
+            infos.append(info)
+        if changed or len(rows) != len(cached):
+            write_index(self.root, rows)
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
 
