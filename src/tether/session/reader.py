@@ -77,12 +77,12 @@ class RawEntry:
 
 
 @cache
-def _turn_line_codec() -> TypeAdapter[Any]:
-    """The codec of a well-formed `turn` entry line (envelope + typed turn), decoded and
+def _turn_line_class() -> Any:
+    """The shape of a well-formed `turn` entry line (envelope + typed turn), decoded and
     validated in one pass (see `parse_line`); built on first use (pydantic is imported then)."""
     from typing import Annotated, Literal
 
-    from pydantic import Field, StrictInt, TypeAdapter
+    from pydantic import Field, StrictInt
 
     from tether.messages import Turn
 
@@ -93,10 +93,39 @@ def _turn_line_codec() -> TypeAdapter[Any]:
         ("ts_ms", StrictInt),
         ("turn", Turn),
     ]
-    return TypeAdapter(make_dataclass("TurnLine", fields, frozen=True, slots=True))
+    return make_dataclass("TurnLine", fields, frozen=True, slots=True)
+
+
+@cache
+def _turn_line_codec() -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(_turn_line_class())
 
 
 _TURN_PREFIX = b'{"type":"turn","id":'
+
+
+def _fast_turn_line(raw: bytes, path: Path, line: int) -> RawEntry | None:
+    """Fast path: a turn line as the writer writes it, decoded straight into its typed turn in
+    one pass; None when the line is anything else. A None line takes `parse_line`'s general
+    path, which decides exactly as before (so does a lone surrogate escape: the one-pass
+    decoder rejects it, the general path decodes it)."""
+    try:
+        e = _turn_line_codec().validate_json(raw)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return None
+    return RawEntry(
+        path=path,
+        line=line,
+        type="turn",
+        id=e.id,
+        parent_id=e.parent_id,
+        ts_ms=e.ts_ms,
+        record={},
+        turn=e.turn,
+        raw=raw,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,30 +231,8 @@ def parse_line(raw: bytes, path: Path, line: int) -> tuple[list[RawEntry], str]:
         `(entries, problem)`: the entries found (one for a clean line, zero or more salvaged from
         a damaged one) and "" for a clean or blank line, else why the line is damaged.
     """
-    if raw.startswith(_TURN_PREFIX) and b"\\u" not in raw:
-        # Fast path: a turn line as the writer writes it (no \u escapes, so no lone surrogate
-        # whose decoding could differ) is decoded straight into its typed turn, once. Anything
-        # this rejects takes the general path below, which decides exactly as before.
-        from pydantic import ValidationError
-
-        try:
-            entry = _turn_line_codec().validate_json(raw)
-        except ValidationError:
-            pass
-        else:
-            return [
-                RawEntry(
-                    path=path,
-                    line=line,
-                    type="turn",
-                    id=entry.id,
-                    parent_id=entry.parent_id,
-                    ts_ms=entry.ts_ms,
-                    record={},
-                    turn=entry.turn,
-                    raw=raw,
-                )
-            ], ""
+    if raw.startswith(_TURN_PREFIX) and (entry := _fast_turn_line(raw, path, line)) is not None:
+        return [entry], ""
     if not raw.strip():
         return [], ""
     try:
@@ -327,9 +334,13 @@ def scan_bytes(data: bytes, path: Path) -> FileScan:
         )
     torn = False
     last = len(lines) - 1  # lines[last] is b"" when the file ends with a newline
+    decode = _fast_turn_line
     for i in range(1, len(lines)):
         raw = lines[i]
         if not raw:
+            continue
+        if raw.startswith(_TURN_PREFIX) and (entry := decode(raw, path, i + 1)) is not None:
+            items.append(entry)  # the common case, without parse_line's lists and tuples
             continue
         entries, problem = parse_line(raw, path, i + 1)
         items.extend(entries)
