@@ -20,9 +20,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from filelock import BaseFileLock, FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
 from tether.session.index import info_from_row, read_index, row_of, stamp_of, write_index
@@ -50,6 +48,9 @@ from tether.session.reader import (
     scan_bytes,
 )
 from tether.session.writer import SessionWriter
+
+if TYPE_CHECKING:  # filelock is imported when a session is opened for writing
+    from filelock import BaseFileLock
 
 _MAX_FORK_DEPTH = 64
 
@@ -253,6 +254,8 @@ class SessionStore:
         """
         folder = self.artifact_dir(session_id)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from filelock import FileLock, Timeout
+
         lock = FileLock(folder / WRITER_LOCK, timeout=0)
         try:
             lock.acquire()

@@ -23,11 +23,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from filelock import BaseFileLock
-
 from tether.errors import SessionError
 
 if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
     from tether.messages import Turn
 
 _TURN_HEAD = b'{"type":"turn","id":'
