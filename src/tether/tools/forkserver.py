@@ -272,6 +272,8 @@ def _child(
     """In the forked worker: a session of its own, the call's pipes as fds 0-2, then the
     worker's `main` (which ends with `os._exit`)."""
     try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
         sel.close()
         for s in keep_closed:
@@ -297,11 +299,22 @@ def serve(fd: int) -> None:
     control.send(b"ready")
     sel = selectors.DefaultSelector()
     sel.register(control, selectors.EVENT_READ, 0)
+    # SIGCHLD wakes the loop at once (a worker's exit is reported without a polling delay)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
+    signal.set_wakeup_fd(wake_w)
+    sel.register(wake_r, selectors.EVENT_READ, -1)
     calls: dict[int, socket.socket] = {}  # open call sockets by worker pid
     running: set[int] = set()  # workers not reaped yet
     accepting = True
     while accepting or calls or running:
-        for key, _ in sel.select(timeout=0.02):
+        for key, _ in sel.select(timeout=0.5):
+            if key.data == -1:
+                with contextlib.suppress(OSError):
+                    os.read(wake_r, 4096)
+                continue
             sock = key.fileobj
             assert isinstance(sock, socket.socket)
             if sock is control:
@@ -321,6 +334,7 @@ def serve(fd: int) -> None:
                 call = socket.socket(fileno=call_fd)
                 pid = os.fork()
                 if pid == 0:
+                    _close_fds(wake_r, wake_w)
                     _child((in_fd, out_fd, err_fd), [control, call, *calls.values()], sel)
                 _close_fds(in_fd, out_fd, err_fd)
                 calls[pid] = call
