@@ -23,8 +23,10 @@ _PEERS = Path(
 sys.path.insert(0, str(_PEERS))
 
 import asyncio  # noqa: E402
+import itertools  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
+import time  # noqa: E402
 
 import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
@@ -82,7 +84,10 @@ def main() -> None:
     args = _common.parse_args()
     clock = _common.Clock(args.turns)
 
+    cpu: list[float] = []  # this thread's CPU time at each model call: robust to a loaded machine
+
     def model(_request: ModelRequest) -> Response:
+        cpu.append(time.thread_time())
         k = clock.tick()
         if clock.is_last(k):
             return _common.FINAL_TEXT
@@ -131,6 +136,14 @@ def main() -> None:
             f"turns {len(ivals) - w + 1}-{len(ivals)}: {late:.3f} "
             f"(late/turn-100 {late / at100:.2f}x); mean {statistics.fmean(ivals):.3f}; "
             f"session file {size_kib} KiB"
+        )
+        cms = [(b - a) * 1e3 for a, b in itertools.pairwise(cpu)]
+        blocks = [statistics.fmean(cms[i : i + 1000]) for i in range(0, len(cms), 1000)]
+        print(
+            f"CPU ms/turn (this thread; compactions included), mean of turns 1-100: "
+            f"{statistics.fmean(cms[:100]):.3f}; per 1000-turn block: "
+            + ", ".join(f"{b:.3f}" for b in blocks)
+            + f"; last block / turns 1-100: {blocks[-1] / statistics.fmean(cms[:100]):.2f}x"
         )
 
 
