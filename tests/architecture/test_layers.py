@@ -15,7 +15,16 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
 PURE_COMPACTION = ("pressure", "monitor", "windows", "rounds", "prompt", "tail", "restore")
 """The compaction policy modules (pure); `summarize` (the call) and `recall` (a tool) are edges."""
 
-BELOW_AGENT = ("messages.py", "wire", "providers", "tools", "session", "compaction", "settings")
+BELOW_AGENT = (
+    "messages.py",
+    "wire",
+    "providers",
+    "tools",
+    "session",
+    "compaction",
+    "settings",
+    "mcp",
+)
 
 
 def tether_imports(path: Path) -> set[str]:

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.agent.context import ContextManager
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
@@ -42,7 +43,11 @@ from tether.tools.base import Tool
 from tether.tools.builtins import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
 from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from tether.tools.sandbox import Sandbox
 from tether.tools.scan import scan_tool_folders
+
+if TYPE_CHECKING:
+    from tether.mcp import McpTools
 
 PROJECT_TOOL_FOLDER = Path(".tether") / "tools"
 """Scanned for tool modules when it exists (relative to the project), besides `tools.folders`."""
@@ -302,3 +307,30 @@ def context_manager_for(
     system_tokens = sum(text_tokens(x) for x in fixed)
     monitor = ContextMonitor(limits, compaction_policy(settings), system_tokens=system_tokens)
     return ContextManager(monitor)
+
+
+def mcp_tools(
+    settings: Settings,
+    root: Path,
+    *,
+    session_dir: Path | None,
+    sandbox: Sandbox | None,
+    on_warning: Callable[[str, str], None],
+) -> McpTools | None:
+    """The run's MCP servers (`mcp.servers`), or None when none is enabled. Nothing starts
+    here: `await McpTools.start()` does (see `tether.mcp.tools`)."""
+    if not any(s.enabled for s in settings.mcp.servers.values()):
+        return None
+    from tether.mcp import McpTools
+    from tether.providers.models import default_cache_dir
+
+    return McpTools(
+        settings.mcp.servers,
+        root=root,
+        session_dir=session_dir,
+        sandbox=sandbox,
+        refused_env=refused_env(settings),
+        on_warning=on_warning,
+        default_start=settings.mcp.start,
+        cache_dir=default_cache_dir(),
+    )

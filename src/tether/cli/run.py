@@ -17,7 +17,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tether.agent.events import WarningEvent
 from tether.agent.loop import Agent, default_id_factory
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
@@ -38,6 +40,9 @@ from tether.session import SessionStore, SessionWriter
 from tether.settings import load_settings
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
+
+if TYPE_CHECKING:
+    from tether.mcp import McpTools
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +93,7 @@ def run_command(opts: RunOptions) -> int:
         err(f"--cwd {opts.cwd} is not a folder")
         return EXIT_USAGE
     try:
-        agent, writer = _build(opts, root, stdin, new_id)
+        agent, writer, mcp = _build(opts, root, stdin, new_id)
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
@@ -101,7 +106,7 @@ def run_command(opts: RunOptions) -> int:
             agent.history.append(turn)
             if writer is not None:
                 writer.append(turn)
-        return asyncio.run(_drive(agent, prompt))
+        return asyncio.run(_drive(agent, prompt, mcp))
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -115,8 +120,8 @@ def run_command(opts: RunOptions) -> int:
 
 def _build(
     opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
-) -> tuple[Agent, SessionWriter | None]:
-    """Settings + flags → (agent, session writer). Raises ConfigError / AuthError /
+) -> tuple[Agent, SessionWriter | None, McpTools | None]:
+    """Settings + flags → (agent, session writer, MCP servers). Raises ConfigError / AuthError /
     SessionError before anything is written (the writer is opened last)."""
     cfg = load_settings(root)  # flags win over the settings
     settings = cfg.settings
@@ -148,6 +153,15 @@ def _build(
         writer = store.open_for_append(opts.resume)
     elif not opts.no_session:
         writer = store.create(opts.session_id, cwd=str(root))
+    events = EventWriter()
+    session_dir = store.artifact_dir(writer.id) if writer else None
+    mcp = setup.mcp_tools(
+        settings,
+        root,
+        session_dir=session_dir,
+        sandbox=sandbox,
+        on_warning=lambda kind, message: _warn(events, kind, message),
+    )
     agent = Agent(
         chain[0],
         fallback=chain[1:],
@@ -159,8 +173,8 @@ def _build(
         max_turns=opts.max_turns or settings.run.max_turns,
         tool_timeout_s=settings.tools.timeout_s,
         id_factory=new_id,
-        on_event=EventWriter(),
-        session_dir=store.artifact_dir(writer.id) if writer else None,
+        on_event=events,
+        session_dir=session_dir,
         policy=policy,
         retry=retry,
         max_continuations=settings.run.continuation_limit,
@@ -173,17 +187,28 @@ def _build(
         compaction=compaction,
         secret_texts=setup.provider_keys(chain, settings),
     )
-    return agent, writer
+    return agent, writer, mcp
 
 
-async def _drive(agent: Agent, prompt: str | None) -> int:
-    """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first)."""
+def _warn(events: EventWriter, kind: str, message: str) -> None:
+    """A warning for the user: one stderr line and a `warning` event."""
+    err(f"warning: {message}")
+    events(WarningEvent(kind=kind, message=message))
+
+
+async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) -> int:
+    """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
+    MCP servers start first (their tools join the agent's registry) and stop at the end."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
     try:
+        if mcp is not None:
+            for t in await mcp.start(taken=agent.registry.names()):
+                agent.registry.add(t)
+            mcp.attach(agent.registry)
         result = await agent.run(prompt)
     except RunError as exc:
         err(str(exc))
@@ -194,6 +219,8 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        if mcp is not None:
+            await mcp.aclose()
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")
