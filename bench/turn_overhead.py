@@ -4,7 +4,7 @@ The scripted provider answers turns 1..N-1 with one `echo(text="turn k")` call a
 "done"; `echo` returns 2,048 bytes; the session is persisted to a temporary JSONL file. Prints the
 protocol's `RESULT {json}` line (so it runs beside the peers in run_all.py) and a readable summary.
 
-    python bench/turn_overhead.py [--turns 200] [--window 20]
+    python bench/turn_overhead.py [--turns 200] [--window 20] [--compaction on|off]
     TETHER_BENCH_TOOL=thread python bench/turn_overhead.py   # echo as a default (worker-thread) tool
     BENCH_PEERS_EXTRA="tether=$PWD/.venv/bin/python:$PWD/bench/turn_overhead.py" ... run_all.py
 """
@@ -16,16 +16,24 @@ import sys
 from pathlib import Path
 
 _PEERS = Path(
-    os.environ.get("BENCH_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "bench-peers")
+    os.environ.get(
+        "BENCH_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "bench-peers"
+    )
 )
 sys.path.insert(0, str(_PEERS))
 
 import asyncio  # noqa: E402
+import itertools  # noqa: E402
+import statistics  # noqa: E402
 import tempfile  # noqa: E402
+import time  # noqa: E402
 
 import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
+from tether.agent.context import ContextManager  # noqa: E402
 from tether.agent.loop import Agent  # noqa: E402
+from tether.compaction.monitor import ContextMonitor  # noqa: E402
+from tether.compaction.pressure import CompactionPolicy, ModelLimits  # noqa: E402
 from tether.messages import ToolCallBlock, turn_to_json  # noqa: E402
 from tether.providers.base import ModelRequest  # noqa: E402
 from tether.session import SessionStore  # noqa: E402
@@ -35,6 +43,36 @@ from tether.tools.base import tool  # noqa: E402
 THREAD_TOOL = os.environ.get("TETHER_BENCH_TOOL") == "thread"
 """Run echo as a default sync tool (in a worker thread) instead of an `inline=True` one."""
 
+COMPACTION_WINDOW = 200_000
+"""With `--compaction on`: the context window (tokens) of the monitor, the CLI's default for a
+200K-token model (`ContextManager(ContextMonitor(limits, CompactionPolicy()))`, as
+`tether.cli.agent_setup.context_manager_for` builds it). A separate scripted summarizer writes
+the summaries, so the clock ticks only for the loop's own requests."""
+
+
+def _compaction_flag() -> bool:
+    """Take `--compaction on|off` out of argv (the peers' shared parser does not know it)."""
+    on = False
+    argv = sys.argv
+    for i, a in enumerate(argv):
+        if a == "--compaction" and i + 1 < len(argv):
+            on = argv[i + 1] == "on"
+            del argv[i : i + 2]
+            break
+        if a.startswith("--compaction="):
+            on = a.split("=", 1)[1] == "on"
+            del argv[i]
+            break
+    return on
+
+
+def _compaction() -> ContextManager:
+    limits = ModelLimits(context_window=COMPACTION_WINDOW, max_output_tokens=8_192)
+    summarizer = ScriptedProvider(lambda _r: "## Goal\ncall echo\n## Progress\n- echoed")
+    return ContextManager(
+        ContextMonitor(limits, CompactionPolicy()), summarizer=summarizer, offer_recall=True
+    )
+
 
 def echo(text: str) -> str:
     """Echo a 2 KB string."""
@@ -42,10 +80,14 @@ def echo(text: str) -> str:
 
 
 def main() -> None:
+    compaction = _compaction_flag()
     args = _common.parse_args()
     clock = _common.Clock(args.turns)
 
+    cpu: list[float] = []  # this thread's CPU time at each model call: robust to a loaded machine
+
     def model(_request: ModelRequest) -> Response:
+        cpu.append(time.thread_time())
         k = clock.tick()
         if clock.is_last(k):
             return _common.FINAL_TEXT
@@ -60,6 +102,7 @@ def main() -> None:
             root=tmp,
             session=writer,
             max_turns=args.turns + 1,
+            compaction=_compaction() if compaction else None,
         )
         clock.start()
         result = asyncio.run(agent.run("Call echo until told otherwise."))
@@ -84,10 +127,23 @@ def main() -> None:
         early = sorted(ivals[:w])[len(ivals[:w]) // 2]
         late = sorted(ivals[-w:])[len(ivals[-w:]) // 2]
         size_kib = writer.path.stat().st_size // 1024
+        at100 = sorted(ivals[100 - w : 100])[w // 2] if len(ivals) >= 100 else early
+        compactions = agent.compaction.compactions if agent.compaction is not None else 0
         print(
-            f"tether turn overhead: {len(clock.calls)} turns; median ms/turn "
-            f"turns 1-{w}: {early:.3f}, turns {len(ivals) - w + 1}-{len(ivals)}: {late:.3f} "
-            f"(late/early {late / early:.2f}x); session file {size_kib} KiB"
+            f"tether turn overhead (compaction {'on' if compaction else 'off'}, "
+            f"{compactions} compactions): {len(clock.calls)} turns; median ms/turn "
+            f"turns 1-{w}: {early:.3f}, turns {101 - w}-100: {at100:.3f}, "
+            f"turns {len(ivals) - w + 1}-{len(ivals)}: {late:.3f} "
+            f"(late/turn-100 {late / at100:.2f}x); mean {statistics.fmean(ivals):.3f}; "
+            f"session file {size_kib} KiB"
+        )
+        cms = [(b - a) * 1e3 for a, b in itertools.pairwise(cpu)]
+        blocks = [statistics.fmean(cms[i : i + 1000]) for i in range(0, len(cms), 1000)]
+        print(
+            f"CPU ms/turn (this thread; compactions included), mean of turns 1-100: "
+            f"{statistics.fmean(cms[:100]):.3f}; per 1000-turn block: "
+            + ", ".join(f"{b:.3f}" for b in blocks)
+            + f"; last block / turns 1-100: {blocks[-1] / statistics.fmean(cms[:100]):.2f}x"
         )
 
 

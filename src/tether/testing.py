@@ -18,9 +18,9 @@ A response is one of:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
 
 from tether.messages import (
     ContentBlock,
@@ -29,6 +29,7 @@ from tether.messages import (
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
+    Turn,
     Usage,
 )
 from tether.providers.base import (
@@ -124,6 +125,65 @@ def events_for(response: Response, usage: Usage | None = None) -> list[StreamEve
     return events
 
 
+class RequestLog(Sequence[ModelRequest]):
+    """The requests a `ScriptedProvider` received, stored compactly: a request whose messages
+    extend the previous request's (the agent loop's requests do, between compactions) stores
+    only its new turns, so a long run keeps O(turns) memory, not O(turns²). Reads give the
+    requests back as received (equal fields and messages)."""
+
+    def __init__(self, requests: Sequence[ModelRequest] = ()) -> None:
+        self._spine: list[Turn] = []
+        self._items: list[tuple[ModelRequest, int, int]] = []  # (request sans messages, start, n)
+        for r in requests:
+            self.append(r)
+
+    def append(self, request: ModelRequest) -> None:
+        """Record one request."""
+        m, spine = request.messages, self._spine
+        start = len(spine)
+        if self._items:
+            _, s, n = self._items[-1]
+            if s + n == len(spine) and len(m) >= n and tuple(spine[s:]) == m[:n]:
+                start = s
+                m = m[n:]
+        spine.extend(m)
+        self._items.append((replace(request, messages=()), start, len(spine) - start))
+
+    def clear(self) -> None:
+        """Forget every request."""
+        self._spine.clear()
+        self._items.clear()
+
+    def _get(self, i: int) -> ModelRequest:
+        request, s, n = self._items[i]
+        return replace(request, messages=tuple(self._spine[s : s + n]))
+
+    @overload
+    def __getitem__(self, index: int) -> ModelRequest: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ModelRequest]: ...
+    def __getitem__(self, index: int | slice) -> ModelRequest | list[ModelRequest]:
+        if isinstance(index, slice):
+            return [self._get(i) for i in range(len(self._items))[index]]
+        return self._get(index)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[ModelRequest]:
+        return (self._get(i) for i in range(len(self._items)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RequestLog | list | tuple):
+            return list(self) == list(other)  # pyright: ignore[reportUnknownArgumentType]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RequestLog({list(self)!r})"
+
+
 @dataclass
 class ScriptedProvider:
     """A provider that replays scripted responses.
@@ -136,7 +196,7 @@ class ScriptedProvider:
         usage: usage reported with every reply that has none of its own; None for none.
 
     Attributes:
-        requests: every request received, in order.
+        requests: every request received, in order (a `RequestLog`: list-like, compact).
 
     Raises (from `stream`):
         UnexpectedRequestError: more requests than scripted responses.
@@ -148,7 +208,7 @@ class ScriptedProvider:
     usage: Usage | None = None
     name: str = "scripted"
     supports_prefill: bool = False
-    requests: list[ModelRequest] = field(default_factory=lambda: [])
+    requests: RequestLog = field(default_factory=RequestLog)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Record `request` and yield the events of the next scripted response."""

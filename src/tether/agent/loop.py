@@ -335,7 +335,7 @@ class Agent:
     def current_view(self) -> tuple[Turn, ...]:
         """The wire view of the history as it stands, for the chain's first provider
         (incremental)."""
-        return self._views[0].view(tuple(self.history))
+        return self._views[0].view(self.history)  # not copied: the builder reads only new turns
 
     def _shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
         """The view as sent: the compaction's wire-only `tail` strategy applied, if any."""
@@ -521,7 +521,7 @@ class Agent:
         def build(i: int, provider: Provider) -> ModelRequest:
             return ModelRequest(
                 model=provider.model,
-                messages=self._shape(self._views[i].view(tuple(self.history))),
+                messages=self._shape(self._views[i].view(self.history)),
                 system=self.system,
                 tools=specs,
                 max_output_tokens=self.max_output_tokens,

@@ -18,16 +18,13 @@ from typing import Annotated
 import click
 import typer
 
-from tether.cli.agent_setup import ContextOptions
-from tether.cli.compact import compact_command
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
-from tether.cli.run import RunOptions, run_command
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError, SessionError
-from tether.messages import turn_to_dict
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-from tether.session import SessionStore
+
+# Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
+# runs: `tether --help` and `tether sessions list` stay light (issue 12, bench/startup.py).
 
 app = typer.Typer(
     name="tether",
@@ -84,6 +81,9 @@ def run(
     ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
+    from tether.cli.agent_setup import ContextOptions
+    from tether.cli.run import RunOptions, run_command
+
     raise typer.Exit(
         run_command(
             RunOptions(
@@ -120,6 +120,8 @@ def compact(
     keep_turns: Annotated[int, typer.Option(min=0, help="Recent turns kept verbatim.")] = 0,
 ) -> None:
     """Compact a stored session: append a summary marker; print tokens before/after as JSON."""
+    from tether.cli.compact import compact_command
+
     raise typer.Exit(
         compact_command(
             session_id,
@@ -196,6 +198,8 @@ def trust(
 @sessions_app.command("list")
 def sessions_list() -> None:
     """List stored sessions, newest first: id, turns, created, first prompt."""
+    from tether.session import SessionStore
+
     for info in SessionStore().list():
         row = {
             "id": info.id,
@@ -215,6 +219,10 @@ def sessions_list() -> None:
 def sessions_show(session_id: str) -> None:
     """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
     session's summed usage and cost on stderr."""
+    from tether.messages import turn_to_dict
+    from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+    from tether.session import SessionStore
+
     try:
         loaded = SessionStore().load(session_id)
     except SessionError as exc:
@@ -230,6 +238,8 @@ def sessions_show(session_id: str) -> None:
 @sessions_app.command("delete")
 def sessions_delete(session_id: str) -> None:
     """Delete a session's file and its whole artifact folder."""
+    from tether.session import SessionStore
+
     try:
         SessionStore().delete(session_id)
     except SessionError as exc:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from tether.agent.events import AgentEvent, event_to_json
+if TYPE_CHECKING:  # imported on use: `tether --help` must not build the event codec
+    from tether.agent.events import AgentEvent
 
 EXIT_OK, EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 2, 5, 130
 """Exit codes of the headless CLI (the rest come from `tether.errors.exit_code_for`)."""
@@ -37,6 +39,8 @@ class EventWriter:
     def __call__(self, event: AgentEvent) -> None:
         if not self.open:
             return
+        from tether.agent.events import event_to_json
+
         try:
             sys.stdout.write(event_to_json(event) + "\n")
             sys.stdout.flush()

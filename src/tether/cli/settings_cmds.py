@@ -12,13 +12,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
 
-from tether.credentials import check_provider_name, env_vars_for, remove_key, store_key
 from tether.errors import ConfigError
-from tether.settings import LoadedSettings, load_settings, parse_cli_value, save_setting
+
+if TYPE_CHECKING:  # settings and credentials are imported by the commands that use them
+    from tether.settings import LoadedSettings
 
 config_app = typer.Typer(help="Show and change settings.", no_args_is_help=True)
 
@@ -39,6 +40,8 @@ def config_show(
     ] = Path("."),
 ) -> None:
     """Print the merged settings as JSON: {"sources": [files read], "settings": {...}}."""
+    from tether.settings import load_settings
+
     try:
         loaded = load_settings(cwd.resolve())
     except ConfigError as exc:
@@ -60,6 +63,7 @@ def config_set(
     """Set one key in the user (default) or project settings file; other keys are kept. A
     project whose files were all approved (or that had none) stays approved: the user made this
     change (`tether trust`)."""
+    from tether.settings import parse_cli_value, save_setting
     from tether.settings.trust import approve, check_trust
 
     root = cwd.resolve()
@@ -93,6 +97,8 @@ def login(
     ] = None,
 ) -> None:
     """Store an API key for a provider (system keyring, or a 0600 credential file)."""
+    from tether.credentials import check_provider_name, env_vars_for, store_key
+
     try:
         check_provider_name(provider)
         if key_stdin:
@@ -114,6 +120,8 @@ def logout(
     provider: Annotated[str, typer.Argument(help="Provider name used with `tether login`.")],
 ) -> None:
     """Remove a provider's stored key from the keyring and the credential file (idempotent)."""
+    from tether.credentials import env_vars_for, remove_key
+
     try:
         removed = remove_key(provider)
     except ConfigError as exc:

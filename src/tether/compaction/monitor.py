@@ -142,6 +142,8 @@ class ContextMonitor:
         self._compaction_skipped = False
         self._force = False
         self._cache: dict[str, tuple[Turn, int]] = {}
+        self._seen: tuple[Turn, ...] = ()  # the sequence `_sums` describes
+        self._sums: list[int] = [0]
 
     @property
     def generation(self) -> int:
@@ -185,26 +187,54 @@ class ContextMonitor:
         self._cache[turn.id] = (turn, n)
         return n
 
+    def _prefix_sums(self, turns: Sequence[Turn]) -> list[int]:
+        """`sums[i]` = estimated tokens of `turns[:i]` (len(turns) + 1 entries).
+
+        Incremental: when `turns` extends the sequence measured last (its prefix holds the same
+        turns, compared by identity at C speed), only the appended turns are estimated, so a
+        check costs O(new turns) Python work; otherwise every turn is looked up again (each
+        estimate is cached per turn object)."""
+        seq = turns if isinstance(turns, tuple) else tuple(turns)
+        prev, sums = self._seen, self._sums
+        if seq is prev:
+            return sums
+        k = len(prev)
+        if not (k and len(seq) >= k and seq[k - 1] is prev[k - 1] and seq[:k] == prev):
+            sums = [0]
+            k = 0
+        total = sums[-1]
+        for t in seq[k:]:
+            total += self._tokens_of(t)
+            sums.append(total)
+        self._seen, self._sums = seq, sums
+        return sums
+
     def _appended_tokens(
-        self, turns: Sequence[Turn], per: list[int], m: _Measurement
+        self, turns: Sequence[Turn], sums: list[int], m: _Measurement
     ) -> int | None:
         """Estimated tokens of the messages after the measured view, the measured reply skipped;
         None when `turns` does not extend the measured view."""
+        n = len(turns)
+
+        def span(a: int, b: int) -> int:  # == sum(per[a:b]) with slice semantics
+            a, b = min(a, n), min(b, n)
+            return sums[b] - sums[a] if a < b else 0
+
         start = max(0, m.view_len - 1)
-        for i in range(len(turns) - 1, start - 1, -1):
+        for i in range(n - 1, start - 1, -1):
             if turns[i].id == m.assistant_turn_id:
-                return sum(per[m.view_len : i]) + sum(per[i + 1 :])
-        if len(turns) >= m.view_len:
-            return sum(per[m.view_len :])
+                return span(m.view_len, i) + span(i + 1, n)
+        if n >= m.view_len:
+            return span(m.view_len, n)
         return None
 
     def _measure(self, turns: Sequence[Turn]) -> tuple[Pressure, int]:
         """(pressure, estimated prompt of `turns` without the offset)."""
-        per = [self._tokens_of(t) for t in turns]
-        estimate = self._system_tokens + sum(per)
+        sums = self._prefix_sums(turns)
+        estimate = self._system_tokens + sums[-1]
         m = self._measurement
         if m is not None and m.generation == self._generation:
-            appended = self._appended_tokens(turns, per, m)
+            appended = self._appended_tokens(turns, sums, m)
             if appended is not None:
                 p = make_pressure(
                     m.base + appended,

@@ -12,12 +12,9 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import SessionError
-from tether.messages import Turn, turn_from_dict
 from tether.session.model import (
     EventEntry,
     LoadedSession,
@@ -27,6 +24,9 @@ from tether.session.model import (
     SkippedLine,
 )
 from tether.session.reader import RawEntry, excerpt, scan_bytes
+
+if TYPE_CHECKING:  # imported on use: `tether sessions list` needs no pydantic
+    from tether.messages import Turn
 
 _TURN_LINE = b'\n{"type":"turn"'
 _SPACE = re.compile(r"\s+")
@@ -96,13 +96,25 @@ def assemble(
 
 
 def _skip(item: RawEntry, reason: str) -> SkippedLine:
-    text = json.dumps(item.record, ensure_ascii=False, separators=(",", ":"))
+    if item.turn is not None:  # decoded in one pass: the line is as written (compact JSON)
+        text = item.raw[:320].decode("utf-8", "replace")
+    else:
+        text = json.dumps(item.record, ensure_ascii=False, separators=(",", ":"))
     return SkippedLine(
         path=item.path, line=item.line, reason=reason, excerpt=excerpt(text[:80].encode())
     )
 
 
 def _turn_of(item: RawEntry) -> tuple[Turn | None, str]:
+    if item.turn is not None:
+        turn = item.turn
+        if turn.id != item.id:
+            return None, f"turn id {turn.id!r} differs from its entry id {item.id!r}"
+        return turn, ""
+    from pydantic import ValidationError
+
+    from tether.messages import turn_from_dict
+
     raw = item.record.get("turn")
     if not isinstance(raw, dict):
         return None, f"turn entry {item.id!r} without a turn object"

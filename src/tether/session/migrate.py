@@ -29,8 +29,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filelock import FileLock
-
 from tether.errors import SessionError
 from tether.session.layout import ARTIFACT_KINDS, SESSION_SUFFIX, validate_session_id
 
@@ -132,6 +130,8 @@ def migrate_artifacts(root: Path) -> MigrationReport:
         return MigrationReport()
     if LEGACY_TOOL_RESULTS not in names and not any(n.endswith(LEGACY_SUFFIX) for n in names):
         return MigrationReport()
+    from filelock import FileLock  # imported on use: listing sessions needs no lock
+
     with FileLock(root / MIGRATE_LOCK):
         return _migrate(root, names)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.messages import Turn
+if TYPE_CHECKING:  # not imported at run time: `tether sessions list` needs no pydantic
+    from tether.messages import Turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,13 +25,19 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import SessionError
 from tether.session.layout import validate_session_id
 from tether.session.model import SessionHeader, SkippedLine
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from tether.messages import Turn
 
 FORMAT_VERSION = 1
 """The session file format version this code reads and writes."""
@@ -53,8 +59,12 @@ class RawEntry:
         id: the entry id.
         parent_id: the previous entry's id or None.
         ts_ms: write time, integer Unix milliseconds.
-        record: the whole decoded JSON object.
+        record: the whole decoded JSON object (empty for a turn line decoded straight into
+            its `turn`; `raw` then holds the line).
         salvaged: True when recovered from a damaged line.
+        turn: the typed turn of a `turn` line decoded in one pass (`parse_line`'s fast path),
+            else None (the loader validates `record["turn"]`).
+        raw: the line's bytes when `turn` is set, else b"".
     """
 
     path: Path
@@ -65,6 +75,60 @@ class RawEntry:
     ts_ms: int
     record: dict[str, Any]
     salvaged: bool = False
+    turn: Turn | None = None
+    raw: bytes = b""
+
+
+@cache
+def _turn_line_class() -> Any:
+    """The shape of a well-formed `turn` entry line (envelope + typed turn), decoded and
+    validated in one pass (see `parse_line`); built on first use (pydantic is imported then)."""
+    from typing import Annotated, Literal
+
+    from pydantic import Field, StrictInt
+
+    from tether.messages import Turn
+
+    fields: list[tuple[str, Any]] = [
+        ("type", Literal["turn"]),
+        ("id", Annotated[str, Field(min_length=1)]),
+        ("parent_id", str | None),
+        ("ts_ms", StrictInt),
+        ("turn", Turn),
+    ]
+    return make_dataclass("TurnLine", fields, frozen=True, slots=True)
+
+
+@cache
+def _turn_line_codec() -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(_turn_line_class())
+
+
+_TURN_PREFIX = b'{"type":"turn","id":'
+
+
+def _fast_turn_line(raw: bytes, path: Path, line: int) -> RawEntry | None:
+    """Fast path: a turn line as the writer writes it, decoded straight into its typed turn in
+    one pass; None when the line is anything else. A None line takes `parse_line`'s general
+    path, which decides exactly as before (so does a lone surrogate escape: the one-pass
+    decoder rejects it, the general path decodes it)."""
+    try:
+        e = _turn_line_codec().validate_json(raw)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return None
+    return RawEntry(
+        path=path,
+        line=line,
+        type="turn",
+        id=e.id,
+        parent_id=e.parent_id,
+        ts_ms=e.ts_ms,
+        record={},
+        turn=e.turn,
+        raw=raw,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,6 +234,8 @@ def parse_line(raw: bytes, path: Path, line: int) -> tuple[list[RawEntry], str]:
         `(entries, problem)`: the entries found (one for a clean line, zero or more salvaged from
         a damaged one) and "" for a clean or blank line, else why the line is damaged.
     """
+    if raw.startswith(_TURN_PREFIX) and (entry := _fast_turn_line(raw, path, line)) is not None:
+        return [entry], ""
     if not raw.strip():
         return [], ""
     try:
@@ -289,9 +355,13 @@ def scan_bytes(data: bytes, path: Path) -> FileScan:
         )
     torn = False
     last = len(lines) - 1  # lines[last] is b"" when the file ends with a newline
+    decode = _fast_turn_line
     for i in range(1, len(lines)):
         raw = lines[i]
         if not raw:
+            continue
+        if raw.startswith(_TURN_PREFIX) and (entry := decode(raw, path, i + 1)) is not None:
+            items.append(entry)  # the common case, without parse_line's lists and tuples
             continue
         entries, problem = parse_line(raw, path, i + 1)
         items.extend(entries)

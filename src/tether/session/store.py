@@ -14,16 +14,17 @@ the fork-point entry, then the fork's own entries.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-
-from filelock import BaseFileLock, FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
+from tether.session.index import info_from_row, read_index, row_of, stamp_of, write_index
 from tether.session.layout import (
     SESSION_SUFFIX,
     ArtifactKind,
@@ -48,6 +49,9 @@ from tether.session.reader import (
     scan_bytes,
 )
 from tether.session.writer import SessionWriter
+
+if TYPE_CHECKING:  # filelock is imported when a session is opened for writing
+    from filelock import BaseFileLock
 
 _MAX_FORK_DEPTH = 64
 
@@ -284,6 +288,8 @@ class SessionStore:
         """
         folder = self.artifact_dir(session_id)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from filelock import FileLock, Timeout
+
         lock = FileLock(folder / WRITER_LOCK, timeout=0)
         try:
             lock.acquire()
@@ -351,28 +357,57 @@ class SessionStore:
                 a fork's parent lacks the fork point, is missing, or the fork chain loops.
             SessionNotFoundError: no such session.
         """
-        header, path, timeline, torn = self._timeline(session_id, ())
-        return assemble(header, path, timeline, torn)
+        # Loading allocates one container per JSON value and frees none of them: the cyclic GC
+        # would scan the growing heap over and over (half the load time of a big session).
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            header, path, timeline, torn = self._timeline(session_id, ())
+            return assemble(header, path, timeline, torn)
+        finally:
+            if paused:
+                gc.enable()
 
     def list(self) -> list[SessionInfo]:
         """Every session under the root, most recently modified first.
 
         Cheap: reads each file once without validating turns (counts turn lines, parses the
-        header and the first user turn). Files whose header is unreadable are listed with
+        header and the first user turn), and only when it changed since the last listing: the
+        rows are cached in `tether.session.index` (size + mtime checked per file), so a warm
+        listing only stats the files. Files whose header is unreadable are listed with
         `error` set; files whose name is not a valid session id are ignored.
         """
         if not self.root.is_dir():
             return []
+        cached = read_index(self.root)
+        rows: dict[str, dict[str, Any]] = {}
+        changed = False
         infos: list[SessionInfo] = []
         for path in self.root.glob(f"*{SESSION_SUFFIX}"):
             sid = path.name[: -len(SESSION_SUFFIX)]
             try:
                 validate_session_id(sid)
-                data = path.read_bytes()
-                modified_ms = path.stat().st_mtime_ns // 1_000_000
+                st = path.stat()
             except (SessionError, OSError):
                 continue
-            infos.append(summarize(sid, path, data, modified_ms))
+            stamp, modified_ms = stamp_of(st), st.st_mtime_ns // 1_000_000
+            hit = cached.get(sid)
+            info = None
+            if hit is not None and hit[0] == stamp:
+                info = info_from_row(sid, path, modified_ms, hit[1])
+            if info is None:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    continue
+                info = summarize(sid, path, data, modified_ms)
+                # the file may have grown while it was read: index the size actually read
+                stamp = (len(data), stamp[1]) if len(data) != stamp[0] else stamp
+                changed = True
+            rows[sid] = row_of(info, stamp)
+            infos.append(info)
+        if changed or len(rows) != len(cached):
+            write_index(self.root, rows)
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
 

@@ -21,16 +21,28 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-from filelock import BaseFileLock
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionError
-from tether.messages import Turn, turn_to_json
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+    from tether.messages import Turn
 
 _TURN_HEAD = b'{"type":"turn","id":'
 _EVENT_HEAD = b'{"type":"event","id":'
 _NULL = b"null"
+
+
+def _turn_json(turn: Turn) -> bytes:
+    """`tether.messages.turn_to_json`, imported on first use (listing sessions needs no
+    pydantic; see bench/startup.py)."""
+    global _turn_json
+    from tether.messages import turn_to_json
+
+    _turn_json = turn_to_json
+    return turn_to_json(turn)
 
 
 def _jstr(s: str) -> bytes:
@@ -164,7 +176,7 @@ class SessionWriter:
                     b',"ts_ms":',
                     b"%d" % self._clock_ms(),
                     b',"turn":',
-                    turn_to_json(turn),
+                    _turn_json(turn),
                     b"}\n",
                 )
             ),

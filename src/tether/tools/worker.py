@@ -35,7 +35,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -164,21 +164,32 @@ async def run_in_worker(
     Raises:
         asyncio.CancelledError: after killing the worker's process group.
     """
-    argv = ctx.wrap_argv(worker_argv(), readable=worker_readable(tool))
+    from tether.tools import forkserver
+
+    env = _worker_env(ctx)
     guard = (ctx.limits or ResourceLimits()).start()
-    try:
-        proc = await spawn_group(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=ctx.root,
-            env=_worker_env(ctx),
-            preexec_fn=guard.preexec,
-        )
-    except OSError as e:
-        guard.finish()
-        return error_outcome(f"could not start the tool worker ({argv[0]}): {e}")
+    forked = await forkserver.spawn_worker(ctx, worker_readable(tool), env)
+    proc: asyncio.subprocess.Process | forkserver.ForkedWorker
+    if forked is not None:  # forked from a pre-started worker in the same sandbox
+        proc, _watch = forked
+        kill: Callable[[], None] = proc.kill
+    else:
+        argv = ctx.wrap_argv(worker_argv(), readable=worker_readable(tool))
+        try:
+            proc = await spawn_group(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=ctx.root,
+                env=env,
+                preexec_fn=guard.preexec,
+            )
+        except OSError as e:
+            guard.finish()
+            return error_outcome(f"could not start the tool worker ({argv[0]}): {e}")
+        pid = proc.pid
+        kill = lambda: kill_group(pid)  # noqa: E731
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out = bytearray()
     err = HeadTail(STDERR_HEAD_BYTES, STDERR_TAIL_BYTES)
@@ -207,9 +218,9 @@ async def run_in_worker(
                         await asyncio.shield(out_task)
     finally:
         if timed_out or proc.returncode is None:
-            kill_group(proc.pid)
+            kill()
         if not await _settled(out_task, err_task, EXIT_GRACE_S):
-            kill_group(proc.pid)  # leftovers of the tool still hold the worker's pipes
+            kill()  # leftovers of the tool still hold the worker's pipes
             await _settled(out_task, err_task, REAP_S)
         for task in (out_task, err_task):
             if not task.done():
@@ -221,6 +232,8 @@ async def run_in_worker(
                 await proc.wait()
         proc.stdin.close()
         guard.finish()
+        if isinstance(proc, forkserver.ForkedWorker):
+            proc.call.close()
     parsed = _parse(bytes(out))
     if timed_out:
         final = parsed[0] if parsed is not None and parsed[1] else None

@@ -108,6 +108,8 @@ class ViewBuilder:
         self._reporter = Reporter(on_repair, strict)
         self.full_builds = 0
         self._input: tuple[Turn, ...] = ()
+        self._input_len = 0
+        self._input_last: Turn | None = None
         self._elided: frozenset[str] = frozenset()
         self._stage: list[Turn] = []
         self._ids = IdMapper(target, route)
@@ -117,6 +119,8 @@ class ViewBuilder:
     def reset(self) -> None:
         """Forget everything; the next `view()` does a full build."""
         self._input = ()
+        self._input_len = 0
+        self._input_last = None
         self._elided = frozenset()
         self._stage = []
         self._ids = IdMapper(self.target, self.route)
@@ -124,40 +128,55 @@ class ViewBuilder:
         self._view = self._finish()
 
     def view(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
-        """The wire view of `turns` (== `build_view(turns, ...)` with this builder's options)."""
-        seq = turns if isinstance(turns, tuple) else tuple(turns)
-        prev = self._input
-        if seq is prev:
+        """The wire view of `turns` (== `build_view(turns, ...)` with this builder's options).
+
+        With `check_prefix=False`, `turns` may be the caller's growing list itself: it is not
+        copied (only its length and last turn are remembered), so an extending call costs
+        O(new turns) whatever the history's length."""
+        if turns is self._input:
             return self._view
-        k = len(prev)
-        n = len(seq)
+        k = self._input_len
+        n = len(turns)
         if (
             k == 0
             or n < k
-            or seq[k - 1] is not prev[k - 1]
-            or (self.check_prefix and seq[:k] != prev)
+            or turns[k - 1] is not self._input_last
+            or (self.check_prefix and tuple(turns[:k]) != self._input)
         ):
-            return self._full(seq)
+            return self._full(turns if isinstance(turns, tuple) else tuple(turns))
         if n == k:
-            self._input = seq
+            self._remember(turns)
             return self._view
+        new = turns[k:]
         elided = self._elided
-        for t in seq[k:]:
+        for t in new:
             if t.id in elided or is_marker(t):
-                return self._full(seq)
+                return self._full(turns if isinstance(turns, tuple) else tuple(turns))
         stage = self._stage
         start = len(stage)
         target, route, mapper = self.target, self.route, self._ids
         report = self._reporter
-        for t in seq[k:]:
+        for t in new:
             stage.append(mapper.turn(reason_turn(t, target, route, report)))
         pairing = self._pairing
         if pairing.checkpoint is not None:
             start = pairing.restore()
         pairing.run(stage, start)
-        self._input = seq
+        self._remember(turns)
         self._view = self._finish()
         return self._view
+
+    def _remember(self, turns: Sequence[Turn]) -> None:
+        """Note the input just processed: its length and last turn; the sequence itself only
+        when it is an immutable tuple (or must be kept for the prefix check)."""
+        self._input_len = len(turns)
+        self._input_last = turns[-1] if turns else None
+        if isinstance(turns, tuple):
+            self._input = turns
+        elif self.check_prefix:
+            self._input = tuple(turns)
+        else:
+            self._input = ()
 
     def _full(self, seq: tuple[Turn, ...]) -> tuple[Turn, ...]:
         self.reset()
@@ -169,7 +188,7 @@ class ViewBuilder:
             mapper.turn(reason_turn(t, target, route, report)) for t in elide_markers(seq)
         ]
         self._pairing.run(self._stage, 0)
-        self._input = seq
+        self._remember(seq)
         self._view = self._finish()
         return self._view
 

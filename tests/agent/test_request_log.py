@@ -1,0 +1,35 @@
+"""`ScriptedProvider.requests` keeps requests compactly (issue 12): a run of N requests whose
+views extend each other stores O(N) turns, not O(N²), and reads back what was received."""
+
+from __future__ import annotations
+
+from tether.messages import Turn, text_turn
+from tether.providers.base import ModelRequest
+from tether.testing import RequestLog
+
+
+def _req(turns: list[Turn], model: str = "m") -> ModelRequest:
+    return ModelRequest(model=model, messages=tuple(turns), is_wire_view=True)
+
+
+def test_extending_requests_share_storage_and_read_back_exactly() -> None:
+    log = RequestLog()
+    turns: list[Turn] = []
+    sent: list[ModelRequest] = []
+    for k in range(300):
+        turns.append(text_turn(f"t{k}", "user" if k % 2 == 0 else "assistant", f"m{k}"))
+        sent.append(_req(turns, model=f"m{k}"))
+        log.append(sent[-1])
+    # a compaction: a short view that does not extend the previous one, then growth again
+    short = [text_turn("marker", "user", "summary"), *turns[-2:]]
+    for k in range(5):
+        short.append(text_turn(f"n{k}", "user", "x"))
+        sent.append(_req(short))
+        log.append(sent[-1])
+    assert len(log) == len(sent) and log == sent and list(log) == sent
+    assert log[0] == sent[0] and log[-1] == sent[-1] and log[1:3] == sent[1:3]
+    assert log[150].messages[10] is sent[150].messages[10]
+    stored = len(log._spine)  # pyright: ignore[reportPrivateUsage]
+    assert stored == 300 + 3 + 5  # every turn once per segment; a list would hold ~45,000
+    log.clear()
+    assert log == [] and len(log) == 0
