@@ -25,6 +25,7 @@ import tempfile  # noqa: E402
 
 import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
+from tether import AgentConfig  # noqa: E402
 from tether.agent.loop import Agent  # noqa: E402
 from tether.messages import ToolCallBlock, turn_to_json  # noqa: E402
 from tether.providers.base import ModelRequest  # noqa: E402
@@ -59,7 +60,7 @@ def main() -> None:
             tools=[tool(echo, inline=not THREAD_TOOL)],
             root=tmp,
             session=writer,
-            max_turns=args.turns + 1,
+            config=AgentConfig(run={"max_turns": args.turns + 1}),
         )
         clock.start()
         result = asyncio.run(agent.run("Call echo until told otherwise."))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tether import AgentConfig, Runtime
 from tether.agent.context import ContextManager
 from tether.agent.events import AgentEvent, CompactionEndEvent, CompactionStartEvent
 from tether.agent.loop import Agent
@@ -21,7 +22,7 @@ from tether.compaction.pressure import (
 )
 from tether.errors import RunError
 from tether.messages import TextBlock, Turn, Usage
-from tether.providers.base import ErrorEvent, ModelRequest
+from tether.providers.base import ModelRequest, StreamError
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
 from tether.tools.builtins import builtin_tools
@@ -61,7 +62,7 @@ def measured(script: Callable[[ModelRequest, int], Response]) -> ScriptedProvide
             (TextBlock(text=r),)
             if isinstance(r, str)
             else (r,)
-            if not isinstance(r, Reply | ErrorEvent | list)
+            if not isinstance(r, Reply | StreamError | list)
             else None
         )
         if blocks is None:
@@ -105,10 +106,10 @@ def make_agent(
         tools=[dump, *builtin_tools()],
         root=tmp_path,
         session=sink,
-        max_turns=200,
+        config=AgentConfig(run={"max_turns": 200}),
         on_event=events.append,
         compaction=manager,
-        secret_texts=secret_texts,
+        runtime=Runtime(secret_texts=tuple(secret_texts)),
     )
     return agent, events, sink
 
@@ -160,7 +161,7 @@ async def test_t15_turns_under_threshold_never_trigger_compaction(tmp_path: Path
 async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_path: Path) -> None:
     def script(request: ModelRequest, k: int) -> Response:
         if k == 4:
-            return ErrorEvent(
+            return StreamError(
                 kind="context_overflow", message="prompt is too long: 3500 tokens > 20000 maximum"
             )
         return call("dump", n=k) if k < 6 else "done"
@@ -175,7 +176,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
 
     def always(request: ModelRequest, k: int) -> Response:
         if k >= 3:
-            return ErrorEvent(kind="context_overflow", message="prompt is too long")
+            return StreamError(kind="context_overflow", message="prompt is too long")
         return call("dump", n=k)
 
     agent, events, _ = make_agent(tmp_path, measured(always), window=100_000)
@@ -185,7 +186,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
 
 
 async def test_failed_summary_falls_back_to_a_truncation_marker(tmp_path: Path) -> None:
-    broken = ScriptedProvider(lambda r: ErrorEvent(kind="auth", message="bad key"))
+    broken = ScriptedProvider(lambda r: StreamError(kind="auth", message="bad key"))
     provider = measured(steps(12))
     agent, events, _sink = make_agent(tmp_path, provider, summarizer=broken)
     result = await agent.run(TASK)

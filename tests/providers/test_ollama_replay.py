@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tether.messages import ThinkingBlock, ToolCallBlock, Turn, Usage, text_turn, tool_result
-from tether.providers.base import ErrorEvent, ModelRequest, ToolSpec, WarningEvent
+from tether.providers.base import ModelRequest, StreamError, StreamWarning, ToolSpec
 from tether.providers.ollama import (
     DEFAULT_NUM_CTX,
     OllamaProvider,
@@ -164,7 +164,7 @@ async def test_silent_truncation_is_reported() -> None:
         ]
     )
     r = await run(server.provider(num_ctx=2048), simple_request("m", big))
-    (w,) = [e for e in r.events if isinstance(e, WarningEvent)]
+    (w,) = [e for e in r.events if isinstance(e, StreamWarning)]
     assert w.kind == "truncated_prompt"
     assert w.reported_prompt_tokens == 2048 and w.estimated_prompt_tokens == 10000
     assert r.assembler.warnings == [w]
@@ -178,7 +178,7 @@ async def test_http_error_and_in_stream_error_are_classified() -> None:
     )
     r = await run(server.provider(), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "provider" and err.status_code == 404
+    assert isinstance(err, StreamError) and err.kind == "provider" and err.status_code == 404
     assert "not found" in err.message
     server = OllamaServer(
         [
@@ -190,7 +190,7 @@ async def test_http_error_and_in_stream_error_are_classified() -> None:
     )
     r = await run(server.provider(), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and "running the model" in err.message
+    assert isinstance(err, StreamError) and "running the model" in err.message
 
 
 async def test_connection_refused_is_network() -> None:
@@ -200,7 +200,7 @@ async def test_connection_refused_is_network() -> None:
     client = ollama.AsyncClient(host="http://ollama.test", transport=httpx.MockTransport(refuse))
     r = await run(OllamaProvider("m", client=client), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "network"
+    assert isinstance(err, StreamError) and err.kind == "network"
 
 
 async def test_stream_without_done_frame_is_network_error() -> None:
@@ -209,7 +209,7 @@ async def test_stream_without_done_frame_is_network_error() -> None:
     )
     r = await run(server.provider(), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "network"
+    assert isinstance(err, StreamError) and err.kind == "network"
 
 
 def test_host_from_env(monkeypatch: Any) -> None:

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tether.agent.loop import Agent, default_id_factory
+from tether.agent.loop import Agent
+from tether.agent.runtime import Runtime, default_id_factory
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
     EXIT_AUTH,
@@ -35,7 +36,6 @@ from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_c
 from tether.messages import Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.session import SessionStore, SessionWriter
-from tether.settings import load_settings
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
 
@@ -116,63 +116,44 @@ def run_command(opts: RunOptions) -> int:
 def _build(
     opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
 ) -> tuple[Agent, SessionWriter | None]:
-    """Settings + flags → (agent, session writer). Raises ConfigError / AuthError /
-    SessionError before anything is written (the writer is opened last)."""
-    cfg = load_settings(root)  # flags win over the settings
-    settings = cfg.settings
-    chain = setup.provider_chain(opts.model, opts.base_url, cfg, err, root)
-    sandbox = detect_sandbox()
-    if sandbox is None:
-        err(f"warning: {NO_SANDBOX_WARNING}")
-    tools = setup.run_tools(settings, root, err)
-    system = opts.system or stdin.system
-    limits = setup.run_limits(chain[0], opts.context, settings, warn=err)
-    compaction = setup.context_manager_for(
-        limits, opts.context, settings, fixed=setup.fixed_text(system, tools)
+    """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
+    credentials of `root`). Raises ConfigError / AuthError / SessionError before anything is
+    written (the writer is opened last)."""
+    overrides = setup.flag_overrides(
+        max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
     )
-    policy, retry = setup.path_policy(settings), setup.retry_policy(settings)
-    decay, refused = setup.thinking_decay(settings), setup.refused_env(settings)
+    if detect_sandbox() is None:
+        err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
     history: tuple[Turn, ...] = ()
-    writer: SessionWriter | None = None
     if opts.resume:
-        loaded = store.load(opts.resume)
-        if not loaded.report.ok:
-            err(loaded.report.describe())
-        history = loaded.turns
-        if loaded.header.cwd and Path(loaded.header.cwd) != root:
+        resumed = store.load(opts.resume)
+        if not resumed.report.ok:
+            err(resumed.report.describe())
+        history = resumed.turns
+        if resumed.header.cwd and Path(resumed.header.cwd) != root:
             err(
-                f"note: session {opts.resume} was started in {loaded.header.cwd}; "
+                f"note: session {opts.resume} was started in {resumed.header.cwd}; "
                 f"tools now work in {root}"
             )
+    agent = Agent.from_settings(
+        root,
+        model=opts.model,
+        base_url=opts.base_url,
+        overrides=overrides,
+        system=opts.system or stdin.system,
+        history=history,
+        on_event=EventWriter(),
+        runtime=Runtime(new_id=new_id),
+        note=err,
+    )
+    writer: SessionWriter | None = None
+    if opts.resume:
         writer = store.open_for_append(opts.resume)
     elif not opts.no_session:
         writer = store.create(opts.session_id, cwd=str(root))
-    agent = Agent(
-        chain[0],
-        fallback=chain[1:],
-        tools=tools,
-        root=root,
-        system=system,
-        history=history,
-        session=writer,
-        max_turns=opts.max_turns or settings.run.max_turns,
-        tool_timeout_s=settings.tools.timeout_s,
-        id_factory=new_id,
-        on_event=EventWriter(),
-        session_dir=store.artifact_dir(writer.id) if writer else None,
-        policy=policy,
-        retry=retry,
-        max_continuations=settings.run.continuation_limit,
-        thinking_decay=decay,
-        tool_output_threshold_chars=setup.output_threshold_chars(settings, limits),
-        sandbox=sandbox,
-        safe_mode=opts.safe or settings.tools.safe,
-        network=opts.network or settings.tools.network,
-        refused_env=refused,
-        compaction=compaction,
-        secret_texts=setup.provider_keys(chain, settings),
-    )
+    if writer is not None:
+        agent.attach_session(writer, store.artifact_dir(writer.id))
     return agent, writer
 
 

@@ -41,9 +41,9 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -433,7 +433,7 @@ class LocalProvider:
                         raise item
                     message = str(item)
                     kind = "context_overflow" if "exceed context window" in message else "provider"
-                    yield ErrorEvent(kind=kind, message=f"local model: {message}")
+                    yield StreamError(kind=kind, message=f"local model: {message}")
                     return
                 if isinstance(item, int):
                     total_tokens = item
@@ -466,7 +466,7 @@ class LocalProvider:
                 output_tokens=completion_tokens,
             )
         )
-        yield Done(
+        yield StreamDone(
             stop_reason="max_tokens" if finish == "length" else "tool_use" if called else "end_turn",
             raw_stop_reason=finish,
         )

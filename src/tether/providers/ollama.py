@@ -17,13 +17,13 @@ Request (Ollama API reference, "Generate a chat completion"):
 Frames → events: `message.thinking` → thinking block (producer "ollama"), `message.content` →
 text, each `message.tool_calls[*]` → one complete call (Ollama sends whole calls, no ids: the
 assembler mints `<turn id>_call<k>`), the `done: true` frame → usage (`prompt_eval_count` in,
-`eval_count` out) and `Done(done_reason)`. No `done: true` frame: a network error.
+`eval_count` out) and `StreamDone(done_reason)`. No `done: true` frame: a network error.
 
 Silent truncation: Ollama cuts a prompt longer than `num_ctx` without an error (it keeps the
 end). When the prompt it reports (`prompt_eval_count`) is below `TRUNCATION_RATIO` of tether's
 estimate of the request (ceil(chars / 4) over message texts, thinking, call arguments, system
-prompt and tool schemas) and fits in `num_ctx`, a `WarningEvent(kind="truncated_prompt")` is
-yielded before `Done`; it is never ignored. (Ollama versions that count only the tokens not
+prompt and tool schemas) and fits in `num_ctx`, a `StreamWarning(kind="truncated_prompt")` is
+yielded before `StreamDone`; it is never ignored. (Ollama versions that count only the tokens not
 served from their prompt cache can under-report too; the warning names both figures.)
 """
 
@@ -52,11 +52,12 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
+    StreamWarning,
     TextDelta,
     TextEnd,
     TextStart,
@@ -68,7 +69,6 @@ from tether.providers.base import (
     ToolCallStart,
     ToolSpec,
     UsageEvent,
-    WarningEvent,
     wire_messages,
 )
 from tether.providers.streaming import drive_stream
@@ -216,12 +216,12 @@ class OllamaStreamTranslator:
             yield TextEnd(index=self._text)
             self._text = None
 
-    def truncation(self, reported: int | None) -> WarningEvent | None:
+    def truncation(self, reported: int | None) -> StreamWarning | None:
         """The truncation warning for a reported prompt size, or None (module docstring)."""
         estimate = self.estimated_prompt_tokens
         if reported is None or reported >= estimate * TRUNCATION_RATIO or reported > self.num_ctx:
             return None
-        return WarningEvent(
+        return StreamWarning(
             kind="truncated_prompt",
             message=(
                 f"Ollama evaluated {reported} prompt tokens but the request holds about "
@@ -266,13 +266,13 @@ class OllamaStreamTranslator:
                 yield warning
 
     def finish(self) -> StreamEvent:
-        """`Done` after the `done: true` frame, else a network `ErrorEvent` (incomplete)."""
+        """`StreamDone` after the `done: true` frame, else a network `StreamError` (incomplete)."""
         if self._done is None:
-            return ErrorEvent(kind="network", message=INCOMPLETE)
+            return StreamError(kind="network", message=INCOMPLETE)
         stop = _STOP_REASONS.get(self._done, "other")
         if stop == "end_turn" and self._calls:
             stop = "tool_use"
-        return Done(stop_reason=stop, raw_stop_reason=self._done)
+        return StreamDone(stop_reason=stop, raw_stop_reason=self._done)
 
 
 class OllamaProvider:
@@ -330,8 +330,8 @@ class OllamaProvider:
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events (a `WarningEvent` on silent truncation), then
-        exactly one `Done` or `ErrorEvent`. Cancellation propagates."""
+        """Stream one request; yields events (a `StreamWarning` on silent truncation), then
+        exactly one `StreamDone` or `StreamError`. Cancellation propagates."""
         params = self.request_params(request)
         estimate = estimate_prompt_tokens(params["messages"], params.get("tools") or [])
         client = self._client

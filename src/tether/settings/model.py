@@ -12,7 +12,8 @@ file is a number of milliseconds or a string such as `"30s"` (`tether.settings.d
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -50,6 +51,8 @@ def _default_refused() -> list[str]:
 
     return list(DEFAULT_REFUSED)
 
+
+SandboxKind = Literal["auto", "bwrap", "landlock", "none"]
 
 ProviderType = Literal["anthropic", "openai", "openai-responses", "google", "ollama", "local"]
 
@@ -120,6 +123,9 @@ class ToolsSettings(_Section):
         safe: only tools declared `safe` may run.
         folders: tool folders (relative to the project) scanned for tool modules, besides
             `.tether/tools/` (see `tether.tools.scan`); their tools run in a worker process.
+        sandbox: the OS sandbox for tool subprocesses: `auto` (`TETHER_SANDBOX`, else bwrap,
+            else Landlock, else none), `bwrap`, `landlock`, or `none` (no sandbox: safe mode
+            is then forced).
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
@@ -129,6 +135,7 @@ class ToolsSettings(_Section):
     network: bool = False
     safe: bool = False
     folders: list[str] = Field(default_factory=list[str])
+    sandbox: SandboxKind = "auto"
 
 
 class ModelWindow(_Section):
@@ -148,6 +155,8 @@ class ContextSettings(_Section):
         runaway_total: a turn whose request would exceed this share of the window is runaway.
         runaway_growth: one turn growing the context by more than this share is runaway.
         auto_compact: compact automatically when the threshold is crossed.
+        window: the first model's context window in tokens, overriding `windows`, what the
+            provider reports and the known-models table (`--context-window`); None: resolved.
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -158,6 +167,7 @@ class ContextSettings(_Section):
     runaway_total: Fraction = 0.9
     runaway_growth: Fraction = 0.4
     auto_compact: bool = True
+    window: int | None = Field(default=None, ge=256)
 
 
 class ThinkingSettings(_Section):
@@ -186,18 +196,30 @@ class RunSettings(_Section):
         max_turns: cap on model requests per run.
         continuation_limit: how many times a reply cut at `max_tokens` is continued.
         thinking: the reasoning budget (see `ThinkingSettings`).
+        system: the system prompt (`--system`), or None for none.
+        max_output_tokens: cap on generated tokens per request, or None for the provider's.
+        temperature: sampling temperature, or None for the provider default.
     """
 
     max_turns: int = Field(default=50, ge=1)
     continuation_limit: int = Field(default=3, ge=0)
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+    system: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0)
 
 
 ModelSelection = str | list[str | ModelEntry] | None
 
 
-class Settings(_Section):
-    """All settings, as merged from the user and project files (see `tether.settings`).
+class AgentConfig(_Section):
+    """Everything configurable about an agent, in one typed shape: the settings files parse
+    into it (merged from the user and project files, see `tether.settings`), `tether run`'s
+    flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
+    it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
+    `run` (later issues add theirs the same way: one `XSettings` section class, one field).
+
+        AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
     Attributes:
         model: the model selection: `"provider/model"`, a list of such strings or
@@ -227,3 +249,24 @@ class Settings(_Section):
     def to_json(self) -> dict[str, Any]:
         """The settings as the JSON a file would hold (durations as strings, JSON key names)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def with_values(self, values: Mapping[str, Any]) -> Self:
+        """A copy with fields replaced by dotted Python names (`{"tools.safe": True,
+        "run.max_turns": 5}`), validated like a settings file (a duration is a string such as
+        `"30s"` or a number of milliseconds, as in the file).
+
+        Raises:
+            pydantic.ValidationError: an unknown name or an invalid value.
+        """
+        data = self.model_dump(mode="json")
+        for dotted, value in values.items():
+            *parents, leaf = dotted.split(".")
+            node = data
+            for part in parents:
+                node = node[part]
+            node[leaf] = value
+        return type(self).model_validate(data)
+
+
+Settings = AgentConfig
+"""The settings model under its settings-package name (the same class)."""

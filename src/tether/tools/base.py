@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
+from tether.errors import TetherError
 from tether.messages import ImageBlock, TextBlock
 from tether.providers.base import ToolSpec
 
@@ -55,7 +56,7 @@ Wrap = Callable[[list[str]], list[str]]
 """Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
 
 
-class ToolError(Exception):
+class ToolError(TetherError):
     """A tool fault reported to the model as-is (no `ExcType:` prefix), as an is_error result."""
 
 

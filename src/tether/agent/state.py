@@ -1,0 +1,85 @@
+"""One run's state, passed explicitly to the parts of the loop (tool calls, context management)
+instead of the agent itself.
+
+Owns: `RunState` (the history being appended to, the turns of this run, its usage, the event
+sink, persistence, id minting, the current wire view, the tools and their context, and the one
+request path for side requests such as compaction summaries).
+Does not own: deciding anything; the loop (`tether.agent.loop`) fills it, the parts read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tether.agent.events import AgentEvent
+from tether.compaction.summarize import SummaryCall
+from tether.messages import Turn, Usage
+from tether.providers.base import Provider
+from tether.tools.base import ToolContext
+from tether.tools.registry import ToolRegistry
+
+__all__ = ["RunState", "SummaryCall", "TurnSink"]
+
+
+
+class TurnSink(Protocol):
+    """Where turns are persisted (a `tether.session.SessionWriter` satisfies it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def append(self, turn: Turn) -> None: ...
+
+
+@dataclass(slots=True, kw_only=True)
+class RunState:
+    """The state of one `Agent.run` call.
+
+    Attributes:
+        history: the agent's history (the same list: appended in place).
+        session: where appended turns are persisted, or None.
+        used_call_ids: tool-call ids already in the history (new ones are re-minted on clash).
+        emit: sends an event to the host.
+        new_id: mints turn ids.
+        view: the current wire view for the chain's first provider (not yet shaped).
+        registry: the tools.
+        tool_context: what a running tool may know (root, env, sandbox, ...).
+        redact: removes secret values from tool output.
+        provider: the chain's first provider (the default summarizer).
+        summary_call: makes the request path for a provider (None: the agent's chain).
+        new_turns: every turn appended during this run, in order.
+        usage: cumulative usage of this run (requests and summary calls), in tokens.
+        sent_view_len: turns in the view of the last request sent.
+        sent_generation: the compaction generation that view was built at.
+    """
+
+    history: list[Turn]
+    session: TurnSink | None
+    used_call_ids: set[str]
+    emit: Callable[[AgentEvent], None]
+    new_id: Callable[[], str]
+    view: Callable[[], tuple[Turn, ...]]
+    registry: ToolRegistry
+    tool_context: ToolContext
+    redact: Callable[[str], str]
+    provider: Provider
+    summary_call: Callable[[Provider | None], SummaryCall]
+    new_turns: list[Turn] = field(default_factory=lambda: [])
+    usage: Usage = field(default_factory=Usage)
+    sent_view_len: int = 0
+    sent_generation: int = 0
+
+    def append(self, turn: Turn) -> None:
+        """Append `turn` to the history and this run's turns, and persist it (flushed)."""
+        self.used_call_ids.update(c.id for c in turn.tool_calls)
+        self.history.append(turn)
+        self.new_turns.append(turn)
+        if self.session is not None:
+            self.session.append(turn)
+
+    def add_usage(self, usage: Usage | None) -> None:
+        """Count a request's usage in this run's total."""
+        if usage is not None:
+            self.usage = self.usage + usage
