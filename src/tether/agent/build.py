@@ -38,7 +38,7 @@ from tether.providers.base import Provider
 from tether.providers.fallback import ModelRef, check_provider_names
 from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
-from tether.settings import AgentConfig, LoadedSettings
+from tether.settings import AgentConfig, LoadedSettings, load_settings
 from tether.tools.base import Tool
 from tether.tools.builtins import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
@@ -353,3 +353,27 @@ def context_manager(
     system_tokens = sum(text_tokens(x) for x in fixed)
     monitor = ContextMonitor(limits, compaction_policy(config), system_tokens=system_tokens)
     return ContextManager(monitor)
+
+
+def from_settings_files(
+    cwd: Path | str,
+    *,
+    model: ModelLike | None,
+    base_url: str | None,
+    overrides: Mapping[str, Any] | None,
+    note: Note,
+) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool]]:
+    """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
+    `overrides`), the provider chain (`model` strict, else the selection; project base URLs
+    noted) and the tools (built-ins plus tool folders).
+
+    Raises:
+        ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.
+    """
+    root = Path(cwd).resolve()
+    loaded = load_settings(root)
+    cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
+    chain = resolve_models(
+        model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
+    )
+    return root, cfg, chain, folder_tools(cfg, root, note)

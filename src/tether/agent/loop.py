@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from tether.agent.events import (
 )
 from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
 from tether.agent.runtime import Runtime, default_id_factory
-from tether.agent.state import RunState, SummaryCall, TurnSink
+from tether.agent.state import RunResult, RunState, SummaryCall, TurnSink
 from tether.agent.tool_calls import INTERRUPTED, ToolCalls
 from tether.agent.tool_calls import TOOL_CANCELLED as TOOL_CANCELLED  # re-exported
 from tether.errors import ConfigError, LengthResumeExhausted, RunError
@@ -53,11 +53,10 @@ from tether.messages import (
     RunStopReason,
     TextBlock,
     Turn,
-    Usage,
     text_turn,
 )
 from tether.providers.base import ModelRequest, Provider, ToolSpec
-from tether.settings import AgentConfig, load_settings
+from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.hygiene import Hygiene, HygieneConfig
@@ -69,35 +68,6 @@ from tether.tools.sandbox import detect_sandbox
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
 
 __all__ = ["TOOL_CANCELLED", "Agent", "RunResult", "TurnSink", "default_id_factory", "run_sync"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunResult:
-    """What a run produced.
-
-    Attributes:
-        message: the last assistant turn, or None if no request completed.
-        usage: cumulative usage of this run (tokens).
-        stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
-        turns: requests made in this run.
-        new_turns: every turn appended during this run, in order.
-        answer: the final answer's text, continuation pieces concatenated (None: the last
-            turn's text).
-    """
-
-    message: Turn | None
-    usage: Usage
-    stop_reason: RunStopReason
-    turns: int
-    new_turns: tuple[Turn, ...]
-    answer: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The final answer's text (every "Please continue." piece, concatenated)."""
-        if self.answer is not None:
-            return self.answer
-        return self.message.text if self.message else ""
 
 
 class Agent:
@@ -271,7 +241,6 @@ class Agent:
         Raises:
             ConfigError: (AuthError included) a settings file or model that is invalid.
         """
-        root = Path(cwd).resolve()
         notes: list[str] = []
 
         def say(line: str) -> None:
@@ -279,19 +248,13 @@ class Agent:
             if note is not None:
                 note(line)
 
-        loaded = load_settings(root)
-        cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
-        chain = build.resolve_models(
-            model,
-            cfg,
-            base_url=base_url,
-            note=say,
-            project_urls=build.project_base_urls(loaded, root),
+        root, cfg, chain, tools = build.from_settings_files(
+            cwd, model=model, base_url=base_url, overrides=overrides, note=say
         )
         agent = cls(
             chain,
             config=cfg,
-            tools=build.folder_tools(cfg, root, say),
+            tools=tools,
             system=system,
             root=root,
             session=session,

@@ -1,7 +1,7 @@
 """One run's state, passed explicitly to the parts of the loop (tool calls, context management)
 instead of the agent itself.
 
-Owns: `RunState` (the history being appended to, the turns of this run, its usage, the event
+Owns: `RunResult` (what a run produced) and `RunState` (the history being appended to, the turns of this run, its usage, the event
 sink, persistence, id minting, the current wire view, the tools and their context, and the one
 request path for side requests such as compaction summaries).
 Does not own: deciding anything; the loop (`tether.agent.loop`) fills it, the parts read it.
@@ -15,12 +15,12 @@ from typing import Protocol
 
 from tether.agent.events import AgentEvent
 from tether.compaction.summarize import SummaryCall
-from tether.messages import Turn, Usage
+from tether.messages import RunStopReason, Turn, Usage
 from tether.providers.base import Provider
 from tether.tools.base import ToolContext
 from tether.tools.registry import ToolRegistry
 
-__all__ = ["RunState", "SummaryCall", "TurnSink"]
+__all__ = ["RunResult", "RunState", "SummaryCall", "TurnSink"]
 
 
 
@@ -83,3 +83,32 @@ class RunState:
         """Count a request's usage in this run's total."""
         if usage is not None:
             self.usage = self.usage + usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """What a run produced.
+
+    Attributes:
+        message: the last assistant turn, or None if no request completed.
+        usage: cumulative usage of this run (tokens).
+        stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
+        turns: requests made in this run.
+        new_turns: every turn appended during this run, in order.
+        answer: the final answer's text, continuation pieces concatenated (None: the last
+            turn's text).
+    """
+
+    message: Turn | None
+    usage: Usage
+    stop_reason: RunStopReason
+    turns: int
+    new_turns: tuple[Turn, ...]
+    answer: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The final answer's text (every "Please continue." piece, concatenated)."""
+        if self.answer is not None:
+            return self.answer
+        return self.message.text if self.message else ""
