@@ -24,6 +24,7 @@ BELOW_AGENT = (
     "session",
     "compaction",
     "settings",
+    "mcp",
 )
 
 

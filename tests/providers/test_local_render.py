@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,9 +12,10 @@ from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn, tool_resu
 from tether.providers.base import ModelRequest, ToolSpec
 from tether.providers.local import (
     _AnswerStreamer,  # pyright: ignore[reportPrivateUsage]
-    _repeats_last_call,  # pyright: ignore[reportPrivateUsage]
+    _Progress,  # pyright: ignore[reportPrivateUsage]
     action_schema,
     render_messages,
+    repeats_last_call,
 )
 
 READ = ToolSpec(
@@ -61,10 +63,10 @@ def test_repeat_detection_only_right_after_the_same_call() -> None:
     )
     same = json.dumps({"tool": "read", "arguments": {"path": "a"}})
     other = json.dumps({"tool": "read", "arguments": {"path": "b"}})
-    assert _repeats_last_call(same, view)
-    assert not _repeats_last_call(other, view)
-    assert not _repeats_last_call(json.dumps({"answer": "x"}), view)
-    assert not _repeats_last_call(same, (*view, Turn(id="u", role="user", content=(TextBlock(text="more"),))))
+    assert repeats_last_call(same, view)
+    assert not repeats_last_call(other, view)
+    assert not repeats_last_call(json.dumps({"answer": "x"}), view)
+    assert not repeats_last_call(same, (*view, Turn(id="u", role="user", content=(TextBlock(text="more"),))))
 
 
 def test_answer_streamer_accepts_the_whitespace_the_grammar_allows() -> None:
@@ -72,3 +74,50 @@ def test_answer_streamer_accepts_the_whitespace_the_grammar_allows() -> None:
     raw = '{ "answer" :  "cut mid-sent'
     assert streamer.new_text(raw) == "cut mid-sent"
     assert streamer.new_text(raw + "ence") == "ence"
+
+
+ALL_TOOLS = tuple(
+    ToolSpec(name=n, description=f"{n} tool.", parameters={"type": "object", "properties": {}})
+    for n in ("read", "write", "edit", "ls", "glob", "grep", "bash")
+)
+
+
+def test_examples_chain_several_tools_and_recover_from_an_error() -> None:
+    system = render_messages(ModelRequest(model="m", messages=(text_turn("u", "user", "hi"),), tools=ALL_TOOLS))[0]["content"]
+    calls = [json.loads(line) for line in system.splitlines() if line.startswith('{"tool": "')]
+    assert {c["tool"] for c in calls} >= {"read", "edit", "grep", "write", "ls", "bash"}
+    assert "Result: ERROR:" in system
+    # With only read offered, no example shows a tool the model cannot call.
+    only_read = render_messages(ModelRequest(model="m", messages=(text_turn("u", "user", "hi"),), tools=(READ,)))[0]["content"]
+    shown = {json.loads(line)["tool"] for line in only_read.splitlines() if line.startswith('{"tool": "')}
+    assert shown == {"read"}
+
+
+def test_after_a_result_the_prompt_offers_the_next_step_and_after_an_error_a_retry() -> None:
+    call = Turn(id="a", role="assistant", content=(ToolCallBlock(id="c", name="read", arguments={"path": "a.txt"}),))
+    ok = (text_turn("u", "user", "Fix a.txt"), call, Turn(id="r", role="user", content=(tool_result("c", "x"),)))
+    bad = (text_turn("u", "user", "Fix a.txt"), call, Turn(id="r", role="user", content=(tool_result("c", "no such file", is_error=True),)))
+    last_ok = render_messages(ModelRequest(model="m", messages=ok, tools=(READ,)))[-1]["content"]
+    last_bad = render_messages(ModelRequest(model="m", messages=bad, tools=(READ,)))[-1]["content"]
+    assert "call the next tool" in last_ok and "Task: Fix a.txt" in last_ok
+    assert "Now reply" not in last_ok
+    assert "Result: ERROR: no such file" in last_bad and "call again" in last_bad
+    assert "call the next tool" not in last_bad
+
+
+def test_progress_line_only_for_long_replies_and_rate_from_the_first_token(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    short = _Progress(0.0)
+    for t in (1.0, 2.0, 3.0):
+        short.token(t)
+    short.finish(3.5)
+    assert capsys.readouterr().err == ""
+    long = _Progress(0.0)
+    long.token(4.0)  # first token after 4 s of prompt processing
+    for i in range(1, 11):
+        long.token(4.0 + i * 0.2)  # 5 tokens/s
+    long.finish(6.5)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "tether: generating… 6 tokens (5.0 tokens/s)"
+    assert err[-1].startswith("tether: generated 11 tokens")

@@ -20,6 +20,7 @@ import typer
 
 from tether.cli.agent_setup import ContextOptions
 from tether.cli.compact import compact_command
+from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
 from tether.cli.run import RunOptions, run_command
 from tether.cli.settings_cmds import config_app, login, logout
@@ -38,6 +39,7 @@ app = typer.Typer(
 sessions_app = typer.Typer(help="List, show and delete stored sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
+app.add_typer(mcp_app, name="mcp")
 app.command()(login)
 app.command()(logout)
 

@@ -17,7 +17,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tether.agent.events import WarningEvent
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.cli import agent_setup as setup
@@ -38,6 +40,9 @@ from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.session import SessionStore, SessionWriter
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
+
+if TYPE_CHECKING:
+    from tether.mcp import McpTools
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +93,7 @@ def run_command(opts: RunOptions) -> int:
         err(f"--cwd {opts.cwd} is not a folder")
         return EXIT_USAGE
     try:
-        agent, writer = _build(opts, root, stdin, new_id)
+        agent, writer, mcp = _build(opts, root, stdin, new_id)
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
@@ -101,7 +106,7 @@ def run_command(opts: RunOptions) -> int:
             agent.history.append(turn)
             if writer is not None:
                 writer.append(turn)
-        return asyncio.run(_drive(agent, prompt))
+        return asyncio.run(_drive(agent, prompt, mcp))
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -115,16 +120,17 @@ def run_command(opts: RunOptions) -> int:
 
 def _build(
     opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
-) -> tuple[Agent, SessionWriter | None]:
+) -> tuple[Agent, SessionWriter | None, McpTools | None]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
-    credentials of `root`). Raises ConfigError / AuthError / SessionError before anything is
-    written (the writer is opened last)."""
+    credentials of `root`), plus the MCP servers. Raises ConfigError / AuthError /
+    SessionError before anything is written (the writer is opened last)."""
     overrides = setup.flag_overrides(
         max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
     )
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
+    events = EventWriter()
     history: tuple[Turn, ...] = ()
     if opts.resume:
         resumed = store.load(opts.resume)
@@ -143,7 +149,7 @@ def _build(
         overrides=overrides,
         system=opts.system or stdin.system,
         history=history,
-        on_event=EventWriter(),
+        on_event=events,
         runtime=Runtime(new_id=new_id),
         note=err,
     )
@@ -152,19 +158,38 @@ def _build(
         writer = store.open_for_append(opts.resume)
     elif not opts.no_session:
         writer = store.create(opts.session_id, cwd=str(root))
+    session_dir = store.artifact_dir(writer.id) if writer else None
     if writer is not None:
-        agent.attach_session(writer, store.artifact_dir(writer.id))
-    return agent, writer
+        agent.attach_session(writer, session_dir)
+    mcp = setup.mcp_tools(
+        agent.config,
+        root,
+        session_dir=session_dir,
+        sandbox=agent.tool_context.sandbox,
+        on_warning=lambda kind, message: _warn(events, kind, message),
+    )
+    return agent, writer, mcp
 
 
-async def _drive(agent: Agent, prompt: str | None) -> int:
-    """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first)."""
+def _warn(events: EventWriter, kind: str, message: str) -> None:
+    """A warning for the user: one stderr line and a `warning` event."""
+    err(f"warning: {message}")
+    events(WarningEvent(kind=kind, message=message))
+
+
+async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) -> int:
+    """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
+    MCP servers start first (their tools join the agent's registry) and stop at the end."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
     try:
+        if mcp is not None:
+            for t in await mcp.start(taken=agent.registry.names()):
+                agent.registry.add(t)
+            mcp.attach(agent.registry)
         result = await agent.run(prompt)
     except RunError as exc:
         err(str(exc))
@@ -175,6 +200,8 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        if mcp is not None:
+            await mcp.aclose()
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")

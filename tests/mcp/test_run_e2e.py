@@ -1,0 +1,99 @@
+"""End to end: `tether run` (a subprocess) with a scripted loopback model (`FaultServer`, OpenAI
+Chat Completions SSE) whose agent calls tools of a stdio MCP server configured in the project
+settings: the results come back to the model, the server runs sandboxed (a write outside the
+working folder is refused), a large result goes through the persisted-output gate, and the
+server's stderr lands in the session's `mcp-warnings/`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tether
+from conftest import DEMO
+from faultserver import FaultServer, text, tool
+from tether.tools.sandbox import detect_sandbox
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(detect_sandbox() is None, reason="no OS sandbox on this machine"),
+]
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(TETHER_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test-key-e2e")
+    env["PYTHONPATH"] = str(Path(tether.__file__).parents[1])
+    cmd = [sys.executable, "-m", "tether.cli", "run", "-m", "openai/m"]
+    return subprocess.run(
+        [*cmd, "--base-url", server.openai_url, "--max-turns", "8", *args, "go"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+
+
+def test_tether_run_calls_a_sandboxed_mcp_tool(tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    (root / ".tether").mkdir(parents=True)
+    settings = {
+        "mcp": {"servers": {"demo": {"command": sys.executable, "args": [str(DEMO)]}}},
+        "tools": {"output_threshold_chars": 5000},
+    }
+    (root / ".tether" / "settings.json").write_text(json.dumps(settings))
+    outside = tmp_path / "outside.txt"
+    home_file = Path.home() / f".tether-mcp-e2e-{tmp_path.name}"
+    script = [
+        tool("mcp__demo__write_file", path="note.txt", text="from mcp"),
+        tool("mcp__demo__write_file", path=str(outside), text="escape"),
+        tool("mcp__demo__write_file", path=str(home_file), text="escape"),
+        tool("mcp__demo__env_value", var="OPENAI_API_KEY"),
+        tool("mcp__demo__big", n=2000),
+        text("all done"),
+    ]
+    with FaultServer(script) as server:
+        proc = run(tmp_path, root, server, "--session", "mcp-e2e")
+    assert proc.returncode == 0, proc.stderr
+    bodies = [r["body"] for r in server.requests]
+    offered = [t["function"]["name"] for t in bodies[0]["tools"]]
+    assert "mcp__demo__write_file" in offered and "mcp_read_resource" in offered
+    results = tool_results(bodies[-1])
+    assert results[0] == "wrote note.txt"
+    assert not outside.exists()  # under /tmp: the sandbox's private temp folder took it
+    assert results[2].startswith("refused") and not home_file.exists()
+    assert results[3] == "<unset>"  # the provider key is not the server's
+    assert results[4].startswith("<persisted-output") and len(results[4]) < 5000
+    assert (root / "note.txt").read_text() == "from mcp"
+    assert not outside.exists()
+    session_dir = next((tmp_path / "home" / "sessions").rglob("mcp-warnings")).parent
+    assert "demo server starting" in (session_dir / "mcp-warnings" / "demo.log").read_text()
+    saved = list((session_dir / "tool-results").glob("*.txt"))
+    assert len(saved) == 1 and "line 1999 of the big output" in saved[0].read_text()
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [e for e in events if e["type"] == "warning"] == []
+
+
+def test_tether_run_warns_about_a_server_that_fails(tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    (root / ".tether").mkdir(parents=True)
+    settings = {"mcp": {"servers": {"broken": {"command": "/nonexistent/server"}}}}
+    (root / ".tether" / "settings.json").write_text(json.dumps(settings))
+    with FaultServer([text("fine")]) as server:
+        proc = run(tmp_path, root, server, "--no-session")
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    warnings = [e for e in events if e["type"] == "warning"]
+    assert [w["kind"] for w in warnings] == ["mcp_server_failed"]
+    assert "`broken`" in warnings[0]["message"]
