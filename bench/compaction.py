@@ -24,6 +24,7 @@ import json
 import statistics
 import tempfile
 
+from tether import AgentConfig, Runtime
 from tether.agent.context import ContextManager
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.loop import Agent
@@ -111,10 +112,10 @@ def run(mode: str) -> dict[str, object]:
             prov,
             tools=[dump],
             root=root,
-            max_turns=ROUNDS + 5,
+            config=AgentConfig(run={"max_turns": ROUNDS + 5}),
             on_event=events.append,
             compaction=manager,
-            id_factory=iter(f"t{i}" for i in range(1, 10**6)).__next__,
+            runtime=Runtime(new_id=iter(f"t{i}" for i in range(1, 10**6)).__next__),
         )
         asyncio.run(agent.run("Process every record with the dump tool, one per step."))
     blobs = [serialize(r.messages) for r in prov.requests]

@@ -30,6 +30,7 @@ import time  # noqa: E402
 
 import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
+from tether import AgentConfig  # noqa: E402
 from tether.agent.context import ContextManager  # noqa: E402
 from tether.agent.loop import Agent  # noqa: E402
 from tether.compaction.monitor import ContextMonitor  # noqa: E402
@@ -101,8 +102,8 @@ def main() -> None:
             tools=[tool(echo, inline=not THREAD_TOOL)],
             root=tmp,
             session=writer,
-            max_turns=args.turns + 1,
-            compaction=_compaction() if compaction else None,
+            config=AgentConfig(run={"max_turns": args.turns + 1}),
+            compaction=_compaction() if compaction else False,
         )
         clock.start()
         result = asyncio.run(agent.run("Call echo until told otherwise."))

@@ -295,7 +295,7 @@ def test_a_stored_then_exported_key_is_scrubbed_from_tool_env(
     assert lookup_key("anthropic") == KEY
     scripted = ScriptedProvider([call("bash", command="env; echo done"), "ok"])
     agent = Agent(scripted, tools=builtin_tools(), root=tmp_path)
-    assert "ANTHROPIC_API_KEY" not in agent.context.env
+    assert "ANTHROPIC_API_KEY" not in agent.tool_context.env
     result = run_sync(agent, "print the environment")
     outputs = [b for t in result.new_turns for b in t.content if isinstance(b, ToolResultBlock)]
     text = json.dumps([str(b.content) for b in outputs])

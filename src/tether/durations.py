@@ -12,6 +12,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from tether.errors import ConfigError
+
 _UNIT_MS: dict[str, int] = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
 _PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)", re.IGNORECASE)
 _WHOLE = re.compile(r"(?:\s*(?:\d+(?:\.\d+)?|\.\d+)\s*(?:ms|s|m|h)\s*)+", re.IGNORECASE)
@@ -21,7 +23,7 @@ MAX_DURATION_S = 366 * 24 * 3600.0
 """The longest duration accepted (one year, in seconds); longer values are surely mistakes."""
 
 
-class DurationError(ValueError):
+class DurationError(ConfigError, ValueError):
     """A value that is not a duration; the message says what is accepted."""
 
 

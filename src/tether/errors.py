@@ -1,23 +1,51 @@
 """tether's exception hierarchy. Inside a run, provider and tool failures are values (an
-`ErrorEvent`, an `is_error` tool_result); exceptions are for configuration mistakes, corrupt
+`StreamError`, an `is_error` tool_result); exceptions are for configuration mistakes, corrupt
 sessions, failed runs reported to a caller, and bugs.
 
     TetherError
     ├── ConfigError                 bad settings, unknown provider/model, missing extra
-    │   └── AuthError               no credentials for a provider that needs them
+    │   ├── AuthError               no credentials for a provider that needs them
+    │   ├── DurationError           a duration that does not parse (`tether.durations`)
+    │   ├── ToolConflictError       two tools with one name (`tether.tools.scan`)
+    │   └── SandboxUnavailableError a forced OS sandbox does not work here
+    │                               (`tether.tools.sandbox`)
     ├── SessionError                a session cannot be opened/found
     │   ├── SessionNotFoundError
     │   └── SessionBusyError        another process is writing that session
     ├── WireError                   strict wire mode found something it would have repaired
     ├── RunError                    a run stopped on a provider error (carries `kind`)
     │   └── LengthResumeExhausted   replies kept hitting the output-token limit with nothing new
-    └── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
+    ├── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
+    ├── ToolError                   a tool's fault in its own words → an is_error result
+    │   ├── PathOutsideError        a path outside the working folder (`tether.tools.paths`)
+    │   └── PathDeniedError         a path the policy refuses
+    ├── CompactInvalidInputError    nothing to compact / a bad scope (`tether.compaction`)
+    ├── CompactionFailedError       the summary call failed for good
+    ├── CompactionCancelledError    the summary call was cancelled
+    └── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
+
+`tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose: a test failure.
 
 Headless exit codes (`exit_code_for`): 0 success · 1 usage/other · 2 auth · 3 network ·
 4 provider · 5 malformed input · 130 cancelled.
 """
 
 from __future__ import annotations
+
+from typing import Literal
+
+ErrorKind = Literal[
+    "auth",
+    "network",
+    "rate_limited",
+    "overloaded",
+    "context_overflow",
+    "provider",
+    "malformed",
+    "cancelled",
+]
+"""The stable provider error taxonomy: `RunError.kind`, the `error` / `retry` / `fallback`
+events' `kind`, and `tether.providers.base.StreamError.kind`."""
 
 
 class TetherError(Exception):
@@ -61,9 +89,9 @@ class RunError(TetherError):
         message: the provider's (or tether's) explanation, without the kind prefix.
     """
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(f"{kind}: {message}")
-        self.kind = kind
+        self.kind: ErrorKind = kind
         self.message = message
 
 

@@ -23,6 +23,19 @@ from pydantic import Field, TypeAdapter
 Role = Literal["user", "assistant", "system"]
 """A turn's role. Tool results are carried by `user` turns."""
 
+ProviderStopReason = Literal[
+    "end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"
+]
+"""How a provider's stream ended, normalized across providers."""
+
+StopReason = ProviderStopReason | Literal["interrupted", "error"]
+"""`Turn.stop_reason` of an assistant turn: the provider's, or `interrupted` (a partial turn
+persisted on cancellation) or `error` (a partial turn of a failed attempt)."""
+
+RunStopReason = StopReason | Literal["max_turns", "cancelled", "context_runaway"]
+"""Why a run ended (`RunResult.stop_reason`, the `done` event's `stop_reason`): the last
+turn's stop reason, or `max_turns`, `cancelled`, `context_runaway`, `error`."""
+
 Target = Literal["anthropic", "openai-chat", "openai-responses", "google", "ollama"]
 """The wire API a request goes to."""
 
@@ -220,6 +233,16 @@ class Provenance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool as offered to the model: name, description and a JSON schema (an object schema,
+    no `$schema` key) for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
     """One stored message.
 
@@ -238,7 +261,7 @@ class Turn:
     content: tuple[ContentBlock, ...] = ()
     usage: Usage | None = None
     provenance: Provenance | None = None
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:

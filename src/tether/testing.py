@@ -1,4 +1,11 @@
-"""Test doubles for tether and for users' own agents: the scripted provider.
+"""Test doubles for tether and for users' own agents: the scripted provider and a
+deterministic runtime.
+
+    from tether import Agent
+    from tether.testing import ScriptedProvider, call, deterministic
+
+    provider = ScriptedProvider([call("read", path="notes.txt"), "It says hello."])
+    agent = Agent(provider, tools=builtin_tools(), runtime=deterministic())
 
 `ScriptedProvider` replays a list of responses (or calls a function per request), records every
 request it received, and fails loudly on a request it has no response for.
@@ -11,17 +18,19 @@ A response is one of:
     str                          a text answer
     ToolCallBlock                one tool call (see `call`)
     Reply(blocks, stop_reason, usage)   several blocks (text, thinking, tool calls) at once
-    ErrorEvent                   a provider fault, as the adapters report it
+    StreamError                   a provider fault, as the adapters report it
     list[StreamEvent]            raw events, yielded verbatim (for stream-level tests)
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
+from tether.agent.runtime import Runtime
 from tether.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -33,11 +42,11 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     RedactedThinking,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -65,7 +74,7 @@ class Reply:
     usage: Usage | None = None
 
 
-Response = str | ToolCallBlock | Reply | ErrorEvent | list[StreamEvent]
+Response = str | ToolCallBlock | Reply | StreamError | list[StreamEvent]
 
 
 def call(name: str, /, *, id: str | None = None, **arguments: Any) -> ToolCallBlock:
@@ -77,7 +86,7 @@ def events_for(response: Response, usage: Usage | None = None) -> list[StreamEve
     """The stream events a provider would send for `response`."""
     if isinstance(response, list):
         return response
-    if isinstance(response, ErrorEvent):
+    if isinstance(response, StreamError):
         return [response]
     if isinstance(response, str):
         reply = Reply(blocks=(TextBlock(text=response),))
@@ -121,7 +130,7 @@ def events_for(response: Response, usage: Usage | None = None) -> list[StreamEve
     if final_usage is not None:
         events.append(UsageEvent(usage=final_usage))
     stop: StopReason = reply.stop_reason or ("tool_use" if has_call else "end_turn")
-    events.append(Done(stop_reason=stop, raw_stop_reason=stop))
+    events.append(StreamDone(stop_reason=stop, raw_stop_reason=stop))
     return events
 
 
@@ -194,6 +203,8 @@ class ScriptedProvider:
         target: the wire target the loop builds views for (default `anthropic`, the strictest).
         model: the model name reported in provenance.
         usage: usage reported with every reply that has none of its own; None for none.
+        context_window: the window it reports (tokens; an agent's compaction reads it).
+        max_output_tokens: the output cap it reports (tokens).
 
     Attributes:
         requests: every request received, in order (a `RequestLog`: list-like, compact).
@@ -208,6 +219,8 @@ class ScriptedProvider:
     usage: Usage | None = None
     name: str = "scripted"
     supports_prefill: bool = False
+    context_window: int = 200_000
+    max_output_tokens: int = 32_000
     requests: RequestLog = field(default_factory=RequestLog)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -230,3 +243,30 @@ class ScriptedProvider:
     def remaining(self) -> int:
         """Scripted responses not yet used (0 for a function script)."""
         return 0 if callable(self.script) else len(self.script) - len(self.requests)
+
+
+def deterministic(
+    *,
+    env: Mapping[str, str] | None = None,
+    id_prefix: str = "t",
+    jitter: float = 0.5,
+    sleeps: list[float] | None = None,
+) -> Runtime:
+    """A `Runtime` for reproducible tests: turn ids `<id_prefix>-1`, `-2`, ...; retry waits
+    return at once (each wait, in seconds, appended to `sleeps` when given); retry jitter
+    fixed at `jitter`; tool subprocesses start from `env` (None: this process's).
+
+    Usage: `Agent(provider, runtime=deterministic())`.
+    """
+    counter = itertools.count(1)
+
+    async def sleep(delay_s: float) -> None:
+        if sleeps is not None:
+            sleeps.append(delay_s)
+
+    return Runtime(
+        env=env,
+        sleep=sleep,
+        rng=lambda: jitter,
+        new_id=lambda: f"{id_prefix}-{next(counter)}",
+    )

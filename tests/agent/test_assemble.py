@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from tether.providers.assemble import TRUNCATED, Assembler, parse_arguments
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
+    StreamDone,
+    StreamError,
     TextDelta,
     TextStart,
     ThinkingDelta,
@@ -33,7 +33,7 @@ def test_blocks_keep_stream_order_and_thinking_signature() -> None:
         ToolCallDelta(index=2, arguments_delta='{"pa'),
         ToolCallDelta(index=2, arguments_delta='th": "a"}'),
         ToolCallEnd(index=2),
-        Done(stop_reason="tool_use"),
+        StreamDone(stop_reason="tool_use"),
     ]:
         a.feed(e)
     turn = a.turn()
@@ -54,7 +54,7 @@ def test_missing_ids_are_minted_per_index_and_repeated_ids_stay_separate_calls()
     a.feed(ToolCallStart(index=3, id="dup", name="ls"))
     a.feed(ToolCallEnd(index=2))
     a.feed(ToolCallEnd(index=3))
-    a.feed(Done(stop_reason="tool_use"))
+    a.feed(StreamDone(stop_reason="tool_use"))
     ids = [c.id for c in a.turn().tool_calls]
     assert ids == ["t9_call1", "t9_call2", "dup", "dup"]  # collisions are re-minted at persist
 
@@ -66,12 +66,12 @@ def _cut_stream(end: bool, stop: str | None) -> Assembler:
     if end:
         a.feed(ToolCallEnd(index=0))
     if stop is not None:
-        a.feed(Done(stop_reason=stop))  # type: ignore[arg-type]
+        a.feed(StreamDone(stop_reason=stop))  # type: ignore[arg-type]
     return a
 
 
 def test_t30_truncated_arguments_are_never_valid_in_any_termination_variant() -> None:
-    # connection closed: no end, no Done
+    # connection closed: no end, no StreamDone
     (c1,) = _cut_stream(False, None).turn().tool_calls
     # finish_reason=length: adapter leaves the call open, stop max_tokens
     (c2,) = _cut_stream(False, "max_tokens").turn().tool_calls
@@ -88,13 +88,13 @@ def test_last_call_of_a_max_tokens_stop_is_invalid_even_if_it_parses() -> None:
     a.feed(ToolCallStart(index=0, id="c", name="bash"))
     a.feed(ToolCallDelta(index=0, arguments_delta='{"command": "rm"}'))
     a.feed(ToolCallEnd(index=0))
-    a.feed(Done(stop_reason="max_tokens"))
+    a.feed(StreamDone(stop_reason="max_tokens"))
     assert a.turn().tool_calls[0].invalid == TRUNCATED
 
 
 def test_events_after_the_terminal_one_are_ignored() -> None:
     a = Assembler("t")
-    a.feed(ErrorEvent(kind="overloaded", message="x"))
+    a.feed(StreamError(kind="overloaded", message="x"))
     a.feed(TextDelta(index=0, text="late"))
     assert a.error is not None and a.turn().content == ()
     assert a.turn().stop_reason == "error"

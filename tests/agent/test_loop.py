@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from tether import AgentConfig
 from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.loop import INTERRUPTED, Agent
 from tether.errors import RunError
 from tether.messages import TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
-from tether.providers.base import ErrorEvent, TextDelta, TextStart, ToolCallDelta, ToolCallStart
-from tether.providers.retry import RetryPolicy
+from tether.providers.base import StreamError, TextDelta, TextStart, ToolCallDelta, ToolCallStart
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, UnexpectedRequestError, call
 from tether.tools.base import tool
 from tether.tools.builtins import builtin_tools
+
+ONE_ATTEMPT = AgentConfig(retry={"max_attempts": 1})
 
 
 def _stored_turns(path: Path) -> list[Turn]:
@@ -98,14 +100,14 @@ async def test_provider_error_stops_the_run_and_persists_nothing_partial(tmp_pat
         TextDelta(index=0, text="half an ans"),
         ToolCallStart(index=1, id="x", name="bash"),
         ToolCallDelta(index=1, arguments_delta='{"command": "rm -rf'),
-        ErrorEvent(kind="overloaded", message="Overloaded", status_code=200),
+        StreamError(kind="overloaded", message="Overloaded", status_code=200),
     ]
     agent = Agent(
         ScriptedProvider([partial]),
         tools=builtin_tools(),
         root=tmp_path,
         session=writer,
-        retry=RetryPolicy(max_attempts=1),
+        config=ONE_ATTEMPT,
     )
     with pytest.raises(RunError) as info:
         await agent.run("go")
@@ -125,7 +127,9 @@ async def test_colliding_call_ids_are_reminted_before_running(tmp_path: Path) ->
 
 async def test_max_turns_stops_the_loop(tmp_path: Path) -> None:
     provider = ScriptedProvider(lambda _r: call("ls"))
-    agent = Agent(provider, tools=builtin_tools(), root=tmp_path, max_turns=3)
+    agent = Agent(
+        provider, tools=builtin_tools(), root=tmp_path, config=AgentConfig(run={"max_turns": 3})
+    )
     result = await agent.run("loop")
     assert result.stop_reason == "max_turns" and len(provider.requests) == 3
 
@@ -232,13 +236,13 @@ async def test_cancel_mid_stream_persists_the_partial_turn_and_closes_its_calls(
 
 async def test_a_failed_run_still_ends_with_done(tmp_path: Path) -> None:
     events: list[AgentEvent] = []
-    provider = ScriptedProvider([call("ls"), ErrorEvent(kind="rate_limited", message="slow down")])
+    provider = ScriptedProvider([call("ls"), StreamError(kind="rate_limited", message="slow down")])
     agent = Agent(
         provider,
         tools=builtin_tools(),
         root=tmp_path,
         on_event=events.append,
-        retry=RetryPolicy(max_attempts=1),
+        config=ONE_ATTEMPT,
     )
     with pytest.raises(RunError):
         await agent.run("go")

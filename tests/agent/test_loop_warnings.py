@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tether.agent.events import AgentEvent, WarningEvent, event_to_dict
 from tether.agent.loop import Agent
-from tether.providers.base import Done, TextDelta, TextEnd, TextStart
-from tether.providers.base import WarningEvent as ProviderWarning
+from tether.providers.base import StreamDone, TextDelta, TextEnd, TextStart
+from tether.providers.base import StreamWarning as ProviderWarning
 from tether.testing import ScriptedProvider
 
 
@@ -26,7 +26,7 @@ async def test_provider_warning_is_emitted(tmp_path: Path) -> None:
                 TextDelta(index=0, text="ok"),
                 TextEnd(index=0),
                 warning,
-                Done(stop_reason="end_turn"),
+                StreamDone(stop_reason="end_turn"),
             ]
         ]
     )

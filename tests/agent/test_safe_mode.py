@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tether import AgentConfig, Runtime
 from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
 from tether.agent.loop import Agent
 from tether.errors import ConfigError
@@ -31,6 +33,21 @@ def any_sandbox() -> Sandbox:
     return found
 
 
+def make_agent(
+    provider: ScriptedProvider,
+    *,
+    sandbox: Sandbox | None,
+    safe: bool = False,
+    refused_env: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    **kw: Any,
+) -> Agent:
+    tools: dict[str, Any] = {"sandbox": sandbox.kind if sandbox else "none", "safe": safe}
+    if refused_env is not None:
+        tools["refused_env"] = refused_env
+    return Agent(provider, config=AgentConfig(tools=tools), runtime=Runtime(env=env), **kw)
+
+
 def _names(request_tools: tuple[object, ...]) -> list[str]:
     return [getattr(t, "name", "") for t in request_tools]
 
@@ -46,7 +63,7 @@ async def test_no_sandbox_forces_safe_mode_warns_once_and_refuses_writes(tmp_pat
         ]
     )
     events: list[AgentEvent] = []
-    agent = Agent(
+    agent = make_agent(
         provider, tools=builtin_tools(), root=tmp_path, sandbox=None, on_event=events.append
     )
     assert agent.safe_mode and agent.safe_mode_forced
@@ -68,8 +85,8 @@ async def test_no_sandbox_forces_safe_mode_warns_once_and_refuses_writes(tmp_pat
 
 async def test_safe_flag_with_a_sandbox(tmp_path: Path) -> None:
     provider = ScriptedProvider([call("write", path="f.txt", content="x"), "ok"])
-    agent = Agent(
-        provider, tools=builtin_tools(), root=tmp_path, sandbox=any_sandbox(), safe_mode=True
+    agent = make_agent(
+        provider, tools=builtin_tools(), root=tmp_path, sandbox=any_sandbox(), safe=True
     )
     await agent.run("go")
     assert _names(provider.requests[0].tools) == SAFE_BUILTINS
@@ -99,7 +116,7 @@ async def test_switch_takes_effect_from_the_next_request(tmp_path: Path) -> None
         ]
     )
     events: list[AgentEvent] = []
-    agent = Agent(
+    agent = make_agent(
         provider,
         tools=[*builtin_tools(), tool(lock_down, safe=True)],
         root=tmp_path,
@@ -159,16 +176,16 @@ async def test_refused_env_is_a_parameter(tmp_path: Path) -> None:
         [call("bash", command='echo "[$CORP_VAULT_KEYRING]"; echo corp-vault-value-1234'), "ok"]
     )
     events: list[AgentEvent] = []
-    agent = Agent(
+    agent = make_agent(
         provider,
         tools=builtin_tools(),
         root=tmp_path,
         sandbox=any_sandbox(),
         env={"PATH": os.environ["PATH"], "CORP_VAULT_KEYRING": "corp-vault-value-1234"},
-        refused_env=(*DEFAULT_REFUSED, "CORP_VAULT_*"),
+        refused_env=[*DEFAULT_REFUSED, "CORP_VAULT_*"],
         on_event=events.append,
     )
-    assert "CORP_VAULT_KEYRING" not in agent.context.env
+    assert "CORP_VAULT_KEYRING" not in agent.tool_context.env
     await agent.run("go")
     (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
     assert result.content.splitlines() == ["[]", "[REDACTED]"]  # value also masked in output

@@ -17,6 +17,7 @@ PURE_COMPACTION = ("pressure", "monitor", "windows", "rounds", "prompt", "tail",
 
 BELOW_AGENT = (
     "messages.py",
+    "config.py",
     "wire",
     "providers",
     "tools",
@@ -78,3 +79,43 @@ def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
 def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
     bad = {m for m in tether_imports(path) if m.startswith(("tether.agent", "tether.cli"))}
     assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in files(".") if "cli" not in p.relative_to(SRC).parts],
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_nothing_outside_cli_imports_cli(path: Path) -> None:
+    bad = {m for m in tether_imports(path) if m.startswith("tether.cli")}
+    assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
+def test_the_public_api_is_listed_in_one_place_and_every_name_exists_and_is_documented() -> None:
+    import importlib
+
+    import tether
+
+    api = tether.PUBLIC_API
+    assert sorted(tether.__all__) == sorted(api)
+    for name, module in api.items():
+        value = getattr(importlib.import_module(module), name)
+        assert getattr(tether, name) is value, name
+        if callable(value) or isinstance(value, type):
+            assert (getattr(value, "__doc__", None) or "").strip(), f"{name} has no docstring"
+    # the type-checking imports in tether/__init__.py name the same set, from the same modules
+    tree = ast.parse((SRC / "__init__.py").read_text())
+    typed = {
+        (alias.asname or alias.name, node.module)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tether.")
+        for alias in node.names
+    }
+    assert typed == set(api.items())
+
+
+def test_a_module_outside_the_public_api_is_not_reexported_at_the_top() -> None:
+    import tether
+
+    with pytest.raises(AttributeError):
+        tether.loop  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]

@@ -12,8 +12,8 @@ import pytest
 from test_cli_faults import events, tether
 
 from faultserver import FaultServer, error_after_200, text, tool
+from tether.agent import build
 from tether.agent.limits import GeometricDecay, StepDecay
-from tether.cli import agent_setup as setup
 from tether.errors import AuthError, ConfigError
 from tether.providers.fallback import ModelRef
 from tether.settings import Settings
@@ -25,7 +25,7 @@ def _settings(data: dict[str, Any]) -> Settings:
 
 
 def refs(data: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(r.provider, r.model) for r in setup.model_refs(_settings(data))]
+    return [(r.provider, r.model) for r in build.model_refs(_settings(data))]
 
 
 def test_unset_selection_is_each_configured_default_else_local() -> None:
@@ -65,7 +65,7 @@ def test_selection_pins_spreads_and_deduplicates() -> None:
 )
 def test_a_bad_selection_is_an_error_at_start(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        setup.model_refs(_settings(data))
+        build.model_refs(_settings(data))
 
 
 def test_chain_skips_entries_without_a_key_and_fails_with_the_first_error(
@@ -74,19 +74,21 @@ def test_chain_skips_entries_without_a_key_and_fails_with_the_first_error(
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     notes: list[str] = []
-    loaded = type("L", (), {"settings": _settings({"model": ["openai/gpt-4o", "local"]})})()
-    chain = setup.provider_chain(None, None, loaded, notes.append)  # type: ignore[arg-type]
+    settings = _settings({"model": ["openai/gpt-4o", "local"]})
+    chain = build.resolve_models(None, settings, note=notes.append)
     assert [p.name for p in chain] == ["local"]
     assert len(notes) == 1 and "skipping model 'openai/gpt-4o'" in notes[0]
-    loaded.settings = _settings({"model": ["openai/gpt-4o", "anthropic/claude-x"]})
+    settings = _settings({"model": ["openai/gpt-4o", "anthropic/claude-x"]})
     with pytest.raises(AuthError, match="OPENAI_API_KEY"):
-        setup.provider_chain(None, None, loaded, notes.append)  # type: ignore[arg-type]
-    assert ModelRef(provider="local", model="") in setup.model_refs(_settings({}))
+        build.resolve_models(None, settings, note=notes.append)
+    with pytest.raises(AuthError, match="OPENAI_API_KEY"):  # an explicit model: strict
+        build.resolve_models(["openai/gpt-4o", "local"], _settings({}))
+    assert ModelRef(provider="local", model="") in build.model_refs(_settings({}))
 
 
 def test_thinking_settings_become_decay_policies() -> None:
     def decay(thinking: dict[str, Any]) -> object:
-        return setup.thinking_decay(_settings({"run": {"thinking": thinking}}))
+        return build.thinking_decay(_settings({"run": {"thinking": thinking}}))
 
     assert decay({}) is None
     assert decay({"budget_tokens": 8000}) == StepDecay(
@@ -103,13 +105,13 @@ def test_thinking_settings_become_decay_policies() -> None:
 
 
 def test_deny_paths_add_to_the_dotenv_rules() -> None:
-    policy = setup.path_policy(_settings({"tools": {"deny_paths": ["**/*.pem"]}}))
+    policy = build.path_policy(_settings({"tools": {"deny_paths": ["**/*.pem"]}}))
     assert "**/.env" in policy.deny_read and "**/*.pem" in policy.deny_read
     assert "**/*.pem" in policy.deny_write
 
 
 def test_refused_env_has_the_defaults_and_every_providers_key_variable() -> None:
-    refused = setup.refused_env(
+    refused = build.refused_env(
         _settings({"providers": {"w": {"type": "openai", "api_key_env": "WORK_LLM_KEY"}}})
     )
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "WORK_LLM_KEY"} <= set(refused)
@@ -126,7 +128,7 @@ def test_tool_folders_are_scanned_and_problems_noted(tmp_path: Path) -> None:
     )
     (folder / "broken.py").write_text("import nonexistent_module_xyz\n")
     notes: list[str] = []
-    names = [t.name for t in setup.run_tools(Settings(), tmp_path, notes.append)]
+    names = [t.name for t in build.folder_tools(Settings(), tmp_path, notes.append)]
     assert "hello" in names and "bash" in names
     assert len(notes) == 1 and "broken.py" in notes[0]
     (folder / "dup.py").write_text(
@@ -134,17 +136,17 @@ def test_tool_folders_are_scanned_and_problems_noted(tmp_path: Path) -> None:
         '    """Shadow the built-in."""\n    return command\n'
     )
     with pytest.raises(ConfigError, match="bash"):
-        setup.run_tools(Settings(), tmp_path, notes.append)
+        build.folder_tools(Settings(), tmp_path, notes.append)
     with pytest.raises(ConfigError, match="not a folder"):
-        setup.run_tools(_settings({"tools": {"folders": ["missing"]}}), tmp_path, notes.append)
+        build.folder_tools(_settings({"tools": {"folders": ["missing"]}}), tmp_path, notes.append)
 
 
 def test_context_settings_reach_the_monitor_and_the_output_threshold() -> None:
     provider = ScriptedProvider([], model="qwen3-32b")
     warnings: list[str] = []
     off = _settings({"context": {"auto_compact": False}})
-    limits = setup.run_limits(provider, setup.ContextOptions(), off, warn=warnings.append)
-    assert setup.context_manager_for(limits, setup.ContextOptions(), off) is None
+    limits = build.model_limits(provider, None, warnings.append)
+    assert build.context_manager(limits, off) is None
     on = _settings(
         {
             "context": {
@@ -153,23 +155,21 @@ def test_context_settings_reach_the_monitor_and_the_output_threshold() -> None:
             }
         }
     )
-    limits = setup.run_limits(provider, setup.ContextOptions(), on, warn=warnings.append)
-    manager = setup.context_manager_for(limits, setup.ContextOptions(), on)
+    limits = build.model_limits(
+        provider, None, warnings.append, configured=build.configured_windows(on)
+    )
+    manager = build.context_manager(limits, on)
     assert manager is not None
     monitor = manager.monitor
     assert monitor.limits.context_window == 32768 and monitor.limits.source == "settings"
     assert monitor.policy.threshold == 0.6
     assert warnings == []  # a configured window needs no "unknown model" warning
     # one tool result may fill at most a quarter of the window (~4 chars per token): T25
-    assert setup.output_threshold_chars(on, limits) == 32768
-    small = setup.run_limits(
-        provider, setup.ContextOptions(context_window=8192), on, warn=warnings.append
-    )
-    assert setup.output_threshold_chars(on, small) == 8192
-    big = setup.run_limits(
-        provider, setup.ContextOptions(context_window=1_000_000), on, warn=warnings.append
-    )
-    assert setup.output_threshold_chars(on, big) == 50_000  # the setting caps it
+    assert build.output_threshold_chars(on, limits) == 32768
+    small = build.model_limits(provider, 8192, warnings.append)
+    assert build.output_threshold_chars(on, small) == 8192
+    big = build.model_limits(provider, 1_000_000, warnings.append)
+    assert build.output_threshold_chars(on, big) == 50_000  # the setting caps it
 
 
 def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -> None:
@@ -266,16 +266,13 @@ async def test_a_key_from_the_credential_file_is_redacted_from_tool_output(
     settings = _settings({"providers": {"work": {"type": "openai", "model": "m"}}})
     provider = ScriptedProvider([call("bash", command="cat leaked.json"), "done"], model="m")
     provider.name = "work"
-    assert setup.provider_keys([provider], settings) == (key,)
+    assert build.provider_keys([provider], settings) == (key,)
     work = tmp_path / "w"
     work.mkdir()
     # a copy of the credential file inside the project (the sandbox hides the real one's /tmp)
     (work / "leaked.json").write_text(credentials_path().read_text())
-    agent = Agent(
-        provider,
-        tools=setup.run_tools(Settings(), work, print),
-        root=work,
-        secret_texts=setup.provider_keys([provider], settings),
+    agent = Agent(  # the agent finds the key itself, from the config's providers
+        provider, config=settings, tools=build.folder_tools(Settings(), work, print), root=work
     )
     await agent.run("show me")
     shown = agent.history[2].tool_results[0].text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tether import Runtime
 from tether.agent.loop import INTERRUPTED, Agent
 from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
 from tether.session import SessionStore
@@ -58,7 +59,13 @@ def test_t31_harness_keys_never_reach_the_session_file(tmp_path: Path) -> None:
         tools=builtin_tools(),
         root=tmp_path,
         session=writer,
-        env={"ANTHROPIC_API_KEY": secret, "HF_TOKEN": "hf_abcdefghijklmnop", "PATH": os.environ["PATH"]},
+        runtime=Runtime(
+            env={
+                "ANTHROPIC_API_KEY": secret,
+                "HF_TOKEN": "hf_abcdefghijklmnop",
+                "PATH": os.environ["PATH"],
+            }
+        ),
     )
     asyncio.run(agent.run("show env"))
     text = writer.path.read_text()

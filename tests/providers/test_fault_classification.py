@@ -1,8 +1,8 @@
-"""Provider faults → exactly one terminal ErrorEvent with the right kind, through both real SDKs.
+"""Provider faults → exactly one terminal StreamError with the right kind, through both real SDKs.
 
 Faults are produced by a mocked httpx2 transport: HTTP statuses, an error event inside a 200
 stream, a data line that is not JSON, a connection reset / read timeout mid-body, a refused
-connection. Cancellation must propagate, never become an ErrorEvent.
+connection. Cancellation must propagate, never become an StreamError.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from _provider_replay import Handler, Server, collect, run, simple_request, sse, sse_response
 
 from tether.providers.anthropic import AnthropicProvider
-from tether.providers.base import ErrorEvent, Provider
+from tether.providers.base import Provider, StreamError
 from tether.providers.errors import classify_exception, classify_status, parse_retry_after
 from tether.providers.openai_chat import OpenAIChatProvider
 
@@ -88,7 +88,7 @@ def json_error(status: int, body: dict[str, Any], headers: dict[str, str] | None
     return handler
 
 
-async def error_of(make: ProviderFactory, handler: Handler) -> ErrorEvent:
+async def error_of(make: ProviderFactory, handler: Handler) -> StreamError:
     result = await run(make(Server([handler])), simple_request())
     err = result.assembler.error
     assert err is not None, result.events

@@ -29,6 +29,7 @@ from faultserver import (
     tool,
     truncated_tool,
 )
+from tether import AgentConfig, Runtime
 from tether.agent.events import AgentEvent, FallbackEvent, RetryEvent
 from tether.agent.loop import Agent
 from tether.errors import LengthResumeExhausted, RunError
@@ -53,6 +54,18 @@ def anthropic(server: FaultServer) -> Provider:
 
 
 BOTH = pytest.mark.parametrize("make", [openai, anthropic], ids=["openai", "anthropic"])
+
+
+def make_agent(
+    model: Provider | list[Provider], policy: RetryPolicy, run: dict[str, Any] | None = None, **kw: Any
+) -> Agent:
+    """An Agent whose config carries `policy` (and the `run` section given)."""
+    retry = {
+        "max_attempts": policy.max_attempts,
+        "base": f"{policy.retry_base_s}s",
+        "max": f"{policy.retry_max_s}s",
+    }
+    return Agent(model, config=AgentConfig(retry=retry, run=run or {}), **kw)
 
 
 class Harness:
@@ -82,14 +95,13 @@ class Harness:
             self.sleeps.append(seconds)
 
         self.tool: Tool = make_tool(write)
-        self.agent = Agent(
+        self.agent = make_agent(
             providers,
+            policy,
             tools=[self.tool],
             root=tmp_path,
             session=self.writer,
-            retry=policy,
-            sleep=sleep,
-            rng=lambda: 0.5,
+            runtime=Runtime(sleep=sleep, rng=lambda: 0.5),
             on_event=self.events.append,
             **kw,
         )
@@ -324,13 +336,10 @@ async def test_auth_falls_back_but_context_overflow_does_not(tmp_path: Path) -> 
     assert info.value.kind == "context_overflow" and not h.of(FallbackEvent)
 
 
-async def test_fallback_kwarg_keeps_the_single_provider_form(tmp_path: Path) -> None:
+async def test_a_model_list_is_the_fallback_chain(tmp_path: Path) -> None:
     with FaultServer([status(500), text("second")]) as server:
-        agent = Agent(
-            openai(server),
-            fallback=[anthropic(server)],
-            retry=RetryPolicy(max_attempts=1),
-            root=tmp_path,
+        agent = make_agent(
+            [openai(server), anthropic(server)], RetryPolicy(max_attempts=1), root=tmp_path
         )
         assert agent.provider.name == "openai" and len(agent.chain) == 2
         assert (await agent.run("go")).text == "second"
@@ -389,7 +398,6 @@ async def test_empty_continuations_stop_with_a_typed_error(tmp_path: Path, make:
 
 
 async def test_thinking_budget_reaches_the_request(tmp_path: Path) -> None:
-    from tether.agent.limits import StepDecay
     from tether.testing import ScriptedProvider, call
 
     provider = ScriptedProvider([call("write", path="a", content="b"), "done"])
@@ -397,7 +405,7 @@ async def test_thinking_budget_reaches_the_request(tmp_path: Path) -> None:
         tmp_path,
         [provider],
         POLICY,
-        thinking_decay=StepDecay(full_tokens=8000, floor_tokens=1024, after_turn=1),
+        run={"thinking": {"budget_tokens": 8000, "decay": "step", "floor": 1024, "after_turn": 1}},
     )
     await h.agent.run("go")
     assert [r.thinking_budget_tokens for r in provider.requests] == [8000, 1024]

@@ -38,7 +38,7 @@ from tether.messages import (
     text_turn,
     tool_result,
 )
-from tether.providers.base import ErrorEvent, ModelRequest, ToolSpec
+from tether.providers.base import ModelRequest, StreamError, ToolSpec
 from tether.providers.google import GoogleProvider, set_json_path
 from tether.providers.google_request import SKIP_SIGNATURE, decode_signature, encode_signature
 
@@ -261,7 +261,7 @@ async def test_cut_stream_is_network_error_and_call_not_finalized() -> None:
         simple_request(),
     )
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "network"
+    assert isinstance(err, StreamError) and err.kind == "network"
     assert all(c.invalid for c in r.turn.tool_calls)
 
 
@@ -283,7 +283,7 @@ async def test_http_error_is_classified() -> None:
         simple_request(),
     )
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent)
+    assert isinstance(err, StreamError)
     assert err.kind == "rate_limited" and err.retry_after_s == 17.0
 
 

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tether.messages import ThinkingBlock, ToolCallBlock, Turn, Usage, text_turn, tool_result
-from tether.providers.base import ErrorEvent, ModelRequest, ToolSpec, WarningEvent
+from tether.providers.base import ModelRequest, StreamError, StreamWarning, ToolSpec
 from tether.providers.ollama import (
     DEFAULT_NUM_CTX,
     OllamaProvider,
@@ -158,7 +158,7 @@ async def test_a_request_that_cannot_fit_num_ctx_is_an_overflow_not_sent() -> No
     server = OllamaServer([frames(done_frame(2048))])
     r = await run(server.provider(num_ctx=2048), simple_request("m", big))
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "context_overflow"
+    assert isinstance(err, StreamError) and err.kind == "context_overflow"
     assert "2048" in err.message and server.requests == []
 
 
@@ -176,7 +176,7 @@ async def test_a_prompt_cut_to_num_ctx_is_an_overflow_and_its_reply_dropped() ->
     )
     r = await run(server.provider(num_ctx=2048), simple_request("m", text))
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "context_overflow"
+    assert isinstance(err, StreamError) and err.kind == "context_overflow"
     assert r.assembler.usage is None  # the cut prompt's count is not trusted
     assert server.requests[0]["options"]["num_ctx"] == 2048
 
@@ -192,7 +192,7 @@ async def test_an_under_report_that_does_not_fill_the_window_is_a_warning() -> N
         ]
     )
     r = await run(server.provider(num_ctx=8192), simple_request("m", text))
-    (w,) = [e for e in r.events if isinstance(e, WarningEvent)]
+    (w,) = [e for e in r.events if isinstance(e, StreamWarning)]
     assert w.kind == "truncated_prompt" and r.events[-1].type == "done"
 
 
@@ -226,7 +226,7 @@ async def test_http_error_and_in_stream_error_are_classified() -> None:
     )
     r = await run(server.provider(), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "provider" and err.status_code == 404
+    assert isinstance(err, StreamError) and err.kind == "provider" and err.status_code == 404
     assert "not found" in err.message
     server = OllamaServer(
         [
@@ -238,7 +238,7 @@ async def test_http_error_and_in_stream_error_are_classified() -> None:
     )
     r = await run(server.provider(), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and "running the model" in err.message
+    assert isinstance(err, StreamError) and "running the model" in err.message
 
 
 async def test_connection_refused_is_network() -> None:
@@ -248,7 +248,7 @@ async def test_connection_refused_is_network() -> None:
     client = ollama.AsyncClient(host="http://ollama.test", transport=httpx.MockTransport(refuse))
     r = await run(OllamaProvider("m", client=client), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "network"
+    assert isinstance(err, StreamError) and err.kind == "network"
 
 
 async def test_stream_without_done_frame_is_network_error() -> None:
@@ -257,7 +257,7 @@ async def test_stream_without_done_frame_is_network_error() -> None:
     )
     r = await run(server.provider(), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "network"
+    assert isinstance(err, StreamError) and err.kind == "network"
 
 
 def test_host_from_env(monkeypatch: Any) -> None:

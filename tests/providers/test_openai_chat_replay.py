@@ -23,7 +23,7 @@ from _provider_replay import (
 )
 
 from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, Usage
-from tether.providers.base import ErrorEvent
+from tether.providers.base import StreamError
 from tether.providers.openai_chat import OpenAIChatProvider
 
 
@@ -107,7 +107,7 @@ async def test_groq_midstream_error_event_then_retry() -> None:
     recs = load_cassette(OPENAI_DIR / "pai-groq-midstream-error-event.yaml")
     failed, retried, answered = await replay(recs, base_url="https://api.groq.com/openai/v1")
     err = failed.assembler.error
-    assert isinstance(err, ErrorEvent)
+    assert isinstance(err, StreamError)
     # HTTP 200, then `event: error` with a 400 invalid_request_error body: a provider fault.
     assert err.kind == "provider" and err.status_code == 200
     assert err.message.startswith("Tool call validation failed")

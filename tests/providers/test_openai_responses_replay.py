@@ -32,7 +32,7 @@ from tether.messages import (
     text_turn,
     tool_result,
 )
-from tether.providers.base import ErrorEvent, ModelRequest, ToolSpec
+from tether.providers.base import ModelRequest, StreamError, ToolSpec
 from tether.providers.openai_responses import (
     OpenAIResponsesProvider,
     is_reasoning_model,
@@ -206,7 +206,7 @@ async def test_error_event_is_classified() -> None:
     (rec,) = chunk_responses(DIR / "vai-error-insufficient-quota.chunks.jsonl")
     r = await run(provider(Server([rec])), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent)
+    assert isinstance(err, StreamError)
     assert "exceeded your current quota" in err.message
     assert err.kind == "auth"  # quota exhausted: an account problem, not retried
     assert err.code == "insufficient_quota"
@@ -221,7 +221,7 @@ async def test_response_failed_event_without_error_event() -> None:
     ]
     r = await run(provider(Server([sse_response(sse(payloads, named=True))])), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and "quota" in err.message and err.status_code == 200
+    assert isinstance(err, StreamError) and "quota" in err.message and err.status_code == 200
     assert err.kind == "auth" and err.code == "insufficient_quota"
 
 
@@ -230,7 +230,7 @@ async def test_truncated_stream_is_a_network_error() -> None:
     first = split_responses(payloads)[0][:-1]  # drop response.completed
     r = await run(provider(Server([sse_response(sse(first, named=True))])), simple_request())
     err = r.events[-1]
-    assert isinstance(err, ErrorEvent) and err.kind == "network"
+    assert isinstance(err, StreamError) and err.kind == "network"
 
 
 def test_request_conversion_tools_and_system() -> None:

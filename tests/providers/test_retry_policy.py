@@ -19,7 +19,7 @@ from tether.agent.limits import (
 from tether.durations import parse_duration
 from tether.errors import ConfigError, LengthResumeExhausted, exit_code_for
 from tether.messages import Provenance, TextBlock, Turn, Usage
-from tether.providers.base import ErrorEvent, ErrorKind
+from tether.providers.base import ErrorKind, StreamError
 from tether.providers.errors import classify_status, error_code, is_quota_error, parse_retry_after
 from tether.providers.fallback import ModelRef, falls_back, resolve_chain
 from tether.providers.pricing import cost_usd, price_for, turns_cost_usd, turns_usage, usage_line
@@ -102,8 +102,8 @@ def test_parse_duration_never_crashes_otherwise(text: str) -> None:
 
 def ev(
     kind: ErrorKind, status: int | None = None, after: float | None = None, code: str | None = None
-) -> ErrorEvent:
-    return ErrorEvent(kind=kind, message="x", status_code=status, retry_after_s=after, code=code)
+) -> StreamError:
+    return StreamError(kind=kind, message="x", status_code=status, retry_after_s=after, code=code)
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ def ev(
         (ev("cancelled"), False),
     ],
 )
-def test_is_retryable(event: ErrorEvent, retry: bool) -> None:
+def test_is_retryable(event: StreamError, retry: bool) -> None:
     assert is_retryable(event) is retry
 
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tether import AgentConfig
 from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.loop import Agent
 from tether.messages import ImageBlock, TextBlock, ToolResultBlock, Turn
@@ -301,7 +302,7 @@ async def test_loop_stores_and_reports_the_gated_result(tmp_path: Path) -> None:
         session=writer,
         session_dir=store.artifact_dir("s1"),
         on_event=events.append,
-        tool_output_threshold_chars=10_000,
+        config=AgentConfig(tools={"output_threshold_chars": 10_000}),
     )
     await agent.run("go")
     writer.close()

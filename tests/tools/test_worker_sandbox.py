@@ -5,9 +5,11 @@ inside it works — under each sandbox kind this machine has."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tether import AgentConfig
 from tether.agent.loop import Agent
 from tether.testing import ScriptedProvider, call
 from tether.tools.sandbox import SandboxKind, available
@@ -28,6 +30,10 @@ def put(path: str, text: str) -> str:
     Path(path).write_text(text)
     return "written"
 '''
+
+
+def make_agent(provider: ScriptedProvider, *, sandbox: str, **kw: Any) -> Agent:
+    return Agent(provider, config=AgentConfig(tools={"sandbox": sandbox}), **kw)
 
 
 @pytest.mark.parametrize("kind", ["bwrap", "landlock"])
@@ -52,7 +58,7 @@ async def test_a_folder_tool_cannot_write_outside_the_project(
             "done",
         ]
     )
-    agent = Agent(provider, tools=folders.registry, root=work, sandbox=sandbox)
+    agent = make_agent(provider, tools=folders.registry, root=work, sandbox=sandbox.kind)
     await agent.run("go")
     out_result, tools_result, in_result = (agent.history[i].tool_results[0] for i in (2, 4, 6))
     # outside the project: hidden by the sandbox's private /tmp or refused, never written
@@ -77,8 +83,8 @@ async def test_a_project_file_cannot_shadow_a_module_in_the_worker(tmp_path: Pat
         '    """Count."""\n    return "3"\n'
     )
     provider = ScriptedProvider([call("count"), "done"])
-    agent = Agent(
-        provider, tools=scan_tool_folders([tools_dir]).registry, root=work, sandbox=None
+    agent = make_agent(
+        provider, tools=scan_tool_folders([tools_dir]).registry, root=work, sandbox="none"
     )
     await agent.run("go")
     result = agent.history[2].tool_results[0]

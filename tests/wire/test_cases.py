@@ -23,7 +23,7 @@ from tether.messages import (
     turn_to_json,
 )
 from tether.providers.assemble import Assembler
-from tether.providers.base import Done, ToolCallDelta, ToolCallEnd, ToolCallStart
+from tether.providers.base import StreamDone, ToolCallDelta, ToolCallEnd, ToolCallStart
 from tether.wire import (
     NO_OUTPUT_TEXT,
     Repair,
@@ -240,7 +240,7 @@ def test_t04_missing_stream_id_is_minted_once_and_used_everywhere() -> None:
         ToolCallStart(index=0, id=None, name="get_weather"),
         ToolCallDelta(index=0, arguments_delta='{"city": "Paris"}'),
         ToolCallEnd(index=0),
-        Done(stop_reason="tool_use"),
+        StreamDone(stop_reason="tool_use"),
     ):
         asm.feed(ev)
     turn = asm.turn()
@@ -288,7 +288,7 @@ def test_t05_duplicate_ids_in_one_turn_are_reminted_before_persisting() -> None:
         ToolCallDelta(index=1, arguments_delta='{"path": "b.md"}'),
         ToolCallEnd(index=0),
         ToolCallEnd(index=1),
-        Done(stop_reason="tool_use"),
+        StreamDone(stop_reason="tool_use"),
     ):
         asm.feed(ev)
     raw = asm.turn()

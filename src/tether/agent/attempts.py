@@ -7,8 +7,8 @@ Does not own: the retry and fallback rules (`tether.providers.retry`, `tether.pr
 building the request (the loop passes a builder: the wire view differs per target), persisting
 the turn (the loop does, after success).
 
-Guarantees: a failed attempt's events never reach the session, and when it had streamed deltas
-a `discard` event tells the host to drop them; its partial turn is dropped before any wait, so a cancellation during the wait persists nothing of it. `current` is the
+Guarantees: a failed attempt's events never reach the session; its partial turn is dropped
+before any wait, so a cancellation during the wait persists nothing of it. `current` is the
 assembler of the attempt in flight (the loop persists its partial turn on cancellation).
 """
 
@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from tether.agent.events import (
     AgentEvent,
     DiscardEvent,
-    ErrorOutEvent,
+    ErrorEvent,
     FallbackEvent,
     RetryEvent,
     TextDeltaEvent,
@@ -29,20 +30,22 @@ from tether.agent.events import (
     WarningEvent,
 )
 from tether.errors import RunError
-from tether.messages import Provenance
+from tether.messages import Provenance, Usage
 from tether.providers.assemble import Assembler
 from tether.providers.base import (
-    ErrorEvent,
     ModelRequest,
     Provider,
+    StreamError,
     TextDelta,
     ThinkingDelta,
 )
-from tether.providers.base import WarningEvent as ProviderWarning
+from tether.providers.base import StreamWarning as ProviderWarning
 from tether.providers.fallback import falls_back
 from tether.providers.retry import AttemptFailed, Delay, RetryPolicy, is_retryable, retrying
 
 INCOMPLETE = "the stream ended without a terminal event"
+SIDE_TURN_ID = "side-request"
+"""The id of a side request's assembled reply (never persisted)."""
 
 RequestBuilder = Callable[[int, Provider], ModelRequest]
 """(index in the chain, provider) → the request for that provider (its own wire view)."""
@@ -87,7 +90,12 @@ class Attempts:
         self.current: Assembler | None = None
 
     async def request(
-        self, turn_id: str, build: RequestBuilder, *, quiet: Sequence[str] = ()
+        self,
+        turn_id: str,
+        build: RequestBuilder,
+        *,
+        quiet: Sequence[str] | bool = (),
+        deltas: bool = True,
     ) -> tuple[Provider, Assembler]:
         """Get one complete reply.
 
@@ -95,7 +103,10 @@ class Attempts:
             turn_id: the id the assembled turn gets (the same for every attempt).
             build: makes the request for a chain position.
             quiet: error kinds raised without the `error` event (the caller handles them, e.g.
-                `context_overflow` answered by a compaction, and emits the event if it cannot).
+                `context_overflow` answered by a compaction, and emits the event if it cannot);
+                True for every kind.
+            deltas: emit `text_delta` / `thinking_delta` events (False for side requests such
+                as a compaction summary, which the host does not show as the answer).
 
         Returns:
             The provider that answered and the finished assembler (its `done` is set).
@@ -106,7 +117,7 @@ class Attempts:
             asyncio.CancelledError: propagated; `current` holds the attempt in flight, if any.
         """
         self.current = None
-        last: ErrorEvent | None = None
+        last: StreamError | None = None
         for i, provider in enumerate(self.chain):
             if last is not None:
                 self.emit(
@@ -119,21 +130,21 @@ class Attempts:
                 )
             request = build(i, provider)
             try:
-                return provider, await self._on_provider(provider, request, turn_id)
+                return provider, await self._on_provider(provider, request, turn_id, deltas)
             except AttemptFailed as failed:
                 last = failed.event
                 if not falls_back(last):
                     break
         assert last is not None
         message = self._explain(last)
-        if last.kind not in quiet:
-            self.emit(ErrorOutEvent(kind=last.kind, message=message))
+        if quiet is not True and (quiet is False or last.kind not in quiet):
+            self.emit(ErrorEvent(kind=last.kind, message=message))
         raise RunError(last.kind, message)
 
     async def _on_provider(
-        self, provider: Provider, request: ModelRequest, turn_id: str
+        self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool
     ) -> Assembler:
-        def on_retry(attempt: int, event: ErrorEvent, delay: Delay) -> None:
+        def on_retry(attempt: int, event: StreamError, delay: Delay) -> None:
             self.emit(
                 RetryEvent(
                     attempt=attempt,
@@ -150,10 +161,12 @@ class Attempts:
             self.policy, sleep=self.sleep, rng=self.rng, on_retry=on_retry
         ):
             with attempt:
-                return await self._attempt(provider, request, turn_id)
+                return await self._attempt(provider, request, turn_id, deltas)
         raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
 
-    async def _attempt(self, provider: Provider, request: ModelRequest, turn_id: str) -> Assembler:
+    async def _attempt(
+        self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool = True
+    ) -> Assembler:
         """One attempt: stream into a fresh assembler. Raises AttemptFailed on a fault, after
         dropping the partial turn."""
         assembler = Assembler(turn_id, provenance_of(provider))
@@ -161,18 +174,20 @@ class Attempts:
         text_chars = thinking_chars = 0
         async for event in provider.stream(request):
             assembler.feed(event)
-            if isinstance(event, TextDelta):
+            if not deltas:
+                pass
+            elif isinstance(event, TextDelta):
                 text_chars += len(event.text)
                 self.emit(TextDeltaEvent(text=event.text))
             elif isinstance(event, ThinkingDelta):
                 thinking_chars += len(event.text)
                 self.emit(ThinkingDeltaEvent(text=event.text))
-            elif isinstance(event, ProviderWarning):
+            if isinstance(event, ProviderWarning):
                 self.emit(WarningEvent(kind=event.kind, message=event.message))
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it
-        failure = assembler.error or ErrorEvent(kind="network", message=INCOMPLETE)
+        failure = assembler.error or StreamError(kind="network", message=INCOMPLETE)
         if text_chars or thinking_chars:  # hosts already showed them: tell them to drop them
             self.emit(
                 DiscardEvent(
@@ -181,7 +196,7 @@ class Attempts:
             )
         raise AttemptFailed(failure)
 
-    def _explain(self, event: ErrorEvent) -> str:
+    def _explain(self, event: StreamError) -> str:
         """The final message; says when to come back if the server's wait exceeded the cap."""
         after = event.retry_after_s
         if after is not None and is_retryable(event) and after > self.policy.retry_max_s:
@@ -205,3 +220,26 @@ def provider_chain(
     if not chain:
         raise ValueError("an Agent needs at least one provider")
     return chain
+
+
+def summary_call(attempts: Attempts) -> Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]:
+    """A side request (no tools, e.g. a compaction summary) through `attempts`: the same
+    retries, Retry-After waits and fallback as every turn; `retry` / `fallback` events are
+    emitted, text deltas and the final `error` event are not (the caller decides).
+
+    The returned function takes a request (its `model` is replaced by each provider's own)
+    and returns the reply's text and usage.
+
+    Raises (from the returned function):
+        RunError: the chain is spent (kind and message of the last fault).
+    """
+
+    async def call(request: ModelRequest) -> tuple[str, Usage | None]:
+        def build(_i: int, provider: Provider) -> ModelRequest:
+            return replace(request, model=provider.model)
+
+        _, assembler = await attempts.request(SIDE_TURN_ID, build, quiet=True, deltas=False)
+        turn = assembler.turn()
+        return turn.text, turn.usage
+
+    return call

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from tether.messages import Turn, Usage
+from tether.errors import ErrorKind
+from tether.messages import RunStopReason, StopReason, Turn, Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,7 +77,7 @@ class TurnEndEvent:
     type: Literal["turn_end"] = "turn_end"
     turn: int
     turn_id: str
-    stop_reason: str | None
+    stop_reason: StopReason | None
     usage: Usage | None
 
 
@@ -106,7 +107,7 @@ class RetryEvent:
 
     type: Literal["retry"] = "retry"
     attempt: int
-    kind: str
+    kind: ErrorKind
     delay_s: float
     from_retry_after: bool
     provider: str
@@ -141,16 +142,16 @@ class FallbackEvent:
     type: Literal["fallback"] = "fallback"
     from_model: str
     to_model: str
-    kind: str
+    kind: ErrorKind
     message: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ErrorOutEvent:
+class ErrorEvent:
     """The run stopped on a provider error (`kind` from the taxonomy)."""
 
     type: Literal["error"] = "error"
-    kind: str
+    kind: ErrorKind
     message: str
 
 
@@ -183,7 +184,7 @@ class DoneEvent:
     message: Turn | None
     text: str
     usage: Usage
-    stop_reason: str
+    stop_reason: RunStopReason
     turns: int
 
 
@@ -209,6 +210,7 @@ class CompactionEndEvent:
         truncated: True when the summary failed and the turns were removed without one.
         restored_files: paths re-read into context after the compaction.
         error: why no marker was written, or None.
+        usage: the summary calls' token usage (counted in the run's usage), or None.
     """
 
     type: Literal["compaction_end"] = "compaction_end"
@@ -220,6 +222,7 @@ class CompactionEndEvent:
     truncated: bool = False
     restored_files: tuple[str, ...] = ()
     error: str | None = None
+    usage: Usage | None = None
 
 
 AgentEvent = Annotated[
@@ -234,7 +237,7 @@ AgentEvent = Annotated[
     | RetryEvent
     | DiscardEvent
     | FallbackEvent
-    | ErrorOutEvent
+    | ErrorEvent
     | WarningEvent
     | CompactionStartEvent
     | CompactionEndEvent
@@ -253,3 +256,7 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
 def event_to_json(event: AgentEvent) -> str:
     """One JSON line (no newline) for an event."""
     return EVENT_CODEC.dump_json(event).decode()
+
+
+ErrorOutEvent = ErrorEvent
+"""The name `ErrorEvent` had before the front-door issue; kept until open branches merged."""

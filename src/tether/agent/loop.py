@@ -9,7 +9,7 @@ persisted, pending calls get `interrupted` results so the session stays well-for
 Does not own: transport (providers), the wire passes (`tether.wire`), tool bodies
 (`tether.tools`), file formats (`tether.session`).
 
-Errors: provider faults arrive as `ErrorEvent` values; `tether.agent.attempts` retries them and
+Errors: provider faults arrive as `StreamError` values; `tether.agent.attempts` retries them and
 falls back along the provider chain, then raises `RunError(kind)` after an `error` event.
 Nothing from a failed attempt is persisted or executed. Run limits (`tether.agent.limits`): a
 reply cut by `max_tokens` is resumed with "Please continue." (bounded), and the thinking budget
@@ -20,21 +20,20 @@ may decay per turn. Cancellation raises
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
-import random
-import secrets
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any
 
-from tether.agent.attempts import Attempts, provider_chain
+from tether.agent import build
+from tether.agent.attempts import Attempts, summary_call
+from tether.agent.build import ModelLike
 from tether.agent.context import ContextManager
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
-    ErrorOutEvent,
+    ErrorEvent,
     SessionStartEvent,
     ToolCallEvent,
     TurnEndEvent,
@@ -42,12 +41,9 @@ from tether.agent.events import (
     WarningEvent,
     WireRepairEvent,
 )
-from tether.agent.limits import (
-    CONTINUE_PROMPT,
-    Continuations,
-    ThinkingDecay,
-    thinking_budget_for_turn,
-)
+from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
+from tether.agent.runtime import Runtime, default_id_factory
+from tether.agent.state import RunResult, RunState, SummaryCall, TurnSink
 from tether.agent.tool_calls import (
     INTERRUPTED,
     NEVER_RAN,
@@ -60,228 +56,251 @@ from tether.errors import ConfigError, LengthResumeExhausted, RunError
 from tether.messages import (
     ContentBlock,
     Provenance,
+    RunStopReason,
     TextBlock,
     ToolCallBlock,
     Turn,
-    Usage,
     text_turn,
 )
 from tether.providers.base import ModelRequest, Provider, ToolSpec
-from tether.providers.retry import RetryPolicy
-from tether.tools.base import Tool, ToolContext, Wrap
-from tether.tools.env import DEFAULT_REFUSED, redact_secrets, scrubbed_env, secret_values
+from tether.settings import AgentConfig
+from tether.tools.base import Tool, ToolContext
+from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.hygiene import Hygiene, HygieneConfig
-from tether.tools.limits import ResourceLimits
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
-from tether.tools.persist import DEFAULT_THRESHOLD_CHARS, OutputLimits
-from tether.tools.policy import (
-    NO_SANDBOX_WARNING,
-    SandboxSetting,
-    offered_specs,
-    resolve_sandbox,
-)
+from tether.tools.persist import OutputLimits
+from tether.tools.policy import NO_SANDBOX_WARNING, offered_specs
 from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
+from tether.tools.sandbox import detect_sandbox
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
 from tether.wire.resume import is_retried_message, pending_tool_calls
 
-
-class TurnSink(Protocol):
-    """Where turns are persisted (a `tether.session.SessionWriter` satisfies it)."""
-
-    @property
-    def id(self) -> str: ...
-
-    def append(self, turn: Turn) -> None: ...
-
-
-def default_id_factory() -> Callable[[], str]:
-    """Turn ids `<8 hex>-<n>`: a random prefix per run, then a counter (unique, sortable)."""
-    prefix = secrets.token_hex(4)
-    counter = itertools.count(1)
-    return lambda: f"{prefix}-{next(counter)}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunResult:
-    """What a run produced.
-
-    Attributes:
-        message: the last assistant turn, or None if no request completed.
-        usage: cumulative usage of this run (tokens).
-        stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
-        turns: requests made in this run.
-        new_turns: every turn appended during this run, in order.
-        answer: the final answer's text, continuation pieces concatenated (None: the last
-            turn's text).
-    """
-
-    message: Turn | None
-    usage: Usage
-    stop_reason: str
-    turns: int
-    new_turns: tuple[Turn, ...]
-    answer: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The final answer's text (every "Please continue." piece, concatenated)."""
-        if self.answer is not None:
-            return self.answer
-        return self.message.text if self.message else ""
+__all__ = ["TOOL_CANCELLED", "Agent", "RunResult", "TurnSink", "default_id_factory", "run_sync"]
 
 
 class Agent:
-    """One agent over one history.
+    """One agent over one history: `Agent("anthropic/claude-sonnet-4-5")`.
+
+    Everything configurable is in `config` (`tether.AgentConfig`, the settings-file shape);
+    the arguments here are what a settings file cannot hold: the model objects, the tools, the
+    session, the host's callbacks. `Agent.from_settings(cwd)` builds exactly the agent
+    `tether run` builds in that folder (settings files, tool folders, credentials).
 
     Args:
-        provider: the model endpoint, or a chain of them in fallback order.
-        tools: the tools offered (a registry or a sequence of `Tool`).
+        model: `"provider/model"` (`"local"`, `"openai/gpt-4o"`, a name from the config's
+            `providers`), a provider object, or a list of them in fallback order (see
+            `tether.providers.fallback` for which faults hand over); None takes the config's
+            `model` selection (entries without a key are skipped, see `agent.notes`).
+        config: the configuration (default `AgentConfig()`): turns, timeouts, retries, tool
+            policy (sandbox, safe mode, network, deny paths, refused env names, output
+            threshold capped at the model's window), thinking decay, compaction.
+        tools: the tools offered (a registry or a sequence of `Tool`; `builtin_tools()` for
+            tether's own).
+        system: the system prompt (default `config.run.system`).
         root: the working folder; file tools are confined to it.
-        system: the system prompt.
-        history: earlier turns (a resumed session); appended to in place as the run goes.
         session: where new turns are persisted (each write is flushed), or None.
-        max_turns: cap on requests per `run` call.
-        tool_timeout_s: default timeout of one tool call, in seconds.
-        max_output_tokens: cap on generated tokens per request, or None.
-        temperature: sampling temperature, or None for the provider default.
-        supports_prefill: whether the model accepts an assistant-final request (else the wire
-            view ends with a user turn); None reads the provider's `supports_prefill`
-            attribute, False when it has none (Anthropic rejects prefill on newer models:
-            "This model does not support assistant message prefill", case T12).
-        id_factory: mints turn ids (injected for determinism in tests).
+        session_dir: the artifact folder for persisted tool outputs (default: the session's,
+            when it has an `artifact_dir`).
+        history: earlier turns (a resumed session); appended to in place as the run goes.
         on_event: called with every `AgentEvent`, synchronously.
-        env: the base environment for tool subprocesses (API keys are always scrubbed);
-            None for this process's environment.
-        session_dir: the session's artifact folder, for tools that store files.
-        policy: paths the file tools refuse (default: dotenv files, case T31); None for none.
-        tool_output_threshold_chars: a tool result longer than this (characters, after
-            normalization) is saved under `session_dir/tool-results/` and replaced by a
-            `<persisted-output>` stub (cut to head + tail without a session); T25, T26.
-        fallback: providers tried after `provider` when it fails for good (see
-            `tether.providers.fallback` for which faults hand over).
-        retry: retries per provider (default `RetryPolicy()`: 3 attempts, 2 s base, 30 s max).
-        max_continuations: "Please continue." requests per answer after a `max_tokens` stop.
-        thinking_decay: per-turn reasoning budget (`StepDecay` / `GeometricDecay`), or None.
-        sleep: the async sleep between retries, in seconds (injected in tests).
-        rng: the retry jitter source, floats in [0, 1).
+        compaction: True: automatic compaction as `config.context` says (built from the
+            model's window); False: none; or your own `ContextManager`.
         hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
         question_bridge: how the `question` tool reaches the user; None when headless.
-        wrap: rewrites a tool worker's argv before it starts (the OS sandbox hook).
-        sandbox: the OS sandbox for tool subprocesses: `"auto"` detects one (bwrap, else
-            Landlock; `TETHER_SANDBOX` forces a kind), None means none. Without one, safe mode
-            is forced (a `warning` event says so once) and cannot be turned off.
-        safe_mode: offer and run only `safe` (read-only) tools; see `set_safe_mode`.
-        network: whether sandboxed tool subprocesses may use the network.
-        refused_env: variable names (exact or `*` globs) never passed to tool subprocesses
-            (default `tether.tools.env.DEFAULT_REFUSED`; a settings list).
-        compaction: automatic context management (`tether.agent.context`), or None for none.
-        secret_texts: more values redacted from tool output (e.g. API keys tether read from
-            the keyring or its credential file, which are not in any environment).
-        allow_env: variable names (exact or `*` globs) let through to tool subprocesses even
-            when `refused_env` matches them (settings `tools.allow_env`).
-        tool_limits: process-count and file-size limits of tool subprocesses
-            (`tether.tools.limits.ResourceLimits`); None: the defaults.
+        runtime: the process-facing hooks (environment, sleep, jitter, ids; see
+            `tether.agent.runtime.Runtime` and `tether.testing.deterministic`).
+
+    Attributes:
+        notes: one-line setup notes (a fallback entry skipped, an unknown context window).
+        limits: the first model's context window and output cap (tokens).
+
+    The model's `supports_prefill` attribute says whether it accepts an assistant-final
+    request (else the wire view ends with a user turn; Anthropic rejects prefill on newer
+    models: "This model does not support assistant message prefill", case T12).
 
     Raises:
-        tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a sandbox kind
-            that does not work on this machine.
+        ConfigError: (AuthError included) a model that does not resolve, an invalid config.
+        tether.tools.sandbox.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
+            a sandbox kind that does not work on this machine.
     """
 
     def __init__(
         self,
-        provider: Provider | Sequence[Provider],
+        model: ModelLike | None = None,
         *,
+        config: AgentConfig | None = None,
         tools: ToolRegistry | Sequence[Tool] = (),
-        root: Path | str = ".",
         system: str | None = None,
-        history: Sequence[Turn] = (),
+        root: Path | str = ".",
         session: TurnSink | None = None,
-        max_turns: int = 50,
-        tool_timeout_s: float = 120.0,
-        max_output_tokens: int | None = None,
-        temperature: float | None = None,
-        supports_prefill: bool | None = None,
-        id_factory: Callable[[], str] | None = None,
-        on_event: Callable[[AgentEvent], None] | None = None,
-        env: dict[str, str] | None = None,
         session_dir: Path | None = None,
-        policy: PathPolicy | None = DEFAULT_POLICY,
-        tool_output_threshold_chars: int = DEFAULT_THRESHOLD_CHARS,
-        fallback: Sequence[Provider] = (),
-        retry: RetryPolicy | None = None,
-        max_continuations: int = 3,
-        thinking_decay: ThinkingDecay | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        rng: Callable[[], float] = random.random,
+        history: Sequence[Turn] = (),
+        on_event: Callable[[AgentEvent], None] | None = None,
+        compaction: ContextManager | bool = True,
         hygiene: HygieneConfig | None = None,
         question_bridge: QuestionBridge | None = None,
-        wrap: Wrap | None = None,
-        sandbox: SandboxSetting = "auto",
-        safe_mode: bool = False,
-        network: bool = False,
-        refused_env: Iterable[str] = DEFAULT_REFUSED,
-        compaction: ContextManager | None = None,
-        secret_texts: Iterable[str] = (),
-        allow_env: Iterable[str] = (),
-        tool_limits: ResourceLimits | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
-        self.compaction = compaction
-        self.max_continuations = max_continuations
-        self.thinking_decay = thinking_decay
+        cfg = config if config is not None else AgentConfig()
+        rt = runtime or Runtime()
+        self.config = cfg
+        self.runtime = rt
+        self.notes: list[str] = []
+        chain = build.resolve_models(model, cfg, note=self.notes.append)
         if isinstance(tools, ToolRegistry):
             self.registry = tools
         else:
             self.registry = ToolRegistry()
             for t in tools:
                 self.registry.add(t)
+        self.system = system if system is not None else cfg.run.system
+        self.limits = build.model_limits(
+            chain[0],
+            cfg.context.window,
+            self.notes.append,
+            configured=build.configured_windows(cfg),
+        )
+        for fallback in chain[1:]:  # their windows only matter where the server allocates one
+            if hasattr(fallback, "use_context_window"):
+                build.model_limits(
+                    fallback,
+                    cfg.context.window,
+                    self.notes.append,
+                    configured=build.configured_windows(cfg),
+                )
+        if isinstance(compaction, ContextManager):
+            self.compaction: ContextManager | None = compaction
+        elif compaction:
+            fixed = build.fixed_text(self.system, list(self.registry))
+            self.compaction = build.context_manager(self.limits, cfg, fixed=fixed)
+        else:
+            self.compaction = None
+        self.max_continuations = cfg.run.continuation_limit
+        self.thinking_decay = build.thinking_decay(cfg)
         self.root = Path(root).resolve()
-        self.system = system
         self.history: list[Turn] = list(history)
         self._resumed = bool(self.history)
         self.session = session
-        self.max_turns = max_turns
-        self.tool_timeout_s = tool_timeout_s
-        self.max_output_tokens = max_output_tokens
-        self.temperature = temperature
-        self.new_id = id_factory or default_id_factory()
+        self.max_turns = cfg.run.max_turns
+        self.tool_timeout_s = cfg.tools.timeout_s
+        self.max_output_tokens = cfg.run.max_output_tokens
+        self.temperature = cfg.run.temperature
+        self.new_id = rt.new_id or default_id_factory()
         self._emit: Callable[[AgentEvent], None] = on_event or (lambda _e: None)
-        refused = tuple(refused_env)
-        allowed = tuple(allow_env)
-        sandbox_used = resolve_sandbox(sandbox)
+        refused = build.refused_env(cfg)
+        allowed = tuple(cfg.tools.allow_env)
+        env = os.environ if rt.env is None else rt.env
+        kind = cfg.tools.sandbox
+        sandbox_used = detect_sandbox(None if kind == "auto" else kind)
         self.safe_mode_forced = sandbox_used is None
-        self.safe_mode = safe_mode or self.safe_mode_forced
+        self.safe_mode = cfg.tools.safe or self.safe_mode_forced
         self._warned_no_sandbox = False
-        self.context = ToolContext(
+        if session_dir is None:
+            found = getattr(session, "artifact_dir", None)
+            session_dir = found if isinstance(found, Path) else None
+        self.tool_context = ToolContext(
             root=self.root,
-            env=scrubbed_env(os.environ if env is None else env, refused, allowed),
+            env=scrubbed_env(env, refused, allowed),
             session_dir=session_dir,
-            policy=policy,
-            wrap=wrap,
+            policy=build.path_policy(cfg, self.root),
+            wrap=rt.wrap,
             questions=question_bridge,
             sandbox=sandbox_used,
-            network=network,
-            limits=tool_limits,
+            network=cfg.tools.network,
+            limits=build.tool_limits(cfg),
         )
-        secrets_in_env = (
-            *secret_values(os.environ if env is None else env, refused, allowed),
-            *secret_texts,
+        self._secrets = (
+            *secret_values(env, refused, allowed),
+            *build.provider_keys(chain, cfg, rt.env),
+            *rt.secret_texts,
         )
-        self._secrets = secrets_in_env
         self._tool_calls = ToolCalls(
-            self,
-            redact=self.redact,
             hygiene=Hygiene(hygiene, root=str(self.root)),
-            output_limits=OutputLimits(threshold_chars=tool_output_threshold_chars),
+            output_limits=OutputLimits(
+                threshold_chars=build.output_threshold_chars(cfg, self.limits)
+            ),
         )
         self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
-        self._supports_prefill = supports_prefill
-        self._retry = retry or RetryPolicy()
-        self._sleep, self._rng = sleep, rng
+        self._retry = build.retry_policy(cfg, rt.env)
         self.chain: tuple[Provider, ...] = ()
         self._views: list[ViewBuilder] = []
-        self._set_chain(provider_chain(provider, fallback))
+        self._set_chain(chain)
+
+    @classmethod
+    def from_settings(
+        cls,
+        cwd: Path | str = ".",
+        *,
+        model: ModelLike | None = None,
+        base_url: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        system: str | None = None,
+        session: TurnSink | None = None,
+        session_dir: Path | None = None,
+        history: Sequence[Turn] = (),
+        on_event: Callable[[AgentEvent], None] | None = None,
+        question_bridge: QuestionBridge | None = None,
+        runtime: Runtime | None = None,
+        note: Callable[[str], None] | None = None,
+    ) -> Agent:
+        """The agent `tether run` builds in `cwd`: the user and project settings files
+        (`tether.settings`; the project's files only once approved, `tether trust`: else a
+        `warning` event `untrusted_project`), the built-in tools plus the tool folders, the credentials of
+        the chain's providers (redacted from tool output), automatic compaction.
+
+        Args:
+            cwd: the project folder (settings, tool folders; the tools' working folder).
+            model: pins the model (as `--model`; strict), else the settings' selection.
+            base_url: the endpoint for the model(s) (as `--base-url`).
+            overrides: dotted config fields to replace (`{"tools.safe": True}`; as flags do).
+            note: receives setup notes as they happen (default: kept in `agent.notes`).
+            Others: as `Agent`.
+
+        Raises:
+            ConfigError: (AuthError included) a settings file or model that is invalid.
+        """
+        notes: list[str] = []
+
+        def say(line: str) -> None:
+            notes.append(line)
+            if note is not None:
+                note(line)
+
+        root, cfg, chain, tools, refused = build.from_settings_files(
+            cwd, model=model, base_url=base_url, overrides=overrides, note=say
+        )
+        if refused is not None:  # an unapproved project: its files were not loaded
+            say(f"warning: {refused}")
+            if on_event is not None:
+                on_event(WarningEvent(kind="untrusted_project", message=refused))
+        agent = cls(
+            chain,
+            config=cfg,
+            tools=tools,
+            system=system,
+            root=root,
+            session=session,
+            session_dir=session_dir,
+            history=history,
+            on_event=on_event,
+            question_bridge=question_bridge,
+            runtime=runtime,
+        )
+        for line in agent.notes:
+            say(line)
+        agent.notes = notes
+        return agent
+
+    def attach_session(self, session: TurnSink, session_dir: Path | None = None) -> None:
+        """Persist every turn from now on to `session` (earlier turns are not written);
+        `session_dir` is its artifact folder for persisted tool outputs (default: the
+        session's `artifact_dir`, when it has one)."""
+        if session_dir is None:
+            found = getattr(session, "artifact_dir", None)
+            session_dir = found if isinstance(found, Path) else None
+        self.session = session
+        self.tool_context = replace(self.tool_context, session_dir=session_dir)
 
     @property
     def provider(self) -> Provider:
@@ -300,9 +319,7 @@ class Agent:
             ViewBuilder(
                 p.target,
                 route=Provenance(provider=p.name, api=p.target, model=p.model),
-                supports_prefill=bool(getattr(p, "supports_prefill", False))
-                if self._supports_prefill is None
-                else self._supports_prefill,
+                supports_prefill=bool(getattr(p, "supports_prefill", False)),
                 on_repair=self._on_repair,
                 # Within a run only this loop appends to `history`; `run()` resets the builder in
                 # case a caller edited it in between, so the O(history) prefix check is not needed.
@@ -311,7 +328,11 @@ class Agent:
             for p in chain
         ]
         self._attempts = Attempts(
-            chain, policy=self._retry, emit=self._emit, sleep=self._sleep, rng=self._rng
+            chain,
+            policy=self._retry,
+            emit=self._emit,
+            sleep=self.runtime.sleep,
+            rng=self.runtime.rng,
         )
 
     def set_safe_mode(self, on: bool) -> None:
@@ -341,24 +362,43 @@ class Agent:
         """The view as sent: the compaction's wire-only `tail` strategy applied, if any."""
         return view if self.compaction is None else self.compaction.shape(view)
 
-    def add_turn(self, turn: Turn, new_turns: list[Turn]) -> None:
-        """Append and persist a turn made outside the loop (a compaction marker, ...)."""
-        self._used_call_ids.update(c.id for c in turn.tool_calls)
-        self._append(turn, new_turns)
-
     def redact(self, text: str) -> str:
         """`text` with known secret values and secret-shaped strings masked (tool output)."""
         return redact_secrets(text, self._secrets)
 
-    def emit(self, event: AgentEvent) -> None:
-        """Send an event to the host."""
-        self._emit(event)
+    def _state(self) -> RunState:
+        """A fresh run state over this agent's history, session and tools."""
+        return RunState(
+            history=self.history,
+            session=self.session,
+            used_call_ids=self._used_call_ids,
+            emit=self._emit,
+            new_id=self.new_id,
+            view=self.current_view,
+            registry=self.registry,
+            tool_context=self.tool_context,
+            redact=self.redact,
+            provider=self.provider,
+            summary_call=self._summary_call,
+            call_started=self.call_started,
+        )
 
-    def _append(self, turn: Turn, new_turns: list[Turn]) -> None:
-        self.history.append(turn)
-        new_turns.append(turn)
-        if self.session is not None:
-            self.session.append(turn)
+    def _summary_call(self, summarizer: Provider | None) -> SummaryCall:
+        """The request path for a summary: the agent's chain (or `summarizer` alone) under the
+        agent's retry policy; no text/thinking deltas, no `error` event (the compaction ladder
+        handles a failure)."""
+        attempts = (
+            self._attempts
+            if summarizer is None
+            else Attempts(
+                (summarizer,),
+                policy=self._retry,
+                emit=self._emit,
+                sleep=self.runtime.sleep,
+                rng=self.runtime.rng,
+            )
+        )
+        return summary_call(attempts)
 
     started_calls: frozenset[str] | None = None
     """Ids of calls with a persisted `tool_call_started` record (None: unknown, e.g. a session
@@ -400,7 +440,7 @@ class Agent:
             had = {r.tool_call_id for r in before[-1].tool_results}
             missing = tuple(r for r in repaired[-1].tool_results if r.tool_call_id not in had)
             added = Turn(id=self.new_id(), role="user", content=missing)
-        self._append(added, [])
+        self._state().append(added)
         return added
 
     async def run(self, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
@@ -414,18 +454,18 @@ class Agent:
             RunError: the provider failed (kind from the error taxonomy).
             asyncio.CancelledError: the run was cancelled; the partial turn was persisted.
         """
-        new_turns: list[Turn] = []
         for views in self._views:
             views.reset()
         continuations = Continuations(self.max_continuations)
         self.close_interrupted()
+        state = self._state()
         if prompt is not None:
             content: tuple[ContentBlock, ...] = (
                 (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
             )
             # A retry after a failed request repeats the message already stored: send it once.
             if not is_retried_message(self.history, content):
-                self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
+                state.append(Turn(id=self.new_id(), role="user", content=content))
         self._emit(
             SessionStartEvent(
                 session_id=self.session.id if self.session else None,
@@ -438,26 +478,24 @@ class Agent:
         if self.safe_mode_forced and not self._warned_no_sandbox:
             self._warned_no_sandbox = True
             self._emit(WarningEvent(kind="no_sandbox", message=NO_SANDBOX_WARNING))
-        usage = Usage()
         last: Turn | None = None
-        stop_reason = "max_turns"
+        stop_reason: RunStopReason = "max_turns"
         n = 0
         try:
             for n in range(1, self.max_turns + 1):
                 if self.compaction is not None and (
-                    stop := await self.compaction.before_request(self, new_turns)
+                    stop := await self.compaction.before_request(state)
                 ):
                     stop_reason = stop
                     break
                 self._emit(TurnStartEvent(turn=n))
                 # per request: safe mode may switch, a compaction may add `recall` (cached)
                 specs = offered_specs(self.registry, self.safe_mode)
-                turn = await self._request(specs, new_turns, n)
+                turn = await self._request(specs, state, n)
                 if self.compaction is not None:
-                    self.compaction.after_request(turn)
+                    self.compaction.after_request(turn, state)
                 last = turn
-                if turn.usage is not None:
-                    usage = usage + turn.usage
+                state.add_usage(turn.usage)
                 self._emit(
                     TurnEndEvent(
                         turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage
@@ -465,16 +503,18 @@ class Agent:
                 )
                 calls = turn.tool_calls
                 if continuations.after_turn(turn):
-                    self._append(text_turn(self.new_id(), "user", CONTINUE_PROMPT), new_turns)
+                    state.append(text_turn(self.new_id(), "user", CONTINUE_PROMPT))
                     continue
                 if not calls:
                     stop_reason = turn.stop_reason or "end_turn"
                     break
-                await self._run_tools(calls, new_turns)
+                await self._tool_calls.run(
+                    tuple(calls), state, safe_mode=self.safe_mode, timeout_s=self.tool_timeout_s
+                )
         except RunError as exc:
             stop_reason = "error"
             if isinstance(exc, LengthResumeExhausted):
-                self._emit(ErrorOutEvent(kind=exc.kind, message=exc.message))
+                self._emit(ErrorEvent(kind=exc.kind, message=exc.message))
             raise
         except asyncio.CancelledError:
             stop_reason = "cancelled"
@@ -484,7 +524,7 @@ class Agent:
             raise
         finally:
             if stop_reason == "cancelled":  # report the partial turn the cancel persisted
-                last = next((t for t in reversed(new_turns) if t.role == "assistant"), last)
+                last = next((t for t in reversed(state.new_turns) if t.role == "assistant"), last)
             answer = continuations.answer or (last.text if last else "")
             # `done` closes every run's event stream, failed and cancelled ones included.
             self._emit(
@@ -492,36 +532,35 @@ class Agent:
                     session_id=self.session.id if self.session else None,
                     message=last,
                     text=answer,
-                    usage=usage,
+                    usage=state.usage,
                     stop_reason=stop_reason,
                     turns=n,
                 )
             )
         return RunResult(
             message=last,
-            usage=usage,
+            usage=state.usage,
             stop_reason=stop_reason,
             turns=n,
-            new_turns=tuple(new_turns),
+            new_turns=tuple(state.new_turns),
             answer=answer,
         )
 
     async def _request(
-        self,
-        specs: tuple[ToolSpec, ...],
-        new_turns: list[Turn],
-        n: int = 1,
-        *,
-        retried: bool = False,
+        self, specs: tuple[ToolSpec, ...], state: RunState, n: int = 1, *, retried: bool = False
     ) -> Turn:
         """One request (the n-th of the run) over the provider chain: attempts, retries and
         fallback in `Attempts`; persist the reply. Raises RunError when the chain is spent (a
         context_overflow is answered once by compacting and retrying, when compaction is on)."""
+        compaction = self.compaction
 
         def build(i: int, provider: Provider) -> ModelRequest:
+            shaped = self._shape(self._views[i].view(self.history))
+            state.sent_view_len = len(shaped)
+            state.sent_generation = compaction.monitor.generation if compaction else 0
             return ModelRequest(
                 model=provider.model,
-                messages=self._shape(self._views[i].view(self.history)),
+                messages=shaped,
                 system=self.system,
                 tools=specs,
                 max_output_tokens=self.max_output_tokens,
@@ -531,30 +570,29 @@ class Agent:
             )
 
         try:
-            overflow_handled = self.compaction is not None and not retried
+            overflow_handled = compaction is not None and not retried
             _, assembler = await self._attempts.request(
                 self.new_id(), build, quiet=("context_overflow",) if overflow_handled else ()
             )
         except RunError as exc:
-            if exc.kind != "context_overflow" or self.compaction is None or retried:
+            if exc.kind != "context_overflow" or compaction is None or retried:
                 raise
-            if await self.compaction.on_overflow(self, exc.message, new_turns):
-                return await self._request(specs, new_turns, n, retried=True)
-            self._emit(ErrorOutEvent(kind=exc.kind, message=exc.message))
+            if await compaction.on_overflow(exc.message, state):
+                return await self._request(specs, state, n, retried=True)
+            self._emit(ErrorEvent(kind=exc.kind, message=exc.message))
             raise
         except asyncio.CancelledError:
             current = self._attempts.current
             partial = current.turn(stop_reason="interrupted") if current is not None else None
             if partial is not None and partial.content:
-                self._persist_assistant(partial, new_turns)
+                self._persist_assistant(partial, state)
                 self.close_interrupted()
             raise
-        return self._persist_assistant(assembler.turn(), new_turns)
+        return self._persist_assistant(assembler.turn(), state)
 
-    def _persist_assistant(self, turn: Turn, new_turns: list[Turn]) -> Turn:
+    def _persist_assistant(self, turn: Turn, state: RunState) -> Turn:
         turn = remint_tool_call_ids(turn, self._used_call_ids)
-        self._used_call_ids.update(c.id for c in turn.tool_calls)
-        self._append(turn, new_turns)
+        state.append(turn)
         for c in turn.tool_calls:
             self._emit(
                 ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid)
@@ -566,15 +604,11 @@ class Agent:
         goes on. Returns False when no call with that id is running."""
         return self._tool_calls.cancel(call_id)
 
-    async def _run_tools(self, calls: Iterable[ToolCallBlock], new_turns: list[Turn]) -> None:
-        """Run the calls (see `ToolCalls.run`); persist the results turn (also when cancelled)."""
-
-        def persist(content: tuple[ContentBlock, ...]) -> None:
-            self._append(Turn(id=self.new_id(), role="user", content=content), new_turns)
-
-        await self._tool_calls.run(tuple(calls), persist)
+    def run_sync(self, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
+        """`run(prompt)` to completion from synchronous code (not inside a running loop)."""
+        return asyncio.run(self.run(prompt))
 
 
-def run_sync(agent: Agent, prompt: str | None = None) -> RunResult:
+def run_sync(agent: Agent, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
     """Run `agent.run(prompt)` to completion from synchronous code."""
-    return asyncio.run(agent.run(prompt))
+    return agent.run_sync(prompt)

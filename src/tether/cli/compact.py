@@ -1,66 +1,29 @@
-"""CLI glue for context management: a model's limits for the CLI, and the
-`tether compact SESSION` command.
+"""The `tether compact SESSION` command.
 
-Owns: resolving the window (`--context-window`, else `resolve_limits(model)` with a visible
-warning for unknown models), and compacting a stored session (append the marker turn).
-Does not own: the compaction itself (`tether.compaction`, `tether.agent.context`).
+Owns: compacting a stored session (append the marker turn); the summary call goes through the
+same attempts / retries / fallback path as a run's requests (`tether.agent.attempts`).
+Does not own: the compaction itself (`tether.compaction`, `tether.agent.context`), the model's
+limits and chain (`tether.agent.build`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
-from tether.agent.loop import default_id_factory
-from tether.compaction.pressure import ModelLimits
+from tether.agent import build
+from tether.agent.attempts import Attempts, summary_call
+from tether.agent.runtime import default_id_factory
 from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.summarize import CompactionFailedError, compact_conversation
-from tether.compaction.windows import resolve_limits
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
-from tether.providers.base import Provider
 from tether.session import SessionStore
+from tether.settings import load_settings
+from tether.settings.trust import check_trust
 
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
-
-
-def model_limits(
-    provider: Provider,
-    context_window: int | None,
-    warn: Callable[[str], None],
-    *,
-    configured: Mapping[str, ModelLimits] | None = None,
-) -> ModelLimits:
-    """The limits for `provider`'s model: a forced window (`--context-window`), else the
-    settings' `context.windows` entry (`configured`), else what the provider reports (a
-    `context_window` attribute, e.g. the local model's n_ctx), else the known-models table, else
-    a conservative default with a warning on stderr (T20). A provider with a
-    `use_context_window(tokens)` method (Ollama: `num_ctx`) is told the resolved window."""
-    reported: ModelLimits | None = None
-    window = getattr(provider, "context_window", None)  # e.g. the local model's n_ctx
-    if isinstance(window, int) and window > 0:
-        out = getattr(provider, "max_output_tokens", None)
-        reported = ModelLimits(
-            context_window=window,
-            max_output_tokens=out if isinstance(out, int) and out > 0 else max(window // 4, 1),
-            source="provider",
-        )
-    known, warning = resolve_limits(
-        provider.model, configured=configured, provider_reported=reported
-    )
-    if context_window is not None:
-        known = ModelLimits(
-            context_window=context_window,
-            max_output_tokens=min(known.max_output_tokens, max(context_window // 4, 1)),
-            source="settings",
-        )
-    elif warning:
-        warn(warning)
-    use_window = getattr(provider, "use_context_window", None)
-    if callable(use_window):  # a server that allocates the window per request (Ollama num_ctx)
-        use_window(known.context_window)
-    return known
 
 
 def compact_command(
@@ -77,19 +40,22 @@ def compact_command(
     `{"session_id", "marker_id", "tokens_before", "tokens_after", "turns_replaced"}`. The model
     is `--model`, else the settings' selection (of the current folder's project), like
     `tether run`; windows come from `--context-window`, else the settings, else the table."""
-    from tether.cli.agent_setup import (
-        check_flags,
-        configured_windows,
-        provider_chain,
-        trusted_settings,
-    )
+    from tether.cli.agent_setup import check_flags
 
     store = SessionStore()
+    root = Path.cwd()
     try:
         check_flags(model, base_url)
-        cfg, _ = trusted_settings(Path.cwd(), err, lambda _e: None)
-        provider = provider_chain(model, base_url, cfg, err, Path.cwd())[0]
-        windows = configured_windows(cfg.settings)
+        cfg = load_settings(root if check_trust(root).trusted else None)
+        chain = build.resolve_models(
+            model,
+            cfg.settings,
+            base_url=base_url,
+            note=err,
+            project_urls=build.project_base_urls(cfg, root),
+        )
+        provider = chain[0]
+        windows = build.configured_windows(cfg.settings)
         loaded = store.load(session_id)
     except AuthError as exc:
         err(str(exc))
@@ -99,8 +65,11 @@ def compact_command(
         return EXIT_USAGE
     if not loaded.report.ok:
         err(loaded.report.describe())
-    limits = model_limits(provider, context_window, err, configured=windows)
+    limits = build.model_limits(provider, context_window, err, configured=windows)
     new_id = default_id_factory()
+    attempts = Attempts(
+        chain, policy=build.retry_policy(cfg.settings), emit=lambda _e: None
+    )
     try:
         result = asyncio.run(
             compact_conversation(
@@ -108,6 +77,7 @@ def compact_command(
                 loaded.turns,
                 Scope.tail(keep_turns) if keep_turns else Scope.full(),
                 focus,
+                call=summary_call(attempts),
                 window_tokens=limits.context_window,
                 summary_max_tokens=max(
                     64, min(4096, limits.context_window // 4, limits.max_output_tokens)

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.agent.events import WarningEvent
-from tether.agent.loop import Agent, default_id_factory
+from tether.agent.loop import Agent
+from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.tool_calls import STARTED_EVENT
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
@@ -168,80 +169,56 @@ def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
 def _build(
     opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
 ) -> tuple[Agent, SessionWriter | None, McpTools | None]:
-    """Settings + flags → (agent, session writer, MCP servers). Raises ConfigError / AuthError /
+    """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
+    credentials of `root`), plus the MCP servers. Raises ConfigError / AuthError /
     SessionError before anything is written (the writer is opened last)."""
-    events = EventWriter()
-    cfg, trusted = setup.trusted_settings(root, err, events)  # flags win over the settings
-    settings = cfg.settings
-    chain = setup.provider_chain(opts.model, opts.base_url, cfg, err, root)
-    sandbox = detect_sandbox()
-    if sandbox is None:
-        err(f"warning: {NO_SANDBOX_WARNING}")
-    tools = setup.run_tools(settings, root, err, project_tools=trusted)
-    system = opts.system or stdin.system
-    limits = setup.run_limits(chain[0], opts.context, settings, warn=err)
-    for fallback in chain[1:]:  # their windows only matter where the server allocates one
-        if hasattr(fallback, "use_context_window"):
-            setup.run_limits(fallback, opts.context, settings, warn=err)
-    check_input_fits(opts.prompt, stdin, limits.context_window)
-    compaction = setup.context_manager_for(
-        limits, opts.context, settings, fixed=setup.fixed_text(system, tools)
+    overrides = setup.flag_overrides(
+        max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
     )
-    retry = setup.retry_policy(settings)
-    decay, refused = setup.thinking_decay(settings), setup.refused_env(settings)
+    if detect_sandbox() is None:
+        err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
+    events = EventWriter()
     history: tuple[Turn, ...] = ()
-    writer: SessionWriter | None = None
     started: frozenset[str] | None = None
     if opts.resume:
-        loaded = store.load(opts.resume)
-        if not loaded.report.ok:
-            err(loaded.report.describe())
-        history = drop_retried_user_turns(loaded.turns)  # a message re-sent after a failure
-        if loaded.header.cwd and Path(loaded.header.cwd) != root:
+        resumed = store.load(opts.resume)
+        if not resumed.report.ok:
+            err(resumed.report.describe())
+        history = drop_retried_user_turns(resumed.turns)  # a message re-sent after a failure
+        started = started_call_ids(resumed.events)
+        if resumed.header.cwd and Path(resumed.header.cwd) != root:
             err(
-                f"note: session {opts.resume} was started in {loaded.header.cwd}; "
+                f"note: session {opts.resume} was started in {resumed.header.cwd}; "
                 f"tools now work in {root}"
             )
+    agent = Agent.from_settings(
+        root,
+        model=opts.model,
+        base_url=opts.base_url,
+        overrides=overrides,
+        system=opts.system or stdin.system,
+        history=history,
+        on_event=events,
+        runtime=Runtime(new_id=new_id),
+        note=err,
+    )
+    check_input_fits(opts.prompt, stdin, agent.limits.context_window)
+    writer: SessionWriter | None = None
+    if opts.resume:
         writer = store.open_for_append(opts.resume)
-        started = started_call_ids(loaded.events)
     elif not opts.no_session:
         writer = store.create(opts.session_id, cwd=str(root))
         started = frozenset()  # a new session records every start
     session_dir = store.artifact_dir(writer.id) if writer else None
+    if writer is not None:
+        agent.attach_session(writer, session_dir)
     mcp = setup.mcp_tools(
-        settings,
+        agent.config,
         root,
         session_dir=session_dir,
-        sandbox=sandbox,
+        sandbox=agent.tool_context.sandbox,
         on_warning=lambda kind, message: _warn(events, kind, message),
-    )
-    agent = Agent(
-        chain[0],
-        fallback=chain[1:],
-        tools=tools,
-        root=root,
-        system=system,
-        history=history,
-        session=writer,
-        max_turns=opts.max_turns or settings.run.max_turns,
-        tool_timeout_s=settings.tools.timeout_s,
-        id_factory=new_id,
-        on_event=events,
-        session_dir=session_dir,
-        policy=setup.path_policy(settings, root),
-        retry=retry,
-        max_continuations=settings.run.continuation_limit,
-        thinking_decay=decay,
-        tool_output_threshold_chars=setup.output_threshold_chars(settings, limits),
-        sandbox=sandbox,
-        safe_mode=opts.safe or settings.tools.safe,
-        network=opts.network or settings.tools.network,
-        refused_env=refused,
-        compaction=compaction,
-        secret_texts=setup.provider_keys(chain, settings),
-        allow_env=settings.tools.allow_env,
-        tool_limits=setup.tool_limits(settings),
     )
     agent.started_calls = started
     return agent, writer, mcp

@@ -29,10 +29,11 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from tether.errors import TetherError
 from tether.messages import BLOCK_CODEC, ContentBlock, TextBlock, Turn
 
 
-class MalformedInputError(ValueError):
+class MalformedInputError(TetherError, ValueError):
     """stdin does not follow the grammar (exit code 5)."""
 
 

@@ -2,7 +2,9 @@
 
 Owns: `compact_conversation` — slice by scope at whole rounds, budget the summary request to the
 window, one bounded call per chunk (no tools, no thinking, temperature 0, wall-clock timeout,
-the caller's cancel signal), context_overflow and transient-error retries, the marker turn.
+the caller's cancel signal), context_overflow halving, the marker turn. Transient errors are
+retried by the caller's request path (`call`: in an agent, the same attempts, Retry-After
+waits and fallback chain as every turn, `tether.agent.attempts.summary_call`), not here.
 Does not own: deciding when to compact (`tether.compaction.monitor`), persisting the marker
 (the caller appends it), the loop integration (`tether.agent.context`).
 
@@ -19,10 +21,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from tether.compaction.pressure import estimate_tokens
 from tether.compaction.prompt import (
@@ -46,13 +46,14 @@ from tether.compaction.rounds import (
     text_tokens,
 )
 from tether.compaction.tail import Compactor
-from tether.errors import TetherError
-from tether.messages import Turn, text_turn
-from tether.providers.base import ErrorEvent, ModelRequest, Provider, TextDelta
+from tether.errors import RunError, TetherError
+from tether.messages import Turn, Usage, text_turn
+from tether.providers.base import ModelRequest, Provider, StreamError, TextDelta, UsageEvent
 from tether.wire.markers import elide_markers, elided_ids, is_marker
 
-TRANSIENT_KINDS = frozenset({"network", "rate_limited", "overloaded"})
-"""Error kinds retried (a limited number of times) by the summary call."""
+SummaryCall = Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]
+"""The request path of a summary call: a request in, the reply's text and usage out; raises
+`RunError` when it failed for good (after whatever retries and fallback it does)."""
 
 MAX_OVERFLOW_RETRIES = 3
 """context_overflow retries per chunk; each halves the chunk from its head (whole rounds)."""
@@ -81,9 +82,10 @@ class CompactionResult:
         tokens_after: estimated tokens of the live wire view with the marker applied.
         generation: the marker's generation.
         summary: the marker's summary text.
-        calls: summary calls made (retries included).
+        calls: summary requests made (the request path's own retries not counted).
         dropped_turns: selected turns not shown to the summarizer (budget or overflow).
         truncated: True for a truncation marker (no summary).
+        usage: the summary calls' token usage, summed (None when none reported any).
     """
 
     marker_turn: Turn
@@ -95,6 +97,7 @@ class CompactionResult:
     calls: int = 0
     dropped_turns: int = 0
     truncated: bool = False
+    usage: Usage | None = None
 
 
 class _CallError(Exception):
@@ -104,21 +107,30 @@ class _CallError(Exception):
         self.message = message
 
 
-async def _collect(provider: Provider, request: ModelRequest) -> str:
-    parts: list[str] = []
-    async for ev in provider.stream(request):
-        if isinstance(ev, TextDelta):
-            parts.append(ev.text)
-        elif isinstance(ev, ErrorEvent):
-            raise _CallError(ev.kind, ev.message)
-    return "".join(parts)
+def direct_call(provider: Provider) -> SummaryCall:
+    """One attempt on `provider`, no retries (for callers without a request path of their own;
+    an agent passes its own, see the module docstring)."""
+
+    async def call(request: ModelRequest) -> tuple[str, Usage | None]:
+        parts: list[str] = []
+        usage: Usage | None = None
+        async for ev in provider.stream(request):
+            if isinstance(ev, TextDelta):
+                parts.append(ev.text)
+            elif isinstance(ev, UsageEvent):
+                usage = ev.usage
+            elif isinstance(ev, StreamError):
+                raise RunError(ev.kind, ev.message)
+        return "".join(parts), usage
+
+    return call
 
 
 async def _bounded(
-    provider: Provider, request: ModelRequest, timeout_s: float, cancel: asyncio.Event | None
-) -> str:
+    call: SummaryCall, request: ModelRequest, timeout_s: float, cancel: asyncio.Event | None
+) -> tuple[str, Usage | None]:
     """One call under a wall-clock timeout and the cancel signal."""
-    task = asyncio.ensure_future(_collect(provider, request))
+    task = asyncio.ensure_future(call(request))
     waiters: set[asyncio.Future[object]] = {task}  # type: ignore[arg-type]
     stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     if stopper is not None:
@@ -133,7 +145,10 @@ async def _bounded(
                 w.cancel()
         await asyncio.gather(*waiters, return_exceptions=True)
     if task in done and not task.cancelled():
-        return task.result()
+        try:
+            return task.result()
+        except RunError as exc:
+            raise _CallError(exc.kind, exc.message) from exc
     if stopper is not None and stopper in done:
         raise CompactionCancelledError("compaction cancelled")
     raise _CallError("network", f"the summary call timed out after {timeout_s:g} s")
@@ -160,6 +175,7 @@ def _finish(
     calls: int = 0,
     dropped_turns: int = 0,
     truncated: bool = False,
+    usage: Usage | None = None,
 ) -> CompactionResult:
     """The marker replacing `sel.turns` and its result; `text_for(first_id, last_id)` writes
     the marker's text from the ids it covers (named so the model can `recall` them)."""
@@ -178,6 +194,7 @@ def _finish(
         calls=calls,
         dropped_turns=dropped_turns,
         truncated=truncated,
+        usage=usage,
     )
 
 
@@ -214,14 +231,13 @@ async def compact_conversation(
     instructions: str | None = None,
     *,
     previous_summary: str | None = None,
+    call: SummaryCall | None = None,
     timeout_s: float = 120.0,
     cancel: asyncio.Event | None = None,
     window_tokens: int = 200_000,
     summary_max_tokens: int = 4_096,
     max_result_chars: int = DEFAULT_RESULT_CHARS,
     max_chunks: int = 4,
-    transient_retries: int = 2,
-    retry_wait_s: float = 1.0,
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
 ) -> CompactionResult:
@@ -229,19 +245,19 @@ async def compact_conversation(
 
     Args:
         provider: the model that writes the summary (its default model is used).
+        call: the request path (retries, Retry-After, fallback; an agent passes its own);
+            None: `direct_call(provider)`, one attempt, no retries.
         turns: the stored history (markers included), oldest first. Not mutated.
         scope: which rounds to replace (default `Scope.full()`).
         instructions: the user's focus (`/compact <focus>`), added as a Focus section.
         previous_summary: an earlier summary to fold in (default: that of the newest active
             marker inside the scope).
-        timeout_s: wall-clock limit of one summary call, in seconds (a timeout is transient).
+        timeout_s: wall-clock limit of one summary call (its retries included), in seconds.
         cancel: the caller's cancel signal; when set, the call stops.
         window_tokens: the summarizing model's context window, in tokens.
         summary_max_tokens: the summary's output cap, in tokens (reserved from the window).
         max_result_chars: tool results longer than this are cut for the call (characters).
         max_chunks: rolling-summary chunks at most; older rounds beyond them are dropped.
-        transient_retries: retries of a `network`/`rate_limited`/`overloaded` failure.
-        retry_wait_s: base of the exponential wait between transient retries, in seconds.
         marker_id: the marker turn's id (default `compact-<8 hex>`).
         keep_user_tokens: the user's later messages kept verbatim, newest first, within this
             many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
@@ -252,7 +268,7 @@ async def compact_conversation(
     Raises:
         CompactInvalidInputError: before any call: empty input, nothing to summarize, unknown
             anchor id, or a slice without text.
-        CompactionFailedError: the call failed after its retries (or overflowed 3 times).
+        CompactionFailedError: the call failed for good (or overflowed 3 times).
         CompactionCancelledError: `cancel` was set.
     """
     history = tuple(turns)
@@ -272,7 +288,9 @@ async def compact_conversation(
     dropped = drop_for_budget(sizes, budget * max_chunks)
     dropped_turns = sum(len(r) for r in rounds[:dropped])
     calls = 0
+    usage: Usage | None = None
     summary = prev
+    send = call or direct_call(provider)
     for a, b in chunk(sizes[dropped:], budget):
         lo, hi = a + dropped, b + dropped
         for attempt in range(MAX_OVERFLOW_RETRIES + 1):
@@ -293,18 +311,10 @@ async def compact_conversation(
                 temperature=0.0,
             )
             try:
-                text = ""
-                async for retrying in AsyncRetrying(
-                    stop=stop_after_attempt(1 + transient_retries),
-                    wait=wait_exponential(multiplier=retry_wait_s, max=max(retry_wait_s * 8, 0)),
-                    retry=retry_if_exception(
-                        lambda e: isinstance(e, _CallError) and e.kind in TRANSIENT_KINDS
-                    ),
-                    reraise=True,
-                ):
-                    with retrying:
-                        calls += 1
-                        text = await _bounded(provider, request, timeout_s, cancel)
+                calls += 1
+                text, used = await _bounded(send, request, timeout_s, cancel)
+                if used is not None:
+                    usage = used if usage is None else usage + used
             except _CallError as exc:
                 if (
                     exc.kind == "context_overflow"
@@ -328,6 +338,7 @@ async def compact_conversation(
         lambda first, last: marker_text(summary, first, last, sel.folded_user),
         calls=calls,
         dropped_turns=dropped_turns,
+        usage=usage,
     )
 
 

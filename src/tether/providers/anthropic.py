@@ -17,14 +17,14 @@ Raw stream events (Messages streaming reference) → events:
     content_block_stop   TextEnd / ThinkingEnd(signature) / ToolCallEnd
     message_delta        stop_reason; usage (cumulative: it replaces the message_start figures
                          it repeats, e.g. cache reads reported only at the end)
-    message_stop         the stream is complete → Done
+    message_stop         the stream is complete → StreamDone
 
 Server-side tool blocks (`server_tool_use`, `web_search_tool_result`, `code_execution_tool_result`,
 `bash_code_execution_tool_result`, `tool_search_tool_result`, ...) and unknown block types are
 skipped with their deltas: the server ran them, tether cannot execute or replay them, and the
 model's text after them carries the answer. A stream without `message_stop` or without a stop
 reason is incomplete (the SDK raises nothing, see `notes/sdk-fault-behaviour.md`):
-`ErrorEvent(kind="network")`, never a `Done`.
+`StreamError(kind="network")`, never a `StreamDone`.
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ from tether.providers.anthropic_request import (
     to_anthropic_tools,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     RedactedThinking,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -224,12 +224,12 @@ class AnthropicStreamTranslator:
             self._stopped = True
 
     def finish(self) -> StreamEvent:
-        """The terminal event once the stream is exhausted: `Done`, or a network `ErrorEvent`
+        """The terminal event once the stream is exhausted: `StreamDone`, or a network `StreamError`
         when `message_stop` or the stop reason never arrived."""
         if not self._stopped or self._stop_reason is None:
-            return ErrorEvent(kind="network", message=INCOMPLETE)
+            return StreamError(kind="network", message=INCOMPLETE)
         reason = self._stop_reason
-        return Done(stop_reason=_STOP_REASONS.get(reason, "other"), raw_stop_reason=reason)
+        return StreamDone(stop_reason=_STOP_REASONS.get(reason, "other"), raw_stop_reason=reason)
 
 
 def _meta(block: at.ToolUseBlock) -> dict[str, object] | None:
@@ -351,9 +351,9 @@ class AnthropicProvider:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
+        """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
 
-        Provider faults are yielded as `ErrorEvent` (see `tether.providers.errors`); cancellation
+        Provider faults are yielded as `StreamError` (see `tether.providers.errors`); cancellation
         propagates. The request is built by `anthropic_request.build_params` (prompt caching,
         thinking budget: `request.thinking_budget_tokens` or this provider's).
 

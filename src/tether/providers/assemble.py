@@ -24,6 +24,7 @@ from tether.messages import (
     ContentBlock,
     Provenance,
     RedactedThinkingBlock,
+    StopReason,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -31,10 +32,11 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     RedactedThinking,
+    StreamDone,
+    StreamError,
     StreamEvent,
+    StreamWarning,
     TextDelta,
     TextEnd,
     TextStart,
@@ -45,7 +47,6 @@ from tether.providers.base import (
     ToolCallEnd,
     ToolCallStart,
     UsageEvent,
-    WarningEvent,
 )
 
 TRUNCATED = "the arguments were truncated before the call was complete"
@@ -108,13 +109,13 @@ class Assembler:
         self.provenance = provenance
         self._blocks: dict[int, _Text | _Thinking | _Call | RedactedThinkingBlock] = {}
         self.usage: Usage | None = None
-        self.done: Done | None = None
-        self.error: ErrorEvent | None = None
-        self.warnings: list[WarningEvent] = []
+        self.done: StreamDone | None = None
+        self.error: StreamError | None = None
+        self.warnings: list[StreamWarning] = []
 
     @property
     def finished(self) -> bool:
-        """True once the terminal event (Done or ErrorEvent) arrived."""
+        """True once the terminal event (StreamDone or StreamError) arrived."""
         return self.done is not None or self.error is not None
 
     def feed(self, event: StreamEvent) -> None:
@@ -162,19 +163,19 @@ class Assembler:
                     b.ended = True
             case UsageEvent(usage=u):
                 self.usage = u
-            case WarningEvent():
+            case StreamWarning():
                 self.warnings.append(event)
-            case Done():
+            case StreamDone():
                 self.done = event
-            case ErrorEvent():
+            case StreamError():
                 self.error = event
 
-    def turn(self, *, stop_reason: str | None = None) -> Turn:
+    def turn(self, *, stop_reason: StopReason | None = None) -> Turn:
         """The assistant turn built so far.
 
         Args:
             stop_reason: overrides the stop reason (e.g. `interrupted` for a partial turn);
-                defaults to the Done event's, or `error`/`interrupted` when there is none.
+                defaults to the StreamDone event's, or `error`/`interrupted` when there is none.
         """
         content: list[ContentBlock] = []
         k = 0

@@ -1,15 +1,15 @@
 """The provider protocol: one request in, a stream of normalized events out.
 
-Owns: `ModelRequest`, `ToolSpec`, the `StreamEvent` union and the `Provider` protocol.
+Owns: `ModelRequest`, the `StreamEvent` union and the `Provider` protocol.
 Does not own: transport (the vendor SDKs own it), building the wire view (`tether.wire`, called by
 the loop before the request reaches an adapter), or assembling events into a turn
 (`tether.providers.assemble`).
 
 Event contract of `Provider.stream(request)`:
     any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
-    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, UsageEvent and WarningEvent
+    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, UsageEvent and StreamWarning
     events, each block keyed by an `index` unique within the stream, then EXACTLY ONE terminal
-    event: `Done` or `ErrorEvent`. Provider faults are values (an `ErrorEvent`), never raised; an
+    event: `StreamDone` or `StreamError`. Provider faults are values (an `StreamError`), never raised; an
     adapter raises only for configuration mistakes and bugs.
 """
 
@@ -19,32 +19,38 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tether.messages import Provenance, Target, Turn, Usage
+from tether.errors import ErrorKind
+from tether.messages import Provenance, ProviderStopReason, Target, ToolSpec, Turn, Usage
 from tether.wire import build_view
 
-ErrorKind = Literal[
-    "auth",
-    "network",
-    "rate_limited",
-    "overloaded",
-    "context_overflow",
-    "provider",
-    "malformed",
-    "cancelled",
+__all__ = [
+    "ErrorKind",
+    "ModelInfo",
+    "ModelRequest",
+    "Provider",
+    "RedactedThinking",
+    "StopReason",
+    "StreamDone",
+    "StreamError",
+    "StreamEvent",
+    "StreamWarning",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ThinkingDelta",
+    "ThinkingEnd",
+    "ThinkingStart",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolSpec",
+    "UsageEvent",
+    "WarningKind",
+    "wire_messages",
 ]
-"""The stable provider error taxonomy (see `tether.errors`)."""
 
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolSpec:
-    """A tool as offered to the model: name, description and a JSON schema (an object schema,
-    no `$schema` key) for its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
+StopReason = ProviderStopReason
+"""How a provider's stream ended (normalized; `tether.messages.ProviderStopReason`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +176,7 @@ class UsageEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Done:
+class StreamDone:
     """The stream completed. `stop_reason` normalized; `raw_stop_reason` as the provider sent it."""
 
     type: Literal["done"] = "done"
@@ -179,7 +185,7 @@ class Done:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ErrorEvent:
+class StreamError:
     """The request failed (before or during the stream).
 
     Attributes:
@@ -205,7 +211,7 @@ it silently cut the prompt (Ollama truncates to `num_ctx` without an error)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WarningEvent:
+class StreamWarning:
     """Something went wrong that the provider did not report as an error; the stream goes on.
 
     Attributes:
@@ -234,9 +240,9 @@ StreamEvent = (
     | ToolCallDelta
     | ToolCallEnd
     | UsageEvent
-    | WarningEvent
-    | Done
-    | ErrorEvent
+    | StreamWarning
+    | StreamDone
+    | StreamError
 )
 
 
@@ -270,7 +276,7 @@ class Provider(Protocol):
     model: str
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Send `request` and yield normalized events, ending with exactly one Done/ErrorEvent."""
+        """Send `request` and yield normalized events, ending with exactly one StreamDone/StreamError."""
         ...
 
 
@@ -282,3 +288,10 @@ class ModelInfo:
     max_output_tokens: int
     supports_prefill: bool = False
     extra: dict[str, Any] = field(default_factory=lambda: {})
+
+
+# The names these classes had before the front-door issue (agent-level events now use
+# `ErrorEvent`/`WarningEvent`/`DoneEvent`); kept only until the open branches have merged.
+Done = StreamDone
+ErrorEvent = StreamError
+WarningEvent = StreamWarning

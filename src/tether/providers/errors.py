@@ -1,7 +1,7 @@
 """Classify provider faults into tether's error taxonomy.
 
 Owns: mapping what the official SDKs raise (and what the HTTP layer under them raises) to one
-`ErrorEvent` with a stable `ErrorKind`; parsing `Retry-After`.
+`StreamError` with a stable `ErrorKind`; parsing `Retry-After`.
 Does not own: deciding what to do with a fault (retry, fall back, compact, stop: the loop does), nor
 detecting a stream that ended without its terminal event (the adapters do; nothing is raised then).
 
@@ -29,7 +29,7 @@ Rules (status first, then the error body):
         `insufficient_quota` (OpenAI, a 429), `type` `billing_error` (Anthropic)
                                                → auth (an account problem: not retried, the next
                                                  provider in a fallback chain may take over);
-                                                 `ErrorEvent.code` names the signal
+                                                 `StreamError.code` names the signal
     401 / 403                                  → auth
     429, body type `rate_limit_error`          → rate_limited (Retry-After parsed)
     529, body type `overloaded_error`          → overloaded (Anthropic's overload status/type; an
@@ -59,7 +59,7 @@ import httpx
 import openai
 
 from tether.durations import parse_duration
-from tether.providers.base import ErrorEvent, ErrorKind
+from tether.providers.base import ErrorKind, StreamError
 
 _T = TypeVar("_T")
 
@@ -267,12 +267,12 @@ def _message(body: object, fallback: str) -> str:
 
 def _status_event(
     status: int | None, body: object, headers: Mapping[str, str] | None, fallback: str
-) -> ErrorEvent:
+) -> StreamError:
     kind = classify_status(status, body)
     message = _message(body, fallback)
     if is_quota_error(status, body):
         message = f"quota or credit exhausted: {message}"
-    return ErrorEvent(
+    return StreamError(
         kind=kind,
         message=message,
         status_code=status,
@@ -281,8 +281,8 @@ def _status_event(
     )
 
 
-def classify_exception(exc: BaseException) -> ErrorEvent:
-    """Turn an exception raised while requesting or streaming into one terminal `ErrorEvent`.
+def classify_exception(exc: BaseException) -> StreamError:
+    """Turn an exception raised while requesting or streaming into one terminal `StreamError`.
 
     Args:
         exc: what the SDK (or the HTTP layer under it) raised. Never pass
@@ -300,10 +300,10 @@ def classify_exception(exc: BaseException) -> ErrorEvent:
     if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
         timed_out = isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError)
         what = "timed out" if timed_out else "connection error"
-        return ErrorEvent(kind="network", message=f"{what}: {exc.message}")
+        return StreamError(kind="network", message=f"{what}: {exc.message}")
     if isinstance(exc, openai.APIError | anthropic.APIError):
         # openai: an error event inside an HTTP 200 stream (no status code; the body tells).
-        return ErrorEvent(
+        return StreamError(
             kind=classify_status(None, exc.body),
             message=_message(exc.body, exc.message),
             status_code=200,
@@ -313,12 +313,12 @@ def classify_exception(exc: BaseException) -> ErrorEvent:
     if other is not None:
         return other
     if isinstance(exc, json.JSONDecodeError):
-        return ErrorEvent(kind="malformed", message=f"a stream data line is not JSON: {exc.msg}")
+        return StreamError(kind="malformed", message=f"a stream data line is not JSON: {exc.msg}")
     if isinstance(exc, _DECODING_ERRORS):
-        return ErrorEvent(kind="malformed", message=f"undecodable response body: {exc}")
+        return StreamError(kind="malformed", message=f"undecodable response body: {exc}")
     if isinstance(exc, (*_TRANSPORT_ERRORS, TimeoutError, ConnectionError)):
-        return ErrorEvent(kind="network", message=f"{type(exc).__name__}: {exc}".rstrip(": "))
-    return ErrorEvent(kind="provider", message=f"{type(exc).__name__}: {exc}")
+        return StreamError(kind="network", message=f"{type(exc).__name__}: {exc}".rstrip(": "))
+    return StreamError(kind="provider", message=f"{type(exc).__name__}: {exc}")
 
 
 def _retry_delay(details: object) -> float | None:
@@ -338,7 +338,7 @@ def _list(value: object) -> list[object]:
     return cast(list[object], value) if isinstance(value, list) else []
 
 
-def _other_sdk_error(exc: BaseException) -> ErrorEvent | None:
+def _other_sdk_error(exc: BaseException) -> StreamError | None:
     """google-genai `APIError` / ollama `ResponseError`, when those SDKs are loaded."""
     genai_errors = sys.modules.get("google.genai.errors")
     if genai_errors is not None and isinstance(exc, genai_errors.APIError):
@@ -347,7 +347,7 @@ def _other_sdk_error(exc: BaseException) -> ErrorEvent | None:
         details = cast(object, getattr(exc, "details", None))
         message = cast(object, getattr(exc, "message", None))
         kind = classify_status(status, details)
-        return ErrorEvent(
+        return StreamError(
             kind=kind,
             message=message if isinstance(message, str) and message else str(exc),
             status_code=status,
@@ -360,7 +360,7 @@ def _other_sdk_error(exc: BaseException) -> ErrorEvent | None:
         status = code if isinstance(code, int) and 100 <= code <= 599 else None
         error = cast(object, getattr(exc, "error", ""))
         text = error if isinstance(error, str) else str(error)
-        return ErrorEvent(
+        return StreamError(
             kind=classify_status(status if status is not None else 200, {"message": text}),
             message=text,
             status_code=status if status is not None else 200,
@@ -368,8 +368,8 @@ def _other_sdk_error(exc: BaseException) -> ErrorEvent | None:
     return None
 
 
-async def guard_stream(items: AsyncIterable[_T]) -> AsyncIterator[_T | ErrorEvent]:
-    """Relay an SDK stream; on a provider fault yield one classified `ErrorEvent` and stop.
+async def guard_stream(items: AsyncIterable[_T]) -> AsyncIterator[_T | StreamError]:
+    """Relay an SDK stream; on a provider fault yield one classified `StreamError` and stop.
 
     Only the SDK's own iteration is guarded (translation bugs still raise), and
     `asyncio.CancelledError` is a BaseException: it propagates.

@@ -28,7 +28,7 @@ from typing import cast
 
 from tether.errors import ConfigError
 from tether.messages import Target
-from tether.providers.base import ErrorEvent, ModelRequest, Provider, StreamEvent
+from tether.providers.base import ModelRequest, Provider, StreamError, StreamEvent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +122,7 @@ def resolve_chain(
     return tuple(dict.fromkeys(refs))
 
 
-def falls_back(event: ErrorEvent) -> bool:
+def falls_back(event: StreamError) -> bool:
     """Whether the next pair of the chain takes over after `event` (module docstring rule)."""
     return event.kind not in ("context_overflow", "cancelled")
 

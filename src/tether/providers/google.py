@@ -29,7 +29,7 @@ Chunks → events (each chunk carries whole parts; text parts continue one anoth
                               max_tokens, SAFETY/RECITATION/... → refusal, else other
     usageMetadata             cumulative; promptTokenCount includes cachedContentTokenCount
                               (subtracted from input), output = candidates + thoughts tokens
-A stream without a finishReason is incomplete: `ErrorEvent(kind="network")`.
+A stream without a finishReason is incomplete: `StreamError(kind="network")`.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ from google.genai import types as gt
 from tether.errors import AuthError
 from tether.messages import Provenance, Target, Usage
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -286,13 +286,13 @@ class GeminiStreamTranslator:
             yield from self._close_all()  # the blocks end with the candidate
 
     def finish(self) -> StreamEvent:
-        """`Done` once a finishReason arrived, else a network `ErrorEvent` (incomplete)."""
+        """`StreamDone` once a finishReason arrived, else a network `StreamError` (incomplete)."""
         if self._finish is None:
-            return ErrorEvent(kind="network", message=INCOMPLETE)
+            return StreamError(kind="network", message=INCOMPLETE)
         stop = _STOP_REASONS.get(self._finish, "other")
         if stop == "end_turn" and self._calls:
             stop = "tool_use"
-        return Done(stop_reason=stop, raw_stop_reason=self._finish)
+        return StreamDone(stop_reason=stop, raw_stop_reason=self._finish)
 
 
 def _env_key() -> str | None:
@@ -375,10 +375,10 @@ class GoogleProvider:
         return contents, config
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
+        """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
 
         Provider faults (HTTP errors, an error object inside the stream) are yielded as a
-        classified `ErrorEvent`; cancellation propagates.
+        classified `StreamError`; cancellation propagates.
         """
         contents, config = self.request_config(request)
         models = self._client.aio.models

@@ -36,9 +36,9 @@ from typing import Any, cast
 from tether.errors import ConfigError
 from tether.messages import Target, Usage
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -364,7 +364,7 @@ class LocalProvider:
                         raise item
                     message = str(item)
                     kind = "context_overflow" if "exceed context window" in message else "provider"
-                    yield ErrorEvent(kind=kind, message=f"local model: {message}")
+                    yield StreamError(kind=kind, message=f"local model: {message}")
                     return
                 if isinstance(item, int):
                     total_tokens = item
@@ -399,7 +399,7 @@ class LocalProvider:
                 output_tokens=completion_tokens,
             )
         )
-        yield Done(
+        yield StreamDone(
             stop_reason="max_tokens" if finish == "length" else "tool_use" if called else "end_turn",
             raw_stop_reason=finish,
         )

@@ -17,19 +17,19 @@ Request (Ollama API reference, "Generate a chat completion"):
 Frames → events: `message.thinking` → thinking block (producer "ollama"), `message.content` →
 text, each `message.tool_calls[*]` → one complete call (Ollama sends whole calls, no ids: the
 assembler mints `<turn id>_call<k>`), the `done: true` frame → usage (`prompt_eval_count` in,
-`eval_count` out) and `Done(done_reason)`. No `done: true` frame: a network error.
+`eval_count` out) and `StreamDone(done_reason)`. No `done: true` frame: a network error.
 
 Silent truncation: Ollama cuts a prompt longer than `num_ctx` without an error (it keeps the
 end). It is treated as what it is, a context overflow, so the loop compacts and retries (or
 stops with `context_overflow`); the reply is never kept and its token count never trusted:
     * before sending: when tether's estimate of the request (ceil(chars / 4) over message
       texts, thinking, call arguments, system prompt and tool schemas) exceeds `num_ctx`, an
-      `ErrorEvent(kind="context_overflow")` is the whole stream (nothing is sent);
+      `StreamError(kind="context_overflow")` is the whole stream (nothing is sent);
     * after the `done` frame: when the reported prompt (`prompt_eval_count`) reaches
       `FULL_WINDOW_RATIO` of `num_ctx` (the prompt was cut to the window, or filled it so that
-      no room was left for the reply), the stream ends with that error instead of `Done`.
+      no room was left for the reply), the stream ends with that error instead of `StreamDone`.
 A reported prompt below `TRUNCATION_RATIO` of the estimate that does not fill the window is only
-a `WarningEvent(kind="truncated_prompt")`: Ollama versions that count only the tokens not served
+a `StreamWarning(kind="truncated_prompt")`: Ollama versions that count only the tokens not served
 from their prompt cache under-report too; the warning names both figures.
 
 `num_ctx` is the window the run is configured with (`--context-window`, `context.windows`):
@@ -62,11 +62,12 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
+    StreamWarning,
     TextDelta,
     TextEnd,
     TextStart,
@@ -78,7 +79,6 @@ from tether.providers.base import (
     ToolCallStart,
     ToolSpec,
     UsageEvent,
-    WarningEvent,
     wire_messages,
 )
 from tether.providers.streaming import drive_stream
@@ -245,12 +245,12 @@ class OllamaStreamTranslator:
             return None
         return overflow_message(self.estimated_prompt_tokens, self.num_ctx, reported)
 
-    def truncation(self, reported: int | None) -> WarningEvent | None:
+    def truncation(self, reported: int | None) -> StreamWarning | None:
         """The truncation warning for a reported prompt size, or None (module docstring)."""
         estimate = self.estimated_prompt_tokens
         if reported is None or reported >= estimate * TRUNCATION_RATIO or reported > self.num_ctx:
             return None
-        return WarningEvent(
+        return StreamWarning(
             kind="truncated_prompt",
             message=(
                 f"Ollama evaluated {reported} prompt tokens but the request holds about "
@@ -298,15 +298,15 @@ class OllamaStreamTranslator:
                 yield warning
 
     def finish(self) -> StreamEvent:
-        """`Done` after the `done: true` frame, else a network `ErrorEvent` (incomplete)."""
+        """`StreamDone` after the `done: true` frame, else a network `StreamError` (incomplete)."""
         if self._done is None:
-            return ErrorEvent(kind="network", message=INCOMPLETE)
+            return StreamError(kind="network", message=INCOMPLETE)
         if self._overflow is not None:
-            return ErrorEvent(kind="context_overflow", message=self._overflow)
+            return StreamError(kind="context_overflow", message=self._overflow)
         stop = _STOP_REASONS.get(self._done, "other")
         if stop == "end_turn" and self._calls:
             stop = "tool_use"
-        return Done(stop_reason=stop, raw_stop_reason=self._done)
+        return StreamDone(stop_reason=stop, raw_stop_reason=self._done)
 
 
 class OllamaProvider:
@@ -379,9 +379,9 @@ class OllamaProvider:
         self.num_ctx = tokens
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`
+        """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`
         (`context_overflow` when the request cannot fit `num_ctx` or Ollama cut it; a
-        `WarningEvent` when it may have). Cancellation propagates."""
+        `StreamWarning` when it may have). Cancellation propagates."""
         params = self.request_params(request)
         estimate = estimate_prompt_tokens(params["messages"], params.get("tools") or [])
         client = self._client
@@ -390,7 +390,7 @@ class OllamaProvider:
             return await client.chat(stream=True, **cast(Any, params))  # pyright: ignore[reportUnknownMemberType]
 
         if estimate > self.num_ctx:
-            yield ErrorEvent(kind="context_overflow", message=overflow_message(estimate, self.num_ctx))
+            yield StreamError(kind="context_overflow", message=overflow_message(estimate, self.num_ctx))
             return
         translator = OllamaStreamTranslator(estimated_prompt_tokens=estimate, num_ctx=self.num_ctx)
         async for event in drive_stream(open_stream, translator):

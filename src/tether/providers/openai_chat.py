@@ -26,7 +26,7 @@ Stream rules (Chat Completions streaming reference):
       open tool call is ended then, except on `length`: a call cut by the token limit is left
       unended so the assembler marks it truncated (case T30).
     - A stream that ends without any `finish_reason` is incomplete (the SDK raises nothing, see
-      `notes/sdk-fault-behaviour.md`): an `ErrorEvent(kind="network")`, never a `Done`.
+      `notes/sdk-fault-behaviour.md`): an `StreamError(kind="network")`, never a `StreamDone`.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -355,16 +355,16 @@ class ChatStreamTranslator:
             yield UsageEvent(usage=normalize_usage(chunk.usage))
 
     def finish(self) -> StreamEvent:
-        """The terminal event once the stream is exhausted: `Done`, or a network `ErrorEvent`
+        """The terminal event once the stream is exhausted: `StreamDone`, or a network `StreamError`
         when no `finish_reason` ever arrived."""
         reason = self._finish_reason
         if reason is None:
-            return ErrorEvent(kind="network", message=INCOMPLETE)
+            return StreamError(kind="network", message=INCOMPLETE)
         stop = _STOP_REASONS.get(reason, "other")
         if reason == "stop" and self._calls:
             # Some compatible servers (vLLM, older llama.cpp) finish a tool-calling turn with `stop`.
             stop = "tool_use"
-        return Done(stop_reason=stop, raw_stop_reason=reason)
+        return StreamDone(stop_reason=stop, raw_stop_reason=reason)
 
 
 class OpenAIChatProvider:
@@ -424,9 +424,9 @@ class OpenAIChatProvider:
         return to_chat_messages(view, request.system)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
+        """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
 
-        Provider faults are yielded as `ErrorEvent` (see `tether.providers.errors`); cancellation
+        Provider faults are yielded as `StreamError` (see `tether.providers.errors`); cancellation
         propagates.
         """
         messages = self.request_messages(request)

@@ -30,9 +30,9 @@ Stream events → events:
     response.function_call_arguments.delta → ToolCallDelta
     response.output_item.done      ThinkingEnd(encrypted_content, summary) · TextEnd ·
                                    ToolCallEnd (the item's whole `arguments` when no delta came)
-    response.completed             usage → Done(tool_use when a call was made, else end_turn)
-    response.incomplete            Done(max_tokens | refusal | other)
-    response.failed / error        ErrorEvent, classified from the error's code and message
+    response.completed             usage → StreamDone(tool_use when a call was made, else end_turn)
+    response.incomplete            StreamDone(max_tokens | refusal | other)
+    response.failed / error        StreamError, classified from the error's code and message
 Reasoning items are `ThinkingBlock`s whose `encrypted_content` is the opaque payload (the field
 the wire passes read; it plays the role of a signature) and whose `item_id` is the `rs_…` id.
 A stream without `response.completed` / `incomplete` / `failed` is incomplete: a network error.
@@ -84,10 +84,10 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
     ModelRequest,
     StopReason,
+    StreamDone,
+    StreamError,
     StreamEvent,
     TextDelta,
     TextEnd,
@@ -354,20 +354,20 @@ class ResponsesStreamTranslator:
             if event.response.usage is not None:
                 yield UsageEvent(usage=normalize_usage(event.response.usage))
             stop = "tool_use" if self._calls else "end_turn"
-            yield Done(stop_reason=stop, raw_stop_reason="completed")
+            yield StreamDone(stop_reason=stop, raw_stop_reason="completed")
         elif isinstance(event, ResponseIncompleteEvent):
             if event.response.usage is not None:
                 yield UsageEvent(usage=normalize_usage(event.response.usage))
             details = event.response.incomplete_details
             reason = details.reason if details is not None else None
-            yield Done(
+            yield StreamDone(
                 stop_reason=_INCOMPLETE_STOP.get(reason or "", "other"), raw_stop_reason=reason
             )
         elif isinstance(event, ResponseFailedEvent):
             err = event.response.error
             body: dict[str, Any] = err.model_dump(mode="json") if err is not None else {}
             message = err.message if err is not None else "the response failed"
-            yield ErrorEvent(
+            yield StreamError(
                 kind=classify_status(None, body),
                 message=message,
                 status_code=200,
@@ -375,7 +375,7 @@ class ResponsesStreamTranslator:
             )
         elif isinstance(event, ResponseErrorEvent):
             body = {"code": event.code, "message": event.message}
-            yield ErrorEvent(
+            yield StreamError(
                 kind=classify_status(None, body),
                 message=event.message,
                 status_code=200,
@@ -384,7 +384,7 @@ class ResponsesStreamTranslator:
 
     def finish(self) -> StreamEvent:
         """Reached only when no terminal Responses event came: the stream is incomplete."""
-        return ErrorEvent(kind="network", message=INCOMPLETE)
+        return StreamError(kind="network", message=INCOMPLETE)
 
 
 class OpenAIResponsesProvider:
@@ -471,10 +471,10 @@ class OpenAIResponsesProvider:
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one request; yields events, then exactly one `Done` or `ErrorEvent`.
+        """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
 
         Provider faults (HTTP errors, the in-stream `error` / `response.failed` events) are
-        yielded as a classified `ErrorEvent`; cancellation propagates.
+        yielded as a classified `StreamError`; cancellation propagates.
         """
         params = self.request_params(request)
         client = self._client

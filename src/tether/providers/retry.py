@@ -20,7 +20,7 @@ Rules:
                   job), malformed, cancelled, any other `provider` status (400, 404, 501, ...)
     delay         attempt k (k = 1 after the first failure) waits
                   min(retry_max_s, retry_base_s * 2**(k-1) + jitter), jitter uniform in
-                  [0, retry_base_s / 4); a server's Retry-After (`ErrorEvent.retry_after_s`) is the
+                  [0, retry_base_s / 4); a server's Retry-After (`StreamError.retry_after_s`) is the
                   minimum wait. A Retry-After beyond `retry_max_s` stops retrying this target at
                   once (waiting less would land inside the server's cooldown, case T29; the
                   error says when to retry).
@@ -39,7 +39,7 @@ from tenacity.wait import wait_base
 
 from tether.durations import parse_duration
 from tether.errors import ConfigError
-from tether.providers.base import ErrorEvent
+from tether.providers.base import StreamError
 
 RETRYABLE_STATUS = frozenset({408, 500, 502, 503, 504})
 """`provider` statuses worth retrying: request timeout and the transient 5xx (not 501)."""
@@ -106,7 +106,7 @@ class RetryPolicy:
         return cls(max_attempts=attempts, retry_base_s=base_s, retry_max_s=max(max_s, base_s))
 
 
-def is_retryable(event: ErrorEvent) -> bool:
+def is_retryable(event: StreamError) -> bool:
     """Whether time may heal this fault (the rules in the module docstring)."""
     if event.kind in ("rate_limited", "overloaded", "network"):
         return True
@@ -145,7 +145,7 @@ def backoff_s(policy: RetryPolicy, failures: int, jitter: float) -> float:
 
 
 def retry_delay(
-    policy: RetryPolicy, failures: int, event: ErrorEvent, jitter: float
+    policy: RetryPolicy, failures: int, event: StreamError, jitter: float
 ) -> Delay | None:
     """The wait before retrying after `event`, or None when the target should not be retried.
 
@@ -176,12 +176,12 @@ class AttemptFailed(Exception):
     """One attempt ended in a provider fault (carried as `event`). Internal to the retry loop;
     the agent turns the last one into `RunError`."""
 
-    def __init__(self, event: ErrorEvent) -> None:
+    def __init__(self, event: StreamError) -> None:
         super().__init__(f"{event.kind}: {event.message}")
         self.event = event
 
 
-def _event(state: RetryCallState) -> ErrorEvent | None:
+def _event(state: RetryCallState) -> StreamError | None:
     outcome = state.outcome
     if outcome is None or not outcome.failed:
         return None
@@ -219,7 +219,7 @@ def retrying(
     *,
     sleep: Callable[[float], Awaitable[None]],
     rng: Callable[[], float] = random.random,
-    on_retry: Callable[[int, ErrorEvent, Delay], None] | None = None,
+    on_retry: Callable[[int, StreamError, Delay], None] | None = None,
 ) -> AsyncRetrying:
     """A `tenacity.AsyncRetrying` for one target under `policy`.
 

@@ -1,7 +1,7 @@
 """The shared tail of every SDK-backed adapter: open the SDK stream, translate, terminate once.
 
 Owns: `drive_stream`, which turns "a coroutine opening an SDK stream" plus "a translator" into the
-event contract of `tether.providers.base` (exactly one terminal `Done` / `ErrorEvent`, provider
+event contract of `tether.providers.base` (exactly one terminal `StreamDone` / `StreamError`, provider
 faults as values, the SDK stream closed on every path).
 Does not own: any vendor format (the translators in each adapter), nor fault classification
 (`tether.providers.errors`).
@@ -13,7 +13,7 @@ import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Protocol, TypeVar
 
-from tether.providers.base import Done, ErrorEvent, StreamEvent
+from tether.providers.base import StreamDone, StreamError, StreamEvent
 from tether.providers.errors import classify_exception, guard_stream
 
 _T = TypeVar("_T")
@@ -22,7 +22,7 @@ _T_contra = TypeVar("_T_contra", contravariant=True)
 
 class Translator(Protocol[_T_contra]):
     """Turns one SDK stream item into normalized events; `finish` gives the terminal event once
-    the SDK stream is exhausted (a `Done`, or an `ErrorEvent` when the stream was incomplete)."""
+    the SDK stream is exhausted (a `StreamDone`, or an `StreamError` when the stream was incomplete)."""
 
     def on_item(self, item: _T_contra, /) -> Iterable[StreamEvent]: ...
 
@@ -54,7 +54,7 @@ async def drive_stream(
             SDK passed through as an item, e.g. Responses `response.failed`) ends the stream.
 
     Yields:
-        Normalized events; the last one is a `Done` or an `ErrorEvent`. `asyncio.CancelledError`
+        Normalized events; the last one is a `StreamDone` or an `StreamError`. `asyncio.CancelledError`
         propagates (it is not a provider fault); translation bugs raise.
     """
     try:
@@ -64,12 +64,12 @@ async def drive_stream(
         return
     try:
         async for item in guard_stream(items):
-            if isinstance(item, ErrorEvent):
+            if isinstance(item, StreamError):
                 yield item
                 return
             for event in translator.on_item(item):
                 yield event
-                if isinstance(event, Done | ErrorEvent):
+                if isinstance(event, StreamDone | StreamError):
                     return
         yield translator.finish()
     finally:

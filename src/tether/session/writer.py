@@ -120,6 +120,11 @@ class SessionWriter:
         return self._id
 
     @property
+    def artifact_dir(self) -> Path:
+        """The session's artifact folder, `<sessions>/<id>/` next to its file (not created)."""
+        return self._path.parent / self._id
+
+    @property
     def path(self) -> Path:
         """The session file."""
         return self._path

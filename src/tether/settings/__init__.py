@@ -1,5 +1,5 @@
 """Settings: JSON files merged from the user folder and the project folder, validated into a
-typed `Settings` model.
+typed `AgentConfig` (alias `Settings`): the one config an agent takes (`tether.config`).
 
 Files (the project wins):
     <user config dir>/settings.json        `TETHER_CONFIG_DIR` or platformdirs' config dir
@@ -29,6 +29,7 @@ from tether.settings.files import (
 )
 from tether.settings.merge import merge_layers
 from tether.settings.model import (
+    AgentConfig,
     ContextSettings,
     ModelEntry,
     ModelWindow,
@@ -43,6 +44,7 @@ from tether.settings.model import (
 
 __all__ = [
     "CONFIG_DIR_ENV",
+    "AgentConfig",
     "ContextSettings",
     "DurationError",
     "LoadedSettings",

@@ -12,7 +12,8 @@ file is a number of milliseconds or a string such as `"30s"` (`tether.settings.d
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -52,6 +53,8 @@ def _default_refused() -> list[str]:
 
     return list(DEFAULT_REFUSED)
 
+
+SandboxKind = Literal["auto", "bwrap", "landlock", "none"]
 
 ProviderType = Literal["anthropic", "openai", "openai-responses", "google", "ollama", "local"]
 
@@ -134,6 +137,9 @@ class ToolsSettings(_Section):
         max_processes: processes at once per tool call (a fork bomb is stopped); None: no
             limit. Enforced by a pids cgroup where tether may make one, else RLIMIT_NPROC.
         max_file_size: the largest file a tool command may write, bytes; None: no limit.
+        sandbox: the OS sandbox for tool subprocesses: `auto` (`TETHER_SANDBOX`, else bwrap,
+            else Landlock, else none), `bwrap`, `landlock`, or `none` (no sandbox: safe mode
+            is then forced).
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
@@ -148,6 +154,7 @@ class ToolsSettings(_Section):
     allow_protected_writes: bool = False
     max_processes: int | None = Field(default=1024, ge=1)
     max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
+    sandbox: SandboxKind = "auto"
 
 
 class ModelWindow(_Section):
@@ -167,6 +174,8 @@ class ContextSettings(_Section):
         runaway_total: a turn whose request would exceed this share of the window is runaway.
         runaway_growth: one turn growing the context by more than this share is runaway.
         auto_compact: compact automatically when the threshold is crossed.
+        window: the first model's context window in tokens, overriding `windows`, what the
+            provider reports and the known-models table (`--context-window`); None: resolved.
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -177,6 +186,7 @@ class ContextSettings(_Section):
     runaway_total: Fraction = 0.9
     runaway_growth: Fraction = 0.4
     auto_compact: bool = True
+    window: int | None = Field(default=None, ge=256)
 
 
 class ThinkingSettings(_Section):
@@ -205,11 +215,17 @@ class RunSettings(_Section):
         max_turns: cap on model requests per run.
         continuation_limit: how many times a reply cut at `max_tokens` is continued.
         thinking: the reasoning budget (see `ThinkingSettings`).
+        system: the system prompt (`--system`), or None for none.
+        max_output_tokens: cap on generated tokens per request, or None for the provider's.
+        temperature: sampling temperature, or None for the provider default.
     """
 
     max_turns: int = Field(default=50, ge=1)
     continuation_limit: int = Field(default=3, ge=0)
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+    system: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0)
 
 
 class McpOAuthSettings(_Section):
@@ -292,8 +308,14 @@ class McpSettings(_Section):
 ModelSelection = str | list[str | ModelEntry] | None
 
 
-class Settings(_Section):
-    """All settings, as merged from the user and project files (see `tether.settings`).
+class AgentConfig(_Section):
+    """Everything configurable about an agent, in one typed shape: the settings files parse
+    into it (merged from the user and project files, see `tether.settings`), `tether run`'s
+    flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
+    it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
+    `run` (later issues add theirs the same way: one `XSettings` section class, one field).
+
+        AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
     Attributes:
         model: the model selection: `"provider/model"`, a list of such strings or
@@ -324,3 +346,24 @@ class Settings(_Section):
     def to_json(self) -> dict[str, Any]:
         """The settings as the JSON a file would hold (durations as strings, JSON key names)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def with_values(self, values: Mapping[str, Any]) -> Self:
+        """A copy with fields replaced by dotted Python names (`{"tools.safe": True,
+        "run.max_turns": 5}`), validated like a settings file (a duration is a string such as
+        `"30s"` or a number of milliseconds, as in the file).
+
+        Raises:
+            pydantic.ValidationError: an unknown name or an invalid value.
+        """
+        data = self.model_dump(mode="json")
+        for dotted, value in values.items():
+            *parents, leaf = dotted.split(".")
+            node = data
+            for part in parents:
+                node = node[part]
+            node[leaf] = value
+        return type(self).model_validate(data)
+
+
+Settings = AgentConfig
+"""The settings model under its settings-package name (the same class)."""

@@ -3,7 +3,7 @@
 Owns: `Tool`, the `@tool` decorator, `ToolContext` (what a tool may know of its run), `ToolOutput`
 (a result with an explicit error flag) and `ToolError` (a fault a tool reports in its own words).
 The arguments' JSON schema is built with pydantic from the signature; parameter descriptions come
-from the docstring's Google-style `Args:` section.
+from the docstring's Google-style `Args:` section (parsed by griffe).
 Does not own: running a call (`tether.tools.run`), the registry (`tether.tools.registry`), path
 containment (`tether.tools.paths`) or the built-in tools (`tether.tools.builtins`).
 
@@ -33,11 +33,20 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
+from griffe import (
+    Docstring,
+    DocstringElement,
+    DocstringSection,
+    DocstringSectionAdmonition,
+    DocstringSectionParameters,
+    DocstringSectionText,
+)
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
+from tether.errors import TetherError
 from tether.messages import ImageBlock, TextBlock
 from tether.providers.base import ToolSpec
 
@@ -56,7 +65,7 @@ Wrap = Callable[[list[str]], list[str]]
 """Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
 
 
-class ToolError(Exception):
+class ToolError(TetherError):
     """A tool fault reported to the model as-is (no `ExcType:` prefix), as an is_error result."""
 
 
@@ -225,45 +234,51 @@ class _NoTitles(GenerateJsonSchema):
         return False
 
 
-_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$")
-_SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
-_ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {param: description}).
-
-    The description is the docstring without its `Args:` section; other sections are kept.
+    """Split a Google-style docstring into (description, {param: description}), parsed by
+    griffe (as pydantic-ai does). The description is the docstring without its `Args:` section:
+    the text (hard-wrapped paragraphs joined) and the other sections (`Returns:`, `Note:`, ...)
+    rendered back as `Title:` plus indented items. A section needs a blank line before it.
     """
     if not doc:
         return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
+    sections = Docstring(inspect.cleandoc(doc), lineno=1).parse("google", warnings=False)
     kept: list[str] = []
     params: dict[str, str] = {}
-    i = 0
-    while i < len(lines):
-        if not _ARGS_HEADER.match(lines[i]):
-            kept.append(lines[i])
-            i += 1
-            continue
-        i += 1
-        current: str | None = None
-        entry_indent: int | None = None
-        while i < len(lines):
-            line = lines[i]
-            if line.strip() and not line[0].isspace():
-                break  # back at column 0: the section ended
-            stripped = line.strip()
-            indent = len(line) - len(line.lstrip())
-            m = _ARG_LINE.match(stripped)
-            if stripped and m and (entry_indent is None or indent <= entry_indent):
-                entry_indent = indent
-                current = str(m.group(1))
-                params[current] = str(m.group(2)).strip()
-            elif stripped and current is not None:
-                params[current] = f"{params[current]} {stripped}".strip()
-            i += 1
-    return _unwrap(kept), params
+    for section in sections:
+        if isinstance(section, DocstringSectionText):
+            kept.append(_unwrap(section.value.splitlines()))
+        elif isinstance(section, DocstringSectionParameters):
+            for p in section.value:
+                params[p.name] = " ".join(p.description.split())
+        elif isinstance(section, DocstringSectionAdmonition):
+            body = _unwrap(section.value.description.splitlines())
+            kept.append(f"{section.title or 'Note'}:\n" + _indent(body))
+        else:
+            kept.append(_render_section(section))
+    return "\n\n".join(k for k in kept if k).strip(), params
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"    {line}" if line else "" for line in text.splitlines())
+
+
+def _render_section(section: DocstringSection) -> str:
+    """A non-parameter section as `Title:` and indented `name: description` items."""
+    title = section.title or section.kind.value.capitalize()
+    value: object = section.value
+    lines: list[str] = []
+    items: list[object] = list(cast("list[object]", value)) if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, DocstringElement):
+            name = getattr(item, "name", "") or str(item.annotation or "")
+            desc = " ".join(item.description.split())
+            lines.append(f"{name}: {desc}" if name else desc)
+        elif isinstance(item, tuple):  # examples: (kind, text)
+            lines.append(str(cast("tuple[object, ...]", item)[-1]))
+        else:
+            lines.append(str(item))
+    return f"{title}:\n" + _indent("\n".join(lines))
 
 
 _BLOCK_START = re.compile(r"^(\s|[-*+>|]|\d+[.)]\s|```)")

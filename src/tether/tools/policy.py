@@ -29,11 +29,6 @@ NO_SANDBOX_WARNING = (
     "safe mode is forced, only read-only tools are offered and run"
 )
 
-_cache: dict[int, tuple[tuple[ToolSpec, ...], tuple[ToolSpec, ...]]] = {}
-"""id(registry) → (its specs tuple, the safe subset); valid while the specs tuple is the same
-object (the registry rebuilds it on every change)."""
-
-
 def resolve_sandbox(setting: SandboxSetting) -> Sandbox | None:
     """The sandbox an agent uses for `setting` (see `SandboxSetting`).
 
@@ -45,22 +40,9 @@ def resolve_sandbox(setting: SandboxSetting) -> Sandbox | None:
 
 
 def offered_specs(registry: ToolRegistry, safe_mode: bool) -> tuple[ToolSpec, ...]:
-    """The tools one request offers: all of them, or only the `safe` ones in safe mode.
-
-    The filtered tuple is cached per registry contents (one dict lookup per request).
-    """
-    specs = registry.specs()
-    if not safe_mode:
-        return specs
-    hit = _cache.get(id(registry))
-    if hit is not None and hit[0] is specs:
-        return hit[1]
-    safe = {t.name for t in registry if t.safe}
-    subset = tuple(s for s in specs if s.name in safe)
-    if len(_cache) > 64:
-        _cache.clear()
-    _cache[id(registry)] = (specs, subset)
-    return subset
+    """The tools one request offers: all of them, or only the `safe` ones in safe mode (both
+    cached by the registry: one attribute read per request)."""
+    return registry.safe_specs() if safe_mode else registry.specs()
 
 
 def refuse_in_safe_mode(

@@ -22,11 +22,12 @@ class ToolRegistry:
         ValueError: two tools share a name.
     """
 
-    __slots__ = ("_names", "_specs", "_tools")
+    __slots__ = ("_names", "_safe_specs", "_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] | None = None
+        self._safe_specs: tuple[ToolSpec, ...] | None = None
         self._names: tuple[str, ...] | None = None
         for t in tools:
             self.add(t)
@@ -41,6 +42,7 @@ class ToolRegistry:
             raise ValueError(f"duplicate tool name {tool.name!r}")
         self._tools[tool.name] = tool
         self._specs = None
+        self._safe_specs = None
         self._names = None
 
     def remove(self, name: str) -> None:
@@ -51,6 +53,7 @@ class ToolRegistry:
         """
         del self._tools[name]
         self._specs = None
+        self._safe_specs = None
         self._names = None
 
     def get(self, name: str) -> Tool | None:
@@ -68,6 +71,12 @@ class ToolRegistry:
         if self._specs is None:
             self._specs = tuple(t.spec() for t in self._tools.values())
         return self._specs
+
+    def safe_specs(self) -> tuple[ToolSpec, ...]:
+        """The specs of the `safe` (read-only) tools only, in registration order (cached)."""
+        if self._safe_specs is None:
+            self._safe_specs = tuple(t.spec() for t in self._tools.values() if t.safe)
+        return self._safe_specs
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]

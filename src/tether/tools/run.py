@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
 
 from tether.messages import ImageBlock, ResultPart, TextBlock, ToolCallBlock, ToolResultBlock
 from tether.tools.base import (
@@ -143,13 +144,9 @@ def format_validation_error(tool_name: str, err: ValidationError) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    """`value` as plain JSON data (non-JSON leaves become their `str`)."""
-    if value is None:
-        return None
-    try:
-        return json.loads(json.dumps(value, ensure_ascii=False, default=str))
-    except (TypeError, ValueError):
-        return str(value)
+    """`value` as plain JSON data (pydantic's rules: models and dataclasses become objects,
+    tuples and sets lists; any other non-JSON leaf becomes its `str`)."""
+    return to_jsonable_python(value, fallback=str)
 
 
 def _notes(value: Any) -> tuple[str, ...]:

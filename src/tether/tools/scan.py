@@ -36,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
+from tether.errors import ConfigError
 from tether.tools.base import Tool, tool
 from tether.tools.registry import ToolRegistry
 
@@ -43,7 +44,7 @@ BUILTIN = "built-in"
 """The origin label of tools passed as `base` (built-ins)."""
 
 
-class ToolConflictError(ValueError):
+class ToolConflictError(ConfigError, ValueError):
     """Two tools share a name; the message names both places."""
 
 

@@ -1,0 +1,397 @@
+"""From an `AgentConfig` to the parts of a working agent: the rules `tether run`, the library
+(`tether.Agent`) and every other host share.
+
+Owns: the provider chain (a model string, a provider object, a list of them, or the config's
+`model` selection resolved against its `providers`), the API keys redacted from tool output,
+the tools of the tool folders, the model's limits (window, output cap), the window-capped
+output threshold, the retry policy, the thinking-budget decay, the path policy, the refused
+environment names, and the automatic context manager.
+Does not own: reading settings files (`tether.settings`), the loop (`tether.agent.loop`),
+argument parsing (`tether.cli`).
+
+Model selection (config `model`), resolved once; a mistake is a `ConfigError` then:
+    unset                    each configured provider (`providers.<name>`) with a `model`, in
+                             order; with none configured, the embedded `local` model
+    "provider/model"         pinned to that provider (a configured name or a built-in type)
+    "model" (no slash)       that model on every configured provider, in order
+    {provider, model?}       pinned; no model = the provider's configured default
+The chain is de-duplicated; entries whose key is missing are skipped with a note (the build
+fails with the first one's error only when none resolves). A model given explicitly
+(`Agent("openai/gpt-4o")`, `tether run --model`) is resolved strictly: any error is raised.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from tether.agent.context import ContextManager
+from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
+from tether.compaction.monitor import ContextMonitor
+from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
+from tether.compaction.windows import parse_windows_setting, resolve_limits
+from tether.credentials import find_key
+from tether.errors import ConfigError
+from tether.providers.base import Provider
+from tether.providers.fallback import ModelRef, check_provider_names
+from tether.providers.registry import PROVIDERS, resolve_provider
+from tether.providers.retry import RetryPolicy
+from tether.settings import AgentConfig, LoadedSettings, load_settings
+from tether.settings.trust import check_trust
+from tether.tools.base import Tool
+from tether.tools.builtins import builtin_tools
+from tether.tools.containment import limits_for, policy_for
+from tether.tools.env import DEFAULT_REFUSED
+from tether.tools.limits import ResourceLimits
+from tether.tools.paths import PathPolicy
+from tether.tools.scan import scan_tool_folders
+
+ModelLike = str | Provider | Sequence[str | Provider]
+"""A model as `Agent` takes it: `"provider/model"` (`"local"`, `"anthropic/claude-sonnet-4-5"`,
+a name from the config's `providers`), a provider object, or a list of them in fallback
+order."""
+
+PROJECT_TOOL_FOLDER = Path(".tether") / "tools"
+"""Scanned for tool modules when it exists (relative to the project), besides `tools.folders`."""
+
+Note = Callable[[str], None]
+"""Receives one-line setup notes (a skipped model, an unknown window, ...)."""
+
+
+def model_refs(config: AgentConfig) -> tuple[ModelRef, ...]:
+    """The config's model selection as an ordered, de-duplicated chain (module docstring).
+
+    Raises:
+        ConfigError: an unknown provider name, a blank model, a bare model name with no
+            configured provider, duplicate or blank provider names.
+    """
+    configured = {name: p.model or "" for name, p in config.providers.items()}
+    check_provider_names(list(configured))
+    known = set(configured) | set(PROVIDERS)
+    refs: list[ModelRef] = []
+    raw = config.model
+    items: list[object] = [] if raw is None else [raw] if isinstance(raw, str) else list(raw)
+    if not items:
+        refs = [ModelRef(provider=n, model=m) for n, m in configured.items() if m]
+        return tuple(dict.fromkeys(refs)) or (ModelRef(provider="local", model=""),)
+    for item in items:
+        if isinstance(item, str):
+            name, slash, model = item.strip().partition("/")
+            if slash or name == "local":
+                if name not in known:
+                    raise ConfigError(
+                        f"unknown provider {name!r} in the settings' model {item!r} "
+                        f"(configured: {', '.join(configured) or 'none'}; built in: "
+                        f"{', '.join(PROVIDERS)})"
+                    )
+                refs.append(ModelRef(provider=name, model=model or configured.get(name, "")))
+            elif not configured:
+                raise ConfigError(
+                    f"model {item!r} names no provider and none is configured; write provider/model"
+                )
+            else:
+                refs += [ModelRef(provider=n, model=item.strip()) for n in configured]
+        else:
+            spec = getattr(item, "spec", None)
+            if not isinstance(spec, str):
+                raise ConfigError(
+                    f"a model selection entry must be text or {{provider, model}}: {item!r}"
+                )
+            name, _, model = spec.partition("/")
+            if name not in known:
+                raise ConfigError(f"unknown provider {name!r} in the settings' model selection")
+            refs.append(ModelRef(provider=name, model=model or configured.get(name, "")))
+    return tuple(dict.fromkeys(refs))
+
+
+def project_base_urls(loaded: LoadedSettings, project_dir: Path) -> dict[str, str]:
+    """`providers.<name>.base_url` values the project's settings file sets (a cloned
+    repository's file is not necessarily trusted, and the key is sent there)."""
+    providers = loaded.project_layer(project_dir).get("providers", {})
+    out: dict[str, str] = {}
+    if isinstance(providers, dict):
+        for name, entry in cast(dict[str, Any], providers).items():
+            url = cast(dict[str, Any], entry).get("base_url") if isinstance(entry, dict) else None
+            if isinstance(url, str):
+                out[name] = url
+    return out
+
+
+def resolve_models(
+    model: ModelLike | None,
+    config: AgentConfig,
+    *,
+    base_url: str | None = None,
+    note: Note = lambda _m: None,
+    project_urls: Mapping[str, str] | None = None,
+) -> tuple[Provider, ...]:
+    """The providers in fallback order: `model` when given (strings resolved strictly), else
+    the config's selection (entries that do not resolve, e.g. for a missing key, are skipped
+    with a note). A provider whose `base_url` comes from `project_urls` is noted.
+
+    Raises:
+        ConfigError: (AuthError included) an explicit model does not resolve, the selection is
+            invalid, or no selection entry resolves (the first entry's error).
+    """
+    if model is not None:
+        items: Sequence[str | Provider] = (
+            [model] if isinstance(model, str | Provider) else list(model)
+        )
+        if not items:
+            raise ConfigError("an Agent needs at least one model")
+        chain: list[Provider] = []
+        for m in items:
+            if not isinstance(m, str):
+                chain.append(m)
+                continue
+            chain.append(resolve_provider(m, base_url=base_url, providers=config.providers))
+            _note_project_url(m, base_url, project_urls, note)
+        return tuple(chain)
+    specs = [f"{r.provider}/{r.model}" if r.model else r.provider for r in model_refs(config)]
+    found: list[Provider] = []
+    errors: list[ConfigError] = []
+    for spec in specs:
+        try:
+            provider = resolve_provider(spec, base_url=base_url, providers=config.providers)
+        except ConfigError as exc:  # AuthError included: try the next entry
+            note(f"note: skipping model {spec!r} from the settings: {exc}")
+            errors.append(exc)
+            continue
+        _note_project_url(spec, base_url, project_urls, note)
+        found.append(provider)
+    if not found:
+        raise errors[0]
+    return tuple(found)
+
+
+def _note_project_url(
+    spec: str, base_url: str | None, project_urls: Mapping[str, str] | None, note: Note
+) -> None:
+    name = spec.strip().partition("/")[0]
+    url = (project_urls or {}).get(name) if not base_url else None
+    if url:
+        note(f"note: provider {name!r} uses base_url {url!r} from the project settings")
+
+
+def retry_policy(config: AgentConfig, environ: Mapping[str, str] | None = None) -> RetryPolicy:
+    """`retry` settings, then `TETHER_RETRY_BASE` / `_MAX` / `_ATTEMPTS` from the environment."""
+    r = config.retry
+    base = RetryPolicy(
+        max_attempts=r.max_attempts, retry_base_s=r.base_s, retry_max_s=max(r.max_s, r.base_s)
+    )
+    return RetryPolicy.from_env(environ, base=base)
+
+
+def thinking_decay(config: AgentConfig) -> ThinkingDecay | None:
+    """`run.thinking` as a decay policy (None: no thinking budget set, or decay `none` with a
+    budget, which the loop sends unchanged every turn).
+
+    Raises:
+        ConfigError: a decay that lacks its parameters, or inconsistent ones.
+    """
+    t = config.run.thinking
+    if t.budget_tokens is None:
+        return None
+    if t.decay == "step":
+        if t.floor is None or t.after_turn is None:
+            raise ConfigError("run.thinking.decay 'step' needs floor and after_turn")
+        return StepDecay(full_tokens=t.budget_tokens, floor_tokens=t.floor, after_turn=t.after_turn)
+    if t.decay == "geometric":
+        if t.factor is None:
+            raise ConfigError("run.thinking.decay 'geometric' needs factor")
+        return GeometricDecay(
+            full_tokens=t.budget_tokens,
+            factor=t.factor,
+            floor_tokens=t.floor or 0,
+            after_turn=max(t.after_turn or 1, 1),
+        )
+    return StepDecay(full_tokens=t.budget_tokens, floor_tokens=t.budget_tokens, after_turn=1)
+
+
+def path_policy(config: AgentConfig, root: Path | None = None) -> PathPolicy:
+    """The file tools' policy: the built-in dotenv rules plus `tools.deny_paths` (refused to
+    read and to write), the write scope (`tools.write_paths`), and, with `root`, the tool
+    folders as protected (read-only) paths (`tether.tools.containment.policy_for`)."""
+    return policy_for(config.tools, root)
+
+
+def tool_limits(config: AgentConfig) -> ResourceLimits:
+    """`tools.max_processes` / `tools.max_file_size` as the tool subprocesses' limits."""
+    return limits_for(config.tools)
+
+
+def refused_env(config: AgentConfig) -> tuple[str, ...]:
+    """Variable names tools never see: the built-in list, `tools.refused_env`, and every
+    configured provider's `api_key_env`."""
+    return tuple(dict.fromkeys((*DEFAULT_REFUSED, *config.refused_env())))
+
+
+def provider_keys(
+    chain: Sequence[Provider], config: AgentConfig, environ: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The API keys the chain's providers use, wherever tether finds them (environment,
+    keyring, credential file): redacted from tool output, since a tool could print a
+    credential file. Providers tether does not know by name (a user's own object) have none."""
+    keys: list[str] = []
+    for p in chain:
+        endpoint = config.providers.get(p.name)
+        if endpoint is None and p.name not in PROVIDERS:
+            continue
+        try:
+            found = find_key(
+                p.name,
+                type_=endpoint.type if endpoint else None,
+                api_key_env=endpoint.api_key_env if endpoint else None,
+                environ=environ,
+            )
+        except ConfigError:  # an unsafe credential file: resolving the provider said so
+            continue
+        if found is not None:
+            keys.append(found.key)
+    return tuple(dict.fromkeys(keys))
+
+
+def folder_tools(
+    config: AgentConfig, root: Path, note: Note = lambda _m: None, *, project_tools: bool = True
+) -> list[Tool]:
+    """The built-in tools plus those of the tool folders (`tools.folders`, relative to the
+    project, and `.tether/tools/` when it exists and `project_tools`: False when the project is
+    not approved, see `tether.settings.trust`). A tool file that fails to import is skipped
+    with a note.
+
+    Raises:
+        ConfigError: a missing configured folder, or two tools with one name.
+    """
+    folders = [root / f for f in config.tools.folders]
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        raise ConfigError(f"tools.folders: not a folder: {', '.join(missing)}")
+    if project_tools and (root / PROJECT_TOOL_FOLDER).is_dir():
+        folders.append(root / PROJECT_TOOL_FOLDER)
+    if not folders:
+        return list(builtin_tools())
+    try:
+        scanned = scan_tool_folders(folders, base=builtin_tools())
+    except ValueError as exc:  # ToolConflictError: a duplicate name, both places named
+        raise ConfigError(str(exc)) from None
+    for problem in scanned.problems:
+        note(f"note: tool file {problem.file} skipped: {problem.message}")
+    return list(scanned.registry)
+
+
+def compaction_policy(config: AgentConfig) -> CompactionPolicy:
+    """`context` settings as the compaction policy."""
+    c = config.context
+    return CompactionPolicy(
+        threshold=c.threshold,
+        output_reserve=c.output_reserve,
+        runaway_total=c.runaway_total,
+        runaway_growth=c.runaway_growth,
+        thinking_budget=config.run.thinking.budget_tokens or 0,
+    )
+
+
+def configured_windows(config: AgentConfig) -> dict[str, ModelLimits]:
+    """`context.windows` as limits per model name.
+
+    Raises:
+        ConfigError: an entry of the wrong shape (names the model).
+    """
+    raw = {name: w.model_dump(exclude_none=True) for name, w in config.context.windows.items()}
+    try:
+        return parse_windows_setting(raw)
+    except ValueError as exc:
+        raise ConfigError(f"context.windows: {exc}") from None
+
+
+def model_limits(
+    provider: Provider,
+    context_window: int | None,
+    warn: Note,
+    *,
+    configured: Mapping[str, ModelLimits] | None = None,
+) -> ModelLimits:
+    """The limits for `provider`'s model: a forced window (`context.window`,
+    `--context-window`), else the `context.windows` entry (`configured`), else what the
+    provider reports (a `context_window` attribute, e.g. the local model's n_ctx), else the
+    known-models table, else a conservative default with a warning (case T20). A provider with
+    a `use_context_window(tokens)` method (Ollama: `num_ctx`) is told the resolved window."""
+    reported: ModelLimits | None = None
+    window = getattr(provider, "context_window", None)  # e.g. the local model's n_ctx
+    if isinstance(window, int) and window > 0:
+        out = getattr(provider, "max_output_tokens", None)
+        reported = ModelLimits(
+            context_window=window,
+            max_output_tokens=out if isinstance(out, int) and out > 0 else max(window // 4, 1),
+            source="provider",
+        )
+    known, warning = resolve_limits(
+        provider.model, configured=configured, provider_reported=reported
+    )
+    if context_window is not None:
+        known = ModelLimits(
+            context_window=context_window,
+            max_output_tokens=min(known.max_output_tokens, max(context_window // 4, 1)),
+            source="settings",
+        )
+    elif warning:
+        warn(warning)
+    use_window = getattr(provider, "use_context_window", None)
+    if callable(use_window):  # a server that allocates the window per request (Ollama num_ctx)
+        use_window(known.context_window)
+    return known
+
+
+def output_threshold_chars(config: AgentConfig, limits: ModelLimits) -> int:
+    """The persisted-output threshold: `tools.output_threshold_chars`, but never more than a
+    quarter of the context window (at ~4 characters per token, the window's token count in
+    characters), so one tool result cannot fill a small window (case T25); at least 4,096
+    (the stub alone is ~3 KiB)."""
+    return max(4_096, min(config.tools.output_threshold_chars, limits.context_window))
+
+
+def fixed_text(system: str | None, tools: Sequence[Tool]) -> list[str]:
+    """What every request carries besides the turns: the system prompt and the tool schemas."""
+    return [system or "", *(json.dumps(t.parameters) for t in tools)]
+
+
+def context_manager(
+    limits: ModelLimits, config: AgentConfig, *, fixed: Sequence[str] = ()
+) -> ContextManager | None:
+    """The automatic `ContextManager`, or None when `context.auto_compact` is off."""
+    if not config.context.auto_compact:
+        return None
+    system_tokens = sum(text_tokens(x) for x in fixed)
+    monitor = ContextMonitor(limits, compaction_policy(config), system_tokens=system_tokens)
+    return ContextManager(monitor)
+
+
+def from_settings_files(
+    cwd: Path | str,
+    *,
+    model: ModelLike | None,
+    base_url: str | None,
+    overrides: Mapping[str, Any] | None,
+    note: Note,
+) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
+    """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
+    `overrides`), the provider chain (`model` strict, else the selection; project base URLs
+    noted), the tools (built-ins plus tool folders), and why the project's files were not
+    loaded (None: they were). The project's settings file and tool folders are loaded only
+    when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
+    else the user settings alone are used.
+
+    Raises:
+        ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.
+    """
+    root = Path(cwd).resolve()
+    trust = check_trust(root)
+    refused = None if trust.trusted else trust.message()
+    loaded = load_settings(root if refused is None else None)
+    cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
+    chain = resolve_models(
+        model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
+    )
+    return root, cfg, chain, folder_tools(cfg, root, note, project_tools=refused is None), refused
