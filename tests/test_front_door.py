@@ -18,6 +18,7 @@ from tether.agent import build
 from tether.cli.run import RunOptions, _build  # pyright: ignore[reportPrivateUsage]
 from tether.cli.stdin import StdinInput
 from tether.providers.base import Provider, StreamError
+from tether.settings.trust import approve
 from tether.testing import ScriptedProvider, call
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -131,6 +132,7 @@ def settings_project(tmp_path: Path, url: str) -> Path:
         },
     }
     (root / ".tether" / "settings.json").write_text(json.dumps(settings))
+    approve(root)  # the user's `tether trust`: project settings and tool folders load only then
     return root
 
 

@@ -9,8 +9,10 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from tether import AgentConfig
 from tether.agent.events import AgentEvent, DiscardEvent, DoneEvent, RetryEvent, TextDeltaEvent
 from tether.agent.loop import Agent
+from tether.agent.runtime import Runtime
 from tether.agent.tool_calls import NEVER_RAN, STARTED_EVENT, STARTED_LOST
 from tether.cli.run import started_call_ids
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn
@@ -23,7 +25,6 @@ from tether.providers.base import (
     ToolCallDelta,
     ToolCallStart,
 )
-from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider
 from tether.tools.builtins import builtin_tools
@@ -89,8 +90,8 @@ async def test_a_failed_attempts_deltas_are_followed_by_a_discard(tmp_path: Path
         provider,
         tmp_path,
         on_event=events.append,
-        retry=RetryPolicy(max_attempts=2),
-        sleep=no_sleep,
+        config=AgentConfig(retry={"max_attempts": 2}),
+        runtime=Runtime(sleep=no_sleep),
     )
     await agent.run("hi")
     kinds = [e.type for e in events]

@@ -91,6 +91,11 @@ def test_a_settings_file_nested_too_deep_is_one_clear_line(tmp_path: Path) -> No
     project = tmp_path  # the run's cwd is home.parent
     (project / ".tether").mkdir()
     (project / ".tether" / "settings.json").write_text("[" * 100_000 + "]" * 100_000)
+    unapproved = _tether(["run", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/", "hi"], home)
+    assert "Traceback" not in unapproved.stderr  # the trust check reads it leniently
+    assert "tether trust" in unapproved.stderr  # and the run says the file was not loaded
+    approved = _tether(["trust"], home)  # the user approves the file: it is then read
+    assert approved.returncode == 0, approved.stderr
     proc = _tether(["run", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/", "hi"], home)
     assert proc.returncode == 1, proc.stderr
     assert "nested too deeply" in proc.stderr

@@ -9,7 +9,7 @@ Does not own: what a row says (`tether.session.loader.summarize`), which files a
 Format (JSON, version 1):
     {"version": 1, "rows": {"<session id>": {"size": int, "mtime_ns": int,
         "created_ms": int, "cwd": str, "turn_count": int, "preview": str,
-        "parent": [str, str] | null, "error": str | null}}}
+        "parent": [str, str] | null, "error": str | null, "skipped_lines": int}}}
 A row is used only while its file's size and mtime (ns) are the ones it was computed at; any
 other row is recomputed from the file (the index is rebuilt when stale). The index is a cache:
 a missing, unreadable or malformed index just means every file is read again, and a folder
@@ -68,11 +68,13 @@ def info_from_row(
     """The listing row an index row describes, or None when the row is malformed."""
     created, cwd, turns = row.get("created_ms"), row.get("cwd"), row.get("turn_count")
     preview, parent, error = row.get("preview"), row.get("parent"), row.get("error")
+    skipped = row.get("skipped_lines")
     if not (
         isinstance(created, int)
         and isinstance(cwd, str)
         and isinstance(turns, int)
         and isinstance(preview, str)
+        and isinstance(skipped, int)
         and (error is None or isinstance(error, str))
     ):
         return None
@@ -84,7 +86,7 @@ def info_from_row(
         pair = (str(items[0]), str(items[1]))
     return SessionInfo(
         id=sid, path=path, created_ms=created, modified_ms=modified_ms, cwd=cwd,
-        turn_count=turns, preview=preview, parent=pair, error=error,
+        turn_count=turns, preview=preview, parent=pair, error=error, skipped_lines=skipped,
     )  # fmt: skip
 
 
@@ -99,6 +101,7 @@ def row_of(info: SessionInfo, stamp: Stamp) -> dict[str, Any]:
         "preview": info.preview,
         "parent": list(info.parent) if info.parent else None,
         "error": info.error,
+        "skipped_lines": info.skipped_lines,
     }
 
 

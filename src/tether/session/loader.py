@@ -168,7 +168,10 @@ def _first_user_text(data: bytes, max_turns: int = 64) -> str:
 
 def _countable_turn(item: RawEntry) -> bool:
     """A turn entry `assemble` would keep, short of full validation: a `turn` object whose id
-    is the entry id."""
+    is the entry id (a line the scan decoded straight into a typed turn is one when its ids
+    agree)."""
+    if item.turn is not None:
+        return item.turn.id == item.id
     turn: object = item.record.get("turn")
     return item.type == "turn" and isinstance(turn, dict) and cast(Any, turn).get("id") == item.id
 

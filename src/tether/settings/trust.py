@@ -54,7 +54,7 @@ def _project_tool_folders(root: Path) -> list[Path]:
     try:
         data = json.loads((root / PROJECT_DIR / SETTINGS_FILE).read_text(encoding="utf-8-sig"))
         folders = data["tools"]["folders"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return []
     if not isinstance(folders, list):
         return []
