@@ -9,27 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
 from filelock import FileLock
 
+from tether.cli.output import err, fail
 from tether.errors import ConfigError
 from tether.settings import load_settings, save_setting
 from tether.settings.files import read_json_object, settings_path, validate_layer, write_atomic
 
 mcp_app = typer.Typer(help="Configure MCP servers and log in to remote ones.", no_args_is_help=True)
 
-
-def _err(message: str) -> None:
-    print(f"tether: {message}", file=sys.stderr, flush=True)
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    _err(str(exc))
-    return typer.Exit(1)
 
 
 def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
@@ -51,7 +43,7 @@ def mcp_list(
     try:
         settings = load_settings(cwd.resolve()).settings
     except ConfigError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for name, s in settings.mcp.servers.items():
         row: dict[str, Any] = {"name": name, "enabled": s.enabled}
         if s.command is not None:
@@ -60,7 +52,7 @@ def mcp_list(
             row |= {"transport": "http", "url": s.url, "oauth": s.oauth is not None}
         print(json.dumps(row, ensure_ascii=False))
     if not settings.mcp.servers:
-        _err("no MCP servers configured (add one with `tether mcp add`)")
+        err("no MCP servers configured (add one with `tether mcp add`)")
 
 
 @mcp_app.command("add")
@@ -104,8 +96,8 @@ def mcp_add(
             "project" if project else "user", key, entry, project_dir=cwd.resolve()
         )
     except ConfigError as exc:
-        raise _fail(exc) from None
-    _err(f"added MCP server {name!r} in {path}")
+        raise fail(exc) from None
+    err(f"added MCP server {name!r} in {path}")
 
 
 @mcp_app.command("remove")
@@ -129,8 +121,8 @@ def mcp_remove(
             validate_layer(data, str(path))
             write_atomic(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
     except ConfigError as exc:
-        raise _fail(exc) from None
-    _err(f"removed MCP server {name!r} from {path}")
+        raise fail(exc) from None
+    err(f"removed MCP server {name!r} from {path}")
 
 
 @mcp_app.command("login")
@@ -153,11 +145,11 @@ def mcp_login(
         spec = resolve_server(name, server, root)
         count, place = asyncio.run(login(spec, root))
     except (ConfigError, McpServerError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if place is None:
-        _err(f"MCP server {name!r} did not ask for authorization ({count} tools)")
+        err(f"MCP server {name!r} did not ask for authorization ({count} tools)")
     else:
-        _err(f"logged in to MCP server {name!r} ({count} tools); tokens stored in {place}")
+        err(f"logged in to MCP server {name!r} ({count} tools); tokens stored in {place}")
 
 
 @mcp_app.command("logout")
@@ -168,8 +160,8 @@ def mcp_logout(name: Annotated[str, typer.Argument(help="The server name.")]) ->
     try:
         removed = forget_tokens(name)
     except ConfigError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if removed:
-        _err(f"removed the MCP server {name!r} tokens from: {', '.join(removed)}")
+        err(f"removed the MCP server {name!r} tokens from: {', '.join(removed)}")
     else:
-        _err(f"no stored tokens for MCP server {name!r}: nothing removed")
+        err(f"no stored tokens for MCP server {name!r}: nothing removed")

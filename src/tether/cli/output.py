@@ -1,6 +1,7 @@
 """The CLI's output channels: JSON events on stdout, diagnostics on stderr.
 
-Owns: `err` (one `tether: ...` line on stderr), `clean_text` (input bytes made valid UTF-8),
+Owns: `err` (one `tether: ...` line on stderr), `fail` (that line, then exit 1: for the
+settings and MCP commands), `clean_text` (input bytes made valid UTF-8),
 `EventWriter` (events as JSON lines; a closed stdout stops events, not the run).
 """
 
@@ -10,6 +11,8 @@ import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING
+
+import typer
 
 if TYPE_CHECKING:  # imported on use: `tether --help` must not build the event codec
     from tether.agent.events import AgentEvent
@@ -27,6 +30,13 @@ def clean_text(text: str) -> str:
 
 def err(message: str) -> None:
     print(f"tether: {message}", file=sys.stderr, flush=True)
+
+
+def fail(exc: Exception) -> typer.Exit:
+    """Say `exc` on stderr (one line) and return the exit-1 exception to raise (`raise
+    fail(exc) from None`)."""
+    err(str(exc))
+    return typer.Exit(EXIT_USAGE)
 
 
 class EventWriter:

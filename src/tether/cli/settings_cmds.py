@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
 
+from tether.cli.output import err, fail
 from tether.errors import ConfigError
 
 if TYPE_CHECKING:  # settings and credentials are imported by the commands that use them
@@ -23,14 +24,6 @@ if TYPE_CHECKING:  # settings and credentials are imported by the commands that 
 
 config_app = typer.Typer(help="Show and change settings.", no_args_is_help=True)
 
-
-def _err(message: str) -> None:
-    print(f"tether: {message}", file=sys.stderr, flush=True)
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    _err(str(exc))
-    return typer.Exit(1)
 
 
 @config_app.command("show")
@@ -45,7 +38,7 @@ def config_show(
     try:
         loaded = load_settings(cwd.resolve())
     except ConfigError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     out = {"sources": [str(p) for p in loaded.sources], "settings": loaded.settings.to_json()}
     print(json.dumps(out, indent=2, ensure_ascii=False))
 
@@ -73,13 +66,13 @@ def config_set(
             "project" if project else "user", key, parse_cli_value(value), project_dir=root
         )
     except ConfigError as exc:
-        raise _fail(exc) from None
-    _err(f"set {key} in {path}")
+        raise fail(exc) from None
+    err(f"set {key} in {path}")
     if was_trusted:
         try:
             approve(root)
         except OSError as exc:
-            _err(f"note: the approval was not updated ({exc}); run `tether trust`")
+            err(f"note: the approval was not updated ({exc}); run `tether trust`")
 
 
 def login(
@@ -109,11 +102,11 @@ def login(
             raise ConfigError("stdin is not a terminal: pass --key-stdin to read the key from it")
         where, place = store_key(provider, key, store=store or "auto")
     except ConfigError as exc:
-        raise _fail(exc) from None
-    _err(f"stored the {provider} key in the {where}: {place}")
+        raise fail(exc) from None
+    err(f"stored the {provider} key in the {where}: {place}")
     for var in env_vars_for(provider):
         if os.environ.get(var):
-            _err(f"note: {var} is set in the environment and is used before the stored key")
+            err(f"note: {var} is set in the environment and is used before the stored key")
 
 
 def logout(
@@ -125,14 +118,14 @@ def logout(
     try:
         removed = remove_key(provider)
     except ConfigError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if removed:
-        _err(f"removed the {provider} key from: {', '.join(removed)}")
+        err(f"removed the {provider} key from: {', '.join(removed)}")
     else:
-        _err(f"no stored {provider} key: nothing removed")
+        err(f"no stored {provider} key: nothing removed")
     for var in env_vars_for(provider):
         if os.environ.get(var):
-            _err(f"note: {var} is still set in the environment")
+            err(f"note: {var} is still set in the environment")
 
 
 def project_base_url(loaded: LoadedSettings, project_dir: Path, name: str) -> str | None:
