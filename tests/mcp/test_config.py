@@ -116,3 +116,19 @@ def test_schema_passthrough() -> None:
     schema = {"$schema": "x", "type": "object", "properties": {"q": {"type": "string"}}}
     assert tool_schema(schema) == {"type": "object", "properties": {"q": {"type": "string"}}}
     assert tool_schema({"type": "object"}) == {"type": "object", "properties": {}}
+
+
+def test_a_server_named_under_tmp_stays_visible_read_only(tmp_path: Path) -> None:
+    """The sandbox's private /tmp would hide a server script checked out under /tmp: the
+    folders of the files its command line names there stay visible (read-only); other paths
+    and /tmp itself are not added."""
+    from tether.mcp.connection import named_under_tmp
+
+    script = tmp_path / "srv" / "server.py"
+    script.parent.mkdir()
+    script.write_text("")
+    got = named_under_tmp(["/usr/bin/python3", str(script), "--flag", "/tmp", "rel/x.py"])
+    if tmp_path.resolve().is_relative_to(Path("/tmp").resolve()):
+        assert got == (script.parent.resolve(),)
+    else:
+        assert got == ()

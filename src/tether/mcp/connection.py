@@ -55,6 +55,24 @@ stream the server holds open."""
 CLIENT_INFO = mt.Implementation(name="tether", version="0.1.0")
 
 
+
+def named_under_tmp(argv: Sequence[str]) -> tuple[Path, ...]:
+    """The folders of the existing files an stdio server's command line names by absolute path
+    under `/tmp` (the sandbox gives commands a private `/tmp`, which would hide a server
+    installed or checked out there); they stay visible read-only. Paths elsewhere are visible
+    already (the file system stays readable), so nothing else is added."""
+    tmp = Path("/tmp").resolve()
+    out: list[Path] = []
+    for arg in argv:
+        if not arg.startswith("/"):
+            continue
+        p = Path(arg).resolve()
+        if p.is_relative_to(tmp) and p.exists():
+            folder = p if p.is_dir() else p.parent
+            if folder != tmp and folder not in out:
+                out.append(folder)
+    return tuple(out)
+
 class McpServerError(Exception):
     """An MCP server is down, could not start, or broke the connection; the message names it."""
 
@@ -124,6 +142,7 @@ class ServerConnection:
         cwd = self.spec.cwd or self.root
         if self.sandbox is not None:
             readable = (cwd,) if not cwd.is_relative_to(self.root) else ()
+            readable += named_under_tmp(argv)
             cfg = SandboxConfig(root=self.root, network=self.spec.network, extra_readable=readable)
             argv = self.sandbox.wrap(argv, cfg)
         env = server_env(self.spec, self.refused_env)
