@@ -65,8 +65,9 @@ def marker() -> str:
     return f"1000.{secrets.randbelow(10**6):06d}"
 
 
-def survivors(mark: str) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line holds `mark`."""
+def survivors(mark: str, *, program: str | None = None) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line holds `mark` (and, with
+    `program`, starts with it: `sleep` itself, not the bwrap or bash lines that name it)."""
     out: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -76,7 +77,8 @@ def survivors(mark: str) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        if mark in cmdline and stat[stat.rindex(")") + 2] != "Z":
+        live = stat[stat.rindex(")") + 2] != "Z"
+        if mark in cmdline and live and (program is None or cmdline.startswith(f"{program} ")):
             out.append(int(entry))
     return out
 
@@ -153,11 +155,13 @@ async def test_kill_9_of_the_harness_leaves_no_sandboxed_command_behind(root: Pa
         pytest.skip("bwrap is not available on this machine")
     m = marker()
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", KILL_SCRIPT, str(root), m)
-    for _ in range(300):
-        if len(survivors(m)) >= 2:
+    # both `sleep`s running: the sandbox is up (a kill -9 while bwrap itself is still setting up,
+    # before its child armed --die-with-parent, is a window no harness code can close)
+    for _ in range(500):
+        if len(survivors(m, program="sleep")) >= 2:
             break
         await asyncio.sleep(0.02)
-    assert len(survivors(m)) >= 2
+    assert len(survivors(m, program="sleep")) >= 2
     proc.kill()
     await proc.wait()
     assert await wait_no_survivors(m) == []
