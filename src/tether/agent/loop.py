@@ -154,19 +154,14 @@ class Agent:
             for t in tools:
                 self.registry.add(t)
         self.system = system if system is not None else cfg.run.system
+        windows = build.configured_windows(cfg)
         self.limits = build.model_limits(
-            chain[0],
-            cfg.context.window,
-            self.notes.append,
-            configured=build.configured_windows(cfg),
+            chain[0], cfg.context.window, self.notes.append, configured=windows
         )
         for fallback in chain[1:]:  # their windows only matter where the server allocates one
             if hasattr(fallback, "use_context_window"):
                 build.model_limits(
-                    fallback,
-                    cfg.context.window,
-                    self.notes.append,
-                    configured=build.configured_windows(cfg),
+                    fallback, cfg.context.window, self.notes.append, configured=windows
                 )
         if isinstance(compaction, ContextManager):
             self.compaction: ContextManager | None = compaction
@@ -400,7 +395,7 @@ class Agent:
         )
         return summary_call(attempts)
 
-    started_calls: frozenset[str] | None = None
+    started_calls: set[str] | frozenset[str] | None = None
     """Ids of calls with a persisted `tool_call_started` record (None: unknown, e.g. a session
     written before such records existed); on resume, `close_interrupted` tells the model which
     pending calls started (they may have had effects) and which never ran. `tether run
@@ -410,7 +405,9 @@ class Agent:
         """Persist a small `tool_call_started` event before `call` runs (when the session
         takes events), so a resume after a crash can tell "started, may have had effects" from
         "never ran"."""
-        self.started_calls = (self.started_calls or frozenset()) | {call.id}
+        if not isinstance(self.started_calls, set):  # one copy, then O(1) per call
+            self.started_calls = set(self.started_calls or ())
+        self.started_calls.add(call.id)
         append_event = getattr(self.session, "append_event", None)
         if callable(append_event):
             append_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
