@@ -84,3 +84,20 @@ def test_run_context_flags_become_config_fields() -> None:
     assert agent(ContextOptions(enabled=False, context_window=2_048)).compaction is None
     default = agent(ContextOptions())
     assert default.compaction is not None and "mystery-model" in default.notes[0]
+
+
+def test_compact_in_an_unapproved_project_ignores_its_settings_and_says_so(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tether compact` reads settings like `tether run`: a project file not approved with
+    `tether trust` is not loaded, and a warning line says so."""
+    project = tmp_path / "proj"
+    (project / ".tether").mkdir(parents=True)
+    (project / ".tether" / "settings.json").write_text('{"context": {"threshold": 0.5}}')
+    monkeypatch.chdir(project)
+    store = SessionStore()
+    with store.create("s3", cwd=str(project)) as w:
+        w.append(text_turn("t", "user", "only the task"))
+    _summarizer(monkeypatch)
+    out = CliRunner().invoke(app, ["compact", "s3"])
+    assert "warning:" in out.output and "tether trust" in out.output

@@ -368,6 +368,20 @@ def context_manager(
     return ContextManager(monitor)
 
 
+def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
+    """The settings for the project `root`: the user's and the project's files when the user
+    approved the project's files as they are now (`tether trust`), else the user's alone with
+    the one-line reason (None: loaded as approved).
+
+    Raises:
+        ConfigError: a settings file that is loaded is malformed or invalid.
+    """
+    trust = check_trust(root)
+    if trust.trusted:
+        return load_settings(root), None
+    return load_settings(None), trust.message()
+
+
 def from_settings_files(
     cwd: Path | str,
     *,
@@ -387,9 +401,7 @@ def from_settings_files(
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.
     """
     root = Path(cwd).resolve()
-    trust = check_trust(root)
-    refused = None if trust.trusted else trust.message()
-    loaded = load_settings(root if refused is None else None)
+    loaded, refused = trusted_settings(root)
     cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
     chain = resolve_models(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)

@@ -20,8 +20,6 @@ from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.summarize import CompactionFailedError, compact_conversation
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.session import SessionStore
-from tether.settings import load_settings
-from tether.settings.trust import check_trust
 
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
 
@@ -46,7 +44,9 @@ def compact_command(
     root = Path.cwd()
     try:
         check_flags(model, base_url)
-        cfg = load_settings(root if check_trust(root).trusted else None)
+        cfg, refused = build.trusted_settings(root)
+        if refused is not None:  # the project's files are not loaded: say so, as `tether run`
+            err(f"warning: {refused}")
         chain = build.resolve_models(
             model,
             cfg.settings,
