@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.context import ContextManager
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
@@ -46,7 +46,11 @@ from tether.tools.containment import limits_for, policy_for
 from tether.tools.env import DEFAULT_REFUSED
 from tether.tools.limits import ResourceLimits
 from tether.tools.paths import PathPolicy
+from tether.tools.sandbox import Sandbox
 from tether.tools.scan import scan_tool_folders
+
+if TYPE_CHECKING:
+    from tether.mcp import McpTools
 
 ModelLike = str | Provider | Sequence[str | Provider]
 """A model as `Agent` takes it: `"provider/model"` (`"local"`, `"anthropic/claude-sonnet-4-5"`,
@@ -407,3 +411,31 @@ def from_settings_files(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
     )
     return root, cfg, chain, folder_tools(cfg, root, note, project_tools=refused is None), refused
+
+
+def mcp_tools(
+    settings: AgentConfig,
+    root: Path,
+    *,
+    session_dir: Path | None,
+    sandbox: Sandbox | None,
+    on_warning: Callable[[str, str], None],
+) -> McpTools | None:
+    """The MCP servers of `settings` (`mcp.servers`), or None when none is enabled. Nothing
+    starts here: `await McpTools.start()` does (see `tether.mcp.tools`; the agent does it in
+    `tether.agent.servers`)."""
+    if not any(s.enabled for s in settings.mcp.servers.values()):
+        return None
+    from tether.mcp import McpTools
+    from tether.providers.models import default_cache_dir
+
+    return McpTools(
+        settings.mcp.servers,
+        root=root,
+        session_dir=session_dir,
+        sandbox=sandbox,
+        refused_env=refused_env(settings),
+        on_warning=on_warning,
+        default_start=settings.mcp.start,
+        cache_dir=default_cache_dir(),
+    )

@@ -44,6 +44,7 @@ from tether.agent.events import (
 )
 from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
 from tether.agent.runtime import Runtime, default_id_factory
+from tether.agent.servers import McpServers
 from tether.agent.state import RunResult, RunState, SummaryCall, TurnSink
 from tether.agent.tool_calls import (
     INTERRUPTED,
@@ -229,6 +230,7 @@ class Agent:
         self.chain: tuple[Provider, ...] = ()
         self._views: list[ViewBuilder] = []
         self._set_chain(chain)
+        self.mcp = McpServers(cfg, self._emit)
 
     @classmethod
     def from_settings(
@@ -295,6 +297,7 @@ class Agent:
         for line in agent.notes:
             say(line)
         agent.notes = notes
+        agent.mcp.note = say
         return agent
 
     def attach_session(self, session: TurnSink, session_dir: Path | None = None) -> None:
@@ -488,6 +491,7 @@ class Agent:
             views.reset()
         continuations = Continuations(self.max_continuations)
         self.close_interrupted()
+        await self.start()  # the MCP servers, once per event loop (none unless configured)
         state = self._state()
         if prompt is not None:
             content: tuple[ContentBlock, ...] = (
@@ -629,14 +633,40 @@ class Agent:
             )
         return turn
 
+    async def start(self) -> None:
+        """Start the config's MCP servers (`mcp.servers`) in the running loop and add their
+        tools; `run` does it when needed. A server that fails is skipped with a `warning`
+        event (`mcp_server_failed`, `mcp_login_required`); nothing raises."""
+        await self.mcp.start(self.registry, self.tool_context)
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers (their tools leave the registry); idempotent. `async with
+        agent:` calls it on exit; `run_sync` after each run."""
+        await self.mcp.aclose(self.registry)
+
+    async def __aenter__(self) -> Agent:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def cancel_tool(self, call_id: str) -> bool:
         """End one running tool call; its result becomes `TOOL_CANCELLED` (is_error) and the run
         goes on. Returns False when no call with that id is running."""
         return self._tool_calls.cancel(call_id)
 
     def run_sync(self, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
-        """`run(prompt)` to completion from synchronous code (not inside a running loop)."""
-        return asyncio.run(self.run(prompt))
+        """`run(prompt)` to completion from synchronous code (not inside a running loop); the
+        MCP servers it started are stopped before it returns."""
+
+        async def run_then_close() -> RunResult:
+            try:
+                return await self.run(prompt)
+            finally:
+                await self.aclose()
+
+        return asyncio.run(run_then_close())
 
 
 def run_sync(agent: Agent, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:

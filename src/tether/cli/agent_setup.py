@@ -14,18 +14,13 @@ Does not own: the rules that turn a config into an agent (`tether.agent.build`, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.agent import build
 from tether.errors import ConfigError
-from tether.settings import AgentConfig
-from tether.tools.sandbox import Sandbox
 
 if TYPE_CHECKING:
-    from tether.mcp import McpTools
+    pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,30 +70,3 @@ def flag_overrides(
     if context.context_window is not None:
         out["context.window"] = context.context_window
     return out
-
-
-def mcp_tools(
-    settings: AgentConfig,
-    root: Path,
-    *,
-    session_dir: Path | None,
-    sandbox: Sandbox | None,
-    on_warning: Callable[[str, str], None],
-) -> McpTools | None:
-    """The run's MCP servers (`mcp.servers`), or None when none is enabled. Nothing starts
-    here: `await McpTools.start()` does (see `tether.mcp.tools`)."""
-    if not any(s.enabled for s in settings.mcp.servers.values()):
-        return None
-    from tether.mcp import McpTools
-    from tether.providers.models import default_cache_dir
-
-    return McpTools(
-        settings.mcp.servers,
-        root=root,
-        session_dir=session_dir,
-        sandbox=sandbox,
-        refused_env=build.refused_env(settings),
-        on_warning=on_warning,
-        default_start=settings.mcp.start,
-        cache_dir=default_cache_dir(),
-    )

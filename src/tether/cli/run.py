@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.agent.events import WarningEvent
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.tool_calls import STARTED_EVENT
@@ -46,7 +45,7 @@ from tether.tools.sandbox import detect_sandbox
 from tether.wire.resume import drop_retried_user_turns
 
 if TYPE_CHECKING:
-    from tether.mcp import McpTools
+    pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +101,7 @@ def run_command(opts: RunOptions) -> int:
         err(f"--cwd {opts.cwd} is not a folder")
         return EXIT_USAGE
     try:
-        agent, writer, mcp = _build(opts, root, stdin, new_id)
+        agent, writer = _build(opts, root, stdin, new_id)
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
@@ -118,7 +117,7 @@ def run_command(opts: RunOptions) -> int:
             agent.history.append(turn)
             if writer is not None:
                 writer.append(turn)
-        return asyncio.run(_drive(agent, prompt, mcp))
+        return asyncio.run(_drive(agent, prompt))
     except asyncio.CancelledError:  # a signal landed as the run was returning
         err("cancelled")
         return EXIT_CANCELLED
@@ -168,9 +167,9 @@ def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
 
 def _build(
     opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
-) -> tuple[Agent, SessionWriter | None, McpTools | None]:
+) -> tuple[Agent, SessionWriter | None]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
-    credentials of `root`), plus the MCP servers. Raises ConfigError / AuthError /
+    credentials of `root`; its MCP servers start with the run). Raises ConfigError / AuthError /
     SessionError before anything is written (the writer is opened last)."""
     overrides = setup.flag_overrides(
         max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
@@ -213,24 +212,11 @@ def _build(
     session_dir = store.artifact_dir(writer.id) if writer else None
     if writer is not None:
         agent.attach_session(writer, session_dir)
-    mcp = setup.mcp_tools(
-        agent.config,
-        root,
-        session_dir=session_dir,
-        sandbox=agent.tool_context.sandbox,
-        on_warning=lambda kind, message: _warn(events, kind, message),
-    )
     agent.started_calls = started
-    return agent, writer, mcp
+    return agent, writer
 
 
-def _warn(events: EventWriter, kind: str, message: str) -> None:
-    """A warning for the user: one stderr line and a `warning` event."""
-    err(f"warning: {message}")
-    events(WarningEvent(kind=kind, message=message))
-
-
-async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) -> int:
+async def _drive(agent: Agent, prompt: str | None) -> int:
     """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
     MCP servers start first (their tools join the agent's registry) and stop at the end."""
     task = asyncio.current_task()
@@ -240,10 +226,7 @@ async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) 
     for sig in previous:
         loop.add_signal_handler(sig, task.cancel)
     try:
-        if mcp is not None:
-            for t in await mcp.start(taken=agent.registry.names()):
-                agent.registry.add(t)
-            mcp.attach(agent.registry)
+        await agent.start()
         result = await agent.run(prompt)
     except RunError as exc:
         err(str(exc))
@@ -252,8 +235,7 @@ async def _drive(agent: Agent, prompt: str | None, mcp: McpTools | None = None) 
         err("cancelled")
         return EXIT_CANCELLED
     finally:
-        if mcp is not None:
-            await mcp.aclose()
+        await agent.aclose()
         # Put the previous handlers back (`tether.cli.entry`'s exit-130 handler in the CLI)
         # with the signals blocked, so none lands on the default action in between.
         signal.pthread_sigmask(signal.SIG_BLOCK, previous)

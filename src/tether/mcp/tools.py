@@ -231,6 +231,10 @@ class McpTools:
         """The tools offered now."""
         return list(self._tools.values())
 
+    def offered_names(self) -> frozenset[str]:
+        """The names of the tools offered now (`mcp__<server>__<tool>`, `mcp_read_resource`)."""
+        return frozenset(self._tools)
+
     def attach(self, registry: ToolRegistry) -> None:
         """Keep `registry` current when a server's tool list changes (tools/list_changed)."""
         self._registry = registry

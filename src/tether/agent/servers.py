@@ -1,0 +1,100 @@
+"""The agent's MCP servers: started from the config (`mcp.servers`) when the agent first
+runs, their tools added to its registry, stopped by `Agent.aclose()`.
+
+Owns: `McpServers` — one agent's `tether.mcp.McpTools` over its life: built at the first
+`start` (by then the session's artifact folder is known: stdio servers' stderr is logged
+there), started in the running event loop, restarted when a later run uses another loop
+(`run_sync` runs each call in a fresh loop), and closed with its tools removed from the
+registry. Warnings for skipped servers go to the agent's event stream (`warning` events) and
+to its setup notes.
+Does not own: the servers' protocol and tools (`tether.mcp`), which settings enable them
+(`tether.agent.build.mcp_tools`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tether.agent import build
+from tether.agent.events import AgentEvent, WarningEvent
+from tether.settings import AgentConfig
+from tether.tools.base import ToolContext
+from tether.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tether.mcp import McpTools
+
+
+class McpServers:
+    """The MCP servers of one agent (none when the config enables none).
+
+    Args:
+        config: the agent's config (`mcp` section; refused environment names).
+        emit: the agent's event sink (`warning` events for skipped servers).
+        note: also told each warning line (`warning: ...`), or None.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        emit: Callable[[AgentEvent], None],
+        note: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.enabled = any(s.enabled for s in config.mcp.servers.values())
+        self.emit = emit
+        self.note = note
+        self.tools: McpTools | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._added: list[str] = []
+
+    def _warn(self, kind: str, message: str) -> None:
+        if self.note is not None:
+            self.note(f"warning: {message}")
+        self.emit(WarningEvent(kind=kind, message=message))
+
+    async def start(self, registry: ToolRegistry, ctx: ToolContext) -> None:
+        """Start the servers in the running loop unless they already run in it; their tools
+        join `registry` (names that collide with existing tools are changed, see
+        `tether.mcp`). A server that fails is skipped with a warning; nothing raises."""
+        loop = asyncio.get_running_loop()
+        if not self.enabled or (self.tools is not None and self._loop is loop):
+            return
+        if self.tools is not None:  # started in a loop that has ended: start afresh
+            self._forget(registry)
+        self.tools = build.mcp_tools(
+            self.config,
+            ctx.root,
+            session_dir=ctx.session_dir,
+            sandbox=ctx.sandbox,
+            on_warning=self._warn,
+        )
+        if self.tools is None:
+            return
+        self._loop = loop
+        for t in await self.tools.start(taken=registry.names()):
+            registry.add(t)
+            self._added.append(t.name)
+        self.tools.attach(registry)
+
+    def _forget(self, registry: ToolRegistry) -> None:
+        names = set(self._added)
+        if self.tools is not None:
+            names |= self.tools.offered_names()
+        for name in names:
+            if name in registry:
+                registry.remove(name)
+        self._added.clear()
+        self.tools = None
+        self._loop = None
+
+    async def aclose(self, registry: ToolRegistry) -> None:
+        """Stop the servers and take their tools out of `registry` (idempotent)."""
+        tools = self.tools
+        if tools is None:
+            return
+        if self._loop is asyncio.get_running_loop():
+            await tools.aclose()
+        self._forget(registry)

@@ -1,0 +1,88 @@
+"""The front door starts MCP servers for library users too: an `Agent` whose config names a
+server (as `Agent.from_settings` and `tether run` build it) offers its tools from the first run,
+`run_sync` stops the servers before it returns (each call runs in a fresh event loop, so the
+next one starts them again), `async with agent` keeps them for several runs, and a server that
+fails is a `warning` event, not an error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_servers import stdio_settings
+
+from tether import Agent, AgentConfig
+from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
+from tether.testing import ScriptedProvider, call
+from tether.tools.sandbox import detect_sandbox
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(detect_sandbox() is None, reason="no OS sandbox on this machine"),
+]
+
+
+def demo_server(tmp_path: Path) -> dict[str, Any]:
+    """The demo server, writing its markers inside the working folder (the sandbox lets a
+    stdio server write only there)."""
+    marks = tmp_path / "work" / "marks"
+    marks.mkdir(parents=True, exist_ok=True)
+    return stdio_settings(marks).model_dump(mode="json", exclude_unset=True)
+
+
+def make_agent(provider: ScriptedProvider, tmp_path: Path, servers: dict[str, Any]) -> Agent:
+    root = tmp_path / "work"
+    root.mkdir(exist_ok=True)
+    cfg = AgentConfig(mcp={"servers": servers})
+    events: list[AgentEvent] = []
+    agent = Agent(provider, config=cfg, root=root, on_event=events.append)
+    agent.events = events  # type: ignore[attr-defined]
+    return agent
+
+
+def results(agent: Agent) -> list[ToolResultEvent]:
+    return [e for e in agent.events if isinstance(e, ToolResultEvent)]  # type: ignore[attr-defined]
+
+
+def test_run_sync_offers_the_servers_tools_and_stops_them(tmp_path: Path) -> None:
+    demo = demo_server(tmp_path)
+    provider = ScriptedProvider(
+        [call("mcp__demo__add", a=2, b=3), "five", call("mcp__demo__add", a=1, b=1), "two"]
+    )
+    agent = make_agent(provider, tmp_path, {"demo": demo})
+    assert agent.run_sync("add").text == "five"
+    offered = [t.name for t in provider.requests[0].tools]
+    assert "mcp__demo__add" in offered
+    assert "mcp__demo__add" not in agent.registry  # stopped, tools withdrawn
+    assert agent.run_sync("again").text == "two"  # a fresh loop: started again
+    texts = [r.content for r in results(agent)]
+    assert len(texts) == 2 and "5" in texts[0] and "2" in texts[1]
+    assert not any(r.is_error for r in results(agent))
+
+
+async def test_async_with_keeps_servers_across_runs(tmp_path: Path) -> None:
+    demo = demo_server(tmp_path)
+    provider = ScriptedProvider(
+        [call("mcp__demo__add", a=2, b=3), "five", call("mcp__demo__add", a=4, b=4), "eight"]
+    )
+    agent = make_agent(provider, tmp_path, {"demo": demo})
+    async with agent:
+        assert "mcp__demo__add" in agent.registry
+        conn = agent.mcp.tools
+        await agent.run("add")
+        await agent.run("again")
+        assert agent.mcp.tools is conn  # one start for both runs
+    assert "mcp__demo__add" not in agent.registry
+    assert [r.is_error for r in results(agent)] == [False, False]
+
+
+def test_a_failing_server_is_a_warning(tmp_path: Path) -> None:
+    broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    provider = ScriptedProvider(["fine"])
+    agent = make_agent(provider, tmp_path, {"broken": broken})
+    assert agent.run_sync("hi").text == "fine"
+    warnings = [e for e in agent.events if isinstance(e, WarningEvent)]  # type: ignore[attr-defined]
+    assert [w.kind for w in warnings] == ["mcp_server_failed"]
+    assert "broken" in warnings[0].message
