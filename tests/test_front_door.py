@@ -68,7 +68,7 @@ def test_the_readme_library_programs_run(
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     (tmp_path / "notes.txt").write_text("hello from the notes\n")
     snippets = library_snippets()
-    assert len(snippets) == 3
+    assert len(snippets) == 4
     # 1: one model, built-in tools
     scripted_models(
         monkeypatch,
@@ -93,8 +93,22 @@ def test_the_readme_library_programs_run(
     stored = tether.SessionStore().load(scope["session"].id).turns
     assert [t.role for t in stored] == ["user", "assistant", "user", "assistant"]
     assert stored[2].tool_results[0].text == "3"
-    # 3: the testing snippet runs as is (it asserts on its own)
-    exec(compile(snippets[2], "README-3", "exec"), {})
+    # 3: the approval callback: a shell command is denied with its reason, an edit allowed
+    gated = ScriptedProvider(
+        [call("bash", command="touch x"), call("write", path="y.txt", content="y"), "done"]
+    )
+    scripted_models(monkeypatch, {"openai/gpt-4o": gated})
+    scope = {}
+    exec(compile(snippets[2], "README-3", "exec"), scope)
+    gate_agent: Agent = scope["agent"]
+    if not gate_agent.safe_mode_forced:  # with no OS sandbox only safe tools would run
+        assert gate_agent.run_sync("go").text == "done"
+        denied = gated.requests[1].messages[-1].content[0]
+        assert "no shell commands here" in str(denied) and not (tmp_path / "x").exists()
+        assert (tmp_path / "y.txt").read_text() == "y"
+        assert "exec bash" in capsys.readouterr().out
+    # 4: the testing snippet runs as is (it asserts on its own)
+    exec(compile(snippets[3], "README-4", "exec"), {})
 
 
 # --- one front door ---------------------------------------------------------------------------
