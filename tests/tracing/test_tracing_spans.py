@@ -100,7 +100,11 @@ async def test_span_tree_and_genai_attributes(
     # order: chat, tool, chat, tool, chat
     ordered = sorted((*chats, *tools), key=lambda s: s.start_time or 0)
     assert [s.name.split()[0] for s in ordered] == [
-        "chat", "execute_tool", "chat", "execute_tool", "chat"
+        "chat",
+        "execute_tool",
+        "chat",
+        "execute_tool",
+        "chat",
     ]
     a = chats[0].attributes or {}
     assert a["gen_ai.operation.name"] == "chat"
@@ -187,7 +191,9 @@ async def test_bash_sees_the_tool_calls_trace_context(
     (bash_span,) = _by_name(exporter.get_finished_spans(), "execute_tool bash")
     ctx = bash_span.context
     assert ctx is not None
-    assert re.search(rf"tp=00-{ctx.trace_id:032x}-{ctx.span_id:016x}-[0-9a-f]{{2}}\n?", output), output
+    assert re.search(rf"tp=00-{ctx.trace_id:032x}-{ctx.span_id:016x}-[0-9a-f]{{2}}\n?", output), (
+        output
+    )
     # each call gets its own span's context; the agent's base environment is untouched
     assert "TRACEPARENT" not in agent.tool_context.env
 
@@ -201,7 +207,9 @@ async def test_compaction_span_holds_its_summary_request(
         history.append(text_turn(f"a{k}", "assistant", f"did step {k}"))
     provider = ScriptedProvider(
         [
-            StreamError(kind="context_overflow", message="prompt is too long: 210000 tokens > 200000"),
+            StreamError(
+                kind="context_overflow", message="prompt is too long: 210000 tokens > 200000"
+            ),
             "Summary: six steps were done.",
             "final",
         ]
