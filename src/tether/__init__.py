@@ -24,6 +24,9 @@ PUBLIC_API: dict[str, str] = {
     "run_sync": "tether.agent.loop",
     "Runtime": "tether.agent.runtime",
     "AutoCompaction": "tether.agent.context",
+    # the approval gate
+    "ApprovalRequest": "tether.agent.approval",
+    "ApprovalDecision": "tether.agent.approval",
     # the one config
     "AgentConfig": "tether.config",
     "load_config": "tether.config",
@@ -73,6 +76,8 @@ PUBLIC_API: dict[str, str] = {
 __all__ = sorted(PUBLIC_API)  # pyright: ignore[reportUnsupportedDunderAll]
 
 if TYPE_CHECKING:
+    from tether.agent.approval import ApprovalDecision as ApprovalDecision
+    from tether.agent.approval import ApprovalRequest as ApprovalRequest
     from tether.agent.context import AutoCompaction as AutoCompaction
     from tether.agent.events import AgentEvent as AgentEvent
     from tether.agent.events import CompactionEndEvent as CompactionEndEvent

@@ -18,8 +18,8 @@ from tether.cli.run import started_call_ids
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn
 from tether.providers.assemble import TRUNCATED, Assembler
 from tether.providers.base import (
-    Done,
-    ErrorEvent,
+    StreamDone,
+    StreamError,
     TextDelta,
     TextStart,
     ToolCallDelta,
@@ -77,7 +77,7 @@ async def test_a_failed_attempts_deltas_are_followed_by_a_discard(tmp_path: Path
             [
                 TextStart(index=0),
                 TextDelta(index=0, text="half an ans"),
-                ErrorEvent(kind="overloaded", message="busy"),
+                StreamError(kind="overloaded", message="busy"),
             ],
             "the answer",
         ]
@@ -114,7 +114,7 @@ async def test_done_after_a_cancel_reports_the_persisted_partial_turn(tmp_path: 
             yield TextStart(index=0)
             yield TextDelta(index=0, text="partial words")
             await gate.wait()
-            yield Done(stop_reason="end_turn")
+            yield StreamDone(stop_reason="end_turn")
 
     agent = make_agent(Slow([]), tmp_path, on_event=events.append)
     task = asyncio.ensure_future(agent.run("hi"))
@@ -200,6 +200,6 @@ def test_a_max_tokens_cut_still_invalidates_the_last_call() -> None:
     a = Assembler("t1")
     a.feed(ToolCallStart(index=0, id="c1", name="bash"))
     a.feed(ToolCallDelta(index=0, arguments_delta='{"command": "ls"}'))
-    a.feed(Done(stop_reason="max_tokens"))
+    a.feed(StreamDone(stop_reason="max_tokens"))
     (c1,) = a.turn().tool_calls
     assert c1.invalid == TRUNCATED

@@ -256,7 +256,3 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
 def event_to_json(event: AgentEvent) -> str:
     """One JSON line (no newline) for an event."""
     return EVENT_CODEC.dump_json(event).decode()
-
-
-ErrorOutEvent = ErrorEvent
-"""The name `ErrorEvent` had before the front-door issue; kept until open branches merged."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.agent import build
+from tether.agent.approval import ApprovalGate, ApprovalMode, Approver
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.build import ModelLike
 from tether.agent.context import ContextManager
@@ -108,6 +109,8 @@ class Agent:
             model's window); False: none; or your own `ContextManager`.
         hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
         question_bridge: how the `question` tool reaches the user; None when headless.
+        approver: the host's approval callback (`tether.agent.approval`): asked before the
+            calls `config.tools.approval` does not let through; None: nothing is asked.
         runtime: the process-facing hooks (environment, sleep, jitter, ids; see
             `tether.agent.runtime.Runtime` and `tether.testing.deterministic`).
 
@@ -140,6 +143,7 @@ class Agent:
         compaction: ContextManager | bool = True,
         hygiene: HygieneConfig | None = None,
         question_bridge: QuestionBridge | None = None,
+        approver: Approver | None = None,
         runtime: Runtime | None = None,
     ) -> None:
         cfg = config if config is not None else AgentConfig()
@@ -192,7 +196,10 @@ class Agent:
         kind = cfg.tools.sandbox
         sandbox_used = detect_sandbox(None if kind == "auto" else kind)
         self.safe_mode_forced = sandbox_used is None
-        self.safe_mode = cfg.tools.safe or self.safe_mode_forced
+        self.safe_mode = (
+            cfg.tools.safe or self.safe_mode_forced or cfg.tools.approval == "read-only"
+        )
+        mode = cfg.tools.approval
         self._warned_no_sandbox = False
         if session_dir is None:
             found = getattr(session, "artifact_dir", None)
@@ -218,6 +225,7 @@ class Agent:
             output_limits=OutputLimits(
                 threshold_chars=build.output_threshold_chars(cfg, self.limits)
             ),
+            approval=ApprovalGate("ask" if mode == "read-only" else mode, approver),
             tracing=self.tracing,
         )
         self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
@@ -241,6 +249,7 @@ class Agent:
         history: Sequence[Turn] = (),
         on_event: Callable[[AgentEvent], None] | None = None,
         question_bridge: QuestionBridge | None = None,
+        approver: Approver | None = None,
         runtime: Runtime | None = None,
         note: Callable[[str], None] | None = None,
     ) -> Agent:
@@ -285,6 +294,7 @@ class Agent:
             history=history,
             on_event=on_event,
             question_bridge=question_bridge,
+            approver=approver,
             runtime=runtime,
         )
         for line in agent.notes:
@@ -346,6 +356,29 @@ class Agent:
         if not on and self.safe_mode_forced:
             raise ConfigError(NO_SANDBOX_WARNING)
         self.safe_mode = on
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        """The approval mode now: `read-only` while safe mode is on."""
+        return "read-only" if self.safe_mode else self._tool_calls.approval.mode
+
+    def set_approval_mode(self, mode: ApprovalMode) -> None:
+        """Switch the approval mode from the next call on (`read-only` turns safe mode on;
+        any other mode turns it off).
+
+        Raises:
+            ConfigError: leaving `read-only` while no OS sandbox is available.
+        """
+        if mode == "read-only":
+            self.set_safe_mode(True)
+            return
+        self.set_safe_mode(False)
+        self._tool_calls.approval.mode = mode
+
+    @property
+    def approval(self) -> ApprovalGate:
+        """The approval gate (its `approver` may be attached or replaced by a host)."""
+        return self._tool_calls.approval
 
     def _on_repair(self, repair: Repair) -> None:
         # The incremental view re-checks the open tail on every request; report each repair once.

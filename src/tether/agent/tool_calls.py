@@ -19,12 +19,14 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from tether.agent.approval import ApprovalGate
 from tether.agent.events import ToolResultEvent
 from tether.agent.state import RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.tools.hygiene import Hygiene
 from tether.tools.persist import OutputLimits, gate_tool_result
 from tether.tools.policy import refuse_in_safe_mode
+from tether.tools.preview import edit_diff
 from tether.tools.run import ToolRunResult, run_tool, system_note_block
 from tether.tracing import NO_TRACING, Tracing
 
@@ -52,13 +54,20 @@ class ToolCalls:
     Args:
         hygiene: the dedup / block-after / stale-read state.
         output_limits: the output gate's thresholds.
+        approval: the approval gate (default: nothing is asked).
         tracing: opens an `execute_tool` span per call and hands its trace context to the
             tool's subprocesses (`TRACEPARENT`); off by default.
     """
 
     def __init__(
-        self, *, hygiene: Hygiene, output_limits: OutputLimits, tracing: Tracing = NO_TRACING
+        self,
+        *,
+        hygiene: Hygiene,
+        output_limits: OutputLimits,
+        approval: ApprovalGate | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
+        self.approval = approval or ApprovalGate("auto", None)
         self._tracing = tracing
         self._hygiene = hygiene
         self._output_limits = output_limits
@@ -172,7 +181,16 @@ class ToolCalls:
         started = time.perf_counter()
         refused = refuse_in_safe_mode(state.registry, call, safe_mode)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
-        if run is None:  # not refused, replayed or blocked: run it
+        if run is None and call.invalid is None:
+            tool = state.registry.get(call.name)
+            ctx = state.tool_context
+            denied = await self.approval.check(
+                call,
+                safe=tool is None or tool.safe,
+                diff=lambda: edit_diff(ctx, call.name, call.arguments),
+            )
+            run = ToolRunResult(block=denied) if denied is not None else None
+        if run is None:  # not refused, replayed, blocked or denied: run it
             state.call_started(call)
             run = await self._run_cancellable(call, state, timeout_s)
             tool = state.registry.get(call.name)

@@ -9,7 +9,6 @@ Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider erro
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -32,8 +31,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: rendering through rich costs ~0.2 s per start-up
 )
-sessions_app = typer.Typer(help="List, show and delete stored sessions.", no_args_is_help=True)
+sessions_app = typer.Typer(
+    help="List, show and delete stored sessions.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
@@ -185,6 +187,8 @@ def models(
     base_url: Annotated[str | None, typer.Option(help="The provider's endpoint.")] = None,
 ) -> None:
     """List models, one JSON line per provider: live, else last cached listing, else bundled."""
+    import asyncio
+
     from tether.providers.models import MODEL_PROVIDERS, list_all, listing_to_dict
 
     if base_url and not provider:

@@ -7,21 +7,23 @@ failed login). Does not own: the schema (`tether.settings.model.McpServerSetting
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-from filelock import FileLock
 
 from tether.cli.output import err, fail
 from tether.errors import ConfigError
-from tether.settings import load_settings, save_setting
-from tether.settings.files import read_json_object, settings_path, validate_layer, write_atomic
 
-mcp_app = typer.Typer(help="Configure MCP servers and log in to remote ones.", no_args_is_help=True)
+# The settings stack (pydantic), asyncio and filelock are imported by the commands that run on
+# them: importing this module (every `tether` start-up) stays light (issue 12).
 
+mcp_app = typer.Typer(
+    help="Configure MCP servers and log in to remote ones.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
@@ -40,6 +42,8 @@ def mcp_list(
     cwd: Annotated[Path, typer.Option(help="The project folder.")] = Path("."),
 ) -> None:
     """Print the configured MCP servers as JSON lines (no server is started)."""
+    from tether.settings import load_settings
+
     try:
         settings = load_settings(cwd.resolve()).settings
     except ConfigError as exc:
@@ -77,6 +81,8 @@ def mcp_add(
 ) -> None:
     """Add (or replace) an MCP server: `tether mcp add NAME -- CMD ARGS...` or
     `tether mcp add NAME --url URL`."""
+    from tether.settings import save_setting
+
     try:
         if bool(command) == bool(url):
             raise ConfigError("give a command (after --) or --url, not both")
@@ -92,9 +98,7 @@ def mcp_add(
         if disabled:
             entry["enabled"] = False
         key = "mcp.servers." + name.replace(".", "\\.")
-        path = save_setting(
-            "project" if project else "user", key, entry, project_dir=cwd.resolve()
-        )
+        path = save_setting("project" if project else "user", key, entry, project_dir=cwd.resolve())
     except ConfigError as exc:
         raise fail(exc) from None
     err(f"added MCP server {name!r} in {path}")
@@ -109,6 +113,10 @@ def mcp_remove(
     cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
 ) -> None:
     """Remove an MCP server from the user (default) or project settings file."""
+    from filelock import FileLock
+
+    from tether.settings.files import read_json_object, settings_path, validate_layer, write_atomic
+
     path = settings_path("project" if project else "user", cwd.resolve())
     try:
         with FileLock(str(path) + ".lock", timeout=10):
@@ -132,9 +140,12 @@ def mcp_login(
 ) -> None:
     """Authorize tether with a remote MCP server (OAuth in the browser); tokens are stored in
     the system keyring or the 0600 credential file."""
+    import asyncio
+
     from tether.mcp.config import resolve_server
     from tether.mcp.connection import McpServerError
     from tether.mcp.oauth import login
+    from tether.settings import load_settings
 
     root = cwd.resolve()
     try:

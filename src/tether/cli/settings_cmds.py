@@ -22,8 +22,9 @@ from tether.errors import ConfigError
 if TYPE_CHECKING:  # settings and credentials are imported by the commands that use them
     from tether.settings import LoadedSettings
 
-config_app = typer.Typer(help="Show and change settings.", no_args_is_help=True)
-
+config_app = typer.Typer(
+    help="Show and change settings.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @config_app.command("show")

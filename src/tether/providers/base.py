@@ -288,10 +288,3 @@ class ModelInfo:
     max_output_tokens: int
     supports_prefill: bool = False
     extra: dict[str, Any] = field(default_factory=lambda: {})
-
-
-# The names these classes had before the front-door issue (agent-level events now use
-# `ErrorEvent`/`WarningEvent`/`DoneEvent`); kept only until the open branches have merged.
-Done = StreamDone
-ErrorEvent = StreamError
-WarningEvent = StreamWarning

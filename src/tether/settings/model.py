@@ -140,6 +140,10 @@ class ToolsSettings(_Section):
         sandbox: the OS sandbox for tool subprocesses: `auto` (`TETHER_SANDBOX`, else bwrap,
             else Landlock, else none), `bwrap`, `landlock`, or `none` (no sandbox: safe mode
             is then forced).
+        approval: which calls the host is asked to approve (`tether.agent.approval`): `ask`
+            (every non-safe call), `auto-edit` (file edits run, the rest is asked),
+            `read-only` (safe mode), `auto` (nothing asked). Only a host with an approver
+            (the TUI, `Agent(approver=...)`) asks; headless, `ask` runs calls unasked.
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
@@ -155,6 +159,7 @@ class ToolsSettings(_Section):
     max_processes: int | None = Field(default=1024, ge=1)
     max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
     sandbox: SandboxKind = "auto"
+    approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
 
 
 class ModelWindow(_Section):
