@@ -4,7 +4,12 @@ The scripted provider answers turns 1..N-1 with one `echo(text="turn k")` call a
 "done"; `echo` returns 2,048 bytes; the session is persisted to a temporary JSONL file. Prints the
 protocol's `RESULT {json}` line (so it runs beside the peers in run_all.py) and a readable summary.
 
+`--tracing memory` runs the loop with OpenTelemetry spans into the SDK's in-memory exporter
+(the `tracing` extra), after a tracing-off baseline run in the same process, and prints the CPU
+ms/turn of both and their ratio (the reported RESULT is the traced run's).
+
     python bench/turn_overhead.py [--turns 200] [--window 20] [--compaction on|off]
+        [--tracing off|memory]
     TETHER_BENCH_TOOL=thread python bench/turn_overhead.py   # echo as a default (worker-thread) tool
     BENCH_PEERS_EXTRA="tether=$PWD/.venv/bin/python:$PWD/bench/turn_overhead.py" ... run_all.py
 """
@@ -27,10 +32,11 @@ import itertools  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
-from tether import AgentConfig  # noqa: E402
+from tether import AgentConfig, Runtime  # noqa: E402
 from tether.agent.context import ContextManager  # noqa: E402
 from tether.agent.loop import Agent  # noqa: E402
 from tether.compaction.monitor import ContextMonitor  # noqa: E402
@@ -40,6 +46,7 @@ from tether.providers.base import ModelRequest  # noqa: E402
 from tether.session import SessionStore  # noqa: E402
 from tether.testing import Response, ScriptedProvider  # noqa: E402
 from tether.tools.base import tool  # noqa: E402
+from tether.tracing import NO_TRACING, Tracing  # noqa: E402
 
 THREAD_TOOL = os.environ.get("TETHER_BENCH_TOOL") == "thread"
 """Run echo as a default sync tool (in a worker thread) instead of an `inline=True` one."""
@@ -51,20 +58,37 @@ COMPACTION_WINDOW = 200_000
 the summaries, so the clock ticks only for the loop's own requests."""
 
 
-def _compaction_flag() -> bool:
-    """Take `--compaction on|off` out of argv (the peers' shared parser does not know it)."""
-    on = False
+def _flag(name: str, default: str) -> str:
+    """Take `--name value` out of argv (the peers' shared parser does not know it)."""
     argv = sys.argv
     for i, a in enumerate(argv):
-        if a == "--compaction" and i + 1 < len(argv):
-            on = argv[i + 1] == "on"
+        if a == f"--{name}" and i + 1 < len(argv):
+            value = argv[i + 1]
             del argv[i : i + 2]
-            break
-        if a.startswith("--compaction="):
-            on = a.split("=", 1)[1] == "on"
+            return value
+        if a.startswith(f"--{name}="):
             del argv[i]
-            break
-    return on
+            return a.split("=", 1)[1]
+    return default
+
+
+def _compaction_flag() -> bool:
+    """Take `--compaction on|off` out of argv."""
+    return _flag("compaction", "off") == "on"
+
+
+def _memory_tracing() -> tuple[Tracing, Callable[[], int]]:
+    """Tracing into the SDK's in-memory exporter, and a count of the spans it holds."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tether.tracing.otel import OtelTracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return OtelTracing(provider), lambda: len(exporter.get_finished_spans())
 
 
 def _compaction() -> ContextManager:
@@ -80,11 +104,13 @@ def echo(text: str) -> str:
     return _common.echo_impl(text)
 
 
-def main() -> None:
-    compaction = _compaction_flag()
-    args = _common.parse_args()
-    clock = _common.Clock(args.turns)
+def _cpu_ms_per_turn(cpu: list[float]) -> float:
+    return statistics.fmean((b - a) * 1e3 for a, b in itertools.pairwise(cpu))
 
+
+def _run(turns: int, compaction: bool, tracing: Tracing, tmp: str):
+    """One run of the benchmark loop: (clock, CPU time at each model call, agent, writer)."""
+    clock = _common.Clock(turns)
     cpu: list[float] = []  # this thread's CPU time at each model call: robust to a loaded machine
 
     def model(_request: ModelRequest) -> Response:
@@ -94,22 +120,52 @@ def main() -> None:
             return _common.FINAL_TEXT
         return ToolCallBlock(id=f"call_{k}", name="echo", arguments={"text": f"turn {k}"})
 
+    store = SessionStore(Path(tmp))
+    writer = store.create(cwd=tmp)
+    agent = Agent(
+        ScriptedProvider(model),
+        tools=[tool(echo, inline=not THREAD_TOOL)],
+        root=tmp,
+        session=writer,
+        config=AgentConfig(run={"max_turns": turns + 1}),
+        compaction=_compaction() if compaction else False,
+        runtime=Runtime(tracing=tracing),
+    )
+    clock.start()
+    result = asyncio.run(agent.run("Call echo until told otherwise."))
+    clock.stop()
+    writer.close()
+    assert result.text == _common.FINAL_TEXT, result.text
+    return clock, cpu, agent, writer
+
+
+def main() -> None:
+    compaction = _compaction_flag()
+    tracing_mode = _flag("tracing", "off")
+    if tracing_mode not in ("off", "memory"):
+        sys.exit(f"--tracing {tracing_mode!r}: off or memory")
+    args = _common.parse_args()
+
     with tempfile.TemporaryDirectory() as tmp:
-        store = SessionStore(Path(tmp))
-        writer = store.create(cwd=tmp)
-        agent = Agent(
-            ScriptedProvider(model),
-            tools=[tool(echo, inline=not THREAD_TOOL)],
-            root=tmp,
-            session=writer,
-            config=AgentConfig(run={"max_turns": args.turns + 1}),
-            compaction=_compaction() if compaction else False,
-        )
-        clock.start()
-        result = asyncio.run(agent.run("Call echo until told otherwise."))
-        clock.stop()
-        writer.close()
-        assert result.text == _common.FINAL_TEXT, result.text
+        tracing: Tracing = NO_TRACING
+        if tracing_mode == "memory":
+            tracing, spans = _memory_tracing()
+            baseline: list[float] = []
+            traced: list[float] = []
+            for _round in range(2):  # interleaved: off, memory, off, memory
+                with tempfile.TemporaryDirectory() as t1:
+                    baseline.append(
+                        _cpu_ms_per_turn(_run(args.turns, compaction, NO_TRACING, t1)[1])
+                    )
+                with tempfile.TemporaryDirectory() as t2:
+                    traced.append(_cpu_ms_per_turn(_run(args.turns, compaction, tracing, t2)[1]))
+            off_ms, on_ms = min(baseline), min(traced)
+            print(
+                f"tracing: CPU ms/turn off {off_ms:.3f}, memory exporter {on_ms:.3f} "
+                f"(best of 2 interleaved runs of {args.turns} turns each); ratio on/off "
+                f"{on_ms / off_ms:.2f}x; {spans()} spans exported over the traced runs"
+            )
+        clock, cpu, agent, writer = _run(args.turns, compaction, tracing, tmp)
         history = agent.history
         json_bytes = sum(len(turn_to_json(t)) for t in history)
         _common.report(
@@ -121,7 +177,7 @@ def main() -> None:
             json_bytes,
             args.window,
             notes=f"scripted provider, {'worker-thread' if THREAD_TOOL else 'inline'} sync echo "
-            "tool, session persisted to JSONL",
+            f"tool, session persisted to JSONL, tracing {tracing_mode}",
         )
         ivals = [(b - a) * 1e3 for a, b in zip(clock.calls, clock.calls[1:], strict=False)]
         w = args.window

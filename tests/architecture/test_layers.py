@@ -25,6 +25,7 @@ BELOW_AGENT = (
     "compaction",
     "settings",
     "mcp",
+    "tracing",
 )
 
 

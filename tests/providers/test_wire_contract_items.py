@@ -1,7 +1,7 @@
 """Issue 18, items 1-7: requests a provider would reject, one test per kind of fault.
 
 Each test builds the request with the adapter's own request-building method (no network) and
-checks it against the provider's documented rule (`tests/wire/vendor_rules.py`) or the exact
+checks it against the provider's documented rule (`tether.wire.contract`) or the exact
 field the rule is about.
 """
 
@@ -28,7 +28,7 @@ from tether.providers.ollama import OllamaProvider
 from tether.providers.openai_chat import OpenAIChatProvider
 from tether.providers.openai_responses import OpenAIResponsesProvider
 from tether.wire import Repair, build_view, thinking_must_be_disabled
-from wire import vendor_rules as rules
+from tether.wire import contract as rules
 
 CLAUDE = Provenance(provider="anthropic", api="anthropic", model="claude-a")
 GEMINI = Provenance(provider="google", api="google", model="gemini-3-pro")

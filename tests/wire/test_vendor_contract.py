@@ -2,7 +2,7 @@
 
 Generated corrupted histories (`corrupt.histories`) × the five targets → the request each
 adapter builds (its own request-building method, the parameters its SDK call sends; no network)
-→ the providers' documented request rules (`vendor_rules`, written from their docs, not from
+→ the providers' documented request rules (`tether.wire.contract`, written from their docs, not from
 tether's code). Half the requests go through `ViewBuilder` as the agent loop builds them
 (`is_wire_view=True`), half through the adapter's own `build_view`.
 
@@ -31,8 +31,8 @@ from tether.providers.ollama import OllamaProvider
 from tether.providers.openai_chat import OpenAIChatProvider
 from tether.providers.openai_responses import OpenAIResponsesProvider
 from tether.wire import ViewBuilder
+from tether.wire import contract as rules
 
-from . import vendor_rules as rules
 from .corrupt import ANTHROPIC, CHAT, GOOGLE, OLLAMA, RESPONSES, histories, random_history
 
 SHRINKING_EXAMPLES = 60

@@ -42,6 +42,7 @@ from tether.providers.base import (
 from tether.providers.base import StreamWarning as ProviderWarning
 from tether.providers.fallback import falls_back
 from tether.providers.retry import AttemptFailed, Delay, RetryPolicy, is_retryable, retrying
+from tether.tracing import NO_TRACING, Span, Tracing
 
 INCOMPLETE = "the stream ended without a terminal event"
 SIDE_TURN_ID = "side-request"
@@ -69,6 +70,7 @@ class Attempts:
         emit: receives `text_delta`, `thinking_delta`, `retry`, `fallback` and `error` events.
         sleep: the async sleep between attempts, in seconds (tests inject a recorder).
         rng: the jitter source, floats in [0, 1).
+        tracing: opens a `chat` span per provider tried (retries included); off by default.
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class Attempts:
         emit: Callable[[AgentEvent], None],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         if not chain:
             raise ValueError("a provider chain needs at least one provider")
@@ -87,6 +90,7 @@ class Attempts:
         self.emit = emit
         self.sleep = sleep
         self.rng = rng
+        self.tracing = tracing
         self.current: Assembler | None = None
 
     async def request(
@@ -144,7 +148,21 @@ class Attempts:
     async def _on_provider(
         self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool
     ) -> Assembler:
+        # -- tracing (issue 16): one `chat` span per provider tried, its retries included --
+        with self.tracing.request(provider, request) as span:
+            try:
+                assembler = await self._retried(provider, request, turn_id, deltas, span)
+            except AttemptFailed as failed:
+                span.failed(failed.event.kind, failed.event.message)
+                raise
+            span.request_done(assembler)
+            return assembler
+
+    async def _retried(
+        self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool, span: Span
+    ) -> Assembler:
         def on_retry(attempt: int, event: StreamError, delay: Delay) -> None:
+            span.retry(attempt, event.kind, delay.delay_s)
             self.emit(
                 RetryEvent(
                     attempt=attempt,

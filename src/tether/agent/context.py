@@ -143,7 +143,8 @@ class AutoCompaction:
     async def compact(
         self, state: RunState, *, reason: str, focus: str | None = None
     ) -> CompactionResult | None:
-        """Run the ladder and append the marker (and the restored-files pair) to the history.
+        """Run the ladder and append the marker (and the restored-files pair) to the history,
+        inside a `compaction` span (`state.tracing`).
 
         Returns:
             The result, or None when there was nothing to compact.
@@ -151,6 +152,14 @@ class AutoCompaction:
         Raises:
             RunError: `context_overflow` when the summary failed and no truncation is possible.
         """
+        with state.tracing.compaction(reason) as span:
+            result = await self._compact(state, reason=reason, focus=focus)
+            span.compaction_done(result)
+            return result
+
+    async def _compact(
+        self, state: RunState, *, reason: str, focus: str | None
+    ) -> CompactionResult | None:
         history = tuple(state.history)
         before = estimate_tokens(self.shape(state.view()))
         state.emit(CompactionStartEvent(reason=reason, tokens_before=before))

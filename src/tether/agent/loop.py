@@ -74,6 +74,7 @@ from tether.tools.policy import NO_SANDBOX_WARNING, offered_specs
 from tether.tools.question import QuestionBridge
 from tether.tools.registry import ToolRegistry
 from tether.tools.sandbox import detect_sandbox
+from tether.tracing import Span, tracing_for
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
 from tether.wire.resume import is_retried_message, pending_tool_calls
 
@@ -190,6 +191,9 @@ class Agent:
         refused = build.refused_env(cfg)
         allowed = tuple(cfg.tools.allow_env)
         env = os.environ if rt.env is None else rt.env
+        self._env = env
+        # tracing (issue 16): the runtime's, else as `cfg.tracing` says (no OTel import when off)
+        self.tracing = rt.tracing or tracing_for(cfg.tracing, env, note=self.notes.append)
         kind = cfg.tools.sandbox
         sandbox_used = detect_sandbox(None if kind == "auto" else kind)
         self.safe_mode_forced = sandbox_used is None
@@ -223,6 +227,7 @@ class Agent:
                 threshold_chars=build.output_threshold_chars(cfg, self.limits)
             ),
             approval=ApprovalGate("ask" if mode == "read-only" else mode, approver),
+            tracing=self.tracing,
         )
         self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
         self._reported_repairs: set[tuple[str, str, str | None]] = set()
@@ -341,6 +346,7 @@ class Agent:
             emit=self._emit,
             sleep=self.runtime.sleep,
             rng=self.runtime.rng,
+            tracing=self.tracing,
         )
 
     def set_safe_mode(self, on: bool) -> None:
@@ -412,6 +418,7 @@ class Agent:
             provider=self.provider,
             summary_call=self._summary_call,
             call_started=self.call_started,
+            tracing=self.tracing,
         )
 
     def _summary_call(self, summarizer: Provider | None) -> SummaryCall:
@@ -427,6 +434,7 @@ class Agent:
                 emit=self._emit,
                 sleep=self.runtime.sleep,
                 rng=self.runtime.rng,
+                tracing=self.tracing,
             )
         )
         return summary_call(attempts)
@@ -487,6 +495,13 @@ class Agent:
             RunError: the provider failed (kind from the error taxonomy).
             asyncio.CancelledError: the run was cancelled; the partial turn was persisted.
         """
+        # tracing (issue 16): one `invoke_agent` span per run; a run inside another run's tool
+        # call (a subagent) nests under that call's span
+        session_id = self.session.id if self.session else None
+        with self.tracing.run(self.provider, session_id=session_id, env=self._env) as span:
+            return await self._run(prompt, span)
+
+    async def _run(self, prompt: str | Sequence[ContentBlock] | None, span: Span) -> RunResult:
         for views in self._views:
             views.reset()
         continuations = Continuations(self.max_continuations)
@@ -571,6 +586,7 @@ class Agent:
                     turns=n,
                 )
             )
+            span.run_done(stop_reason, state.usage, n)
         return RunResult(
             message=last,
             usage=state.usage,

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from tether.tools.base import Wrap
+from tether.tracing import Tracing
 
 
 def default_id_factory() -> Callable[[], str]:
@@ -39,6 +40,8 @@ class Runtime:
         sleep: the async sleep between retries, in seconds.
         rng: the retry jitter source, floats in [0, 1).
         new_id: mints turn ids; None: a fresh `default_id_factory()` per agent.
+        tracing: where spans go (e.g. `tether.tracing.otel.OtelTracing(provider)` over your
+            own OpenTelemetry `TracerProvider`); None: as the config's `tracing` section says.
     """
 
     env: Mapping[str, str] | None = None
@@ -47,3 +50,4 @@ class Runtime:
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, compare=False)
     rng: Callable[[], float] = field(default=random.random, compare=False)
     new_id: Callable[[], str] | None = field(default=None, compare=False)
+    tracing: Tracing | None = field(default=None, compare=False)

@@ -19,6 +19,7 @@ from tether.messages import RunStopReason, ToolCallBlock, Turn, Usage
 from tether.providers.base import Provider
 from tether.tools.base import ToolContext
 from tether.tools.registry import ToolRegistry
+from tether.tracing import NO_TRACING, Tracing
 
 __all__ = ["RunResult", "RunState", "SummaryCall", "TurnSink"]
 
@@ -51,6 +52,7 @@ class RunState:
         summary_call: makes the request path for a provider (None: the agent's chain).
         call_started: records that a tool call is about to run (a `tool_call_started` session
             event, so a resume can tell a call that started from one that never ran).
+        tracing: where the run's parts open spans (compaction; off by default).
         new_turns: every turn appended during this run, in order.
         usage: cumulative usage of this run (requests and summary calls), in tokens.
         sent_view_len: turns in the view of the last request sent.
@@ -69,6 +71,7 @@ class RunState:
     provider: Provider
     summary_call: Callable[[Provider | None], SummaryCall]
     call_started: Callable[[ToolCallBlock], None] = lambda _call: None
+    tracing: Tracing = NO_TRACING
     new_turns: list[Turn] = field(default_factory=lambda: [])
     usage: Usage = field(default_factory=Usage)
     sent_view_len: int = 0
@@ -97,6 +100,7 @@ class RunResult:
         usage: cumulative usage of this run (tokens).
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
         turns: requests made in this run.
+        tracing: where the run's parts open spans (compaction; off by default).
         new_turns: every turn appended during this run, in order.
         answer: the final answer's text, continuation pieces concatenated (None: the last
             turn's text).

@@ -28,6 +28,7 @@ from tether.tools.persist import OutputLimits, gate_tool_result
 from tether.tools.policy import refuse_in_safe_mode
 from tether.tools.preview import edit_diff
 from tether.tools.run import ToolRunResult, run_tool, system_note_block
+from tether.tracing import NO_TRACING, Tracing
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
 """The result of a call a run-wide cancel cut short (or that never started)."""
@@ -54,6 +55,8 @@ class ToolCalls:
         hygiene: the dedup / block-after / stale-read state.
         output_limits: the output gate's thresholds.
         approval: the approval gate (default: nothing is asked).
+        tracing: opens an `execute_tool` span per call and hands its trace context to the
+            tool's subprocesses (`TRACEPARENT`); off by default.
     """
 
     def __init__(
@@ -62,8 +65,10 @@ class ToolCalls:
         hygiene: Hygiene,
         output_limits: OutputLimits,
         approval: ApprovalGate | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.approval = approval or ApprovalGate("auto", None)
+        self._tracing = tracing
         self._hygiene = hygiene
         self._output_limits = output_limits
         self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
@@ -102,6 +107,8 @@ class ToolCalls:
             state.append(Turn(id=state.new_id(), role="user", content=self._content(results)))
 
         def one(call: ToolCallBlock) -> Coroutine[Any, Any, ToolResultBlock]:
+            if self._tracing.enabled:
+                return self._traced(call, state, safe_mode=safe_mode, timeout_s=timeout_s)
             return self._run_one(call, state, safe_mode=safe_mode, timeout_s=timeout_s)
 
         if len(calls) == 1:
@@ -135,6 +142,15 @@ class ToolCalls:
         notes = dict.fromkeys(n for r in results for n in self._notes.pop(r.tool_call_id, ()))
         return (*results, *(system_note_block(n) for n in notes))
 
+    async def _traced(
+        self, call: ToolCallBlock, state: RunState, *, safe_mode: bool, timeout_s: float
+    ) -> ToolResultBlock:
+        # -- tracing (issue 16): the call's span; a subagent run inside it is its child --
+        with self._tracing.tool_call(call) as span:
+            result = await self._run_one(call, state, safe_mode=safe_mode, timeout_s=timeout_s)
+            span.tool_done(result)
+            return result
+
     async def _run_cancellable(
         self, call: ToolCallBlock, state: RunState, timeout_s: float
     ) -> ToolRunResult:
@@ -142,7 +158,7 @@ class ToolCalls:
             run_tool(
                 state.registry,
                 call,
-                state.tool_context,
+                self._tracing.tool_context(state.tool_context),  # + TRACEPARENT when tracing
                 timeout_s=timeout_s,
                 redact=state.redact,
             )

@@ -138,6 +138,50 @@ def compact(
 
 
 @app.command()
+def replay(
+    session: Annotated[
+        str, typer.Argument(help="A stored session id, a session file, or a transcript file.")
+    ],
+    from_turn: Annotated[
+        int, typer.Option("--from", min=1, help="Start at this assistant turn (1-based).")
+    ] = 1,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            help="run: re-execute tools in a scratch copy of the folder; stored: serve the "
+            "stored results (default: run, or stored for a transcript)."
+        ),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="anthropic, openai-chat, openai-responses, google or ollama (repeatable; "
+            "default: all)."
+        ),
+    ] = None,
+    system: Annotated[str | None, typer.Option(help="System prompt sent with each request.")] = None,
+) -> None:
+    """Re-run a stored session offline: check every request against each target's wire
+    contract; print violations, repairs and tool-result differences as JSON lines.
+    Exit 0 when there are none, 4 on a violation, 1 on repairs or differences only."""
+    from tether.cli.replay import replay_command
+
+    if tools not in (None, "run", "stored"):
+        err(f"--tools {tools!r}: run or stored")
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(
+        replay_command(
+            session,
+            targets=target or [],
+            tools="run" if tools == "run" else "stored" if tools == "stored" else None,
+            from_turn=from_turn,
+            system=system,
+            err=err,
+        )
+    )
+
+
+@app.command()
 def models(
     provider: Annotated[str | None, typer.Argument(help="openai, google, ollama, ...")] = None,
     base_url: Annotated[str | None, typer.Option(help="The provider's endpoint.")] = None,

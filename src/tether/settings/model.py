@@ -310,6 +310,23 @@ class McpSettings(_Section):
     start: Literal["lazy", "eager"] = "lazy"
 
 
+class TracingSettings(_Section):
+    """`tracing`: OpenTelemetry spans for runs, requests, tool calls and compactions (see
+    `tether.tracing`; needs the `tracing` extra).
+
+    Attributes:
+        enabled: True: on (a missing extra is a configuration error); False: off; None (the
+            default): on when `OTEL_EXPORTER_OTLP_ENDPOINT` is set in the environment.
+        endpoint: the OTLP/HTTP base URL (`http://localhost:4318`); None: the SDK's
+            `OTEL_EXPORTER_OTLP_*` environment variables.
+        service_name: the `service.name` resource attribute of exported spans.
+    """
+
+    enabled: bool | None = None
+    endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    service_name: str = Field(default="tether", min_length=1)
+
+
 ModelSelection = str | list[str | ModelEntry] | None
 
 
@@ -335,6 +352,7 @@ class AgentConfig(_Section):
     context: ContextSettings = Field(default_factory=ContextSettings)
     run: RunSettings = Field(default_factory=RunSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     def model_specs(self) -> list[str]:
         """The model selection as `provider/model` strings, in order (empty when unset)."""

@@ -1,14 +1,20 @@
-"""Validators of vendor request payloads, written from the providers' documented request rules.
+"""The providers' published request rules as pure checks of a built request payload.
 
-Each function takes the payload an adapter builds (the parameters its SDK call would send) and
-returns the problems a provider would reject it for (an empty list = accepted). They are written
-from the providers' documentation and their published error messages, not from tether's code,
-so that the adapters are not vetted by their own logic (issue 18). The rule each check encodes
-is quoted next to it.
+Owns: one function per target taking the payload its adapter builds (the parameters its SDK
+call would send: `anthropic_problems`, `chat_problems`, `responses_problems`,
+`gemini_problems`, `ollama_problems`) and returning the problems the provider would reject it
+for (an empty list = accepted), plus `conversation_problems`, tether's contract on every target:
+a request holds at least one message, its first non-system message is the user's and its last
+one is the user's (or a tool result), unless an assistant prefill is allowed.
+Does not own: building the payloads (the providers' request builders), running them over a
+session (`tether.replay`). Pure: data in, problems out; inputs are never mutated.
 
-Besides the vendors' own rules, `conversation_problems` encodes tether's contract for every
-target: a request holds at least one message, its first non-system message is the user's and
-its last one is the user's (or a tool result), unless an assistant prefill is allowed.
+The checks are written from the providers' documentation and their published error messages,
+not from tether's adapters, so that the adapters are not vetted by their own logic (issue 18);
+the rule each check encodes is quoted next to it. Sources: Anthropic "Messages" API reference
+and the "Extended thinking", "Tool use" and "Prompt caching" guides; OpenAI "Chat Completions"
+and "Responses" API references; Gemini API reference and the "Function calling" / "Thought
+signatures" guides; Ollama API reference, "Generate a chat completion".
 """
 
 from __future__ import annotations
@@ -21,6 +27,11 @@ from collections.abc import Sequence
 from typing import Any
 
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")  # "tool_use.id: String should match pattern"
+
+
+def _items(value: Any) -> list[Any]:
+    """A payload list that may be absent or null, as a list."""
+    return list(value) if value else []
 
 
 def _blank(text: object) -> bool:
@@ -145,7 +156,7 @@ def anthropic_problems(
                 problems.append(f"message {i}: two tool_result blocks for one tool_use")
         if uses:
             nxt = merged[i + 1] if i + 1 < len(merged) else None
-            answered = {b.get("tool_use_id") for b in nxt[1]} if nxt and nxt[0] == "user" else set()
+            answered = {b.get("tool_use_id") for b in nxt[1]} if nxt and nxt[0] == "user" else set[Any]()
             missing = [u for u in uses if u not in answered]
             if missing:
                 problems.append(f"message {i}: tool_use ids {missing} without tool_result after")
@@ -223,7 +234,7 @@ def chat_problems(messages: Sequence[Any], *, own_ids: frozenset[str] = frozense
         after_calls = False
         content = m.get("content")
         if role == "assistant":
-            calls = m.get("tool_calls") or []
+            calls = _items(m.get("tool_calls"))
             if content is None and not calls:
                 problems.append(f"message {i}: assistant message without content or tool_calls")
             for c in calls:
@@ -266,7 +277,7 @@ def responses_problems(params: dict[str, Any]) -> list[str]:
     provided without its required 'reasoning' item", "No tool call found for function call
     output with call_id …", "No tool output found for function call …", "Invalid
     'input[N].call_id': string too long. Expected ... 64")."""
-    items: list[dict[str, Any]] = list(params.get("input") or [])
+    items: list[dict[str, Any]] = list(_items(params.get("input")))
     roles: list[str] = []
     for it in items:
         if it.get("type") == "function_call_output":
@@ -364,7 +375,7 @@ def gemini_problems(contents: Sequence[dict[str, Any]]) -> list[str]:
     problems = conversation_problems([c.get("role", "") for c in contents])
     for k, c in enumerate(contents):
         role = c.get("role")
-        parts: list[dict[str, Any]] = c.get("parts") or []
+        parts: list[dict[str, Any]] = _items(c.get("parts"))
         if role not in ("user", "model"):
             problems.append(f"contents[{k}]: invalid role {role!r}")
         if not parts:
@@ -392,7 +403,7 @@ def gemini_problems(contents: Sequence[dict[str, Any]]) -> list[str]:
             asked = (
                 [
                     p["functionCall"].get("name")
-                    for p in prev.get("parts") or []
+                    for p in _items(prev.get("parts"))
                     if "functionCall" in p
                 ]
                 if prev is not None and prev.get("role") == "model"
@@ -405,13 +416,13 @@ def gemini_problems(contents: Sequence[dict[str, Any]]) -> list[str]:
                 )
         elif calls:
             nxt = contents[k + 1] if k + 1 < len(contents) else None
-            if nxt is None or not any("functionResponse" in p for p in nxt.get("parts") or []):
+            if nxt is None or not any("functionResponse" in p for p in _items(nxt.get("parts"))):
                 problems.append(f"contents[{k}]: function calls without function responses")
     start = 0
     for k in range(len(contents) - 1, -1, -1):
         c = contents[k]
         if c.get("role") == "user" and any(
-            "functionResponse" not in p for p in c.get("parts") or []
+            "functionResponse" not in p for p in _items(c.get("parts"))
         ):
             start = k
             break
@@ -419,7 +430,7 @@ def gemini_problems(contents: Sequence[dict[str, Any]]) -> list[str]:
         c = contents[k]
         if c.get("role") != "model":
             continue
-        first = next((p for p in c.get("parts") or [] if "functionCall" in p), None)
+        first = next((p for p in _items(c.get("parts")) if "functionCall" in p), None)
         if first is not None and not first.get("thoughtSignature"):
             problems.append(
                 f"contents[{k}]: the first functionCall of a step of the current turn has no "
@@ -437,7 +448,7 @@ def ollama_problems(params: dict[str, Any]) -> list[str]:
     `messages[].role` is system/user/assistant/tool, `content` a string, `images` base64 strings,
     `tool_calls[].function.arguments` an object; a `tool` message answers a call of the
     assistant message before it)."""
-    messages: list[dict[str, Any]] = list(params.get("messages") or [])
+    messages: list[dict[str, Any]] = list(_items(params.get("messages")))
     problems = conversation_problems([m.get("role", "") for m in messages])
     budget = 0  # tool messages still expected after the last assistant message with calls
     for i, m in enumerate(messages):
@@ -456,7 +467,7 @@ def ollama_problems(params: dict[str, Any]) -> list[str]:
             continue
         budget = 0
         if role == "assistant":
-            calls = m.get("tool_calls") or []
+            calls = _items(m.get("tool_calls"))
             for c in calls:
                 if not isinstance(c.get("function", {}).get("arguments"), dict):
                     problems.append(f"message {i}: tool call arguments must be an object")
