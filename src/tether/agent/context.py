@@ -151,6 +151,8 @@ class AutoCompaction:
         Raises:
             RunError: `context_overflow` when the summary failed and no truncation is possible.
         """
+        if state.before_compaction is not None:  # the `before_compaction` hooks
+            await state.before_compaction(reason)
         history = tuple(state.history)
         before = estimate_tokens(self.shape(state.view()))
         state.emit(CompactionStartEvent(reason=reason, tokens_before=before))

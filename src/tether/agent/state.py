@@ -9,7 +9,7 @@ Does not own: deciding anything; the loop (`tether.agent.loop`) fills it, the pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,6 +51,8 @@ class RunState:
         summary_call: makes the request path for a provider (None: the agent's chain).
         call_started: records that a tool call is about to run (a `tool_call_started` session
             event, so a resume can tell a call that started from one that never ran).
+        before_compaction: awaited with the reason before a compaction starts (the
+            `before_compaction` hooks).
         new_turns: every turn appended during this run, in order.
         usage: cumulative usage of this run (requests and summary calls), in tokens.
         sent_view_len: turns in the view of the last request sent.
@@ -69,6 +71,7 @@ class RunState:
     provider: Provider
     summary_call: Callable[[Provider | None], SummaryCall]
     call_started: Callable[[ToolCallBlock], None] = lambda _call: None
+    before_compaction: Callable[[str], Awaitable[None]] | None = None
     new_turns: list[Turn] = field(default_factory=lambda: [])
     usage: Usage = field(default_factory=Usage)
     sent_view_len: int = 0
@@ -100,6 +103,8 @@ class RunResult:
         new_turns: every turn appended during this run, in order.
         answer: the final answer's text, continuation pieces concatenated (None: the last
             turn's text).
+        children_usage: the part of `usage` spent by subagents (`task` calls) during this
+            run, or None when none ran.
     """
 
     message: Turn | None
@@ -108,6 +113,7 @@ class RunResult:
     turns: int
     new_turns: tuple[Turn, ...]
     answer: str | None = None
+    children_usage: Usage | None = None
 
     @property
     def text(self) -> str:
