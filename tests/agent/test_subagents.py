@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from subagent_helpers import first_user_text, make_agent, routed
+
 from tether import Agent, AgentConfig, ApprovalDecision, ApprovalRequest, tool
 from tether.agent.events import (
     AgentEvent,
