@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tether.agent.hooks import HookRunner
-from tether.messages import ContentBlock, TextBlock, Turn
+from tether.messages import ContentBlock, TextBlock
 
 PROMPT_DENIED = "a user_prompt hook refused the prompt; nothing was sent"
 STOP_DENIED = "A stop hook did not accept this as the final answer: {reason}"
@@ -43,12 +43,12 @@ async def user_prompt(
     return [TextBlock(text=decision.prompt), *rest], None
 
 
-async def stop(hooks: HookRunner, turn: Turn) -> str | None:
-    """None to let the run end on `turn` (a final answer), else the user message to send
-    next (a `stop` hook denied, with its reason)."""
+async def stop(hooks: HookRunner, answer: str) -> str | None:
+    """None to let the run end on the final `answer` (its text), else the user message to
+    send next (a `stop` hook denied, with its reason)."""
     if not hooks.active("stop"):
         return None
-    decision = await hooks.run("stop", answer=turn.text)
+    decision = await hooks.run("stop", answer=answer)
     if decision.allow:
         return None
     return STOP_DENIED.format(reason=decision.reason.strip() or "(no reason given)")

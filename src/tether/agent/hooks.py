@@ -10,6 +10,9 @@ the run (its answer is then ignored: the hook "allows").
 Does not own: where the points sit in the loop (`tether.agent.loop`; the tool-call points are
 in `tether.agent.gate`, together with the approval gate), the sandbox (`tether.tools.sandbox`).
 
+An async library hook has the same time limit (`hooks.timeout`) and is cancelled at it; a
+sync one cannot be interrupted (keep it quick).
+
 Points (`hooks.<point>` in the settings, `Hooks(<point>=[...])` in the library):
     before_tool        before a tool call runs, before the approval gate: allow, deny with a
                        reason (the model is told; nothing is asked), or rewrite the arguments
@@ -326,10 +329,15 @@ class HookRunner:
 
     async def _library(self, point: HookPoint, fn: HookFn, inp: HookInput) -> HookDecision:
         name = getattr(fn, "__qualname__", None) or repr(fn)
+        limit_s = self.settings.timeout_s
         try:
             value = cast(object, fn(inp))
             if inspect.isawaitable(value):
-                value = cast(object, await value)
+                async with asyncio.timeout(limit_s):
+                    value = cast(object, await value)
+        except TimeoutError:
+            self._failed(point, name, f"timed out after {limit_s:g} s (cancelled)")
+            return ALLOW
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken hook is reported, never crashes the run

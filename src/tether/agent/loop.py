@@ -574,8 +574,10 @@ class Agent:
                     continue
                 if not calls:
                     stop_reason = turn.stop_reason or "end_turn"
-                    if (again := await hook_points.stop(self._hooks, turn)) is not None:
+                    again = await hook_points.stop(self._hooks, continuations.answer)
+                    if again is not None:  # a stop hook sent the model back to work
                         state.append(text_turn(self.new_id(), "user", again))
+                        continuations = Continuations(self.max_continuations)
                         stop_reason = "max_turns"
                         continue
                     break
