@@ -24,7 +24,7 @@ def test_task_through_tether_run_and_resume_the_child(tmp_path: Path) -> None:
         out = events(proc)
         tagged = [e for e in out if e["type"] == "subagent"]
         assert tagged and {tuple(e["agent_path"]) for e in tagged} == {("main", "task:call_1")}
-        assert [e["event"]["type"] for e in tagged][0] == "session_start"
+        assert tagged[0]["event"]["type"] == "session_start"
         [result] = [e for e in out if e["type"] == "tool_result"]
         assert result["content"] == "child answer"
         child_id = result["display"]["session_id"]
