@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from subagent_helpers import make_agent, routed
 
 from tether import ApprovalDecision, ApprovalRequest, HookDecision, HookInput, Hooks, tool
@@ -422,3 +424,35 @@ def test_the_readme_samples_are_valid_settings() -> None:
     assert agents.named["reviewer"].tools == ["read", "grep"] and agents.max_depth == 2
     hooks = AgentConfig.model_validate(json.loads(samples[1])).hooks
     assert hooks.before_tool[0].timeout_s == 5.0 and hooks.timeout_s == 30.0
+
+
+@given(
+    code=st.one_of(st.none(), st.integers(-64, 255)),
+    stdout=st.one_of(
+        st.text(max_size=40),
+        st.dictionaries(
+            st.sampled_from(["decision", "reason", "arguments", "prompt", "other"]),
+            st.one_of(st.none(), st.text(max_size=5), st.integers(), st.just({"a": 1})),
+            max_size=4,
+        ).map(json.dumps),
+    ),
+    stderr=st.text(max_size=20),
+)
+def test_any_shell_outcome_is_a_decision_or_a_reported_failure(
+    code: int | None, stdout: str, stderr: str
+) -> None:
+    from tether.agent.hooks import HookFailed
+
+    outcome = ShellOutcome(code=code, stdout=stdout.strip(), stderr=stderr)
+    try:
+        decision = parse_shell_outcome(outcome, 1.0)
+    except HookFailed:
+        assert code != 2 and (code is None or code != 0 or outcome.stdout)
+        return
+    assert isinstance(decision, HookDecision)
+    if code == 2:
+        assert not decision.allow
+    else:
+        assert code == 0
+        assert decision.arguments is None or isinstance(decision.arguments, dict)
+        assert decision.prompt is None or isinstance(decision.prompt, str)
