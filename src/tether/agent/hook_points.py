@@ -9,10 +9,12 @@ request builder in `tether.agent.loop`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from tether.agent.events import AgentEvent, DoneEvent, WarningEvent
 from tether.agent.hooks import HookRunner
-from tether.messages import ContentBlock, TextBlock
+from tether.agent.state import RunResult, TurnSink
+from tether.messages import ContentBlock, TextBlock, Usage
 
 PROMPT_DENIED = "a user_prompt hook refused the prompt; nothing was sent"
 STOP_DENIED = "A stop hook did not accept this as the final answer: {reason}"
@@ -52,3 +54,24 @@ async def stop(hooks: HookRunner, answer: str) -> str | None:
     if decision.allow:
         return None
     return STOP_DENIED.format(reason=decision.reason.strip() or "(no reason given)")
+
+
+def prompt_denied(
+    emit: Callable[[AgentEvent], None], session: TurnSink | None, reason: str
+) -> RunResult:
+    """The run a refused prompt makes: nothing stored or sent; a `warning` event
+    `prompt_denied` with the reason, then `done` (stop reason `prompt_denied`)."""
+    emit(WarningEvent(kind="prompt_denied", message=reason))
+    emit(
+        DoneEvent(
+            session_id=session.id if session else None,
+            message=None,
+            text="",
+            usage=Usage(),
+            stop_reason="prompt_denied",
+            turns=0,
+        )
+    )
+    return RunResult(
+        message=None, usage=Usage(), stop_reason="prompt_denied", turns=0, new_turns=()
+    )

@@ -64,7 +64,6 @@ from tether.messages import (
     TextBlock,
     ToolCallBlock,
     Turn,
-    Usage,
     text_turn,
 )
 from tether.providers.base import ModelRequest, Provider, ToolSpec
@@ -526,7 +525,7 @@ class Agent:
         if prompt is not None:
             prompt, refusal = await hook_points.user_prompt(self._hooks, prompt)
             if refusal is not None:
-                return self._prompt_denied(refusal)
+                return hook_points.prompt_denied(self._emit, self.session, refusal)
             content: tuple[ContentBlock, ...] = (
                 (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
             )
@@ -621,24 +620,6 @@ class Agent:
             new_turns=tuple(state.new_turns),
             answer=answer,
             children_usage=children,
-        )
-
-    def _prompt_denied(self, reason: str) -> RunResult:
-        """A `user_prompt` hook refused the prompt: nothing is stored or sent."""
-        self._emit(WarningEvent(kind="prompt_denied", message=reason))
-        session_id = self.session.id if self.session else None
-        self._emit(
-            DoneEvent(
-                session_id=session_id,
-                message=None,
-                text="",
-                usage=Usage(),
-                stop_reason="prompt_denied",
-                turns=0,
-            )
-        )
-        return RunResult(
-            message=None, usage=Usage(), stop_reason="prompt_denied", turns=0, new_turns=()
         )
 
     async def _request(
