@@ -447,6 +447,8 @@ def test_named_subagents_bring_their_prompt_and_tools(tmp_path: Path) -> None:
     # the task tool's description lists the named subagents
     main_specs = {s.name: s for s in provider.requests[0].tools}
     assert "reviewer: reviews" in main_specs[TASK_TOOL].description
+    properties = main_specs[TASK_TOOL].parameters["properties"]
+    assert all(properties[p].get("description") for p in ("name", "prompt", "agent", "tools"))
 
 
 def test_from_settings_offers_task_unless_turned_off(tmp_path: Path, monkeypatch: Any) -> None:

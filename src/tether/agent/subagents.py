@@ -85,14 +85,16 @@ def task_tool(agents: AgentsSettings | None = None) -> Tool:
         *,
         ctx: ToolContext,
     ) -> ToolOutput:
-        """Args:
-        name: a short label for the task (3-6 words), shown to the user.
-        prompt: the whole task, with every detail the subagent needs.
-        agent: the name of a named subagent to run (see the list above); omit for a
-            general-purpose one.
-        tools: the names of the tools the subagent may use (a subset of yours); omit for
-            all of them.
-        model: the model to run it on (`provider/model`); omit for yours.
+        """Run a subagent.
+
+        Args:
+            name: a short label for the task (3-6 words), shown to the user.
+            prompt: the whole task, with every detail the subagent needs.
+            agent: the name of a named subagent to run (see the list above); omit for a
+                general-purpose one.
+            tools: the names of the tools the subagent may use (a subset of yours); omit for
+                all of them.
+            model: the model to run it on (`provider/model`); omit for yours.
         """
         if ctx.spawn is None or ctx.call_id is None:
             return ToolOutput("subagents are not available in this agent", is_error=True)
