@@ -108,12 +108,13 @@ def test_nested_subagents_run_at_depth_2_and_are_refused_at_3(tmp_path: Path) ->
     assert TASK_TOOL not in offered["level 2"]  # depth 2 = max_depth: not offered
     # the depth-2 agent's call of `task` is an error result, forwarded with its full path
     deep = [
-        e
+        e.event
         for e in events
-        if isinstance(e, SubagentEvent) and isinstance(e.event, ToolResultEvent)
+        if isinstance(e, SubagentEvent)
+        and isinstance(e.event, ToolResultEvent)
         and e.agent_path == ("main", "task:a", "task:b")
     ]
-    assert len(deep) == 1 and deep[0].event.is_error
+    assert len(deep) == 1 and deep[0].is_error
     # one session per level that ran: depth 1 and depth 2
     [d1] = child_sessions(store, "top-1")
     [d2] = child_sessions(store, d1)
@@ -261,7 +262,7 @@ def test_the_child_session_resumes_on_its_own(tmp_path: Path) -> None:
     again = store.open_for_append(child_id)
     resumed = Agent(
         provider,
-        config=AgentConfig(tools={"approval": "auto"}),
+        config=AgentConfig.model_validate({"tools": {"approval": "auto"}}),
         root=tmp_path,
         history=loaded.turns,
         session=again,
