@@ -460,3 +460,40 @@ def test_from_settings_offers_task_unless_turned_off(tmp_path: Path, monkeypatch
         tmp_path, model=ScriptedProvider(["x"]), overrides={"agents.task_tool": False}
     )
     assert TASK_TOOL not in off.registry.names()
+
+
+def test_a_child_gets_its_callers_tools_but_starts_no_mcp_servers_of_its_own(
+    tmp_path: Path,
+) -> None:
+    seen: dict[str, Any] = {}
+    holder: dict[str, Agent] = {}
+
+    @tool(safe=True)
+    def peek() -> str:
+        """Look at the running child."""
+        child = holder["main"].subagents.running["t1"]
+        seen["servers"] = dict(child.config.mcp.servers)
+        seen["spawn"] = child.config.agents.spawn
+        return "peeked"
+
+    provider = ScriptedProvider(
+        routed(
+            {
+                "main": [call(TASK_TOOL, id="t1", name="a", prompt="sub"), "final"],
+                "sub": [call("peek", id="p1"), "child done"],
+            }
+        )
+    )
+    agent = make_agent(
+        provider,
+        tmp_path,
+        tools=[peek],
+        settings={
+            "agents": {"spawn": "allow"},
+            "mcp": {"servers": {"files": {"command": "no-such-server", "start": "lazy"}}},
+        },
+    )
+    holder["main"] = agent
+    assert agent.run_sync("main").text == "final"
+    assert seen == {"servers": {}, "spawn": "allow"}
+    assert "files" in agent.config.mcp.servers  # the caller's own config is unchanged

@@ -16,7 +16,7 @@ calls (asyncio), which cancels each child's run; the child persists its partial 
 cancelled run does.
 
 A child inherits its caller's config (tools policy, sandbox, approval mode, hooks, compaction
-settings), model chain (unless `model` or the named agent says otherwise), working folder,
+settings; not its MCP servers: the caller's MCP tools are among the tools it gets), model chain (unless `model` or the named agent says otherwise), working folder,
 question bridge and approver (the host sees the child's `agent_path` in each request).
 """
 
@@ -34,7 +34,7 @@ from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
 from tether.errors import ConfigError, RunError, SessionError
 from tether.messages import Usage
-from tether.settings.model import AgentsSettings
+from tether.settings.model import AgentConfig, AgentsSettings, McpSettings
 from tether.tools.base import Tool, ToolContext, ToolOutput, tool
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ class Subagents:
         try:
             child = Agent(
                 chain,
-                config=parent.config,
+                config=self.child_config(),
                 tools=offered,
                 system=(named.system if named is not None else None) or SUBAGENT_SYSTEM,
                 root=parent.root,
@@ -272,6 +272,14 @@ class Subagents:
             raise
         child.started_calls = set()
         return child, writer
+
+    def child_config(self) -> AgentConfig:
+        """The caller's config without MCP servers: a child gets its caller's tools, MCP tools
+        included (bound to the caller's servers), and must not start servers of its own."""
+        cfg = self.parent.config
+        if not cfg.mcp.servers:
+            return cfg
+        return cfg.model_copy(update={"mcp": McpSettings(start=cfg.mcp.start)})
 
     def _session(self, call_id: str, path: tuple[str, ...]) -> SessionWriter | None:
         """A new session beside the caller's (same store), naming it and the call."""
