@@ -27,6 +27,11 @@ PUBLIC_API: dict[str, str] = {
     # the approval gate
     "ApprovalRequest": "tether.agent.approval",
     "ApprovalDecision": "tether.agent.approval",
+    # hooks and subagents
+    "Hooks": "tether.agent.hooks",
+    "HookInput": "tether.agent.hooks",
+    "HookDecision": "tether.agent.hooks",
+    "task_tool": "tether.agent.subagents",
     # the one config
     "AgentConfig": "tether.config",
     "load_config": "tether.config",
@@ -58,6 +63,7 @@ PUBLIC_API: dict[str, str] = {
     "CompactionStartEvent": "tether.agent.events",
     "CompactionEndEvent": "tether.agent.events",
     "DoneEvent": "tether.agent.events",
+    "SubagentEvent": "tether.agent.events",
     # the error tree (drawn in `tether.errors`)
     "TetherError": "tether.errors",
     "ConfigError": "tether.errors",
@@ -87,6 +93,7 @@ if TYPE_CHECKING:
     from tether.agent.events import FallbackEvent as FallbackEvent
     from tether.agent.events import RetryEvent as RetryEvent
     from tether.agent.events import SessionStartEvent as SessionStartEvent
+    from tether.agent.events import SubagentEvent as SubagentEvent
     from tether.agent.events import TextDeltaEvent as TextDeltaEvent
     from tether.agent.events import ThinkingDeltaEvent as ThinkingDeltaEvent
     from tether.agent.events import ToolCallEvent as ToolCallEvent
@@ -95,10 +102,14 @@ if TYPE_CHECKING:
     from tether.agent.events import TurnStartEvent as TurnStartEvent
     from tether.agent.events import WarningEvent as WarningEvent
     from tether.agent.events import WireRepairEvent as WireRepairEvent
+    from tether.agent.hooks import HookDecision as HookDecision
+    from tether.agent.hooks import HookInput as HookInput
+    from tether.agent.hooks import Hooks as Hooks
     from tether.agent.loop import Agent as Agent
     from tether.agent.loop import RunResult as RunResult
     from tether.agent.loop import run_sync as run_sync
     from tether.agent.runtime import Runtime as Runtime
+    from tether.agent.subagents import task_tool as task_tool
     from tether.config import AgentConfig as AgentConfig
     from tether.config import load_config as load_config
     from tether.errors import AuthError as AuthError

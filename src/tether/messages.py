@@ -32,7 +32,7 @@ StopReason = ProviderStopReason | Literal["interrupted", "error"]
 """`Turn.stop_reason` of an assistant turn: the provider's, or `interrupted` (a partial turn
 persisted on cancellation) or `error` (a partial turn of a failed attempt)."""
 
-RunStopReason = StopReason | Literal["max_turns", "cancelled", "context_runaway"]
+RunStopReason = StopReason | Literal["max_turns", "cancelled", "context_runaway", "prompt_denied"]
 """Why a run ended (`RunResult.stop_reason`, the `done` event's `stop_reason`): the last
 turn's stop reason, or `max_turns`, `cancelled`, `context_runaway`, `error`."""
 

@@ -396,7 +396,8 @@ def from_settings_files(
 ) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
     """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
     `overrides`), the provider chain (`model` strict, else the selection; project base URLs
-    noted), the tools (built-ins plus tool folders), and why the project's files were not
+    noted), the tools (built-ins plus tool folders, plus the `task` tool unless
+    `agents.task_tool` is off), and why the project's files were not
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
     else the user settings alone are used.
@@ -410,7 +411,15 @@ def from_settings_files(
     chain = resolve_models(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
     )
-    return root, cfg, chain, folder_tools(cfg, root, note, project_tools=refused is None), refused
+    tools = folder_tools(cfg, root, note, project_tools=refused is None)
+    if cfg.agents.task_tool:
+        from tether.agent.subagents import TASK_TOOL, task_tool
+
+        if any(t.name == TASK_TOOL for t in tools):
+            note(f"note: a tool folder defines `{TASK_TOOL}`: subagents are not offered")
+        else:
+            tools.append(task_tool(cfg.agents))
+    return root, cfg, chain, tools, refused
 
 
 def mcp_tools(

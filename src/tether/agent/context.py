@@ -160,6 +160,8 @@ class AutoCompaction:
     async def _compact(
         self, state: RunState, *, reason: str, focus: str | None
     ) -> CompactionResult | None:
+        if state.before_compaction is not None:  # the `before_compaction` hooks
+            await state.before_compaction(reason)
         history = tuple(state.history)
         before = estimate_tokens(self.shape(state.view()))
         state.emit(CompactionStartEvent(reason=reason, tokens_before=before))

@@ -177,6 +177,8 @@ class DoneEvent:
         usage: cumulative usage of this run.
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, `cancelled`, ...
         turns: requests made in this run.
+        children_usage: the part of `usage` spent by subagents (`task` calls) during this
+            run, their own children included, or None when no subagent ran.
     """
 
     type: Literal["done"] = "done"
@@ -186,6 +188,7 @@ class DoneEvent:
     usage: Usage
     stop_reason: RunStopReason
     turns: int
+    children_usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,7 +228,7 @@ class CompactionEndEvent:
     usage: Usage | None = None
 
 
-AgentEvent = Annotated[
+OwnEvent = Annotated[
     SessionStartEvent
     | TurnStartEvent
     | TextDeltaEvent
@@ -242,6 +245,48 @@ AgentEvent = Annotated[
     | CompactionStartEvent
     | CompactionEndEvent
     | DoneEvent,
+    Field(discriminator="type"),
+]
+"""An event of the agent that emits it (any agent: the main one or a subagent)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentEvent:
+    """An event of a subagent, forwarded to the host (`tether.agent.subagents`).
+
+    On the JSONL output: `{"type":"subagent","agent_path":["main","task:<call id>"],
+    "event":{"type":"text_delta",...}}`. A grandchild's events are forwarded once, with the
+    whole path (`["main","task:c1","task:c7"]`), never wrapped twice.
+
+    Attributes:
+        agent_path: the agent that emitted `event`: `"main"`, then one `task:<tool call id>`
+            per level.
+        event: the subagent's own event.
+    """
+
+    type: Literal["subagent"] = "subagent"
+    agent_path: tuple[str, ...]
+    event: OwnEvent
+
+
+AgentEvent = Annotated[
+    SessionStartEvent
+    | TurnStartEvent
+    | TextDeltaEvent
+    | ThinkingDeltaEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | TurnEndEvent
+    | WireRepairEvent
+    | RetryEvent
+    | DiscardEvent
+    | FallbackEvent
+    | ErrorEvent
+    | WarningEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
+    | DoneEvent
+    | SubagentEvent,
     Field(discriminator="type"),
 ]
 

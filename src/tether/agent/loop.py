@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tether.agent import build
+from tether.agent import build, hook_points
 from tether.agent.approval import ApprovalGate, ApprovalMode, Approver
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.build import ModelLike
@@ -42,10 +42,13 @@ from tether.agent.events import (
     WarningEvent,
     WireRepairEvent,
 )
+from tether.agent.gate import CallGate
+from tether.agent.hooks import HookRunner, Hooks
 from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.servers import McpServers
 from tether.agent.state import RunResult, RunState, SummaryCall, TurnSink
+from tether.agent.subagents import Subagents
 from tether.agent.tool_calls import (
     INTERRUPTED,
     NEVER_RAN,
@@ -114,6 +117,10 @@ class Agent:
             calls `config.tools.approval` does not let through; None: nothing is asked.
         runtime: the process-facing hooks (environment, sleep, jitter, ids; see
             `tether.agent.runtime.Runtime` and `tether.testing.deterministic`).
+        hooks: library hooks (`tether.agent.hooks.Hooks`), run before the settings' shell
+            hooks (`config.hooks`).
+        agent_path: this agent's path: `("main",)`, or a subagent's (`tether.agent.subagents`
+            builds those): in approval requests, hook inputs and forwarded events.
 
     Attributes:
         notes: one-line setup notes (a fallback entry skipped, an unknown context window).
@@ -146,11 +153,16 @@ class Agent:
         question_bridge: QuestionBridge | None = None,
         approver: Approver | None = None,
         runtime: Runtime | None = None,
+        hooks: Hooks | None = None,
+        agent_path: Sequence[str] = ("main",),
     ) -> None:
         cfg = config if config is not None else AgentConfig()
         rt = runtime or Runtime()
         self.config = cfg
         self.runtime = rt
+        self.hooks = hooks
+        self.agent_path: tuple[str, ...] = tuple(agent_path)
+        self.subagents = Subagents(self)
         self.notes: list[str] = []
         chain = build.resolve_models(model, cfg, note=self.notes.append)
         if isinstance(tools, ToolRegistry):
@@ -215,6 +227,15 @@ class Agent:
             sandbox=sandbox_used,
             network=cfg.tools.network,
             limits=build.tool_limits(cfg),
+            spawn=self.subagents.spawn,
+        )
+        self._hooks = HookRunner(
+            library=hooks,
+            settings=cfg.hooks,
+            context=lambda: self.tool_context,
+            emit=self.emit,
+            agent_path=self.agent_path,
+            session_id=lambda: self.session.id if self.session else None,
         )
         self._secrets = (
             *secret_values(env, refused, allowed),
@@ -226,7 +247,13 @@ class Agent:
             output_limits=OutputLimits(
                 threshold_chars=build.output_threshold_chars(cfg, self.limits)
             ),
-            approval=ApprovalGate("ask" if mode == "read-only" else mode, approver),
+            gate=CallGate(
+                ApprovalGate(
+                    "ask" if mode == "read-only" else mode, approver, agent_path=self.agent_path
+                ),
+                self._hooks,
+                spawn=cfg.agents.spawn,
+            ),
             tracing=self.tracing,
         )
         self._used_call_ids: set[str] = {c.id for t in self.history for c in t.tool_calls}
@@ -383,6 +410,10 @@ class Agent:
         """The approval gate (its `approver` may be attached or replaced by a host)."""
         return self._tool_calls.approval
 
+    def emit(self, event: AgentEvent) -> None:
+        """Send `event` to the host (`on_event`)."""
+        self._emit(event)
+
     def _on_repair(self, repair: Repair) -> None:
         # The incremental view re-checks the open tail on every request; report each repair once.
         key = (repair.kind, repair.turn_id, repair.tool_call_id)
@@ -419,6 +450,7 @@ class Agent:
             summary_call=self._summary_call,
             call_started=self.call_started,
             tracing=self.tracing,
+            before_compaction=self._hooks.before_compaction,
         )
 
     def _summary_call(self, summarizer: Provider | None) -> SummaryCall:
@@ -508,7 +540,11 @@ class Agent:
         self.close_interrupted()
         await self.start()  # the MCP servers, once per event loop (none unless configured)
         state = self._state()
+        self.subagents.take_usage()
         if prompt is not None:
+            prompt, refusal = await hook_points.user_prompt(self._hooks, prompt)
+            if refusal is not None:
+                return hook_points.prompt_denied(self._emit, self.session, refusal)
             content: tuple[ContentBlock, ...] = (
                 (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
             )
@@ -556,6 +592,12 @@ class Agent:
                     continue
                 if not calls:
                     stop_reason = turn.stop_reason or "end_turn"
+                    again = await hook_points.stop(self._hooks, continuations.answer)
+                    if again is not None:  # a stop hook sent the model back to work
+                        state.append(text_turn(self.new_id(), "user", again))
+                        continuations = Continuations(self.max_continuations)
+                        stop_reason = "max_turns"
+                        continue
                     break
                 await self._tool_calls.run(
                     tuple(calls), state, safe_mode=self.safe_mode, timeout_s=self.tool_timeout_s
@@ -575,25 +617,29 @@ class Agent:
             if stop_reason == "cancelled":  # report the partial turn the cancel persisted
                 last = next((t for t in reversed(state.new_turns) if t.role == "assistant"), last)
             answer = continuations.answer or (last.text if last else "")
+            children = self.subagents.take_usage()  # the `task` calls' runs, added in
+            usage = state.usage if children is None else state.usage + children
             # `done` closes every run's event stream, failed and cancelled ones included.
             self._emit(
                 DoneEvent(
                     session_id=self.session.id if self.session else None,
                     message=last,
                     text=answer,
-                    usage=state.usage,
+                    usage=usage,
                     stop_reason=stop_reason,
                     turns=n,
+                    children_usage=children,
                 )
             )
             span.run_done(stop_reason, state.usage, n)
         return RunResult(
             message=last,
-            usage=state.usage,
+            usage=usage,
             stop_reason=stop_reason,
             turns=n,
             new_turns=tuple(state.new_turns),
             answer=answer,
+            children_usage=children,
         )
 
     async def _request(
@@ -605,7 +651,7 @@ class Agent:
         compaction = self.compaction
 
         def build(i: int, provider: Provider) -> ModelRequest:
-            shaped = self._shape(self._views[i].view(self.history))
+            shaped = self._hooks.transform(self._shape(self._views[i].view(self.history)))
             state.sent_view_len = len(shaped)
             state.sent_generation = compaction.monitor.generation if compaction else 0
             return ModelRequest(

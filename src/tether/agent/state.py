@@ -9,7 +9,7 @@ Does not own: deciding anything; the loop (`tether.agent.loop`) fills it, the pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,6 +53,8 @@ class RunState:
         call_started: records that a tool call is about to run (a `tool_call_started` session
             event, so a resume can tell a call that started from one that never ran).
         tracing: where the run's parts open spans (compaction; off by default).
+        before_compaction: awaited with the reason before a compaction starts (the
+            `before_compaction` hooks).
         new_turns: every turn appended during this run, in order.
         usage: cumulative usage of this run (requests and summary calls), in tokens.
         sent_view_len: turns in the view of the last request sent.
@@ -72,6 +74,7 @@ class RunState:
     summary_call: Callable[[Provider | None], SummaryCall]
     call_started: Callable[[ToolCallBlock], None] = lambda _call: None
     tracing: Tracing = NO_TRACING
+    before_compaction: Callable[[str], Awaitable[None]] | None = None
     new_turns: list[Turn] = field(default_factory=lambda: [])
     usage: Usage = field(default_factory=Usage)
     sent_view_len: int = 0
@@ -104,6 +107,8 @@ class RunResult:
         new_turns: every turn appended during this run, in order.
         answer: the final answer's text, continuation pieces concatenated (None: the last
             turn's text).
+        children_usage: the part of `usage` spent by subagents (`task` calls) during this
+            run, or None when none ran.
     """
 
     message: Turn | None
@@ -112,6 +117,7 @@ class RunResult:
     turns: int
     new_turns: tuple[Turn, ...]
     answer: str | None = None
+    children_usage: Usage | None = None
 
     @property
     def text(self) -> str:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import Any
 
 from tether.agent.approval import ApprovalGate
 from tether.agent.events import ToolResultEvent
+from tether.agent.gate import CallGate
 from tether.agent.state import RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.tools.hygiene import Hygiene
@@ -57,6 +59,7 @@ class ToolCalls:
         approval: the approval gate (default: nothing is asked).
         tracing: opens an `execute_tool` span per call and hands its trace context to the
             tool's subprocesses (`TRACEPARENT`); off by default.
+        gate: the hooks + approval gate (`tether.agent.gate`; default: `approval` alone).
     """
 
     def __init__(
@@ -65,15 +68,21 @@ class ToolCalls:
         hygiene: Hygiene,
         output_limits: OutputLimits,
         approval: ApprovalGate | None = None,
+        gate: CallGate | None = None,
         tracing: Tracing = NO_TRACING,
     ) -> None:
-        self.approval = approval or ApprovalGate("auto", None)
+        self.gate = gate or CallGate(approval or ApprovalGate("auto", None))
         self._tracing = tracing
         self._hygiene = hygiene
         self._output_limits = output_limits
         self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
         self._cancel_requested: set[str] = set()
         self._notes: dict[str, tuple[str, ...]] = {}
+
+    @property
+    def approval(self) -> ApprovalGate:
+        """The approval gate (inside `gate`)."""
+        return self.gate.approval
 
     def cancel(self, call_id: str) -> bool:
         """End one running call (result `TOOL_CANCELLED`, is_error); False when none runs."""
@@ -158,7 +167,9 @@ class ToolCalls:
             run_tool(
                 state.registry,
                 call,
-                self._tracing.tool_context(state.tool_context),  # + TRACEPARENT when tracing
+                self._tracing.tool_context(  # + TRACEPARENT when tracing
+                    replace(state.tool_context, call_id=call.id)
+                ),
                 timeout_s=timeout_s,
                 redact=state.redact,
             )
@@ -181,13 +192,13 @@ class ToolCalls:
         started = time.perf_counter()
         refused = refuse_in_safe_mode(state.registry, call, safe_mode)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
-        if run is None and call.invalid is None:
+        if run is None and call.invalid is None:  # hooks, then approval: one gate
             tool = state.registry.get(call.name)
             ctx = state.tool_context
-            denied = await self.approval.check(
+            call, denied = await self.gate.before(
                 call,
                 safe=tool is None or tool.safe,
-                diff=lambda: edit_diff(ctx, call.name, call.arguments),
+                diff=lambda c: edit_diff(ctx, c.name, c.arguments),
             )
             run = ToolRunResult(block=denied) if denied is not None else None
         if run is None:  # not refused, replayed, blocked or denied: run it
@@ -200,6 +211,7 @@ class ToolCalls:
         )
         if run.system_notes:
             self._notes[call.id] = run.system_notes
+        await self.gate.after(call, result)
         state.emit(
             ToolResultEvent(
                 tool_call_id=call.id,

@@ -5,7 +5,8 @@ Owns: validating the run's inputs (prompt or stdin messages, `--session` / `--re
 it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit code.
 Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
-Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer) ·
+Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, or a
+`user_prompt` hook refused the prompt) ·
 2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
 persisted first).
 """
@@ -249,6 +250,9 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")
+    if result.stop_reason == "prompt_denied":  # a user_prompt hook refused it: nothing sent
+        err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
+        return EXIT_USAGE
     if result.stop_reason == "max_turns":
         err(
             f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "

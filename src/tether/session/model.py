@@ -20,7 +20,8 @@ class SessionHeader:
     """The first line of a session file.
 
     On disk: `{"type":"session","version":1,"id":…,"created_ms":…,"cwd":…}` plus, for a fork,
-    `"parent_session":…,"parent_entry":…`.
+    `"parent_session":…,"parent_entry":…`, and for a subagent's session (`tether.agent.subagents`)
+    `"caller_session":…,"caller_tool_call":…,"agent_path":[…]`.
 
     Attributes:
         id: the session id (the file name is authoritative if they ever differ).
@@ -29,6 +30,11 @@ class SessionHeader:
         cwd: the working directory the session was started in.
         parent_session: for a fork, the id of the session it branches from; else None.
         parent_entry: for a fork, the id of the parent's last entry it keeps; else None.
+        caller_session: for a subagent's session, the id of the session whose `task` call ran
+            it (its history is its own: nothing is inherited); else None.
+        caller_tool_call: for a subagent's session, the id of that `task` tool call; else None.
+        agent_path: for a subagent's session, the agent path (`["main", "task:<call id>"]`);
+            else empty.
     """
 
     id: str
@@ -37,6 +43,9 @@ class SessionHeader:
     cwd: str
     parent_session: str | None = None
     parent_entry: str | None = None
+    caller_session: str | None = None
+    caller_tool_call: str | None = None
+    agent_path: tuple[str, ...] = ()
 
     @property
     def parent(self) -> tuple[str, str] | None:

@@ -309,6 +309,16 @@ def parse_header(raw: bytes, path: Path) -> SessionHeader:
         if not isinstance(p_session, str) or not isinstance(p_entry, str) or not p_entry:
             raise _header_error(path, "parent_session and parent_entry must be strings")
         validate_session_id(p_session)
+    c_session, c_call = rec.get("caller_session"), rec.get("caller_tool_call")
+    if not isinstance(c_session, str | None) or not isinstance(c_call, str | None):
+        raise _header_error(path, "caller_session and caller_tool_call must be strings")
+    raw_path = rec.get("agent_path", [])
+    agent_path = (
+        tuple(cast(list[str], raw_path))
+        if isinstance(raw_path, list)
+        and all(isinstance(x, str) for x in cast(list[object], raw_path))
+        else ()
+    )
     return SessionHeader(
         id=sid,
         version=version,
@@ -316,6 +326,9 @@ def parse_header(raw: bytes, path: Path) -> SessionHeader:
         cwd=cwd,
         parent_session=p_session,
         parent_entry=p_entry,
+        caller_session=c_session,
+        caller_tool_call=c_call,
+        agent_path=agent_path,
     )
 
 

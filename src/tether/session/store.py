@@ -166,6 +166,7 @@ class SessionStore:
         *,
         cwd: str,
         parent: tuple[str, str] | None = None,
+        caller: tuple[str, str, tuple[str, ...]] | None = None,
     ) -> SessionWriter:
         """Create a session file holding only its header, and return a writer on it.
 
@@ -174,6 +175,8 @@ class SessionStore:
             cwd: the working directory to record.
             parent: `(parent_session_id, entry_id)` to fork: the new session's history is the
                 parent's up to and including that entry. The parent is loaded to check it.
+            caller: for a subagent's session, `(caller_session_id, task_tool_call_id,
+                agent_path)` recorded in the header (nothing is inherited from the caller).
 
         Returns:
             A writer whose `last_entry_id` is None, or the fork-point entry id for a fork.
@@ -198,6 +201,9 @@ class SessionStore:
             if p_entry not in known:
                 raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
             header["parent_session"], header["parent_entry"] = p_sid, p_entry
+        if caller is not None:
+            header["caller_session"], header["caller_tool_call"] = caller[0], caller[1]
+            header["agent_path"] = list(caller[2])
         path = self.path(sid)
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

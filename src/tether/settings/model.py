@@ -13,7 +13,7 @@ file is a number of milliseconds or a string such as `"30s"` (`tether.settings.d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import (
     AfterValidator,
@@ -327,6 +327,115 @@ class TracingSettings(_Section):
     service_name: str = Field(default="tether", min_length=1)
 
 
+AGENT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+"""Names of named subagents (`agents.<name>`) and MCP servers: letters, digits, `_`, `-`, `.`."""
+
+
+class SubagentSettings(_Section):
+    """`agents.<name>`: a subagent the `task` tool can run by name (`tether.agent.subagents`).
+
+    Attributes:
+        description: one line offered to the model in the `task` tool's description.
+        system: its system prompt; None: the generic subagent prompt.
+        tools: the names of the tools it is offered (a subset of its caller's); None: all of
+            its caller's tools.
+        model: its model (`"provider/model"`, as `--model`); None: its caller's chain.
+    """
+
+    description: str = ""
+    system: str | None = None
+    tools: list[str] | None = None
+    model: str | None = Field(default=None, min_length=1)
+
+
+_AGENTS_KEYS = frozenset({"task_tool", "spawn", "max_depth", "max_concurrent", "named"})
+
+
+class AgentsSettings(_Section):
+    """`agents`: subagents run by the `task` tool (`tether.agent.subagents`).
+
+    Any key besides the ones below names a subagent (`agents.reviewer: {system, tools,
+    model}`); they are gathered in `named`.
+
+    Attributes:
+        task_tool: offer the `task` tool (in `tether run`, the TUI and `Agent.from_settings`).
+        spawn: the spawn permission: `ask` (a `task` call goes through the approval gate like
+            any non-safe call, `kind="spawn"`), `allow` (never asked), `deny` (refused).
+        max_depth: how deep subagents nest: the main agent is depth 0, its children depth 1,
+            ...; a `task` call that would start an agent deeper than this is refused.
+        max_concurrent: children of one agent running at once (more calls wait their turn).
+        named: the named subagents (`SubagentSettings`).
+    """
+
+    task_tool: bool = True
+    spawn: Literal["ask", "allow", "deny"] = "ask"
+    max_depth: int = Field(default=2, ge=0)
+    max_concurrent: int = Field(default=4, ge=1)
+    named: dict[
+        Annotated[str, StringConstraints(pattern=AGENT_NAME_PATTERN)], SubagentSettings
+    ] = Field(default_factory=dict[str, SubagentSettings])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_named(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        raw = cast(dict[str, Any], data)
+        extra = {k: v for k, v in raw.items() if k not in _AGENTS_KEYS}
+        if not extra:
+            return raw
+        kept = {k: v for k, v in raw.items() if k in _AGENTS_KEYS}
+        named = dict(cast(dict[str, Any], kept.get("named") or {}))
+        for name, entry in extra.items():
+            if name in named:
+                raise ValueError(f"subagent {name!r} is named twice")
+            named[name] = entry
+        out: dict[str, Any] = {**kept, "named": named}
+        return out
+
+
+class ShellHookSettings(_Section):
+    """One shell hook: a command run with `bash -c` under the OS sandbox, in the project
+    folder, with the hook's input as JSON on stdin (`tether.agent.hooks`).
+
+    Attributes:
+        command: the command line.
+        tools: for `before_tool` / `after_tool`: only calls of these tools (names or `*`
+            globs); None: every call.
+        timeout_s: its time limit, seconds (JSON key `timeout`); None: `hooks.timeout`.
+    """
+
+    command: str = Field(min_length=1)
+    tools: list[str] | None = None
+    timeout_s: Duration | None = Field(default=None, alias="timeout", gt=0)
+
+
+class HooksSettings(_Section):
+    """`hooks`: shell commands run at points of the loop (`tether.agent.hooks`; JSON on stdin,
+    a JSON decision on stdout, exit code 2 denies with stderr as the reason, like Claude
+    Code's hooks). A project's hooks come from its settings file, loaded only once the project
+    is approved (`tether trust`).
+
+    Attributes:
+        timeout_s: the default time limit of one hook, seconds (JSON key `timeout`).
+        before_tool: before a tool call runs (before the approval gate): allow, deny with a
+            reason, or rewrite its arguments.
+        after_tool: after a tool call ran, with its result.
+        user_prompt: before a new user prompt is sent: allow, deny (the run ends without a
+            request), or rewrite the prompt.
+        before_compaction: before a compaction starts.
+        stop: when the model gave a final answer: allow the stop, or deny with a reason
+            (sent to the model as a user message; the run goes on).
+    """
+
+    timeout_s: Duration = Field(default=30.0, alias="timeout", gt=0)
+    before_tool: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
+    after_tool: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
+    user_prompt: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
+    before_compaction: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
+    stop: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
+
+
 ModelSelection = str | list[str | ModelEntry] | None
 
 
@@ -335,7 +444,7 @@ class AgentConfig(_Section):
     into it (merged from the user and project files, see `tether.settings`), `tether run`'s
     flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
     it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
-    `run` (later issues add theirs the same way: one `XSettings` section class, one field).
+    `run`, `mcp`, `agents`, `hooks` (later issues add theirs the same way: one `XSettings` section class, one field).
 
         AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
@@ -353,6 +462,8 @@ class AgentConfig(_Section):
     run: RunSettings = Field(default_factory=RunSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    agents: AgentsSettings = Field(default_factory=AgentsSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
 
     def model_specs(self) -> list[str]:
         """The model selection as `provider/model` strings, in order (empty when unset)."""

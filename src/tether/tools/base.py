@@ -33,7 +33,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
 from griffe import (
     Docstring,
@@ -65,6 +65,21 @@ Wrap = Callable[[list[str]], list[str]]
 """Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
 
 
+class Spawner(Protocol):
+    """Runs a subagent to completion for a `task` call (`tether.agent.subagents.Subagents`)."""
+
+    async def __call__(
+        self,
+        *,
+        call_id: str,
+        name: str,
+        prompt: str,
+        agent: str | None,
+        tools: Sequence[str] | None,
+        model: str | None,
+    ) -> ToolOutput: ...
+
+
 class ToolError(TetherError):
     """A tool fault reported to the model as-is (no `ExcType:` prefix), as an is_error result."""
 
@@ -88,6 +103,9 @@ class ToolContext:
         network: whether sandboxed subprocesses may use the network.
         limits: process-count and file-size limits of tool subprocesses
             (`tether.tools.limits`); None: the defaults.
+        call_id: the id of the tool call being run (set per call by the loop), or None.
+        spawn: runs a subagent for the `task` tool (`tether.agent.subagents`; set by the
+            agent), or None.
     """
 
     root: Path
@@ -100,6 +118,8 @@ class ToolContext:
     sandbox: Sandbox | None = None
     network: bool = False
     limits: ResourceLimits | None = None
+    call_id: str | None = None
+    spawn: Spawner | None = field(default=None, repr=False, compare=False)
 
     def sandbox_config(self, readable: Sequence[Path] = ()) -> SandboxConfig:
         """What a subprocess of this context may touch (`tether.tools.sandbox.SandboxConfig`):

@@ -1,0 +1,304 @@
+"""Subagents: the `task` tool runs a child agent to completion and returns its final answer.
+
+Owns: the `task` tool (`task_tool`), and `Subagents`, one per agent, which runs that agent's
+children: the depth limit (`agents.max_depth`: the main agent is depth 0; a depth-limit child
+is not offered `task`, and a call that would go deeper is refused), the limit on children
+running at once (`agents.max_concurrent`; more calls wait), named subagents (`agents.<name>`:
+system prompt, tools, model), the child's own session (its header names the caller's session
+and the `task` call id; resumable on its own with `tether run --resume <child id>`), its own
+context window and compaction, forwarding its events to the host tagged with the agent path
+(`SubagentEvent`, `["main", "task:<call id>"]`), and its usage (added to the caller's run,
+reported separately as `children_usage`).
+Does not own: the spawn permission (`agents.spawn`, in `tether.agent.gate`: through the
+approval gate, `kind="spawn"`), building agents (the child is built through the front door,
+`Agent(...)`), cancellation mechanics: cancelling the caller's run cancels its running `task`
+calls (asyncio), which cancels each child's run; the child persists its partial turn, as any
+cancelled run does.
+
+A child inherits its caller's config (tools policy, sandbox, approval mode, hooks, compaction
+settings; not its MCP servers: the caller's MCP tools are among the tools it gets), model chain (unless `model` or the named agent says otherwise), working folder,
+question bridge and approver (the host sees the child's `agent_path` in each request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+
+from tether.agent import build
+from tether.agent.approval import ApprovalDecision, ApprovalRequest
+from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
+from tether.errors import ConfigError, RunError, SessionError
+from tether.messages import Usage
+from tether.settings.model import AgentConfig, AgentsSettings, McpSettings
+from tether.tools.base import Tool, ToolContext, ToolOutput, tool
+
+if TYPE_CHECKING:
+    from tether.agent.loop import Agent
+    from tether.session.writer import SessionWriter
+
+TASK_TOOL = "task"
+TASK_TIMEOUT_S = 3600.0
+"""The time limit of one `task` call (seconds): the child's whole run."""
+SUBAGENT_SYSTEM = (
+    "You are a subagent: another agent gave you the task below. Do it with the tools you "
+    "have, then reply with a complete, self-contained final answer: it is all the other agent "
+    "will see of your work."
+)
+"""The system prompt of a child without one of its own (`agents.<name>.system`)."""
+
+
+def _describe(agents: AgentsSettings) -> str:
+    text = (
+        "Run a subagent: a separate agent with its own context window does the task and "
+        "returns its final answer as this tool's result (only that answer, not its steps). "
+        "Use it for self-contained work (a search across many files, a review, an "
+        "independent part of a change); several `task` calls in one reply run in parallel. "
+        "The subagent does not see this conversation: put everything it needs in `prompt`."
+    )
+    if agents.named:
+        lines = [
+            f"- {name}: {a.description or (a.system or '')[:100] or 'a configured subagent'}"
+            for name, a in agents.named.items()
+        ]
+        text += "\n\nNamed subagents (`agent`):\n" + "\n".join(lines)
+    return text
+
+
+def task_tool(agents: AgentsSettings | None = None) -> Tool:
+    """The `task` tool; its description lists the named subagents of `agents`.
+
+    The calling agent must be a `tether.Agent` (it puts its `Subagents.spawn` in the tool
+    context); elsewhere a call is an is_error result.
+    """
+
+    async def task(
+        name: Annotated[str, Field(min_length=1, max_length=80)],
+        prompt: Annotated[str, Field(min_length=1)],
+        agent: str | None = None,
+        tools: list[str] | None = None,
+        model: str | None = None,
+        *,
+        ctx: ToolContext,
+    ) -> ToolOutput:
+        """Run a subagent.
+
+        Args:
+            name: a short label for the task (3-6 words), shown to the user.
+            prompt: the whole task, with every detail the subagent needs.
+            agent: the name of a named subagent to run (see the list above); omit for a
+                general-purpose one.
+            tools: the names of the tools the subagent may use (a subset of yours); omit for
+                all of them.
+            model: the model to run it on (`provider/model`); omit for yours.
+        """
+        if ctx.spawn is None or ctx.call_id is None:
+            return ToolOutput("subagents are not available in this agent", is_error=True)
+        return await ctx.spawn(
+            call_id=ctx.call_id, name=name, prompt=prompt, agent=agent, tools=tools, model=model
+        )
+
+    return tool(
+        task,
+        name=TASK_TOOL,
+        description=_describe(agents or AgentsSettings()),
+        timeout_s=TASK_TIMEOUT_S,
+    )
+
+
+class Subagents:
+    """The children of one agent (module docstring).
+
+    Args:
+        parent: the agent whose `task` calls this runs.
+
+    Attributes:
+        usage: the usage of the children that ended since the last `take_usage` (tokens; a
+            child's total, its own children included).
+        running: the children running now, by `task` call id.
+    """
+
+    def __init__(self, parent: Agent) -> None:
+        self.parent = parent
+        self.usage = Usage()
+        self.any_ran = False
+        self.running: dict[str, Agent] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def settings(self) -> AgentsSettings:
+        return self.parent.config.agents
+
+    @property
+    def depth(self) -> int:
+        """This agent's depth: 0 for the main agent."""
+        return len(self.parent.agent_path) - 1
+
+    def may_spawn(self) -> bool:
+        """Whether a child of this agent stays within `agents.max_depth`."""
+        return self.depth + 1 <= self.settings.max_depth
+
+    def take_usage(self) -> Usage | None:
+        """The children's usage since the last call (None when no child ended), reset."""
+        usage, ran = self.usage, self.any_ran
+        self.usage, self.any_ran = Usage(), False
+        return usage if ran else None
+
+    async def spawn(
+        self,
+        *,
+        call_id: str,
+        name: str,
+        prompt: str,
+        agent: str | None,
+        tools: Sequence[str] | None,
+        model: str | None,
+    ) -> ToolOutput:
+        """Run one child to completion (the `task` tool's body); a refusal or a failed child
+        is an is_error result. Raises `asyncio.CancelledError` when cancelled (the child's
+        partial turn is persisted first)."""
+        limit = self.settings.max_depth
+        if not self.may_spawn():
+            return ToolOutput(
+                f"refused: subagents nest at most {limit} deep (agents.max_depth) and this "
+                f"agent is at depth {self.depth}; do the task yourself",
+                is_error=True,
+            )
+        try:
+            child, writer = self._build(call_id, agent, tools, model)
+        except (ConfigError, SessionError) as exc:
+            return ToolOutput(f"the subagent could not start: {exc}", is_error=True)
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.settings.max_concurrent)
+        self.running[call_id] = child
+        try:
+            async with self._slots:
+                result = await child.run(prompt)
+        except RunError as exc:
+            return ToolOutput(
+                f"the subagent {name!r} failed: {exc.kind}: {exc.message}",
+                is_error=True,
+                display=self._display(child, writer),
+            )
+        finally:
+            self.running.pop(call_id, None)
+            if writer is not None:
+                writer.close()
+        answer = result.text.strip()
+        if result.stop_reason not in ("end_turn", "stop_sequence"):
+            answer = (
+                f"{answer}\n\n(the subagent stopped early: {result.stop_reason})"
+                if answer
+                else f"(the subagent stopped early without an answer: {result.stop_reason})"
+            )
+        return ToolOutput(
+            answer or "(the subagent gave no answer)", display=self._display(child, writer)
+        )
+
+    def _display(self, child: Agent, writer: SessionWriter | None) -> dict[str, Any]:
+        return {
+            "agent_path": list(child.agent_path),
+            "session_id": None if writer is None else writer.id,
+        }
+
+    def _build(
+        self,
+        call_id: str,
+        agent: str | None,
+        tools: Sequence[str] | None,
+        model: str | None,
+    ) -> tuple[Agent, SessionWriter | None]:
+        """The child agent and its session writer (None when the caller has no session file).
+
+        Raises:
+            ConfigError: an unknown named agent, tool or model.
+            SessionError: the child's session could not be created.
+        """
+        from tether.agent.loop import Agent
+
+        parent = self.parent
+        named = None
+        if agent is not None:
+            named = self.settings.named.get(agent)
+            if named is None:
+                known = ", ".join(self.settings.named) or "none are configured"
+                raise ConfigError(f"no subagent named {agent!r} ({known})")
+        path = (*parent.agent_path, f"task:{call_id}")
+        names = tools if tools is not None else (named.tools if named is not None else None)
+        offered = [t for t in parent.registry if names is None or t.name in names]
+        if names is not None:
+            unknown = sorted(set(names) - {t.name for t in offered})
+            if unknown:
+                raise ConfigError(
+                    f"unknown tools {', '.join(unknown)} (yours: "
+                    f"{', '.join(parent.registry.names())})"
+                )
+        if len(path) - 1 >= self.settings.max_depth:  # at the limit: not offered `task`
+            offered = [t for t in offered if t.name != TASK_TOOL]
+        pick = model if model is not None else (named.model if named is not None else None)
+        chain = parent.chain if pick is None else build.resolve_models(pick, parent.config)
+        writer = self._session(call_id, path)
+        approver = parent.approval.approver
+
+        async def ask_host(request: ApprovalRequest) -> ApprovalDecision:
+            current = parent.approval.approver  # the host may attach one later
+            if current is None:
+                return ApprovalDecision.once()
+            return await current(request)
+
+        try:
+            child = Agent(
+                chain,
+                config=self.child_config(),
+                tools=offered,
+                system=(named.system if named is not None else None) or SUBAGENT_SYSTEM,
+                root=parent.root,
+                session=writer,
+                on_event=lambda e: self._forward(path, e),
+                question_bridge=parent.tool_context.questions,
+                approver=None if approver is None else ask_host,
+                runtime=parent.runtime,
+                hooks=parent.hooks,
+                agent_path=path,
+            )
+            child.set_approval_mode(parent.approval_mode)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            raise
+        child.started_calls = set()
+        return child, writer
+
+    def child_config(self) -> AgentConfig:
+        """The caller's config without MCP servers: a child gets its caller's tools, MCP tools
+        included (bound to the caller's servers), and must not start servers of its own."""
+        cfg = self.parent.config
+        if not cfg.mcp.servers:
+            return cfg
+        return cfg.model_copy(update={"mcp": McpSettings(start=cfg.mcp.start)})
+
+    def _session(self, call_id: str, path: tuple[str, ...]) -> SessionWriter | None:
+        """A new session beside the caller's (same store), naming it and the call."""
+        session = self.parent.session
+        file = getattr(session, "path", None)
+        if session is None or not isinstance(file, Path):
+            return None
+        from tether.session.store import SessionStore
+
+        store = SessionStore(file.parent, migrate=False)
+        return store.create(cwd=str(self.parent.root), caller=(session.id, call_id, path))
+
+    def _forward(self, path: tuple[str, ...], event: AgentEvent) -> None:
+        """A child's event to the caller's host, tagged with the child's path (a grandchild's
+        event arrives tagged already and is passed on as is)."""
+        if isinstance(event, DoneEvent):
+            self.usage = self.usage + event.usage
+            self.any_ran = True
+        tagged = event if isinstance(event, SubagentEvent) else SubagentEvent(
+            agent_path=path, event=event
+        )
+        self.parent.emit(tagged)
