@@ -48,7 +48,7 @@ def scripted_app(
         )
         writer = None
         if store is not None:
-            writer = store.open_for_append(resume_id) if resume_id else store.create("s1")
+            writer = store.open_for_append(resume_id) if resume_id else store.create("s1", cwd=str(tmp_path))
             agent.attach_session(writer, store.artifact_dir(writer.id))
         return Opened(agent, writer)
 

@@ -93,7 +93,7 @@ async def test_typing_while_the_agent_works_queues_a_steering_message(tmp_path: 
     app, provider = scripted_app(tmp_path, [call("wait"), "done"], tools=[wait])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "start")
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 10)
         await send(pilot, "also check the tests")
         queued = app.query(UserRow)[-1]
         assert queued.has_class("queued") and "queued" in str(queued.render())
@@ -118,7 +118,7 @@ async def test_esc_cancels_and_the_partial_turn_is_persisted(tmp_path: Path) -> 
     app, _ = scripted_app(tmp_path, [call("wait")], tools=[wait], store=store)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 10)
         await pilot.press("escape")
         await idle(app, pilot)
         assert "cancelled" in notes(app)
@@ -140,7 +140,7 @@ async def test_ctrl_k_cancels_the_running_tool_and_the_run_goes_on(tmp_path: Pat
     app, provider = scripted_app(tmp_path, [call("wait"), "went on"], tools=[wait])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 10)
         await pilot.press("ctrl+k")
         await idle(app, pilot)
         assert app.query_one(ToolRow).status == "error"

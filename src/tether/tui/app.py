@@ -105,8 +105,8 @@ class TetherApp(App[int]):
     BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
         Binding("escape", "cancel_request", "cancel", show=False),
         Binding("ctrl+c", "ctrl_c", "quit", priority=True, show=False),
-        Binding("ctrl+k", "cancel_tool", "cancel tool", show=False),
-        Binding("ctrl+o", "toggle_last", "expand", show=False),
+        Binding("ctrl+k", "cancel_tool", "cancel tool", priority=True, show=False),
+        Binding("ctrl+o", "toggle_last", "expand", priority=True, show=False),
     ]
 
     def __init__(

@@ -183,6 +183,11 @@ class PromptInput(TextArea):
                 self.clear()
                 self.post_message(self.Submitted(text))
             return
+        if key == "escape":  # the app's "cancel the request" (TextArea would take it)
+            event.prevent_default()
+            event.stop()
+            await self.app.run_action("cancel_request")
+            return
         if key in ("shift+enter", "ctrl+j"):
             event.prevent_default()
             event.stop()
