@@ -186,7 +186,7 @@ class PromptInput(TextArea):
         if key == "escape":  # the app's "cancel the request" (TextArea would take it)
             event.prevent_default()
             event.stop()
-            await self.app.run_action("cancel_request")
+            await self.run_action("app.cancel_request")
             return
         if key in ("shift+enter", "ctrl+j"):
             event.prevent_default()
