@@ -120,3 +120,11 @@ async def test_agent_passes_its_bridge(tmp_path: Path) -> None:
     )
     await headless.run("go")
     assert headless.history[-2].tool_results[0].text == HEADLESS_ANSWER
+
+
+def test_the_schema_is_self_contained_for_grammars_and_providers() -> None:
+    text = json.dumps(question.parameters)
+    assert "$ref" not in text and "$defs" not in text and question.name == "question"
+    item = question.parameters["properties"]["questions"]["items"]
+    assert item["properties"]["header"]["maxLength"] == 16
+    assert item["properties"]["options"]["items"]["properties"]["label"]["maxLength"] == 60

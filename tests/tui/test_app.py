@@ -17,7 +17,6 @@ from tether.tui.app import TetherApp
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.widgets import (
     AssistantRow,
-    MarkerRow,
     NoteRow,
     PromptInput,
     StatusBar,

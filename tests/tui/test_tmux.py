@@ -47,7 +47,10 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
     name = f"tether-tui-{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(TETHER_HOME=str(home), TERM="xterm-256color")
-    command = f"{sys.executable} -m tether.cli chat --model local --cwd {work}"
+    command = (
+        f"{sys.executable} -m tether.cli chat --model local --cwd {work} "
+        "--approval auto --max-turns 4"
+    )
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
         env=env,

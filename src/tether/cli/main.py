@@ -71,6 +71,13 @@ def chat(
     network: Annotated[
         bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
     ] = False,
+    approval: Annotated[
+        str | None,
+        typer.Option(help="ask | auto-edit | read-only | auto (default: tools.approval, ask)."),
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Cap on model requests per prompt.")
+    ] = None,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -82,6 +89,8 @@ def chat(
             no_session=no_session,
             safe=safe,
             network=network,
+            approval=approval,
+            max_turns=max_turns,
         )
     )
 
@@ -99,8 +108,22 @@ def _chat(**flags: Any) -> int:
     if not cwd.is_dir():
         err(f"--cwd {cwd} is not a folder")
         return EXIT_USAGE
+    overrides: dict[str, Any] = {}
+    approval = flags.pop("approval", None)
+    if approval is not None:
+        from tether.agent.approval import APPROVAL_MODES
+
+        if approval not in APPROVAL_MODES:
+            err(f"--approval {approval!r}: give one of {', '.join(APPROVAL_MODES)}")
+            return EXIT_USAGE
+        overrides["tools.approval"] = approval
+    max_turns = flags.pop("max_turns", None)
+    if max_turns is not None:
+        overrides["run.max_turns"] = max_turns
     from tether.tui import run_tui
     from tether.tui.opening import ChatOptions
+
+    flags["overrides"] = overrides
 
     return run_tui(ChatOptions(cwd=cwd, **flags))
 

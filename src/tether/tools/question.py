@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Annotated, Protocol
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,8 +86,8 @@ class QuestionBridge(Protocol):
         ...
 
 
-@tool(timeout_s=QUESTION_TIMEOUT_S, safe=True)
-async def question(
+@tool(name="question", timeout_s=QUESTION_TIMEOUT_S, safe=True)
+async def _question(
     questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=4)],
     *,
     ctx: ToolContext,
@@ -114,3 +114,26 @@ async def question(
             raise ToolError(f"the host returned an invalid choice for {q.header!r}")
     out = [{"header": q.header, **a.to_dict()} for q, a in zip(questions, answers, strict=True)]
     return json.dumps(out, ensure_ascii=False)
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `$ref: #/$defs/X` replaced by the definitions (no `$defs` left):
+    grammar-constrained local models and some providers do not follow references."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            items = cast(dict[str, Any], node)
+            ref = items.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in items.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in cast(list[Any], node)]
+        return node
+
+    return walk(schema)
+
+
+question = replace(_question, parameters=_inline_refs(_question.parameters))
+"""The `question` tool (its schema self-contained: no `$ref`)."""

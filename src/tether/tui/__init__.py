@@ -18,5 +18,7 @@ def run_tui(options: ChatOptions) -> int:
     def factory(hooks: Hooks, resume: str | None) -> Opened:
         return open_agent(options, hooks, resume)
 
-    code = TetherApp(factory, resume=options.resume).run()
+    app = TetherApp(factory, resume=options.resume)
+    app.preopen()  # before Textual owns the terminal: model loading may print or redirect fds
+    code = app.run()
     return code if isinstance(code, int) else 0

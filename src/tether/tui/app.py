@@ -131,6 +131,9 @@ class TetherApp(App[int]):
         self._thinking: ThinkingRow | None = None
         self._last_ctrl_c: float | None = None
         self._paths: list[str] | None = None
+        self._preopened: Opened | None = None
+        self._preopen_failed = False
+        self._pending_notes: list[str] = []
         self.hooks = Hooks(
             on_event=self.on_agent_event,
             questions=_Bridge(self),
@@ -159,9 +162,37 @@ class TetherApp(App[int]):
         await self._open(self.resume)
         self.query_one(PromptInput).focus()
 
-    async def _open(self, resume: str | None) -> None:
+    def preopen(self) -> None:
+        """Build the agent now, before the app runs, and load an embedded model (llama.cpp
+        points the process's stderr, Textual's output, at /dev/null while it loads). Errors
+        are shown once the app is up."""
         try:
-            self.opened = self.factory(self.hooks, resume)
+            self._preopened = self.factory(self.hooks, self.resume)
+        except Exception as exc:
+            self._pending_notes.append(f"cannot start the agent: {exc}")
+            self._preopen_failed = True
+            return
+        provider = self._preopened.agent.provider
+        if provider.name == "local":
+            from tether.providers.local import load_model
+
+            path = getattr(provider, "model_path", None)
+            n_ctx = getattr(provider, "n_ctx", None)
+            if isinstance(path, Path) and isinstance(n_ctx, int):
+                load_model(path, n_ctx)
+
+    async def _open(self, resume: str | None) -> None:
+        for line in self._pending_notes:
+            self.note(line)
+        self._pending_notes.clear()
+        if self._preopen_failed:
+            self._preopen_failed = False
+            return
+        try:
+            if self._preopened is not None:
+                self.opened, self._preopened = self._preopened, None
+            else:
+                self.opened = self.factory(self.hooks, resume)
         except (ConfigError, OSError) as exc:
             self.note(f"cannot start the agent: {exc}")
             self.opened = None
@@ -213,7 +244,8 @@ class TetherApp(App[int]):
         """Show a line from tether in the transcript."""
         try:
             transcript = self.transcript
-        except Exception:  # before the screen is composed: nowhere to show it
+        except Exception:  # before the screen is composed: shown once it is
+            self._pending_notes.append(text)
             return
         transcript.mount(NoteRow(text))
         transcript.scroll_end(animate=False)
@@ -338,6 +370,9 @@ class TetherApp(App[int]):
                 try:
                     await self.agent.run(prompt)
                 except RunError as exc:
+                    self.note(f"error: {exc}")
+                    break
+                except (ConfigError, OSError) as exc:  # e.g. a model that cannot take the tools
                     self.note(f"error: {exc}")
                     break
                 except asyncio.CancelledError:

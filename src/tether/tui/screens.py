@@ -32,7 +32,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     ApprovalScreen { align: center middle; }
     ApprovalScreen > Vertical { width: 90%; height: auto; max-height: 90%;
         border: thick $warning; background: $surface; padding: 0 1; }
-    ApprovalScreen #call { max-height: 20; }
+    ApprovalScreen #call { height: auto; max-height: 20; }
     ApprovalScreen #reason { display: none; }
     ApprovalScreen #reason.shown { display: block; }
     """
@@ -57,7 +57,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
                 else:
                     shown = json.dumps(call.arguments, indent=2, ensure_ascii=False)
                     yield Static(Text(shown))
-            yield Static("[y] allow once   [a] allow for this session   [n] deny with a reason")
+            yield Static(Text("[y] allow once   [a] allow for this session   [n] deny with a reason"))
             yield Input(placeholder="why not? (Enter sends the denial)", id="reason")
 
     def action_once(self) -> None:
@@ -110,7 +110,8 @@ class QuestionScreen(ModalScreen[list[Answer]]):
             yield Static("", id="preview")
             yield Input(placeholder="or type your own answer (Enter)", id="free")
             yield Static(
-                "↑↓ choose · Enter answer · Space toggle (multi-select) · Esc abandon", id="keys"
+                Text("↑↓ choose · Enter answer · Space toggle (multi-select) · Esc abandon"),
+                id="keys",
             )
 
     def on_mount(self) -> None:
