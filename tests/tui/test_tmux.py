@@ -24,8 +24,15 @@ pytestmark = [
 ]
 
 
+SOCKET = f"tether-test-{os.getpid()}"
+"""A tmux server of the test's own (`-L`): it starts with the test's environment (a running
+server would give the new session its own environment instead)."""
+
+
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def wait_for(name: str, predicate: str | tuple[str, ...], timeout_s: float) -> str:
@@ -52,7 +59,7 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
         "--approval auto --max-turns 4"
     )
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+        ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
         env=env,
         check=True,
     )
@@ -74,13 +81,14 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
         tmux("send-keys", "-t", name, "Enter")
         end = time.monotonic() + 30
         while time.monotonic() < end:
-            if subprocess.run(["tmux", "has-session", "-t", name], capture_output=True).returncode:
+            alive = ["tmux", "-L", SOCKET, "has-session", "-t", name]
+            if subprocess.run(alive, capture_output=True).returncode:
                 break
             time.sleep(0.5)
         else:
             raise AssertionError("the TUI did not quit")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
     store = SessionStore(home / "sessions")
     (info,) = store.list()
     loaded = store.load(info.id)

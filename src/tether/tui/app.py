@@ -9,7 +9,7 @@ running tool call), Ctrl+C twice (quit).
 Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
 the overlays (`tether.tui.screens`).
 
-A resumed session shows its last `max_rows` turns (default 200); earlier ones are summed up
+A resumed session shows its last `max_rows` turns (default 60); earlier ones are summed up
 in one line (they stay in the session and in the model's context).
 """
 
@@ -114,7 +114,7 @@ class TetherApp(App[int]):
         factory: Factory,
         *,
         resume: str | None = None,
-        max_rows: int = 200,
+        max_rows: int = 60,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
@@ -286,12 +286,14 @@ class TetherApp(App[int]):
                 self._text = AssistantRow()
                 self.transcript.mount(self._text)
             self._text.add(event.text)
-        elif isinstance(event, ThinkingDeltaEvent):
+            return  # rendered and scrolled by `_flush_text`
+        if isinstance(event, ThinkingDeltaEvent):
             if self._thinking is None:
                 self._thinking = ThinkingRow()
                 self.transcript.mount(self._thinking)
             self._thinking.add(event.text)
-        elif isinstance(event, TurnStartEvent):
+            return
+        if isinstance(event, TurnStartEvent):
             self._end_blocks()
             if not self.agent.pending_steering:
                 for row in self.queued:
@@ -332,8 +334,8 @@ class TetherApp(App[int]):
         self._thinking = None
 
     def _flush_text(self) -> None:
-        if self._text is not None:
-            self._text.flush()
+        if self._text is not None and self._text.flush():
+            self.transcript.scroll_end(animate=False)
 
     # -- input -------------------------------------------------------------------------------
 

@@ -56,24 +56,28 @@ class UserRow(Static):
 
 
 class AssistantRow(Markdown):
-    """Assistant text, streamed: deltas collect and the Markdown re-renders at most ~20 times
-    a second (`flush`)."""
+    """Assistant text, streamed: deltas collect and are appended to the Markdown at most ~20
+    times a second (`flush`; Textual re-parses only the last block)."""
 
     DEFAULT_CSS = "AssistantRow { margin: 1 0 0 0; padding: 0 1; }"
 
     def __init__(self, text: str = "") -> None:
         super().__init__(text)
         self.text = text
-        self._dirty = False
+        self._pending = ""
 
     def add(self, delta: str) -> None:
         self.text += delta
-        self._dirty = True
+        self._pending += delta
 
-    def flush(self) -> None:
-        if self._dirty:
-            self._dirty = False
-            self.update(self.text)
+    def flush(self) -> bool:
+        """Render what arrived since the last flush (incrementally: only the last block is
+        parsed again). Returns whether anything was added."""
+        if not self._pending:
+            return False
+        chunk, self._pending = self._pending, ""
+        self.append(chunk)
+        return True
 
 
 class ThinkingRow(Collapsible):
