@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +34,8 @@ def scripted_app(
     provider = ScriptedProvider(list(script))
     config = AgentConfig.model_validate({"tools": {"approval": approval, "safe": safe}})
 
+    opened = itertools.count(1)
+
     def factory(hooks: Hooks, resume_id: str | None) -> Opened:
         history = store.load(resume_id).turns if store and resume_id else ()
         agent = Agent(
@@ -44,12 +47,15 @@ def scripted_app(
             on_event=hooks.on_event,
             question_bridge=hooks.questions,
             approver=hooks.approver,
-            runtime=deterministic(),
+            runtime=deterministic(id_prefix=f"t{next(opened)}"),  # unique across /new, /fork
         )
         writer = None
         if store is not None:
-            writer = store.open_for_append(resume_id) if resume_id else store.create("s1", cwd=str(tmp_path))
+            if resume_id:
+                writer = store.open_for_append(resume_id)
+            else:
+                writer = store.create(None if store.exists("s1") else "s1", cwd=str(tmp_path))
             agent.attach_session(writer, store.artifact_dir(writer.id))
-        return Opened(agent, writer)
+        return Opened(agent, writer, store=store)
 
     return TetherApp(factory, resume=resume, max_rows=max_rows), provider

@@ -71,20 +71,37 @@ async def test_safe_approval_and_model_switch(tmp_path: Path) -> None:
         assert "ollama/llama3.2" in status(app)
 
 
-async def test_new_starts_a_fresh_session_and_quit_closes(tmp_path: Path) -> None:
+async def test_new_sessions_fork_and_quit(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "sessions")
-    app, _ = scripted_app(tmp_path, ["hi"], store=store)
+    app, _ = scripted_app(tmp_path, ["hi", "forked reply"], store=store)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "hello")
         await idle(app, pilot)
         first = app.opened
         assert first is not None and first.writer is not None
-        await send(pilot, "/new")  # the helper's store names it s1 again: refused, said so
-        assert app.opened is not first
+        await send(pilot, "/fork")
+        assert app.opened is not first and app.opened is not None
+        fork = app.opened.writer
+        assert fork is not None and fork.id != "s1"
+        assert [t.text for t in app.agent.history] == ["hello", "hi"]  # the parent's turns
+        assert [r.text for r in app.query(UserRow)] == ["hello"]
+        await send(pilot, "go on")
+        await idle(app, pilot)
+        assert app.agent.history[-1].text == "forked reply", notes(app)
+        await send(pilot, "/new")
+        assert app.agent.history == [] and not app.query(UserRow)
+        await send(pilot, "/sessions")
+        listing = notes(app)
+        assert "s1" in listing and fork.id in listing
+        await send(pilot, "/sessions s1")
+        assert [t.text for t in app.agent.history] == ["hello", "hi"]  # not the fork's turns
+        await send(pilot, "/sessions nosuch")
+        assert "no session" in notes(app)
         await send(pilot, "/quit")
         await pilot.pause()
     assert app.return_value == 0
-    assert store.load("s1").report.ok
+    assert [t.text for t in store.load(fork.id).turns] == ["hello", "hi", "go on", "forked reply"]
+    assert store.load("s1").report.ok and len(store.load("s1").turns) == 2
 
 
 async def test_history_up_and_completion(tmp_path: Path) -> None:

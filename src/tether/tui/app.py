@@ -464,11 +464,10 @@ class TetherApp(App[int]):
                 if self.busy:
                     self.note("/new: wait until the agent is idle (or Esc)")
                     return
-                await self.opened.aclose()
-                await self.transcript.remove_children()
-                self.tool_rows.clear()
-                await self._open(None)
+                await self._switch(None)
                 self.note("new session")
+            elif name in ("sessions", "fork"):
+                await self._session_command(name, arg)
             elif name == "usage":
                 history = agent.history
                 self.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
@@ -479,6 +478,47 @@ class TetherApp(App[int]):
         except ConfigError as exc:
             self.note(f"/{name}: {exc}")
         self.update_status()
+
+    async def _switch(self, resume: str | None) -> None:
+        """Close the current session and open `resume` (None: a new one)."""
+        assert self.opened is not None
+        await self.opened.aclose()
+        await self.transcript.remove_children()
+        self.tool_rows.clear()
+        await self._open(resume)
+
+    async def _session_command(self, name: str, arg: str) -> None:
+        """`/sessions [id]` and `/fork`."""
+        assert self.opened is not None
+        store = self.opened.store
+        if store is None:
+            self.note(f"/{name}: this session is not stored")
+            return
+        if self.busy:
+            self.note(f"/{name}: wait until the agent is idle (or Esc)")
+            return
+        if name == "sessions" and not arg:
+            lines = [
+                f"{i.id}  {i.turn_count:>5} turns  {(i.preview or '')[:60]}" for i in store.list()
+            ]
+            self.note("\n".join(["sessions (newest first; /sessions ID resumes):", *lines[:30]]))
+            return
+        if name == "sessions":
+            if not store.exists(arg):
+                self.note(f"/sessions: no session {arg!r}")
+                return
+            await self._switch(arg)
+            self.note(f"resumed {arg}")
+            return
+        writer, history = self.opened.writer, self.agent.history
+        if writer is None or not history:
+            self.note("/fork: nothing to fork yet")
+            return
+        fork = store.create(None, cwd=str(self.agent.root), parent=(writer.id, history[-1].id))
+        fork.close()
+        parent = writer.id
+        await self._switch(fork.id)
+        self.note(f"forked {parent} → {fork.id}")
 
     async def _compact(self, focus: str | None) -> None:
         try:

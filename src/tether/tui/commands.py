@@ -17,6 +17,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/approval", "ask|auto-edit|read-only|auto  when to ask before a tool call"),
     ("/model", "provider/model  switch the model from the next request on"),
     ("/new", "start a new session"),
+    ("/sessions", "[id]  list the stored sessions, or resume one"),
+    ("/fork", "continue in a new session branched from this one (this one is kept)"),
     ("/context", "what fills the context window, as a bar"),
     ("/usage", "this session's tokens and cost"),
     ("/help", "commands and keys"),

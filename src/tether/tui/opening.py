@@ -60,6 +60,8 @@ class Opened:
     agent: Agent
     writer: SessionWriter | None = None
     mcp: McpTools | None = None
+    store: SessionStore | None = None
+    """Where `/sessions` lists and `/fork` creates sessions (None: no session commands)."""
 
     async def start(self) -> None:
         """Start the MCP servers (their tools join the agent's registry)."""
@@ -132,7 +134,7 @@ def open_agent(
     if writer is not None:
         agent.attach_session(writer, session_dir)
     agent.started_calls = started
-    return Opened(agent, writer, _mcp_tools(agent, root, session_dir, hooks))
+    return Opened(agent, writer, _mcp_tools(agent, root, session_dir, hooks), store)
 
 
 def _mcp_tools(agent: Agent, root: Path, session_dir: Path | None, hooks: Hooks) -> McpTools | None:
