@@ -134,6 +134,8 @@ class TetherApp(App[int]):
         self._preopened: Opened | None = None
         self._preopen_failed = False
         self._pending_notes: list[str] = []
+        self._flushing = False
+        self._next_flush = 0.0
         self.hooks = Hooks(
             on_event=self.on_agent_event,
             questions=_Bridge(self),
@@ -333,9 +335,21 @@ class TetherApp(App[int]):
         self._text = None
         self._thinking = None
 
-    def _flush_text(self) -> None:
-        if self._text is not None and self._text.flush():
-            self.transcript.scroll_end(animate=False)
+    async def _flush_text(self) -> None:
+        """Render streamed text: at most every 50 ms, and never more than a quarter of the
+        time (the wait after a render is three times what it cost), so keys stay responsive
+        while a long paragraph streams."""
+        row = self._text
+        now = time.perf_counter()
+        if row is None or self._flushing or now < self._next_flush:
+            return
+        self._flushing = True
+        try:
+            if await row.flush_async():
+                self.transcript.scroll_end(animate=False)
+        finally:
+            self._flushing = False
+            self._next_flush = time.perf_counter() + 3 * (time.perf_counter() - now)
 
     # -- input -------------------------------------------------------------------------------
 

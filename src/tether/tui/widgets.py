@@ -79,6 +79,14 @@ class AssistantRow(Markdown):
         self.append(chunk)
         return True
 
+    async def flush_async(self) -> bool:
+        """`flush`, returning once the new text is parsed and mounted."""
+        if not self._pending:
+            return False
+        chunk, self._pending = self._pending, ""
+        await self.append(chunk)
+        return True
+
 
 class ThinkingRow(Collapsible):
     """The model's thinking, dimmed, collapsed by default."""
