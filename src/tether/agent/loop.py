@@ -573,6 +573,7 @@ class Agent:
                 ):
                     stop_reason = stop
                     break
+                self._take_steering(state)  # queued user messages join at the boundary
                 self._emit(TurnStartEvent(turn=n))
                 # per request: safe mode may switch, a compaction may add `recall` (cached)
                 specs = offered_specs(self.registry, self.safe_mode)
@@ -717,6 +718,62 @@ class Agent:
         """End one running tool call; its result becomes `TOOL_CANCELLED` (is_error) and the run
         goes on. Returns False when no call with that id is running."""
         return self._tool_calls.cancel(call_id)
+
+    # -- interactive hosts (the TUI): steering, model switch, manual compaction ---------------
+
+    _steering: tuple[str, ...] = ()
+
+    def steer(self, text: str) -> None:
+        """Queue a user message for the running loop: it is appended to the history right
+        before the next request (after the current tool results), so the model sees it at the
+        next turn boundary. Messages still queued when a run ends stay in `pending_steering`
+        (the host sends them as the next prompt)."""
+        if text.strip():
+            self._steering = (*self._steering, text)
+
+    @property
+    def pending_steering(self) -> tuple[str, ...]:
+        """Queued steering messages not yet appended, oldest first."""
+        return self._steering
+
+    def take_steering(self) -> tuple[str, ...]:
+        """Remove and return the queued steering messages (a host sending them itself)."""
+        out, self._steering = self._steering, ()
+        return out
+
+    def _take_steering(self, state: RunState) -> None:
+        for text in self.take_steering():
+            state.append(text_turn(self.new_id(), "user", text))
+
+    def switch_model(self, model: str) -> None:
+        """Switch to `model` ("provider/model") from the next request on: the chain becomes
+        that model alone; the limits (window, output cap) and the compaction's window follow.
+
+        Raises:
+            ConfigError: (AuthError included) the model does not resolve.
+        """
+        chain = build.resolve_models(model, self.config, note=self.notes.append)
+        windows = build.configured_windows(self.config)
+        self.limits = build.model_limits(
+            chain[0], self.config.context.window, self.notes.append, configured=windows
+        )
+        if self.compaction is not None:
+            self.compaction.monitor.set_limits(self.limits)
+        self._set_chain(chain)
+
+    async def compact_now(self, focus: str | None = None) -> bool:
+        """Compact the history now (reason `manual`), keeping `focus` in the summary. Returns
+        False when there was nothing to compact or compaction is off.
+
+        Raises:
+            RunError: `context_overflow` when the summary failed and nothing can be truncated.
+        """
+        if self.compaction is None:
+            return False
+        for views in self._views:
+            views.reset()
+        state = self._state()
+        return await self.compaction.compact(state, reason="manual", focus=focus) is not None
 
     def run_sync(self, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
         """`run(prompt)` to completion from synchronous code (not inside a running loop); the

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from tether.agent.events import ToolResultEvent
 from tether.agent.gate import CallGate
 from tether.agent.state import RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
+from tether.session import EventEntry
 from tether.tools.hygiene import Hygiene
 from tether.tools.persist import OutputLimits, gate_tool_result
 from tether.tools.policy import refuse_in_safe_mode
@@ -223,3 +224,12 @@ class ToolCalls:
             )
         )
         return result
+
+
+def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
+    """The ids of calls with a `tool_call_started` record, or None when the session holds no
+    such record at all (written before they existed: which calls ran is unknown)."""
+    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
+    if not ids:
+        return None
+    return frozenset(i for i in ids if isinstance(i, str))

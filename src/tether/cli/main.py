@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import click
 import typer
@@ -27,8 +27,8 @@ from tether.errors import ConfigError, SessionError
 
 app = typer.Typer(
     name="tether",
-    help="tether: an agent harness for long sessions.",
-    no_args_is_help=True,
+    help="tether: an agent harness for long sessions. With no command: the interactive session.",
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: rendering through rich costs ~0.2 s per start-up
@@ -41,6 +41,93 @@ app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
 app.command()(login)
 app.command()(logout)
+
+
+@app.callback()
+def _default(ctx: typer.Context) -> None:
+    """With no subcommand, `tether` opens the interactive session (as `tether chat`)."""
+    if ctx.invoked_subcommand is None:
+        raise typer.Exit(_chat())
+
+
+@app.command()
+def chat(
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="Open this session and continue it.")
+    ] = None,
+    cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path(
+        "."
+    ),
+    no_session: Annotated[
+        bool, typer.Option("--no-session", help="Do not persist the session.")
+    ] = False,
+    safe: Annotated[
+        bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
+    ] = False,
+    network: Annotated[
+        bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
+    ] = False,
+    approval: Annotated[
+        str | None,
+        typer.Option(help="ask | auto-edit | read-only | auto (default: tools.approval, ask)."),
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Cap on model requests per prompt.")
+    ] = None,
+) -> None:
+    """The interactive session (a terminal UI; `tether` with no command opens it too)."""
+    raise typer.Exit(
+        _chat(
+            model=model,
+            base_url=base_url,
+            resume=resume,
+            cwd=cwd,
+            no_session=no_session,
+            safe=safe,
+            network=network,
+            approval=approval,
+            max_turns=max_turns,
+        )
+    )
+
+
+def _chat(**flags: Any) -> int:
+    """Open the TUI (Textual is imported only here: `tether --help` stays light)."""
+    from tether.cli.agent_setup import check_flags
+
+    try:
+        check_flags(flags.get("model"), flags.get("base_url"))
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    cwd = Path(flags.pop("cwd", Path("."))).resolve()
+    if not cwd.is_dir():
+        err(f"--cwd {cwd} is not a folder")
+        return EXIT_USAGE
+    overrides: dict[str, Any] = {}
+    approval = flags.pop("approval", None)
+    if approval is not None:
+        from tether.agent.approval import APPROVAL_MODES
+
+        if approval not in APPROVAL_MODES:
+            err(f"--approval {approval!r}: give one of {', '.join(APPROVAL_MODES)}")
+            return EXIT_USAGE
+        overrides["tools.approval"] = approval
+    max_turns = flags.pop("max_turns", None)
+    if max_turns is not None:
+        overrides["run.max_turns"] = max_turns
+    from tether.tui import run_tui
+    from tether.tui.opening import ChatOptions
+
+    flags["overrides"] = overrides
+
+    return run_tui(ChatOptions(cwd=cwd, **flags))
 
 
 @app.command()

@@ -1,16 +1,24 @@
 """The `question` tool: the model asks the user, through a bridge the host provides.
 
-Owns: `QuestionBridge` (the host's side: `async ask(question, options) -> answer`), the
+Owns: the question schema (1-4 `QuestionSpec`s, each with a header chip of at most 16
+characters, 2-16 `OptionSpec`s with a label of at most 60 characters, a description and an
+optional preview, and a multi-select flag), the answer shapes (`Answer`: `{labels}`, `{text}`
+or `{abandoned}`), `QuestionBridge` (the host's side: `async ask(questions) -> answers`), the
 `question` tool, and its headless refusal. A host with a user (TUI, IDE) passes a bridge as
 `Agent(question_bridge=...)` (it lands in `ToolContext.questions`); without one (the headless
 `tether run`), the tool answers that nobody is there and the model must use its own judgment.
-Does not own: rendering the question (the host).
+The tool is `safe` (it changes nothing): it stays offered in safe mode.
+Does not own: rendering the questions (the host: the TUI's overlay).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Protocol, cast
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from tether.tools.base import ToolContext, ToolError, tool
 
@@ -20,33 +28,112 @@ HEADLESS_ANSWER = (
     "No user is available to answer questions in this run (headless). Do not ask again: decide "
     "for yourself using your best judgment, state the assumption you made, and continue."
 )
+MAX_HEADER_CHARS = 16
+MAX_LABEL_CHARS = 60
+
+
+class OptionSpec(BaseModel):
+    """One answer to choose."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+    description: str = ""
+    preview: str | None = Field(
+        default=None, description="Shown only while this option is highlighted (code, a plan)."
+    )
+
+
+class QuestionSpec(BaseModel):
+    """One question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    header: Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_HEADER_CHARS, description="A short chip, e.g. 'Auth'."),
+    ]
+    question: Annotated[str, Field(min_length=1, description="The question, self-contained.")]
+    options: Annotated[list[OptionSpec], Field(min_length=2, max_length=16)]
+    multi_select: bool = Field(default=False, description="Allow choosing several options.")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The user's answer to one question: chosen `labels`, or free `text`, or `abandoned`
+    (the user closed the prompt without answering)."""
+
+    labels: tuple[str, ...] = ()
+    text: str | None = None
+    abandoned: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """`{"labels": [...]}`, `{"text": "..."}` or `{"abandoned": true}`."""
+        if self.abandoned:
+            return {"abandoned": True}
+        if self.text is not None:
+            return {"text": self.text}
+        return {"labels": list(self.labels)}
+
+
+ABANDONED = Answer(abandoned=True)
 
 
 class QuestionBridge(Protocol):
-    """How a host puts a question to its user."""
+    """How a host puts questions to its user."""
 
-    async def ask(self, question: str, options: Sequence[str]) -> str:
-        """Ask `question` (with `options` to choose from, or free text when empty); return the
-        user's answer. Raise to report that no answer can be had."""
+    async def ask(self, questions: Sequence[QuestionSpec]) -> Sequence[Answer]:
+        """Ask `questions` (1-4); return one `Answer` per question, in order (`ABANDONED` for
+        each when the user dismissed the prompt). Raise to report that no answer can be had."""
         ...
 
 
-@tool(timeout_s=QUESTION_TIMEOUT_S)
-async def question(question: str, options: list[str] | None = None, *, ctx: ToolContext) -> str:
-    """Ask the user a question and wait for the answer. Use it only when you cannot proceed
-    without the user's decision; prefer a few short options.
+@tool(name="question", timeout_s=QUESTION_TIMEOUT_S, safe=True)
+async def _question(
+    questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=4)],
+    *,
+    ctx: ToolContext,
+) -> str:
+    """Ask the user 1-4 multiple-choice questions and wait for the answers. Use it only when
+    you cannot proceed without the user's decision. The user may also type a free answer.
 
     Args:
-        question: the question, self-contained.
-        options: the answers to choose from (the user may still answer freely); omit for a
-            free-text answer.
+        questions: the questions; each has a short header chip, 2-16 options (label,
+            description, optional preview) and may allow several choices.
+
+    Returns JSON: one object per question, `{"labels": [...]}`, `{"text": "..."}` (a free
+    answer) or `{"abandoned": true}` (the user dismissed the prompt: use your best judgment).
     """
     bridge = ctx.questions
     if bridge is None:
         return HEADLESS_ANSWER
-    if not question.strip():
-        raise ToolError("the question is empty")
-    answer = await bridge.ask(question, tuple(options or ()))
-    if not answer.strip():
-        return "The user gave an empty answer."
-    return f"The user answered: {answer}"
+    answers = list(await bridge.ask(tuple(questions)))
+    if len(answers) != len(questions):
+        raise ToolError(f"the host returned {len(answers)} answers for {len(questions)} questions")
+    valid = [{o.label for o in q.options} for q in questions]
+    for q, a, labels in zip(questions, answers, valid, strict=True):
+        if a.labels and (not set(a.labels) <= labels or (len(a.labels) > 1 and not q.multi_select)):
+            raise ToolError(f"the host returned an invalid choice for {q.header!r}")
+    out = [{"header": q.header, **a.to_dict()} for q, a in zip(questions, answers, strict=True)]
+    return json.dumps(out, ensure_ascii=False)
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `$ref: #/$defs/X` replaced by the definitions (no `$defs` left):
+    grammar-constrained local models and some providers do not follow references."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            items = cast(dict[str, Any], node)
+            ref = items.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in items.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in cast(list[Any], node)]
+        return node
+
+    return walk(schema)
+
+
+question = replace(_question, parameters=_inline_refs(_question.parameters))
+"""The `question` tool (its schema self-contained: no `$ref`)."""

@@ -1,0 +1,145 @@
+"""The TUI's speed: time to first paint, time to open a 10,000-turn session, and
+keystroke-to-echo latency while the model streams; each against a baseline measured in the
+same run.
+
+    first paint     TetherApp (scripted agent) vs a bare Textual App with the same screen
+                    size, from construction to the first refresh (headless Pilot).
+    open session    resuming a session of `--turns` stored turns (the transcript shows the
+                    last 60) vs an empty session; includes reading the file.
+    keystroke echo  a key pressed in the prompt editor until the editor holds it, while a
+                    scripted model streams ~100 deltas a second, vs the same with the app idle.
+
+Run: .venv/bin/python bench/tui.py [--turns 10000] [--keys 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from tether.agent.loop import Agent
+from tether.messages import text_turn
+from tether.providers.base import ModelRequest, StreamEvent
+from tether.session import SessionStore
+from tether.testing import deterministic, events_for
+from tether.tui.app import TetherApp
+from tether.tui.opening import Hooks, Opened
+from tether.tui.widgets import PromptInput
+
+SIZE = (120, 40)
+
+
+class Streaming:
+    """A provider streaming `n` text deltas, `gap_s` apart."""
+
+    name = "bench"
+    model = "stream"
+    target = "anthropic"
+    supports_prefill = False
+    context_window = 200_000
+    max_output_tokens = 32_000
+
+    def __init__(self, n: int, gap_s: float) -> None:
+        self.n, self.gap_s = n, gap_s
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        events = events_for("x")
+        start, delta, *rest = events
+        yield start
+        for i in range(self.n):
+            await asyncio.sleep(self.gap_s)
+            yield type(delta)(index=0, text=f"word {i} ")  # type: ignore[call-arg]
+        for e in rest:
+            yield e
+
+
+def app_for(root: Path, provider: object, store: SessionStore | None, resume: str | None) -> TetherApp:
+    def factory(hooks: Hooks, resume_id: str | None) -> Opened:
+        history = store.load(resume_id).turns if store and resume_id else ()
+        agent = Agent(
+            provider,  # type: ignore[arg-type]
+            root=root,
+            history=history,
+            on_event=hooks.on_event,
+            question_bridge=hooks.questions,
+            approver=hooks.approver,
+            runtime=deterministic(),
+        )
+        return Opened(agent)
+
+    return TetherApp(factory, resume=resume)
+
+
+class Bare(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Static("hello")
+
+
+async def first_paint(make: type[App[None]] | object) -> float:
+    t0 = time.perf_counter()
+    app = make() if callable(make) else make  # type: ignore[operator]
+    async with app.run_test(size=SIZE) as pilot:  # type: ignore[union-attr]
+        await pilot.pause()
+        return time.perf_counter() - t0
+
+
+async def keystrokes(app: TetherApp, n: int, stream: bool) -> list[float]:
+    out: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptInput)
+        if stream:
+            app.start_run("go")
+            await asyncio.sleep(0.2)
+        for i in range(n):
+            before = len(prompt.text)
+            t0 = time.perf_counter()
+            await pilot.press("a")
+            while len(prompt.text) == before:
+                await asyncio.sleep(0)
+            out.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.01 + (i % 3) * 0.003)
+        if app.worker is not None:
+            app.worker.cancel()
+    return out
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--keys", type=int, default=50)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        store = SessionStore(root / "sessions")
+        store.create("empty", cwd=tmp).close()
+        with store.create("long", cwd=tmp) as w:
+            for i in range(args.turns // 2):
+                w.append(text_turn(f"u{i}", "user", f"question {i}: " + "lorem ipsum " * 8))
+                w.append(text_turn(f"a{i}", "assistant", f"answer {i}: " + "dolor sit " * 12))
+        idle = Streaming(0, 0)
+        bare = min([await first_paint(Bare) for _ in range(3)])
+        ours = min([await first_paint(app_for(root, idle, None, None)) for _ in range(3)])
+        print(f"first paint: tether {ours * 1000:.0f} ms, bare Textual app {bare * 1000:.0f} ms "
+              f"(ratio {ours / bare:.2f})")
+        empty = await first_paint(app_for(root, idle, store, "empty"))
+        long = await first_paint(app_for(root, idle, store, "long"))
+        print(f"open a {args.turns}-turn session: {long * 1000:.0f} ms, empty session "
+              f"{empty * 1000:.0f} ms (ratio {long / empty:.2f})")
+        quiet = await keystrokes(app_for(root, Streaming(0, 0), None, None), args.keys, False)
+        busy = await keystrokes(app_for(root, Streaming(100_000, 0.01), None, None), args.keys, True)
+        q, b = statistics.median(quiet), statistics.median(busy)
+        p95 = sorted(busy)[int(len(busy) * 0.95) - 1]
+        print(f"keystroke to echo: median {b * 1000:.1f} ms while streaming (p95 {p95 * 1000:.1f} ms),"
+              f" {q * 1000:.1f} ms idle (ratio {b / q:.2f})")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,91 @@
+"""The TUI's slash commands and key table (pure: text in, data out).
+
+Owns: parsing a `/command args` line (`parse_command`), the command list for completion and
+`/help` (`COMMANDS`), the key table (`KEYS`), and the footer / `/context` text helpers
+(`gauge_text`, `context_bar`).
+Does not own: running a command (`tether.tui.app`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("/compact", "[focus]  summarize the session now, keeping the focus"),
+    ("/safe", "on|off  safe mode: only read-only tools"),
+    ("/approval", "ask|auto-edit|read-only|auto  when to ask before a tool call"),
+    ("/model", "provider/model  switch the model from the next request on"),
+    ("/new", "start a new session"),
+    ("/sessions", "[id]  list the stored sessions, or resume one"),
+    ("/fork", "continue in a new session branched from this one (this one is kept)"),
+    ("/context", "what fills the context window, as a bar"),
+    ("/usage", "this session's tokens and cost"),
+    ("/help", "commands and keys"),
+    ("/quit", "leave (the session is saved)"),
+)
+"""(command, help) in the order `/help` shows them."""
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("Enter", "send (while the agent works: queue, sent at the next turn boundary)"),
+    ("Shift+Enter / Ctrl+J", "new line"),
+    ("Up / Down", "previous / next prompt (on the first / last line)"),
+    ("Tab", "complete a /command or an @path"),
+    ("Esc", "cancel the current request (the partial turn is saved)"),
+    ("Ctrl+K", "cancel the running tool call (it returns `cancelled`; the run goes on)"),
+    ("Ctrl+O", "expand / collapse the last tool row, thinking or summary"),
+    ("Ctrl+C Ctrl+C", "quit"),
+)
+"""(key, action) for `/help` and the README."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A parsed slash command: `name` without the slash, `arg` the rest (stripped)."""
+
+    name: str
+    arg: str
+
+
+def parse_command(line: str) -> Command | None:
+    """`"/compact keep names"` → `Command("compact", "keep names")`; None for a line that is
+    not a command (no leading slash, or `//...` which sends a literal slash)."""
+    text = line.strip()
+    if not text.startswith("/") or text.startswith("//") or len(text) == 1:
+        return None
+    name, _, arg = text[1:].partition(" ")
+    return Command(name.lower(), arg.strip())
+
+
+def complete_command(prefix: str) -> list[str]:
+    """The commands starting with `prefix` (`"/co"` → `["/compact", "/context"]`)."""
+    return [c for c, _ in COMMANDS if c.startswith(prefix)]
+
+
+def complete_path(prefix: str, names: Sequence[str]) -> list[str]:
+    """The entries of `names` (paths relative to the working folder) starting with `prefix`,
+    shortest first, at most 20."""
+    return sorted((n for n in names if n.startswith(prefix)), key=lambda n: (len(n), n))[:20]
+
+
+def gauge_text(ratio: float | None, approximate: bool) -> str:
+    """The footer's context gauge: `ctx 42%`, `ctx ~42%` when estimated, `ctx –` unknown."""
+    if ratio is None:
+        return "ctx –"
+    return f"ctx {'~' if approximate else ''}{ratio * 100:.0f}%"
+
+
+def context_bar(parts: Sequence[tuple[str, int]], window: int, width: int = 50) -> list[str]:
+    """Lines drawing what fills the window: one bar of `width` cells split between `parts`
+    ((label, tokens), drawn with one letter each), then one line per part with its tokens and
+    share of `window` (tokens, >= 1)."""
+    window = max(window, 1)
+    bar = ""
+    for label, tokens in parts:
+        cells = round(tokens / window * width)
+        bar += (label[:1].upper() or "?") * cells
+    bar = bar[:width].ljust(width, "·")
+    lines = [f"[{bar}] of {window} tokens"]
+    for label, tokens in parts:
+        lines.append(f"  {label[:1].upper()} {label:<18} {tokens:>8} tokens {tokens / window:6.1%}")
+    return lines

@@ -1,0 +1,158 @@
+"""Opening the TUI's agent through the front door, as `tether run` does.
+
+Owns: `ChatOptions` (the `tether chat` flags), `Hooks` (what the TUI hands the agent: the
+event callback, the question bridge, the approver), `Opened` (the agent with its session
+writer and MCP servers) and `open_agent`, which builds them: `Agent.from_settings` in the
+working folder, a resumed session's history (retried user turns dropped, started calls
+known so `close_interrupted` can say which ran), a new session (or none), the MCP servers.
+Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.build`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tether.agent.approval import Approver
+from tether.agent.events import AgentEvent
+from tether.agent.loop import Agent
+from tether.agent.runtime import Runtime
+from tether.agent.tool_calls import started_call_ids
+from tether.messages import Turn
+from tether.session import SessionStore, SessionWriter
+from tether.tools.question import QuestionBridge, question
+from tether.wire.resume import drop_retried_user_turns
+
+if TYPE_CHECKING:
+    from tether.mcp import McpTools
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatOptions:
+    """`tether chat`'s flags (None: the setting or the default)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    resume: str | None = None
+    cwd: Path = Path(".")
+    no_session: bool = False
+    safe: bool = False
+    network: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """The TUI's callbacks for the agent."""
+
+    on_event: Callable[[AgentEvent], None]
+    questions: QuestionBridge
+    approver: Approver
+    note: Callable[[str], None]
+
+
+@dataclass(slots=True)
+class Opened:
+    """An agent ready to run, with what must be closed after it."""
+
+    agent: Agent
+    writer: SessionWriter | None = None
+    mcp: McpTools | None = None
+    store: SessionStore | None = None
+    """Where `/sessions` lists and `/fork` creates sessions (None: no session commands)."""
+
+    async def start(self) -> None:
+        """Start the MCP servers (their tools join the agent's registry)."""
+        if self.mcp is not None:
+            for t in await self.mcp.start(taken=self.agent.registry.names()):
+                self.agent.registry.add(t)
+            self.mcp.attach(self.agent.registry)
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers and close the session file (idempotent)."""
+        if self.mcp is not None:
+            mcp, self.mcp = self.mcp, None
+            await mcp.aclose()
+        if self.writer is not None:
+            writer, self.writer = self.writer, None
+            writer.close()
+
+
+Factory = Callable[[Hooks, "str | None"], Opened]
+"""Builds an `Opened` for the hooks; the second argument is a session id to resume (or None
+for a new session). `open_agent` bound to options is the CLI's; tests pass their own."""
+
+
+def open_agent(
+    opts: ChatOptions, hooks: Hooks, resume: str | None = None, runtime: Runtime | None = None
+) -> Opened:
+    """The agent `tether run` would build in `opts.cwd`, with the TUI's hooks and the
+    `question` tool.
+
+    Raises:
+        ConfigError / AuthError: settings or model invalid. SessionError: `resume` not found.
+    """
+    overrides = dict(opts.overrides)
+    if opts.safe:
+        overrides["tools.safe"] = True
+    if opts.network:
+        overrides["tools.network"] = True
+    root = opts.cwd.resolve()
+    store = SessionStore()
+    history: tuple[Turn, ...] = ()
+    started: frozenset[str] | None = None
+    resume = resume or opts.resume
+    if resume:
+        loaded = store.load(resume)
+        if not loaded.report.ok:
+            hooks.note(loaded.report.describe())
+        history = drop_retried_user_turns(loaded.turns)
+        started = started_call_ids(loaded.events)
+    agent = Agent.from_settings(
+        root,
+        model=opts.model,
+        base_url=opts.base_url,
+        overrides=overrides,
+        history=history,
+        on_event=hooks.on_event,
+        question_bridge=hooks.questions,
+        approver=hooks.approver,
+        runtime=runtime,
+        note=hooks.note,
+    )
+    if "question" not in agent.registry:
+        agent.registry.add(question)
+    writer: SessionWriter | None = None
+    if resume:
+        writer = store.open_for_append(resume)
+    elif not opts.no_session:
+        writer = store.create(None, cwd=str(root))
+        started = frozenset()
+    session_dir = store.artifact_dir(writer.id) if writer else None
+    if writer is not None:
+        agent.attach_session(writer, session_dir)
+    agent.started_calls = started
+    return Opened(agent, writer, _mcp_tools(agent, root, session_dir, hooks), store)
+
+
+def _mcp_tools(agent: Agent, root: Path, session_dir: Path | None, hooks: Hooks) -> McpTools | None:
+    """The configured MCP servers (as `tether run`'s), or None when none is enabled."""
+    servers = agent.config.mcp.servers
+    if not any(s.enabled for s in servers.values()):
+        return None
+    from tether.agent import build
+    from tether.mcp import McpTools
+    from tether.providers.models import default_cache_dir
+
+    return McpTools(
+        servers,
+        root=root,
+        session_dir=session_dir,
+        sandbox=agent.tool_context.sandbox,
+        refused_env=build.refused_env(agent.config),
+        on_warning=lambda _kind, message: hooks.note(f"warning: {message}"),
+        default_start=agent.config.mcp.start,
+        cache_dir=default_cache_dir(),
+    )

@@ -1,0 +1,61 @@
+"""Shared pieces of the TUI tests: an app over a scripted provider and a stored session."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+
+from tether import AgentConfig
+from tether.agent.loop import Agent
+from tether.session import SessionStore
+from tether.testing import Response, ScriptedProvider, deterministic
+from tether.tools.base import Tool
+from tether.tools.builtins import builtin_tools
+from tether.tools.question import question
+from tether.tui.app import TetherApp
+from tether.tui.opening import Hooks, Opened
+
+SIZE = (100, 30)
+
+
+def scripted_app(
+    tmp_path: Path,
+    script: Sequence[Response],
+    *,
+    store: SessionStore | None = None,
+    approval: str = "auto",
+    safe: bool = False,
+    max_rows: int = 200,
+    resume: str | None = None,
+    tools: Sequence[Tool] = (),
+) -> tuple[TetherApp, ScriptedProvider]:
+    """A TetherApp whose agent runs `script` in `tmp_path` (sessions in `store`, if given)."""
+    provider = ScriptedProvider(list(script))
+    config = AgentConfig.model_validate({"tools": {"approval": approval, "safe": safe}})
+
+    opened = itertools.count(1)
+
+    def factory(hooks: Hooks, resume_id: str | None) -> Opened:
+        history = store.load(resume_id).turns if store and resume_id else ()
+        agent = Agent(
+            provider,
+            config=config,
+            tools=[*builtin_tools(), question, *tools],
+            root=tmp_path,
+            history=history,
+            on_event=hooks.on_event,
+            question_bridge=hooks.questions,
+            approver=hooks.approver,
+            runtime=deterministic(id_prefix=f"t{next(opened)}"),  # unique across /new, /fork
+        )
+        writer = None
+        if store is not None:
+            if resume_id:
+                writer = store.open_for_append(resume_id)
+            else:
+                writer = store.create(None if store.exists("s1") else "s1", cwd=str(tmp_path))
+            agent.attach_session(writer, store.artifact_dir(writer.id))
+        return Opened(agent, writer, store=store)
+
+    return TetherApp(factory, resume=resume, max_rows=max_rows), provider

@@ -1,0 +1,262 @@
+"""The interactive session, driven with Textual's Pilot over the scripted provider: the
+transcript, steering, the keys, the approval prompt, the question overlay, the commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from tether.messages import TextBlock, ThinkingBlock
+from tether.session import SessionStore
+from tether.testing import Reply, call
+from tether.tools.base import tool
+from tether.tui.app import TetherApp
+from tether.tui.screens import ApprovalScreen, QuestionScreen
+from tether.tui.widgets import (
+    AssistantRow,
+    NoteRow,
+    PromptInput,
+    StatusBar,
+    ThinkingRow,
+    ToolRow,
+    UserRow,
+)
+
+from .helpers import SIZE, scripted_app
+
+
+async def send(pilot: Pilot[int], text: str) -> None:
+    prompt = pilot.app.query_one(PromptInput)
+    prompt.text = text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def idle(app: TetherApp, pilot: Pilot[int]) -> None:
+    for _ in range(500):
+        await pilot.pause()
+        if not app.busy:
+            break
+        await asyncio.sleep(0.01)
+    await pilot.pause()
+
+
+def notes(app: TetherApp) -> str:
+    return "\n".join(str(n.render()) for n in app.query(NoteRow))
+
+
+def status(app: TetherApp) -> str:
+    return str(app.query_one(StatusBar).render())
+
+
+async def test_prompt_answer_thinking_and_tool_row(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello\n")
+    script = [
+        Reply(blocks=(ThinkingBlock(text="let me look"), TextBlock(text="Reading."))),
+        call("read", path="a.txt"),
+        "It says **hello**.\n\n```python\nprint('hi')\n```",
+    ]
+    script[0] = Reply(
+        blocks=(ThinkingBlock(text="let me look"), TextBlock(text="Reading."),
+                call("read", path="a.txt"))
+    )
+    app, provider = scripted_app(tmp_path, script[:1] + script[2:])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "what is in a.txt?")
+        await idle(app, pilot)
+        assert [r.text for r in app.query(UserRow)] == ["what is in a.txt?"]
+        assert app.query_one(ThinkingRow).text == "let me look"
+        assert app.query_one(ThinkingRow).collapsed
+        row = app.query_one(ToolRow)
+        assert row.name_ == "read" and row.status == "ok" and "path=a.txt" in str(row.title)
+        assert "s" in str(row.title).rsplit("·", 1)[-1]  # a duration
+        texts = [r.text for r in app.query(AssistantRow)]
+        assert texts == ["Reading.", "It says **hello**.\n\n```python\nprint('hi')\n```"]
+        assert "scripted/scripted" in status(app) and "ctx" in status(app)
+        assert len(provider.requests) == 2
+
+
+async def test_typing_while_the_agent_works_queues_a_steering_message(tmp_path: Path) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await release.wait()
+        return "waited"
+
+    app, provider = scripted_app(tmp_path, [call("wait"), "done"], tools=[wait])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "start")
+        await asyncio.wait_for(started.wait(), 10)
+        await send(pilot, "also check the tests")
+        queued = app.query(UserRow)[-1]
+        assert queued.has_class("queued") and "queued" in str(queued.render())
+        assert "1 queued" in status(app)
+        release.set()
+        await idle(app, pilot)
+        assert not queued.has_class("queued")
+        assert "also check the tests" in provider.requests[1].messages[-1].text
+
+
+async def test_esc_cancels_and_the_partial_turn_is_persisted(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    store = SessionStore(tmp_path / "sessions")
+    app, _ = scripted_app(tmp_path, [call("wait")], tools=[wait], store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await asyncio.wait_for(started.wait(), 10)
+        await pilot.press("escape")
+        await idle(app, pilot)
+        assert "cancelled" in notes(app)
+        await app.action_quit()
+    turns = store.load("s1").turns
+    assert turns[-1].tool_results and "interrupted" in turns[-1].tool_results[0].text
+
+
+async def test_ctrl_k_cancels_the_running_tool_and_the_run_goes_on(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    app, provider = scripted_app(tmp_path, [call("wait"), "went on"], tools=[wait])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await asyncio.wait_for(started.wait(), 10)
+        await pilot.press("ctrl+k")
+        await idle(app, pilot)
+        assert app.query_one(ToolRow).status == "error"
+        assert app.query(AssistantRow)[-1].text == "went on"
+        assert len(provider.requests) == 2
+
+
+async def test_ctrl_c_twice_quits_once_warns(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_value == 0
+
+
+async def test_approval_allow_once_for_session_and_deny_with_reason(tmp_path: Path) -> None:
+    script = [
+        call("write", path="a.txt", content="one\n"),
+        call("write", path="b.txt", content="two\n"),
+        call("write", path="c.txt", content="three\n"),
+        call("bash", command="rm -rf x"),
+        "stopped",
+    ]
+    app, provider = scripted_app(tmp_path, script, approval="ask")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "write files")
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(app.screen, ApprovalScreen):
+                break
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen) and screen.request.diff is not None
+        assert "+one" in screen.request.diff
+        await pilot.press("y")  # a.txt once
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(app.screen, ApprovalScreen) and app.screen is not screen:
+                break
+        await pilot.press("a")  # b.txt and every later write
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(app.screen, ApprovalScreen) and app.screen.request.call.name == "bash":
+                break
+        await pilot.press("n")
+        await pilot.press(*"use git clean")
+        await pilot.press("enter")
+        await idle(app, pilot)
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    assert (tmp_path / "c.txt").read_text() == "three\n"  # remembered: not asked
+    denied = provider.requests[4].messages[-1].tool_results[0]
+    assert denied.is_error and "use git clean" in denied.text
+
+
+QUESTIONS = [
+    {
+        "header": "Plan",
+        "question": "Which plan?",
+        "options": [
+            {"label": "small", "description": "one file", "preview": "PREVIEW-SMALL"},
+            {"label": "big", "description": "many files"},
+        ],
+    },
+    {
+        "header": "Parts",
+        "question": "Which parts?",
+        "multi_select": True,
+        "options": [{"label": "api"}, {"label": "cli"}, {"label": "docs"}],
+    },
+    {"header": "Name", "question": "Name?", "options": [{"label": "a"}, {"label": "b"}]},
+]
+
+
+async def wait_screen(app: TetherApp, pilot: Pilot[int], kind: type) -> None:
+    for _ in range(200):
+        await pilot.pause()
+        if isinstance(app.screen, kind):
+            return
+    raise AssertionError(f"no {kind.__name__}")
+
+
+async def test_question_overlay_labels_multi_select_text_and_preview(tmp_path: Path) -> None:
+    app, provider = scripted_app(tmp_path, [call("question", questions=QUESTIONS), "thanks"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "ask me")
+        await wait_screen(app, pilot, QuestionScreen)
+        screen = app.screen
+        assert isinstance(screen, QuestionScreen)
+        preview = screen.query_one("#preview")
+        assert "PREVIEW-SMALL" in str(preview.render())  # the highlighted option's preview
+        await pilot.press("down")
+        await pilot.pause()
+        assert "PREVIEW-SMALL" not in str(preview.render())
+        await pilot.press("enter")  # "big"
+        await pilot.pause()
+        assert "Parts" in str(screen.query_one("#chip").render())
+        await pilot.press("space", "down", "down", "space", "enter")  # api + docs
+        await pilot.pause()
+        await pilot.press("tab")  # to the free-text row
+        await pilot.press(*"carol", "enter")
+        await idle(app, pilot)
+    result = json.loads(provider.requests[1].messages[-1].tool_results[0].text)
+    assert result == [
+        {"header": "Plan", "labels": ["big"]},
+        {"header": "Parts", "labels": ["api", "docs"]},
+        {"header": "Name", "text": "carol"},
+    ]
+
+
+async def test_question_overlay_esc_abandons(tmp_path: Path) -> None:
+    app, provider = scripted_app(tmp_path, [call("question", questions=QUESTIONS[:1]), "ok"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "ask me")
+        await wait_screen(app, pilot, QuestionScreen)
+        await pilot.press("escape")
+        await idle(app, pilot)
+    result = json.loads(provider.requests[1].messages[-1].tool_results[0].text)
+    assert result == [{"header": "Plan", "abandoned": True}]

