@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.events import ToolResultEvent
 from tether.agent.state import RunState
@@ -26,6 +26,9 @@ from tether.tools.hygiene import Hygiene
 from tether.tools.persist import OutputLimits, gate_tool_result
 from tether.tools.policy import refuse_in_safe_mode
 from tether.tools.run import ToolRunResult, run_tool, system_note_block
+
+if TYPE_CHECKING:
+    from tether.session import EventEntry
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
 """The result of a call a run-wide cancel cut short (or that never started)."""
@@ -43,6 +46,16 @@ NEVER_RAN = (
 writes them."""
 STARTED_EVENT = "tool_call_started"
 """The session event persisted right before a call runs: `{"tool_call_id": str, "name": str}`."""
+
+
+def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
+    """The ids of calls with a `tool_call_started` record among a loaded session's `events`,
+    or None when the session holds no such record at all (written before they existed: which
+    calls ran is unknown). What `Agent.started_calls` takes on a resume."""
+    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
+    if not ids:
+        return None
+    return frozenset(i for i in ids if isinstance(i, str))
 
 
 class ToolCalls:

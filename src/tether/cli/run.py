@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from tether.agent.events import WarningEvent
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime, default_id_factory
-from tether.agent.tool_calls import STARTED_EVENT
+from tether.agent.tool_calls import started_call_ids as started_call_ids  # re-exported
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
     EXIT_AUTH,
@@ -40,7 +40,7 @@ from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-from tether.session import EventEntry, SessionStore, SessionWriter
+from tether.session import SessionStore, SessionWriter
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
 from tether.wire.resume import drop_retried_user_turns
@@ -155,15 +155,6 @@ def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) 
             f"{window_tokens} tokens; nothing was sent. Save the text to a file in the working "
             "folder and ask the agent to read it in parts"
         )
-
-
-def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
-    """The ids of calls with a `tool_call_started` record, or None when the session holds no
-    such record at all (written before they existed: which calls ran is unknown)."""
-    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
-    if not ids:
-        return None
-    return frozenset(i for i in ids if isinstance(i, str))
 
 
 def _build(
