@@ -193,12 +193,22 @@ def parse_task(file: str, text: str) -> Task | Rejected:
     Returns a `Task`, or a `Rejected` with one of the reasons in the module docstring (never
     raises)."""
     stem = file[:-3] if file.endswith(".md") else file
+    handler = frontmatter.detect_format(text, frontmatter.handlers)
     try:
-        post = frontmatter.loads(text)
+        if handler is None:
+            raw: Any = {}
+            content = text
+        else:
+            head, content = handler.split(text)
+            raw = handler.load(head)
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return Rejected(file, "frontmatter", first)
-    meta = cast("dict[str, Any]", post.metadata)  # pyright: ignore[reportUnknownMemberType]
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        return Rejected(file, "frontmatter", f"the frontmatter is a {type(raw).__name__}, not a mapping")
+    meta = cast("dict[str, Any]", raw)
     try:
         front = _Front.model_validate(meta)
     except ValidationError as exc:
@@ -212,7 +222,7 @@ def parse_task(file: str, text: str) -> Task | Rejected:
         schedule = _schedule(front.schedule)
     except ValueError as exc:
         return Rejected(file, "schedule", str(exc), id=task_id)
-    prompt = post.content.strip()
+    prompt = content.strip()
     if not prompt:
         return Rejected(file, "empty_prompt", "the body (the prompt) is empty", id=task_id)
     return Task(
