@@ -114,15 +114,18 @@ def tether(tmp: Path, root: Path, *args: str, timeout: float = 180, **extra: str
     )
 
 
-def popen(tmp: Path, root: Path, *args: str, **extra: str) -> subprocess.Popen[str]:
+def popen(
+    tmp: Path, root: Path, *args: str, start_new_session: bool = False, **extra: str
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "jobs", *args],
         cwd=root,
         env=env(tmp, **extra),
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         text=True,
+        start_new_session=start_new_session,
     )
 
 
