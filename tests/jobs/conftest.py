@@ -18,7 +18,10 @@ import pytest
 
 
 def _bin_dir() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     return Path(found[-1]).parent if found else None
 
 
@@ -30,7 +33,9 @@ def _as_user(cmd: list[str], user: str | None) -> list[str]:
 def postgres_url() -> Iterator[str]:
     bin_dir = _bin_dir()
     if bin_dir is None:
-        pytest.skip("PostgreSQL binaries are absent (/usr/lib/postgresql/*/bin); .ci/run installs them")
+        pytest.skip(
+            "PostgreSQL binaries are absent (/usr/lib/postgresql/*/bin); .ci/run installs them"
+        )
     user: str | None = None
     if os.geteuid() == 0:
         user = "postgres"
@@ -45,14 +50,41 @@ def postgres_url() -> Iterator[str]:
     port = "5432"
     try:
         subprocess.run(
-            _as_user([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "tether", "--no-sync"], user),
+            _as_user(
+                [
+                    str(bin_dir / "initdb"),
+                    "-D",
+                    str(data),
+                    "-A",
+                    "trust",
+                    "-U",
+                    "tether",
+                    "--no-sync",
+                ],
+                user,
+            ),
             check=True,
             capture_output=True,
             timeout=120,
         )
         opts = f"-k {base} -p {port} -c listen_addresses='' -c fsync=off -c max_connections=200"
         subprocess.run(
-            _as_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(base / "log"), "-w", "-t", "60", "start"], user),
+            _as_user(
+                [
+                    str(bin_dir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-o",
+                    opts,
+                    "-l",
+                    str(base / "log"),
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                ],
+                user,
+            ),
             check=True,
             capture_output=True,
             timeout=120,
@@ -60,7 +92,9 @@ def postgres_url() -> Iterator[str]:
         yield f"postgresql://tether@/postgres?host={base}&port={port}"
     finally:
         subprocess.run(
-            _as_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], user),
+            _as_user(
+                [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], user
+            ),
             capture_output=True,
             timeout=60,
         )

@@ -102,7 +102,9 @@ def env(tmp: Path, **extra: str) -> dict[str, str]:
     return e | extra
 
 
-def tether(tmp: Path, root: Path, *args: str, timeout: float = 180, **extra: str) -> subprocess.CompletedProcess[str]:
+def tether(
+    tmp: Path, root: Path, *args: str, timeout: float = 180, **extra: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", "jobs", *args],
         cwd=root,

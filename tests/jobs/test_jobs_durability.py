@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from jobkit import LoopModel, lines, popen, project, task_file, tether
+
 from tether.session import SessionStore
 
 KILLS = 20

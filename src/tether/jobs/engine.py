@@ -239,7 +239,9 @@ class Dispatched:
     new: bool
 
 
-def dispatch(cfg: JobsConfig, tasks: Iterable[Task], now: datetime | None = None) -> list[Dispatched]:
+def dispatch(
+    cfg: JobsConfig, tasks: Iterable[Task], now: datetime | None = None
+) -> list[Dispatched]:
     """Enqueue each task's due run (`tether.jobs.parse.due_slot`) that has no workflow yet.
     Needs `launch` first. Idempotent: a run already enqueued, running or finished is left."""
     now = now or datetime.now(UTC)
@@ -278,7 +280,9 @@ def wait(workflow_ids: Iterable[str], *, poll_s: float = 0.2) -> dict[str, str]:
     return done
 
 
-def serve(stop: threading.Event, on_tick: Callable[[], None] | None = None, tick_s: float = 1.0) -> None:
+def serve(
+    stop: threading.Event, on_tick: Callable[[], None] | None = None, tick_s: float = 1.0
+) -> None:
     """Keep this (launched, listening) process working the queue until `stop` is set;
     `on_tick` runs every `tick_s` seconds (`dispatch --watch` rescans the folder there)."""
     while not stop.is_set():
@@ -319,7 +323,9 @@ def cancel(cfg: JobsConfig, task_id: str) -> list[str]:
         prefix = f"{cfg.project}:{task_id}:"
         ids = [
             w.workflow_id
-            for w in client.list_workflows(workflow_id_prefix=prefix, load_input=False, load_output=False)
+            for w in client.list_workflows(
+                workflow_id_prefix=prefix, load_input=False, load_output=False
+            )
             if w.status not in FINAL
         ]
         for wid in ids:

@@ -207,7 +207,9 @@ def parse_task(file: str, text: str) -> Task | Rejected:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        return Rejected(file, "frontmatter", f"the frontmatter is a {type(raw).__name__}, not a mapping")
+        return Rejected(
+            file, "frontmatter", f"the frontmatter is a {type(raw).__name__}, not a mapping"
+        )
     meta = cast("dict[str, Any]", raw)
     try:
         front = _Front.model_validate(meta)

@@ -8,7 +8,8 @@ Idempotency, by the session named after the task and the run (`session_id`):
   that have no result (`Agent.close_interrupted`: "started, may have had effects" versus "never
   ran", from the `tool_call_started` records), and continue it; the prompt is not sent again.
   A call whose result was recorded is never repeated;
-- a session with a `job_run_end` event: the run finished: its outcome is returned, nothing runs.
+- a session with a `job_run_end` event, or whose last turn is a final answer (cut after the
+  answer was saved): the run finished: its outcome is returned, nothing runs.
 
 Cancellation (`tether jobs cancel`): `cancelled()` is polled while the agent runs; when it
 says so the run is cancelled like `tether run` on SIGINT (the partial turn is persisted, pending
@@ -98,6 +99,11 @@ def run_task(
         loaded = store.load(sid)
         history = drop_retried_user_turns(loaded.turns)
         started = started_call_ids(loaded.events)
+    if history and _answered(history[-1]):  # cut after the answer was saved, before the end
+        with store.open_for_append(sid) as writer:
+            outcome = _outcome_of(history, task, slot, sid)
+            writer.append_event(RUN_END_EVENT, outcome)
+        return outcome
     overrides: dict[str, Any] = {}
     if task.get("max_turns"):
         overrides["run.max_turns"] = task["max_turns"]
@@ -115,7 +121,9 @@ def run_task(
             if name not in wanted:
                 agent.registry.remove(name)
     writer: SessionWriter = (
-        store.open_for_append(sid) if history or store.exists(sid) else store.create(sid, cwd=str(root))
+        store.open_for_append(sid)
+        if history or store.exists(sid)
+        else store.create(sid, cwd=str(root))
     )
     try:
         agent.attach_session(writer, store.artifact_dir(sid))
@@ -135,6 +143,35 @@ def run_task(
         return outcome
     finally:
         writer.close()
+
+
+def _answered(turn: Turn) -> bool:
+    """True when `turn` is a final answer: an assistant turn without tool calls that was not
+    cut (interrupted, or at `max_tokens`, which the loop would continue)."""
+    return (
+        turn.role == "assistant"
+        and not turn.tool_calls
+        and turn.stop_reason not in ("interrupted", "max_tokens")
+    )
+
+
+def _outcome_of(
+    history: tuple[Turn, ...], task: dict[str, Any], slot: str, sid: str
+) -> dict[str, Any]:
+    """The outcome of a run whose final answer is the last turn of `history`."""
+    replies = [t for t in history if t.role == "assistant"]
+    return {
+        "answer": history[-1].text,
+        "stop_reason": history[-1].stop_reason or "end_turn",
+        "usage": _usage_json(sum((t.usage for t in replies if t.usage), Usage())),
+        "turns": len(replies),
+        "error": None,
+        "task": task["id"],
+        "slot": slot,
+        "session_id": sid,
+        "resumed": True,
+        "finished_ms": int(time.time() * 1000),
+    }
 
 
 async def _drive(
