@@ -3,7 +3,8 @@ concurrent runs of many tasks need no shared script), a project with a jobs fold
 `tether` in a subprocess with that model selected through the user settings file.
 
 The model: a task whose prompt holds `TOOL` gets one `bash` call appending a line to
-`side/<task>.txt` (a side effect a repeated call would double); after any tool result, or for
+`side/<task>.txt` (a side effect a repeated call would double), one holding `SLOW` a
+`bash` call sleeping 120 s; after any tool result, or for
 any other prompt, the answer is `done <first word of the prompt>`."""
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class LoopModel(FaultServer):
         word = prompt.split()[0] if prompt.split() else "?"
         if messages and messages[-1].get("role") == "tool":
             return text(f"done {word}")
+        if "SLOW" in prompt:
+            return tool("bash", command="sleep 120")
         if "TOOL" in prompt:
             return tool("bash", command=f"mkdir -p side && echo ran >> side/{word}.txt")
         return text(f"done {word}")
