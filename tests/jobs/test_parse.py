@@ -147,3 +147,17 @@ def test_every_slot_is_stable_within_its_interval(seconds: int, now: datetime) -
     start = datetime.strptime(slot.removeprefix("every-") if slot else "", "%Y%m%dT%H%M%SZ")
     start = start.replace(tzinfo=UTC)
     assert start <= now and (now - start).total_seconds() < max(seconds, 1)
+
+
+def test_the_readme_example_task_files_parse() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Jobs\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```markdown\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 2
+    nightly, typos = (parse_task(n, b) for n, b in zip(("x.md", "fix-typos.md"), blocks, strict=True))
+    assert isinstance(nightly, Task) and nightly.id == "nightly-report"
+    assert nightly.schedule.kind == "cron" and nightly.safe and nightly.timeout_s == 1200
+    assert isinstance(typos, Task) and typos.id == "fix-typos" and typos.schedule.kind == "once"
