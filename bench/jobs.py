@@ -78,7 +78,10 @@ def setup_run(model: LoopModel, n: int, workers: int, url: str | None) -> tuple[
     db = {"TETHER_JOBS_DATABASE_URL": url} if url else {}
     procs: list[subprocess.Popen[str]] = []
     try:
-        root = jobkit.project(tmp, model, jobs_settings=SETTINGS)
+        # a project name per setup: the PostgreSQL database is shared by the setups, and the
+        # same task in the same project is the same workflow (it would not run again)
+        name = f"bench-{'pg' if url else 'sqlite'}-{workers}"
+        root = jobkit.project(tmp, model, jobs_settings=SETTINGS | {"project": name})
         for k in range(2 * workers):
             jobkit.task_file(root, f"warm{k}", f"warm{k} answer")
         out = jobkit.tether(tmp, root, "dispatch", "--once", "--enqueue-only", **db)
