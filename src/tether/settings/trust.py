@@ -67,7 +67,9 @@ _TETHER_WRITTEN = (os.path.join("jobs", "archive"), os.path.join("jobs", "runs")
 
 
 def _files_under(folder: Path) -> Iterator[Path]:
-    skip = {os.path.join(folder, d) for d in _TETHER_WRITTEN} if folder.name == PROJECT_DIR else set()
+    skip: set[str] = set()
+    if folder.name == PROJECT_DIR:
+        skip = {os.path.join(folder, d) for d in _TETHER_WRITTEN}
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(
             d for d in dirnames if d != "__pycache__" and os.path.join(dirpath, d) not in skip
