@@ -119,24 +119,28 @@ def main() -> None:
     args = ap.parse_args()
     with LoopModel() as model:
         base = baseline(model, args.n)
-        print(f"baseline: agent run alone {base * 1e3:.1f} ms/task (n={args.n}, in process)")
-        rows: list[tuple[str, float, float]] = []
-        d, r = setup_run(model, args.n, 1, None)
-        rows.append(("sqlite, 1 worker", d, r))
+        print(
+            f"baseline: agent run alone {base * 1e3:.1f} ms/task (n={args.n}, in process)",
+            flush=True,
+        )
+
+        def show(name: str, d: float, r: float) -> None:
+            print(
+                f"{name:20s} dispatch {d * 1e3:7.1f} ms/task (process start included) · "
+                f"run {r * 1e3:7.1f} ms/task/worker · overhead {(r - base) * 1e3:+7.1f} ms "
+                f"({r / base:.2f}× the bare run)",
+                flush=True,
+            )
+
+        show("sqlite, 1 worker", *setup_run(model, args.n, 1, None))
         if not args.no_postgres:
             try:
                 with pgserver.postgres() as url:
                     for w in (1, 3):
-                        d, r = setup_run(model, args.n, w, url)
-                        rows.append((f"postgres, {w} worker{'s' if w > 1 else ''}", d, r))
+                        name = f"postgres, {w} worker{'s' if w > 1 else ''}"
+                        show(name, *setup_run(model, args.n, w, url))
             except pgserver.Unavailable as exc:
                 print(f"postgres: skipped ({exc})")
-        for name, d, r in rows:
-            print(
-                f"{name:20s} dispatch {d * 1e3:7.1f} ms/task (process start included) · "
-                f"run {r * 1e3:7.1f} ms/task/worker · overhead {(r - base) * 1e3:+7.1f} ms "
-                f"({r / base:.2f}× the bare run)"
-            )
 
 
 if __name__ == "__main__":
