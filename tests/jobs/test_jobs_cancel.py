@@ -19,7 +19,7 @@ def test_cancel_interrupts_a_running_task(tmp_path: Path) -> None:
         proc = popen(tmp_path, root, "dispatch", "--once")
         try:
             sessions = tmp_path / "home" / "sessions"
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + 240
             while not any(
                 "tool_call_started" in p.read_text() for p in sessions.glob("*.jsonl")
             ):
@@ -29,7 +29,7 @@ def test_cancel_interrupts_a_running_task(tmp_path: Path) -> None:
             out = tether(tmp_path, root, "cancel", "slow")
             assert out.returncode == 0, out.stderr
             assert len(lines(out.stdout)) == 1
-            assert proc.wait(timeout=60) == 0
+            assert proc.wait(timeout=240) == 0  # generous: a loaded CI machine
         finally:
             if proc.poll() is None:
                 proc.kill()
