@@ -51,6 +51,16 @@ STARTED_EVENT = "tool_call_started"
 """The session event persisted right before a call runs: `{"tool_call_id": str, "name": str}`."""
 
 
+def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
+    """The ids of calls with a `tool_call_started` record among a loaded session's `events`,
+    or None when the session holds no such record at all (written before they existed: which
+    calls ran is unknown). What `Agent.started_calls` takes on a resume."""
+    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
+    if not ids:
+        return None
+    return frozenset(i for i in ids if isinstance(i, str))
+
+
 class ToolCalls:
     """The tool calls of one agent.
 
@@ -224,12 +234,3 @@ class ToolCalls:
             )
         )
         return result
-
-
-def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
-    """The ids of calls with a `tool_call_started` record, or None when the session holds no
-    such record at all (written before they existed: which calls ran is unknown)."""
-    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
-    if not ids:
-        return None
-    return frozenset(i for i in ids if isinstance(i, str))

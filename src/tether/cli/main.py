@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import click
 import typer
 
+from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
 from tether.cli.settings_cmds import config_app, login, logout
@@ -39,6 +40,7 @@ sessions_app = typer.Typer(
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(jobs_app, name="jobs")
 app.command()(login)
 app.command()(logout)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime, default_id_factory
-from tether.agent.tool_calls import started_call_ids
+from tether.agent.tool_calls import started_call_ids as started_call_ids  # re-exported
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
     EXIT_AUTH,

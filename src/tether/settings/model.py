@@ -436,6 +436,33 @@ class HooksSettings(_Section):
     stop: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
 
 
+class JobsSettings(_Section):
+    """`jobs`: unattended folder tasks (`tether.jobs`) run durably on DBOS.
+
+    Attributes:
+        database_url: DBOS's system database: `postgresql://…` for many workers on many
+            machines sharing one queue; None: an embedded SQLite file under `TETHER_HOME`
+            (`<data>/jobs/<project>.sqlite`). `TETHER_JOBS_DATABASE_URL` overrides it.
+        project: the name that keys this project's queue and workflow ids in a shared
+            database (letters, digits, `_`, `-`, `.`); None: the project folder's name.
+        concurrency: task runs of this project at once, across all workers (≥ 1).
+        worker_concurrency: task runs at once in one worker process (≥ 1).
+        model_concurrency: per model (`provider/model` as a task's `model` names it), runs
+            at once across all workers; tasks of such a model go to its own queue.
+        poll_interval_s: how often `dispatch --watch` rescans the folder and the queue
+            is polled, seconds (JSON key `poll_interval`).
+    """
+
+    database_url: str | None = Field(default=None, pattern=r"^(postgres(ql)?|sqlite)(\+\w+)?://")
+    project: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    concurrency: int = Field(default=4, ge=1)
+    worker_concurrency: int = Field(default=2, ge=1)
+    model_concurrency: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict[str, int]
+    )
+    poll_interval_s: Duration = Field(default=1.0, alias="poll_interval", gt=0)
+
+
 ModelSelection = str | list[str | ModelEntry] | None
 
 
@@ -464,6 +491,7 @@ class AgentConfig(_Section):
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     agents: AgentsSettings = Field(default_factory=AgentsSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
 
     def model_specs(self) -> list[str]:
         """The model selection as `provider/model` strings, in order (empty when unset)."""

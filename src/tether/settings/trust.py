@@ -8,7 +8,8 @@ Does not own: loading settings (`tether.settings.files`), scanning tool folders
 (`tether.tools.scan`), the command line (`tether.cli`).
 
 What needs approval: every file under the project's `.tether/` folder (settings, tool modules,
-their helpers; `*.lock`, `*.tmp` and `__pycache__` left out) and under each tool folder that the
+their helpers; `*.lock`, `*.tmp`, `__pycache__` and what Jobs writes, `jobs/archive/` and
+`jobs/runs/`, left out) and under each tool folder that the
 project's settings file names in `tools.folders`. Files a project has none of need no approval:
 a project without `.tether/` runs as before, and a file that appears there later (planted by a
 tool call of an earlier run, or pulled from a repository) is new, hence unapproved.
@@ -61,9 +62,18 @@ def _project_tool_folders(root: Path) -> list[Path]:
     return [root / str(f) for f in cast("list[Any]", folders)]
 
 
+# Written by tether itself (`tether.jobs.folder`): completed run-once tasks and run records.
+_TETHER_WRITTEN = (os.path.join("jobs", "archive"), os.path.join("jobs", "runs"))
+
+
 def _files_under(folder: Path) -> Iterator[Path]:
+    skip: set[str] = set()
+    if folder.name == PROJECT_DIR:
+        skip = {os.path.join(folder, d) for d in _TETHER_WRITTEN}
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        dirnames[:] = sorted(
+            d for d in dirnames if d != "__pycache__" and os.path.join(dirpath, d) not in skip
+        )
         for name in sorted(filenames):
             if not name.endswith(_SKIP_SUFFIXES):
                 yield Path(dirpath, name)

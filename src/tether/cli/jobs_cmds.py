@@ -1,0 +1,363 @@
+"""`tether jobs ...`: the operator's commands for the jobs folder (`tether.jobs`).
+
+    init | list | add FILE | run [ID] | dispatch [--once | --watch] [--enqueue-only] |
+    status | logs ID | cancel ID | enable | disable | worker [--id ID]
+
+Output: JSON lines on stdout (one per task, run or workflow), one-line notes on stderr.
+`list`, `status`, `logs` and `cancel` never start an agent (`status`/`cancel` read the DBOS
+system database through a client that executes nothing). Exit codes: 0 ok · 1 usage, a bad
+task file, a disabled or missing jobs folder, a database that cannot be reached · 130
+interrupted (a run cut by the signal is recovered by the next `dispatch`/`worker` with the same
+executor id).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+
+from tether.cli.output import EXIT_USAGE, err
+
+if TYPE_CHECKING:
+    from tether.jobs.engine import JobsConfig
+
+jobs_app = typer.Typer(
+    help="Folder tasks run unattended and durably (.tether/jobs/).", no_args_is_help=True
+)
+
+Cwd = Annotated[Path, typer.Option(help="The project folder.")]
+ExecutorId = Annotated[
+    str | None,
+    typer.Option("--id", help="This process's executor id (default: <host>-<command>)."),
+]
+
+
+def _root(cwd: Path) -> Path:
+    root = cwd.resolve()
+    if not root.is_dir():
+        err(f"--cwd {cwd} is not a folder")
+        raise typer.Exit(EXIT_USAGE)
+    return root
+
+
+def _config(root: Path, *, executor_id: str | None = None, role: str = "worker") -> JobsConfig:
+    """The project's jobs configuration; one line and exit 1 on bad settings or no DBOS."""
+    from tether.agent.build import trusted_settings
+    from tether.errors import ConfigError
+
+    try:
+        from tether.jobs.engine import jobs_config
+    except ImportError as exc:  # a broken install: dbos missing
+        err(f"tether jobs needs the `dbos` package ({exc}); pip install tether")
+        raise typer.Exit(EXIT_USAGE) from None
+    try:
+        loaded, refused = trusted_settings(root)
+    except ConfigError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    if refused:
+        err(f"warning: {refused}")
+    return jobs_config(root, loaded.settings, executor_id=executor_id, role=role)
+
+
+def _require_enabled(root: Path) -> None:
+    from tether.jobs import folder
+
+    if not folder.jobs_dir(root).is_dir():
+        err(f"{folder.jobs_dir(root)} does not exist; run `tether jobs init` first")
+        raise typer.Exit(EXIT_USAGE)
+    if not folder.is_enabled(root):
+        err(f"jobs are disabled in {root} (`tether jobs enable` turns them on)")
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _outcome(out: object) -> dict[str, Any]:
+    """The outcome fields a status row shows (a workflow's output is a dict when it ran)."""
+    if not isinstance(out, dict):
+        return {}
+    fields = cast("dict[str, Any]", out)
+    return {k: fields.get(k) for k in ("stop_reason", "answer", "session_id") if k in fields}
+
+
+def _print(row: dict[str, Any]) -> None:
+    print(json.dumps(row, default=str), flush=True)
+
+
+@jobs_app.command("init")
+def init(cwd: Cwd = Path(".")) -> None:
+    """Create .tether/jobs/ with its `ai-jobs` marker (enables Jobs here)."""
+    from tether.jobs import folder
+
+    d = folder.init(_root(cwd))
+    err(f"jobs enabled: add task files (*.md) to {d}")
+
+
+@jobs_app.command("enable")
+def enable(cwd: Cwd = Path(".")) -> None:
+    """Enable Jobs (removes the `ai-jobs-disabled` marker)."""
+    from tether.jobs import folder
+
+    try:
+        folder.set_enabled(_root(cwd), True)
+    except FileNotFoundError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    err("jobs enabled")
+
+
+@jobs_app.command("disable")
+def disable(cwd: Cwd = Path(".")) -> None:
+    """Disable Jobs (adds the `ai-jobs-disabled` marker: dispatch and workers refuse)."""
+    from tether.jobs import folder
+
+    try:
+        folder.set_enabled(_root(cwd), False)
+    except FileNotFoundError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    err("jobs disabled")
+
+
+@jobs_app.command("list")
+def list_tasks(cwd: Cwd = Path(".")) -> None:
+    """The folder's tasks and the rejected files with their reasons (starts nothing)."""
+    from tether.jobs import folder
+
+    root = _root(cwd)
+    found = folder.scan(root)
+    for t in found.tasks:
+        _print(
+            {
+                "id": t.id,
+                "file": t.file,
+                "schedule": t.schedule.describe(),
+                "model": t.model,
+                "prompt": t.prompt[:80],
+            }
+        )
+    for r in found.rejected:
+        _print({"file": r.file, "rejected": r.reason, "detail": r.detail, "id": r.id})
+        err(f"rejected {r.describe()}")
+    state = "enabled" if folder.is_enabled(root) else "disabled"
+    err(f"{len(found.tasks)} task(s), {len(found.rejected)} rejected; jobs {state}")
+
+
+@jobs_app.command("add")
+def add(
+    file: Annotated[Path, typer.Argument(help="A task file (Markdown with frontmatter).")],
+    cwd: Cwd = Path("."),
+) -> None:
+    """Check a task file and copy it into the jobs folder as <id>.md."""
+    from tether.jobs import folder
+    from tether.jobs.parse import Rejected, parse_task
+    from tether.settings import write_atomic
+
+    root = _root(cwd)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        err(f"cannot read {file}: {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+    parsed = parse_task(file.name, text)
+    if isinstance(parsed, Rejected):
+        err(f"rejected {parsed.describe()}")
+        raise typer.Exit(EXIT_USAGE)
+    d = folder.init(root) if not folder.jobs_dir(root).is_dir() else folder.jobs_dir(root)
+    taken = {t.id: t.file for t in folder.scan(root).tasks}
+    if parsed.id in taken:
+        err(f"rejected {file.name}: duplicate_id: id {parsed.id!r} is already {taken[parsed.id]}")
+        raise typer.Exit(EXIT_USAGE)
+    dest = d / f"{parsed.id}.md"
+    if dest.exists():
+        err(f"{dest} exists already")
+        raise typer.Exit(EXIT_USAGE)
+    write_atomic(dest, text.encode())
+    err(f"added {parsed.id} ({parsed.schedule.describe()}) as {dest}")
+
+
+def _run_and_wait(cfg: JobsConfig, ids: list[str]) -> None:
+    from tether.jobs import engine
+
+    done = engine.wait(ids)
+    for wid in ids:
+        status = engine.handle(wid).get_status()
+        _print({"workflow_id": wid, "status": done[wid], **_outcome(status.output)})
+
+
+@jobs_app.command("dispatch")
+def dispatch(
+    cwd: Cwd = Path("."),
+    once: Annotated[bool, typer.Option("--once", help="One pass (default).")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Rescan and run until stopped.")] = False,
+    enqueue_only: Annotated[
+        bool, typer.Option("--enqueue-only", help="Only enqueue: workers run the tasks.")
+    ] = False,
+    executor_id: ExecutorId = None,
+) -> None:
+    """Enqueue every due task run not enqueued yet, then run them here (unless
+    --enqueue-only) until they finish (--once, what a host cron or timer calls) or forever
+    (--watch). A second pass over the same slot enqueues nothing."""
+    from tether.jobs import engine, folder
+
+    if once and watch:
+        err("--once and --watch cannot be combined")
+        raise typer.Exit(EXIT_USAGE)
+    root = _root(cwd)
+    _require_enabled(root)
+    cfg = _config(root, executor_id=executor_id, role="dispatch")
+    _launch(cfg, listen=not enqueue_only)
+    try:
+        if not watch:
+            found = folder.scan(root)
+            for r in found.rejected:
+                err(f"rejected {r.describe()}")
+            runs = engine.dispatch(cfg, found.tasks, datetime.now(UTC))
+            new = sum(r.new for r in runs)
+            err(f"{new} new run(s) enqueued, {len(runs) - new} already known")
+            if not enqueue_only:
+                _run_and_wait(cfg, [r.workflow_id for r in runs])
+            return
+        stop = threading.Event()
+
+        def tick() -> None:
+            if folder.is_enabled(root):
+                for r in engine.dispatch(cfg, folder.scan(root).tasks, datetime.now(UTC)):
+                    if r.new:
+                        err(f"enqueued {r.workflow_id}")
+
+        engine.serve(stop, tick, cfg.poll_interval_s)
+    finally:
+        engine.shutdown()
+
+
+def _launch(cfg: JobsConfig, *, listen: bool) -> None:
+    from tether.jobs import engine
+
+    try:
+        engine.launch(cfg, listen=listen)
+    except Exception as exc:  # the database cannot be reached or set up
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        err(f"jobs database {_redact_url(cfg.database_url)}: {first}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _redact_url(url: str) -> str:
+    import re
+
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+@jobs_app.command("run")
+def run(
+    task_id: Annotated[str | None, typer.Argument(help="The task (default: every task).")] = None,
+    cwd: Cwd = Path("."),
+    executor_id: ExecutorId = None,
+) -> None:
+    """Run a task now (a new run, whatever its schedule), here, and wait for it."""
+    from tether.jobs import engine, folder
+    from tether.jobs.parse import Schedule
+
+    root = _root(cwd)
+    _require_enabled(root)
+    found = folder.scan(root)
+    tasks = [t for t in found.tasks if task_id is None or t.id == task_id]
+    if task_id is not None and not tasks:
+        err(f"no valid task {task_id!r} in {folder.jobs_dir(root)}")
+        raise typer.Exit(EXIT_USAGE)
+    cfg = _config(root, executor_id=executor_id, role="run")
+    _launch(cfg, listen=True)
+    try:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        import dataclasses
+
+        manual = [
+            dataclasses.replace(t, schedule=Schedule("at", at=datetime.now(UTC)), digest=t.digest)
+            for t in tasks
+        ]
+        ids: list[str] = []
+        for t in manual:
+            runs = engine.dispatch(cfg, [t], datetime.now(UTC))
+            ids += [r.workflow_id for r in runs]
+        err(f"{len(ids)} run(s) started ({stamp})")
+        _run_and_wait(cfg, ids)
+    finally:
+        engine.shutdown()
+
+
+@jobs_app.command("status")
+def status(cwd: Cwd = Path(".")) -> None:
+    """Every run of this project in the database: workflow id, status, executor, outcome."""
+    from tether.jobs import engine
+
+    root = _root(cwd)
+    cfg = _config(root, role="status")
+    try:
+        rows = engine.workflows(cfg)
+    except Exception as exc:
+        err(f"jobs database {_redact_url(cfg.database_url)}: {str(exc).splitlines()[0]}")
+        raise typer.Exit(EXIT_USAGE) from None
+    counts: dict[str, int] = {}
+    for w in rows:
+        counts[w.status] = counts.get(w.status, 0) + 1
+        row: dict[str, Any] = {
+            "workflow_id": w.workflow_id,
+            "status": w.status,
+            "executor_id": w.executor_id,
+            "queue": w.queue_name,
+        }
+        _print(row | _outcome(w.output))
+    err(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no runs yet")
+
+
+@jobs_app.command("logs")
+def logs(
+    task_id: Annotated[str, typer.Argument(help="The task.")],
+    cwd: Cwd = Path("."),
+) -> None:
+    """A task's run records (answer, stop reason, usage, session id), oldest first; read the
+    whole run with `tether sessions show <session_id>`."""
+    from tether.jobs import folder
+
+    records = folder.read_records(_root(cwd), task_id)
+    for rec in records:
+        _print(rec)
+    err(f"{len(records)} run(s) of {task_id}")
+
+
+@jobs_app.command("cancel")
+def cancel(
+    task_id: Annotated[str, typer.Argument(help="The task.")],
+    cwd: Cwd = Path("."),
+) -> None:
+    """Cancel a task's queued and running runs (a running agent is interrupted; its partial
+    turn is persisted)."""
+    from tether.jobs import engine
+
+    root = _root(cwd)
+    cfg = _config(root, role="cancel")
+    ids = engine.cancel(cfg, task_id)
+    for wid in ids:
+        _print({"workflow_id": wid, "status": "CANCELLED"})
+    err(f"cancelled {len(ids)} run(s) of {task_id}")
+
+
+@jobs_app.command("worker")
+def worker(cwd: Cwd = Path("."), executor_id: ExecutorId = None) -> None:
+    """A long-lived worker: takes this project's runs from the queue (shared through
+    PostgreSQL across machines) and recovers its own unfinished ones on start."""
+    from tether.jobs import engine
+
+    root = _root(cwd)
+    _require_enabled(root)
+    cfg = _config(root, executor_id=executor_id, role="worker")
+    _launch(cfg, listen=True)
+    err(f"worker {cfg.executor_id} on {_redact_url(cfg.database_url)} (queue {cfg.queue})")
+    try:
+        engine.serve(threading.Event(), None, cfg.poll_interval_s)
+    finally:
+        engine.shutdown()

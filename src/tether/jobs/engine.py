@@ -1,0 +1,340 @@
+"""Durable execution of task runs on DBOS (`dbos`): one workflow per task run, DBOS queues for
+the concurrency limits, DBOS's recovery of pending workflows after a crash.
+
+Owns: the DBOS configuration (the system database: embedded SQLite under `TETHER_HOME` by
+default, PostgreSQL from `TETHER_JOBS_DATABASE_URL` / `jobs.database_url`), the workflow and its
+two steps, the queues, `dispatch` (enqueue each due task run once), `serve` (a worker), and the
+read-only views (`workflows`, through a `DBOSClient`: they never execute anything).
+Does not own: parsing (`tether.jobs.parse`), the folder (`tether.jobs.folder`), the agent run
+(`tether.jobs.runner`), the command line (`tether.cli.jobs_cmds`).
+
+Exactly once: a run's workflow id is `<project>:<task id>:<slot>` (`tether.jobs.parse`), so a
+second dispatch of the same slot attaches to the existing workflow instead of enqueuing
+another. The workflow is two steps, `run` (the agent run: `tether.jobs.runner.run_task`,
+idempotent through its session, and the run record) and `archive` (run-once tasks; an atomic
+rename, idempotent). A process killed mid-step leaves its workflow PENDING under its executor
+id; DBOS recovers it when a process with that executor id launches again, and the step runs
+again, which continues the session instead of restarting it.
+
+DBOS is a per-process singleton: one `launch` per process (`shutdown` destroys it, after which
+`launch` may be called again, as tests do).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
+
+from tether.agent.build import ModelLike
+from tether.jobs import folder
+from tether.jobs.parse import Task, due_slot
+from tether.jobs.runner import run_task
+from tether.settings import AgentConfig
+
+APP_NAME = "tether-jobs"
+APP_VERSION = "tether-jobs-1"
+"""Fixed, so every worker (of any tether build) dequeues and recovers the same workflows."""
+WORKFLOW_NAME = "tether_job_run"
+DATABASE_ENV = "TETHER_JOBS_DATABASE_URL"
+EXECUTOR_ENV = "TETHER_JOBS_EXECUTOR_ID"
+FINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobsConfig:
+    """Where and how this project's jobs run (from `jobs` settings, env and flags).
+
+    Attributes:
+        root: the project folder.
+        project: the name keying queues and workflow ids.
+        database_url: DBOS's system database URL.
+        executor_id: this process's DBOS executor id (unique among live processes; stable
+            across restarts so the process recovers its own pending workflows).
+        concurrency / worker_concurrency / model_concurrency / poll_interval_s: as
+            `tether.settings.model.JobsSettings`.
+    """
+
+    root: Path
+    project: str
+    database_url: str
+    executor_id: str
+    concurrency: int = 4
+    worker_concurrency: int = 2
+    model_concurrency: dict[str, int] = field(default_factory=dict[str, int])
+    poll_interval_s: float = 1.0
+
+    @property
+    def queue(self) -> str:
+        """The project's queue."""
+        return f"tether-jobs.{self.project}"
+
+    def queue_for(self, model: str | None) -> str:
+        """The queue of a task with `model`: the model's own when it has a limit."""
+        if model and model in self.model_concurrency:
+            return f"{self.queue}.model.{re.sub(r'[^A-Za-z0-9_.-]', '_', model)}"
+        return self.queue
+
+    def workflow_id(self, task_id: str, slot: str) -> str:
+        """`<project>:<task id>:<slot>`."""
+        return f"{self.project}:{task_id}:{slot}"
+
+
+def default_database_url(project: str) -> str:
+    """The embedded SQLite system database: `<tether data>/jobs/<project>.sqlite`."""
+    from tether.session.layout import default_root
+
+    base = default_root().parent / "jobs"
+    base.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{base / project}.sqlite"
+
+
+def jobs_config(
+    root: Path, settings: AgentConfig, *, executor_id: str | None = None, role: str = "worker"
+) -> JobsConfig:
+    """The jobs configuration of `root` from its settings, `TETHER_JOBS_DATABASE_URL` and
+    `TETHER_JOBS_EXECUTOR_ID`; the default executor id is `<host name>-<role>`."""
+    js = settings.jobs
+    project = js.project or re.sub(r"[^A-Za-z0-9_.-]", "_", root.name) or "project"
+    url = os.environ.get(DATABASE_ENV) or js.database_url or default_database_url(project)
+    exe = executor_id or os.environ.get(EXECUTOR_ENV) or f"{socket.gethostname()}-{role}"
+    return JobsConfig(
+        root=root,
+        project=project,
+        database_url=url,
+        executor_id=exe,
+        concurrency=js.concurrency,
+        worker_concurrency=min(js.worker_concurrency, js.concurrency),
+        model_concurrency=dict(js.model_concurrency),
+        poll_interval_s=js.poll_interval_s,
+    )
+
+
+# ---- the workflow (module level: DBOS registers it at import) -----------------------------
+
+
+@dataclass
+class _Process:
+    """What this process's workflows run with (set by `launch`)."""
+
+    config: JobsConfig | None = None
+    model: ModelLike | None = None
+
+
+_PROCESS = _Process()
+
+
+def _config() -> JobsConfig:
+    if _PROCESS.config is None:
+        raise RuntimeError("tether jobs: DBOS workflow run before launch()")
+    return _PROCESS.config
+
+
+@DBOS.step(name="tether_job_agent_run")
+def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
+    cfg = _config()
+    wid = DBOS.workflow_id
+    assert wid is not None
+
+    def cancelled() -> bool:
+        status = DBOS.get_workflow_status(wid)
+        return status is not None and status.status == "CANCELLED"
+
+    outcome = run_task(
+        cfg.root,
+        task,
+        slot,
+        project=cfg.project,
+        model=_PROCESS.model,
+        cancelled=cancelled,
+        poll_s=max(0.2, cfg.poll_interval_s),
+    )
+    outcome = outcome | {"workflow_id": wid, "executor_id": cfg.executor_id}
+    folder.write_record(cfg.root, str(task["id"]), slot, outcome)
+    return outcome
+
+
+@DBOS.step(name="tether_job_archive")
+def _archive_step(task: dict[str, Any]) -> bool:
+    return folder.archive(_config().root, str(task["file"]), str(task["digest"]))
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any]:
+    """One task run: the agent run (and its record), then the archive of a run-once task that
+    ended well. Returns the run's outcome (`tether.jobs.runner.run_task`)."""
+    outcome = _run_step(task, slot)
+    if task.get("once") and outcome.get("stop_reason") not in ("cancelled", "error", "timeout"):
+        _archive_step(task)
+    return outcome
+
+
+# ---- lifecycle -----------------------------------------------------------------------------
+
+
+def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None) -> None:
+    """Start DBOS in this process with `cfg` (the system database is created and migrated on
+    first use); register the project's queues. `listen=False`: this process only enqueues
+    (dequeues nothing, recovers nothing of its own). `model` overrides every task's model
+    (a provider object in tests).
+
+    Raises:
+        dbos.DBOSException / sqlalchemy errors: the database cannot be reached or set up.
+    """
+    _PROCESS.config = cfg
+    _PROCESS.model = model
+    config: DBOSConfig = {
+        "name": APP_NAME,
+        "system_database_url": cfg.database_url,
+        "application_version": APP_VERSION,
+        "executor_id": cfg.executor_id,
+        "log_level": "WARNING",
+        "notification_listener_polling_interval_sec": 0.1,
+    }
+    DBOS(config=config)
+    if not listen:
+        DBOS.listen_queues([])
+    DBOS.launch()
+    poll = min(cfg.poll_interval_s, 1.0)
+    DBOS.register_queue(
+        cfg.queue,
+        global_concurrency=cfg.concurrency,
+        worker_concurrency=cfg.worker_concurrency,
+        polling_interval_sec=poll,
+        on_conflict="always_update",
+    )
+    for model_name, limit in cfg.model_concurrency.items():
+        DBOS.register_queue(
+            cfg.queue_for(model_name),
+            global_concurrency=limit,
+            worker_concurrency=min(limit, cfg.worker_concurrency),
+            polling_interval_sec=poll,
+            on_conflict="always_update",
+        )
+
+
+def shutdown() -> None:
+    """Destroy this process's DBOS (running workflows stay PENDING: recovered later)."""
+    DBOS.destroy()
+    _PROCESS.config = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """One due task run: its workflow id and whether this dispatch enqueued it (False: it
+    existed already, in any state)."""
+
+    task_id: str
+    slot: str
+    workflow_id: str
+    new: bool
+
+
+def dispatch(
+    cfg: JobsConfig, tasks: Iterable[Task], now: datetime | None = None
+) -> list[Dispatched]:
+    """Enqueue each task's due run (`tether.jobs.parse.due_slot`) that has no workflow yet.
+    Needs `launch` first. Idempotent: a run already enqueued, running or finished is left."""
+    now = now or datetime.now(UTC)
+    out: list[Dispatched] = []
+    for task in tasks:
+        slot = due_slot(task, now)
+        if slot is None:
+            continue
+        wid = cfg.workflow_id(task.id, slot)
+        if DBOS.get_workflow_status(wid) is not None:
+            out.append(Dispatched(task.id, slot, wid, False))
+            continue
+        with SetWorkflowID(wid):  # an id in use attaches to that workflow: never twice
+            DBOS.enqueue_workflow(
+                cfg.queue_for(task.model), job_workflow, cfg.project, task.to_json(), slot
+            )
+        out.append(Dispatched(task.id, slot, wid, True))
+    return out
+
+
+def wait(workflow_ids: Iterable[str], *, poll_s: float = 0.2) -> dict[str, str]:
+    """Block until every workflow is in a final state; returns {id: status}."""
+    pending = list(workflow_ids)
+    done: dict[str, str] = {}
+    while pending:
+        still: list[str] = []
+        for wid in pending:
+            status = DBOS.get_workflow_status(wid)
+            if status is not None and status.status in FINAL:
+                done[wid] = status.status
+            else:
+                still.append(wid)
+        pending = still
+        if pending:
+            time.sleep(poll_s)
+    return done
+
+
+def serve(
+    stop: threading.Event, on_tick: Callable[[], None] | None = None, tick_s: float = 1.0
+) -> None:
+    """Keep this (launched, listening) process working the queue until `stop` is set;
+    `on_tick` runs every `tick_s` seconds (`dispatch --watch` rescans the folder there)."""
+    while not stop.is_set():
+        if on_tick is not None:
+            on_tick()
+        stop.wait(tick_s)
+
+
+# ---- read-only views (never execute anything) ----------------------------------------------
+
+
+def _client(cfg: JobsConfig) -> DBOSClient | None:
+    url = cfg.database_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return None  # nothing was ever dispatched
+    return DBOSClient(system_database_url=url, application_name=APP_NAME)
+
+
+def workflows(cfg: JobsConfig, task_id: str | None = None) -> list[WorkflowStatus]:
+    """This project's workflows (of one task), oldest first, with their outputs."""
+    client = _client(cfg)
+    if client is None:
+        return []
+    prefix = f"{cfg.project}:{task_id}:" if task_id else f"{cfg.project}:"
+    try:
+        return client.list_workflows(workflow_id_prefix=prefix, load_input=False)
+    finally:
+        client.destroy()
+
+
+def cancel(cfg: JobsConfig, task_id: str) -> list[str]:
+    """Cancel this task's workflows that are not final (queued ones never start; a running one
+    is interrupted by its step within a poll interval). Returns the cancelled ids."""
+    client = _client(cfg)
+    if client is None:
+        return []
+    try:
+        prefix = f"{cfg.project}:{task_id}:"
+        ids = [
+            w.workflow_id
+            for w in client.list_workflows(
+                workflow_id_prefix=prefix, load_input=False, load_output=False
+            )
+            if w.status not in FINAL
+        ]
+        for wid in ids:
+            client.cancel_workflow(wid)
+        return ids
+    finally:
+        client.destroy()
+
+
+def handle(workflow_id: str) -> WorkflowHandle[Any]:
+    """A handle on a workflow of this (launched) process's database."""
+    return DBOS.retrieve_workflow(workflow_id)

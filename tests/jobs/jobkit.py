@@ -1,0 +1,138 @@
+"""Helpers for the Jobs tests: a loopback model that answers by the request's content (so
+concurrent runs of many tasks need no shared script), a project with a jobs folder, and
+`tether` in a subprocess with that model selected through the user settings file.
+
+The model: a task whose prompt holds `TOOL` gets one `bash` call appending a line to
+`side/<task>.txt` (a side effect a repeated call would double), one holding `SLOW` a
+`bash` call sleeping 120 s; after any tool result, or for
+any other prompt, the answer is `done <first word of the prompt>`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import tether as tether_pkg
+from faultserver import FaultServer, Step, text, tool
+
+
+def _first_user_text(body: Any) -> str:
+    for m in body.get("messages", []):
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                return c
+            if isinstance(c, list):
+                return " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return ""
+
+
+class LoopModel(FaultServer):
+    """The content-driven loopback model; `delay_s` per reply."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        super().__init__(self._reply)
+
+    def _reply(self, n: int, path: str, body: Any) -> Step:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        messages = body.get("messages", [])
+        prompt = _first_user_text(body)
+        word = prompt.split()[0] if prompt.split() else "?"
+        if messages and messages[-1].get("role") == "tool":
+            return text(f"done {word}")
+        if "SLOW" in prompt:
+            return tool("bash", command="sleep 120")
+        if "TOOL" in prompt:
+            return tool("bash", command=f"mkdir -p side && echo ran >> side/{word}.txt")
+        return text(f"done {word}")
+
+    def finals(self) -> dict[str, int]:
+        """Per first prompt word: requests answered with a final text."""
+        out: dict[str, int] = {}
+        for r in self.requests:
+            body = r["body"]
+            word = (_first_user_text(body).split() or ["?"])[0]
+            msgs = body.get("messages", [])
+            if msgs and (msgs[-1].get("role") == "tool" or "TOOL" not in _first_user_text(body)):
+                out[word] = out.get(word, 0) + 1
+        return out
+
+
+def project(tmp: Path, model: LoopModel, *, jobs_settings: dict[str, Any] | None = None) -> Path:
+    """A project folder with `.tether/jobs/ai-jobs` and the user settings selecting `model`
+    (under `tmp/cfg`, which `env` points TETHER_CONFIG_DIR to)."""
+    root = tmp / "proj"
+    (root / ".tether" / "jobs").mkdir(parents=True)
+    (root / ".tether" / "jobs" / "ai-jobs").touch()
+    cfg = tmp / "cfg"
+    cfg.mkdir(exist_ok=True)
+    settings: dict[str, Any] = {
+        "model": "loop/m",
+        "providers": {"loop": {"type": "openai", "base_url": model.openai_url}},
+        "retry": {"max_attempts": 5, "base": "20ms", "max": "100ms"},
+    }
+    if jobs_settings:
+        settings["jobs"] = jobs_settings
+    (cfg / "settings.json").write_text(json.dumps(settings))
+    return root
+
+
+def task_file(root: Path, name: str, prompt: str, **front: Any) -> Path:
+    lines = ["---", *(f"{k}: {json.dumps(v)}" for k, v in front.items()), "---", prompt, ""]
+    p = root / ".tether" / "jobs" / f"{name}.md"
+    p.write_text("\n".join(lines) if front else prompt + "\n")
+    return p
+
+
+def env(tmp: Path, **extra: str) -> dict[str, str]:
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "TETHER_JOBS_DATABASE_URL", "TETHER_JOBS_EXECUTOR_ID")
+    }
+    e |= {
+        "TETHER_HOME": str(tmp / "home"),
+        "TETHER_CONFIG_DIR": str(tmp / "cfg"),
+        "PYTHONPATH": str(Path(tether_pkg.__file__).resolve().parents[1]),
+    }
+    return e | extra
+
+
+def tether(
+    tmp: Path, root: Path, *args: str, timeout: float = 180, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", "jobs", *args],
+        cwd=root,
+        env=env(tmp, **extra),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def popen(
+    tmp: Path, root: Path, *args: str, start_new_session: bool = False, **extra: str
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "jobs", *args],
+        cwd=root,
+        env=env(tmp, **extra),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=start_new_session,
+    )
+
+
+def lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in out.splitlines() if x.strip()]

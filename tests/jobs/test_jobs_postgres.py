@@ -1,0 +1,91 @@
+"""Scale-out on a real PostgreSQL (started by the `postgres_url` fixture): 3 `tether jobs
+worker` processes share one queue; 100 scripted tasks are enqueued by `dispatch
+--enqueue-only`; one worker is killed with SIGKILL mid-way and started again with its executor
+id (it recovers its own unfinished runs). Every task completes exactly once and the work was
+spread over the three workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+from jobkit import LoopModel, lines, popen, project, task_file, tether
+
+from tether.session import SessionStore
+
+N = 100
+
+
+def _records(root: Path) -> list[Path]:
+    return list((root / ".tether" / "jobs" / "runs").glob("*/*.json"))
+
+
+def test_three_workers_share_100_tasks_and_survive_a_kill(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    with LoopModel(delay_s=0.02) as model:
+        root = project(
+            tmp_path,
+            model,
+            jobs_settings={"poll_interval": "100ms", "worker_concurrency": 3, "concurrency": 9},
+        )
+        names = [f"p{i:03d}" for i in range(N)]
+        for name in names:
+            task_file(root, name, f"{name} answer")
+        out = tether(tmp_path, root, "dispatch", "--once", "--enqueue-only", **db)
+        assert out.returncode == 0, out.stderr
+        assert f"{N} new run(s) enqueued" in out.stderr
+        assert model.requests == []  # enqueue-only runs nothing
+
+        workers: dict[str, subprocess.Popen[str]] = {}
+        try:
+            for wid in ("w1", "w2", "w3"):
+                workers[wid] = popen(
+                    tmp_path, root, "worker", "--id", wid, start_new_session=True, **db
+                )
+            deadline = time.monotonic() + 300
+            while len(_records(root)) < N // 3:
+                assert time.monotonic() < deadline, "no progress"
+                time.sleep(0.05)
+            os.killpg(workers["w2"].pid, signal.SIGKILL)
+            workers["w2"].wait(timeout=30)
+            killed_at = len(_records(root))
+            assert killed_at < N
+            workers["w2"] = popen(
+                tmp_path, root, "worker", "--id", "w2", start_new_session=True, **db
+            )
+            while len(_records(root)) < N:
+                assert time.monotonic() < deadline, f"{len(_records(root))} of {N} done"
+                time.sleep(0.1)
+        finally:
+            for proc in workers.values():
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+            for proc in workers.values():
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+        status = lines(tether(tmp_path, root, "status", **db).stdout)
+        assert sorted(r["workflow_id"].split(":")[1] for r in status) == names
+        assert {r["status"] for r in status} == {"SUCCESS"}
+        spread = Counter(r["executor_id"] for r in status)
+        assert set(spread) == {"w1", "w2", "w3"}, spread
+        assert min(spread.values()) >= 5, spread
+        store = SessionStore(tmp_path / "home" / "sessions")
+        for r in status:
+            name = r["workflow_id"].split(":")[1]
+            assert len(list((root / ".tether" / "jobs" / "runs" / name).glob("*.json"))) == 1
+            loaded = store.load(r["session_id"])
+            assert loaded.report.ok
+            assert [t.role for t in loaded.turns] == ["user", "assistant"]
+            assert loaded.turns[-1].text == f"done {name}"
+            assert len([e for e in loaded.events if e.kind == "job_run_end"]) == 1
+        assert len(list((root / ".tether" / "jobs" / "archive").glob("*.md"))) == N

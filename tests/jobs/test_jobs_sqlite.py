@@ -1,0 +1,105 @@
+"""Jobs end to end on the embedded SQLite system database, through `tether jobs` in
+subprocesses with a loopback model: 20 tasks of mixed schedules all run, run-once tasks are
+archived, a second `dispatch --once` runs nothing new; `list`/`status` start no agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobkit import LoopModel, lines, project, task_file, tether
+
+from tether.session import SessionStore
+
+FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}
+
+
+def _twenty(root: Path) -> tuple[set[str], set[str]]:
+    """8 run-once, 4 every, 4 cron, 2 at in the past, 2 at in the future."""
+    once, due = set(), set()
+    for i in range(8):
+        task_file(root, f"once{i}", f"once{i} say hi")
+        once.add(f"once{i}")
+    for i in range(4):
+        task_file(root, f"every{i}", f"every{i} go", schedule={"every": "1h"})
+        task_file(root, f"cron{i}", f"cron{i} go", schedule={"cron": "*/5 * * * *"})
+        due |= {f"every{i}", f"cron{i}"}
+    for i in range(2):
+        task_file(root, f"past{i}", f"past{i} go", schedule={"at": "2020-01-01T00:00:00Z"})
+        task_file(root, f"future{i}", f"future{i} go", schedule={"at": "2099-01-01T00:00:00Z"})
+        due.add(f"past{i}")
+    return once, due | once
+
+
+def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path: Path) -> None:
+    with LoopModel() as model:
+        root = project(tmp_path, model, jobs_settings=FAST)
+        once, due = _twenty(root)
+        listed = tether(tmp_path, root, "list")
+        assert listed.returncode == 0, listed.stderr
+        assert len(lines(listed.stdout)) == 20
+        status = tether(tmp_path, root, "status")
+        assert status.returncode == 0 and status.stdout == ""
+        assert model.requests == []  # list and status start no agent
+
+        first = tether(tmp_path, root, "dispatch", "--once")
+        assert first.returncode == 0, first.stderr
+        rows = lines(first.stdout)
+        assert {r["workflow_id"].split(":")[1] for r in rows} == due
+        assert all(r["status"] == "SUCCESS" and r["stop_reason"] == "end_turn" for r in rows)
+        assert all(r["answer"] == f"done {r['workflow_id'].split(':')[1]}" for r in rows)
+        assert model.finals() == dict.fromkeys(due, 1)
+        jobs = root / ".tether" / "jobs"
+        assert {p.stem for p in (jobs / "archive").glob("*.md")} == once
+        assert not any((jobs / f"{name}.md").exists() for name in once)
+        assert (jobs / "future0.md").exists() and (jobs / "every0.md").exists()
+        for name in due:  # one record per run, with the session it names
+            (record,) = (jobs / "runs" / name).glob("*.json")
+            assert record.is_file()
+        store = SessionStore(tmp_path / "home" / "sessions")
+        for r in rows:
+            loaded = store.load(r["session_id"])
+            assert loaded.report.ok
+            assert [t.role for t in loaded.turns] == ["user", "assistant"]
+
+        n = len(model.requests)
+        second = tether(tmp_path, root, "dispatch", "--once")
+        assert second.returncode == 0, second.stderr
+        assert "0 new run(s) enqueued" in second.stderr
+        assert len(model.requests) == n  # nothing ran again
+
+        status = tether(tmp_path, root, "status")
+        assert {r["status"] for r in lines(status.stdout)} == {"SUCCESS"}
+        assert len(lines(status.stdout)) == len(due)
+        logs = tether(tmp_path, root, "logs", "cron0")
+        (rec,) = lines(logs.stdout)
+        assert rec["answer"] == "done cron0" and rec["usage"]["output_tokens"] > 0
+
+
+def test_disabled_jobs_dispatch_nothing_and_say_so(tmp_path: Path) -> None:
+    with LoopModel() as model:
+        root = project(tmp_path, model, jobs_settings=FAST)
+        task_file(root, "a", "a go")
+        assert tether(tmp_path, root, "disable").returncode == 0
+        out = tether(tmp_path, root, "dispatch", "--once")
+        assert out.returncode == 1 and "disabled" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+        assert model.requests == []
+        assert tether(tmp_path, root, "enable").returncode == 0
+        assert tether(tmp_path, root, "dispatch", "--once").returncode == 0
+        assert model.finals() == {"a": 1}
+
+
+def test_add_checks_the_file_and_refuses_a_duplicate_id(tmp_path: Path) -> None:
+    with LoopModel() as model:
+        root = project(tmp_path, model)
+        good = tmp_path / "report.md"
+        good.write_text("---\nid: report\nschedule:\n  every: 1h\n---\nwrite it\n")
+        assert tether(tmp_path, root, "add", str(good)).returncode == 0
+        assert (root / ".tether" / "jobs" / "report.md").is_file()
+        again = tether(tmp_path, root, "add", str(good))
+        assert again.returncode == 1 and "duplicate_id" in again.stderr
+        bad = tmp_path / "bad.md"
+        bad.write_text("---\nschedule:\n  cron: nope\n---\nx\n")
+        out = tether(tmp_path, root, "add", str(bad))
+        assert out.returncode == 1 and "schedule" in out.stderr
+        assert "Traceback" not in out.stderr
