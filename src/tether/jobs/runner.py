@@ -181,6 +181,20 @@ async def _drive(
     cancelled: Callable[[], bool] | None,
     poll_s: float,
 ) -> dict[str, Any]:
+    """The run, then the agent's MCP servers stopped (they started with the run)."""
+    try:
+        return await _drive_run(agent, prompt, timeout, cancelled, poll_s)
+    finally:
+        await agent.aclose()
+
+
+async def _drive_run(
+    agent: Agent,
+    prompt: str | None,
+    timeout: float | None,
+    cancelled: Callable[[], bool] | None,
+    poll_s: float,
+) -> dict[str, Any]:
     run = asyncio.ensure_future(agent.run(prompt))
     stop = "cancelled"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tether.agent.approval import Approver
 from tether.agent.events import AgentEvent
@@ -24,9 +24,6 @@ from tether.messages import Turn
 from tether.session import SessionStore, SessionWriter
 from tether.tools.question import QuestionBridge, question
 from tether.wire.resume import drop_retried_user_turns
-
-if TYPE_CHECKING:
-    from tether.mcp import McpTools
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,22 +56,16 @@ class Opened:
 
     agent: Agent
     writer: SessionWriter | None = None
-    mcp: McpTools | None = None
     store: SessionStore | None = None
     """Where `/sessions` lists and `/fork` creates sessions (None: no session commands)."""
 
     async def start(self) -> None:
-        """Start the MCP servers (their tools join the agent's registry)."""
-        if self.mcp is not None:
-            for t in await self.mcp.start(taken=self.agent.registry.names()):
-                self.agent.registry.add(t)
-            self.mcp.attach(self.agent.registry)
+        """Start the MCP servers (their tools join the agent's registry; `Agent.start`)."""
+        await self.agent.start()
 
     async def aclose(self) -> None:
         """Stop the MCP servers and close the session file (idempotent)."""
-        if self.mcp is not None:
-            mcp, self.mcp = self.mcp, None
-            await mcp.aclose()
+        await self.agent.aclose()
         if self.writer is not None:
             writer, self.writer = self.writer, None
             writer.close()
@@ -134,25 +125,4 @@ def open_agent(
     if writer is not None:
         agent.attach_session(writer, session_dir)
     agent.started_calls = started
-    return Opened(agent, writer, _mcp_tools(agent, root, session_dir, hooks), store)
-
-
-def _mcp_tools(agent: Agent, root: Path, session_dir: Path | None, hooks: Hooks) -> McpTools | None:
-    """The configured MCP servers (as `tether run`'s), or None when none is enabled."""
-    servers = agent.config.mcp.servers
-    if not any(s.enabled for s in servers.values()):
-        return None
-    from tether.agent import build
-    from tether.mcp import McpTools
-    from tether.providers.models import default_cache_dir
-
-    return McpTools(
-        servers,
-        root=root,
-        session_dir=session_dir,
-        sandbox=agent.tool_context.sandbox,
-        refused_env=build.refused_env(agent.config),
-        on_warning=lambda _kind, message: hooks.note(f"warning: {message}"),
-        default_start=agent.config.mcp.start,
-        cache_dir=default_cache_dir(),
-    )
+    return Opened(agent, writer, store)
