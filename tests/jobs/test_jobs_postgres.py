@@ -62,6 +62,14 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
             while len(_records(root)) < N:
                 assert time.monotonic() < deadline, f"{len(_records(root))} of {N} done"
                 time.sleep(0.1)
+            # a run's record is written by its first step; its workflow ends after the archive
+            # step: wait for every workflow to finish before the workers are stopped
+            while True:
+                status = lines(tether(tmp_path, root, "status", **db).stdout)
+                if len(status) == N and {r["status"] for r in status} == {"SUCCESS"}:
+                    break
+                assert time.monotonic() < deadline, Counter(r["status"] for r in status)
+                time.sleep(0.5)
         finally:
             for proc in workers.values():
                 if proc.poll() is None:
