@@ -7,7 +7,7 @@ per stdout line. Shapes: every event has a `type` string; usage fields are in to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, TypeAdapter
 
@@ -228,7 +228,7 @@ class CompactionEndEvent:
     usage: Usage | None = None
 
 
-OwnEvent = Annotated[
+_OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `subagent`)
     SessionStartEvent
     | TurnStartEvent
     | TextDeltaEvent
@@ -244,9 +244,10 @@ OwnEvent = Annotated[
     | WarningEvent
     | CompactionStartEvent
     | CompactionEndEvent
-    | DoneEvent,
-    Field(discriminator="type"),
-]
+    | DoneEvent
+)
+
+OwnEvent = Annotated[_OwnEvents, Field(discriminator="type")]
 """An event of the agent that emits it (any agent: the main one or a subagent)."""
 
 
@@ -269,26 +270,7 @@ class SubagentEvent:
     event: OwnEvent
 
 
-AgentEvent = Annotated[
-    SessionStartEvent
-    | TurnStartEvent
-    | TextDeltaEvent
-    | ThinkingDeltaEvent
-    | ToolCallEvent
-    | ToolResultEvent
-    | TurnEndEvent
-    | WireRepairEvent
-    | RetryEvent
-    | DiscardEvent
-    | FallbackEvent
-    | ErrorEvent
-    | WarningEvent
-    | CompactionStartEvent
-    | CompactionEndEvent
-    | DoneEvent
-    | SubagentEvent,
-    Field(discriminator="type"),
-]
+AgentEvent = Annotated[_OwnEvents | SubagentEvent, Field(discriminator="type")]
 
 EVENT_CODEC: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 
