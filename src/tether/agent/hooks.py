@@ -49,9 +49,7 @@ from tether.agent.events import AgentEvent, WarningEvent
 from tether.messages import ToolCallBlock, ToolResultBlock, Turn
 from tether.settings.model import HooksSettings, ShellHookSettings
 from tether.tools.base import ToolContext
-from tether.tools.limits import ResourceLimits
-from tether.tools.sandbox import Launch
-from tether.tools.shell import kill_group, spawn_group
+from tether.tools.shell import kill_group, spawn_confined
 
 HookPoint = Literal["before_tool", "after_tool", "user_prompt", "before_compaction", "stop"]
 HOOK_POINTS: tuple[HookPoint, ...] = (
@@ -194,33 +192,15 @@ async def run_shell_hook(
     """
     if ctx.sandbox is None:
         raise HookFailed("no OS sandbox works here: shell hooks do not run unconfined")
-    launch: Launch = ctx.sandbox.launch(["bash", "-c", command], ctx.sandbox_config())
-    guard = (ctx.limits or ResourceLimits()).start()
-    confine = launch.preexec
-
-    def preexec() -> None:
-        guard.preexec()
-        if confine is not None:
-            confine()
-
     try:
-        proc = await spawn_group(
-            *launch.argv,
-            cwd=ctx.root,
-            env={**ctx.env, **launch.env},
+        proc, guard = await spawn_confined(
+            ["bash", "-c", command],
+            ctx,
             stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            preexec_fn=preexec,
         )
     except OSError as exc:
-        guard.finish()
         raise HookFailed(f"could not start: {exc}") from None
-    except BaseException:
-        guard.finish()
-        raise
-    finally:
-        launch.close()
     try:
         async with asyncio.timeout(timeout_s):
             out, errs = await proc.communicate(payload)

@@ -30,7 +30,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from tether.tools.base import ToolContext, ToolOutput, tool
-from tether.tools.limits import FSIZE_EXIT, ResourceLimits, limit_note, nproc_hit_in
+from tether.tools.limits import FSIZE_EXIT, LimitGuard, ResourceLimits, limit_note, nproc_hit_in
 from tether.tools.normalize import output_cut_note
 from tether.tools.sandbox import Launch
 
@@ -171,6 +171,46 @@ async def _drain(proc: asyncio.subprocess.Process, pump: asyncio.Task[None]) -> 
             return True
 
 
+async def spawn_confined(
+    argv: list[str], ctx: ToolContext, *, stdin: int, stderr: int
+) -> tuple[asyncio.subprocess.Process, LimitGuard]:
+    """Start `argv` as a process group of its own in `ctx.root` with `ctx.env`, inside
+    `ctx.sandbox` when set, under the tools' limits (`ctx.limits`), stdout piped. The caller
+    calls the guard's `finish()` once the process ended.
+
+    Raises:
+        OSError / subprocess.SubprocessError: it could not start (the guard is finished).
+        asyncio.CancelledError: while starting (whatever started is killed).
+    """
+    launch = Launch(argv=argv)
+    if ctx.sandbox is not None:
+        launch = ctx.sandbox.launch(launch.argv, ctx.sandbox_config())
+    guard = (ctx.limits or ResourceLimits()).start()
+    confine = launch.preexec
+
+    def preexec() -> None:
+        guard.preexec()
+        if confine is not None:
+            confine()
+
+    try:
+        proc = await spawn_group(
+            *launch.argv,
+            cwd=ctx.root,
+            env={**ctx.env, **launch.env},
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            preexec_fn=preexec,
+        )
+    except BaseException:
+        guard.finish()
+        raise
+    finally:
+        launch.close()
+    return proc, guard
+
+
 async def run_command(
     command: str, ctx: ToolContext, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> ToolOutput:
@@ -186,33 +226,13 @@ async def run_command(
         OSError: bash could not be started.
         subprocess.SubprocessError: the sandbox confinement failed in the child (nothing ran).
     """
-    launch = Launch(argv=["bash", "-c", command])
-    if ctx.sandbox is not None:
-        launch = ctx.sandbox.launch(launch.argv, ctx.sandbox_config())
     limits = ctx.limits or ResourceLimits()
-    guard = limits.start()
-    confine = launch.preexec
-
-    def preexec() -> None:
-        guard.preexec()
-        if confine is not None:
-            confine()
-
-    try:
-        proc = await spawn_group(
-            *launch.argv,
-            cwd=ctx.root,
-            env={**ctx.env, **launch.env},
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            preexec_fn=preexec,
-        )
-    except BaseException:
-        guard.finish()
-        raise
-    finally:
-        launch.close()
+    proc, guard = await spawn_confined(
+        ["bash", "-c", command],
+        ctx,
+        stdin=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     sink = HeadTail()
     pump = asyncio.create_task(_pump(proc.stdout, sink))
