@@ -45,6 +45,20 @@ app.command()(login)
 app.command()(logout)
 
 
+# Options declared once for the commands that share them (`chat`, `run`, `compact`).
+ModelOption = Annotated[
+    str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
+]
+BaseUrlOption = Annotated[str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")]
+CwdOption = Annotated[Path, typer.Option(help="Working folder the tools are confined to.")]
+SafeOption = Annotated[
+    bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
+]
+NetworkOption = Annotated[
+    bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
+]
+
+
 @app.callback()
 def _default(ctx: typer.Context) -> None:
     """With no subcommand, `tether` opens the interactive session (as `tether chat`)."""
@@ -54,27 +68,17 @@ def _default(ctx: typer.Context) -> None:
 
 @app.command()
 def chat(
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
-    ] = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
     resume: Annotated[
         str | None, typer.Option(help="Open this session and continue it.")
     ] = None,
-    cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path(
-        "."
-    ),
+    cwd: CwdOption = Path("."),
     no_session: Annotated[
         bool, typer.Option("--no-session", help="Do not persist the session.")
     ] = False,
-    safe: Annotated[
-        bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
-    ] = False,
-    network: Annotated[
-        bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
-    ] = False,
+    safe: SafeOption = False,
+    network: NetworkOption = False,
     approval: Annotated[
         str | None,
         typer.Option(help="ask | auto-edit | read-only | auto (default: tools.approval, ask)."),
@@ -137,12 +141,8 @@ def run(
     prompt: Annotated[
         str | None, typer.Argument(help="The task. Read from stdin when omitted.")
     ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
-    ] = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Cap on model requests (default: run.max_turns, 50).")
     ] = None,
@@ -151,18 +151,12 @@ def run(
         str | None, typer.Option(help="Replay this session, then continue it.")
     ] = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
-    cwd: Annotated[Path, typer.Option(help="Working folder the tools are confined to.")] = Path(
-        "."
-    ),
+    cwd: CwdOption = Path("."),
     no_session: Annotated[
         bool, typer.Option("--no-session", help="Do not persist the run.")
     ] = False,
-    safe: Annotated[
-        bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
-    ] = False,
-    network: Annotated[
-        bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
-    ] = False,
+    safe: SafeOption = False,
+    network: NetworkOption = False,
     no_compact: Annotated[
         bool, typer.Option("--no-compact", help="Disable automatic compaction.")
     ] = False,
@@ -202,9 +196,7 @@ def compact(
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="provider/model writing the summary.")
     ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
-    ] = None,
+    base_url: BaseUrlOption = None,
     context_window: Annotated[
         int | None, typer.Option(min=256, help="The summarizing model's window, in tokens.")
     ] = None,
