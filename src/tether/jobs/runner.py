@@ -181,20 +181,7 @@ async def _drive(
     cancelled: Callable[[], bool] | None,
     poll_s: float,
 ) -> dict[str, Any]:
-    """The run, then the agent's MCP servers stopped (they started with the run)."""
-    try:
-        return await _drive_run(agent, prompt, timeout, cancelled, poll_s)
-    finally:
-        await agent.aclose()
-
-
-async def _drive_run(
-    agent: Agent,
-    prompt: str | None,
-    timeout: float | None,
-    cancelled: Callable[[], bool] | None,
-    poll_s: float,
-) -> dict[str, Any]:
+    """The run; then the agent's MCP servers, which started with it, are stopped."""
     run = asyncio.ensure_future(agent.run(prompt))
     stop = "cancelled"
 
@@ -241,6 +228,7 @@ async def _drive_run(
         }
     finally:
         watcher.cancel()
+        await agent.aclose()
     return {
         "answer": result.answer,
         "stop_reason": result.stop_reason,
