@@ -19,9 +19,11 @@ def _twenty(root: Path) -> tuple[set[str], set[str]]:
     for i in range(8):
         task_file(root, f"once{i}", f"once{i} say hi")
         once.add(f"once{i}")
+    # slots that stay the same for the length of a test (a `*/5` cron or an `every: 1h` slot
+    # changes while a slow run lasts, and the second dispatch then rightly runs the new slot)
     for i in range(4):
-        task_file(root, f"every{i}", f"every{i} go", schedule={"every": "1h"})
-        task_file(root, f"cron{i}", f"cron{i} go", schedule={"cron": "*/5 * * * *"})
+        task_file(root, f"every{i}", f"every{i} go", schedule={"every": "672h"})
+        task_file(root, f"cron{i}", f"cron{i} go", schedule={"cron": "0 0 1 1 *"})
         due |= {f"every{i}", f"cron{i}"}
     for i in range(2):
         task_file(root, f"past{i}", f"past{i} go", schedule={"at": "2020-01-01T00:00:00Z"})
