@@ -27,6 +27,7 @@ from tether.providers.google_request import SKIP_SIGNATURE, decode_signature
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai_chat import OpenAIChatProvider
 from tether.providers.openai_responses import OpenAIResponsesProvider
+from tether.replay import contract as replay_contract
 from tether.wire import Repair, build_view, thinking_must_be_disabled
 from tether.wire import contract as rules
 
@@ -70,22 +71,12 @@ def request(*turns: Turn, model: str = "m") -> ModelRequest:
 
 
 def anthropic_problems(provider: AnthropicProvider, *turns: Turn) -> list[str]:
-    p = provider.request_params(request(*turns, model=CLAUDE.model))
-    return rules.anthropic_problems(
-        p.messages,
-        system=p.system,
-        tools=p.tools,
-        thinking=dict(p.thinking) if p.thinking is not None else None,
-        temperature=p.temperature,
-        max_tokens=p.max_tokens,
-        prefill_allowed=provider.supports_prefill,
-    )
+    return replay_contract.anthropic_problems(provider, request(*turns, model=CLAUDE.model))
 
 
 def gemini_contents(*turns: Turn) -> list[dict[str, Any]]:
     provider = GoogleProvider(GEMINI.model, api_key="k")
-    contents, _ = provider.request_config(request(*turns, model=GEMINI.model))
-    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]
+    return replay_contract.gemini_contents(provider, request(*turns, model=GEMINI.model))
 
 
 # -- 1. Anthropic, thinking on: the whole trailing tool loop decides ------------------------------

@@ -30,6 +30,7 @@ from tether.providers.google import GoogleProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai_chat import OpenAIChatProvider
 from tether.providers.openai_responses import OpenAIResponsesProvider
+from tether.replay import contract as replay_contract
 from tether.wire import ViewBuilder
 from tether.wire import contract as rules
 
@@ -77,18 +78,8 @@ def _anthropic(thinking: bool, prefill: bool) -> Check:
     )
 
     def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
-        p = provider.request_params(
-            _request(provider, "anthropic", ANTHROPIC, turns, via_loop, system)
-        )
-        return rules.anthropic_problems(
-            p.messages,
-            system=p.system,
-            tools=p.tools,
-            thinking=dict(p.thinking) if p.thinking is not None else None,
-            temperature=p.temperature,
-            max_tokens=p.max_tokens,
-            prefill_allowed=provider.supports_prefill,
-        )
+        req = _request(provider, "anthropic", ANTHROPIC, turns, via_loop, system)
+        return replay_contract.anthropic_problems(provider, req)
 
     return check
 
@@ -126,9 +117,7 @@ def _google() -> Check:
 
     def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
         req = _request(provider, "google", GOOGLE, turns, via_loop, system)
-        contents, _config = provider.request_config(req)
-        payload = [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]
-        return rules.gemini_problems(payload)
+        return rules.gemini_problems(replay_contract.gemini_contents(provider, req))
 
     return check
 

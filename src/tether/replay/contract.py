@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tether.messages import TARGETS, Provenance, Target
 from tether.providers.base import ModelRequest
 from tether.wire import contract
+
+if TYPE_CHECKING:
+    from tether.providers.anthropic import AnthropicProvider
+    from tether.providers.google import GoogleProvider
 
 TARGET_NAMES: tuple[Target, ...] = TARGETS
 """The targets `tether replay --target` accepts."""
@@ -66,16 +71,7 @@ def checker(target: Target) -> Checker:
         anthropic = AnthropicProvider(model, api_key=OFFLINE_KEY)
 
         def check_anthropic(request: ModelRequest) -> list[str]:
-            p = anthropic.request_params(request)
-            return contract.anthropic_problems(
-                p.messages,
-                system=p.system,
-                tools=p.tools,
-                thinking=dict(p.thinking) if p.thinking is not None else None,
-                temperature=p.temperature,
-                max_tokens=p.max_tokens,
-                prefill_allowed=anthropic.supports_prefill,
-            )
+            return anthropic_problems(anthropic, request)
 
         return Checker(target, _route(anthropic.name, target, model), False, check_anthropic)
     if target == "openai-chat":
@@ -109,11 +105,7 @@ def checker(target: Target) -> Checker:
         google = GoogleProvider(model, api_key=OFFLINE_KEY)
 
         def check_google(request: ModelRequest) -> list[str]:
-            contents, _config = google.request_config(request)
-            payload = [
-                c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents
-            ]
-            return contract.gemini_problems(payload)
+            return contract.gemini_problems(gemini_contents(google, request))
 
         return Checker(target, _route(google.name, target, model), False, check_google)
     if target == "ollama":
@@ -126,6 +118,26 @@ def checker(target: Target) -> Checker:
 
         return Checker(target, _route(ollama.name, target, model), False, check_ollama)
     raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGET_NAMES)})")
+
+
+def anthropic_problems(provider: AnthropicProvider, request: ModelRequest) -> list[str]:
+    """The Messages API rules `provider`'s request for `request` breaks (`[]`: none)."""
+    p = provider.request_params(request)
+    return contract.anthropic_problems(
+        p.messages,
+        system=p.system,
+        tools=p.tools,
+        thinking=dict(p.thinking) if p.thinking is not None else None,
+        temperature=p.temperature,
+        max_tokens=p.max_tokens,
+        prefill_allowed=provider.supports_prefill,
+    )
+
+
+def gemini_contents(provider: GoogleProvider, request: ModelRequest) -> list[dict[str, Any]]:
+    """`provider`'s `contents` for `request`, as the JSON the Gemini API receives."""
+    contents, _config = provider.request_config(request)
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]
 
 
 def _route(name: str, target: Target, model: str) -> Provenance:
