@@ -7,7 +7,9 @@ persisting each assistant turn BEFORE its tools run, having the calls run
 compaction before each request (`tether.agent.context`), and cancellation (the partial turn is
 persisted, pending calls get `interrupted` results so the session stays well-formed).
 Does not own: transport (providers), the wire passes (`tether.wire`), tool bodies
-(`tether.tools`), file formats (`tether.session`).
+(`tether.tools`), file formats (`tether.session`), the host's controls between and during runs
+(model switch, safe mode, approval mode, steering, manual compaction, MCP lifecycle:
+`tether.agent.controls.AgentControls`, `Agent`'s base class).
 
 Errors: provider faults arrive as `StreamError` values; `tether.agent.attempts` retries them and
 falls back along the provider chain, then raises `RunError(kind)` after an `error` event.
@@ -27,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from tether.agent import build, hook_points
-from tether.agent.approval import ApprovalGate, ApprovalMode, Approver
+from tether.agent.approval import ApprovalGate, Approver
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.build import ModelLike
 from tether.agent.context import ContextManager
+from tether.agent.controls import AgentControls
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -57,10 +60,9 @@ from tether.agent.tool_calls import (
     ToolCalls,
 )
 from tether.agent.tool_calls import TOOL_CANCELLED as TOOL_CANCELLED  # re-exported
-from tether.errors import ConfigError, LengthResumeExhausted, RunError
+from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import (
     ContentBlock,
-    Provenance,
     RunStopReason,
     TextBlock,
     ToolCallBlock,
@@ -84,7 +86,7 @@ from tether.wire.resume import is_retried_message, pending_tool_calls
 __all__ = ["TOOL_CANCELLED", "Agent", "RunResult", "TurnSink", "default_id_factory", "run_sync"]
 
 
-class Agent:
+class Agent(AgentControls):
     """One agent over one history: `Agent("anthropic/claude-sonnet-4-5")`.
 
     Everything configurable is in `config` (`tether.AgentConfig`, the settings-file shape);
@@ -341,74 +343,6 @@ class Agent:
             session_dir = found if isinstance(found, Path) else None
         self.session = session
         self.tool_context = replace(self.tool_context, session_dir=session_dir)
-
-    @property
-    def provider(self) -> Provider:
-        """The first provider of the chain (the one tried first)."""
-        return self.chain[0]
-
-    @provider.setter
-    def provider(self, provider: Provider) -> None:
-        """Switch the model mid-session: `provider` heads the chain from the next request on
-        (the fallback providers stay behind it); the wire view is rebuilt for its target."""
-        self._set_chain((provider, *self.chain[1:]))
-
-    def _set_chain(self, chain: tuple[Provider, ...]) -> None:
-        self.chain = chain
-        self._views = [  # one per chain position: the wire view differs per target
-            ViewBuilder(
-                p.target,
-                route=Provenance(provider=p.name, api=p.target, model=p.model),
-                supports_prefill=bool(getattr(p, "supports_prefill", False)),
-                on_repair=self._on_repair,
-                # Within a run only this loop appends to `history`; `run()` resets the builder in
-                # case a caller edited it in between, so the O(history) prefix check is not needed.
-                check_prefix=False,
-            )
-            for p in chain
-        ]
-        self._attempts = Attempts(
-            chain,
-            policy=self._retry,
-            emit=self._emit,
-            sleep=self.runtime.sleep,
-            rng=self.runtime.rng,
-            tracing=self.tracing,
-        )
-
-    def set_safe_mode(self, on: bool) -> None:
-        """Offer and run only safe (read-only) tools from the next request on; calls of the
-        current reply that are already running are not stopped.
-
-        Raises:
-            ConfigError: turning it off while no OS sandbox is available (forced safe mode).
-        """
-        if not on and self.safe_mode_forced:
-            raise ConfigError(NO_SANDBOX_WARNING)
-        self.safe_mode = on
-
-    @property
-    def approval_mode(self) -> ApprovalMode:
-        """The approval mode now: `read-only` while safe mode is on."""
-        return "read-only" if self.safe_mode else self._tool_calls.approval.mode
-
-    def set_approval_mode(self, mode: ApprovalMode) -> None:
-        """Switch the approval mode from the next call on (`read-only` turns safe mode on;
-        any other mode turns it off).
-
-        Raises:
-            ConfigError: leaving `read-only` while no OS sandbox is available.
-        """
-        if mode == "read-only":
-            self.set_safe_mode(True)
-            return
-        self.set_safe_mode(False)
-        self._tool_calls.approval.mode = mode
-
-    @property
-    def approval(self) -> ApprovalGate:
-        """The approval gate (its `approver` may be attached or replaced by a host)."""
-        return self._tool_calls.approval
 
     def emit(self, event: AgentEvent) -> None:
         """Send `event` to the host (`on_event`)."""
@@ -695,85 +629,6 @@ class Agent:
                 ToolCallEvent(id=c.id, name=c.name, arguments=c.arguments, invalid=c.invalid)
             )
         return turn
-
-    async def start(self) -> None:
-        """Start the config's MCP servers (`mcp.servers`) in the running loop and add their
-        tools; `run` does it when needed. A server that fails is skipped with a `warning`
-        event (`mcp_server_failed`, `mcp_login_required`); nothing raises."""
-        await self.mcp.start(self.registry, self.tool_context)
-
-    async def aclose(self) -> None:
-        """Stop the MCP servers (their tools leave the registry); idempotent. `async with
-        agent:` calls it on exit; `run_sync` after each run."""
-        await self.mcp.aclose(self.registry)
-
-    async def __aenter__(self) -> Agent:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def cancel_tool(self, call_id: str) -> bool:
-        """End one running tool call; its result becomes `TOOL_CANCELLED` (is_error) and the run
-        goes on. Returns False when no call with that id is running."""
-        return self._tool_calls.cancel(call_id)
-
-    # -- interactive hosts (the TUI): steering, model switch, manual compaction ---------------
-
-    _steering: tuple[str, ...] = ()
-
-    def steer(self, text: str) -> None:
-        """Queue a user message for the running loop: it is appended to the history right
-        before the next request (after the current tool results), so the model sees it at the
-        next turn boundary. Messages still queued when a run ends stay in `pending_steering`
-        (the host sends them as the next prompt)."""
-        if text.strip():
-            self._steering = (*self._steering, text)
-
-    @property
-    def pending_steering(self) -> tuple[str, ...]:
-        """Queued steering messages not yet appended, oldest first."""
-        return self._steering
-
-    def take_steering(self) -> tuple[str, ...]:
-        """Remove and return the queued steering messages (a host sending them itself)."""
-        out, self._steering = self._steering, ()
-        return out
-
-    def _take_steering(self, state: RunState) -> None:
-        for text in self.take_steering():
-            state.append(text_turn(self.new_id(), "user", text))
-
-    def switch_model(self, model: str) -> None:
-        """Switch to `model` ("provider/model") from the next request on: the chain becomes
-        that model alone; the limits (window, output cap) and the compaction's window follow.
-
-        Raises:
-            ConfigError: (AuthError included) the model does not resolve.
-        """
-        chain = build.resolve_models(model, self.config, note=self.notes.append)
-        windows = build.configured_windows(self.config)
-        self.limits = build.model_limits(
-            chain[0], self.config.context.window, self.notes.append, configured=windows
-        )
-        if self.compaction is not None:
-            self.compaction.monitor.set_limits(self.limits)
-        self._set_chain(chain)
-
-    async def compact_now(self, focus: str | None = None) -> bool:
-        """Compact the history now (reason `manual`), keeping `focus` in the summary. Returns
-        False when there was nothing to compact or compaction is off.
-
-        Raises:
-            RunError: `context_overflow` when the summary failed and nothing can be truncated.
-        """
-        if self.compaction is None:
-            return False
-        for views in self._views:
-            views.reset()
-        state = self._state()
-        return await self.compaction.compact(state, reason="manual", focus=focus) is not None
 
     def run_sync(self, prompt: str | Sequence[ContentBlock] | None = None) -> RunResult:
         """`run(prompt)` to completion from synchronous code (not inside a running loop); the
