@@ -13,8 +13,7 @@ from tether import AgentConfig
 from tether.agent.events import AgentEvent, DiscardEvent, DoneEvent, RetryEvent, TextDeltaEvent
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime
-from tether.agent.tool_calls import NEVER_RAN, STARTED_EVENT, STARTED_LOST
-from tether.cli.run import started_call_ids
+from tether.agent.tool_calls import NEVER_RAN, STARTED_EVENT, STARTED_LOST, started_call_ids
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn
 from tether.providers.assemble import TRUNCATED, Assembler
 from tether.providers.base import (

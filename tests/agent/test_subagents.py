@@ -79,6 +79,10 @@ def test_task_returns_the_childs_answer_and_the_child_has_its_own_session(tmp_pa
     assert loaded.header.parent_session is None  # not a fork: nothing inherited
     assert [t.role for t in loaded.turns] == ["user", "assistant"]
     assert loaded.turns[1].text == "There are 3 files."
+    # `sessions list` marks the child with its caller, computed and then from the index
+    for _ in range(2):
+        callers = {info.id: info.caller for info in store.list()}
+        assert callers == {"main-1": None, child_id: "main-1"}
 
 
 def test_nested_subagents_run_at_depth_2_and_are_refused_at_3(tmp_path: Path) -> None:

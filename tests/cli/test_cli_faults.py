@@ -5,15 +5,13 @@ stderr. Retries wait 10 ms (TETHER_RETRY_BASE), so nothing really sleeps."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tether as tether_pkg
+from clikit import tether
 from faultserver import (
     FaultServer,
     Step,
@@ -26,30 +24,6 @@ from faultserver import (
     truncated_tool,
 )
 from tether.session import SessionStore
-
-
-def tether(args: list[str], home: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-        and not k.startswith("TETHER_RETRY")
-    }
-    env |= {"TETHER_HOME": str(home), "TETHER_RETRY_BASE": "10ms", "TETHER_RETRY_MAX": "50ms"}
-    env |= env_extra
-    # the tether under test, whatever the working folder (a relative PYTHONPATH would not follow)
-    env["PYTHONPATH"] = str(Path(tether_pkg.__file__).resolve().parents[1])
-    work = home.parent / "work"
-    work.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=work,
-        env=env,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def run_openai(server: FaultServer, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,6 @@ usage error."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -15,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-import tether
+from clikit import cli_env
 from tether.tools.sandbox import available
 
 CMD = [sys.executable, "-m", "tether.cli", "run", "--no-session", "-m", "openai/m"]
@@ -47,9 +46,7 @@ def _run(
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(TETHER_HOME=str(tmp_path / "home"), TETHER_SANDBOX=sandbox)
-    env["PYTHONPATH"] = str(Path(tether.__file__).parents[1])  # this tree, from any cwd
+    env = cli_env(tmp_path / "home", TETHER_SANDBOX=sandbox)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         proc = subprocess.run(

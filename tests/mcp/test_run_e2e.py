@@ -7,7 +7,6 @@ server's stderr lands in the session's `mcp-warnings/`."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 from mcp_servers import DEMO
 
-import tether
+import clikit
 from faultserver import FaultServer, text, tool
 from tether.tools.sandbox import detect_sandbox
 
@@ -31,10 +30,7 @@ def tool_results(body: dict[str, Any]) -> list[str]:
 
 
 def cli_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(TETHER_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test-key-e2e")
-    env["PYTHONPATH"] = str(Path(tether.__file__).parents[1])
-    return env
+    return clikit.cli_env(tmp_path / "home", OPENAI_API_KEY="sk-test-key-e2e")
 
 
 def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import tether as tether_pkg
+import clikit
 from cases_loader import CASES_DIR
 from tether.agent.loop import Agent
 from tether.messages import TARGETS, Target, TextBlock, Turn, text_turn, tool_result
@@ -40,18 +38,7 @@ FORMATS = {
 
 
 def tether(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env["TETHER_HOME"] = str(home)
-    env["PYTHONPATH"] = str(Path(tether_pkg.__file__).resolve().parents[1])
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", "replay", *args],
-        cwd=cwd,
-        env=env,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return clikit.tether(["replay", *args], home, cwd=cwd, timeout=300)
 
 
 def findings(out: str) -> list[dict[str, object]]:

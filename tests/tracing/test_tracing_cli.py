@@ -5,9 +5,6 @@ protobuf), against a loopback model server; with `tracing.enabled: false` nothin
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,31 +13,8 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-import tether as tether_pkg
+from clikit import tether
 from faultserver import FaultServer, text, tool
-
-
-def tether(args: list[str], home: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    """`python -m tether.cli ARGS` with `TETHER_HOME=home`, no provider keys, quick retries."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") and not k.startswith("OTEL_")
-    }
-    env |= {"TETHER_HOME": str(home), "TETHER_RETRY_BASE": "10ms", "TETHER_RETRY_MAX": "50ms"}
-    env |= env_extra
-    env["PYTHONPATH"] = str(Path(tether_pkg.__file__).resolve().parents[1])
-    work = home.parent / "work"
-    work.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=work,
-        env=env,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 class _Collector(ThreadingHTTPServer):

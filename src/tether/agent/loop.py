@@ -408,8 +408,8 @@ class Agent(AgentControls):
     started_calls: set[str] | frozenset[str] | None = None
     """Ids of calls with a persisted `tool_call_started` record (None: unknown, e.g. a session
     written before such records existed); on resume, `close_interrupted` tells the model which
-    pending calls started (they may have had effects) and which never ran. `tether run
-    --resume` sets it from the loaded session's events (`started_call_ids`)."""
+    pending calls started (they may have had effects) and which never ran.
+    `tether.agent.sessions.open_session` sets it from the loaded session's events."""
 
     def call_started(self, call: ToolCallBlock) -> None:
         """Persist a small `tool_call_started` event before `call` runs (when the session

@@ -326,7 +326,8 @@ def trust(
 
 @sessions_app.command("list")
 def sessions_list() -> None:
-    """List stored sessions, newest first: id, turns, created, first prompt."""
+    """List stored sessions, newest first: id, turns, created, first prompt; a subagent's
+    session names its caller's session (`caller`)."""
     from tether.session import SessionStore
 
     for info in SessionStore().list():
@@ -340,6 +341,7 @@ def sessions_list() -> None:
             "parent": list(info.parent) if info.parent else None,
             "error": info.error,
             "skipped_lines": info.skipped_lines,
+            "caller": info.caller,
         }
         print(json.dumps(row))
 

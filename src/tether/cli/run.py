@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime, default_id_factory
-from tether.agent.tool_calls import started_call_ids as started_call_ids  # re-exported
+from tether.agent.sessions import load_for_resume, open_session
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
     EXIT_AUTH,
@@ -38,12 +38,10 @@ from tether.cli.output import (
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
-from tether.messages import Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.session import SessionStore, SessionWriter
 from tether.tools.policy import NO_SANDBOX_WARNING
 from tether.tools.sandbox import detect_sandbox
-from tether.wire.resume import drop_retried_user_turns
 
 if TYPE_CHECKING:
     pass
@@ -170,41 +168,28 @@ def _build(
         err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
     events = EventWriter()
-    history: tuple[Turn, ...] = ()
-    started: frozenset[str] | None = None
-    if opts.resume:
-        resumed = store.load(opts.resume)
-        if not resumed.report.ok:
-            err(resumed.report.describe())
-        history = drop_retried_user_turns(resumed.turns)  # a message re-sent after a failure
-        started = started_call_ids(resumed.events)
-        if resumed.header.cwd and Path(resumed.header.cwd) != root:
-            err(
-                f"note: session {opts.resume} was started in {resumed.header.cwd}; "
-                f"tools now work in {root}"
-            )
+    resumed = load_for_resume(store, opts.resume) if opts.resume else None
+    if resumed is not None:
+        if not resumed.loaded.report.ok:
+            err(resumed.loaded.report.describe())
+        cwd = resumed.loaded.header.cwd
+        if cwd and Path(cwd) != root:
+            err(f"note: session {opts.resume} was started in {cwd}; tools now work in {root}")
     agent = Agent.from_settings(
         root,
         model=opts.model,
         base_url=opts.base_url,
         overrides=overrides,
         system=opts.system or stdin.system,
-        history=history,
+        history=resumed.history if resumed else (),
         on_event=events,
         runtime=Runtime(new_id=new_id),
         note=err,
     )
     check_input_fits(opts.prompt, stdin, agent.limits.context_window)
     writer: SessionWriter | None = None
-    if opts.resume:
-        writer = store.open_for_append(opts.resume)
-    elif not opts.no_session:
-        writer = store.create(opts.session_id, cwd=str(root))
-        started = frozenset()  # a new session records every start
-    session_dir = store.artifact_dir(writer.id) if writer else None
-    if writer is not None:
-        agent.attach_session(writer, session_dir)
-    agent.started_calls = started
+    if resumed is not None or not opts.no_session:
+        writer = open_session(agent, store, resumed=resumed, cwd=root, session_id=opts.session_id)
     return agent, writer
 
 

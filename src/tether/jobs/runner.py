@@ -28,12 +28,11 @@ from typing import Any
 
 from tether.agent.build import ModelLike
 from tether.agent.loop import Agent
+from tether.agent.sessions import load_for_resume, open_session
 from tether.agent.state import RunResult
-from tether.agent.tool_calls import started_call_ids
 from tether.errors import RunError
 from tether.messages import Turn, Usage
-from tether.session import SessionStore, SessionWriter
-from tether.wire.resume import drop_retried_user_turns
+from tether.session import SessionStore
 
 RUN_END_EVENT = "job_run_end"
 """The session event written when a task run ends: the outcome (`run_task`'s return value)."""
@@ -74,7 +73,8 @@ def run_task(
     Args:
         root: the project folder (settings, tools; the tools' working folder).
         model: overrides the task's and the settings' model (a provider object in tests).
-        cancelled: polled every `poll_s` seconds while the agent runs; True cancels the run.
+        cancelled: polled every `poll_s` seconds while the agent runs; True cancels the run
+            (a poll that raises is tried again at the next tick).
         store: the sessions (default: `TETHER_HOME`'s).
 
     Returns:
@@ -93,12 +93,8 @@ def run_task(
     done = _finished(store, sid)
     if done is not None:
         return done
-    history: tuple[Turn, ...] = ()
-    started: frozenset[str] | None = frozenset()
-    if store.exists(sid):
-        loaded = store.load(sid)
-        history = drop_retried_user_turns(loaded.turns)
-        started = started_call_ids(loaded.events)
+    resumed = load_for_resume(store, sid) if store.exists(sid) else None
+    history = resumed.history if resumed else ()
     if history and _answered(history[-1]):  # cut after the answer was saved, before the end
         with store.open_for_append(sid) as writer:
             outcome = _outcome_of(history, task, slot, sid)
@@ -120,14 +116,8 @@ def run_task(
         for name in agent.registry.names():
             if name not in wanted:
                 agent.registry.remove(name)
-    writer: SessionWriter = (
-        store.open_for_append(sid)
-        if history or store.exists(sid)
-        else store.create(sid, cwd=str(root))
-    )
+    writer = open_session(agent, store, resumed=resumed, cwd=root, session_id=sid)
     try:
-        agent.attach_session(writer, store.artifact_dir(sid))
-        agent.started_calls = started if started is not None else None
         has_prompt = any(t.role == "user" for t in history)
         prompt = None if has_prompt else str(task["prompt"])
         timeout = task.get("timeout_s")
@@ -189,7 +179,13 @@ async def _drive(
         nonlocal stop
         while not run.done():
             await asyncio.sleep(poll_s)
-            if cancelled is not None and await asyncio.to_thread(cancelled):
+            if cancelled is None:
+                continue
+            try:
+                now = await asyncio.to_thread(cancelled)
+            except Exception:  # a status read that failed (a locked database): ask again next tick
+                continue
+            if now:
                 stop = "cancelled"
                 run.cancel()
                 return

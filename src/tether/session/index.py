@@ -6,10 +6,12 @@ and replacing it atomically.
 Does not own: what a row says (`tether.session.loader.summarize`), which files are sessions
 (`tether.session.store`).
 
-Format (JSON, version 1):
-    {"version": 1, "rows": {"<session id>": {"size": int, "mtime_ns": int,
+Format (JSON, version 2):
+    {"version": 2, "rows": {"<session id>": {"size": int, "mtime_ns": int,
         "created_ms": int, "cwd": str, "turn_count": int, "preview": str,
-        "parent": [str, str] | null, "error": str | null, "skipped_lines": int}}}
+        "parent": [str, str] | null, "error": str | null, "skipped_lines": int,
+        "caller": str | null}}}
+An index of another version is ignored (rebuilt).
 A row is used only while its file's size and mtime (ns) are the ones it was computed at; any
 other row is recomputed from the file (the index is rebuilt when stale). The index is a cache:
 a missing, unreadable or malformed index just means every file is read again, and a folder
@@ -28,7 +30,7 @@ from tether.session.model import SessionInfo
 
 INDEX_NAME = ".list-index.json"
 """The index file's name inside the sessions root (not a session: no `.jsonl` suffix)."""
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 Stamp = tuple[int, int]
 """(size in bytes, mtime in ns) of a session file."""
@@ -68,7 +70,7 @@ def info_from_row(
     """The listing row an index row describes, or None when the row is malformed."""
     created, cwd, turns = row.get("created_ms"), row.get("cwd"), row.get("turn_count")
     preview, parent, error = row.get("preview"), row.get("parent"), row.get("error")
-    skipped = row.get("skipped_lines")
+    skipped, caller = row.get("skipped_lines"), row.get("caller")
     if not (
         isinstance(created, int)
         and isinstance(cwd, str)
@@ -76,6 +78,7 @@ def info_from_row(
         and isinstance(preview, str)
         and isinstance(skipped, int)
         and (error is None or isinstance(error, str))
+        and (caller is None or isinstance(caller, str))
     ):
         return None
     pair: tuple[str, str] | None = None
@@ -87,6 +90,7 @@ def info_from_row(
     return SessionInfo(
         id=sid, path=path, created_ms=created, modified_ms=modified_ms, cwd=cwd,
         turn_count=turns, preview=preview, parent=pair, error=error, skipped_lines=skipped,
+        caller=caller,
     )  # fmt: skip
 
 
@@ -102,6 +106,7 @@ def row_of(info: SessionInfo, stamp: Stamp) -> dict[str, Any]:
         "parent": list(info.parent) if info.parent else None,
         "error": info.error,
         "skipped_lines": info.skipped_lines,
+        "caller": info.caller,
     }
 
 

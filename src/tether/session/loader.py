@@ -222,4 +222,5 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
         preview=preview,
         parent=header.parent,
         skipped_lines=skipped,
+        caller=header.caller_session,
     )

@@ -198,6 +198,8 @@ class SessionInfo:
         parent: `(parent_session, parent_entry)` for a fork, else None.
         error: why the file is not a tether session (a load would fail too), else None.
         skipped_lines: lines of this file a load skips (damaged header line included).
+        caller: for a subagent's session, the id of the session whose `task` call ran it
+            (its header's `caller_session`), else None.
     """
 
     id: str
@@ -210,3 +212,4 @@ class SessionInfo:
     parent: tuple[str, str] | None = None
     error: str | None = None
     skipped_lines: int = 0
+    caller: str | None = None

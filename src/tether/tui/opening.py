@@ -3,8 +3,8 @@
 Owns: `ChatOptions` (the `tether chat` flags), `Hooks` (what the TUI hands the agent: the
 event callback, the question bridge, the approver), `Opened` (the agent with its session
 writer and MCP servers) and `open_agent`, which builds them: `Agent.from_settings` in the
-working folder, a resumed session's history (retried user turns dropped, started calls
-known so `close_interrupted` can say which ran), a new session (or none), the MCP servers.
+working folder, a resumed session or a new one (or none) through `tether.agent.sessions`,
+the MCP servers.
 Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.build`).
 """
 
@@ -19,11 +19,9 @@ from tether.agent.approval import Approver
 from tether.agent.events import AgentEvent
 from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime
-from tether.agent.tool_calls import started_call_ids
-from tether.messages import Turn
+from tether.agent.sessions import load_for_resume, open_session
 from tether.session import SessionStore, SessionWriter
 from tether.tools.question import QuestionBridge, question
-from tether.wire.resume import drop_retried_user_turns
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,21 +90,16 @@ def open_agent(
         overrides["tools.network"] = True
     root = opts.cwd.resolve()
     store = SessionStore()
-    history: tuple[Turn, ...] = ()
-    started: frozenset[str] | None = None
     resume = resume or opts.resume
-    if resume:
-        loaded = store.load(resume)
-        if not loaded.report.ok:
-            hooks.note(loaded.report.describe())
-        history = drop_retried_user_turns(loaded.turns)
-        started = started_call_ids(loaded.events)
+    resumed = load_for_resume(store, resume) if resume else None
+    if resumed is not None and not resumed.loaded.report.ok:
+        hooks.note(resumed.loaded.report.describe())
     agent = Agent.from_settings(
         root,
         model=opts.model,
         base_url=opts.base_url,
         overrides=overrides,
-        history=history,
+        history=resumed.history if resumed else (),
         on_event=hooks.on_event,
         question_bridge=hooks.questions,
         approver=hooks.approver,
@@ -116,13 +109,6 @@ def open_agent(
     if "question" not in agent.registry:
         agent.registry.add(question)
     writer: SessionWriter | None = None
-    if resume:
-        writer = store.open_for_append(resume)
-    elif not opts.no_session:
-        writer = store.create(None, cwd=str(root))
-        started = frozenset()
-    session_dir = store.artifact_dir(writer.id) if writer else None
-    if writer is not None:
-        agent.attach_session(writer, session_dir)
-    agent.started_calls = started
+    if resumed is not None or not opts.no_session:
+        writer = open_session(agent, store, resumed=resumed, cwd=root)
     return Opened(agent, writer, store)
