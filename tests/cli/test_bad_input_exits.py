@@ -55,6 +55,10 @@ def _no_sessions(home: Path) -> None:
         (["run", "--model", "openai/m", "--base-url", "not a url", "hi"], 1, "not a URL"),
         (["run", "--model", "openai/m", "--base-url", "ftp://host/x", "hi"], 1, "not a URL"),
         (["run", "--model", "openai/m", "--base-url", "http://:80", "hi"], 1, "not a URL"),
+        # the TUI says it before its screen opens (it stayed open on an error screen before)
+        (["chat", "--resume", "nosuch-id"], 1, "no session nosuch-id in"),
+        (["chat", "--resume", "../bad"], 1, "invalid session id"),
+        (["sessions", "delete", "nosuch-id"], 1, "no session nosuch-id"),
     ],
 )  # fmt: skip
 def test_flags_that_cannot_work_are_refused_before_anything_runs(

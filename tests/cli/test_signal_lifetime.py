@@ -51,6 +51,8 @@ def test_a_signal_during_start_up_exits_130(tmp_path: Path, sig: int) -> None:
         assert _caught(proc.pid) & bit, "no handler installed"
         proc.send_signal(sig)
         assert proc.wait(timeout=30) == 130
+        assert proc.stderr is not None
+        assert proc.stderr.read().decode().splitlines()[-1:] == ["tether: cancelled"]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -105,9 +105,30 @@ def env(tmp: Path, **extra: str) -> dict[str, str]:
     return e | extra
 
 
+RUNS = ("dispatch", "run", "worker")
+"""The commands that refuse an unapproved project: the helpers below approve the project's
+files as they are (`tether trust`, what its user does after reviewing them) before each."""
+
+
+def approve(tmp: Path, root: Path) -> None:
+    """`tether trust` in `root` (the user approves the project's current files)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "trust"],
+        cwd=root,
+        env=env(tmp),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def tether(
-    tmp: Path, root: Path, *args: str, timeout: float = 180, **extra: str
+    tmp: Path, root: Path, *args: str, timeout: float = 180, trust: bool = True, **extra: str
 ) -> subprocess.CompletedProcess[str]:
+    if trust and args and args[0] in RUNS:
+        approve(tmp, root)
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", "jobs", *args],
         cwd=root,
@@ -122,6 +143,8 @@ def tether(
 def popen(
     tmp: Path, root: Path, *args: str, start_new_session: bool = False, **extra: str
 ) -> subprocess.Popen[str]:
+    if args and args[0] in RUNS:
+        approve(tmp, root)
     return subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "jobs", *args],
         cwd=root,

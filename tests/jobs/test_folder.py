@@ -39,9 +39,35 @@ def test_what_jobs_writes_needs_no_approval_but_task_files_do(tmp_path: Path) ->
     assert check_trust(tmp_path).trusted
     folder.archive(tmp_path, "a.md", hashlib.sha256(b"do a\n").hexdigest())
     folder.write_record(tmp_path, "a", "once-x", {"answer": "ok"})
-    state = check_trust(tmp_path)
-    assert state.changes == ((".tether/jobs/a.md", "removed"),)  # not the archive/record
-    approve(tmp_path)
+    # the archive and the record are not changes, and an archived (removed) task file is not
+    # either: the project stays approved for the next dispatch
+    assert check_trust(tmp_path).trusted
     (d / "b.md").write_text("do b\n")
     assert check_trust(tmp_path).changes == ((".tether/jobs/b.md", "new"),)
+    approve(tmp_path)
+    (d / "b.md").write_text("do b, and more\n")
+    assert check_trust(tmp_path).changes == ((".tether/jobs/b.md", "changed"),)
+    approve(tmp_path)
+    # any other removed file still is a change (a settings file that tightened something)
+    (tmp_path / ".tether" / "settings.json").write_text("{}")
+    approve(tmp_path)
+    (tmp_path / ".tether" / "settings.json").unlink()
+    assert check_trust(tmp_path).changes == ((".tether/settings.json", "removed"),)
     assert folder.read_records(tmp_path, "a") == [{"answer": "ok"}]
+
+
+def test_projects_named_alike_get_their_own_key(tmp_path: Path) -> None:
+    from tether.jobs.engine import default_project, jobs_config
+    from tether.settings import AgentConfig
+
+    a, b = tmp_path / "x" / "app", tmp_path / "y" / "app"
+    c, e = tmp_path / "jobs proj é", tmp_path / "jobs proj ü"
+    for p in (a, b, c, e):
+        p.mkdir(parents=True)
+    keys = {default_project(p) for p in (a, b, c, e)}
+    assert len(keys) == 4
+    assert default_project(a).startswith("app-") and default_project(a) == default_project(a)
+    cfg_a, cfg_b = jobs_config(a, AgentConfig()), jobs_config(b, AgentConfig())
+    assert cfg_a.database_url != cfg_b.database_url and cfg_a.queue != cfg_b.queue
+    pinned = AgentConfig().with_values({"jobs.project": "shared"})
+    assert jobs_config(a, pinned).project == jobs_config(b, pinned).project == "shared"

@@ -288,6 +288,18 @@ def test_delete_removes_file_and_artifact_folder(store: SessionStore) -> None:
     assert not store.exists("plain")
 
 
+def test_delete_refuses_a_session_being_written(store: SessionStore) -> None:
+    writer = store.create("live", cwd="/")
+    writer.append(user("u1"))
+    with pytest.raises(SessionBusyError, match="being written"):
+        store.delete("live")
+    assert store.load("live").turns[0].id == "u1"  # nothing removed
+    writer.append(user("u2"))
+    writer.close()
+    store.delete("live")
+    assert not store.exists("live")
+
+
 def test_list(store: SessionStore) -> None:
     assert store.list() == []
     with store.create("a", cwd="/a") as w:

@@ -30,10 +30,13 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def exit_now(signum: int, frame: FrameType | None) -> None:
-    """The handler at start-up and while closing: flush what was written, exit 130 now."""
+    """The handler at start-up and while closing: flush what was written, say `cancelled`
+    on stderr, exit 130 now."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a reentrant flush or a closed pipe
             stream.flush()
+    with contextlib.suppress(OSError):
+        os.write(2, b"tether: cancelled\n")
     os._exit(EXIT_CANCELLED)
 
 

@@ -45,8 +45,13 @@ def _root(cwd: Path) -> Path:
     return root
 
 
-def _config(root: Path, *, executor_id: str | None = None, role: str = "worker") -> JobsConfig:
-    """The project's jobs configuration; one line and exit 1 on bad settings or no DBOS."""
+def _config(
+    root: Path, *, executor_id: str | None = None, role: str = "worker", runs: bool = False
+) -> JobsConfig:
+    """The project's jobs configuration; one line and exit 1 on bad settings or no DBOS.
+    `runs` (dispatch, run, worker): a project whose files (task files included) are not
+    approved (`tether trust`) is refused, exit 1, nothing enqueued or run; the other commands
+    only warn."""
     from tether.agent.build import trusted_settings
     from tether.errors import ConfigError
 
@@ -60,6 +65,12 @@ def _config(root: Path, *, executor_id: str | None = None, role: str = "worker")
     except ConfigError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
+    if refused and runs:
+        err(
+            f"refused: {refused.split('; ')[0]}; Jobs run task files only in an approved "
+            f"project: review them, then `tether trust` in {root}"
+        )
+        raise typer.Exit(EXIT_USAGE)
     if refused:
         err(f"warning: {refused}")
     return jobs_config(root, loaded.settings, executor_id=executor_id, role=role)
@@ -209,7 +220,7 @@ def dispatch(
         raise typer.Exit(EXIT_USAGE)
     root = _root(cwd)
     _require_enabled(root)
-    cfg = _config(root, executor_id=executor_id, role="dispatch")
+    cfg = _config(root, executor_id=executor_id, role="dispatch", runs=True)
     _launch(cfg, listen=not enqueue_only)
     try:
         if not watch:
@@ -269,7 +280,7 @@ def run(
     if task_id is not None and not tasks:
         err(f"no valid task {task_id!r} in {folder.jobs_dir(root)}")
         raise typer.Exit(EXIT_USAGE)
-    cfg = _config(root, executor_id=executor_id, role="run")
+    cfg = _config(root, executor_id=executor_id, role="run", runs=True)
     _launch(cfg, listen=True)
     try:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
@@ -323,7 +334,11 @@ def logs(
     whole run with `tether sessions show <session_id>`."""
     from tether.jobs import folder
 
-    records = folder.read_records(_root(cwd), task_id)
+    root = _root(cwd)
+    records = folder.read_records(root, task_id)
+    if not records and not any(t.id == task_id for t in folder.scan(root).tasks):
+        err(f"no task {task_id} in {folder.jobs_dir(root)} and no run records of it")
+        raise typer.Exit(EXIT_USAGE)
     for rec in records:
         _print(rec)
     err(f"{len(records)} run(s) of {task_id}")
@@ -354,7 +369,7 @@ def worker(cwd: Cwd = Path("."), executor_id: ExecutorId = None) -> None:
 
     root = _root(cwd)
     _require_enabled(root)
-    cfg = _config(root, executor_id=executor_id, role="worker")
+    cfg = _config(root, executor_id=executor_id, role="worker", runs=True)
     _launch(cfg, listen=True)
     err(f"worker {cfg.executor_id} on {_redact_url(cfg.database_url)} (queue {cfg.queue})")
     try:

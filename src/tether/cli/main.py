@@ -128,6 +128,18 @@ def _chat(**flags: Any) -> int:
     max_turns = flags.pop("max_turns", None)
     if max_turns is not None:
         overrides["run.max_turns"] = max_turns
+    resume = flags.get("resume")
+    if resume:  # before the screen opens: one line, as `tether run --resume` says it
+        from tether.session import SessionStore
+
+        try:
+            found = SessionStore().exists(resume)
+        except SessionError as exc:  # an invalid id
+            err(str(exc))
+            return EXIT_USAGE
+        if not found:
+            err(f"no session {resume} in {SessionStore().root}")
+            return EXIT_USAGE
     from tether.tui import run_tui
     from tether.tui.opening import ChatOptions
 
@@ -383,7 +395,8 @@ def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
         code = app(standalone_mode=False)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt):  # before a run's own handlers
+        err("cancelled")
         sys.exit(EXIT_CANCELLED)
     except Exception as exc:
         show = getattr(exc, "show", None)

@@ -22,6 +22,7 @@ DBOS is a per-process singleton: one `launch` per process (`shutdown` destroys i
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import socket
@@ -89,6 +90,16 @@ class JobsConfig:
         return f"{self.project}:{task_id}:{slot}"
 
 
+def default_project(root: Path) -> str:
+    """The project's key when `jobs.project` is not set: the folder's name (characters other
+    than letters, digits, `_`, `.`, `-` replaced by `_`) and 8 hex digits of the SHA-256 of its
+    full path, so two projects whose folders are named alike never share a queue or a
+    database (`app-1f2e3d4c`)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", root.name).lstrip("._-") or "project"
+    digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+    return f"{name[:40]}-{digest[:8]}"
+
+
 def default_database_url(project: str) -> str:
     """The embedded SQLite system database: `<tether data>/jobs/<project>.sqlite`."""
     from tether.session.layout import default_root
@@ -104,7 +115,7 @@ def jobs_config(
     """The jobs configuration of `root` from its settings, `TETHER_JOBS_DATABASE_URL` and
     `TETHER_JOBS_EXECUTOR_ID`; the default executor id is `<host name>-<role>`."""
     js = settings.jobs
-    project = js.project or re.sub(r"[^A-Za-z0-9_.-]", "_", root.name) or "project"
+    project = js.project or default_project(root)
     url = os.environ.get(DATABASE_ENV) or js.database_url or default_database_url(project)
     exe = executor_id or os.environ.get(EXECUTOR_ENV) or f"{socket.gethostname()}-{role}"
     return JobsConfig(

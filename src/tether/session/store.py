@@ -429,9 +429,23 @@ class SessionStore:
 
         Raises:
             SessionError: invalid id.
+            SessionBusyError: a writer (a run in another process, or an open `SessionWriter`)
+                holds the session; nothing is removed.
             SessionNotFoundError: neither the file nor the folder exists.
         """
         path, folder = self.path(session_id), self.artifact_dir(session_id)
+        lock = (
+            self._lock_for_writing(session_id)
+            if folder.is_dir() and not folder.is_symlink()
+            else None
+        )  # a session being written (a live run) is not deleted under it
+        try:
+            self._remove(session_id, path, folder)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _remove(self, session_id: str, path: Path, folder: Path) -> None:
         found = False
         try:
             path.unlink()

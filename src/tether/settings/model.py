@@ -444,7 +444,10 @@ class JobsSettings(_Section):
             machines sharing one queue; None: an embedded SQLite file under `TETHER_HOME`
             (`<data>/jobs/<project>.sqlite`). `TETHER_JOBS_DATABASE_URL` overrides it.
         project: the name that keys this project's queue and workflow ids in a shared
-            database (letters, digits, `_`, `-`, `.`); None: the project folder's name.
+            database (letters, digits, `_`, `-`, `.`); None: the project folder's name plus
+            8 hex digits of its full path's SHA-256 (`app-1f2e3d4c`: folders named alike never
+            share a queue). Set it when workers on machines where the project lives at other
+            paths share one database.
         concurrency: task runs of this project at once, across all workers (≥ 1).
         worker_concurrency: task runs at once in one worker process (≥ 1).
         model_concurrency: per model (`provider/model` as a task's `model` names it), runs

@@ -12,7 +12,9 @@ their helpers; `*.lock`, `*.tmp`, `__pycache__` and what Jobs writes, `jobs/arch
 `jobs/runs/`, left out) and under each tool folder that the
 project's settings file names in `tools.folders`. Files a project has none of need no approval:
 a project without `.tether/` runs as before, and a file that appears there later (planted by a
-tool call of an earlier run, or pulled from a repository) is new, hence unapproved.
+tool call of an earlier run, or pulled from a repository) is new, hence unapproved. A removed
+file is a change too, except a Jobs task file (`.tether/jobs/*.md`: Jobs archives run-once
+tasks; fewer tasks never runs anything new).
 
 A project's first run: nothing is approved yet, so a project that already has `.tether/` files
 is refused until the user runs `tether trust` there (a cloned repository's tools and settings are
@@ -153,6 +155,13 @@ class TrustState:
         )
 
 
+def _is_task_file(name: str) -> bool:
+    """A Jobs task file (`.tether/jobs/<id>.md`): one that is gone only means fewer runs (Jobs
+    archives a run-once task after its run), so its removal needs no new approval."""
+    path = Path(name)
+    return path.parent == Path(PROJECT_DIR) / "jobs" and path.suffix == ".md"
+
+
 def check_trust(root: Path) -> TrustState:
     """Compare the project's files with its approval (see the module docstring)."""
     root = Path(os.path.realpath(root))
@@ -165,7 +174,7 @@ def check_trust(root: Path) -> TrustState:
         elif before[name] != digest:
             changes.append((name, "changed"))
     for name in before:
-        if name not in now:
+        if name not in now and not _is_task_file(name):
             changes.append((name, "removed"))
     same = tuple(sorted(n for n, d in now.items() if before.get(n) == d))
     return TrustState(root=root, changes=tuple(sorted(changes)), approved=same)
