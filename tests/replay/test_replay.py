@@ -78,6 +78,9 @@ def test_the_cli_replays_a_transcript(tmp_path: Path) -> None:
     assert r.returncode == 1 and "use --tools stored" in r.stderr
     r = tether([str(path), "--target", "bedrock"], tmp_path, tmp_path)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "unknown --target" in r.stderr
+    for missing in ("/nonexistent.jsonl", "gone/run.traj", "nothing.json"):
+        r = tether([missing], tmp_path, tmp_path)
+        assert r.returncode == 1 and r.stderr == f"tether: no file {missing}\n", r.stderr
 
 
 def _record(home: Path, work: Path) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -60,6 +61,8 @@ def _load(session: str) -> Stored:
                 return Stored(turns=loaded.turns, cwd=loaded.header.cwd, label=str(path))
         found = import_transcript(path)
         return Stored(turns=found.turns, cwd=None, label=f"{path} ({found.format})")
+    if os.sep in session or session.endswith((SESSION_SUFFIX, ".json", ".traj")):
+        raise SessionError(f"no file {session}")  # a path, not a session id
     loaded = SessionStore().load(session)
     return Stored(turns=loaded.turns, cwd=loaded.header.cwd, label=session)
 

@@ -162,12 +162,20 @@ def _write_stamp(target: Path, stamp: Path, model: NamedModel) -> None:
     stamp.write_text(json.dumps({"sha256": model.sha256, **_signature(target)}))
 
 
+DEFAULT_NAME = "smollm2-135m-instruct"
+"""`local/smollm2-135m-instruct`: the embedded default by name (what `tether models local`
+lists; the same model as `local`)."""
+
+
 def resolve_model_path(spec: Path | None) -> Path | None:
-    """Map `local/NAME` to its verified GGUF when NAME is in `NAMED_MODELS`; other paths pass.
+    """Map `local/NAME` to its verified GGUF when NAME is in `NAMED_MODELS`, and the default's
+    name (`DEFAULT_NAME`) to None (the embedded default); other paths pass.
 
     Raises:
         ConfigError: see `named_model_path`.
     """
+    if spec is not None and str(spec) == DEFAULT_NAME and not spec.is_file():
+        return None
     if spec is not None and str(spec) in NAMED_MODELS and not spec.is_file():
         return named_model_path(NAMED_MODELS[str(spec)])
     return spec

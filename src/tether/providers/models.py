@@ -70,7 +70,9 @@ KNOWN_MODELS: dict[str, tuple[str, ...]] = {
         "gemini-3-pro-preview",
     ),
     "ollama": ("qwen3", "llama3.1", "llama3.2", "gpt-oss:20b", "mistral", "gemma3"),
-    "local": ("smollm2-135m-instruct (embedded; or local/PATH.gguf)",),
+    # `local` alone is the first; the second needs the `local-qwen` extra; any GGUF file
+    # works as `local/PATH.gguf`
+    "local": ("smollm2-135m-instruct", "qwen2.5-coder-0.5b"),
 }
 """Models known when this tether was released (a fallback; the provider's list wins)."""
 
