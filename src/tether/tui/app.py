@@ -219,8 +219,12 @@ class TetherApp(App[int]):
     # -- events ------------------------------------------------------------------------------
 
     def on_agent_event(self, event: AgentEvent) -> None:
-        """Called by the agent (same event loop) with each event (`Feed`)."""
-        self.feed.on_event(event)
+        """Called by the agent (same event loop) with each event (`Feed`). A display fault
+        is a note, never the agent's problem (the agent would fail the call it came from)."""
+        try:
+            self.feed.on_event(event)
+        except Exception as exc:
+            self.note(f"display error on a {event.type} event: {type(exc).__name__}: {exc}")
 
     # -- input -------------------------------------------------------------------------------
 

@@ -303,6 +303,7 @@ class ToolRow(Collapsible):
         self.steps_count = 0
         self._tail = ""
         self.steps: Vertical | None = None
+        self._waiting: list[Widget] = []
         children: list[Widget] = [self.body]
         if name == TASK_TOOL:
             self.steps = Vertical(classes="steps")
@@ -323,7 +324,15 @@ class ToolRow(Collapsible):
         self.agent_path = agent_path
         self.steps_count += step
         self.title = self._heading(self._tail)
-        self.steps.mount(row)
+        if self.steps.is_mounted:
+            self.steps.mount(row)
+        else:  # the row itself is still being mounted
+            self._waiting.append(row)
+
+    def on_mount(self) -> None:
+        if self.steps is not None and self._waiting:
+            rows, self._waiting = self._waiting, []
+            self.steps.mount_all(rows)
 
     def finish(self, content: str, *, is_error: bool, duration_ms: float | None) -> None:
         """The call ended; `duration_ms` None for a result read back from a session."""
