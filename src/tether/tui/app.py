@@ -93,6 +93,7 @@ class TetherApp(App[int]):
         self.queued: list[UserRow] = []
         self.feed = Feed(self)
         self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
+        self._gauge_later = False
         self._last_ctrl_c: float | None = None
         self._paths: list[str] | None = None
         self._preopened: Opened | None = None
@@ -123,8 +124,8 @@ class TetherApp(App[int]):
 
     async def on_mount(self) -> None:
         self.set_interval(0.05, self.feed.flush)
+        self.query_one(PromptInput).focus()  # before the rows: a focus change restyles them all
         await self.open_session(self.resume)
-        self.query_one(PromptInput).focus()
 
     def preopen(self) -> None:
         """Build the agent now, before the app runs, and load an embedded model (llama.cpp
@@ -200,7 +201,8 @@ class TetherApp(App[int]):
 
     def _pressure(self) -> tuple[float | None, bool]:
         """The context gauge: the last request's pressure, else an estimate of the view
-        (computed once per history: a 10,000-turn view takes ~0.1 s)."""
+        (computed once per history: a 10,000-turn view takes ~0.1 s, so for a long history
+        the first footer says `ctx –` and the figure follows after the first paint)."""
         agent = self.agent
         compaction = agent.compaction
         if compaction is None:
@@ -211,6 +213,11 @@ class TetherApp(App[int]):
         history = agent.history
         key = (len(history), history[-1].id if history else "")
         if self._gauge is None or self._gauge[:2] != key:
+            if len(history) > 1000 and not self._gauge_later:  # after the first paint
+                self._gauge_later = True
+                self.call_after_refresh(self.update_status)
+                return None, True
+            self._gauge_later = False
             window = effective_window(monitor.limits, monitor.policy)
             ratio = estimate_tokens(agent.current_view()) / max(window, 1)
             self._gauge = (*key, (ratio, True))

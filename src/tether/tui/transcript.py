@@ -25,8 +25,10 @@ from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, ToolResultB
 from tether.tui.widgets import AssistantRow, MarkerRow, ThinkingRow, ToolRow, UserRow
 from tether.wire.markers import is_marker
 
-PAGE = 40
+PAGE = 30
 """Past rows mounted or unmounted at a time."""
+FIRST_PAGE = 12
+"""Past rows mounted when a session opens (a screenful; the page before follows at once)."""
 MAX_PAGES = 3
 """Past rows mounted at most: `PAGE * MAX_PAGES`."""
 
@@ -108,7 +110,7 @@ class Transcript(VerticalScroll):
         await self.clear()
         self.past = makers
         self.hi = len(makers)
-        self.lo = max(0, self.hi - PAGE)
+        self.lo = max(0, self.hi - FIRST_PAGE)
         self.mounted = [make() for make in makers[self.lo : self.hi]]
         if self.mounted:
             await self.mount_all(self.mounted)
