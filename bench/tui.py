@@ -4,8 +4,9 @@ same run.
 
     first paint     TetherApp (scripted agent) vs a bare Textual App with the same screen
                     size, from construction to the first refresh (headless Pilot).
-    open session    resuming a session of `--turns` stored turns (the transcript shows the
-                    last 60) vs an empty session; includes reading the file.
+    open session    resuming a session of `--turns` stored turns (the transcript mounts its
+                    last page and, once painted, the page before) vs an empty session;
+                    includes reading the file and building the agent over the history.
     keystroke echo  a key sent to the app until the first frame drawn after the prompt editor
                     holds it (the screen update the terminal would get), while a scripted model
                     streams ~100 deltas a second, vs the same with the app idle.
