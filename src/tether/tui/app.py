@@ -391,6 +391,7 @@ class TetherApp(App[int]):
             transcript.scroll_page_up(animate=False)
         else:
             transcript.scroll_page_down(animate=False)
+        transcript.check()
 
     async def action_ctrl_c(self) -> None:
         now = self.clock()

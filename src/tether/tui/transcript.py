@@ -27,8 +27,11 @@ from tether.wire.markers import is_marker
 
 PAGE = 30
 """Past rows mounted or unmounted at a time."""
-FIRST_PAGE = 12
-"""Past rows mounted when a session opens (a screenful; the page before follows at once)."""
+FIRST_PAGE = 20
+"""Past rows mounted when a session opens (about a screenful)."""
+EDGE = 3
+"""Lines from the top / bottom of what is mounted at which the next page is mounted (it is
+mounted at once when the rows do not fill the view: there is nothing to scroll)."""
 MAX_PAGES = 3
 """Past rows mounted at most: `PAGE * MAX_PAGES`."""
 
@@ -114,8 +117,16 @@ class Transcript(VerticalScroll):
         self.mounted = [make() for make in makers[self.lo : self.hi]]
         if self.mounted:
             await self.mount_all(self.mounted)
-        self.scroll_end(animate=False)
-        self.call_after_refresh(self._check)
+        self.call_after_refresh(self._settle)
+
+    def _settle(self, tries: int = 10) -> None:
+        """Once the rows are laid out: at the end, then mount more only if there is nothing
+        to scroll."""
+        if self.lo > 0 and self.max_scroll_y == 0 and tries:  # not laid out yet (or short)
+            self.set_timer(0.1, lambda: self._settle(tries - 1))
+            return
+        self.scroll_end(animate=False, immediate=True)
+        self._check()
 
     async def clear(self) -> None:
         """Remove every row."""
@@ -129,14 +140,21 @@ class Transcript(VerticalScroll):
         super().watch_scroll_y(old_value, new_value)
         self._check()
 
+    def on_mouse_scroll_up(self) -> None:
+        self._check()  # at the top already: the wheel changes no scroll position
+
+    def check(self) -> None:
+        """Mount the page before / after the window if the view is at its top / bottom
+        (after a key that scrolls)."""
+        self._check()
+
     def _check(self) -> None:
         """Mount the page before / after the window when the view nears its top / bottom."""
         if self._moving or not self.past:
             return
-        margin = max(self.size.height, 10)
-        if self.lo > 0 and self.scroll_y < margin:
+        if self.lo > 0 and self.scroll_y < EDGE:
             self._start(self._earlier())
-        elif not self.at_end and self.scroll_y > self.max_scroll_y - margin:
+        elif not self.at_end and self.scroll_y > self.max_scroll_y - EDGE:
             self._start(self._later())
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
