@@ -4,10 +4,15 @@ same run.
 
     first paint     TetherApp (scripted agent) vs a bare Textual App with the same screen
                     size, from construction to the first refresh (headless Pilot).
-    open session    resuming a session of `--turns` stored turns (the transcript shows the
-                    last 60) vs an empty session; includes reading the file.
-    keystroke echo  a key pressed in the prompt editor until the editor holds it, while a
-                    scripted model streams ~100 deltas a second, vs the same with the app idle.
+    open session    resuming a session of `--turns` stored turns (the transcript mounts its
+                    last page and, once painted, the page before) vs an empty session;
+                    includes reading the file and building the agent over the history.
+    keystroke echo  a key sent to the app until the first frame drawn after the prompt editor
+                    holds it (the screen update the terminal would get), while a scripted model
+                    streams ~100 deltas a second, vs the same with the app idle.
+    Pilot.press     the same key through `Pilot.press`, which also waits (twice) for the whole
+                    process to be idle for 20 ms (`textual._wait.wait_for_idle`): while the
+                    model streams this measures how busy the process is more than the echo.
 
 Run: .venv/bin/python bench/tui.py [--turns 10000] [--keys 50]
 """
@@ -22,6 +27,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
@@ -91,24 +97,51 @@ async def first_paint(make: type[App[None]] | object) -> float:
         return time.perf_counter() - t0
 
 
-async def keystrokes(app: TetherApp, n: int, stream: bool) -> list[float]:
-    out: list[float] = []
+async def keystrokes(app: TetherApp, n: int, stream: bool) -> tuple[list[float], list[float]]:
+    """(key → first frame after the editor holds it, Pilot.press round trip), seconds."""
+    echo: list[float] = []
+    press: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
+        frames: list[float] = []
+        display = app._display  # pyright: ignore[reportPrivateUsage]
+
+        def timed(screen: object, renderable: object) -> None:
+            if renderable is not None:
+                frames.append(time.perf_counter())
+            display(screen, renderable)  # type: ignore[arg-type]
+
+        app._display = timed  # type: ignore[method-assign]
         prompt = app.query_one(PromptInput)
+        driver = app._driver  # pyright: ignore[reportPrivateUsage]
+        assert driver is not None
         if stream:
             app.start_run("go")
             await asyncio.sleep(0.2)
         for i in range(n):
             before = len(prompt.text)
             t0 = time.perf_counter()
+            driver.send_message(events.Key("a", "a"))
+            while len(prompt.text) == before:
+                await asyncio.sleep(0.0005)
+            seen = len(frames)
+            while len(frames) == seen:
+                await asyncio.sleep(0.0005)
+            echo.append(frames[seen] - t0)
+            await asyncio.sleep(0.01 + (i % 3) * 0.003)
+            before = len(prompt.text)
+            t0 = time.perf_counter()
             await pilot.press("a")
             while len(prompt.text) == before:
                 await asyncio.sleep(0)
-            out.append(time.perf_counter() - t0)
+            press.append(time.perf_counter() - t0)
             await asyncio.sleep(0.01 + (i % 3) * 0.003)
         if app.worker is not None:
             app.worker.cancel()
-    return out
+    return echo, press
+
+
+def p95(xs: list[float]) -> float:
+    return sorted(xs)[max(0, int(len(xs) * 0.95) - 1)]
 
 
 async def main() -> None:
@@ -133,12 +166,14 @@ async def main() -> None:
         long = await first_paint(app_for(root, idle, store, "long"))
         print(f"open a {args.turns}-turn session: {long * 1000:.0f} ms, empty session "
               f"{empty * 1000:.0f} ms (ratio {long / empty:.2f})")
-        quiet = await keystrokes(app_for(root, Streaming(0, 0), None, None), args.keys, False)
-        busy = await keystrokes(app_for(root, Streaming(100_000, 0.01), None, None), args.keys, True)
-        q, b = statistics.median(quiet), statistics.median(busy)
-        p95 = sorted(busy)[int(len(busy) * 0.95) - 1]
-        print(f"keystroke to echo: median {b * 1000:.1f} ms while streaming (p95 {p95 * 1000:.1f} ms),"
-              f" {q * 1000:.1f} ms idle (ratio {b / q:.2f})")
+        quiet, quiet_press = await keystrokes(app_for(root, Streaming(0, 0), None, None), args.keys, False)
+        busy, busy_press = await keystrokes(
+            app_for(root, Streaming(100_000, 0.01), None, None), args.keys, True
+        )
+        for label, b, q in (("keystroke to echo", busy, quiet), ("Pilot.press", busy_press, quiet_press)):
+            mb, mq = statistics.median(b), statistics.median(q)
+            print(f"{label}: median {mb * 1000:.1f} ms while streaming (p95 {p95(b) * 1000:.1f} ms),"
+                  f" {mq * 1000:.1f} ms idle (ratio {mb / mq:.2f})")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tether import AgentConfig
 from tether.agent.loop import Agent
+from tether.agent.subagents import task_tool
+from tether.providers.base import ModelRequest
 from tether.session import SessionStore
 from tether.testing import Response, ScriptedProvider, deterministic
 from tether.tools.base import Tool
@@ -21,18 +24,23 @@ SIZE = (100, 30)
 
 def scripted_app(
     tmp_path: Path,
-    script: Sequence[Response],
+    script: Sequence[Response] | Callable[[ModelRequest], Response],
     *,
     store: SessionStore | None = None,
     approval: str = "auto",
     safe: bool = False,
-    max_rows: int = 200,
     resume: str | None = None,
     tools: Sequence[Tool] = (),
+    settings: dict[str, Any] | None = None,
+    task: bool = False,
 ) -> tuple[TetherApp, ScriptedProvider]:
-    """A TetherApp whose agent runs `script` in `tmp_path` (sessions in `store`, if given)."""
-    provider = ScriptedProvider(list(script))
-    config = AgentConfig.model_validate({"tools": {"approval": approval, "safe": safe}})
+    """A TetherApp whose agent runs `script` (a list, or a function of the request) in
+    `tmp_path` (sessions in `store`, if given); `task`: with the `task` tool."""
+    provider = ScriptedProvider(script if callable(script) else list(script))
+    config = AgentConfig.model_validate(
+        {"tools": {"approval": approval, "safe": safe}, **(settings or {})}
+    )
+    extra = [task_tool(config.agents)] if task else []
 
     opened = itertools.count(1)
 
@@ -41,7 +49,7 @@ def scripted_app(
         agent = Agent(
             provider,
             config=config,
-            tools=[*builtin_tools(), question, *tools],
+            tools=[*builtin_tools(), question, *tools, *extra],
             root=tmp_path,
             history=history,
             on_event=hooks.on_event,
@@ -58,4 +66,4 @@ def scripted_app(
             agent.attach_session(writer, store.artifact_dir(writer.id))
         return Opened(agent, writer, store=store)
 
-    return TetherApp(factory, resume=resume, max_rows=max_rows), provider
+    return TetherApp(factory, resume=resume), provider

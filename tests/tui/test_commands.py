@@ -1,15 +1,12 @@
-"""The slash commands, the editor's history and completion, and opening a long session."""
+"""The slash commands, the editor's history and completion."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tether.messages import text_turn
 from tether.session import SessionStore
 from tether.tui.commands import context_bar, gauge_text, parse_command
-from tether.tui.widgets import MarkerRow, NoteRow, PromptInput, UserRow
+from tether.tui.widgets import MarkerRow, PromptInput, UserRow
 
 from .helpers import SIZE, scripted_app
 from .test_app import idle, notes, send, status
@@ -126,19 +123,3 @@ async def test_history_up_and_completion(tmp_path: Path) -> None:
         prompt.text = "two\nlines"
         await pilot.press("ctrl+j")
         assert prompt.text.count("\n") == 2
-
-
-@pytest.mark.parametrize("turns", [10_000])
-async def test_a_long_resumed_session_shows_its_tail(tmp_path: Path, turns: int) -> None:
-    store = SessionStore(tmp_path / "sessions")
-    with store.create("long", cwd=str(tmp_path)) as writer:
-        for i in range(turns // 2):
-            writer.append(text_turn(f"u{i}", "user", f"question {i}"))
-            writer.append(text_turn(f"a{i}", "assistant", f"answer {i}"))
-    app, _ = scripted_app(tmp_path, [], store=store, resume="long", max_rows=100)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        assert len(app.agent.history) == turns
-        rows = app.query(UserRow)
-        assert len(rows) == 50 and rows[-1].text == f"question {turns // 2 - 1}"
-        assert f"{turns - 100} earlier turns" in str(app.query(NoteRow)[0].render())

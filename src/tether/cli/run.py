@@ -132,27 +132,18 @@ def run_command(opts: RunOptions) -> int:
 
 
 def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) -> None:
-    """Refuse new input that cannot fit the model's window before anything is sent or written.
-
-    The estimate is ceil(chars / 4) per message (`tether.compaction.pressure`); the limit is the
-    raw window, so only input that is far over it is refused (compaction cannot shrink the new
-    prompt itself: it keeps the user's messages verbatim).
+    """Refuse new input that cannot fit the model's window before anything is sent or written
+    (the rule: `tether.agent.input_fit.input_overflow`, which the TUI uses too).
 
     Raises:
         MalformedInputError: the prompt and stdin messages are estimated above the window
             (exit 5); the message names both figures and the way out (a file the agent reads).
     """
-    from tether.compaction.pressure import estimate_tokens, text_tokens
+    from tether.agent.input_fit import input_overflow
 
-    tokens = estimate_tokens(stdin.messages) + (text_tokens(prompt) if prompt else 0)
-    if stdin.system:
-        tokens += text_tokens(stdin.system)
-    if tokens > max(window_tokens, 1):
-        raise MalformedInputError(
-            f"the input is about {tokens} tokens but the model's context window is "
-            f"{window_tokens} tokens; nothing was sent. Save the text to a file in the working "
-            "folder and ask the agent to read it in parts"
-        )
+    why = input_overflow(prompt, window_tokens, messages=stdin.messages, system=stdin.system)
+    if why is not None:
+        raise MalformedInputError(why)
 
 
 def _build(

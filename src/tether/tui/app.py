@@ -5,12 +5,12 @@ running the agent as a worker (Esc cancels it: the loop persists the partial tur
 (a prompt sent while the agent works is queued with `Agent.steer` and shown as queued until
 the next turn boundary takes it), the slash commands (`tether.tui.commands`), the approval
 prompt (an `Approver`) and the question overlay (a `QuestionBridge`), Ctrl+K (cancel the
-running tool call), Ctrl+C twice (quit).
+running tool call), Ctrl+C twice (quit), Ctrl+Home / Ctrl+End / PageUp / PageDown (move in the
+transcript), a typed prompt too large for the window (refused, kept in the editor).
 Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
-the overlays (`tether.tui.screens`).
-
-A resumed session shows its last `max_rows` turns (default 60); earlier ones are summed up
-in one line (they stay in the session and in the model's context).
+the transcript and its windowing (`tether.tui.transcript`), events → rows (`tether.tui.feed`),
+running the commands (`tether.tui.handlers`), the overlays (`tether.tui.screens`,
+`tether.tui.viewer`).
 """
 
 from __future__ import annotations
@@ -23,55 +23,24 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.widget import Widget
 from textual.widgets import Collapsible
 from textual.worker import Worker
 
-from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
-from tether.agent.events import (
-    AgentEvent,
-    CompactionEndEvent,
-    DiscardEvent,
-    DoneEvent,
-    ErrorEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnEndEvent,
-    TurnStartEvent,
-    WarningEvent,
-)
+from tether.agent.approval import ApprovalDecision, ApprovalRequest
+from tether.agent.events import AgentEvent
+from tether.agent.input_fit import input_overflow
 from tether.agent.loop import Agent
-from tether.compaction.pressure import effective_window, estimate_tokens, text_tokens
+from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
-from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.tools.question import Answer, QuestionSpec
-from tether.tui.commands import (
-    COMMANDS,
-    KEYS,
-    complete_command,
-    complete_path,
-    context_bar,
-    gauge_text,
-    parse_command,
-)
+from tether.tui import handlers
+from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
+from tether.tui.feed import Feed
 from tether.tui.opening import Factory, Hooks, Opened
 from tether.tui.screens import ApprovalScreen, QuestionScreen
-from tether.tui.widgets import (
-    PERSISTED_RE,
-    AssistantRow,
-    MarkerRow,
-    NoteRow,
-    PromptInput,
-    StatusBar,
-    ThinkingRow,
-    ToolRow,
-    UserRow,
-)
-from tether.wire.markers import is_marker
+from tether.tui.transcript import Transcript, history_rows
+from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
 
 QUIT_WINDOW_S = 2.0
 """Two Ctrl+C presses within this many seconds quit."""
@@ -94,19 +63,17 @@ class TetherApp(App[int]):
         factory: builds the agent for the app's hooks (`tether.tui.opening.open_agent` bound
             to the CLI's options; tests pass one over a `ScriptedProvider`).
         resume: a session id to resume at start, or None for a new session.
-        max_rows: turns of a resumed session shown at start (the rest are summed up).
         clock: seconds, for the Ctrl+C window.
     """
 
     TITLE = "tether"
-    CSS = """
-    #transcript { height: 1fr; padding: 0 1; }
-    """
     BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
         Binding("escape", "cancel_request", "cancel", show=False),
         Binding("ctrl+c", "ctrl_c", "quit", priority=True, show=False),
         Binding("ctrl+k", "cancel_tool", "cancel tool", priority=True, show=False),
         Binding("ctrl+o", "toggle_last", "expand", priority=True, show=False),
+        Binding("ctrl+home", "transcript_start", "first turn", show=False),
+        Binding("ctrl+end", "transcript_end", "last turn", show=False),
     ]
 
     def __init__(
@@ -114,28 +81,24 @@ class TetherApp(App[int]):
         factory: Factory,
         *,
         resume: str | None = None,
-        max_rows: int = 60,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
         self.factory = factory
         self.resume = resume
-        self.max_rows = max_rows
         self.clock = clock
         self.opened: Opened | None = None
         self.worker: Worker[None] | None = None
         self.busy = False
         self.queued: list[UserRow] = []
-        self.tool_rows: dict[str, ToolRow] = {}
-        self._text: AssistantRow | None = None
-        self._thinking: ThinkingRow | None = None
+        self.feed = Feed(self)
+        self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
+        self._gauge_later = False
         self._last_ctrl_c: float | None = None
         self._paths: list[str] | None = None
         self._preopened: Opened | None = None
         self._preopen_failed = False
         self._pending_notes: list[str] = []
-        self._flushing = False
-        self._next_flush = 0.0
         self.hooks = Hooks(
             on_event=self.on_agent_event,
             questions=_Bridge(self),
@@ -146,13 +109,13 @@ class TetherApp(App[int]):
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="transcript")
+        yield Transcript(id="transcript")
         yield PromptInput(complete=self.complete)
         yield StatusBar(id="status")
 
     @property
-    def transcript(self) -> VerticalScroll:
-        return self.query_one("#transcript", VerticalScroll)
+    def transcript(self) -> Transcript:
+        return self.query_one("#transcript", Transcript)
 
     @property
     def agent(self) -> Agent:
@@ -160,9 +123,9 @@ class TetherApp(App[int]):
         return self.opened.agent
 
     async def on_mount(self) -> None:
-        self.set_interval(0.05, self._flush_text)
-        await self._open(self.resume)
-        self.query_one(PromptInput).focus()
+        self.set_interval(0.05, self.feed.flush)
+        self.query_one(PromptInput).focus()  # before the rows: a focus change restyles them all
+        await self.open_session(self.resume)
 
     def preopen(self) -> None:
         """Build the agent now, before the app runs, and load an embedded model (llama.cpp
@@ -183,7 +146,8 @@ class TetherApp(App[int]):
             if isinstance(path, Path) and isinstance(n_ctx, int):
                 load_model(path, n_ctx)
 
-    async def _open(self, resume: str | None) -> None:
+    async def open_session(self, resume: str | None) -> None:
+        """Build the agent (new session, or `resume`) and show its history."""
         for line in self._pending_notes:
             self.note(line)
         self._pending_notes.clear()
@@ -203,44 +167,12 @@ class TetherApp(App[int]):
             self.note(f"cannot open the session: {exc}")
             self.opened = None
             return
-        await self._render_history(self.opened.agent.history)
+        await self.transcript.show_history(history_rows(self.opened.agent.history))
         try:
             await self.opened.start()
         except Exception as exc:
             self.note(f"warning: MCP servers did not start: {exc}")
         self.update_status()
-
-    async def _render_history(self, history: Sequence[Turn]) -> None:
-        rows: list[Widget] = []
-        hidden = max(0, len(history) - self.max_rows)
-        if hidden:
-            rows.append(NoteRow(f"… {hidden} earlier turns (in the session, not shown)"))
-        calls: dict[str, ToolRow] = {}
-        for turn in history[hidden:]:
-            if is_marker(turn):
-                rows.append(MarkerRow(0, 0, turn.text) if turn.text else MarkerRow(0, 0))
-                continue
-            for block in turn.content:
-                if isinstance(block, TextBlock) and block.text.strip():
-                    rows.append(
-                        UserRow(block.text) if turn.role == "user" else AssistantRow(block.text)
-                    )
-                elif isinstance(block, ThinkingBlock) and block.text:
-                    rows.append(ThinkingRow(block.text))
-                elif isinstance(block, ToolCallBlock):
-                    row = ToolRow(block.id, block.name, block.arguments)
-                    calls[block.id] = row
-                    rows.append(row)
-            for result in turn.tool_results:
-                if (row := calls.get(result.tool_call_id)) is not None:
-                    row.finish(result.text, is_error=result.is_error, duration_ms=None)
-        if rows:
-            await self.transcript.mount_all(rows)
-            self.transcript.scroll_end(animate=False)
-
-    async def _mount(self, row: Widget) -> None:
-        await self.transcript.mount(row)
-        self.transcript.scroll_end(animate=False)
 
     def note(self, text: str) -> None:
         """Show a line from tether in the transcript."""
@@ -249,8 +181,7 @@ class TetherApp(App[int]):
         except Exception:  # before the screen is composed: shown once it is
             self._pending_notes.append(text)
             return
-        transcript.mount(NoteRow(text))
-        transcript.scroll_end(animate=False)
+        transcript.add(NoteRow(text))
 
     def update_status(self) -> None:
         """Refresh the footer."""
@@ -269,6 +200,9 @@ class TetherApp(App[int]):
         bar.update(f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{busy}{queued}")
 
     def _pressure(self) -> tuple[float | None, bool]:
+        """The context gauge: the last request's pressure, else an estimate of the view
+        (computed once per history: a 10,000-turn view takes ~0.1 s, so for a long history
+        the first footer says `ctx –` and the figure follows after the first paint)."""
         agent = self.agent
         compaction = agent.compaction
         if compaction is None:
@@ -276,80 +210,28 @@ class TetherApp(App[int]):
         monitor = compaction.monitor
         if monitor.pressure is not None:
             return monitor.pressure.ratio, monitor.pressure.is_approximate
-        window = effective_window(monitor.limits, monitor.policy)
-        return estimate_tokens(agent.current_view()) / max(window, 1), True
+        history = agent.history
+        key = (len(history), history[-1].id if history else "")
+        if self._gauge is None or self._gauge[:2] != key:
+            if len(history) > 1000 and not self._gauge_later:  # after the first paint
+                self._gauge_later = True
+                self.call_after_refresh(self.update_status)
+                return None, True
+            self._gauge_later = False
+            window = effective_window(monitor.limits, monitor.policy)
+            ratio = estimate_tokens(agent.current_view()) / max(window, 1)
+            self._gauge = (*key, (ratio, True))
+        return self._gauge[2]
 
     # -- events ------------------------------------------------------------------------------
 
     def on_agent_event(self, event: AgentEvent) -> None:
-        """Called by the agent (same event loop) with each event."""
-        if isinstance(event, TextDeltaEvent):
-            if self._text is None:
-                self._text = AssistantRow()
-                self.transcript.mount(self._text)
-            self._text.add(event.text)
-            return  # rendered and scrolled by `_flush_text`
-        if isinstance(event, ThinkingDeltaEvent):
-            if self._thinking is None:
-                self._thinking = ThinkingRow()
-                self.transcript.mount(self._thinking)
-            self._thinking.add(event.text)
-            return
-        if isinstance(event, TurnStartEvent):
-            self._end_blocks()
-            if not self.agent.pending_steering:
-                for row in self.queued:
-                    row.sent()
-                self.queued.clear()
-            self.update_status()
-        elif isinstance(event, ToolCallEvent):
-            self._end_blocks()
-            row = ToolRow(event.id, event.name, event.arguments)
-            self.tool_rows[event.id] = row
-            self.transcript.mount(row)
-        elif isinstance(event, ToolResultEvent):
-            if (row := self.tool_rows.pop(event.tool_call_id, None)) is not None:
-                row.finish(event.content, is_error=event.is_error, duration_ms=event.duration_ms)
-        elif isinstance(event, CompactionEndEvent):
-            if event.marker_id is not None:
-                summary = next(
-                    (t.text for t in reversed(self.agent.history) if t.id == event.marker_id), ""
-                )
-                self.transcript.mount(MarkerRow(event.tokens_before, event.tokens_after, summary))
-            elif event.error:
-                self.transcript.mount(NoteRow(f"compaction: {event.error}"))
-        elif isinstance(event, DiscardEvent):
-            if self._text is not None:
-                self._text.remove()
-            self._text = None
-        elif isinstance(event, ErrorEvent | WarningEvent):
-            self.transcript.mount(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
-        elif isinstance(event, TurnEndEvent | DoneEvent):
-            self._end_blocks()
-            self.update_status()
-        self.transcript.scroll_end(animate=False)
-
-    def _end_blocks(self) -> None:
-        if self._text is not None:
-            self._text.flush()
-        self._text = None
-        self._thinking = None
-
-    async def _flush_text(self) -> None:
-        """Render streamed text: at most every 50 ms, and never more than a quarter of the
-        time (the wait after a render is three times what it cost), so keys stay responsive
-        while a long paragraph streams."""
-        row = self._text
-        now = time.perf_counter()
-        if row is None or self._flushing or now < self._next_flush:
-            return
-        self._flushing = True
+        """Called by the agent (same event loop) with each event (`Feed`). A display fault
+        is a note, never the agent's problem (the agent would fail the call it came from)."""
         try:
-            if await row.flush_async():
-                self.transcript.scroll_end(animate=False)
-        finally:
-            self._flushing = False
-            self._next_flush = time.perf_counter() + 3 * (time.perf_counter() - now)
+            self.feed.on_event(event)
+        except Exception as exc:
+            self.note(f"display error on a {event.type} event: {type(exc).__name__}: {exc}")
 
     # -- input -------------------------------------------------------------------------------
 
@@ -364,14 +246,23 @@ class TetherApp(App[int]):
         if self.opened is None:
             self.note("no agent: fix the problem above and restart")
             return
+        too_large = input_overflow(text, self.agent.limits.context_window)
+        if too_large is not None:
+            prompt = self.query_one(PromptInput)
+            if not prompt.text:  # kept in the editor: fix it or save it to a file
+                prompt.text = message.text
+                prompt.move_cursor(prompt.document.end)
+            self.note(f"not sent: {too_large}")
+            return
+        await self.transcript.jump_end()
         if self.busy:
             self.agent.steer(text)
             row = UserRow(text, queued=True)
             self.queued.append(row)
-            await self._mount(row)
+            self.transcript.add(row)
             self.update_status()
             return
-        await self._mount(UserRow(text))
+        self.transcript.add(UserRow(text))
         self.start_run(text)
 
     def start_run(self, prompt: str | None) -> None:
@@ -402,7 +293,7 @@ class TetherApp(App[int]):
                 self.queued.clear()
                 prompt = "\n\n".join(left)
         finally:
-            self._end_blocks()
+            self.feed.end_blocks()
             self.busy = False
             self.update_status()
 
@@ -436,136 +327,12 @@ class TetherApp(App[int]):
     # -- commands ----------------------------------------------------------------------------
 
     async def run_command(self, name: str, arg: str) -> None:
-        """Run `/name arg`."""
-        if name in ("quit", "exit", "q"):
-            await self.action_quit()
-            return
-        if name == "help":
-            lines = [f"{c:<10} {h}" for c, h in COMMANDS] + [""] + [f"{k:<22} {a}" for k, a in KEYS]
-            self.note("\n".join(lines))
-            return
-        if self.opened is None:
-            self.note("no agent")
-            return
-        agent = self.agent
-        try:
-            if name == "compact":
-                if self.busy:
-                    self.note("/compact: wait until the agent is idle (or Esc)")
-                    return
-                self.busy = True
-                self.update_status()
-                self.worker = self.run_worker(self._compact(arg or None), group="agent")
-            elif name == "safe":
-                if arg not in ("on", "off"):
-                    self.note("usage: /safe on|off")
-                    return
-                agent.set_safe_mode(arg == "on")
-                self.note(f"safe mode {arg}")
-            elif name == "approval":
-                if arg not in APPROVAL_MODES:
-                    self.note(f"usage: /approval {'|'.join(APPROVAL_MODES)}")
-                    return
-                agent.set_approval_mode(arg)  # pyright: ignore[reportArgumentType]
-                self.note(f"approval mode: {arg}")
-            elif name == "model":
-                if not arg:
-                    self.note(f"model: {agent.provider.name}/{agent.provider.model}")
-                    return
-                agent.switch_model(arg)
-                self.note(f"model: {agent.provider.name}/{agent.provider.model}")
-            elif name == "new":
-                if self.busy:
-                    self.note("/new: wait until the agent is idle (or Esc)")
-                    return
-                await self._switch(None)
-                self.note("new session")
-            elif name in ("sessions", "fork"):
-                await self._session_command(name, arg)
-            elif name == "usage":
-                history = agent.history
-                self.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
-            elif name == "context":
-                self.note(self.context_text())
-            else:
-                self.note(f"unknown command /{name}: /help lists them")
-        except ConfigError as exc:
-            self.note(f"/{name}: {exc}")
-        self.update_status()
-
-    async def _switch(self, resume: str | None) -> None:
-        """Close the current session and open `resume` (None: a new one)."""
-        assert self.opened is not None
-        await self.opened.aclose()
-        await self.transcript.remove_children()
-        self.tool_rows.clear()
-        await self._open(resume)
-
-    async def _session_command(self, name: str, arg: str) -> None:
-        """`/sessions [id]` and `/fork`."""
-        assert self.opened is not None
-        store = self.opened.store
-        if store is None:
-            self.note(f"/{name}: this session is not stored")
-            return
-        if self.busy:
-            self.note(f"/{name}: wait until the agent is idle (or Esc)")
-            return
-        if name == "sessions" and not arg:
-            lines = [
-                f"{i.id}  {i.turn_count:>5} turns  {(i.preview or '')[:60]}" for i in store.list()
-            ]
-            self.note("\n".join(["sessions (newest first; /sessions ID resumes):", *lines[:30]]))
-            return
-        if name == "sessions":
-            if not store.exists(arg):
-                self.note(f"/sessions: no session {arg!r}")
-                return
-            await self._switch(arg)
-            self.note(f"resumed {arg}")
-            return
-        writer, history = self.opened.writer, self.agent.history
-        if writer is None or not history:
-            self.note("/fork: nothing to fork yet")
-            return
-        fork = store.create(None, cwd=str(self.agent.root), parent=(writer.id, history[-1].id))
-        fork.close()
-        parent = writer.id
-        await self._switch(fork.id)
-        self.note(f"forked {parent} → {fork.id}")
-
-    async def _compact(self, focus: str | None) -> None:
-        try:
-            if not await self.agent.compact_now(focus):
-                self.note("nothing to compact")
-        except RunError as exc:
-            self.note(f"compaction failed: {exc}")
-        finally:
-            self.busy = False
-            self.update_status()
+        """Run `/name arg` (`tether.tui.handlers`)."""
+        await handlers.run_command(self, name, arg)
 
     def context_text(self) -> str:
-        """What fills the window: system, tools, user and assistant turns, tool results,
-        persisted-output stubs, summaries (tokens, estimated), as a bar."""
-        agent = self.agent
-        view = agent.current_view()
-        parts: dict[str, int] = {"system": text_tokens(agent.system or "")}
-        tools = [str(t.spec()) for t in agent.registry]
-        parts["tools"] = sum(text_tokens(t) for t in tools)
-        for key in ("user", "assistant", "results", "persisted", "summaries"):
-            parts[key] = 0
-        for turn in view:
-            tokens = estimate_tokens((turn,))
-            if is_marker(turn):
-                parts["summaries"] += tokens
-            elif turn.tool_results:
-                key = "persisted" if PERSISTED_RE.search(turn.text or "") else "results"
-                parts[key] += tokens
-            else:
-                parts[turn.role if turn.role in ("user", "assistant") else "user"] += tokens
-        window = agent.limits.context_window
-        lines = context_bar(list(parts.items()), window)
-        return "\n".join([f"context of {len(view)} turns:", *lines])
+        """What fills the window, as a bar (`/context`)."""
+        return handlers.context_text(self)
 
     # -- overlays ----------------------------------------------------------------------------
 
@@ -598,7 +365,7 @@ class TetherApp(App[int]):
             self.worker.cancel()
 
     def action_cancel_tool(self) -> None:
-        for call_id in reversed(list(self.tool_rows)):
+        for call_id in reversed(list(self.feed.tool_rows)):
             if self.agent.cancel_tool(call_id):
                 self.note(f"cancelled tool call {call_id}")
                 return
@@ -608,6 +375,23 @@ class TetherApp(App[int]):
         rows = list(self.transcript.query(Collapsible))
         if rows:
             rows[-1].collapsed = not rows[-1].collapsed
+
+    async def action_transcript_start(self) -> None:
+        """Ctrl+Home: the transcript's first turn (mounted on demand)."""
+        await self.transcript.jump_start()
+
+    async def action_transcript_end(self) -> None:
+        """Ctrl+End: the transcript's end."""
+        await self.transcript.jump_end()
+
+    def action_transcript_page(self, pages: int) -> None:
+        """PageUp / PageDown in the editor: scroll the transcript."""
+        transcript = self.transcript
+        if pages < 0:
+            transcript.scroll_page_up(animate=False)
+        else:
+            transcript.scroll_page_down(animate=False)
+        transcript.check()
 
     async def action_ctrl_c(self) -> None:
         now = self.clock()

@@ -34,6 +34,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "cancel the current request (the partial turn is saved)"),
     ("Ctrl+K", "cancel the running tool call (it returns `cancelled`; the run goes on)"),
     ("Ctrl+O", "expand / collapse the last tool row, thinking or summary"),
+    ("Shift+Tab", "focus the rows above (Enter expands a row)"),
+    ("o", "on a focused tool row: open its saved output file (pages; Esc closes)"),
+    ("PageUp / PageDown", "scroll the transcript"),
+    ("Ctrl+Home / Ctrl+End", "the transcript's first turn / its end"),
     ("Ctrl+C Ctrl+C", "quit"),
 )
 """(key, action) for `/help` and the README."""

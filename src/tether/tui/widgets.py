@@ -11,18 +11,48 @@ Does not own: what the rows say (the app feeds them events), the agent.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.geometry import Region, Size
 from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static, TextArea
 
-PERSISTED_RE = re.compile(r"\[(?:full|kept) output \((\d+) bytes, (\d+) lines\) saved at ([^;\]]+)")
-"""A persisted-output stub's size and path (`tether.tools.persist`)."""
+from tether.agent.subagents import TASK_TOOL
+
+PERSISTED_RE = re.compile(
+    r'<persisted-output size_bytes="(\d+)" path="([^"]*)">'
+    r"|\[(?:full|kept) output \((\d+) bytes, \d+ lines\) saved at ([^;\]]+)"
+    r"|\[binary output: (\d+) bytes, sha256 \w+; saved to ([^;\]]+)"
+)
+"""A saved output's size and path: the `<persisted-output>` stub
+(`tether.tools.normalize.render_stub`), the older `[full output (…) saved at …]` line, a binary
+output's notice (`tether.tools.normalize.binary_notice`)."""
+
+
+def saved_output(content: str) -> tuple[int, str, bool] | None:
+    """(size in bytes, absolute path, binary) of the output file a tool result names, if any."""
+    found = PERSISTED_RE.search(content)
+    if found is None:
+        return None
+    if found.group(1) is not None:
+        return int(found.group(1)), html.unescape(found.group(2)), False
+    if found.group(3) is not None:
+        return int(found.group(3)), found.group(4).strip(), False
+    return int(found.group(5)), found.group(6).strip(), True
 
 
 def args_summary(arguments: Mapping[str, Any], width: int = 60) -> str:
@@ -55,37 +85,175 @@ class UserRow(Static):
         self.update(Text(self.text))
 
 
-class AssistantRow(Markdown):
-    """Assistant text, streamed: deltas collect and are appended to the Markdown at most ~20
-    times a second (`flush`; Textual re-parses only the last block)."""
+def wrap_lines(text: str, width: int, base: int = 0) -> list[tuple[int, str]]:
+    """`text` word-wrapped to `width` cells: (offset of the line in `text` + `base`, line).
 
-    DEFAULT_CSS = "AssistantRow { margin: 1 0 0 0; padding: 0 1; }"
+    Greedy: a line breaks at its last space that fits (the space is dropped), a word longer
+    than `width` is cut; each `\\n` ends a line. Pure."""
+    width = max(width, 1)
+    out: list[tuple[int, str]] = []
+    pos = 0
+    for hard in text.split("\n"):
+        i, n = 0, len(hard)
+        if n == 0:
+            out.append((base + pos, ""))
+        while i < n:
+            j, cells, space = i, 0, -1
+            while j < n:
+                w = cell_len(hard[j])
+                if cells + w > width:
+                    break
+                if hard[j] == " ":
+                    space = j
+                cells += w
+                j += 1
+            if j < n and space > i:
+                out.append((base + pos + i, hard[i:space]))
+                i = space + 1
+            else:
+                j = max(j, i + 1)
+                out.append((base + pos + i, hard[i:j]))
+                i = j
+        pos += n + 1
+    return out
 
-    def __init__(self, text: str = "") -> None:
-        super().__init__(text)
+
+class StreamTail(Widget):
+    """The streamed text not yet rendered as Markdown, as plain word-wrapped lines (Textual's
+    line API). Appending re-wraps only the last line and repaints only the changed lines, so
+    a long paragraph streams in time proportional to the new text, not to the paragraph."""
+
+    DEFAULT_CSS = "StreamTail { height: auto; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text = ""
+        self._lines: list[tuple[int, str]] = []
+        self._width = 0
+
+    def _wrap(self, width: int) -> None:
+        if width != self._width:
+            self._width = width
+            self._lines = wrap_lines(self.text, width)
+
+    def set_text(self, text: str) -> None:
+        """Replace the text (e.g. after its finished blocks went to the Markdown)."""
+        self.text = text
+        self._lines = wrap_lines(text, self._width) if self._width else []
+        self.display = bool(text)
+        self.refresh(layout=True)
+
+    def append(self, delta: str) -> None:
+        """Add streamed text: only the last line is wrapped again."""
+        if not delta:
+            return
+        self.text += delta
+        if not self.display:
+            self.display = True
+        if not self._width:
+            self.refresh(layout=True)
+            return
+        start = self._lines[-1][0] if self._lines else 0
+        first = max(len(self._lines) - 1, 0)
+        before = len(self._lines)
+        self._lines[first:] = wrap_lines(self.text[start:], self._width, start)
+        if len(self._lines) != before:
+            self.refresh(layout=True)
+        else:
+            self.refresh(Region(0, first, self.size.width, len(self._lines) - first))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        self._wrap(width)
+        return len(self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        self._wrap(width)
+        style = self.rich_style
+        if y >= len(self._lines):
+            return Strip.blank(width, style)
+        return Strip([Segment(self._lines[y][1], style)]).extend_cell_length(width, style)
+
+
+def block_end(text: str) -> int:
+    """Where the last finished Markdown block of streamed `text` ends (0: none yet): after its
+    last blank line outside a fenced code block, or after a closing fence. Pure."""
+    end = 0
+    fence: str | None = None
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        if not line.endswith("\n"):
+            break  # the line is still streaming
+        stripped = line.strip()
+        marker = stripped[:3]
+        if fence is None and marker in ("```", "~~~"):
+            fence = marker
+        elif fence is not None and stripped.startswith(fence):
+            fence = None
+            end = pos
+        elif fence is None and not stripped:
+            end = pos
+    return end
+
+
+class AssistantRow(Widget):
+    """Assistant text, as Markdown (code highlighted). Streamed (`streaming=True`): deltas
+    collect (`add`) and are shown at most ~20 times a second (`flush`): the finished blocks go
+    to the Markdown (Textual parses only its last block again), the block still streaming is
+    shown as plain lines (`StreamTail`) until it ends."""
+
+    DEFAULT_CSS = """
+    AssistantRow { height: auto; margin: 1 0 0 0; padding: 0 1; }
+    AssistantRow > Markdown { padding: 0; }
+    """
+
+    def __init__(self, text: str = "", *, streaming: bool = False) -> None:
+        super().__init__()
         self.text = text
         self._pending = ""
+        self._final = False
+        self.markdown = Markdown(text)
+        self.tail = StreamTail() if streaming else None
+
+    def compose(self) -> ComposeResult:
+        yield self.markdown
+        if self.tail is not None:
+            yield self.tail
+
+    def on_mount(self) -> None:
+        if self._final:
+            self.flush(final=True)
 
     def add(self, delta: str) -> None:
         self.text += delta
         self._pending += delta
 
-    def flush(self) -> bool:
-        """Render what arrived since the last flush (incrementally: only the last block is
-        parsed again). Returns whether anything was added."""
-        if not self._pending:
+    def flush(self, final: bool = True) -> bool:
+        """Show what arrived since the last flush; `final`: the text is complete (all of it
+        goes to the Markdown). Returns whether anything changed. Before the row is mounted
+        nothing is shown (the Markdown would drop it); a final flush then runs on mount."""
+        if not self.markdown.is_mounted:
+            self._final = self._final or final
             return False
-        chunk, self._pending = self._pending, ""
-        self.append(chunk)
-        return True
-
-    async def flush_async(self) -> bool:
-        """`flush`, returning once the new text is parsed and mounted."""
-        if not self._pending:
+        tail = self.tail
+        if tail is None:
+            if self._pending:
+                chunk, self._pending = self._pending, ""
+                self.markdown.append(chunk)
+                return True
             return False
-        chunk, self._pending = self._pending, ""
-        await self.append(chunk)
-        return True
+        text = tail.text + self._pending
+        self._pending = ""
+        end = len(text) if final else block_end(text)
+        if end:
+            self.markdown.append(text[:end])
+            tail.set_text(text[end:])
+            return True
+        if text != tail.text:
+            tail.append(text[len(tail.text) :])
+            return True
+        return False
 
 
 class ThinkingRow(Collapsible):
@@ -96,20 +264,33 @@ class ThinkingRow(Collapsible):
     def __init__(self, text: str = "") -> None:
         self.body = Static(Text(text))
         self.text = text
+        self._dirty = False
         super().__init__(self.body, title="thinking", collapsed=True)
 
     def add(self, delta: str) -> None:
         self.text += delta
-        self.body.update(Text(self.text))
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Show the thinking streamed since the last flush."""
+        if self._dirty:
+            self._dirty = False
+            self.body.update(Text(self.text))
 
 
 class ToolRow(Collapsible):
-    """One tool call: `name  args · status · duration`, its result inside (collapsed)."""
+    """One tool call: `name  args · status · duration`, its result inside (collapsed). A
+    persisted output's size and path are in the title (`o` on the focused row opens the
+    file). A `task` call holds its subagent's rows (`nest`) above its result."""
 
     DEFAULT_CSS = """
     ToolRow { margin: 0; } ToolRow.error CollapsibleTitle { color: $error; }
     ToolRow.running CollapsibleTitle { color: $warning; }
+    ToolRow > Contents > .steps { height: auto; border-left: solid $secondary; padding: 0 0 0 1; }
     """
+    BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
+        Binding("o", "open_output", "open output", show=False),
+    ]
 
     def __init__(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> None:
         self.call_id = call_id
@@ -118,11 +299,40 @@ class ToolRow(Collapsible):
         self.body = Static("")
         self.status = "running"
         self.persisted: str | None = None
-        super().__init__(self.body, title=self._heading(""), collapsed=True)
+        self.agent_path: tuple[str, ...] | None = None
+        self.steps_count = 0
+        self._tail = ""
+        self.steps: Vertical | None = None
+        self._waiting: list[Widget] = []
+        children: list[Widget] = [self.body]
+        if name == TASK_TOOL:
+            self.steps = Vertical(classes="steps")
+            children.insert(0, self.steps)
+        super().__init__(*children, title=self._heading(""), collapsed=True)
         self.add_class("running")
 
     def _heading(self, tail: str) -> str:
-        return f"⚙ {self.name_}  {self.summary}  · {self.status}{tail}"
+        agent = ""
+        if self.agent_path is not None:
+            agent = f"  · {'/'.join(self.agent_path)}: {self.steps_count} steps"
+        return f"⚙ {self.name_}  {self.summary}  · {self.status}{tail}{agent}"
+
+    def nest(self, row: Widget, agent_path: tuple[str, ...], *, step: bool) -> None:
+        """Show `row` (the subagent's text, tool call or note) inside this `task` row."""
+        if self.steps is None:
+            return
+        self.agent_path = agent_path
+        self.steps_count += step
+        self.title = self._heading(self._tail)
+        if self.steps.is_mounted:
+            self.steps.mount(row)
+        else:  # the row itself is still being mounted
+            self._waiting.append(row)
+
+    def on_mount(self) -> None:
+        if self.steps is not None and self._waiting:
+            rows, self._waiting = self._waiting, []
+            self.steps.mount_all(rows)
 
     def finish(self, content: str, *, is_error: bool, duration_ms: float | None) -> None:
         """The call ended; `duration_ms` None for a result read back from a session."""
@@ -131,13 +341,24 @@ class ToolRow(Collapsible):
         if is_error:
             self.add_class("error")
         tail = f" · {duration_ms / 1000:.1f}s" if duration_ms is not None else ""
-        found = PERSISTED_RE.search(content)
-        if found:
-            self.persisted = found.group(3).strip()
-            tail += f" · persisted {int(found.group(1)) / 1024:.1f} KB (Ctrl+O: {self.persisted})"
+        saved = saved_output(content)
+        if saved is not None:
+            size, self.persisted, binary = saved
+            what = "binary" if binary else "persisted"
+            tail += f" · {what} {size / 1024:.1f} KB (o: open {self.persisted})"
+        self._tail = tail
         self.title = self._heading(tail)
         shown = content if len(content) <= 4000 else content[:4000] + "\n…"
         self.body.update(Text(shown))
+
+    def action_open_output(self) -> None:
+        """`o`: open the persisted output file in the viewer."""
+        if self.persisted is None:
+            self.notify("this tool call has no saved output file")
+            return
+        from tether.tui.viewer import FileViewer
+
+        self.app.push_screen(FileViewer(Path(self.persisted)))  # pyright: ignore[reportUnknownMemberType]
 
 
 class MarkerRow(Collapsible):
@@ -168,7 +389,8 @@ class StatusBar(Static):
 
 class PromptInput(TextArea):
     """The prompt editor: Enter sends (`Submitted`), Shift+Enter / Ctrl+J a new line, Up /
-    Down walk the history from the first / last line, Tab completes (`complete`)."""
+    Down walk the history from the first / last line, Tab completes (`complete`), PageUp /
+    PageDown scroll the transcript."""
 
     DEFAULT_CSS = "PromptInput { height: auto; max-height: 10; min-height: 3; }"
 
@@ -199,6 +421,11 @@ class PromptInput(TextArea):
             event.prevent_default()
             event.stop()
             await self.run_action("app.cancel_request")
+            return
+        if key in ("pageup", "pagedown"):  # the transcript's (the editor is a few lines)
+            event.prevent_default()
+            event.stop()
+            await self.run_action(f"app.transcript_page({-1 if key == 'pageup' else 1})")
             return
         if key in ("shift+enter", "ctrl+j"):
             event.prevent_default()

@@ -1,0 +1,173 @@
+"""Turning the agent's events into transcript rows.
+
+Owns: `Feed`: streamed text and thinking (collected per delta, shown by `flush` at most ~20
+times a second), tool rows (finished by their results), compaction dividers, notes for errors
+and warnings, the queued steering rows' "sent" state at a turn boundary, and a subagent's
+events (`SubagentEvent`) as rows nested under the `task` row that runs it, at any depth (its
+text, its tool calls and their results, its errors).
+Does not own: the rows (`tether.tui.widgets`), the transcript (`tether.tui.transcript`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tether.agent.events import (
+    AgentEvent,
+    CompactionEndEvent,
+    DiscardEvent,
+    DoneEvent,
+    ErrorEvent,
+    SubagentEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    WarningEvent,
+)
+from tether.agent.subagents import TASK_TOOL
+from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow
+
+if TYPE_CHECKING:
+    from tether.tui.app import TetherApp
+
+MAIN = ("main",)
+"""The agent path of the app's own agent."""
+
+
+class Feed:
+    """The event → row logic of one app (see the module docstring)."""
+
+    def __init__(self, app: TetherApp) -> None:
+        self.app = app
+        self.text: AssistantRow | None = None
+        self.thinking: ThinkingRow | None = None
+        self.tool_rows: dict[str, ToolRow] = {}
+        """The main agent's running calls, by call id."""
+        self.hosts: dict[tuple[str, ...], ToolRow] = {}
+        """The `task` row running the subagent at an agent path."""
+        self.child_text: dict[tuple[str, ...], AssistantRow] = {}
+        self.child_calls: dict[tuple[tuple[str, ...], str], ToolRow] = {}
+
+    def clear(self) -> None:
+        """Forget every row (the transcript was cleared)."""
+        self.text = self.thinking = None
+        self.tool_rows.clear()
+        self.hosts.clear()
+        self.child_text.clear()
+        self.child_calls.clear()
+
+    def on_event(self, event: AgentEvent) -> None:
+        """One event of the agent (same event loop)."""
+        app = self.app
+        transcript = app.transcript
+        if isinstance(event, SubagentEvent):
+            self._subagent(event)
+            return
+        if isinstance(event, TextDeltaEvent):
+            if self.text is None:
+                self.text = AssistantRow(streaming=True)
+                transcript.add(self.text)
+            self.text.add(event.text)
+            return  # shown and scrolled by `flush`
+        if isinstance(event, ThinkingDeltaEvent):
+            if self.thinking is None:
+                self.thinking = ThinkingRow()
+                transcript.add(self.thinking)
+            self.thinking.add(event.text)
+            return
+        if isinstance(event, TurnStartEvent):
+            self.end_blocks()
+            if not app.agent.pending_steering:
+                for row in app.queued:
+                    row.sent()
+                app.queued.clear()
+            app.update_status()
+        elif isinstance(event, ToolCallEvent):
+            self.end_blocks()
+            row = ToolRow(event.id, event.name, event.arguments)
+            self.tool_rows[event.id] = row
+            if event.name == TASK_TOOL:
+                self.hosts[(*MAIN, f"task:{event.id}")] = row
+            transcript.add(row)
+        elif isinstance(event, ToolResultEvent):
+            if (row := self.tool_rows.pop(event.tool_call_id, None)) is not None:
+                row.finish(event.content, is_error=event.is_error, duration_ms=event.duration_ms)
+        elif isinstance(event, CompactionEndEvent):
+            if event.marker_id is not None:
+                history = app.agent.history
+                summary = next((t.text for t in reversed(history) if t.id == event.marker_id), "")
+                transcript.add(MarkerRow(event.tokens_before, event.tokens_after, summary))
+            elif event.error:
+                transcript.add(NoteRow(f"compaction: {event.error}"))
+        elif isinstance(event, DiscardEvent):
+            if self.text is not None:
+                self.text.remove()
+            self.text = None
+        elif isinstance(event, ErrorEvent | WarningEvent):
+            transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
+        elif isinstance(event, TurnEndEvent | DoneEvent):
+            self.end_blocks()
+            app.update_status()
+        transcript.follow()
+
+    def end_blocks(self) -> None:
+        """The streamed text / thinking block ended: show all of it."""
+        if self.text is not None:
+            self.text.flush(final=True)
+        if self.thinking is not None:
+            self.thinking.flush()
+        self.text = None
+        self.thinking = None
+
+    def flush(self) -> None:
+        """Show the text and thinking streamed since the last flush (the app's timer)."""
+        changed = False
+        if self.text is not None:
+            changed = self.text.flush(final=False)
+        if self.thinking is not None:
+            self.thinking.flush()
+        for row in self.child_text.values():
+            changed = row.flush(final=False) or changed
+        if changed:
+            self.app.transcript.follow()
+
+    # -- subagents ---------------------------------------------------------------------------
+
+    def _subagent(self, wrapped: SubagentEvent) -> None:
+        path = tuple(wrapped.agent_path)
+        host = self.hosts.get(path)
+        if host is None:
+            return
+        event = wrapped.event
+        if isinstance(event, TextDeltaEvent):
+            row = self.child_text.get(path)
+            if row is None:
+                row = self.child_text[path] = AssistantRow(streaming=True)
+                host.nest(row, path, step=False)
+            row.add(event.text)
+            return
+        if isinstance(event, ToolCallEvent):
+            self._end_child(path)
+            call = ToolRow(event.id, event.name, event.arguments)
+            self.child_calls[(path, event.id)] = call
+            if event.name == TASK_TOOL:
+                self.hosts[(*path, f"task:{event.id}")] = call
+            host.nest(call, path, step=True)
+        elif isinstance(event, ToolResultEvent):
+            call = self.child_calls.pop((path, event.tool_call_id), None)
+            if call is not None:
+                call.finish(event.content, is_error=event.is_error, duration_ms=event.duration_ms)
+        elif isinstance(event, ErrorEvent | WarningEvent):
+            host.nest(NoteRow(f"{event.type}: {event.kind}: {event.message}"), path, step=False)
+        elif isinstance(event, TurnStartEvent | TurnEndEvent | DoneEvent | DiscardEvent):
+            if isinstance(event, DiscardEvent) and (row := self.child_text.pop(path, None)):
+                row.remove()
+            self._end_child(path)
+
+    def _end_child(self, path: tuple[str, ...]) -> None:
+        row = self.child_text.pop(path, None)
+        if row is not None:
+            row.flush(final=True)

@@ -1,0 +1,157 @@
+"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/model`, `/new`,
+`/sessions`, `/fork`, `/usage`, `/context`, `/help`, `/quit`) against the app's agent.
+
+Owns: `run_command` and the session switch (`switch`: close this session, open another or a
+new one), `context_text` (what fills the window, as a bar).
+Does not own: parsing and the command list (`tether.tui.commands`), the app.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tether.agent.approval import APPROVAL_MODES
+from tether.compaction.pressure import estimate_tokens, text_tokens
+from tether.errors import ConfigError, RunError
+from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.tui.commands import COMMANDS, KEYS, context_bar
+from tether.tui.widgets import PERSISTED_RE
+from tether.wire.markers import is_marker
+
+if TYPE_CHECKING:
+    from tether.tui.app import TetherApp
+
+
+async def run_command(app: TetherApp, name: str, arg: str) -> None:
+    """Run `/name arg` in `app`; the outcome is a note in the transcript."""
+    if name in ("quit", "exit", "q"):
+        await app.action_quit()
+        return
+    if name == "help":
+        lines = [f"{c:<10} {h}" for c, h in COMMANDS] + [""] + [f"{k:<22} {a}" for k, a in KEYS]
+        app.note("\n".join(lines))
+        return
+    if app.opened is None:
+        app.note("no agent")
+        return
+    agent = app.agent
+    try:
+        if name == "compact":
+            if app.busy:
+                app.note("/compact: wait until the agent is idle (or Esc)")
+                return
+            app.busy = True
+            app.update_status()
+            app.worker = app.run_worker(_compact(app, arg or None), group="agent")
+        elif name == "safe":
+            if arg not in ("on", "off"):
+                app.note("usage: /safe on|off")
+                return
+            agent.set_safe_mode(arg == "on")
+            app.note(f"safe mode {arg}")
+        elif name == "approval":
+            if arg not in APPROVAL_MODES:
+                app.note(f"usage: /approval {'|'.join(APPROVAL_MODES)}")
+                return
+            agent.set_approval_mode(arg)  # pyright: ignore[reportArgumentType]
+            app.note(f"approval mode: {arg}")
+        elif name == "model":
+            if not arg:
+                app.note(f"model: {agent.provider.name}/{agent.provider.model}")
+                return
+            agent.switch_model(arg)
+            app.note(f"model: {agent.provider.name}/{agent.provider.model}")
+        elif name == "new":
+            if app.busy:
+                app.note("/new: wait until the agent is idle (or Esc)")
+                return
+            await switch(app, None)
+            app.note("new session")
+        elif name in ("sessions", "fork"):
+            await _session_command(app, name, arg)
+        elif name == "usage":
+            history = agent.history
+            app.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
+        elif name == "context":
+            app.note(context_text(app))
+        else:
+            app.note(f"unknown command /{name}: /help lists them")
+    except ConfigError as exc:
+        app.note(f"/{name}: {exc}")
+    app.update_status()
+
+
+async def switch(app: TetherApp, resume: str | None) -> None:
+    """Close the current session and open `resume` (None: a new one)."""
+    assert app.opened is not None
+    await app.opened.aclose()
+    await app.transcript.clear()
+    app.feed.clear()
+    await app.open_session(resume)
+
+
+async def _session_command(app: TetherApp, name: str, arg: str) -> None:
+    """`/sessions [id]` and `/fork`."""
+    assert app.opened is not None
+    store = app.opened.store
+    if store is None:
+        app.note(f"/{name}: this session is not stored")
+        return
+    if app.busy:
+        app.note(f"/{name}: wait until the agent is idle (or Esc)")
+        return
+    if name == "sessions" and not arg:
+        lines = [f"{i.id}  {i.turn_count:>5} turns  {(i.preview or '')[:60]}" for i in store.list()]
+        app.note("\n".join(["sessions (newest first; /sessions ID resumes):", *lines[:30]]))
+        return
+    if name == "sessions":
+        if not store.exists(arg):
+            app.note(f"/sessions: no session {arg!r}")
+            return
+        await switch(app, arg)
+        app.note(f"resumed {arg}")
+        return
+    writer, history = app.opened.writer, app.agent.history
+    if writer is None or not history:
+        app.note("/fork: nothing to fork yet")
+        return
+    fork = store.create(None, cwd=str(app.agent.root), parent=(writer.id, history[-1].id))
+    fork.close()
+    parent = writer.id
+    await switch(app, fork.id)
+    app.note(f"forked {parent} → {fork.id}")
+
+
+async def _compact(app: TetherApp, focus: str | None) -> None:
+    try:
+        if not await app.agent.compact_now(focus):
+            app.note("nothing to compact")
+    except RunError as exc:
+        app.note(f"compaction failed: {exc}")
+    finally:
+        app.busy = False
+        app.update_status()
+
+
+def context_text(app: TetherApp) -> str:
+    """What fills the window: system, tools, user and assistant turns, tool results,
+    persisted-output stubs, summaries (tokens, estimated), as a bar."""
+    agent = app.agent
+    view = agent.current_view()
+    parts: dict[str, int] = {"system": text_tokens(agent.system or "")}
+    tools = [str(t.spec()) for t in agent.registry]
+    parts["tools"] = sum(text_tokens(t) for t in tools)
+    for key in ("user", "assistant", "results", "persisted", "summaries"):
+        parts[key] = 0
+    for turn in view:
+        tokens = estimate_tokens((turn,))
+        if is_marker(turn):
+            parts["summaries"] += tokens
+        elif turn.tool_results:
+            key = "persisted" if PERSISTED_RE.search(turn.text or "") else "results"
+            parts[key] += tokens
+        else:
+            parts[turn.role if turn.role in ("user", "assistant") else "user"] += tokens
+    window = agent.limits.context_window
+    lines = context_bar(list(parts.items()), window)
+    return "\n".join([f"context of {len(view)} turns:", *lines])

@@ -1,0 +1,254 @@
+"""The transcript: a 10,000-turn session opened with only a window of rows mounted, scrolled
+to its first turn and back; streamed text (plain tail, Markdown blocks); a persisted output
+opened with `o`; a prompt too large for the window kept in the editor; a subagent's rows
+nested under its `task` row."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
+
+from tether.agent.subagents import TASK_TOOL
+from tether.messages import TextBlock, text_turn
+from tether.providers.base import ModelRequest
+from tether.session import SessionStore
+from tether.testing import Response, call
+from tether.tools.base import tool
+from tether.tui.transcript import MAX_PAGES, PAGE, Transcript
+from tether.tui.viewer import FileViewer, read_page
+from tether.tui.widgets import (
+    AssistantRow,
+    NoteRow,
+    PromptInput,
+    ToolRow,
+    UserRow,
+    block_end,
+    wrap_lines,
+)
+
+from .helpers import SIZE, scripted_app
+from .test_app import idle, notes, send
+
+
+async def until(pilot: object, check: object, tries: int = 300) -> None:
+    for _ in range(tries):
+        await pilot.pause()  # type: ignore[attr-defined]
+        if check():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not reached")
+
+
+async def scroll_up_a_page(pilot: object, transcript: Transcript) -> None:
+    """Scroll to the top of what is mounted; wait for the page before it."""
+    lo = transcript.lo
+    transcript.scroll_home(animate=False, immediate=True)
+    await until(pilot, lambda: transcript.lo < lo and not transcript._moving)  # pyright: ignore[reportPrivateUsage]
+    await pilot.pause()  # type: ignore[attr-defined]
+
+
+def long_session(tmp_path: Path, turns: int) -> SessionStore:
+    store = SessionStore(tmp_path / "sessions")
+    with store.create("long", cwd=str(tmp_path)) as writer:
+        for i in range(turns // 2):
+            writer.append(text_turn(f"u{i}", "user", f"question {i}"))
+            writer.append(text_turn(f"a{i}", "assistant", f"answer {i}"))
+    return store
+
+
+async def test_a_10000_turn_session_mounts_a_window_and_scrolls_to_turn_1(tmp_path: Path) -> None:
+    turns = 10_000
+    app, _ = scripted_app(tmp_path, ["hi"], store=long_session(tmp_path, turns), resume="long")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        transcript = app.query_one(Transcript)
+        assert len(app.agent.history) == turns
+        assert len(transcript.past) == turns  # every turn reachable
+        assert len(transcript.children) <= PAGE
+        assert app.query(UserRow)[-1].text == f"question {turns // 2 - 1}"
+        assert transcript.following
+
+        # scrolling to the top of what is mounted mounts the page before it, in place
+        first = transcript.mounted[0]
+        await scroll_up_a_page(pilot, transcript)
+        assert abs(first.virtual_region.y - transcript.scroll_y) <= 1  # the view kept its row
+        for _ in range(6):  # further up: the mounted rows stay bounded
+            await scroll_up_a_page(pilot, transcript)
+            assert len(transcript.children) <= PAGE * MAX_PAGES
+        assert transcript.has_class("away") and not transcript.at_end
+
+        await pilot.press("ctrl+home")
+        await pilot.pause()
+        assert transcript.lo == 0 and transcript.scroll_y == 0
+        top = transcript.mounted[0]
+        assert isinstance(top, UserRow) and top.text == "question 0"
+        assert top.virtual_region.y < transcript.size.height  # in view
+
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        assert transcript.at_end and not transcript.has_class("away")
+        assert app.query(UserRow)[-1].text == f"question {turns // 2 - 1}"
+        await pilot.press("ctrl+home")
+        await send(pilot, "new prompt")  # sending goes back to the end
+        await idle(app, pilot)
+        assert transcript.at_end and app.query(UserRow)[-1].text == "new prompt"
+        assert app.query(AssistantRow)[-1].text == "hi"
+
+
+@given(st.text(alphabet=st.sampled_from("ab  \n漢"), max_size=80), st.integers(1, 12))
+def test_wrap_lines_fit_and_keep_the_text(text: str, width: int) -> None:
+    lines = wrap_lines(text, width)
+    assert all(cell_len(line) <= max(width, 2) for _, line in lines)
+    for offset, line in lines:
+        assert text[offset : offset + len(line)] == line
+    # only break spaces and newlines are dropped
+    assert "".join(line for _, line in lines).replace(" ", "") == text.replace(" ", "").replace("\n", "")
+
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab \n"), max_size=12), max_size=8), st.integers(1, 9))
+def test_wrap_lines_incrementally_is_wrapping_all(chunks: list[str], width: int) -> None:
+    text = ""
+    lines = wrap_lines("", width)
+    for chunk in chunks:  # as StreamTail.append: wrap again from the last line's start
+        text += chunk
+        start = lines[-1][0] if lines else 0
+        lines[max(len(lines) - 1, 0) :] = wrap_lines(text[start:], width, start)
+    assert lines == wrap_lines(text, width)
+
+
+def test_block_end() -> None:
+    assert block_end("one paragraph still stream") == 0
+    assert block_end("done.\n\nnext") == len("done.\n\n")
+    fenced = "```python\nx = 1\n\ny = 2\n"
+    assert block_end(fenced) == 0  # a blank line inside a fence ends nothing
+    assert block_end(fenced + "```\nafter") == len(fenced + "```\n")
+
+
+async def test_streamed_text_ends_as_markdown(tmp_path: Path) -> None:
+    text = "First **bold** paragraph.\n\n```python\nprint('hi')\n```\n\nLast line"
+    app, _ = scripted_app(tmp_path, [text])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await idle(app, pilot)
+        row = app.query_one(AssistantRow)
+        assert row.text == text
+        assert row.tail is not None and row.tail.text == ""  # all of it went to the Markdown
+        assert row.markdown.source == text
+
+
+async def test_a_prompt_too_large_for_the_window_is_refused_and_kept(tmp_path: Path) -> None:
+    app, provider = scripted_app(tmp_path, ["never"])
+    async with app.run_test(size=SIZE) as pilot:
+        big = "word " * (app.agent.limits.context_window * 2)
+        await send(pilot, big)
+        assert "not sent" in notes(app) and "context window" in notes(app)
+        assert app.query_one(PromptInput).text == big  # not lost
+        assert not provider.requests and not app.query(UserRow) and not app.busy
+
+
+async def test_o_opens_a_persisted_output_a_page_at_a_time(tmp_path: Path) -> None:
+    @tool(safe=True)
+    def dump() -> str:
+        """A big output."""
+        return "".join(f"line {i}\n" for i in range(20_000))
+
+    store = SessionStore(tmp_path / "sessions")
+    app, _ = scripted_app(tmp_path, [call("dump"), "done"], tools=[dump], store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "dump")
+        await idle(app, pilot)
+        row = app.query_one(ToolRow)
+        assert row.persisted is not None and Path(row.persisted).is_file()
+        assert "o: open" in str(row.title)
+        await pilot.press("shift+tab")  # from the editor to the row above it
+        assert app.focused is row.query_one("CollapsibleTitle")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, FileViewer))
+        viewer = app.screen
+        assert isinstance(viewer, FileViewer)
+        shown = str(viewer.query_one("#text").render())
+        assert shown.startswith("line 0\n") and "line 19999" not in shown
+        assert viewer.page.end < viewer.page.size  # one page, not the file
+        await pilot.press("n")
+        second = str(viewer.query_one("#text").render())
+        assert second.startswith(f"line {shown.count(chr(10))}\n")  # the next line on
+        await pilot.press("end")
+        assert "line 19999" in str(viewer.query_one("#text").render())
+        await pilot.press("home")
+        assert str(viewer.query_one("#text").render()) == shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, FileViewer)
+
+
+def test_read_page_binary_pages_and_missing(tmp_path: Path) -> None:
+    binary = tmp_path / "x.bin"
+    binary.write_bytes(b"\x00\x01" * 5000)
+    page = read_page(binary)
+    assert page.binary and page.size == 10_000 and page.text == ""
+    text = tmp_path / "x.txt"
+    text.write_text("".join(f"{i}\n" for i in range(1000)))
+    first = read_page(text, 0, 100)
+    assert first.text.endswith("\n") and first.start == 0 and first.end <= 100
+    second = read_page(text, first.end, 100)
+    assert second.start == first.end and second.text.split("\n")[0].isdigit()
+    middle = read_page(text, 5, 100)  # inside a line: from that line's start
+    assert middle.start == 4 and middle.text.startswith("2\n")
+    missing = read_page(tmp_path / "nope")
+    assert missing.error is not None
+
+
+def test_the_viewer_says_a_binary_file_is_binary(tmp_path: Path) -> None:
+    binary = tmp_path / "x.bin"
+    binary.write_bytes(b"\x00" * 2048)
+
+    async def check() -> None:
+        app, _ = scripted_app(tmp_path, [])
+        async with app.run_test(size=SIZE) as pilot:
+            app.push_screen(FileViewer(binary))
+            await until(pilot, lambda: isinstance(app.screen, FileViewer))
+            assert "binary file, 2048 bytes" in str(app.screen.query_one("#text").render())
+
+    asyncio.run(check())
+
+
+def _first_user_text(request: ModelRequest) -> str:
+    for turn in request.messages:
+        if turn.role == "user":
+            return "".join(b.text for b in turn.content if isinstance(b, TextBlock))
+    return ""
+
+
+async def test_a_subagents_calls_and_text_are_nested_under_its_task_row(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    plan: dict[str, list[Response]] = {
+        "look around": [call(TASK_TOOL, id="c1", name="reader", prompt="read a.txt"), "It read alpha."],
+        "read a.txt": [call("read", id="k1", path="a.txt"), "The file says alpha."],
+    }
+
+    def respond(request: ModelRequest) -> Response:
+        steps = sum(1 for t in request.messages if t.role == "assistant")
+        return plan[_first_user_text(request)][steps]
+
+    app, _ = scripted_app(
+        tmp_path, respond, settings={"agents": {"spawn": "allow"}}, task=True
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "look around")
+        await idle(app, pilot)
+        task, *nested = app.query(ToolRow)
+        assert task.name_ == TASK_TOOL and task.status == "ok", str(task.body.render())
+        assert task.agent_path == ("main", "task:c1") and "main/task:c1" in str(task.title)
+        assert task.steps is not None
+        [child_call] = [r for r in nested if r.parent is task.steps]
+        assert child_call.name_ == "read" and child_call.status == "ok"
+        [child_text] = task.steps.query(AssistantRow)
+        assert child_text.text == "The file says alpha."
+        main_rows = [r.text for r in app.query(AssistantRow) if r.parent is app.transcript]
+        assert main_rows == ["It read alpha."]
+        assert not [n for n in app.query(NoteRow) if "error" in str(n.render())]
