@@ -20,6 +20,7 @@ Which protocol a model family uses (`NATIVE_FAMILIES`) was decided by measuremen
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal, cast
@@ -243,6 +244,19 @@ def _assistant(turn: Turn) -> dict[str, Any]:
     }
 
 
+def _raise_exception(message: str) -> None:
+    raise ValueError(message)
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(template: str) -> Any:
+    """The template compiled once (sandboxed, as llama-cpp-python's own formatter does)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(template)
+
+
 def render_native(
     template: str, request: ModelRequest, *, bos_token: str = "", eos_token: str = ""
 ) -> str:
@@ -252,17 +266,11 @@ def render_native(
     Raises:
         jinja2.TemplateError: the template cannot be rendered.
     """
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    def raise_exception(message: str) -> None:
-        raise ValueError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return env.from_string(template).render(
+    return _compiled(template).render(
         messages=native_messages(request),
         tools=tool_entries(request.tools) or None,
         add_generation_prompt=True,
         bos_token=bos_token,
         eos_token=eos_token,
-        raise_exception=raise_exception,
+        raise_exception=_raise_exception,
     )
