@@ -117,7 +117,7 @@ def test_every_native_call_the_grammar_admits_parses_back_into_a_valid_call(
     reply = data.draw(st.from_regex(_tool_regex(name), fullmatch=True))
     call = parse_native_call(reply)
     if call is None:  # the other branch: a plain-text answer, never anything call-like
-        assert reply[0] not in "<{ \t\n"
+        assert reply[0] not in "<{` \t\n"
         assert cut_call_name(reply) is None
         return
     assert call["tool"] == name
@@ -139,6 +139,7 @@ def test_the_native_grammar_refuses_what_the_schemas_refuse() -> None:
         format_call("read", {}),  # missing required
         format_call("fetch", {"url": "x"}),  # not an offered tool
         '{"name": "read", "arguments": {"path": "a"}}',  # a bare call is no answer
+        '```json\n{"name": "read", "arguments": {"path": "a"}}\n```',  # nor a fenced one
         "<tool_call>\n" + '{"name": "read"',  # unfinished
     ]
     assert [admits(g, s) for s in ok] == [True] * len(ok)
@@ -221,7 +222,7 @@ def test_native_replies_become_a_call_an_unended_cut_call_or_an_answer() -> None
     assert [e.text for e in answer if isinstance(e, TextDelta)] == ["It is 42."]
 
 
-@given(st.text(min_size=1).filter(lambda s: s[0] not in "<{ \t\n"), st.integers(1, 7))
+@given(st.text(min_size=1).filter(lambda s: s[0] not in "<{` \t\n"), st.integers(1, 7))
 def test_native_streamer_streams_any_answer_and_nothing_of_a_call(text: str, step: int) -> None:
     streamer = _NativeStreamer()
     out = "".join(streamer.new_text(text[:i]) for i in range(step, len(text) + step, step))

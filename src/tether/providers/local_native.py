@@ -129,8 +129,9 @@ def call_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
     }
 
 
-ANSWER_RULE = r"[^<{ \t\n\x00] [^\x00]*"
-"""A plain-text answer: anything not starting like a call (`<`, `{`) or with whitespace."""
+ANSWER_RULE = r"[^<{` \t\n\x00] [^\x00]*"
+"""A plain-text answer: anything not starting like a call — `<`, `{`, or a code fence (this
+family writes calls as a fenced JSON block when not held to the tags) — or with whitespace."""
 
 
 def native_grammar(tools: tuple[ToolSpec, ...]) -> str:
