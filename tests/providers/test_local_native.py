@@ -15,18 +15,18 @@ from hypothesis import strategies as st
 
 pytest.importorskip("llama_cpp")
 
-from test_local_grammar import SPECS, TOOLS, admits, gbnf_to_regex  # noqa: E402
+from test_local_grammar import SPECS, TOOLS, admits, gbnf_to_regex
 
-from tether.messages import ToolCallBlock, Turn, text_turn, tool_result  # noqa: E402
-from tether.providers.base import (  # noqa: E402
+from tether.messages import ToolCallBlock, Turn, text_turn, tool_result
+from tether.providers.base import (
     ModelRequest,
     TextDelta,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
 )
-from tether.providers.local import LocalProvider, _NativeStreamer  # noqa: E402  # pyright: ignore[reportPrivateUsage]
-from tether.providers.local_native import (  # noqa: E402
+from tether.providers.local import LocalProvider, _NativeStreamer  # pyright: ignore[reportPrivateUsage]
+from tether.providers.local_native import (
     NATIVE_NEXT_STEP,
     NATIVE_RETRY,
     choose_protocol,
