@@ -27,6 +27,7 @@ from tether.providers.base import (
 )
 from tether.providers.local import LocalProvider, _NativeStreamer  # pyright: ignore[reportPrivateUsage]
 from tether.providers.local_native import (
+    NATIVE_FAMILIES,
     NATIVE_NEXT_STEP,
     NATIVE_RETRY,
     choose_protocol,
@@ -203,6 +204,8 @@ def test_protocol_choice_follows_the_template_and_the_measured_families() -> Non
     assert choose_protocol("json", QWEN_TEMPLATE, "qwen2") == "json"
     assert choose_protocol("native", QWEN_TEMPLATE, "qwen2") == "native"
     assert choose_protocol(None, QWEN_TEMPLATE, "somethingelse") == "json"
+    measured = "native" if "qwen2" in NATIVE_FAMILIES else "json"
+    assert choose_protocol(None, QWEN_TEMPLATE, "qwen2") == measured
 
 
 def _events(raw: str, finish: str | None) -> list[Any]:

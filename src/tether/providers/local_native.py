@@ -32,9 +32,14 @@ from tether.providers.local_prompt import EXAMPLES, render_user, task_text
 
 Protocol = Literal["json", "native"]
 
-NATIVE_FAMILIES: frozenset[str] = frozenset({"qwen2"})
+NATIVE_FAMILIES: frozenset[str] = frozenset()
 """GGUF `general.architecture` values for which the native protocol measured better than the
-generic JSON one on `bench/tasks.py` (and whose template declares Hermes-style tool calls)."""
+generic JSON one on `bench/tasks.py` (and whose template declares Hermes-style tool calls).
+
+Empty: on Qwen2.5-Coder-0.5B (`qwen2`, the only family here whose template declares tools) the
+native protocol passed no task the JSON one failed on the tasks measured, and cost ~1.9× the
+prompt tokens (the template's `<tools>` JSON schemas) and ~1.4× the seconds per task; see
+README, "Embedded model". `bench/tasks.py --protocol native` measures it again."""
 
 CALL_OPEN = "<tool_call>\n"
 CALL_CLOSE = "\n</tool_call>"
