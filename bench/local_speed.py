@@ -1,6 +1,7 @@
 """Generation speed of the embedded model: tether's LocalProvider vs llama-cpp-python alone.
 
-Both sides get the same chat messages (tether's rendering of one user request), the same grammar,
+Both sides get the same prompt (tether's rendering of one user request: chat messages for the json
+protocol, the model's own template text for the native one), the same grammar,
 the same sampling settings and the same token cap, on the same loaded `Llama` object; runs
 alternate (raw, tether, raw, tether, ...) after one warm-up each, so the prompt prefix is cached
 equally for both. Prints tokens/s (median of the runs) for each and the ratio tether/raw.
@@ -20,24 +21,33 @@ from typing import Any
 
 from tether.messages import text_turn
 from tether.providers.base import ModelRequest, TextDelta, UsageEvent
-from tether.providers.local import LocalProvider, load_model, render_messages
+from tether.providers.local import LocalProvider, load_model, model_protocol, render_messages
 from tether.providers.local import _grammar as tether_grammar  # pyright: ignore[reportPrivateUsage]
+from tether.providers.local_native import render_native
 
 PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
 
 
-def raw_run(llm: Any, request: ModelRequest, tokens: int, grammar: Any) -> tuple[int, float]:
+def raw_run(
+    llm: Any, request: ModelRequest, tokens: int, grammar: Any, native: bool
+) -> tuple[int, float]:
     started = time.perf_counter()
     n = 0
-    for chunk in llm.create_chat_completion(
-        messages=render_messages(request),
-        temperature=0.0,
-        max_tokens=tokens,
-        repeat_penalty=1.1,
-        grammar=grammar,
-        stream=True,
-    ):
-        if chunk["choices"][0]["delta"].get("content"):
+    options: dict[str, Any] = {
+        "temperature": 0.0,
+        "max_tokens": tokens,
+        "repeat_penalty": 1.1,
+        "grammar": grammar,
+        "stream": True,
+    }
+    if native:
+        template = llm.metadata["tokenizer.chat_template"]
+        stream = llm.create_completion(prompt=render_native(template, request), **options)
+    else:
+        stream = llm.create_chat_completion(messages=render_messages(request), **options)
+    for chunk in stream:
+        choice = chunk["choices"][0]
+        if choice["text"] if "text" in choice else choice["delta"].get("content"):
             n += 1
     return n, time.perf_counter() - started
 
@@ -70,18 +80,20 @@ def main() -> None:
         temperature=0.0,
         max_output_tokens=args.tokens,
     )
-    grammar = tether_grammar(())
+    protocol = model_protocol(llm)
+    grammar = tether_grammar((), protocol)
+    native = protocol == "native"
     raw_rates: list[float] = []
     tether_rates: list[float] = []
-    raw_run(llm, request, args.tokens, grammar)  # warm-up: prompt cached for both sides
+    raw_run(llm, request, args.tokens, grammar, native)  # warm-up: prompt cached for both sides
     asyncio.run(tether_run(provider, request))
     for _ in range(args.runs):
-        n, s = raw_run(llm, request, args.tokens, grammar)
+        n, s = raw_run(llm, request, args.tokens, grammar, native)
         raw_rates.append(n / s)
         n, s = asyncio.run(tether_run(provider, request))
         tether_rates.append(n / s)
     raw, teth = statistics.median(raw_rates), statistics.median(tether_rates)
-    print(f"model {provider.model}: {args.tokens} tokens x {args.runs} runs")
+    print(f"model {provider.model} ({protocol} protocol): {args.tokens} tokens x {args.runs} runs")
     print(f"llama-cpp-python alone: {raw:6.1f} tokens/s")
     print(f"tether LocalProvider:   {teth:6.1f} tokens/s")
     print(f"ratio tether/raw:       {teth / raw:6.3f}")

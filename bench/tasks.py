@@ -10,6 +10,7 @@ seconds per task (wall clock of the whole CLI process, model loading included).
     python bench/tasks.py                                   # both models, all tasks
     python bench/tasks.py --model local --tasks read_code_word,bash_echo
     python bench/tasks.py --model local/PATH.gguf --log /tmp/run.jsonl
+    python bench/tasks.py --model local/qwen2.5-coder-0.5b --protocol json   # force a protocol
     PYTHONPATH=/tmp/main-src python bench/tasks.py          # the same suite on another checkout
 
 The log (`--log`) keeps, per task, the tool calls, their results' error flags, the answer and the
@@ -232,8 +233,20 @@ TASKS: tuple[Task, ...] = (
 )
 
 
+SHIM = (
+    "import sys, tether.providers.local as local; local.PROTOCOL_OVERRIDE = sys.argv.pop(1); "
+    "sys.argv[0] = 'tether'; from tether.cli.entry import main; main()"
+)
+"""Runs the CLI with `local.PROTOCOL_OVERRIDE` set (`--protocol`), everything else unchanged."""
+
+
 def run_task(
-    task: Task, model: str, max_turns: int, timeout_s: float, home: Path
+    task: Task,
+    model: str,
+    max_turns: int,
+    timeout_s: float,
+    home: Path,
+    protocol: str | None = None,
 ) -> dict[str, Any]:
     """Run one task in a fresh folder through the CLI; returns the record for the log.
 
@@ -248,6 +261,8 @@ def run_task(
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env["TETHER_HOME"] = str(home)
         cmd = [sys.executable, "-m", "tether.cli", "run", "--no-session"]
+        if protocol:
+            cmd = [sys.executable, "-c", SHIM, protocol, "run", "--no-session"]
         cmd += ["--max-turns", str(max_turns), "--model", model, task.prompt]
         started = time.monotonic()
         try:
@@ -274,6 +289,7 @@ def run_task(
         return {
             "task": task.name,
             "model": model,
+            "protocol": protocol or "auto",
             "passed": passed,
             "seconds": round(seconds, 2),
             "exit": code,
@@ -298,6 +314,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-turns", type=int, default=6)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--log", type=Path, help="append one JSON record per task here")
+    parser.add_argument(
+        "--protocol",
+        choices=("json", "native"),
+        help="force the embedded model's reply protocol (default: chosen per model family)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="tasks run at once (default 1)")
     args = parser.parse_args(argv)
     models: list[str] = args.model or list(DEFAULT_MODELS)
@@ -314,7 +335,9 @@ def main(argv: list[str] | None = None) -> None:
         records: list[dict[str, Any]] = []
         with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
             futures = [
-                pool.submit(run_task, task, model, args.max_turns, args.timeout, home)
+                pool.submit(
+                    run_task, task, model, args.max_turns, args.timeout, home, args.protocol
+                )
                 for task in tasks
             ]
             for future in as_completed(futures):
@@ -331,8 +354,9 @@ def main(argv: list[str] | None = None) -> None:
                         f.write(json.dumps(rec) + "\n")
         passed = sum(r["passed"] for r in records)
         median = statistics.median(r["seconds"] for r in records)
+        label = f"{model} [{args.protocol}]" if args.protocol else model
         summary.append(
-            f"{model}: {passed}/{len(records)} passed ({100 * passed / len(records):.0f} %), "
+            f"{label}: {passed}/{len(records)} passed ({100 * passed / len(records):.0f} %), "
             f"median {median:.1f} s per task"
         )
     shutil.rmtree(home, ignore_errors=True)

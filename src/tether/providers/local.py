@@ -50,11 +50,21 @@ from tether.providers.base import (
 )
 from tether.providers.local_grammar import action_grammar, action_schema
 from tether.providers.local_models import NAMED_MODELS, resolve_model_path
+from tether.providers.local_native import (
+    Protocol,
+    choose_protocol,
+    cut_call_name,
+    is_answer_start,
+    native_grammar,
+    parse_native_call,
+    render_native,
+)
 from tether.providers.local_prompt import render_messages, repeats_last_call
 
 __all__ = [
     "NAMED_MODELS",
     "LocalProvider",
+    "Protocol",
     "action_grammar",
     "action_schema",
     "default_model_path",
@@ -72,6 +82,10 @@ PROGRESS_EVERY_S = 5.0
 """While a reply generates for longer than this, a progress line goes to stderr this often."""
 
 _TOOL_PREFIX = re.compile(r'\s*\{\s*"tool"\s*:\s*(?:"([^"]*)")?')
+
+PROTOCOL_OVERRIDE: Protocol | None = None
+"""Forces the protocol of every `LocalProvider` without its own (set by `bench/tasks.py
+--protocol` to compare the two on the same model); None: per model family."""
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
@@ -144,14 +158,22 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
 _GRAMMARS: dict[str, Any] = {}
 
 
-def _grammar(tools: tuple[Any, ...]) -> Any:
-    """The `LlamaGrammar` for the offered tools (cached by the tools' schemas)."""
-    key = json.dumps([[t.name, t.parameters] for t in tools], sort_keys=True, default=str)
+def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json") -> Any:
+    """The `LlamaGrammar` for the offered tools in `protocol` (cached by the tools' schemas)."""
+    key = protocol + json.dumps([[t.name, t.parameters] for t in tools], sort_keys=True, default=str)
     if key not in _GRAMMARS:
         from llama_cpp import LlamaGrammar
 
-        _GRAMMARS[key] = LlamaGrammar.from_string(action_grammar(tools), verbose=False)
+        text = native_grammar(tools) if protocol == "native" else action_grammar(tools)
+        _GRAMMARS[key] = LlamaGrammar.from_string(text, verbose=False)
     return _GRAMMARS[key]
+
+
+def model_protocol(llm: Any, forced: Protocol | None = None) -> Protocol:
+    """The reply protocol for a loaded `llama_cpp.Llama` (see `local_native.choose_protocol`):
+    from its GGUF metadata `tokenizer.chat_template` and `general.architecture`."""
+    meta = cast(dict[str, str], getattr(llm, "metadata", None) or {})
+    return choose_protocol(forced, meta.get("tokenizer.chat_template"), meta.get("general.architecture"))
 
 
 class _Progress:
@@ -209,6 +231,20 @@ class _AnswerStreamer:
             return ""
 
 
+class _NativeStreamer:
+    """Streams a plain-text (native protocol) answer as it grows; nothing for a call block."""
+
+    def __init__(self) -> None:
+        self.emitted = 0
+
+    def new_text(self, buffer: str) -> str:
+        if not is_answer_start(buffer):
+            return ""
+        chunk = buffer[self.emitted :]
+        self.emitted = len(buffer)
+        return chunk
+
+
 def _hex(digits: str) -> int:
     try:
         return int(digits, 16)
@@ -250,6 +286,9 @@ class LocalProvider:
         n_ctx: the context window to allocate, in tokens.
         max_output_tokens: default cap on generated tokens per reply.
         repeat_penalty: llama.cpp repetition penalty (tiny models loop without one).
+        protocol: `json` (generic `{"tool": …}` replies) or `native` (the model's own chat
+            template with `<tool_call>` blocks, when it declares one); None: chosen per model
+            family (`local_native.choose_protocol`).
 
     `target` is `openai-chat`: this model accepts no reasoning blocks, like Chat Completions.
     """
@@ -264,6 +303,7 @@ class LocalProvider:
         n_ctx: int = DEFAULT_CONTEXT_TOKENS,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         repeat_penalty: float = 1.1,
+        protocol: Protocol | None = None,
     ) -> None:
         self.model_path = resolve_model_path(model_path) or default_model_path()
         if not self.model_path.is_file():
@@ -274,48 +314,66 @@ class LocalProvider:
         self.repeat_penalty = repeat_penalty
         self.context_window = n_ctx
         self.supports_prefill = False
+        self.protocol: Protocol | None = protocol
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
-        """Blocking generation: yields text pieces, `\x00finish:<reason>`, `\x00reset` (drop
-        what came before), then the prompt+completion token count.
+        """Blocking generation: yields `\x00protocol:<json|native>`, text pieces,
+        `\x00finish:<reason>`, `\x00reset` (drop what came before), then the prompt+completion
+        token count.
 
         A reply that repeats the call the model just made (same tool, same arguments, right
         after its result) is generated again with an answer-only grammar: tiny models otherwise
         re-read the same file until the context window is full.
         """
         llm = load_model(self.model_path, self.n_ctx)
-        messages = render_messages(request)
+        protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
+        yield f"\x00protocol:{protocol}"
+        if protocol == "native":
+            template = cast(dict[str, str], llm.metadata)["tokenizer.chat_template"]
+            prompt: str | list[dict[str, str]] = render_native(template, request)
+        else:
+            prompt = render_messages(request)
         pieces: list[str] = []
-        for item in self._pass(llm, messages, request, _grammar(request.tools), stop):
+        grammar = _grammar(request.tools, protocol)
+        for item in self._pass(llm, prompt, request, grammar, stop):
             if not item.startswith("\x00"):
                 pieces.append(item)
             yield item
-        if not stop.is_set() and repeats_last_call("".join(pieces), request.messages):
+        raw = "".join(pieces)
+        if protocol == "native":
+            call = parse_native_call(raw)
+            raw = json.dumps(call) if call is not None else ""
+        if not stop.is_set() and repeats_last_call(raw, request.messages):
             yield "\x00reset"
-            yield from self._pass(llm, messages, request, _grammar(()), stop)
+            yield from self._pass(llm, prompt, request, _grammar((), protocol), stop)
         yield int(llm.n_tokens)
 
     def _pass(
         self,
         llm: Any,
-        messages: list[dict[str, str]],
+        prompt: str | list[dict[str, str]],
         request: ModelRequest,
         grammar: Any,
         stop: threading.Event,
     ) -> Iterator[str]:
-        stream = llm.create_chat_completion(
-            messages=messages,
-            temperature=request.temperature if request.temperature is not None else 0.0,
-            max_tokens=request.max_output_tokens or self.max_output_tokens,
-            repeat_penalty=self.repeat_penalty,
-            grammar=grammar,
-            stream=True,
-        )
+        """One generation: chat messages through llama.cpp's chat handler (json protocol), or
+        an already rendered prompt text (native protocol)."""
+        options: dict[str, Any] = {
+            "temperature": request.temperature if request.temperature is not None else 0.0,
+            "max_tokens": request.max_output_tokens or self.max_output_tokens,
+            "repeat_penalty": self.repeat_penalty,
+            "grammar": grammar,
+            "stream": True,
+        }
+        if isinstance(prompt, str):
+            stream = llm.create_completion(prompt=prompt, **options)
+        else:
+            stream = llm.create_chat_completion(messages=prompt, **options)
         for chunk in stream:
             if stop.is_set():
                 break
             choice = chunk["choices"][0]
-            piece = choice["delta"].get("content")
+            piece = choice["text"] if "text" in choice else choice["delta"].get("content")
             if piece:
                 yield piece
             if choice.get("finish_reason") is not None:
@@ -348,7 +406,8 @@ class LocalProvider:
         _WORKERS.add(thread)
         thread.start()
         buffer: list[str] = []
-        streamer = _AnswerStreamer()
+        streamer: _AnswerStreamer | _NativeStreamer = _AnswerStreamer()
+        protocol: Protocol = "json"
         text_open = False
         finish: str | None = None
         total_tokens = 0
@@ -369,11 +428,16 @@ class LocalProvider:
                 if isinstance(item, int):
                     total_tokens = item
                     continue
+                if item.startswith("\x00protocol:"):
+                    protocol = "native" if item.endswith("native") else "json"
+                    streamer = _NativeStreamer() if protocol == "native" else _AnswerStreamer()
+                    continue
                 if item.startswith("\x00finish:"):
                     finish = item.removeprefix("\x00finish:")
                     continue
                 if item == "\x00reset":
                     buffer.clear()
+                    streamer = _NativeStreamer() if protocol == "native" else _AnswerStreamer()
                     pass_tokens = 0
                     continue
                 completion_tokens += 1
@@ -390,7 +454,7 @@ class LocalProvider:
             stop.set()
         progress.finish(time.monotonic())
         called = False
-        for event in self._finish("".join(buffer), finish, text_open):
+        for event in self._finish("".join(buffer), finish, text_open, protocol):
             called = called or isinstance(event, ToolCallStart)
             yield event
         yield UsageEvent(
@@ -404,13 +468,24 @@ class LocalProvider:
             raw_stop_reason=finish,
         )
 
-    def _finish(self, raw: str, finish: str | None, text_open: bool) -> Iterator[StreamEvent]:
+    def _finish(
+        self, raw: str, finish: str | None, text_open: bool, protocol: Protocol = "json"
+    ) -> Iterator[StreamEvent]:
         """Events for a complete reply: the tool call (strictly parsed later by the assembler),
         or the rest of an answer."""
-        try:
-            action: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            action = None
+        action: Any = None
+        cut: str | None = None
+        if protocol == "native":
+            action = parse_native_call(raw)
+            cut = cut_call_name(raw) if action is None else None
+        else:
+            try:
+                action = json.loads(raw)
+            except json.JSONDecodeError:
+                action = None
+            match = _TOOL_PREFIX.match(raw)
+            if match and not (isinstance(action, dict) and "tool" in action):
+                cut = match.group(1) or ""
         if isinstance(action, dict) and "tool" in action:
             act = cast(dict[str, Any], action)
             yield ToolCallStart(index=1, id=None, name=str(act["tool"]))
@@ -418,19 +493,19 @@ class LocalProvider:
             if finish != "length":
                 yield ToolCallEnd(index=1)
             return
-        match = _TOOL_PREFIX.match(raw)
-        if match:
+        if cut is not None:
             # A cut tool call: hand the raw text to the assembler, unended → never executed.
-            name = match.group(1) or ""
-            yield ToolCallStart(index=1, id=None, name=name)
+            yield ToolCallStart(index=1, id=None, name=cut)
             yield ToolCallDelta(index=1, arguments_delta=raw)
             return
         if not text_open:
-            text = cast(dict[str, Any], action).get("answer") if isinstance(action, dict) else raw
+            if protocol == "native":
+                text: Any = raw.strip()
+            else:
+                text = cast(dict[str, Any], action).get("answer") if isinstance(action, dict) else raw
             if isinstance(text, str) and text:
                 yield TextStart(index=0)
                 yield TextDelta(index=0, text=text)
                 yield TextEnd(index=0)
         else:
             yield TextEnd(index=0)
-

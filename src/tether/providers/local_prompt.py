@@ -138,20 +138,18 @@ def render_messages(request: ModelRequest) -> list[dict[str, str]]:
     out: list[dict[str, str]] = [
         {"role": "system", "content": system_prompt(request.tools, request.system)}
     ]
-    task: str | None = None
     for turn in wire_messages(request, "openai-chat"):
         if turn.role == "assistant":
             out.append({"role": "assistant", "content": _render_assistant(turn)})
         elif turn.role == "system":
             out.append({"role": "system", "content": turn.text})
         else:
-            if not turn.tool_results and turn.text:
-                task = turn.text
-            out.append({"role": "user", "content": _render_user(turn)})
+            out.append({"role": "user", "content": render_user(turn)})
     last = request.messages[-1] if request.messages else None
     if out[-1]["role"] == "user" and last is not None and last.tool_results:
         failed = any(r.is_error for r in last.tool_results)
         hint = RETRY if failed else NEXT_STEP
+        task = task_text(request)
         if task:
             hint = f"Task: {task}\n{hint}"
         out[-1]["content"] += "\n\n" + hint
@@ -168,10 +166,23 @@ def _render_assistant(turn: Turn) -> str:
     return "\n".join(parts) or json.dumps({"answer": ""})
 
 
-def _render_user(turn: Turn) -> str:
+def task_text(request: ModelRequest) -> str | None:
+    """The text of the last user message that is not only tool results (the task), or None."""
+    task: str | None = None
+    for turn in wire_messages(request, "openai-chat"):
+        if turn.role == "user" and not turn.tool_results and turn.text:
+            task = turn.text
+    return task
+
+
+def render_user(turn: Turn, *, results: bool = True) -> str:
+    """A user turn as text: tool results as `Result: …` lines (left out when `results` is
+    False), text as is, images and documents as a one-line placeholder."""
     parts: list[str] = []
     for block in turn.content:
         if isinstance(block, ToolResultBlock):
+            if not results:
+                continue
             parts.append(f"Result: ERROR: {block.text}" if block.is_error else f"Result: {block.text}")
         elif isinstance(block, TextBlock):
             parts.append(block.text)
