@@ -8,6 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from test_startup_imports import heavy, loaded
+
 from tether.messages import (
     CompactSummaryBlock,
     Provenance,
@@ -19,8 +21,6 @@ from tether.messages import (
 )
 from tether.session import SessionStore
 from tether.tools.normalize import render_stub
-
-from test_startup_imports import heavy, loaded
 
 
 def _tether(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
