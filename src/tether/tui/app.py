@@ -59,7 +59,9 @@ from tether.tui.commands import (
     parse_command,
 )
 from tether.tui.opening import Factory, Hooks, Opened
+from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
 from tether.tui.screens import ApprovalScreen, QuestionScreen
+from tether.tui.settings_screen import SettingsScreen
 from tether.tui.widgets import (
     PERSISTED_RE,
     AssistantRow,
@@ -107,6 +109,7 @@ class TetherApp(App[int]):
         Binding("ctrl+c", "ctrl_c", "quit", priority=True, show=False),
         Binding("ctrl+k", "cancel_tool", "cancel tool", priority=True, show=False),
         Binding("ctrl+o", "toggle_last", "expand", priority=True, show=False),
+        Binding("f2", "settings", "settings", show=False),
     ]
 
     def __init__(
@@ -486,7 +489,12 @@ class TetherApp(App[int]):
                 history = agent.history
                 self.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
             elif name == "context":
-                self.note(self.context_text())
+                self.push_screen(ContextScreen(context_rows_of(agent), agent.limits.context_window))
+            elif name == "timeline":
+                w, h = self.size
+                self.push_screen(TimelineScreen(agent.history, width=w - 8, height=h - 14))
+            elif name == "settings":
+                self.action_settings()
             else:
                 self.note(f"unknown command /{name}: /help lists them")
         except ConfigError as exc:
@@ -603,6 +611,15 @@ class TetherApp(App[int]):
                 self.note(f"cancelled tool call {call_id}")
                 return
         self.note("no tool call is running")
+
+    def action_settings(self) -> None:
+        if self.opened is not None:
+            self.push_screen(SettingsScreen(self.agent), callback=self._settings_done)
+
+    def _settings_done(self, note: str | None) -> None:
+        if note:
+            self.note(note)
+        self.update_status()
 
     def action_toggle_last(self) -> None:
         rows = list(self.transcript.query(Collapsible))

@@ -41,7 +41,7 @@ PART_LABELS: dict[RowKind, str] = {
     "summary": "marker summaries",
     "user": "user turns",
     "assistant": "assistant turns",
-    "results": "tool results",
+    "results": "results of tools",
     "persisted": "persisted stubs",
 }
 """The bar's label of each kind (their first letters differ: the bar draws each part with it)."""
