@@ -27,6 +27,7 @@ from tether.session import SessionStore
 from tether.settings import settings_path
 from tether.testing import Reply, call
 from tether.tools.normalize import render_stub
+from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.context_view import PART_LABELS, context_parts, context_rows
 from tether.tui.panels import ContextScreen, TimelineScreen
 from tether.tui.settings_screen import SettingsScreen
@@ -175,8 +176,8 @@ async def test_settings_screen_changes_the_session_and_esc_changes_nothing(tmp_p
         screen = app.screen
         assert isinstance(screen, SettingsScreen)
         rows = {r[0]: r for r in _rows(_table(screen, "#all"))}
-        assert rows["tools.approval"][1:] == ['"auto"', "flag"]  # the test's config, not a file
-        assert rows["run.max_turns"][1:] == ["50", "default"]
+        assert rows["tools.approval"][1:] == ["flag", '"auto"']  # the test's config, not a file
+        assert rows["run.max_turns"][1:] == ["default", "50"]
         # Esc: nothing changes
         screen.query_one("#max_turns", Input).value = "7"
         await pilot.press("escape")
@@ -203,8 +204,8 @@ async def test_settings_screen_changes_the_session_and_esc_changes_nothing(tmp_p
         await pilot.press("f2")
         await pilot.pause()
         rows = {r[0]: r for r in _rows(_table(app.screen, "#all"))}
-        assert rows["run.max_turns"][1:] == ["7", "session"]
-        assert rows["context.auto_compact"][1:] == ["false", "session"]
+        assert rows["run.max_turns"][1:] == ["session", "7"]
+        assert rows["context.auto_compact"][1:] == ["session", "false"]
         await pilot.press("escape")
 
 
@@ -252,7 +253,7 @@ async def test_settings_save_writes_the_user_file(tmp_path: Path) -> None:
         await pilot.press("f2")
         await pilot.pause()
         rows = {r[0]: r for r in _rows(_table(app.screen, "#all"))}
-        assert rows["run.max_turns"][1:] == ["12", "session"]  # not the config it was built with
+        assert rows["run.max_turns"][1:] == ["session", "12"]  # not the config it was built with
         await pilot.press("escape")
 
 
@@ -299,3 +300,11 @@ def test_flatten_keeps_every_leaf(data: dict[str, Any]) -> None:
     rows = setting_rows(data, files=data, layers=[], live={})
     assert [r.key for r in rows] == sorted(flat)
     assert all(r.source == "default" for r in rows)
+
+
+def test_readme_tables_list_every_command_and_key() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for command, _ in COMMANDS:
+        assert f"| `{command}`" in readme, command
+    for key, _ in KEYS:
+        assert f"| {key} |" in readme, key

@@ -201,7 +201,7 @@ class SettingsScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         table = cast(DataTable[str], self.query_one("#all", DataTable))
-        table.add_columns("key", "value", "source")
+        table.add_columns("key", "source", "value")
         self._fill()
         self.query_one("#model", Input).focus()
 
@@ -210,7 +210,7 @@ class SettingsScreen(ModalScreen[str | None]):
         table.clear()
         for row in self.rows():
             value = row.value if len(row.value) <= 70 else row.value[:69] + "…"
-            table.add_row(row.key, value, row.source)
+            table.add_row(row.key, row.source, value)
 
     def form_values(self) -> dict[str, Any]:
         """The form's values, keyed like `SESSION_KEYS`.
