@@ -63,8 +63,9 @@ def sessions(draw: st.DrawFn) -> list[Turn]:
                 text = render_stub(text, path=f"/s/tool-results/c{i}.txt", size_bytes=9000 + i, lines=3)
             turns.append(Turn(id=f"r{i}", role="user", content=(tool_result(f"c{i}", text),)))
         else:
-            earlier = [t.id for t in turns if not is_marker(t)]
-            replaced = draw(st.lists(st.sampled_from(earlier), unique=True)) if earlier else []
+            # earlier turns, earlier markers (a re-compaction subsumes them), ids not (yet) there
+            known = [t.id for t in turns] + [f"u{i + 1}", f"a{i + 2}", "nosuch"]
+            replaced = draw(st.lists(st.sampled_from(known), unique=True))
             block = CompactSummaryBlock(summary=f"summary {i}", replaces_turn_ids=tuple(replaced))
             turns.append(Turn(id=f"m{i}", role="user", content=(block,)))
     return turns

@@ -34,7 +34,7 @@ from typing import Literal
 
 from tether.compaction.pressure import estimate_tokens
 from tether.messages import Turn
-from tether.wire.markers import elide_markers, is_marker, marker_blocks
+from tether.wire.markers import is_marker, marker_blocks, render_marker
 
 MarkKind = Literal["compaction", "persisted", "model"]
 
@@ -115,6 +115,37 @@ def _size(n: int) -> str:
     return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
 
 
+class _WireSize:
+    """The estimated tokens of `elide_markers(prefix)` as the prefix grows one turn at a time,
+    in O(1) per turn (plus the ids a marker lists), by the rules of `tether.wire.markers`: a
+    non-marker turn counts unless any marker of the prefix lists its id; a marker counts as its
+    rendered summary while no later marker lists its id. The estimate is additive, so where a
+    summary is placed does not change the sum."""
+
+    def __init__(self) -> None:
+        self.elided: set[str] = set()
+        self.counted: dict[str, int] = {}  # id -> tokens of the counted non-marker turns with it
+        self.active: list[tuple[str, int]] = []  # (marker id, tokens of its rendered summary)
+        self.total = 0
+
+    def add(self, turn: Turn) -> None:
+        if not is_marker(turn):
+            if turn.id not in self.elided:
+                n = estimate_tokens((turn,))
+                self.counted[turn.id] = self.counted.get(turn.id, 0) + n
+                self.total += n
+            return
+        ids = {x for b in marker_blocks(turn) for x in b.replaces_turn_ids}
+        for x in ids - self.elided:
+            self.total -= self.counted.pop(x, 0)
+        self.elided |= ids
+        keep = [(mid, n) for mid, n in self.active if mid not in ids]
+        self.total -= sum(n for mid, n in self.active if mid in ids)
+        rendered = estimate_tokens((render_marker(turn),))
+        self.active = [*keep, (turn.id, rendered)]
+        self.total += rendered
+
+
 def session_timeline(turns: Sequence[Turn]) -> Timeline:
     """The timeline of `turns` (a loaded session's turns, in stored order).
 
@@ -122,16 +153,18 @@ def session_timeline(turns: Sequence[Turn]) -> Timeline:
         `Timeline` (see the module rules). Never raises on well-typed turns.
     """
     turns = tuple(turns)
+    wire = _WireSize()
     points: list[TimelinePoint] = []
     marks: list[TimelineMark] = []
     unmeasured = 0
     last_model: str | None = None
     compactions = 0
     for i, turn in enumerate(turns):
+        before = wire.total
+        wire.add(turn)
         if is_marker(turn):
             compactions += 1
-            before = estimate_tokens(elide_markers(turns[:i]))
-            after = estimate_tokens(elide_markers(turns[: i + 1]))
+            after = wire.total
             generation = max((b.generation for b in marker_blocks(turn)), default=1)
             marks.append(
                 TimelineMark(

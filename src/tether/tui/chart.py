@@ -12,11 +12,18 @@ plotext draws on a process-wide figure: `chart_text` clears it first, and is not
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tether.session.timeline import Timeline, TimelineMark
 
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""An ANSI colour / style sequence (what plotext writes)."""
+_BACKGROUND = re.compile(r"\x1b\[48;5;\d+m")
+"""An ANSI 256-colour background sequence."""
+
 MARK_LETTERS = {"compaction": "C", "persisted": "P", "model": "M"}
+MARK_COLORS = {"compaction": "red", "persisted": "yellow", "model": "magenta"}
 MARK_NAMES = {"compaction": "compaction", "persisted": "persisted output", "model": "model switch"}
 
 
@@ -55,6 +62,7 @@ def chart_text(
     plotext.terminal.limit(False, False)  # the size asked for, whatever the terminal's
     fig = plotext.figure
     fig.clear()
+    fig.theme("simple")  # no painted canvas: the terminal's (or the SVG's) background shows
     fig.plot_size(max(width, 30), max(height, 8))
     fig.title("tokens per request")
     pts = timeline.points
@@ -75,10 +83,11 @@ def chart_text(
             x = mark.at + 0.5
             label = None if mark.kind in seen else MARK_NAMES[mark.kind]
             seen.add(mark.kind)
-            fig.line(x, orientation="vertical", label=label)
+            paint = plotext.pixel(foreground=MARK_COLORS[mark.kind])
+            fig.line(x, orientation="vertical", label=label, pixel=paint)
             fig.draw(fig.text(x, top, tag))
-    text = str(fig.build())
-    return text if color else str(plotext.uncolorize(text))
+    text = _BACKGROUND.sub("", str(fig.build()))  # a line's pixel always gets one: drop it
+    return text if color else _SGR.sub("", text)
 
 
 def chart_lines(
