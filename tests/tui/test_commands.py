@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tether.session import SessionStore
 from tether.tui.commands import context_bar, gauge_text, parse_command
+from tether.tui.panels import ContextScreen
 from tether.tui.widgets import MarkerRow, PromptInput, UserRow
 
 from .helpers import SIZE, scripted_app
@@ -35,8 +36,9 @@ async def test_compact_help_usage_context_and_unknown(tmp_path: Path) -> None:
             await send(pilot, p)
             await idle(app, pilot)
         await send(pilot, "/context")
-        text = notes(app)
-        assert "context of" in text and "system" in text and "tools" in text
+        assert isinstance(app.screen, ContextScreen)  # per turn: tests/tui/test_panels.py
+        await pilot.press("escape")
+        await pilot.pause()
         await send(pilot, "/compact keep the names")
         await idle(app, pilot)
         marker = app.query_one(MarkerRow)

@@ -13,7 +13,9 @@ from textual.pilot import Pilot
 from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, Turn, text_turn, tool_result
 from tether.session import SessionStore
 from tether.testing import call
+from tether.tui.panels import ContextScreen
 from tether.tui.screens import ApprovalScreen, QuestionScreen
+from tether.tui.settings_screen import SettingsScreen
 from tether.tui.widgets import PromptInput
 
 from .helpers import SIZE, scripted_app
@@ -90,3 +92,26 @@ def test_question_overlay(snap_compare: Snap, tmp_path: Path) -> None:
         await settle(pilot, lambda: isinstance(app.screen, QuestionScreen))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_context_screen(snap_compare: Snap, tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [], store=stored_session(tmp_path), resume="snap")
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        app.query_one(PromptInput).text = "/context"
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, ContextScreen))
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_settings_screen(snap_compare: Snap, tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [], approval="auto-edit")
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("f2")
+        await settle(pilot, lambda: isinstance(app.screen, SettingsScreen))
+
+    assert snap_compare(app, terminal_size=(110, 40), run_before=before)

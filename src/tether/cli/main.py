@@ -10,6 +10,7 @@ Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider erro
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,7 +36,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain click help: rendering through rich costs ~0.2 s per start-up
 )
 sessions_app = typer.Typer(
-    help="List, show and delete stored sessions.", no_args_is_help=True, rich_markup_mode=None
+    help="List, show, chart and delete stored sessions.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
@@ -376,6 +377,40 @@ def sessions_show(session_id: str) -> None:
     for turn in loaded.turns:
         print(json.dumps(turn_to_dict(turn)))
     err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
+
+
+@sessions_app.command("timeline")
+def sessions_timeline(
+    session_id: str,
+    svg: Annotated[
+        Path | None, typer.Option("--svg", help="Also write the chart as an SVG file.")
+    ] = None,
+    width: Annotated[int | None, typer.Option(help="Chart width in columns.")] = None,
+    height: Annotated[int, typer.Option(help="Chart height in rows.")] = 20,
+) -> None:
+    """Chart tokens per request over a session (prompt incl. cache, and output), with
+    compactions, persisted outputs and model switches marked; the marks are listed below."""
+    from tether.session import SessionStore
+    from tether.session.timeline import session_timeline
+    from tether.tui.chart import chart_lines, timeline_svg
+
+    try:
+        loaded = SessionStore().load(session_id)
+    except SessionError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from exc
+    if not loaded.report.ok:
+        err(loaded.report.describe())
+    timeline = session_timeline(loaded.turns)
+    cols = width or min(max(shutil.get_terminal_size().columns, 40), 160)
+    print("\n".join(chart_lines(timeline, width=cols, height=height, color=sys.stdout.isatty())))
+    if svg is not None:
+        try:
+            svg.write_text(timeline_svg(timeline, title=f"session {session_id}", width=cols))
+        except OSError as exc:
+            err(f"cannot write {svg}: {exc.strerror or exc}")
+            raise typer.Exit(EXIT_USAGE) from exc
+        err(f"wrote {svg}")
 
 
 @sessions_app.command("delete")

@@ -39,6 +39,7 @@ from tether.tui.commands import complete_command, complete_path, gauge_text, par
 from tether.tui.feed import Feed
 from tether.tui.opening import Factory, Hooks, Opened
 from tether.tui.screens import ApprovalScreen, QuestionScreen
+from tether.tui.settings_screen import SettingsScreen
 from tether.tui.transcript import Transcript, history_rows
 from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
 
@@ -74,6 +75,7 @@ class TetherApp(App[int]):
         Binding("ctrl+o", "toggle_last", "expand", priority=True, show=False),
         Binding("ctrl+home", "transcript_start", "first turn", show=False),
         Binding("ctrl+end", "transcript_end", "last turn", show=False),
+        Binding("f2", "settings", "settings", show=False),
     ]
 
     def __init__(
@@ -330,10 +332,6 @@ class TetherApp(App[int]):
         """Run `/name arg` (`tether.tui.handlers`)."""
         await handlers.run_command(self, name, arg)
 
-    def context_text(self) -> str:
-        """What fills the window, as a bar (`/context`)."""
-        return handlers.context_text(self)
-
     # -- overlays ----------------------------------------------------------------------------
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
@@ -370,6 +368,15 @@ class TetherApp(App[int]):
                 self.note(f"cancelled tool call {call_id}")
                 return
         self.note("no tool call is running")
+
+    def action_settings(self) -> None:
+        if self.opened is not None:
+            self.push_screen(SettingsScreen(self.agent), callback=self._settings_done)
+
+    def _settings_done(self, note: str | None) -> None:
+        if note:
+            self.note(note)
+        self.update_status()
 
     def action_toggle_last(self) -> None:
         rows = list(self.transcript.query(Collapsible))

@@ -19,7 +19,9 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/new", "start a new session"),
     ("/sessions", "[id]  list the stored sessions, or resume one"),
     ("/fork", "continue in a new session branched from this one (this one is kept)"),
-    ("/context", "what fills the context window, as a bar"),
+    ("/context", "what fills the context window: a bar, then each turn's tokens"),
+    ("/timeline", "tokens per request of this session, compactions and switches marked"),
+    ("/settings", "the effective settings; change this session's (F2)"),
     ("/usage", "this session's tokens and cost"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
@@ -38,6 +40,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("o", "on a focused tool row: open its saved output file (pages; Esc closes)"),
     ("PageUp / PageDown", "scroll the transcript"),
     ("Ctrl+Home / Ctrl+End", "the transcript's first turn / its end"),
+    ("F2", "settings: change model, approval, safe mode, compaction for this session"),
     ("Ctrl+C Ctrl+C", "quit"),
 )
 """(key, action) for `/help` and the README."""

@@ -1,8 +1,10 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/model`, `/new`,
-`/sessions`, `/fork`, `/usage`, `/context`, `/help`, `/quit`) against the app's agent.
+`/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/help`, `/quit`)
+against the app's agent.
 
 Owns: `run_command` and the session switch (`switch`: close this session, open another or a
-new one), `context_text` (what fills the window, as a bar).
+new one). The screens are `tether.tui.panels` (`/context`, `/timeline`) and
+`tether.tui.settings_screen`.
 Does not own: parsing and the command list (`tether.tui.commands`), the app.
 """
 
@@ -11,12 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tether.agent.approval import APPROVAL_MODES
-from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-from tether.tui.commands import COMMANDS, KEYS, context_bar
-from tether.tui.widgets import PERSISTED_RE
-from tether.wire.markers import is_marker
+from tether.tui.commands import COMMANDS, KEYS
+from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
 
 if TYPE_CHECKING:
     from tether.tui.app import TetherApp
@@ -73,7 +73,12 @@ async def run_command(app: TetherApp, name: str, arg: str) -> None:
             history = agent.history
             app.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
         elif name == "context":
-            app.note(context_text(app))
+            app.push_screen(ContextScreen(context_rows_of(agent), agent.limits.context_window))
+        elif name == "timeline":
+            w, h = app.size
+            app.push_screen(TimelineScreen(agent.history, width=w - 8, height=h - 14))
+        elif name == "settings":
+            app.action_settings()
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
@@ -131,27 +136,3 @@ async def _compact(app: TetherApp, focus: str | None) -> None:
     finally:
         app.busy = False
         app.update_status()
-
-
-def context_text(app: TetherApp) -> str:
-    """What fills the window: system, tools, user and assistant turns, tool results,
-    persisted-output stubs, summaries (tokens, estimated), as a bar."""
-    agent = app.agent
-    view = agent.current_view()
-    parts: dict[str, int] = {"system": text_tokens(agent.system or "")}
-    tools = [str(t.spec()) for t in agent.registry]
-    parts["tools"] = sum(text_tokens(t) for t in tools)
-    for key in ("user", "assistant", "results", "persisted", "summaries"):
-        parts[key] = 0
-    for turn in view:
-        tokens = estimate_tokens((turn,))
-        if is_marker(turn):
-            parts["summaries"] += tokens
-        elif turn.tool_results:
-            key = "persisted" if PERSISTED_RE.search(turn.text or "") else "results"
-            parts[key] += tokens
-        else:
-            parts[turn.role if turn.role in ("user", "assistant") else "user"] += tokens
-    window = agent.limits.context_window
-    lines = context_bar(list(parts.items()), window)
-    return "\n".join([f"context of {len(view)} turns:", *lines])

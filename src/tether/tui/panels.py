@@ -1,0 +1,109 @@
+"""The TUI's read-only panels: `/context` (what fills the window, turn by turn, with the bar)
+and `/timeline` (tokens per request of this session, with its marks).
+
+Owns: `ContextScreen` (the bar of `tether.tui.commands.context_bar` over the parts, then a
+scrollable table: one row per system prompt, tool schemas and turn of the wire view, with its
+estimated tokens and share of the window), `context_rows_of(agent)` (the rows for an agent) and
+`TimelineScreen` (the chart of `tether.tui.chart` with its legend). Esc or q closes either.
+Does not own: the computations (`tether.tui.context_view`, `tether.session.timeline`, pure).
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from tether.agent.loop import Agent
+from tether.compaction.pressure import text_tokens
+from tether.messages import Turn
+from tether.session.timeline import session_timeline
+from tether.tui.chart import chart_text, legend_lines
+from tether.tui.commands import context_bar
+from tether.tui.context_view import ContextRow, context_parts, context_rows
+
+
+def context_rows_of(agent: Agent) -> tuple[ContextRow, ...]:
+    """The `/context` rows of `agent` now: its system prompt, its tool schemas and each turn
+    of its current wire view (`Agent.current_view`)."""
+    system = text_tokens(agent.system or "")
+    tools = sum(text_tokens(str(t.spec())) for t in agent.registry)
+    return context_rows(agent.current_view(), system_tokens=system, tools_tokens=tools)
+
+
+class _Panel(ModalScreen[None]):
+    DEFAULT_CSS = """
+    _Panel { align: center middle; }
+    _Panel > Vertical { width: 96%; height: 92%; border: thick $accent; background: $surface;
+        padding: 0 1; }
+    _Panel .title { text-style: bold; }
+    _Panel .keys { color: $text-muted; }
+    """
+    BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
+        Binding("escape", "close", "close"),
+        Binding("q", "close", "close", show=False),
+    ]
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ContextScreen(_Panel):
+    """What fills the context window: the bar, then one row per part of the request."""
+
+    DEFAULT_CSS = """
+    ContextScreen #turns { height: 1fr; }
+    """
+
+    def __init__(self, rows: tuple[ContextRow, ...], window: int) -> None:
+        super().__init__()
+        self.rows = rows
+        self.window = max(window, 1)
+
+    def compose(self) -> ComposeResult:
+        total = sum(r.tokens for r in self.rows)
+        turns = sum(1 for r in self.rows if r.index is not None)
+        with Vertical():
+            yield Static(
+                Text(
+                    f"context: ~{total} tokens of {self.window} "
+                    f"({total / self.window:.0%}), {turns} turns in the wire view (estimated)"
+                ),
+                classes="title",
+            )
+            yield Static(Text("\n".join(context_bar(context_parts(self.rows), self.window))))
+            yield DataTable(id="turns", cursor_type="row", zebra_stripes=True)
+            yield Static(Text("↑↓ PgUp PgDn scroll · Esc close"), classes="keys")
+
+    def on_mount(self) -> None:
+        table = cast(DataTable[str], self.query_one(DataTable))
+        table.add_columns("#", "kind", "tokens", "share", "what")
+        for row in self.rows:
+            index = "" if row.index is None else str(row.index + 1)
+            share = f"{row.tokens / self.window:.1%}"
+            table.add_row(index, row.kind, str(row.tokens), share, row.label)
+        table.focus()
+
+
+class TimelineScreen(_Panel):
+    """Tokens per request of a session, with compactions, persisted outputs and model
+    switches marked (as `tether sessions timeline`)."""
+
+    def __init__(self, turns: tuple[Turn, ...] | list[Turn], *, width: int, height: int) -> None:
+        super().__init__()
+        self.timeline = session_timeline(turns)
+        self.chart_width = max(width, 40)
+        self.chart_height = max(height, 8)
+
+    def compose(self) -> ComposeResult:
+        chart = chart_text(self.timeline, width=self.chart_width, height=self.chart_height)
+        with Vertical():
+            with VerticalScroll():
+                yield Static(Text.from_ansi(chart), id="chart")
+                yield Static(Text("\n".join(legend_lines(self.timeline))), id="legend")
+            yield Static(Text("Esc close"), classes="keys")
