@@ -347,97 +347,15 @@ atexit.register(shutdown)
 # --- the server side -------------------------------------------------------------------------
 
 
-def _worker(fds: tuple[int, int, int], nproc: int, fsize: int) -> None:
-    """In the forked worker: its own process group, the call's RLIMITs, its pipes as fds 0-2,
-    then the worker's `main` (which ends with `os._exit`)."""
-    try:
-        import resource
-
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.setpgid(0, 0)  # its own process group, as a fresh worker (inside the keeper's session)
-        if nproc >= 0:
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        if fsize >= 0:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        from tether.tools.worker import main
-
-        main()
-    finally:
-        os._exit(70)
-
-
-def _keeper(
-    fds: tuple[int, int, int],
-    hand: socket.socket,
-    limits: tuple[int, int],
-    keep_closed: list[socket.socket],
-    sel: selectors.BaseSelector,
-) -> None:
-    """In the forked keeper (see the module docstring): a session of its own, subreaper,
-    the handshake, the worker, then every descendant killed; exits with the worker's status."""
-    try:
-        from tether.tools.landlock import become_subreaper, kill_descendants
-
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        worker: list[int] = []  # the worker's pid once forked
-        stopped: list[bool] = []
-
-        def stop(_sig: int, _frame: object) -> None:
-            stopped.append(True)
-            for pid in worker:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-
-        signal.signal(signal.SIGTERM, stop)
-        os.setsid()
-        sel.close()
-        for s in keep_closed:
-            s.close()
-        become_subreaper()
-        hand.send(b"keeper")
-        if hand.recv(16) != b"go" or stopped:
-            os._exit(70)
-        hand.close()
-        pid = os.fork()
-        if pid == 0:
-            _worker(fds, *limits)
-        worker.append(pid)
-        _close_fds(*fds)
-        if stopped:
-            stop(signal.SIGTERM, None)
-        status = 0
-        while True:
-            try:
-                done, st = os.waitpid(pid, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                continue
-            if done == pid:
-                status = st
-                break
-        kill_descendants()
-        code = os.waitstatus_to_exitcode(status)
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
-        os._exit(code & 0xFF)
-    finally:
-        os._exit(70)
-
-
 def serve(fd: int) -> None:
     """Server entry point: import what a worker needs, say b"ready", fork a worker per call
     (see the module docstring), reap them; exit when the control socket closes."""
     import importlib
 
     for name in ("tether.tools.worker", "tether.tools.scan", "tether.tools.landlock"):
-        # imported once, inherited
-        importlib.import_module(name)
+        importlib.import_module(name)  # imported once, inherited
+    from tether.tools.forkkeeper import keep
+
     control = socket.socket(fileno=fd)
     control.send(b"ready")
     sel = selectors.DefaultSelector()
@@ -485,7 +403,7 @@ def serve(fd: int) -> None:
                 pid = os.fork()
                 if pid == 0:
                     _close_fds(wake_r, wake_w)
-                    _keeper(
+                    keep(
                         (in_fd, out_fd, err_fd),
                         hand,
                         limits,
@@ -507,7 +425,7 @@ def serve(fd: int) -> None:
                     msg = b""
                 # b"kill", or a call socket closed while the keeper runs (the harness gave
                 # up on it): the keeper kills the worker and everything it started
-                if msg == b"kill" or (not msg and pid in running):
+                if pid in running and (msg == b"kill" or not msg):
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGTERM)
                 if not msg:
