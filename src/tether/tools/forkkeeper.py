@@ -98,8 +98,9 @@ def keep(
                 break
         kill_descendants()
         code = os.waitstatus_to_exitcode(status)
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
+        if code < 0:  # die of the worker's signal (SIGKILL cannot be given a handler)
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(-code, signal.SIG_DFL)
             os.kill(os.getpid(), -code)
         os._exit(code & 0xFF)
     finally:
