@@ -32,11 +32,12 @@ def probe(ctx: ToolContext) -> dict:
 
 @pytest.fixture(autouse=True)
 def fresh_servers() -> Iterator[None]:
+    was = forkserver.enabled
     forkserver.shutdown()
-    forkserver.enabled = True  # off by default (see `forkserver.enabled`)
+    forkserver.enabled = True
     yield
     forkserver.shutdown()
-    forkserver.enabled = False
+    forkserver.enabled = was
 
 
 @pytest.fixture
@@ -89,9 +90,9 @@ async def test_a_dead_server_is_replaced(tools: ToolRegistry, root: Path) -> Non
     assert forkserver.servers() == 1
 
 
-def test_fork_servers_are_off_by_default() -> None:
-    """A forked worker shares its server's sandbox across calls (a `setsid` daemon would outlive
-    the call): until the server reaps per call, tether starts a fresh worker per call."""
+def test_fork_servers_are_on_by_default() -> None:
+    """Each forked call runs under a keeper that reaps what it leaves and applies the call's
+    limits (tests/sandbox/test_forkserver_reaper.py), so the fork server is the default."""
     import importlib
 
-    assert importlib.reload(forkserver).enabled is False
+    assert importlib.reload(forkserver).enabled is True

@@ -33,7 +33,7 @@ from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
 from tether.tools.run import run_tool_call
-from tether.wire.markers import is_marker
+from tether.wire.markers import LiveTurns, is_marker
 
 MAX_COMPACTIONS_PER_REQUEST = 3
 """Compactions before one request at most (the monitor's no-progress guard normally stops
@@ -86,6 +86,7 @@ class AutoCompaction:
         self.summary_max_tokens = summary_max_tokens
         self.compactions = 0
         self._recall_scanned = 0  # history turns already checked for a marker
+        self._live = LiveTurns()  # live_turns(history), kept incrementally (O(new turns))
 
     # -- the loop's hooks -------------------------------------------------------------------
 
@@ -163,9 +164,12 @@ class AutoCompaction:
         if state.before_compaction is not None:  # the `before_compaction` hooks
             await state.before_compaction(reason)
         history = tuple(state.history)
+        live: tuple[Turn, ...] | None = self._live.update(history)
+        if not self._live.regular:  # a hand-made history: the passes read all of it
+            live = None
         before = estimate_tokens(self.shape(state.view()))
         state.emit(CompactionStartEvent(reason=reason, tokens_before=before))
-        scope = self._scope(history)
+        scope = self._scope(history, live)
         if scope is None:
             state.emit(
                 CompactionEndEvent(
@@ -179,16 +183,18 @@ class AutoCompaction:
             return None
         marker_id = state.new_id()
         try:
-            result = await self._summarize(state, history, scope, focus, marker_id)
+            result = await self._summarize(state, history, live, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
-                result = truncation_marker(history, scope, str(exc), marker_id=marker_id)
+                result = truncation_marker(
+                    history, scope, str(exc), marker_id=marker_id, live=live
+                )
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         state.append(result.marker_turn)
         state.add_usage(result.usage)
         self._ensure_recall(state)
-        restored = await self._restore(state, history, scope)
+        restored = await self._restore(state, history, live, scope)
         after_view = self.shape(state.view())
         self.monitor.compacted(after_view)
         self.compactions += 1
@@ -217,7 +223,7 @@ class AutoCompaction:
         if any(is_marker(t) for t in history[seen:]):
             state.registry.add(recall_tool(lambda: history))
 
-    def _scope(self, history: tuple[Turn, ...]) -> Scope | None:
+    def _scope(self, history: tuple[Turn, ...], live: tuple[Turn, ...] | None) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
         keeps: list[int] = []
@@ -227,7 +233,7 @@ class AutoCompaction:
             k //= 2
         for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                selection = select(history, scope)
+                selection = select(history, scope, live=live)
             except CompactInvalidInputError:
                 continue
             if any(not is_marker(t) for t in selection.turns):
@@ -238,12 +244,15 @@ class AutoCompaction:
         self,
         state: RunState,
         history: tuple[Turn, ...],
+        live: tuple[Turn, ...] | None,
         scope: Scope,
         focus: str | None,
         marker_id: str,
     ) -> CompactionResult:
         if self.compactor is not None:
-            return await compact_with(self.compactor, history, scope, focus, marker_id=marker_id)
+            return await compact_with(
+                self.compactor, history, scope, focus, marker_id=marker_id, live=live
+            )
         limits = self.monitor.limits
         cap = self.summary_max_tokens or max(
             64, min(4096, limits.context_window // 4, limits.max_output_tokens)
@@ -258,17 +267,18 @@ class AutoCompaction:
             window_tokens=limits.context_window,
             summary_max_tokens=cap,
             marker_id=marker_id,
+            live=live,
         )
 
     async def _restore(
-        self, state: RunState, history: tuple[Turn, ...], scope: Scope
+        self, state: RunState, history: tuple[Turn, ...], live: tuple[Turn, ...] | None, scope: Scope
     ) -> tuple[str, ...]:
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
         if budget <= 0 or READ_TOOL not in state.registry.names():
             return ()
-        kept = select(history, scope).kept
+        kept = select(history, scope, live=live).kept
         paths = recent_read_paths(history, kept, max_files=self.max_restore_files)
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []

@@ -40,7 +40,7 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
-from tether.wire.markers import elide_markers, is_marker, marker_blocks
+from tether.wire.markers import is_marker, live_sequence, marker_blocks
 
 
 class CompactInvalidInputError(TetherError):
@@ -166,11 +166,7 @@ def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[s
 
 def live_turns(turns: Sequence[Turn]) -> tuple[Turn, ...]:
     """The turns in wire order after marker elision, active markers as their marker turns."""
-    seq = turns if isinstance(turns, tuple) else tuple(turns)
-    markers = {t.id: t for t in seq if is_marker(t)}
-    if not markers:
-        return seq
-    return tuple(markers.get(t.id, t) for t in elide_markers(seq))
+    return live_sequence(turns if isinstance(turns, tuple) else tuple(turns))
 
 
 def split_rounds(turns: Sequence[Turn]) -> tuple[tuple[Turn, ...], ...]:
@@ -186,7 +182,13 @@ def split_rounds(turns: Sequence[Turn]) -> tuple[tuple[Turn, ...], ...]:
 
 def next_generation(turns: Sequence[Turn]) -> int:
     """1 + the highest generation among the markers in `turns` (1 when there is none)."""
-    gens = [b.generation for t in turns for b in marker_blocks(t)]
+    gens = [
+        b.generation
+        for t in turns
+        if CompactSummaryBlock in map(type, t.content)  # C-level scan: most turns are not
+        for b in t.content
+        if type(b) is CompactSummaryBlock
+    ]
     return max(gens, default=0) + 1
 
 
@@ -213,10 +215,17 @@ def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
 
 
 def select(
-    turns: Sequence[Turn], scope: Scope, *, keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
+    turns: Sequence[Turn],
+    scope: Scope,
+    *,
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
+    live: Sequence[Turn] | None = None,
 ) -> Selection:
     """Slice `turns` (the stored history) by `scope` at whole rounds; the user messages inside
     the slice are kept verbatim within `keep_user_tokens` (see the module docstring).
+
+    `live`, when given, must be `live_turns(turns)` (a caller keeping it incrementally, e.g.
+    `tether.wire.markers.LiveTurns`, saves the pass over the whole history).
 
     Raises:
         CompactInvalidInputError: empty input, nothing to summarize, an unknown anchor id, or a
@@ -225,7 +234,7 @@ def select(
     if not turns:
         raise CompactInvalidInputError("empty input: there is no conversation to compact")
     task = original_task(turns)
-    live = live_turns(turns)
+    live = live_turns(turns) if live is None else live
     start = 0
     if task is not None:
         start = next((i + 1 for i, t in enumerate(live) if t.id == task.id), 0)

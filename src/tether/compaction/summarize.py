@@ -49,7 +49,7 @@ from tether.compaction.tail import Compactor
 from tether.errors import RunError, TetherError
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, StreamError, TextDelta, UsageEvent
-from tether.wire.markers import elide_markers, elided_ids, is_marker
+from tether.wire.markers import LiveTurns, elide_markers, elided_ids, is_marker, marker_blocks
 
 SummaryCall = Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]
 """The request path of a summary call: a request in, the reply's text and usage out; raises
@@ -154,20 +154,54 @@ async def _bounded(
     raise _CallError("network", f"the summary call timed out after {timeout_s:g} s")
 
 
-def _covered(history: Sequence[Turn], marker: Turn) -> tuple[str, str]:
-    gone = elided_ids((*history, marker))
-    ids = [t.id for t in history if t.id in gone and not is_marker(t)]
-    if not ids:
-        ids = [t.id for t in history if t.id in gone] or [marker.id]
+def _covered(
+    history: tuple[Turn, ...], live: tuple[Turn, ...] | None, marker: Turn
+) -> tuple[str, str]:
+    """The first and last stored turns (not markers, when there are any) hidden once `marker`
+    is appended: what `recall` can read. With `live` (the regular history's live turns, see
+    `LiveTurns.regular`) a stored turn is hidden exactly when it is not live or `marker` lists
+    it, so both ends are found by a scan from each end that stops at the first hit (O(turns up
+    to it), not O(history)); without, every marker's list is read."""
+    if live is None:
+        every = elided_ids((*history, marker))
+
+        def gone(t: Turn) -> bool:
+            return t.id in every
+    else:
+        live_ids = {t.id for t in live}
+        listed = {x for b in marker_blocks(marker) for x in b.replaces_turn_ids}
+
+        def gone(t: Turn) -> bool:
+            return t.id not in live_ids or t.id in listed
+
+    first = next((t.id for t in history if gone(t) and not is_marker(t)), None)
+    if first is not None:
+        last = next(t.id for t in reversed(history) if gone(t) and not is_marker(t))
+        return first, last
+    ids = [t.id for t in history if gone(t)] or [marker.id]
     return ids[0], ids[-1]
 
 
-def _tokens(turns: Sequence[Turn]) -> int:
-    return estimate_tokens(elide_markers(tuple(turns)))
+def _tokens(turns: tuple[Turn, ...]) -> int:
+    return estimate_tokens(elide_markers(turns))
+
+
+def _live(
+    turns: Sequence[Turn], live: Sequence[Turn] | None
+) -> tuple[tuple[Turn, ...], tuple[Turn, ...] | None]:
+    """The history as a tuple and its live turns when they may stand for it (`live` from a
+    caller keeping them, else computed when the history is regular; see `LiveTurns`)."""
+    history = turns if isinstance(turns, tuple) else tuple(turns)
+    if live is not None:
+        return history, live if isinstance(live, tuple) else tuple(live)
+    tracker = LiveTurns()
+    alive = tracker.update(history)
+    return history, alive if tracker.regular else None
 
 
 def _finish(
     history: tuple[Turn, ...],
+    live: tuple[Turn, ...] | None,
     sel: Selection,
     marker_id: str | None,
     text_for: Callable[[str, str], str],
@@ -181,14 +215,14 @@ def _finish(
     the marker's text from the ids it covers (named so the model can `recall` them)."""
     replaced = tuple(t.id for t in sel.turns)
     mid = marker_id or f"compact-{secrets.token_hex(4)}"
-    first, last = _covered(history, make_marker(mid, "", replaced, sel.generation))
+    first, last = _covered(history, live, make_marker(mid, "", replaced, sel.generation))
     text = text_for(first, last)
     marker = make_marker(mid, text, replaced, sel.generation)
     return CompactionResult(
         marker_turn=marker,
         replaced_ids=replaced,
-        tokens_before=_tokens(history),
-        tokens_after=_tokens((*history, marker)),
+        tokens_before=_tokens(history if live is None else live),
+        tokens_after=_tokens((*(history if live is None else live), marker)),
         generation=sel.generation,
         summary=text,
         calls=calls,
@@ -205,6 +239,7 @@ def truncation_marker(
     *,
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
+    live: Sequence[Turn] | None = None,
 ) -> CompactionResult:
     """A marker that removes the scope's turns WITHOUT a summary (the ladder's second rung): the
     model is told how many turns were removed and that `recall` can read them.
@@ -212,11 +247,12 @@ def truncation_marker(
     Raises:
         CompactInvalidInputError: as `compact_conversation`.
     """
-    history = tuple(turns)
-    sel = select(history, scope, keep_user_tokens=keep_user_tokens)
+    history, alive = _live(turns, live)
+    sel = select(history, scope, keep_user_tokens=keep_user_tokens, live=alive)
     n = sum(1 for t in sel.turns if not is_marker(t))
     return _finish(
         history,
+        alive,
         sel,
         marker_id,
         lambda first, last: truncation_text(n, first, last, reason, sel.folded_user),
@@ -240,6 +276,7 @@ async def compact_conversation(
     max_chunks: int = 4,
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
+    live: Sequence[Turn] | None = None,
 ) -> CompactionResult:
     """Summarize part of a history into one marker turn.
 
@@ -271,8 +308,10 @@ async def compact_conversation(
         CompactionFailedError: the call failed for good (or overflowed 3 times).
         CompactionCancelledError: `cancel` was set.
     """
-    history = tuple(turns)
-    sel: Selection = select(history, scope or Scope.full(), keep_user_tokens=keep_user_tokens)
+    history, alive = _live(turns, live)
+    sel: Selection = select(
+        history, scope or Scope.full(), keep_user_tokens=keep_user_tokens, live=alive
+    )
     prev = previous_summary if previous_summary is not None else sel.previous_summary
     task_text = sel.task.text if sel.task is not None else None
     rounds = [r for r in sel.rounds if not (len(r) == 1 and is_marker(r[0]))]
@@ -333,6 +372,7 @@ async def compact_conversation(
     assert summary is not None  # at least one chunk ran (the selection holds text)
     return _finish(
         history,
+        alive,
         sel,
         marker_id,
         lambda first, last: marker_text(summary, first, last, sel.folded_user),
@@ -350,6 +390,7 @@ async def compact_with(
     *,
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
+    live: Sequence[Turn] | None = None,
 ) -> CompactionResult:
     """Like `compact_conversation`, but a user-supplied `Compactor` writes the summary.
 
@@ -357,8 +398,8 @@ async def compact_with(
         CompactInvalidInputError: as `compact_conversation`.
         CompactionFailedError: the compactor raised or returned no text.
     """
-    history = tuple(turns)
-    sel = select(history, scope or Scope.full(), keep_user_tokens=keep_user_tokens)
+    history, alive = _live(turns, live)
+    sel = select(history, scope or Scope.full(), keep_user_tokens=keep_user_tokens, live=alive)
     try:
         out = compactor(sel.turns, sel.previous_summary, instructions)
         text = await out if inspect.isawaitable(out) else out
@@ -367,5 +408,9 @@ async def compact_with(
     if not text.strip():
         raise CompactionFailedError("malformed", "the compactor returned no text")
     return _finish(
-        history, sel, marker_id, lambda first, last: marker_text(text, first, last, sel.folded_user)
+        history,
+        alive,
+        sel,
+        marker_id,
+        lambda first, last: marker_text(text, first, last, sel.folded_user),
     )

@@ -13,13 +13,27 @@ environment, as a freshly started worker; it still imports the tool file afresh 
 server serves one such start (argv, cwd, environment). Calls under a custom `ToolContext.wrap`
 hook do not use a server: the hook may do anything per call, so they start a fresh worker.
 
+Per call the server forks a *keeper*, and the keeper forks the worker. The keeper is a session
+leader and a child subreaper (`PR_SET_CHILD_SUBREAPER`): when the worker exits, or when the
+server sends the keeper SIGTERM (the harness's b"kill", or its call socket closing), the keeper
+SIGKILLs every descendant left (nohup, `setsid` daemons, double forks: all re-parented to it),
+as `tether.tools.landlock.run_reaped` does, then exits with the worker's status. Before forking
+the worker it tells the harness its pid through a handshake socket with `SCM_CREDENTIALS` (the
+kernel translates the pid into the harness's PID namespace), so the harness puts it in the
+call's pids cgroup (`LimitGuard.enter`); the worker gets the call's RLIMITs. So a forked worker
+keeps both guarantees of a fresh one: nothing it starts outlives the call, and the limits are
+per call (issue 11, kind 4).
+
 Protocol (an AF_UNIX SOCK_SEQPACKET control socket; one message per call):
     server → harness, once: b"ready" (its imports are done).
-    harness → server: b"call" with 4 fds: the call socket, the worker's stdin, stdout, stderr.
-    server → harness on the call socket: b"pid N" once the worker is forked, then b"exit C"
-        when it has been reaped (C as `os.waitstatus_to_exitcode`: < 0 for a signal).
-    harness → server on the call socket: b"kill" SIGKILLs the worker's process group (the
-        worker is a session leader); closing the call socket does too.
+    harness → server: b"call NPROC FSIZE" (RLIMITs for the worker, -1: not set) with 5 fds:
+        the call socket, the worker's stdin, stdout, stderr, and the handshake socket.
+    keeper → harness on the handshake socket: b"keeper" (with its credentials); harness →
+        keeper: b"go" once it is in the call's cgroup (anything else: the keeper exits).
+    server → harness on the call socket: b"pid N" (the keeper) once it is forked, then
+        b"exit C" when it has been reaped (C as `os.waitstatus_to_exitcode`: < 0 for a signal).
+    harness → server on the call socket: b"kill" SIGTERMs the keeper (which kills the worker
+        and everything it started); closing the call socket does too.
 The server exits when the control socket closes (the harness process ended) and its workers
 are reaped; under bwrap, `--die-with-parent` also ends it on a kill -9 of the harness.
 """
@@ -33,24 +47,26 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from tether.tools.limits import LimitGuard
 
 START_TIMEOUT_S = 15.0
 """How long a server may take to come up before the call starts a fresh worker instead (s)."""
 MAX_SERVERS = 8
 """Servers kept at most (least recently used closed first): one per tool folder and context."""
-enabled = False
-"""Whether folder-tool calls use fork servers. Off by default: a forked worker shares its
-server's sandbox (and PID namespace) across calls, so a process it detaches with `setsid`
-outlives the call, and the per-call resource limits (`tether.tools.limits`) do not apply to it;
-a fresh worker per call keeps both guarantees (issue 11, kind 4). Benchmarks and tests switch
-it on; a per-call reaper inside the server would let it be on by default."""
+enabled = True
+"""Whether folder-tool calls use fork servers (the per-call keeper reaps what a worker leaves
+and the call's limits apply: see the module docstring)."""
 
 
 def server_argv(fd: int) -> list[str]:
@@ -147,7 +163,8 @@ class ForkedWorker:
     exited: asyncio.Event = field(default_factory=asyncio.Event)
 
     def kill(self) -> None:
-        """SIGKILL the worker's process group (the server owns the process)."""
+        """Stop the call: the server SIGTERMs its keeper, which SIGKILLs the worker and every
+        process it started."""
         with contextlib.suppress(OSError):
             self.call.send(b"kill")
 
@@ -179,8 +196,52 @@ def _close_fds(*fds: int) -> None:
             os.close(fd)
 
 
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+async def _recv_pid(sock: socket.socket) -> tuple[bytes, int]:
+    """One message from non-blocking `sock` (SO_PASSCRED set) and its sender's pid in this
+    process's PID namespace (0 when the kernel attached none)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            msg, anc, _, _ = sock.recvmsg(64, socket.CMSG_SPACE(12))
+            break
+        except BlockingIOError:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(sock.fileno(), _wake, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(sock.fileno())
+    pid = 0
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(data) >= 12:
+            pid = struct.unpack("iII", data[:12])[0]
+    return msg, pid
+
+
+async def _handshake(hand: socket.socket, guard: LimitGuard | None) -> bool:
+    """The keeper's handshake: learn its pid, put it in the call's cgroup, say b"go"."""
+    msg, pid = await _recv_pid(hand)
+    if msg != b"keeper" or pid <= 0:
+        return False
+    if guard is not None:
+        try:
+            guard.enter(pid)
+        except OSError:
+            return False
+    hand.send(b"go")
+    return True
+
+
 async def spawn_worker(
-    ctx: ToolContext, readable: Sequence[Path], env: Mapping[str, str]
+    ctx: ToolContext,
+    readable: Sequence[Path],
+    env: Mapping[str, str],
+    guard: LimitGuard | None = None,
 ) -> tuple[ForkedWorker, asyncio.Task[None]] | None:
     """Fork a worker from the server for this start (starting the server first if needed).
 
@@ -188,6 +249,7 @@ async def spawn_worker(
         ctx: the call's context (root = cwd; its sandbox wraps the server).
         readable: folders the sandbox keeps visible read-only (the tool's folder).
         env: the worker's environment.
+        guard: the call's limits: its cgroup gets the call's keeper, its RLIMITs the worker.
 
     Returns:
         The worker and the task watching its exit, or None when no server could be used (the
@@ -212,32 +274,47 @@ async def spawn_worker(
         while len(_servers) > MAX_SERVERS:
             _servers.pop(next(iter(_servers))).close()
     call, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    hand, keeper_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    hand.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    nproc = -1 if guard is None or guard.nproc is None else guard.nproc
+    fsize = -1 if guard is None or guard.fsize is None else guard.fsize
     try:
-        socket.send_fds(server.control, [b"call"], [theirs.fileno(), in_r, out_w, err_w])
+        socket.send_fds(
+            server.control,
+            [b"call %d %d" % (nproc, fsize)],
+            [theirs.fileno(), in_r, out_w, err_w, keeper_end.fileno()],
+        )
     except OSError:
         call.close()
+        hand.close()
         _close_fds(in_w, out_r, err_r)
         _servers.pop(key, None)
         server.close()
         return None
     finally:
         theirs.close()
+        keeper_end.close()
         _close_fds(in_r, out_w, err_w)
     loop = asyncio.get_running_loop()
     call.setblocking(False)
+    hand.setblocking(False)
     try:
         async with asyncio.timeout(START_TIMEOUT_S):
             msg = await loop.sock_recv(call, 64)
-        pid = int(msg[4:]) if msg.startswith(b"pid ") else 0
+            pid = int(msg[4:]) if msg.startswith(b"pid ") else 0
+            if pid > 0 and not await _handshake(hand, guard):
+                pid = 0
     except (TimeoutError, OSError, ValueError):
         pid = 0
     except BaseException:  # cancelled: closing the call socket makes the server kill it
         call.close()
+        hand.close()
         _close_fds(in_w, out_r, err_r)
         raise
+    hand.close()
     if pid <= 0:
         call.close()
         _close_fds(in_w, out_r, err_r)
@@ -270,35 +347,15 @@ atexit.register(shutdown)
 # --- the server side -------------------------------------------------------------------------
 
 
-def _child(
-    fds: tuple[int, int, int], keep_closed: list[socket.socket], sel: selectors.BaseSelector
-) -> None:
-    """In the forked worker: a session of its own, the call's pipes as fds 0-2, then the
-    worker's `main` (which ends with `os._exit`)."""
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.setsid()
-        sel.close()
-        for s in keep_closed:
-            s.close()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        from tether.tools.worker import main
-
-        main()
-    finally:
-        os._exit(70)
-
-
 def serve(fd: int) -> None:
     """Server entry point: import what a worker needs, say b"ready", fork a worker per call
     (see the module docstring), reap them; exit when the control socket closes."""
     import importlib
 
-    for name in ("tether.tools.worker", "tether.tools.scan"):  # imported once, inherited
-        importlib.import_module(name)
+    for name in ("tether.tools.worker", "tether.tools.scan", "tether.tools.landlock"):
+        importlib.import_module(name)  # imported once, inherited
+    from tether.tools.forkkeeper import keep
+
     control = socket.socket(fileno=fd)
     control.send(b"ready")
     sel = selectors.DefaultSelector()
@@ -323,7 +380,7 @@ def serve(fd: int) -> None:
             assert isinstance(sock, socket.socket)
             if sock is control:
                 try:
-                    msg, fds, _, _ = socket.recv_fds(control, 16, 4)
+                    msg, fds, _, _ = socket.recv_fds(control, 64, 5)
                 except OSError:
                     msg, fds = b"", []
                 if not msg:
@@ -331,15 +388,29 @@ def serve(fd: int) -> None:
                     sel.unregister(control)
                     _close_fds(*fds)
                     continue
-                if msg != b"call" or len(fds) != 4:
+                parts = msg.split()
+                if len(parts) != 3 or parts[0] != b"call" or len(fds) != 5:
                     _close_fds(*fds)
                     continue
-                call_fd, in_fd, out_fd, err_fd = fds
+                try:
+                    limits = (int(parts[1]), int(parts[2]))
+                except ValueError:
+                    _close_fds(*fds)
+                    continue
+                call_fd, in_fd, out_fd, err_fd, hand_fd = fds
                 call = socket.socket(fileno=call_fd)
+                hand = socket.socket(fileno=hand_fd)
                 pid = os.fork()
                 if pid == 0:
                     _close_fds(wake_r, wake_w)
-                    _child((in_fd, out_fd, err_fd), [control, call, *calls.values()], sel)
+                    keep(
+                        (in_fd, out_fd, err_fd),
+                        hand,
+                        limits,
+                        [control, call, *calls.values()],
+                        sel,
+                    )
+                hand.close()
                 _close_fds(in_fd, out_fd, err_fd)
                 calls[pid] = call
                 running.add(pid)
@@ -352,11 +423,11 @@ def serve(fd: int) -> None:
                     msg = sock.recv(16)
                 except OSError:
                     msg = b""
-                # b"kill": the worker's group, leftovers included (as `kill_group` would);
-                # a call socket closed while the worker runs: the harness gave up on it.
-                if msg == b"kill" or (not msg and pid in running):
+                # b"kill", or a call socket closed while the keeper runs (the harness gave
+                # up on it): the keeper kills the worker and everything it started
+                if pid in running and (msg == b"kill" or not msg):
                     with contextlib.suppress(OSError):
-                        os.killpg(pid, signal.SIGKILL)
+                        os.kill(pid, signal.SIGTERM)
                 if not msg:
                     sel.unregister(sock)
                     sock.close()

@@ -502,6 +502,12 @@ def main(args: Sequence[str] | None = None) -> int:
     return run_reaped(command)
 
 
+def become_subreaper() -> None:
+    """Make this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): orphaned descendants
+    are re-parented to it, so `kill_descendants` reaches them all."""
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
 def run_reaped(command: Sequence[str]) -> int:
     """Run `command` as a child with this process as its subreaper; when it exits, SIGKILL
     and reap every process it left behind (nohup, setsid, double fork: all re-parented here),

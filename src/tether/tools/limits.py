@@ -78,6 +78,10 @@ class LimitGuard:
         procs = None if self.cgroup is None else os.fsencode(self.cgroup / "cgroup.procs")
         nproc = limits.max_processes if self.cgroup is None else None
         fsize = limits.max_file_size_bytes
+        self.nproc: int | None = nproc
+        """RLIMIT_NPROC to set in the call's process (None: not set; the cgroup counts)."""
+        self.fsize: int | None = fsize
+        """RLIMIT_FSIZE to set in the call's process (None: not set)."""
 
         def preexec() -> None:
             # the forked child, before exec: only syscalls (no imports, no locks)
@@ -93,6 +97,17 @@ class LimitGuard:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
         self.preexec: Callable[[], None] = preexec
+
+    def enter(self, pid: int) -> None:
+        """Move process `pid` (this process's PID namespace) into the call's cgroup, if any:
+        for a process started elsewhere (a fork server's per-call keeper), before it forks
+        the call's processes.
+
+        Raises:
+            OSError: the cgroup refused it.
+        """
+        if self.cgroup is not None:
+            (self.cgroup / "cgroup.procs").write_text(str(pid))
 
     def finish(self) -> bool:
         """Kill what is left in the call's cgroup, remove it, and say whether the process

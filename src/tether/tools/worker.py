@@ -168,7 +168,7 @@ async def run_in_worker(
 
     env = _worker_env(ctx)
     guard = (ctx.limits or ResourceLimits()).start()
-    forked = await forkserver.spawn_worker(ctx, worker_readable(tool), env)
+    forked = await forkserver.spawn_worker(ctx, worker_readable(tool), env, guard)
     proc: asyncio.subprocess.Process | forkserver.ForkedWorker
     if forked is not None:  # forked from a pre-started worker in the same sandbox
         proc, _watch = forked

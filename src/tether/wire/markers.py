@@ -8,6 +8,8 @@ writing markers to the session (`tether.session`).
 Shapes:
     marker = a Turn whose content holds at least one `CompactSummaryBlock`
     elide_markers(turns: tuple[Turn, ...]) -> tuple[Turn, ...]
+    live_sequence(turns: tuple[Turn, ...]) -> tuple[Turn, ...]   # active markers kept as markers
+    LiveTurns().update(turns) -> tuple[Turn, ...]   # == live_sequence(turns), incrementally
 
 Rules:
     * A turn whose id is listed in ANY marker's `replaces_turn_ids` never reaches the wire, whatever
@@ -27,6 +29,9 @@ accepts user text anywhere).
 """
 
 from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence, Set
 
 from tether.messages import CompactSummaryBlock, TextBlock, Turn
 
@@ -124,3 +129,129 @@ def elide_markers(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
             continue
         out.append(t)
     return tuple(out)
+
+
+def live_sequence(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """`elide_markers(turns)` with each rendered summary replaced by its marker turn itself.
+
+    Rendering it again gives the wire turns: `elide_markers(live_sequence(x)) ==
+    elide_markers(x)`; and `live_sequence(live_sequence(x)) == live_sequence(x)`.
+    """
+    markers = {t.id: t for t in turns if CompactSummaryBlock in map(type, t.content)}
+    if not markers:
+        return turns
+    return tuple(markers.get(t.id, t) for t in elide_markers(turns))
+
+
+class LiveTurns:
+    """`live_sequence` kept incrementally for one growing history (amortized O(new turns)).
+
+    `update(turns)` returns exactly `live_sequence(turns)`. Each live turn carries its sort key
+    in the wire order: a plain turn `(stored index, 1, stored index)`, an active marker
+    `(slot, 0, stored index)` where the slot is the stored index of its first replaced turn
+    still stored (or its own), as `elide_markers` places it. When `turns` extends the sequence
+    given on the previous call (same length prefix, same last turn object) only the new turns
+    are looked at: a plain turn is appended; a marker removes the live turns it lists and is
+    inserted at its slot (O(live turns), not O(history)). This is exact when the marker lists
+    no id already elided: the turns it lists that are stored are then all live, with their
+    stored indices known.
+
+    It starts over from the whole history (a full build) when the previous input is not a
+    prefix, when a new turn's id is already elided or already live, when a new marker lists an
+    already elided id, or when the history is not `regular`.
+
+    Attributes:
+        elided: every id listed by a marker seen so far (read-only for callers).
+        regular: the live turns' ids are unique and none is elided; then
+            `elide_markers(live) == elide_markers(turns)`, so wire passes may run over the live
+            turns instead of the history. Compaction's histories are regular; a hand-made one
+            may not be (an older marker listing a newer one, duplicate ids).
+        full_builds: how many full builds ran (for tests and diagnostics).
+    """
+
+    def __init__(self) -> None:
+        self._items: list[tuple[tuple[int, int, int], Turn]] = []
+        self._elided: set[str] = set()
+        self._ids: set[str] = set()
+        self._regular = True
+        self._seen = 0
+        self._last: Turn | None = None
+        self._out: tuple[Turn, ...] | None = ()
+        self.full_builds = 0
+
+    @property
+    def elided(self) -> Set[str]:
+        """The ids listed in any marker's `replaces_turn_ids` (as `elided_ids`)."""
+        return self._elided
+
+    @property
+    def regular(self) -> bool:
+        """See the class docstring."""
+        return self._regular
+
+    def update(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+        """`live_sequence(turns)`; `turns` (a tuple or the caller's growing list) is not
+        copied or mutated."""
+        k = self._seen
+        n = len(turns)
+        if n < k or (k and turns[k - 1] is not self._last) or (n > k and not self._regular):
+            return self._full(turns)
+        items, elided, ids = self._items, self._elided, self._ids
+        for i in range(k, n):
+            t = turns[i]
+            if t.id in elided or t.id in ids:
+                return self._full(turns)
+            if CompactSummaryBlock in map(type, t.content):
+                listed = {x for b in marker_blocks(t) for x in b.replaces_turn_ids}
+                if not listed.isdisjoint(elided):
+                    return self._full(turns)
+                elided |= listed
+                slot = min((key[2] for key, x in items if x.id in listed), default=i)
+                items[:] = [(key, x) for key, x in items if x.id not in listed]
+                ids -= listed
+                bisect.insort(items, ((slot, 0, i), t), key=_key)
+            else:
+                items.append(((i, 1, i), t))
+            ids.add(t.id)
+            self._out = None
+        self._seen = n
+        self._last = turns[-1] if n else None
+        return self._result()
+
+    def _result(self) -> tuple[Turn, ...]:
+        if self._out is None:
+            self._out = tuple(t for _, t in self._items)
+        return self._out
+
+    def _full(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+        seq = turns if isinstance(turns, tuple) else tuple(turns)
+        self.full_builds += 1
+        self._seen = len(seq)
+        self._last = seq[-1] if seq else None
+        self._elided = elided = set(elided_ids(seq))
+        live = live_sequence(seq)
+        self._ids = {t.id for t in live}
+        self._regular = len(self._ids) == len(live) and self._ids.isdisjoint(elided)
+        self._out = live
+        if not self._regular:
+            self._items = []  # not kept: the next new turn rebuilds again
+            return live
+        # Regular: ids are unique, so each live turn's key follows from its id.
+        first: dict[str, int] = {}
+        for i, t in enumerate(seq):
+            first.setdefault(t.id, i)
+        items: list[tuple[tuple[int, int, int], Turn]] = []
+        for t in live:
+            i = first[t.id]
+            if CompactSummaryBlock in map(type, t.content):
+                listed = [x for b in marker_blocks(t) for x in b.replaces_turn_ids]
+                slot = min((first[x] for x in listed if x in first), default=i)
+                items.append(((slot, 0, i), t))
+            else:
+                items.append(((i, 1, i), t))
+        self._items = items
+        return live
+
+
+def _key(item: tuple[tuple[int, int, int], Turn]) -> tuple[int, int, int]:
+    return item[0]

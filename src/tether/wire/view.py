@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from tether.messages import Provenance, Target, Turn
 from tether.wire.ids import IdMapper, sanitize_tool_ids
-from tether.wire.markers import elide_markers, elided_ids, is_marker
+from tether.wire.markers import LiveTurns, elide_markers, is_marker
 from tether.wire.pairing import Pairing, RepairHook, Reporter, repair_pairing
 from tether.wire.reasoning import reason_turn, sanitize_history_for_provider
 from tether.wire.tail import ensure_user_tail, tail_turns
@@ -65,6 +65,10 @@ def build_view(
     view = sanitize_tool_ids(view, target, route=route)
     view = repair_pairing(view, on_repair=on_repair, strict=strict)
     return ensure_user_tail(view, supports_prefill=supports_prefill, target=target)
+
+
+def _tuple(turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    return turns if isinstance(turns, tuple) else tuple(turns)
 
 
 class ViewBuilder:
@@ -110,7 +114,7 @@ class ViewBuilder:
         self._input: tuple[Turn, ...] = ()
         self._input_len = 0
         self._input_last: Turn | None = None
-        self._elided: frozenset[str] = frozenset()
+        self._live = LiveTurns()  # the input's live turns, kept across full builds
         self._stage: list[Turn] = []
         self._ids = IdMapper(target, route)
         self._pairing = Pairing(self._reporter)
@@ -118,10 +122,13 @@ class ViewBuilder:
 
     def reset(self) -> None:
         """Forget everything; the next `view()` does a full build."""
+        self._live = LiveTurns()
+        self._clear()
+
+    def _clear(self) -> None:
         self._input = ()
         self._input_len = 0
         self._input_last = None
-        self._elided = frozenset()
         self._stage = []
         self._ids = IdMapper(self.target, self.route)
         self._pairing = Pairing(self._reporter)
@@ -143,15 +150,16 @@ class ViewBuilder:
             or turns[k - 1] is not self._input_last
             or (self.check_prefix and tuple(turns[:k]) != self._input)
         ):
-            return self._full(turns if isinstance(turns, tuple) else tuple(turns))
+            self._live = LiveTurns()  # not an extension: its live turns start over too
+            return self._full(turns)
         if n == k:
             self._remember(turns)
             return self._view
         new = turns[k:]
-        elided = self._elided
+        elided = self._live.elided
         for t in new:
             if t.id in elided or is_marker(t):
-                return self._full(turns if isinstance(turns, tuple) else tuple(turns))
+                return self._full(turns)
         stage = self._stage
         start = len(stage)
         target, route, mapper = self.target, self.route, self._ids
@@ -178,14 +186,17 @@ class ViewBuilder:
         else:
             self._input = ()
 
-    def _full(self, seq: tuple[Turn, ...]) -> tuple[Turn, ...]:
-        self.reset()
+    def _full(self, seq: Sequence[Turn]) -> tuple[Turn, ...]:
+        """Rebuild from the live turns: the marker elision is incremental (`LiveTurns`, O(new
+        turns) when `seq` extends the last input), the later passes run over the live turns."""
+        live = self._live.update(seq)
+        self._clear()
         self.full_builds += 1
         target, route, mapper = self.target, self.route, self._ids
-        self._elided = elided_ids(seq)
         report = self._reporter
         self._stage = [
-            mapper.turn(reason_turn(t, target, route, report)) for t in elide_markers(seq)
+            mapper.turn(reason_turn(t, target, route, report))
+            for t in elide_markers(live if self._live.regular else _tuple(seq))
         ]
         self._pairing.run(self._stage, 0)
         self._remember(seq)
