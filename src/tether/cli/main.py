@@ -13,7 +13,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
@@ -23,6 +23,9 @@ from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError, SessionError
+
+if TYPE_CHECKING:  # the session stack loads with the commands that use it
+    from tether.session import LoadedSession
 
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
 # runs: `tether --help` and `tether sessions list` stay light (issue 12, bench/startup.py).
@@ -359,12 +362,9 @@ def sessions_list() -> None:
         print(json.dumps(row))
 
 
-@sessions_app.command("show")
-def sessions_show(session_id: str) -> None:
-    """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
-    session's summed usage and cost on stderr."""
-    from tether.messages import turn_to_dict
-    from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+def _load_session(session_id: str) -> LoadedSession:
+    """The stored session, its malformed lines reported on stderr; an unknown or invalid id
+    is one line and exit 1."""
     from tether.session import SessionStore
 
     try:
@@ -374,6 +374,17 @@ def sessions_show(session_id: str) -> None:
         raise typer.Exit(EXIT_USAGE) from exc
     if not loaded.report.ok:
         err(loaded.report.describe())
+    return loaded
+
+
+@sessions_app.command("show")
+def sessions_show(session_id: str) -> None:
+    """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
+    session's summed usage and cost on stderr."""
+    from tether.messages import turn_to_dict
+    from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+
+    loaded = _load_session(session_id)
     for turn in loaded.turns:
         print(json.dumps(turn_to_dict(turn)))
     err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
@@ -390,17 +401,10 @@ def sessions_timeline(
 ) -> None:
     """Chart tokens per request over a session (prompt incl. cache, and output), with
     compactions, persisted outputs and model switches marked; the marks are listed below."""
-    from tether.session import SessionStore
     from tether.session.timeline import session_timeline
     from tether.tui.chart import chart_lines, timeline_svg
 
-    try:
-        loaded = SessionStore().load(session_id)
-    except SessionError as exc:
-        err(str(exc))
-        raise typer.Exit(EXIT_USAGE) from exc
-    if not loaded.report.ok:
-        err(loaded.report.describe())
+    loaded = _load_session(session_id)
     timeline = session_timeline(loaded.turns)
     cols = width or min(max(shutil.get_terminal_size().columns, 40), 160)
     print("\n".join(chart_lines(timeline, width=cols, height=height, color=sys.stdout.isatty())))
