@@ -25,7 +25,7 @@ import statistics
 import tempfile
 
 from tether import AgentConfig, Runtime
-from tether.agent.context import ContextManager
+from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.loop import Agent
 from tether.compaction.monitor import ContextMonitor
@@ -98,7 +98,7 @@ def run(mode: str) -> dict[str, object]:
     events: list[AgentEvent] = []
     manager = None
     if mode != "off":
-        manager = ContextManager(
+        manager = AutoCompaction(
             ContextMonitor(LIMITS, POLICY),
             summarizer=ScriptedProvider(lambda r: SUMMARY),
             tail=TailPolicy(

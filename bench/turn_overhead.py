@@ -37,7 +37,7 @@ from collections.abc import Callable  # noqa: E402
 import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from tether import AgentConfig, Runtime  # noqa: E402
-from tether.agent.context import ContextManager  # noqa: E402
+from tether.agent.context import AutoCompaction  # noqa: E402
 from tether.agent.loop import Agent  # noqa: E402
 from tether.compaction.monitor import ContextMonitor  # noqa: E402
 from tether.compaction.pressure import CompactionPolicy, ModelLimits  # noqa: E402
@@ -53,7 +53,7 @@ THREAD_TOOL = os.environ.get("TETHER_BENCH_TOOL") == "thread"
 
 COMPACTION_WINDOW = 200_000
 """With `--compaction on`: the context window (tokens) of the monitor, the CLI's default for a
-200K-token model (`ContextManager(ContextMonitor(limits, CompactionPolicy()))`, as
+200K-token model (`AutoCompaction(ContextMonitor(limits, CompactionPolicy()))`, as
 `tether.cli.agent_setup.context_manager_for` builds it). A separate scripted summarizer writes
 the summaries, so the clock ticks only for the loop's own requests."""
 
@@ -91,10 +91,10 @@ def _memory_tracing() -> tuple[Tracing, Callable[[], int]]:
     return OtelTracing(provider), lambda: len(exporter.get_finished_spans())
 
 
-def _compaction() -> ContextManager:
+def _compaction() -> AutoCompaction:
     limits = ModelLimits(context_window=COMPACTION_WINDOW, max_output_tokens=8_192)
     summarizer = ScriptedProvider(lambda _r: "## Goal\ncall echo\n## Progress\n- echoed")
-    return ContextManager(
+    return AutoCompaction(
         ContextMonitor(limits, CompactionPolicy()), summarizer=summarizer, offer_recall=True
     )
 

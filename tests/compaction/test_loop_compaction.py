@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tether import AgentConfig, Runtime
-from tether.agent.context import ContextManager
+from tether.agent.context import AutoCompaction
 from tether.agent.events import (
     AgentEvent,
     CompactionEndEvent,
@@ -107,7 +107,7 @@ def make_agent(
     limits = ModelLimits(context_window=window, max_output_tokens=1_000)
     mon = monitor or ContextMonitor(limits, CompactionPolicy(output_reserve=1_000))
     default = None if agent_summarizes else ScriptedProvider(lambda r: "## Goal\nprocess records")
-    manager = ContextManager(
+    manager = AutoCompaction(
         mon,
         summarizer=summarizer or default,
         **kw,  # type: ignore[arg-type]

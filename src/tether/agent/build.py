@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.agent.context import ContextManager
+from tether.agent.context import AutoCompaction
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
@@ -363,13 +363,13 @@ def fixed_text(system: str | None, tools: Sequence[Tool]) -> list[str]:
 
 def context_manager(
     limits: ModelLimits, config: AgentConfig, *, fixed: Sequence[str] = ()
-) -> ContextManager | None:
-    """The automatic `ContextManager`, or None when `context.auto_compact` is off."""
+) -> AutoCompaction | None:
+    """The automatic `AutoCompaction`, or None when `context.auto_compact` is off."""
     if not config.context.auto_compact:
         return None
     system_tokens = sum(text_tokens(x) for x in fixed)
     monitor = ContextMonitor(limits, compaction_policy(config), system_tokens=system_tokens)
-    return ContextManager(monitor)
+    return AutoCompaction(monitor)
 
 
 def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:

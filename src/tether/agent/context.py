@@ -302,7 +302,3 @@ class AutoCompaction:
         for t in pair:
             state.append(t)
         return tuple(str(c.arguments["path"]) for c in calls)
-
-
-ContextManager = AutoCompaction
-"""The former name of `AutoCompaction` (kept while other branches still use it)."""

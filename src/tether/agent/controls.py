@@ -15,7 +15,7 @@ from typing import Self
 from tether.agent import build
 from tether.agent.approval import ApprovalGate, ApprovalMode
 from tether.agent.attempts import Attempts
-from tether.agent.context import ContextManager
+from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent
 from tether.agent.runtime import Runtime
 from tether.agent.servers import McpServers
@@ -44,7 +44,7 @@ class AgentControls:
     runtime: Runtime
     notes: list[str]
     limits: ModelLimits
-    compaction: ContextManager | None
+    compaction: AutoCompaction | None
     registry: ToolRegistry
     tool_context: ToolContext
     mcp: McpServers

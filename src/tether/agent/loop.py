@@ -32,7 +32,7 @@ from tether.agent import build, hook_points
 from tether.agent.approval import ApprovalGate, Approver
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.build import ModelLike
-from tether.agent.context import ContextManager
+from tether.agent.context import AutoCompaction
 from tether.agent.controls import AgentControls
 from tether.agent.events import (
     AgentEvent,
@@ -112,7 +112,7 @@ class Agent(AgentControls):
         history: earlier turns (a resumed session); appended to in place as the run goes.
         on_event: called with every `AgentEvent`, synchronously.
         compaction: True: automatic compaction as `config.context` says (built from the
-            model's window); False: none; or your own `ContextManager`.
+            model's window); False: none; or your own `AutoCompaction`.
         hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
         question_bridge: how the `question` tool reaches the user; None when headless.
         approver: the host's approval callback (`tether.agent.approval`): asked before the
@@ -150,7 +150,7 @@ class Agent(AgentControls):
         session_dir: Path | None = None,
         history: Sequence[Turn] = (),
         on_event: Callable[[AgentEvent], None] | None = None,
-        compaction: ContextManager | bool = True,
+        compaction: AutoCompaction | bool = True,
         hygiene: HygieneConfig | None = None,
         question_bridge: QuestionBridge | None = None,
         approver: Approver | None = None,
@@ -183,8 +183,8 @@ class Agent(AgentControls):
                 build.model_limits(
                     fallback, cfg.context.window, self.notes.append, configured=windows
                 )
-        if isinstance(compaction, ContextManager):
-            self.compaction: ContextManager | None = compaction
+        if isinstance(compaction, AutoCompaction):
+            self.compaction: AutoCompaction | None = compaction
         elif compaction:
             fixed = build.fixed_text(self.system, list(self.registry))
             self.compaction = build.context_manager(self.limits, cfg, fixed=fixed)
