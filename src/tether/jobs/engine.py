@@ -143,6 +143,15 @@ class _Process:
 
 _PROCESS = _Process()
 
+_LOCAL_RUNS: dict[str, threading.Event] = {}
+"""Agent runs in progress in this process, by workflow id: each event is set when its step
+returns. A cancelled workflow is final in DBOS at once, while its agent is interrupted only at
+the run's next poll: `wait` waits for this process's own run to end before its caller may
+destroy DBOS (which would stop the run's polls, so the cancel would never land)."""
+_LOCAL_LOCK = threading.Lock()
+LOCAL_END_S = 60.0
+"""How long `wait` waits for this process's run of a final workflow to end, in seconds."""
+
 
 def _config() -> JobsConfig:
     if _PROCESS.config is None:
@@ -160,15 +169,23 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
         status = DBOS.get_workflow_status(wid)
         return status is not None and status.status == "CANCELLED"
 
-    outcome = run_task(
-        cfg.root,
-        task,
-        slot,
-        project=cfg.project,
-        model=_PROCESS.model,
-        cancelled=cancelled,
-        poll_s=max(0.2, cfg.poll_interval_s),
-    )
+    ended = threading.Event()
+    with _LOCAL_LOCK:
+        _LOCAL_RUNS[wid] = ended
+    try:
+        outcome = run_task(
+            cfg.root,
+            task,
+            slot,
+            project=cfg.project,
+            model=_PROCESS.model,
+            cancelled=cancelled,
+            poll_s=max(0.2, cfg.poll_interval_s),
+        )
+    finally:
+        ended.set()
+        with _LOCAL_LOCK:
+            _LOCAL_RUNS.pop(wid, None)
     outcome = outcome | {"workflow_id": wid, "executor_id": cfg.executor_id}
     folder.write_record(cfg.root, str(task["id"]), slot, outcome)
     return outcome
@@ -274,7 +291,8 @@ def dispatch(
 
 
 def wait(workflow_ids: Iterable[str], *, poll_s: float = 0.2) -> dict[str, str]:
-    """Block until every workflow is in a final state; returns {id: status}."""
+    """Block until every workflow is in a final state and this process's own run of it (if
+    any) has ended (at most `LOCAL_END_S` more); returns {id: status}."""
     pending = list(workflow_ids)
     done: dict[str, str] = {}
     while pending:
@@ -288,6 +306,11 @@ def wait(workflow_ids: Iterable[str], *, poll_s: float = 0.2) -> dict[str, str]:
         pending = still
         if pending:
             time.sleep(poll_s)
+    for wid in done:
+        with _LOCAL_LOCK:
+            ended = _LOCAL_RUNS.get(wid)
+        if ended is not None:  # cancelled, its agent not interrupted yet: let the cancel land
+            ended.wait(LOCAL_END_S)
     return done
 
 
