@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("llama_cpp")
@@ -226,6 +226,7 @@ def test_native_replies_become_a_call_an_unended_cut_call_or_an_answer() -> None
 
 
 @given(st.text(min_size=1).filter(lambda s: s[0] not in "<{` \t\n"), st.integers(1, 7))
+@example("\x1f", 1)  # whitespace to `str.isspace`, a valid first character to the grammar
 def test_native_streamer_streams_any_answer_and_nothing_of_a_call(text: str, step: int) -> None:
     streamer = _NativeStreamer()
     out = "".join(streamer.new_text(text[:i]) for i in range(step, len(text) + step, step))

@@ -109,8 +109,10 @@ def cut_call_name(raw: str) -> str | None:
 
 
 def is_answer_start(raw: str) -> bool | None:
-    """Whether a reply so far is a plain-text answer (None: too early to tell)."""
-    stripped = raw.lstrip()
+    """Whether a reply so far is a plain-text answer (None: too early to tell). Only the
+    whitespace the grammar lets precede a call block is skipped (`str.lstrip()` would also
+    skip characters such as `\x1f` that can start an answer, which then never streamed)."""
+    stripped = raw.lstrip(" \t\n\r")
     if not stripped:
         return None
     return not stripped.startswith("<")
