@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from test_startup_imports import heavy, loaded
 
+from clikit import tether
 from tether.messages import (
     CompactSummaryBlock,
     Provenance,
@@ -24,15 +23,7 @@ from tether.tools.normalize import render_stub
 
 
 def _tether(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, TETHER_HOME=str(home), COLUMNS="100")
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=home,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return tether(args, home, cwd=home, COLUMNS="100")
 
 
 def _session(home: Path) -> None:
