@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tether import AgentConfig
 from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.loop import Agent
-from tether.messages import ImageBlock, TextBlock, ToolResultBlock, Turn
+from tether.messages import ImageBlock, TextBlock, ToolResultBlock, Turn, text_turn
 from tether.session import ARTIFACT_KINDS, SessionStore
 from tether.testing import ScriptedProvider, call
 from tether.tools.base import ToolOutput, tool
@@ -333,3 +333,38 @@ async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path
     assert int(match.group(1)) == len(saved.encode())
     assert len(stored) < 5_000  # the request that follows carries the stub, not 190 KB
     assert stored in provider.requests[1].messages[-1].tool_results[0].text
+
+
+# ---- durability: the gate writes atomically, the session's sync() fsyncs -------------------
+
+
+def test_saved_outputs_are_fsynced_with_the_session_not_per_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate writes a saved output completely (renamed into place, no temp file left) but
+    does not fsync it per call (1.5 ms CPU per 2 KB file, more than the rest of a turn);
+    `SessionWriter.sync()` fsyncs it, its folder and then the session file, once."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    store = SessionStore(tmp_path / "sessions")
+    writer = store.create(cwd=str(tmp_path))
+    synced.clear()  # creating the session file fsyncs it (atomic create)
+    big = "line\n" * (DEFAULT_THRESHOLD_CHARS // 4)
+    gated = persist_tool_result(_result(big, call_id="c1"), writer.artifact_dir)
+    saved = writer.artifact_dir / TOOL_RESULTS_DIR / "c1.txt"
+    assert saved.read_text() == big and PERSISTED_OUTPUT_OPEN in gated.text
+    assert [p.name for p in saved.parent.iterdir()] == ["c1.txt"]  # no temp file left
+    assert synced == []
+    writer.append(text_turn("u1", "user", "x"))
+    writer.sync()
+    assert synced[:3] == [str(saved), str(saved.parent), str(writer.path)]
+    synced.clear()
+    writer.sync()  # nothing new saved: only the session file
+    assert synced == [str(writer.path)]
+    writer.close()

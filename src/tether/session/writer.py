@@ -11,7 +11,10 @@ Entry lines written here::
 
 Each entry is one unbuffered `write(2)` on an `O_APPEND` descriptor, so there is nothing to
 flush, and concurrent writers on one file never interleave inside a line (Linux serializes
-appends to a regular file). `sync()` adds durability (`fsync`) when the caller asks for it.
+appends to a regular file). `sync()` adds durability (`fsync`) when the caller asks for it: the
+tool outputs saved in the artifact folder since the last sync first (the output gate does not
+fsync them, `tether.tools.persist`), then the session file, so no synced line names a file the
+disk may lack.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
     from filelock import BaseFileLock
 
     from tether.messages import Turn
+
+_TOOL_RESULTS = "tool-results"
+"""The artifact sub-folder of persisted tool outputs (`tether.session.layout`)."""
 
 _TURN_HEAD = b'{"type":"turn","id":'
 _EVENT_HEAD = b'{"type":"event","id":'
@@ -75,6 +81,7 @@ class SessionWriter:
         "_last_json",
         "_lock",
         "_path",
+        "_synced_outputs",
         "_torn",
     )
 
@@ -113,6 +120,7 @@ class SessionWriter:
         self._last_json = _NULL if last_entry_id is None else _jstr(last_entry_id)
         self._torn = False
         self._dir_fd_path: Path | None = path.parent if sync_dir else None
+        self._synced_outputs: set[str] = set()
 
     @property
     def id(self) -> str:
@@ -228,7 +236,9 @@ class SessionWriter:
         return eid
 
     def sync(self) -> None:
-        """`fsync` the file (and, once, its folder for a new session) so entries survive a crash.
+        """`fsync` the tool outputs saved in `artifact_dir/tool-results/` since the last sync
+        (and that folder), then the session file (and, once, its folder for a new session), so
+        entries and the files they name survive a power loss or an OS crash.
 
         Raises:
             SessionError: the writer is closed.
@@ -236,6 +246,7 @@ class SessionWriter:
         """
         if self._fd is None:
             raise SessionError(f"session {self._id} writer is closed")
+        self._sync_outputs()
         os.fsync(self._fd)
         if self._dir_fd_path is not None:
             dfd = os.open(self._dir_fd_path, os.O_RDONLY)
@@ -244,6 +255,30 @@ class SessionWriter:
             finally:
                 os.close(dfd)
             self._dir_fd_path = None
+
+    def _sync_outputs(self) -> None:
+        """fsync each finished file of `tool-results/` not synced by this writer yet, then the
+        folder (temp files, named `.<name>.<random>.tmp`, are skipped)."""
+        folder = self.artifact_dir / _TOOL_RESULTS
+        try:
+            entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
+        except FileNotFoundError:
+            return
+        fresh = [e for e in entries if e.name not in self._synced_outputs]
+        if not fresh:
+            return
+        for entry in fresh:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        self._synced_outputs.update(e.name for e in fresh)
 
     def close(self) -> None:
         """Close the descriptor. Idempotent. Does not fsync (call `sync()` first if needed)."""

@@ -123,6 +123,25 @@ _SECRET_SHAPES = re.compile(
     re.VERBOSE,
 )
 
+_SECRET_PREFIXES = (
+    "sk-",
+    "gsk_",
+    "hf_",
+    "AIza",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "AKIA",
+    "-----BEGIN",
+)
+"""Every match of `_SECRET_SHAPES` contains one of these literals: when none occurs in a text
+(substring search, about 20x faster than running the pattern over output without secrets), the
+pattern cannot match and is not run."""
+
 
 def redact_secrets(text: str, values: Iterable[str] = ()) -> str:
     """Mask secret-shaped substrings (provider key formats, private-key blocks) and any of the
@@ -138,6 +157,8 @@ def redact_secrets(text: str, values: Iterable[str] = ()) -> str:
     for v in values:
         if len(v) >= 8 and v in text:
             text = text.replace(v, "[REDACTED]")
+    if not any(prefix in text for prefix in _SECRET_PREFIXES):
+        return text
     return _SECRET_SHAPES.sub("[REDACTED]", text)
 
 
