@@ -17,6 +17,15 @@ from tether.providers.local import (
     render_messages,
     repeats_last_call,
 )
+from tether.providers.local_prompt import (
+    FORCED_RETRIES,
+    NEXT_STEP,
+    RETRY,
+    RETRY_OR_ANSWER,
+    error_rounds,
+    must_call,
+    result_hint,
+)
 
 READ = ToolSpec(
     name="read",
@@ -121,3 +130,38 @@ def test_progress_line_only_for_long_replies_and_rate_from_the_first_token(
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "tether: generating… 6 tokens (5.0 tokens/s)"
     assert err[-1].startswith("tether: generated 11 tokens")
+
+
+def _round(k: int, *, failed: bool) -> tuple[Turn, Turn]:
+    call = ToolCallBlock(id=f"c{k}", name="read", arguments={"path": f"f{k}"})
+    result = tool_result(f"c{k}", "no such file" if failed else "ok", is_error=failed)
+    return (
+        Turn(id=f"a{k}", role="assistant", content=(call,)),
+        Turn(id=f"r{k}", role="user", content=(result,)),
+    )
+
+
+@given(st.lists(st.booleans(), max_size=8))
+def test_a_call_is_required_right_after_a_failed_round_and_only_then(outcomes: list[bool]) -> None:
+    """`must_call` holds exactly when the view ends in 1..FORCED_RETRIES failed rounds in a row
+    (the hint says so too); after more the model may answer, told it can say what failed."""
+    view: tuple[Turn, ...] = (text_turn("u", "user", "Fix a.txt"),)
+    for k, failed in enumerate(outcomes):
+        view += _round(k, failed=failed)
+    trailing = 0
+    for failed in reversed(outcomes):
+        if not failed:
+            break
+        trailing += 1
+    assert error_rounds(view) == trailing
+    assert must_call(view) == (0 < trailing <= FORCED_RETRIES)
+    hint = result_hint(view)
+    if not outcomes:
+        assert hint is None
+    elif trailing == 0:
+        assert hint == NEXT_STEP
+    else:
+        assert hint == (RETRY if trailing <= FORCED_RETRIES else RETRY_OR_ANSWER)
+    if hint is not None:
+        last = render_messages(ModelRequest(model="m", messages=view, tools=(READ,)))[-1]
+        assert last["content"].endswith(hint)

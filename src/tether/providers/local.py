@@ -59,7 +59,7 @@ from tether.providers.local_native import (
     parse_native_call,
     render_native,
 )
-from tether.providers.local_prompt import render_messages, repeats_last_call
+from tether.providers.local_prompt import must_call, render_messages, repeats_last_call
 
 __all__ = [
     "NAMED_MODELS",
@@ -158,15 +158,33 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
 _GRAMMARS: dict[str, Any] = {}
 
 
-def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json") -> Any:
-    """The `LlamaGrammar` for the offered tools in `protocol` (cached by the tools' schemas)."""
-    key = protocol + json.dumps([[t.name, t.parameters] for t in tools], sort_keys=True, default=str)
+def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json", *, answer: bool = True) -> Any:
+    """The `LlamaGrammar` for the offered tools in `protocol`, admitting an answer too unless
+    `answer` is False (cached by the tools' schemas)."""
+    key = f"{protocol}:{answer}:" + json.dumps(
+        [[t.name, t.parameters] for t in tools], sort_keys=True, default=str
+    )
     if key not in _GRAMMARS:
         from llama_cpp import LlamaGrammar
 
-        text = native_grammar(tools) if protocol == "native" else action_grammar(tools)
+        text = (
+            native_grammar(tools, answer=answer)
+            if protocol == "native"
+            else action_grammar(tools, answer=answer)
+        )
         _GRAMMARS[key] = LlamaGrammar.from_string(text, verbose=False)
     return _GRAMMARS[key]
+
+
+def _second_grammar(raw: str, request: ModelRequest, protocol: Protocol) -> Any:
+    """The grammar for a reply generated again because it repeated the last call (`raw`, as
+    JSON): while a call is required (`must_call`), a call of any other offered tool (the retry
+    hint says "or pick another tool"); else, or when no other tool is offered, an answer."""
+    repeated = cast(dict[str, Any], json.loads(raw)).get("tool")
+    others = tuple(t for t in request.tools if t.name != repeated)
+    if others and must_call(request.messages):
+        return _grammar(others, protocol, answer=False)
+    return _grammar((), protocol)
 
 
 def model_protocol(llm: Any, forced: Protocol | None = None) -> Protocol:
@@ -321,9 +339,11 @@ class LocalProvider:
         `\x00finish:<reason>`, `\x00reset` (drop what came before), then the prompt+completion
         token count.
 
-        A reply that repeats the call the model just made (same tool, same arguments, right
-        after its result) is generated again with an answer-only grammar: tiny models otherwise
-        re-read the same file until the context window is full.
+        Right after a failed round the grammar admits only a tool call
+        (`local_prompt.must_call`). A reply that repeats the call the model just made (same
+        tool, same arguments, right after its result) is generated again (`_second_grammar`):
+        as a call of another tool while a call is required, else as an answer. Tiny models
+        otherwise re-read the same file until the context window is full.
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -334,7 +354,7 @@ class LocalProvider:
         else:
             prompt = render_messages(request)
         pieces: list[str] = []
-        grammar = _grammar(request.tools, protocol)
+        grammar = _grammar(request.tools, protocol, answer=not must_call(request.messages))
         for item in self._pass(llm, prompt, request, grammar, stop):
             if not item.startswith("\x00"):
                 pieces.append(item)
@@ -345,7 +365,7 @@ class LocalProvider:
             raw = json.dumps(call) if call is not None else ""
         if not stop.is_set() and repeats_last_call(raw, request.messages):
             yield "\x00reset"
-            yield from self._pass(llm, prompt, request, _grammar((), protocol), stop)
+            yield from self._pass(llm, prompt, request, _second_grammar(raw, request, protocol), stop)
         yield int(llm.n_tokens)
 
     def _pass(
