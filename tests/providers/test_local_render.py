@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest, ToolSpec
 from tether.providers.local import (
+    _answer_of,  # pyright: ignore[reportPrivateUsage]
     _AnswerStreamer,  # pyright: ignore[reportPrivateUsage]
     _Progress,  # pyright: ignore[reportPrivateUsage]
     action_schema,
@@ -22,6 +23,7 @@ from tether.providers.local_prompt import (
     NEXT_STEP,
     RETRY,
     RETRY_OR_ANSWER,
+    echoes_hint,
     error_rounds,
     must_call,
     result_hint,
@@ -165,3 +167,14 @@ def test_a_call_is_required_right_after_a_failed_round_and_only_then(outcomes: l
     if hint is not None:
         last = render_messages(ModelRequest(model="m", messages=view, tools=(READ,)))[-1]
         assert last["content"].endswith(hint)
+
+
+def test_an_answer_quoting_a_hint_is_recognised_and_ordinary_answers_are_not() -> None:
+    """The 0.5B model once answered with the retry hint itself; such an answer is generated
+    again as a call (`LocalProvider._generate`)."""
+    for hint in (RETRY, RETRY_OR_ANSWER, NEXT_STEP):
+        assert echoes_hint(hint) and echoes_hint(f"Sure. {hint.upper()}")
+    for answer in ("The code word is PELICAN.", "I wrote b.txt.", "The call to ls failed: no dir"):
+        assert not echoes_hint(answer)
+    assert _answer_of('{"answer": "x"}') == "x"
+    assert _answer_of('{"tool": "ls", "arguments": {}}') is None and _answer_of("{") is None

@@ -59,7 +59,12 @@ from tether.providers.local_native import (
     parse_native_call,
     render_native,
 )
-from tether.providers.local_prompt import must_call, render_messages, repeats_last_call
+from tether.providers.local_prompt import (
+    echoes_hint,
+    must_call,
+    render_messages,
+    repeats_last_call,
+)
 
 __all__ = [
     "NAMED_MODELS",
@@ -174,6 +179,18 @@ def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json", *, answer: boo
         )
         _GRAMMARS[key] = LlamaGrammar.from_string(text, verbose=False)
     return _GRAMMARS[key]
+
+
+def _answer_of(raw: str) -> str | None:
+    """The text of a JSON-protocol `{"answer": TEXT}` reply, else None."""
+    try:
+        action: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(action, dict):
+        return None
+    text = cast(dict[str, Any], action).get("answer")
+    return text if isinstance(text, str) else None
 
 
 def _second_grammar(raw: str, request: ModelRequest, protocol: Protocol) -> Any:
@@ -343,7 +360,8 @@ class LocalProvider:
         (`local_prompt.must_call`). A reply that repeats the call the model just made (same
         tool, same arguments, right after its result) is generated again (`_second_grammar`):
         as a call of another tool while a call is required, else as an answer. Tiny models
-        otherwise re-read the same file until the context window is full.
+        otherwise re-read the same file until the context window is full. An answer quoting
+        one of tether's own hints (`local_prompt.echoes_hint`) is generated again as a call.
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -359,13 +377,20 @@ class LocalProvider:
             if not item.startswith("\x00"):
                 pieces.append(item)
             yield item
-        raw = "".join(pieces)
+        text = "".join(pieces)
+        raw, answer = text, _answer_of(text)
         if protocol == "native":
-            call = parse_native_call(raw)
-            raw = json.dumps(call) if call is not None else ""
-        if not stop.is_set() and repeats_last_call(raw, request.messages):
+            call = parse_native_call(text)
+            raw, answer = (json.dumps(call), None) if call is not None else ("", text)
+        if stop.is_set():
+            pass
+        elif repeats_last_call(raw, request.messages):
             yield "\x00reset"
             yield from self._pass(llm, prompt, request, _second_grammar(raw, request, protocol), stop)
+        elif request.tools and answer is not None and echoes_hint(answer):
+            yield "\x00reset"
+            only_calls = _grammar(request.tools, protocol, answer=False)
+            yield from self._pass(llm, prompt, request, only_calls, stop)
         yield int(llm.n_tokens)
 
     def _pass(

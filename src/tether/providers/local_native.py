@@ -28,7 +28,14 @@ from typing import Any, Literal, cast
 from tether.messages import ToolCallBlock, Turn
 from tether.providers.base import ModelRequest, ToolSpec, wire_messages
 from tether.providers.local_grammar import arguments_schema, schema_grammar
-from tether.providers.local_prompt import EXAMPLES, NEXT_STEP, render_user, result_hint, task_text
+from tether.providers.local_prompt import (
+    EXAMPLES,
+    EXAMPLES_HEADER,
+    NEXT_STEP,
+    render_user,
+    result_hint,
+    task_text,
+)
 
 Protocol = Literal["json", "native"]
 
@@ -176,7 +183,7 @@ def examples_native(tools: tuple[ToolSpec, ...]) -> str:
             lines.append(f"<tool_response>\n{result}\n</tool_response>")
         lines.append(answer)
         blocks.append("\n".join(lines))
-    return "# Examples\n\n" + "\n\n".join(blocks) if blocks else ""
+    return f"# {EXAMPLES_HEADER}\n\n" + "\n\n".join(blocks) if blocks else ""
 
 
 def native_system(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:

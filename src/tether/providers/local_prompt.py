@@ -81,6 +81,13 @@ EXAMPLES: tuple[tuple[str, tuple[tuple[dict[str, Any], str], ...], str], ...] = 
 """Worked examples: several tools, chains of calls, one recovery from an error result. Small
 models follow examples more than prose."""
 
+EXAMPLES_HEADER = (
+    "Examples from other folders (their files, values and answers are not this folder's: "
+    "find this task's facts with the tools)"
+)
+"""The line above the examples. Without it the 0.5B model answered 3 of 24 tasks with an
+example's answer or files ("docs has 2 files (intro.md, usage.md)") and called no tool."""
+
 
 def tool_catalog(tools: tuple[ToolSpec, ...]) -> list[str]:
     """One line per tool: `- name(arg, optional?): first sentence of its description`."""
@@ -107,7 +114,7 @@ def examples_text(tools: tuple[ToolSpec, ...]) -> str:
             lines.append(f"Result: {result}")
         lines.append(json.dumps({"answer": answer}))
         blocks.append("\n".join(lines))
-    return "Examples:\n\n" + "\n\n".join(blocks) if blocks else ""
+    return EXAMPLES_HEADER + ":\n\n" + "\n\n".join(blocks) if blocks else ""
 
 
 def system_prompt(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:
@@ -157,6 +164,17 @@ def must_call(view: tuple[Turn, ...]) -> bool:
     """True when the next reply must be a tool call: the last 1..`FORCED_RETRIES` rounds
     failed (after more, the model may give up and answer)."""
     return 0 < error_rounds(view) <= FORCED_RETRIES
+
+
+_HINT_OPENINGS = tuple(h.split(".")[0].lower() for h in (RETRY, RETRY_OR_ANSWER, NEXT_STEP))
+
+
+def echoes_hint(answer: str) -> bool:
+    """True when an answer quotes the first sentence of one of tether's own hints (`RETRY`,
+    `RETRY_OR_ANSWER`, `NEXT_STEP`): that is not an answer (the 0.5B model answered with the
+    retry hint's wording in 2 of 24 tasks)."""
+    low = answer.lower()
+    return any(opening in low for opening in _HINT_OPENINGS)
 
 
 def result_hint(view: tuple[Turn, ...]) -> str | None:
