@@ -145,8 +145,9 @@ def _round(k: int, *, failed: bool) -> tuple[Turn, Turn]:
 
 @given(st.lists(st.booleans(), max_size=8))
 def test_a_call_is_required_right_after_a_failed_round_and_only_then(outcomes: list[bool]) -> None:
-    """`must_call` holds exactly when the view ends in 1..FORCED_RETRIES failed rounds in a row
-    (the hint says so too); after more the model may answer, told it can say what failed."""
+    """`must_call` holds for the first reply and exactly when the view ends in
+    1..FORCED_RETRIES failed rounds in a row (the hint says so too); after more the model may
+    answer, told it can say what failed."""
     view: tuple[Turn, ...] = (text_turn("u", "user", "Fix a.txt"),)
     for k, failed in enumerate(outcomes):
         view += _round(k, failed=failed)
@@ -156,7 +157,8 @@ def test_a_call_is_required_right_after_a_failed_round_and_only_then(outcomes: l
             break
         trailing += 1
     assert error_rounds(view) == trailing
-    assert must_call(view) == (0 < trailing <= FORCED_RETRIES)
+    # The first reply (no assistant turn yet) must be a call too.
+    assert must_call(view) == (not outcomes or 0 < trailing <= FORCED_RETRIES)
     hint = result_hint(view)
     if not outcomes:
         assert hint is None

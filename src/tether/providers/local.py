@@ -361,7 +361,8 @@ class LocalProvider:
         tool, same arguments, right after its result) is generated again (`_second_grammar`):
         as a call of another tool while a call is required, else as an answer. Tiny models
         otherwise re-read the same file until the context window is full. An answer quoting
-        one of tether's own hints (`local_prompt.echoes_hint`) is generated again as a call.
+        one of tether's own hints (`local_prompt.echoes_hint`), also one from that second
+        generation, is generated again as a call. At most three generations per reply.
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -371,26 +372,27 @@ class LocalProvider:
             prompt: str | list[dict[str, str]] = render_native(template, request)
         else:
             prompt = render_messages(request)
-        pieces: list[str] = []
         grammar = _grammar(request.tools, protocol, answer=not must_call(request.messages))
-        for item in self._pass(llm, prompt, request, grammar, stop):
-            if not item.startswith("\x00"):
-                pieces.append(item)
-            yield item
-        text = "".join(pieces)
-        raw, answer = text, _answer_of(text)
-        if protocol == "native":
-            call = parse_native_call(text)
-            raw, answer = (json.dumps(call), None) if call is not None else ("", text)
-        if stop.is_set():
-            pass
-        elif repeats_last_call(raw, request.messages):
+        for attempt in range(3):
+            pieces: list[str] = []
+            for item in self._pass(llm, prompt, request, grammar, stop):
+                if not item.startswith("\x00"):
+                    pieces.append(item)
+                yield item
+            if stop.is_set() or attempt == 2:
+                break
+            text = "".join(pieces)
+            raw, answer = text, _answer_of(text)
+            if protocol == "native":
+                call = parse_native_call(text)
+                raw, answer = (json.dumps(call), None) if call is not None else ("", text)
+            if attempt == 0 and repeats_last_call(raw, request.messages):
+                grammar = _second_grammar(raw, request, protocol)
+            elif request.tools and answer is not None and echoes_hint(answer):
+                grammar = _grammar(request.tools, protocol, answer=False)
+            else:
+                break
             yield "\x00reset"
-            yield from self._pass(llm, prompt, request, _second_grammar(raw, request, protocol), stop)
-        elif request.tools and answer is not None and echoes_hint(answer):
-            yield "\x00reset"
-            only_calls = _grammar(request.tools, protocol, answer=False)
-            yield from self._pass(llm, prompt, request, only_calls, stop)
         yield int(llm.n_tokens)
 
     def _pass(

@@ -30,7 +30,6 @@ from tether.providers.base import ModelRequest, ToolSpec, wire_messages
 from tether.providers.local_grammar import arguments_schema, schema_grammar
 from tether.providers.local_prompt import (
     EXAMPLES,
-    EXAMPLES_HEADER,
     NEXT_STEP,
     render_user,
     result_hint,
@@ -183,7 +182,7 @@ def examples_native(tools: tuple[ToolSpec, ...]) -> str:
             lines.append(f"<tool_response>\n{result}\n</tool_response>")
         lines.append(answer)
         blocks.append("\n".join(lines))
-    return f"# {EXAMPLES_HEADER}\n\n" + "\n\n".join(blocks) if blocks else ""
+    return "# Examples\n\n" + "\n\n".join(blocks) if blocks else ""
 
 
 def native_system(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:

@@ -6,8 +6,8 @@ The protocol is one JSON object per reply — `{"tool": NAME, "arguments": {...}
 turns are rendered back in the same JSON shape and tool results as user messages, so a run is a
 chain: call → result → next call … → answer. After a result the model is told to take the next
 step or answer; after an error result, to correct the call and try again, and the grammar then
-admits only a call (`must_call`): tiny models otherwise answer right after an error result (the
-task suite saw SmolLM2 do so in 8 of 24 tasks). After `FORCED_RETRIES` failed rounds in a row
+admits only a call (`must_call`, as for the first reply): tiny models otherwise answer right
+after an error result (the task suite saw SmolLM2 do so in 8 of 24 tasks). After `FORCED_RETRIES` failed rounds in a row
 the model may answer again, told it can say what went wrong.
 """
 
@@ -81,13 +81,6 @@ EXAMPLES: tuple[tuple[str, tuple[tuple[dict[str, Any], str], ...], str], ...] = 
 """Worked examples: several tools, chains of calls, one recovery from an error result. Small
 models follow examples more than prose."""
 
-EXAMPLES_HEADER = (
-    "Examples from other folders (their files, values and answers are not this folder's: "
-    "find this task's facts with the tools)"
-)
-"""The line above the examples. Without it the 0.5B model answered 3 of 24 tasks with an
-example's answer or files ("docs has 2 files (intro.md, usage.md)") and called no tool."""
-
 
 def tool_catalog(tools: tuple[ToolSpec, ...]) -> list[str]:
     """One line per tool: `- name(arg, optional?): first sentence of its description`."""
@@ -114,7 +107,7 @@ def examples_text(tools: tuple[ToolSpec, ...]) -> str:
             lines.append(f"Result: {result}")
         lines.append(json.dumps({"answer": answer}))
         blocks.append("\n".join(lines))
-    return EXAMPLES_HEADER + ":\n\n" + "\n\n".join(blocks) if blocks else ""
+    return "Examples:\n\n" + "\n\n".join(blocks) if blocks else ""
 
 
 def system_prompt(tools: tuple[ToolSpec, ...], user_system: str | None) -> str:
@@ -161,8 +154,12 @@ def error_rounds(view: tuple[Turn, ...]) -> int:
 
 
 def must_call(view: tuple[Turn, ...]) -> bool:
-    """True when the next reply must be a tool call: the last 1..`FORCED_RETRIES` rounds
-    failed (after more, the model may give up and answer)."""
+    """True when the next reply must be a tool call: the first reply of a conversation (no
+    assistant turn yet: the model has not looked at the folder; the 0.5B model answered 3 of
+    24 tasks from the worked examples without a call), or right after 1..`FORCED_RETRIES`
+    failed rounds (after more, the model may give up and answer)."""
+    if view and not any(t.role == "assistant" for t in view):
+        return True
     return 0 < error_rounds(view) <= FORCED_RETRIES
 
 
