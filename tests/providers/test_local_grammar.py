@@ -199,3 +199,16 @@ def test_enum_and_pattern_go_through_the_converter() -> None:
 def test_a_bounded_number_at_the_root() -> None:
     g = schema_grammar({"type": "integer", "minimum": 2, "exclusiveMaximum": 5})
     assert [admits(g, str(n)) for n in range(0, 7)] == [False, False, True, True, True, False, False]
+
+
+def test_a_calls_only_grammar_refuses_an_answer_and_admits_every_tool() -> None:
+    """After a failed round the local provider asks for a call: `answer=False` drops the
+    answer alternative (the full grammar keeps it)."""
+    only_calls = action_grammar(SPECS, answer=False)
+    full = action_grammar(SPECS)
+    answer = '{"answer": "done"}'
+    call = '{"tool": "ls", "arguments": {"path": "."}}'
+    assert admits(full, answer) and not admits(only_calls, answer)
+    assert admits(only_calls, call) and admits(full, call)
+    # With no tool offered there is nothing to call: the answer stays.
+    assert admits(action_grammar((), answer=False), answer)

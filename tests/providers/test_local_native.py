@@ -29,7 +29,6 @@ from tether.providers.local import LocalProvider, _NativeStreamer  # pyright: ig
 from tether.providers.local_native import (
     NATIVE_FAMILIES,
     NATIVE_NEXT_STEP,
-    NATIVE_RETRY,
     choose_protocol,
     cut_call_name,
     declares_hermes_tools,
@@ -38,6 +37,7 @@ from tether.providers.local_native import (
     parse_native_call,
     render_native,
 )
+from tether.providers.local_prompt import RETRY
 
 # Qwen2.5-Instruct's `tokenizer.chat_template`, as read from the GGUF metadata (llama_cpp
 # `Llama(..., vocab_only=True).metadata["tokenizer.chat_template"]`); trimmed of nothing.
@@ -189,7 +189,7 @@ def test_the_native_prompt_declares_tools_shows_results_and_offers_the_next_step
     assert "Be terse." in p_ok
     assert "<tool_response>\nx = 1\n</tool_response>" in p_ok
     assert p_ok.endswith(f"Task: Fix a.txt\n{NATIVE_NEXT_STEP}<|im_end|>\n<|im_start|>assistant\n")
-    assert "ERROR: no such file" in p_bad and NATIVE_RETRY in p_bad
+    assert "ERROR: no such file" in p_bad and RETRY in p_bad
     # Examples cover several tools, as native call blocks, and one recovery from an error.
     examples = p_ok.split("# Tools")[0]
     shown = {json.loads(c)["name"] for c in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", examples)}

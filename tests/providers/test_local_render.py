@@ -11,11 +11,22 @@ from hypothesis import strategies as st
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest, ToolSpec
 from tether.providers.local import (
+    _answer_of,  # pyright: ignore[reportPrivateUsage]
     _AnswerStreamer,  # pyright: ignore[reportPrivateUsage]
     _Progress,  # pyright: ignore[reportPrivateUsage]
     action_schema,
     render_messages,
     repeats_last_call,
+)
+from tether.providers.local_prompt import (
+    FORCED_RETRIES,
+    NEXT_STEP,
+    RETRY,
+    RETRY_OR_ANSWER,
+    echoes_hint,
+    error_rounds,
+    must_call,
+    result_hint,
 )
 
 READ = ToolSpec(
@@ -121,3 +132,51 @@ def test_progress_line_only_for_long_replies_and_rate_from_the_first_token(
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "tether: generating… 6 tokens (5.0 tokens/s)"
     assert err[-1].startswith("tether: generated 11 tokens")
+
+
+def _round(k: int, *, failed: bool) -> tuple[Turn, Turn]:
+    call = ToolCallBlock(id=f"c{k}", name="read", arguments={"path": f"f{k}"})
+    result = tool_result(f"c{k}", "no such file" if failed else "ok", is_error=failed)
+    return (
+        Turn(id=f"a{k}", role="assistant", content=(call,)),
+        Turn(id=f"r{k}", role="user", content=(result,)),
+    )
+
+
+@given(st.lists(st.booleans(), max_size=8))
+def test_a_call_is_required_right_after_a_failed_round_and_only_then(outcomes: list[bool]) -> None:
+    """`must_call` holds for the first reply and exactly when the view ends in
+    1..FORCED_RETRIES failed rounds in a row (the hint says so too); after more the model may
+    answer, told it can say what failed."""
+    view: tuple[Turn, ...] = (text_turn("u", "user", "Fix a.txt"),)
+    for k, failed in enumerate(outcomes):
+        view += _round(k, failed=failed)
+    trailing = 0
+    for failed in reversed(outcomes):
+        if not failed:
+            break
+        trailing += 1
+    assert error_rounds(view) == trailing
+    # The first reply (no assistant turn yet) must be a call too.
+    assert must_call(view) == (not outcomes or 0 < trailing <= FORCED_RETRIES)
+    hint = result_hint(view)
+    if not outcomes:
+        assert hint is None
+    elif trailing == 0:
+        assert hint == NEXT_STEP
+    else:
+        assert hint == (RETRY if trailing <= FORCED_RETRIES else RETRY_OR_ANSWER)
+    if hint is not None:
+        last = render_messages(ModelRequest(model="m", messages=view, tools=(READ,)))[-1]
+        assert last["content"].endswith(hint)
+
+
+def test_an_answer_quoting_a_hint_is_recognised_and_ordinary_answers_are_not() -> None:
+    """The 0.5B model once answered with the retry hint itself; such an answer is generated
+    again as a call (`LocalProvider._generate`)."""
+    for hint in (RETRY, RETRY_OR_ANSWER, NEXT_STEP):
+        assert echoes_hint(hint) and echoes_hint(f"Sure. {hint.upper()}")
+    for answer in ("The code word is PELICAN.", "I wrote b.txt.", "The call to ls failed: no dir"):
+        assert not echoes_hint(answer)
+    assert _answer_of('{"answer": "x"}') == "x"
+    assert _answer_of('{"tool": "ls", "arguments": {}}') is None and _answer_of("{") is None

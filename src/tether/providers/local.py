@@ -59,7 +59,12 @@ from tether.providers.local_native import (
     parse_native_call,
     render_native,
 )
-from tether.providers.local_prompt import render_messages, repeats_last_call
+from tether.providers.local_prompt import (
+    echoes_hint,
+    must_call,
+    render_messages,
+    repeats_last_call,
+)
 
 __all__ = [
     "NAMED_MODELS",
@@ -158,15 +163,45 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
 _GRAMMARS: dict[str, Any] = {}
 
 
-def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json") -> Any:
-    """The `LlamaGrammar` for the offered tools in `protocol` (cached by the tools' schemas)."""
-    key = protocol + json.dumps([[t.name, t.parameters] for t in tools], sort_keys=True, default=str)
+def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json", *, answer: bool = True) -> Any:
+    """The `LlamaGrammar` for the offered tools in `protocol`, admitting an answer too unless
+    `answer` is False (cached by the tools' schemas)."""
+    key = f"{protocol}:{answer}:" + json.dumps(
+        [[t.name, t.parameters] for t in tools], sort_keys=True, default=str
+    )
     if key not in _GRAMMARS:
         from llama_cpp import LlamaGrammar
 
-        text = native_grammar(tools) if protocol == "native" else action_grammar(tools)
+        text = (
+            native_grammar(tools, answer=answer)
+            if protocol == "native"
+            else action_grammar(tools, answer=answer)
+        )
         _GRAMMARS[key] = LlamaGrammar.from_string(text, verbose=False)
     return _GRAMMARS[key]
+
+
+def _answer_of(raw: str) -> str | None:
+    """The text of a JSON-protocol `{"answer": TEXT}` reply, else None."""
+    try:
+        action: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(action, dict):
+        return None
+    text = cast(dict[str, Any], action).get("answer")
+    return text if isinstance(text, str) else None
+
+
+def _second_grammar(raw: str, request: ModelRequest, protocol: Protocol) -> Any:
+    """The grammar for a reply generated again because it repeated the last call (`raw`, as
+    JSON): while a call is required (`must_call`), a call of any other offered tool (the retry
+    hint says "or pick another tool"); else, or when no other tool is offered, an answer."""
+    repeated = cast(dict[str, Any], json.loads(raw)).get("tool")
+    others = tuple(t for t in request.tools if t.name != repeated)
+    if others and must_call(request.messages):
+        return _grammar(others, protocol, answer=False)
+    return _grammar((), protocol)
 
 
 def model_protocol(llm: Any, forced: Protocol | None = None) -> Protocol:
@@ -321,9 +356,13 @@ class LocalProvider:
         `\x00finish:<reason>`, `\x00reset` (drop what came before), then the prompt+completion
         token count.
 
-        A reply that repeats the call the model just made (same tool, same arguments, right
-        after its result) is generated again with an answer-only grammar: tiny models otherwise
-        re-read the same file until the context window is full.
+        Right after a failed round the grammar admits only a tool call
+        (`local_prompt.must_call`). A reply that repeats the call the model just made (same
+        tool, same arguments, right after its result) is generated again (`_second_grammar`):
+        as a call of another tool while a call is required, else as an answer. Tiny models
+        otherwise re-read the same file until the context window is full. An answer quoting
+        one of tether's own hints (`local_prompt.echoes_hint`), also one from that second
+        generation, is generated again as a call. At most three generations per reply.
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -333,19 +372,27 @@ class LocalProvider:
             prompt: str | list[dict[str, str]] = render_native(template, request)
         else:
             prompt = render_messages(request)
-        pieces: list[str] = []
-        grammar = _grammar(request.tools, protocol)
-        for item in self._pass(llm, prompt, request, grammar, stop):
-            if not item.startswith("\x00"):
-                pieces.append(item)
-            yield item
-        raw = "".join(pieces)
-        if protocol == "native":
-            call = parse_native_call(raw)
-            raw = json.dumps(call) if call is not None else ""
-        if not stop.is_set() and repeats_last_call(raw, request.messages):
+        grammar = _grammar(request.tools, protocol, answer=not must_call(request.messages))
+        for attempt in range(3):
+            pieces: list[str] = []
+            for item in self._pass(llm, prompt, request, grammar, stop):
+                if not item.startswith("\x00"):
+                    pieces.append(item)
+                yield item
+            if stop.is_set() or attempt == 2:
+                break
+            text = "".join(pieces)
+            raw, answer = text, _answer_of(text)
+            if protocol == "native":
+                call = parse_native_call(text)
+                raw, answer = (json.dumps(call), None) if call is not None else ("", text)
+            if attempt == 0 and repeats_last_call(raw, request.messages):
+                grammar = _second_grammar(raw, request, protocol)
+            elif request.tools and answer is not None and echoes_hint(answer):
+                grammar = _grammar(request.tools, protocol, answer=False)
+            else:
+                break
             yield "\x00reset"
-            yield from self._pass(llm, prompt, request, _grammar((), protocol), stop)
         yield int(llm.n_tokens)
 
     def _pass(

@@ -36,8 +36,9 @@ _DROPPED_KEYS = ("title", "default", "$schema", "description", "examples")
 _BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
-def action_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
-    """The JSON schema every reply is constrained to: one tool call or one answer."""
+def action_schema(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> dict[str, Any]:
+    """The JSON schema every reply is constrained to: one tool call or (with `answer`, or when
+    no tool is offered) one answer."""
     options: list[dict[str, Any]] = [
         {
             "type": "object",
@@ -49,9 +50,10 @@ def action_schema(tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
         }
         for t in tools
     ]
-    options.append(
-        {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    )
+    if answer or not options:
+        options.append(
+            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        )
     return {"anyOf": options}
 
 
@@ -82,14 +84,14 @@ def _strip(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def action_grammar(tools: tuple[ToolSpec, ...]) -> str:
-    """The GBNF grammar of `action_schema(tools)` (see the module docstring).
+def action_grammar(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
+    """The GBNF grammar of `action_schema(tools, answer=answer)` (see the module docstring).
 
     Raises:
         ConfigError: llama-cpp-python is not installed, or a tool's schema uses a construct the
             converter cannot express.
     """
-    return schema_grammar(action_schema(tools))
+    return schema_grammar(action_schema(tools, answer=answer))
 
 
 def schema_grammar(schema: dict[str, Any]) -> str:

@@ -28,7 +28,13 @@ from typing import Any, Literal, cast
 from tether.messages import ToolCallBlock, Turn
 from tether.providers.base import ModelRequest, ToolSpec, wire_messages
 from tether.providers.local_grammar import arguments_schema, schema_grammar
-from tether.providers.local_prompt import EXAMPLES, render_user, task_text
+from tether.providers.local_prompt import (
+    EXAMPLES,
+    NEXT_STEP,
+    render_user,
+    result_hint,
+    task_text,
+)
 
 Protocol = Literal["json", "native"]
 
@@ -57,7 +63,6 @@ NATIVE_NEXT_STEP = (
     "If the task needs another step, call the next tool. If it is done, answer in plain text "
     "with what you found or did."
 )
-NATIVE_RETRY = "The call failed. Fix the arguments (or pick another tool) and call again."
 
 
 def declares_hermes_tools(template: str | None) -> bool:
@@ -141,9 +146,9 @@ ANSWER_RULE = r"[^<{` \t\n\x00] [^\x00]*"
 family writes calls as a fenced JSON block when not held to the tags) — or with whitespace."""
 
 
-def native_grammar(tools: tuple[ToolSpec, ...]) -> str:
+def native_grammar(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
     """GBNF for one reply: a `<tool_call>` block whose JSON validates against one offered tool's
-    schema, or a plain-text answer (`ANSWER_RULE`).
+    schema, or (with `answer`, or when no tool is offered) a plain-text answer (`ANSWER_RULE`).
 
     Raises:
         ConfigError: llama-cpp-python is missing or a schema cannot be converted.
@@ -156,7 +161,7 @@ def native_grammar(tools: tuple[ToolSpec, ...]) -> str:
         for line in inner.splitlines()
     ]
     head = [
-        "root ::= call | answer",
+        "root ::= call | answer" if answer else "root ::= call",
         f"call ::= {json.dumps(CALL_OPEN)} call-json {json.dumps(CALL_CLOSE)}",
         f"answer ::= {ANSWER_RULE}",
     ]
@@ -212,8 +217,8 @@ def tool_entries(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
 def native_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The wire view as template messages: system, user, assistant (`tool_calls`), tool.
 
-    After tool results a user message with the task and the next-step hint follows
-    (`NATIVE_RETRY` after an error result, else `NATIVE_NEXT_STEP`).
+    After tool results a user message with the task and the hint follows (`result_hint`, with
+    `NATIVE_NEXT_STEP` for a plain-text answer).
     """
     out: list[dict[str, Any]] = [
         {"role": "system", "content": native_system(request.tools, request.system)}
@@ -232,9 +237,9 @@ def native_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": rest})
         else:
             out.append({"role": "user", "content": render_user(turn, results=False)})
-    last = request.messages[-1] if request.messages else None
-    if last is not None and last.tool_results:
-        hint = NATIVE_RETRY if any(r.is_error for r in last.tool_results) else NATIVE_NEXT_STEP
+    hint = result_hint(request.messages)
+    if hint is not None:
+        hint = NATIVE_NEXT_STEP if hint == NEXT_STEP else hint
         task = task_text(request)
         out.append({"role": "user", "content": f"Task: {task}\n{hint}" if task else hint})
     return out
