@@ -361,8 +361,9 @@ class LocalProvider:
         tool, same arguments, right after its result) is generated again (`_second_grammar`):
         as a call of another tool while a call is required, else as an answer. Tiny models
         otherwise re-read the same file until the context window is full. An answer quoting
-        one of tether's own hints (`local_prompt.echoes_hint`), also one from that second
-        generation, is generated again as a call. At most three generations per reply.
+        one of tether's own hints (`local_prompt.echoes_hint`) is generated again as a call.
+        At most two generations per reply: a second one is final (forcing a call after the
+        model gave up made the 0.5B model loop over the same failing calls to `max_turns`).
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -373,20 +374,20 @@ class LocalProvider:
         else:
             prompt = render_messages(request)
         grammar = _grammar(request.tools, protocol, answer=not must_call(request.messages))
-        for attempt in range(3):
+        for again in (False, True):
             pieces: list[str] = []
             for item in self._pass(llm, prompt, request, grammar, stop):
                 if not item.startswith("\x00"):
                     pieces.append(item)
                 yield item
-            if stop.is_set() or attempt == 2:
+            if again or stop.is_set():
                 break
             text = "".join(pieces)
             raw, answer = text, _answer_of(text)
             if protocol == "native":
                 call = parse_native_call(text)
                 raw, answer = (json.dumps(call), None) if call is not None else ("", text)
-            if attempt == 0 and repeats_last_call(raw, request.messages):
+            if repeats_last_call(raw, request.messages):
                 grammar = _second_grammar(raw, request, protocol)
             elif request.tools and answer is not None and echoes_hint(answer):
                 grammar = _grammar(request.tools, protocol, answer=False)
