@@ -9,6 +9,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tether import AgentConfig
 from tether.agent.events import AgentEvent, DiscardEvent, DoneEvent, RetryEvent, TextDeltaEvent
 from tether.agent.loop import Agent
@@ -202,3 +204,41 @@ def test_a_max_tokens_cut_still_invalidates_the_last_call() -> None:
     a.feed(StreamDone(stop_reason="max_tokens"))
     (c1,) = a.turn().tool_calls
     assert c1.invalid == TRUNCATED
+
+
+async def test_a_first_attempt_runs_outside_the_retry_machinery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply that succeeds at once builds no tenacity loop (~5 % of a turn); a failed first
+    attempt enters it as attempt 1 without calling the provider again, so the retry is
+    numbered, announced and counted exactly as before."""
+    from tether.agent import attempts
+
+    built: list[int] = []
+    real = attempts.retrying
+
+    def counting(*a: Any, **kw: Any) -> Any:
+        built.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(attempts, "retrying", counting)
+
+    async def no_sleep(_s: float) -> None:
+        return None
+
+    ok = ScriptedProvider(["fine"])
+    assert (await make_agent(ok, tmp_path).run("hi")).text == "fine"
+    assert built == []
+    events: list[AgentEvent] = []
+    flaky = ScriptedProvider([[StreamError(kind="overloaded", message="busy")], "the answer"])
+    agent = make_agent(
+        flaky,
+        tmp_path,
+        on_event=events.append,
+        config=AgentConfig(retry={"max_attempts": 3}),
+        runtime=Runtime(sleep=no_sleep),
+    )
+    assert (await agent.run("hi")).text == "the answer"
+    retries = [e for e in events if isinstance(e, RetryEvent)]
+    assert built == [1] and len(flaky.requests) == 2
+    assert [(r.attempt, r.kind) for r in retries] == [(1, "overloaded")]

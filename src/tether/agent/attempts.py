@@ -175,10 +175,20 @@ class Attempts:
                 )
             )
 
+        # The first attempt runs outside tenacity: its machinery (a retrying object, callbacks,
+        # statistics) cost ~5 % of a turn (bench/turn_overhead.py) and a first attempt almost
+        # always succeeds. A failure enters the loop as its attempt 1, re-raised there without
+        # calling the provider again, so waits, stops and `retry` events are the loop's own.
+        try:
+            return await self._attempt(provider, request, turn_id, deltas)
+        except AttemptFailed as failed:
+            first = [failed]
         async for attempt in retrying(
             self.policy, sleep=self.sleep, rng=self.rng, on_retry=on_retry
         ):
             with attempt:
+                if first:
+                    raise first.pop()
                 return await self._attempt(provider, request, turn_id, deltas)
         raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
 

@@ -104,7 +104,9 @@ class RunResult:
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
         turns: requests made in this run.
         tracing: where the run's parts open spans (compaction; off by default).
-        new_turns: every turn appended during this run, in order.
+        new_turns: every turn appended during this run, in order. Left out of `repr`:
+            `asyncio.run` reprs its main task's result twice while restoring the SIGINT
+            handler, which took 0.5 s after a 10,000-turn run.
         answer: the final answer's text, continuation pieces concatenated (None: the last
             turn's text).
         children_usage: the part of `usage` spent by subagents (`task` calls) during this
@@ -115,7 +117,7 @@ class RunResult:
     usage: Usage
     stop_reason: RunStopReason
     turns: int
-    new_turns: tuple[Turn, ...]
+    new_turns: tuple[Turn, ...] = field(repr=False)
     answer: str | None = None
     children_usage: Usage | None = None
 

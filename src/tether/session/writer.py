@@ -258,7 +258,7 @@ class SessionWriter:
 
     def _sync_outputs(self) -> None:
         """fsync each finished file of `tool-results/` not synced by this writer yet, then the
-        folder (temp files, named `.<name>.<random>.tmp`, are skipped)."""
+        folder (temp files, named `.<name>.<pid>-<n>.tmp`, are skipped)."""
         folder = self.artifact_dir / _TOOL_RESULTS
         try:
             entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
