@@ -289,3 +289,61 @@ def test_settings_model_without_key_is_an_auth_error(tmp_path: Path) -> None:
     proc = tether(["run", "--no-session", "hi"], tmp_path)
     assert proc.returncode == 2
     assert "ANTHROPIC_API_KEY" in proc.stderr and "tether login anthropic" in proc.stderr
+
+
+@pytest.mark.parametrize("key", [b"\x04", b"\x03"], ids=["ctrl-d", "ctrl-c"])
+def test_ctrl_d_or_ctrl_c_at_the_key_prompt_cancels_with_130_and_no_traceback(
+    tmp_path: Path, key: bytes
+) -> None:
+    """The key prompt on a real terminal (a pty): typer's prompt raises its own `Abort` on
+    Ctrl-D / Ctrl-C (typer >= 0.26 vendors click, so `click.exceptions.Abort` does not match
+    it); the CLI says `cancelled`, exits 130, prints no traceback and stores nothing."""
+    import pty
+    import select
+    import signal
+    import time
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_AUTH_TOKEN")) and not k.startswith("TETHER_")
+    }
+    env |= {
+        "PYTHONPATH": SRC,
+        "TETHER_CONFIG_DIR": str(tmp_path / "cfg"),
+        "TETHER_HOME": str(tmp_path / "home"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+    }
+    pid, fd = pty.fork()  # the child's controlling terminal is the pty: the prompt shows
+    if pid == 0:  # pragma: no cover - the child
+        os.execve(sys.executable, [sys.executable, "-m", "tether.cli", "login", "x"], env)
+    out = b""
+    deadline = time.monotonic() + 60
+    sent = 0.0  # when the key was last sent: getpass flushes input typed before it turns the
+    # echo off (TCSAFLUSH), so a key sent in that instant is lost and is sent again
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        if b"API key" in out and time.monotonic() - sent > 1.0:
+            os.write(fd, key)
+            sent = time.monotonic()
+    done, status = os.waitpid(pid, os.WNOHANG)
+    grace = time.monotonic() + 10
+    while not done and time.monotonic() < grace:  # the terminal closes just before the exit
+        time.sleep(0.05)
+        done, status = os.waitpid(pid, os.WNOHANG)
+    if not done:  # still running: fail, never hang
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert sent, out
+    assert os.waitstatus_to_exitcode(status) == 130, out
+    assert b"cancelled" in out and b"Traceback" not in out, out
+    assert not (tmp_path / "cfg" / "credentials.json").exists()

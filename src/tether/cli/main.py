@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 
 from tether.cli.jobs_cmds import jobs_app
@@ -434,7 +433,9 @@ def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
         code = app(standalone_mode=False)
-    except (click.exceptions.Abort, KeyboardInterrupt):  # before a run's own handlers
+    except (typer.Abort, KeyboardInterrupt):  # before a run's own handlers; typer's Abort
+        # is what its prompts raise on Ctrl-C / Ctrl-D (typer >= 0.26 vendors its own click,
+        # whose Abort is not `click.exceptions.Abort`)
         err("cancelled")
         sys.exit(EXIT_CANCELLED)
     except Exception as exc:
