@@ -36,6 +36,23 @@ def make_agent(provider: ScriptedProvider, root: Path, **kw: Any) -> Agent:
     return Agent(provider, root=root, **kw)
 
 
+async def _no_sleep(_s: float) -> None:
+    return None
+
+
+def retrying_agent(
+    provider: ScriptedProvider, root: Path, events: list[AgentEvent], attempts: int
+) -> Agent:
+    """An agent whose retries wait no time, its events collected in `events`."""
+    return make_agent(
+        provider,
+        root,
+        on_event=events.append,
+        config=AgentConfig(retry={"max_attempts": attempts}),
+        runtime=Runtime(sleep=_no_sleep),
+    )
+
+
 def _user_texts(turns: tuple[Turn, ...]) -> list[str]:
     return [
         b.text for t in turns if t.role == "user" for b in t.content if isinstance(b, TextBlock)
@@ -83,17 +100,7 @@ async def test_a_failed_attempts_deltas_are_followed_by_a_discard(tmp_path: Path
             "the answer",
         ]
     )
-
-    async def no_sleep(_s: float) -> None:
-        return None
-
-    agent = make_agent(
-        provider,
-        tmp_path,
-        on_event=events.append,
-        config=AgentConfig(retry={"max_attempts": 2}),
-        runtime=Runtime(sleep=no_sleep),
-    )
+    agent = retrying_agent(provider, tmp_path, events, 2)
     await agent.run("hi")
     kinds = [e.type for e in events]
     first_delta = kinds.index("text_delta")
@@ -222,22 +229,12 @@ async def test_a_first_attempt_runs_outside_the_retry_machinery(
         return real(*a, **kw)
 
     monkeypatch.setattr(attempts, "retrying", counting)
-
-    async def no_sleep(_s: float) -> None:
-        return None
-
     ok = ScriptedProvider(["fine"])
     assert (await make_agent(ok, tmp_path).run("hi")).text == "fine"
     assert built == []
     events: list[AgentEvent] = []
     flaky = ScriptedProvider([[StreamError(kind="overloaded", message="busy")], "the answer"])
-    agent = make_agent(
-        flaky,
-        tmp_path,
-        on_event=events.append,
-        config=AgentConfig(retry={"max_attempts": 3}),
-        runtime=Runtime(sleep=no_sleep),
-    )
+    agent = retrying_agent(flaky, tmp_path, events, 3)
     assert (await agent.run("hi")).text == "the answer"
     retries = [e for e in events if isinstance(e, RetryEvent)]
     assert built == [1] and len(flaky.requests) == 2
