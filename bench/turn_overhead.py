@@ -3,6 +3,10 @@
 The scripted provider answers turns 1..N-1 with one `echo(text="turn k")` call and turn N with
 "done"; `echo` returns 2,048 bytes; the session is persisted to a temporary JSONL file. Prints the
 protocol's `RESULT {json}` line (so it runs beside the peers in run_all.py) and a readable summary.
+Each turn's 2,048-character line is over the gate's 2,000-character line cap, so the gate cuts it
+and saves the raw output to a new file (case T26); the last line prints what that file save costs
+on this disk (median of 1,000 saves after the run), a part of every turn's figure that depends on
+the file system under `TMPDIR` (tmpfs vs ext4).
 
 `--tracing memory` runs the loop with OpenTelemetry spans into the SDK's in-memory exporter
 (the `tracing` extra), after a tracing-off baseline run in the same process, and prints the CPU
@@ -202,6 +206,30 @@ def main() -> None:
             + ", ".join(f"{b:.3f}" for b in blocks)
             + f"; last block / turns 1-100: {blocks[-1] / statistics.fmean(cms[:100]):.2f}x"
         )
+        saves = _saved_output_cost(tmp)
+        print(
+            f"the disk's share: each turn saves its cut 2 KB echo output (case T26); "
+            f"atomic_write_file of 2 KB into a new file under {tempfile.gettempdir()}: median {saves[0]:.3f} ms wall, "
+            f"{saves[1]:.3f} ms CPU (1,000 files, measured after the run)"
+        )
+
+
+def _saved_output_cost(tmp: str, n: int = 1000) -> tuple[float, float]:
+    """Median wall and mean CPU ms of the gate's file save (`atomic_write_file`, no fsync) of a
+    2 KB output into a fresh folder beside the session: on some disks creating a file costs
+    more than the rest of a turn, which the per-turn figures include."""
+    from tether.tools.persist import atomic_write_file
+
+    folder = Path(tmp) / "save-cost"
+    data = b"x" * 2048
+    walls: list[float] = []
+    c0 = time.thread_time()
+    for k in range(n):
+        t0 = time.perf_counter()
+        atomic_write_file(folder / f"call_{k}.txt", data, durable=False)
+        walls.append(time.perf_counter() - t0)
+    cpu = (time.thread_time() - c0) / n
+    return statistics.median(walls) * 1e3, cpu * 1e3
 
 
 if __name__ == "__main__":
