@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -114,6 +116,34 @@ def test_recent_read_paths_newest_first_dedup_skipping_errors_and_the_kept_tail(
     kept = tuple(turns[-2:])
     assert recent_read_paths(turns, kept) == ("a.py", "b.py")
     assert recent_read_paths(turns, (), max_files=1) == ("c.py",)
+
+
+def test_recent_read_paths_reads_only_back_to_the_last_paths_found() -> None:
+    """A compaction runs it every time: it must not walk the whole history (issue 12)."""
+
+    class Counted(Sequence[Turn]):
+        def __init__(self, turns: list[Turn]) -> None:
+            self.turns, self.reads = turns, 0
+
+        def __len__(self) -> int:
+            return len(self.turns)
+
+        def __getitem__(self, i: Any) -> Any:
+            self.reads += 1
+            return self.turns[i]
+
+    def read(k: int, path: str) -> list[Turn]:
+        c = ToolCallBlock(id=f"c{k}", name="read", arguments={"path": path})
+        return [
+            Turn(id=f"a{k}", role="assistant", content=(c,)),
+            Turn(id=f"u{k}", role="user", content=(tool_result(c.id, "body"),)),
+        ]
+
+    old = [text_turn(f"t{k}", "user", "x") for k in range(20_000)]
+    newest = [t for k in range(5) for t in read(k, f"f{k}.py")]
+    turns = Counted(old + newest)
+    assert recent_read_paths(turns, (), max_files=5) == ("f4.py", "f3.py", "f2.py", "f1.py", "f0.py")
+    assert turns.reads <= len(newest)
 
 
 def test_restore_pair_is_both_or_neither() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tether.compaction.rounds import next_generation
 from tether.messages import CompactSummaryBlock, TextBlock, Turn
 from tether.wire.markers import LiveTurns, elide_markers, live_sequence
 from tether.wire.view import ViewBuilder, build_view
@@ -23,8 +24,10 @@ from .strategies import targets, transcripts
 SETTINGS = settings(max_examples=150, deadline=None)
 
 
-def _marker(tid: str, replaced: list[str]) -> Turn:
-    block = CompactSummaryBlock(summary=f"sum {tid}", replaces_turn_ids=tuple(replaced))
+def _marker(tid: str, replaced: list[str], generation: int = 1) -> Turn:
+    block = CompactSummaryBlock(
+        summary=f"sum {tid}", replaces_turn_ids=tuple(replaced), generation=generation
+    )
     return Turn(id=tid, role="user", content=(block,))
 
 
@@ -42,7 +45,7 @@ def compacted(draw: st.DrawFn, max_turns: int = 40, wild: bool = False) -> tuple
             if wild and draw(st.booleans()):
                 pool = [t.id for t in turns] + [f"t{k + 1}", f"t{k + 3}", tid]
                 replaced += draw(st.lists(st.sampled_from(pool), max_size=3))
-            turns.append(_marker(tid, replaced))
+            turns.append(_marker(tid, replaced, draw(st.integers(1, 6))))
         else:
             role = draw(st.sampled_from(["user", "assistant"]))
             turns.append(Turn(id=tid, role=role, content=(TextBlock(text=tid),)))
@@ -81,6 +84,7 @@ def test_incremental_update_equals_the_whole_pass(
             del history[data.draw(st.integers(0, len(history) - 1)) :]
             n = len(history)
         assert live.update(history) == live_sequence(tuple(history))
+        assert live.next_generation == next_generation(tuple(history))  # elided ones too
     assert live.update(history) == live_sequence(tuple(history))
 
 

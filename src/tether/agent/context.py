@@ -167,9 +167,10 @@ class AutoCompaction:
         live: tuple[Turn, ...] | None = self._live.update(history)
         if not self._live.regular:  # a hand-made history: the passes read all of it
             live = None
+        gen = self._live.next_generation  # exact for any history: kept in O(new turns)
         before = estimate_tokens(self.shape(state.view()))
         state.emit(CompactionStartEvent(reason=reason, tokens_before=before))
-        scope = self._scope(history, live)
+        scope = self._scope(history, live, gen)
         if scope is None:
             state.emit(
                 CompactionEndEvent(
@@ -183,18 +184,18 @@ class AutoCompaction:
             return None
         marker_id = state.new_id()
         try:
-            result = await self._summarize(state, history, live, scope, focus, marker_id)
+            result = await self._summarize(state, history, live, gen, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
                 result = truncation_marker(
-                    history, scope, str(exc), marker_id=marker_id, live=live
+                    history, scope, str(exc), marker_id=marker_id, live=live, generation=gen
                 )
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         state.append(result.marker_turn)
         state.add_usage(result.usage)
         self._ensure_recall(state)
-        restored = await self._restore(state, history, live, scope)
+        restored = await self._restore(state, history, live, gen, scope)
         after_view = self.shape(state.view())
         self.monitor.compacted(after_view)
         self.compactions += 1
@@ -223,7 +224,9 @@ class AutoCompaction:
         if any(is_marker(t) for t in history[seen:]):
             state.registry.add(recall_tool(lambda: history))
 
-    def _scope(self, history: tuple[Turn, ...], live: tuple[Turn, ...] | None) -> Scope | None:
+    def _scope(
+        self, history: tuple[Turn, ...], live: tuple[Turn, ...] | None, gen: int
+    ) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
         keeps: list[int] = []
@@ -233,7 +236,7 @@ class AutoCompaction:
             k //= 2
         for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                selection = select(history, scope, live=live)
+                selection = select(history, scope, live=live, generation=gen)
             except CompactInvalidInputError:
                 continue
             if any(not is_marker(t) for t in selection.turns):
@@ -245,13 +248,20 @@ class AutoCompaction:
         state: RunState,
         history: tuple[Turn, ...],
         live: tuple[Turn, ...] | None,
+        gen: int,
         scope: Scope,
         focus: str | None,
         marker_id: str,
     ) -> CompactionResult:
         if self.compactor is not None:
             return await compact_with(
-                self.compactor, history, scope, focus, marker_id=marker_id, live=live
+                self.compactor,
+                history,
+                scope,
+                focus,
+                marker_id=marker_id,
+                live=live,
+                generation=gen,
             )
         limits = self.monitor.limits
         cap = self.summary_max_tokens or max(
@@ -268,17 +278,23 @@ class AutoCompaction:
             summary_max_tokens=cap,
             marker_id=marker_id,
             live=live,
+            generation=gen,
         )
 
     async def _restore(
-        self, state: RunState, history: tuple[Turn, ...], live: tuple[Turn, ...] | None, scope: Scope
+        self,
+        state: RunState,
+        history: tuple[Turn, ...],
+        live: tuple[Turn, ...] | None,
+        gen: int,
+        scope: Scope,
     ) -> tuple[str, ...]:
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
         if budget <= 0 or READ_TOOL not in state.registry.names():
             return ()
-        kept = select(history, scope, live=live).kept
+        kept = select(history, scope, live=live, generation=gen).kept
         paths = recent_read_paths(history, kept, max_files=self.max_restore_files)
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []

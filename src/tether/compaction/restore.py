@@ -20,13 +20,19 @@ READ_TOOL = "read"
 def recent_read_paths(
     history: Sequence[Turn], kept: Sequence[Turn], *, max_files: int = 5
 ) -> tuple[str, ...]:
-    """Paths of successful `read` calls, newest first, deduplicated, not read in `kept`."""
-    failed = {r.tool_call_id for t in history for r in t.tool_results if r.is_error}
+    """Paths of successful `read` calls, newest first, deduplicated, not read in `kept`.
+
+    A call failed when an error result for it comes later in `history` (results follow their
+    calls). The walk goes from the newest turn back and stops once it has `max_files` paths,
+    so a compaction, which runs it every time, reads the last rounds, not the whole history
+    (issue 12)."""
+    failed: set[str] = set()
     in_tail = {
         str(c.arguments.get("path")) for t in kept for c in t.tool_calls if c.name == READ_TOOL
     }
     out: list[str] = []
     for t in reversed(history):
+        failed.update(r.tool_call_id for r in t.tool_results if r.is_error)
         for c in reversed(t.tool_calls):
             path = c.arguments.get("path")
             if (

@@ -220,12 +220,15 @@ def select(
     *,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
     live: Sequence[Turn] | None = None,
+    generation: int | None = None,
 ) -> Selection:
     """Slice `turns` (the stored history) by `scope` at whole rounds; the user messages inside
     the slice are kept verbatim within `keep_user_tokens` (see the module docstring).
 
-    `live`, when given, must be `live_turns(turns)` (a caller keeping it incrementally, e.g.
-    `tether.wire.markers.LiveTurns`, saves the pass over the whole history).
+    `live`, when given, must be `live_turns(turns)`, and `generation`, when given, must be
+    `next_generation(turns)`: a caller keeping them incrementally (`tether.wire.markers.
+    LiveTurns`) saves two passes over the whole history, which made each compaction cost
+    O(history) (21 ms at 35,000 turns, half of it; bench/turn_overhead.py).
 
     Raises:
         CompactInvalidInputError: empty input, nothing to summarize, an unknown anchor id, or a
@@ -273,7 +276,7 @@ def select(
         rounds=chosen,
         kept=tuple(t for r in rounds[hi:] for t in r),
         previous_summary=previous,
-        generation=next_generation(turns),
+        generation=next_generation(turns) if generation is None else generation,
         kept_user=tuple(t for t in users if t.id in keep_ids),
         folded_user=len(users) - len(keep_ids),
     )

@@ -240,6 +240,7 @@ def truncation_marker(
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
     live: Sequence[Turn] | None = None,
+    generation: int | None = None,
 ) -> CompactionResult:
     """A marker that removes the scope's turns WITHOUT a summary (the ladder's second rung): the
     model is told how many turns were removed and that `recall` can read them.
@@ -248,7 +249,9 @@ def truncation_marker(
         CompactInvalidInputError: as `compact_conversation`.
     """
     history, alive = _live(turns, live)
-    sel = select(history, scope, keep_user_tokens=keep_user_tokens, live=alive)
+    sel = select(
+        history, scope, keep_user_tokens=keep_user_tokens, live=alive, generation=generation
+    )
     n = sum(1 for t in sel.turns if not is_marker(t))
     return _finish(
         history,
@@ -277,6 +280,7 @@ async def compact_conversation(
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
     live: Sequence[Turn] | None = None,
+    generation: int | None = None,
 ) -> CompactionResult:
     """Summarize part of a history into one marker turn.
 
@@ -298,6 +302,8 @@ async def compact_conversation(
         marker_id: the marker turn's id (default `compact-<8 hex>`).
         keep_user_tokens: the user's later messages kept verbatim, newest first, within this
             many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
+        live, generation: `live_turns(turns)` and `next_generation(turns)` when the caller
+            keeps them incrementally (`tether.wire.markers.LiveTurns`); computed when None.
 
     Returns:
         The `CompactionResult`; the caller appends `marker_turn` to the history.
@@ -310,7 +316,11 @@ async def compact_conversation(
     """
     history, alive = _live(turns, live)
     sel: Selection = select(
-        history, scope or Scope.full(), keep_user_tokens=keep_user_tokens, live=alive
+        history,
+        scope or Scope.full(),
+        keep_user_tokens=keep_user_tokens,
+        live=alive,
+        generation=generation,
     )
     prev = previous_summary if previous_summary is not None else sel.previous_summary
     task_text = sel.task.text if sel.task is not None else None
@@ -391,6 +401,7 @@ async def compact_with(
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
     live: Sequence[Turn] | None = None,
+    generation: int | None = None,
 ) -> CompactionResult:
     """Like `compact_conversation`, but a user-supplied `Compactor` writes the summary.
 
@@ -399,7 +410,13 @@ async def compact_with(
         CompactionFailedError: the compactor raised or returned no text.
     """
     history, alive = _live(turns, live)
-    sel = select(history, scope or Scope.full(), keep_user_tokens=keep_user_tokens, live=alive)
+    sel = select(
+        history,
+        scope or Scope.full(),
+        keep_user_tokens=keep_user_tokens,
+        live=alive,
+        generation=generation,
+    )
     try:
         out = compactor(sel.turns, sel.previous_summary, instructions)
         text = await out if inspect.isawaitable(out) else out

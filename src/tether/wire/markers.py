@@ -177,6 +177,7 @@ class LiveTurns:
         self._seen = 0
         self._last: Turn | None = None
         self._out: tuple[Turn, ...] | None = ()
+        self._top = 0  # the highest marker generation in every turn seen, elided ones included
         self.full_builds = 0
 
     @property
@@ -188,6 +189,13 @@ class LiveTurns:
     def regular(self) -> bool:
         """See the class docstring."""
         return self._regular
+
+    @property
+    def next_generation(self) -> int:
+        """1 + the highest generation among the markers of the history last given to `update`
+        (elided markers included; 1 when there is none): `tether.compaction.rounds.
+        next_generation` of it, kept in O(new turns)."""
+        return self._top + 1
 
     def update(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
         """`live_sequence(turns)`; `turns` (a tuple or the caller's growing list) is not
@@ -205,6 +213,7 @@ class LiveTurns:
                 listed = {x for b in marker_blocks(t) for x in b.replaces_turn_ids}
                 if not listed.isdisjoint(elided):
                     return self._full(turns)
+                self._top = max(self._top, *(b.generation for b in marker_blocks(t)))
                 elided |= listed
                 slot = min((key[2] for key, x in items if x.id in listed), default=i)
                 items[:] = [(key, x) for key, x in items if x.id not in listed]
@@ -229,6 +238,15 @@ class LiveTurns:
         self._seen = len(seq)
         self._last = seq[-1] if seq else None
         self._elided = elided = set(elided_ids(seq))
+        self._top = max(
+            (
+                b.generation
+                for t in seq
+                if CompactSummaryBlock in map(type, t.content)
+                for b in marker_blocks(t)
+            ),
+            default=0,
+        )
         live = live_sequence(seq)
         self._ids = {t.id for t in live}
         self._regular = len(self._ids) == len(live) and self._ids.isdisjoint(elided)
