@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar, cast
 
 import pytest
 from hypothesis import given
@@ -25,6 +29,8 @@ from tether.providers.local_prompt import (
     RETRY_OR_ANSWER,
     echoes_hint,
     error_rounds,
+    gave_up_answer,
+    may_echo_hint,
     must_call,
     result_hint,
 )
@@ -175,8 +181,126 @@ def test_an_answer_quoting_a_hint_is_recognised_and_ordinary_answers_are_not() -
     """The 0.5B model once answered with the retry hint itself; such an answer is generated
     again as a call (`LocalProvider._generate`)."""
     for hint in (RETRY, RETRY_OR_ANSWER, NEXT_STEP):
-        assert echoes_hint(hint) and echoes_hint(f"Sure. {hint.upper()}")
+        assert echoes_hint(hint) and echoes_hint(f"  {hint.upper()}")
+        assert not echoes_hint(f"I read it. {hint}")  # an opening only: see may_echo_hint
     for answer in ("The code word is PELICAN.", "I wrote b.txt.", "The call to ls failed: no dir"):
         assert not echoes_hint(answer)
     assert _answer_of('{"answer": "x"}') == "x"
     assert _answer_of('{"tool": "ls", "arguments": {}}') is None and _answer_of("{") is None
+
+
+def _failed_twice(error: str) -> tuple[Turn, ...]:
+    """A task, then two rounds whose `ls` call failed with `error`."""
+    view: list[Turn] = [text_turn("u", "user", "List the folder src")]
+    for k in range(2):
+        call = ToolCallBlock(id=f"c{k}", name="ls", arguments={"path": "scr"})
+        view.append(Turn(id=f"a{k}", role="assistant", content=(call,)))
+        view.append(Turn(id=f"r{k}", role="user", content=(tool_result(call.id, error, is_error=True),)))
+    return tuple(view)
+
+
+def test_a_give_up_answer_says_what_failed_never_a_hint() -> None:
+    said = gave_up_answer(_failed_twice("\nls: scr: no such file or directory\nsee --help"))
+    assert said == "I could not finish the task: the ls call failed: ls: scr: no such file or directory"
+    assert not echoes_hint(said)
+    assert len(gave_up_answer(_failed_twice("x" * 5000))) < 400
+    assert gave_up_answer(_failed_twice("   ")) == "I could not finish the task: the ls call failed"
+    ok = (*_failed_twice("e")[:-1], Turn(id="r", role="user", content=(tool_result("c1", "fine"),)))
+    assert gave_up_answer(ok) == "I could not finish the task."
+    assert gave_up_answer(()) == "I could not finish the task."
+
+
+def _fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, passes: list[list[str]]) -> object:
+    """A `LocalProvider` whose llama.cpp model replies with `passes` (the pieces of each
+    generation, in order)."""
+    from tether.providers import local
+
+    replies = iter(passes)
+
+    class FakeLlama:
+        metadata: ClassVar[dict[str, str]] = {}
+        n_tokens = 42
+
+        def create_chat_completion(self, **_options: object) -> Iterator[dict[str, object]]:
+            for piece in next(replies):
+                yield {"choices": [{"delta": {"content": piece}, "finish_reason": None}]}
+            yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
+
+    monkeypatch.setattr(local, "load_model", lambda *_a, **_k: FakeLlama())
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"GGUF")
+    return local.LocalProvider(gguf)
+
+
+LS = ToolSpec(name="ls", description="List.", parameters={"type": "object", "properties": {"path": {"type": "string"}}})
+
+
+def _events(provider: object, view: tuple[Turn, ...]) -> list[object]:
+    from tether.providers.local import LocalProvider
+
+    assert isinstance(provider, LocalProvider)
+    request = ModelRequest(model="m", messages=view, tools=(LS, READ))
+
+    async def reply() -> list[object]:
+        return [e async for e in provider.stream(request)]
+
+    return asyncio.run(reply())
+
+
+def _deltas(events: list[object]) -> list[str]:
+    return [cast(Any, e).text for e in events if type(e).__name__ == "TextDelta"]
+
+
+def test_a_final_reply_quoting_the_hint_is_replaced_by_what_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The give-up path the 0.5B model took in 3 of 24 tasks: after two failed rounds it
+    repeats the failing call, the repeat is generated again as an answer, and that answer
+    quotes `RETRY_OR_ANSWER`. The user gets what failed, and never sees the hint."""
+    echo = json.dumps({"answer": RETRY_OR_ANSWER})
+    provider = _fake_model(
+        monkeypatch,
+        tmp_path,
+        [['{"tool": "ls", "arguments": {"path": "scr"}}'], [echo[:20], echo[20:50], echo[50:]]],
+    )
+    events = _events(provider, _failed_twice("ls: scr: no such file"))
+    assert "".join(_deltas(events)) == "I could not finish the task: the ls call failed: ls: scr: no such file"
+    assert not any(type(e).__name__ == "ToolCallStart" for e in events)
+
+
+def test_a_first_reply_quoting_the_hint_is_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first reply echoing the retry hint is generated again as a call: none of its text
+    reaches the host (it would have stayed in the assistant turn beside the call)."""
+    echo = json.dumps({"answer": RETRY})
+    call = '{"tool": "read", "arguments": {"path": "src/a.py"}}'
+    provider = _fake_model(monkeypatch, tmp_path, [[echo[:18], echo[18:]], [call]])
+    events = _events(provider, _failed_twice("ls: scr: no such file")[:3])
+    assert _deltas(events) == []
+    assert [type(e).__name__ for e in events].count("ToolCallStart") == 1
+
+
+def test_an_answer_streams_as_soon_as_it_cannot_be_a_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pieces = ['{"answer": "The ', "code ", "word ", "is ", 'PELICAN."}']
+    provider = _fake_model(monkeypatch, tmp_path, [pieces])
+    done = (*_failed_twice("e")[:2], Turn(id="r", role="user", content=(tool_result("c0", "PELICAN"),)))
+    deltas = _deltas(_events(provider, done))
+    assert "".join(deltas) == "The code word is PELICAN."
+    assert deltas[0] == "The code " and len(deltas) == 4  # "The " held: a hint may open so
+
+
+@given(st.sampled_from([RETRY, RETRY_OR_ANSWER, NEXT_STEP]), st.text(max_size=40), st.data())
+def test_hint_hold_back_never_shows_an_echo_and_holds_only_while_one_is_possible(
+    hint: str, text: str, data: st.DataObject
+) -> None:
+    """Every prefix of an echo is held (`may_echo_hint`), so nothing of it is shown; a text no
+    longer held can never become an echo, whatever follows."""
+    echo = data.draw(st.sampled_from([hint, hint.upper(), "  " + hint, hint + " " + text]))
+    assert echoes_hint(echo)
+    assert all(may_echo_hint(echo[:k]) for k in range(len(echo) + 1))
+    if not may_echo_hint(text):
+        assert not echoes_hint(text + data.draw(st.text(max_size=40)))
+        assert not echoes_hint(text + hint)

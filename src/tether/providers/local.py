@@ -61,6 +61,8 @@ from tether.providers.local_native import (
 )
 from tether.providers.local_prompt import (
     echoes_hint,
+    gave_up_answer,
+    may_echo_hint,
     must_call,
     render_messages,
     repeats_last_call,
@@ -363,7 +365,9 @@ class LocalProvider:
         otherwise re-read the same file until the context window is full. An answer quoting
         one of tether's own hints (`local_prompt.echoes_hint`) is generated again as a call.
         At most two generations per reply: a second one is final (forcing a call after the
-        model gave up made the 0.5B model loop over the same failing calls to `max_turns`).
+        model gave up made the 0.5B model loop over the same failing calls to `max_turns`);
+        when the final one is an answer quoting a hint, the answer says what failed instead
+        (`local_prompt.gave_up_answer`).
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -380,16 +384,23 @@ class LocalProvider:
                 if not item.startswith("\x00"):
                     pieces.append(item)
                 yield item
-            if again or stop.is_set():
+            if stop.is_set():
                 break
             text = "".join(pieces)
             raw, answer = text, _answer_of(text)
             if protocol == "native":
                 call = parse_native_call(text)
                 raw, answer = (json.dumps(call), None) if call is not None else ("", text)
+            echo = bool(request.tools) and answer is not None and echoes_hint(answer)
+            if again:
+                if echo:  # the final reply: say what failed instead of tether's hint
+                    yield "\x00reset"
+                    said = gave_up_answer(request.messages)
+                    yield json.dumps({"answer": said}) if protocol == "json" else said
+                break
             if repeats_last_call(raw, request.messages):
                 grammar = _second_grammar(raw, request, protocol)
-            elif request.tools and answer is not None and echoes_hint(answer):
+            elif echo:
                 grammar = _grammar(request.tools, protocol, answer=False)
             else:
                 break
@@ -431,7 +442,10 @@ class LocalProvider:
         """Generate one reply; yields the normalized events (see `tether.providers.base`).
 
         While a reply takes longer than `PROGRESS_EVERY_S`, a progress line (tokens so far and
-        tokens/s) goes to stderr every `PROGRESS_EVERY_S` seconds.
+        tokens/s) goes to stderr every `PROGRESS_EVERY_S` seconds. Answer text streams as it is
+        generated, except while it may still be one of tether's hints echoed (the first words
+        of an answer, `local_prompt.may_echo_hint`): such a reply is generated again or
+        replaced (`_generate`), and text shown is never taken back.
         """
         progress = _Progress(time.monotonic())
         loop = asyncio.get_running_loop()
@@ -457,6 +471,7 @@ class LocalProvider:
         streamer: _AnswerStreamer | _NativeStreamer = _AnswerStreamer()
         protocol: Protocol = "json"
         text_open = False
+        held = ""  # answer text not shown yet: it may still echo a hint (`may_echo_hint`)
         finish: str | None = None
         total_tokens = 0
         completion_tokens = 0  # every generated token, both passes
@@ -487,20 +502,27 @@ class LocalProvider:
                     buffer.clear()
                     streamer = _NativeStreamer() if protocol == "native" else _AnswerStreamer()
                     pass_tokens = 0
+                    held = ""  # never shown: a text shown is never taken back
                     continue
                 completion_tokens += 1
                 pass_tokens += 1
                 progress.token(time.monotonic())
                 buffer.append(item)
-                new = streamer.new_text("".join(buffer))
-                if new:
+                held += streamer.new_text("".join(buffer))
+                if held and (text_open or not may_echo_hint(held)):
                     if not text_open:
                         yield TextStart(index=0)
                         text_open = True
-                    yield TextDelta(index=0, text=new)
+                    yield TextDelta(index=0, text=held)
+                    held = ""
         finally:
             stop.set()
         progress.finish(time.monotonic())
+        if held:  # the final answer merely began like a hint: it is the answer
+            if not text_open:
+                yield TextStart(index=0)
+                text_open = True
+            yield TextDelta(index=0, text=held)
         called = False
         for event in self._finish("".join(buffer), finish, text_open, protocol):
             called = called or isinstance(event, ToolCallStart)

@@ -167,11 +167,39 @@ _HINT_OPENINGS = tuple(h.split(".")[0].lower() for h in (RETRY, RETRY_OR_ANSWER,
 
 
 def echoes_hint(answer: str) -> bool:
-    """True when an answer quotes the first sentence of one of tether's own hints (`RETRY`,
-    `RETRY_OR_ANSWER`, `NEXT_STEP`): that is not an answer (the 0.5B model answered with the
-    retry hint's wording in 2 of 24 tasks)."""
-    low = answer.lower()
-    return any(opening in low for opening in _HINT_OPENINGS)
+    """True when an answer opens with the first sentence of one of tether's own hints
+    (`RETRY`, `RETRY_OR_ANSWER`, `NEXT_STEP`; case and leading space ignored): that is not an
+    answer (the 0.5B model answered with the retry hint's wording in 2 of 24 tasks, and with
+    `RETRY_OR_ANSWER` after giving up in 3). An opening, not anywhere: a streamed answer is
+    held back only while it may still be one (`may_echo_hint`), so no text the user saw is
+    taken back."""
+    low = answer.lstrip().lower()
+    return any(low.startswith(opening) for opening in _HINT_OPENINGS)
+
+
+def may_echo_hint(partial: str) -> bool:
+    """True while a growing answer may still turn out to echo a hint (`echoes_hint`): it is
+    blank, a prefix of a hint's opening, or opens with one. Its text is held back until then."""
+    low = partial.lstrip().lower()
+    return any(opening.startswith(low) or low.startswith(opening) for opening in _HINT_OPENINGS)
+
+
+def gave_up_answer(view: tuple[Turn, ...]) -> str:
+    """The answer given in place of a final answer that only quoted one of tether's hints
+    (`echoes_hint`): what failed, from the last round of `view` (the failed call's tool and
+    the first line of its error, at most 300 characters). The 0.5B model, giving up after
+    failed calls, answered 3 of 24 tasks with `RETRY_OR_ANSWER`'s own words: the user would
+    read tether's instruction to the model as the answer."""
+    last = view[-1] if view else None
+    calls = {c.id: c for c in view[-2].tool_calls} if len(view) >= 2 else {}
+    for result in last.tool_results if last is not None else ():
+        if result.is_error:
+            call = calls.get(result.tool_call_id)
+            what = f"the {call.name} call" if call is not None else "the last call"
+            line = next((x.strip() for x in result.text.splitlines() if x.strip()), "")
+            reason = f": {line[:300]}" if line else ""
+            return f"I could not finish the task: {what} failed{reason}"
+    return "I could not finish the task."
 
 
 def result_hint(view: tuple[Turn, ...]) -> str | None:
