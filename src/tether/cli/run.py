@@ -127,7 +127,12 @@ def run_command(opts: RunOptions) -> int:
         ran = agent.history[start:]
         err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
         if writer is not None:
-            writer.close()
+            try:
+                writer.sync()  # the run's turns and saved outputs survive an OS crash too
+            except OSError as exc:
+                err(f"could not fsync the session: {exc}")
+            finally:
+                writer.close()
             err(f"session {writer.id} ({writer.path})")
 
 

@@ -130,6 +130,7 @@ def run_task(
             "finished_ms": int(time.time() * 1000),
         }
         writer.append_event(RUN_END_EVENT, outcome)
+        writer.sync()  # on disk before the durable engine records the task as done
         return outcome
     finally:
         writer.close()
