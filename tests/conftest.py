@@ -30,3 +30,19 @@ def _isolated_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     keyring.set_keyring(fail.Keyring())
     yield
     keyring.set_keyring(before)
+
+
+@pytest.fixture
+def fsynced(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Every `os.fsync` from now on, as (the file's path, its size then); the fsync still runs."""
+    import os
+
+    calls: list[tuple[str, int]] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        calls.append((os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_size))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    return calls

@@ -262,13 +262,11 @@ def test_config_is_the_settings_shape_and_with_values_validates() -> None:
 
 
 def test_tether_run_fsyncs_its_session_and_saved_outputs_once_at_the_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsynced: list[tuple[str, int]]
 ) -> None:
     """Session lines and saved outputs are not fsynced per turn (bench/turn_overhead.py); a
     run ends with one `SessionWriter.sync()`: the saved output, its folder, then the session
     file, so what the run printed survives an OS crash too."""
-    import os
-
     from tether.cli.run import run_command
 
     root = tmp_path / "proj"
@@ -277,18 +275,11 @@ def test_tether_run_fsyncs_its_session_and_saved_outputs_once_at_the_end(
     long_line = "x" * 3_000  # over the 2,000-character line cap: cut, so its output is saved
     script = ScriptedProvider([call("bash", command=f"echo {long_line}"), "done"])
     scripted_models(monkeypatch, {"local": script})
-    synced: list[str] = []
-    real = os.fsync
-
-    def recording(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", recording)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     assert run_command(RunOptions(prompt="echo it", cwd=root, network=False)) == 0
     (session,) = (tmp_path / "home" / "sessions").glob("*.jsonl")
     saved = list((tmp_path / "home" / "sessions").glob("*/tool-results/*.txt"))
     assert len(saved) == 1
     want = [str(saved[0]), str(saved[0].parent), str(session), str(session.parent)]
+    synced = [path for path, _size in fsynced]
     assert synced[-4:] == want, synced  # the folder last: a new session's first sync

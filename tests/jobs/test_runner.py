@@ -46,23 +46,13 @@ def test_a_failing_cancel_poll_is_retried_and_the_cancel_still_lands(tmp_path: P
 
 
 def test_a_finished_task_is_on_disk_before_it_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fsynced: list[tuple[str, int]]
 ) -> None:
     """`run_task` fsyncs the session (its `run_end` line last) before it returns the outcome
     that the durable engine then records as done: a power loss cannot leave a task marked
     done whose session lacks its turns."""
-    import os
-
     root = tmp_path / "proj"
     root.mkdir()
-    synced: list[tuple[str, int]] = []  # (file, its size when fsynced)
-    real = os.fsync
-
-    def recording(fd: int) -> None:
-        synced.append((os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_size))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", recording)
     store = SessionStore(tmp_path / "sessions")
     task = {"id": "t", "prompt": "work", "file": "t.md", "digest": "x"}
     outcome = run_task(
@@ -71,4 +61,4 @@ def test_a_finished_task_is_on_disk_before_it_is_reported(
     assert outcome["stop_reason"] == "end_turn"
     session = store.path(str(outcome["session_id"]))
     assert session.read_bytes().rstrip().splitlines()[-1].startswith(b'{"type":"event"')
-    assert (str(session), session.stat().st_size) in synced  # fsynced whole, run_end included
+    assert (str(session), session.stat().st_size) in fsynced  # whole, run_end included

@@ -342,34 +342,26 @@ async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path
 
 
 def test_saved_outputs_are_fsynced_with_the_session_not_per_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fsynced: list[tuple[str, int]]
 ) -> None:
     """The gate writes a saved output completely (renamed into place, no temp file left) but
     does not fsync it per call (1.5 ms CPU per 2 KB file, more than the rest of a turn);
     `SessionWriter.sync()` fsyncs it, its folder and then the session file, once."""
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def recording_fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", recording_fsync)
     store = SessionStore(tmp_path / "sessions")
     writer = store.create(cwd=str(tmp_path))
-    synced.clear()  # creating the session file fsyncs it (atomic create)
+    fsynced.clear()  # creating the session file fsyncs it (atomic create)
     big = "line\n" * (DEFAULT_THRESHOLD_CHARS // 4)
     gated = persist_tool_result(_result(big, call_id="c1"), writer.artifact_dir)
     saved = writer.artifact_dir / TOOL_RESULTS_DIR / "c1.txt"
     assert saved.read_text() == big and PERSISTED_OUTPUT_OPEN in gated.text
     assert [p.name for p in saved.parent.iterdir()] == ["c1.txt"]  # no temp file left
-    assert synced == []
+    assert fsynced == []
     writer.append(text_turn("u1", "user", "x"))
     writer.sync()
-    assert synced[:3] == [str(saved), str(saved.parent), str(writer.path)]
-    synced.clear()
+    assert [p for p, _ in fsynced[:3]] == [str(saved), str(saved.parent), str(writer.path)]
+    fsynced.clear()
     writer.sync()  # nothing new saved: only the session file
-    assert synced == [str(writer.path)]
+    assert [p for p, _ in fsynced] == [str(writer.path)]
     writer.close()
 
 

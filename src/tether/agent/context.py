@@ -14,6 +14,8 @@ Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorEvent
 from tether.agent.state import RunState
 from tether.compaction.monitor import ContextMonitor
@@ -38,6 +40,14 @@ from tether.wire.markers import LiveTurns, is_marker
 MAX_COMPACTIONS_PER_REQUEST = 3
 """Compactions before one request at most (the monitor's no-progress guard normally stops
 earlier); then the request is sent and a context_overflow answer is handled once more."""
+
+
+class _Snapshot(NamedTuple):
+    """The history a compaction works on, with what the agent keeps incrementally about it."""
+
+    history: tuple[Turn, ...]
+    live: tuple[Turn, ...] | None  # `live_turns(history)`; None for a hand-made history
+    generation: int  # `next_generation(history)`
 
 
 class AutoCompaction:
@@ -167,10 +177,11 @@ class AutoCompaction:
         live: tuple[Turn, ...] | None = self._live.update(history)
         if not self._live.regular:  # a hand-made history: the passes read all of it
             live = None
-        gen = self._live.next_generation  # exact for any history: kept in O(new turns)
+        # the new marker's generation, exact for any history: kept in O(new turns)
+        snap = _Snapshot(history, live, self._live.next_generation)
         before = estimate_tokens(self.shape(state.view()))
         state.emit(CompactionStartEvent(reason=reason, tokens_before=before))
-        scope = self._scope(history, live, gen)
+        scope = self._scope(snap)
         if scope is None:
             state.emit(
                 CompactionEndEvent(
@@ -184,18 +195,23 @@ class AutoCompaction:
             return None
         marker_id = state.new_id()
         try:
-            result = await self._summarize(state, history, live, gen, scope, focus, marker_id)
+            result = await self._summarize(state, snap, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
                 result = truncation_marker(
-                    history, scope, str(exc), marker_id=marker_id, live=live, generation=gen
+                    history,
+                    scope,
+                    str(exc),
+                    marker_id=marker_id,
+                    live=live,
+                    generation=snap.generation,
                 )
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         state.append(result.marker_turn)
         state.add_usage(result.usage)
         self._ensure_recall(state)
-        restored = await self._restore(state, history, live, gen, scope)
+        restored = await self._restore(state, snap, scope)
         after_view = self.shape(state.view())
         self.monitor.compacted(after_view)
         self.compactions += 1
@@ -224,9 +240,7 @@ class AutoCompaction:
         if any(is_marker(t) for t in history[seen:]):
             state.registry.add(recall_tool(lambda: history))
 
-    def _scope(
-        self, history: tuple[Turn, ...], live: tuple[Turn, ...] | None, gen: int
-    ) -> Scope | None:
+    def _scope(self, snap: _Snapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
         keeps: list[int] = []
@@ -236,7 +250,9 @@ class AutoCompaction:
             k //= 2
         for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                selection = select(history, scope, live=live, generation=gen)
+                selection = select(
+                    snap.history, scope, live=snap.live, generation=snap.generation
+                )
             except CompactInvalidInputError:
                 continue
             if any(not is_marker(t) for t in selection.turns):
@@ -244,24 +260,17 @@ class AutoCompaction:
         return None
 
     async def _summarize(
-        self,
-        state: RunState,
-        history: tuple[Turn, ...],
-        live: tuple[Turn, ...] | None,
-        gen: int,
-        scope: Scope,
-        focus: str | None,
-        marker_id: str,
+        self, state: RunState, snap: _Snapshot, scope: Scope, focus: str | None, marker_id: str
     ) -> CompactionResult:
         if self.compactor is not None:
             return await compact_with(
                 self.compactor,
-                history,
+                snap.history,
                 scope,
                 focus,
                 marker_id=marker_id,
-                live=live,
-                generation=gen,
+                live=snap.live,
+                generation=snap.generation,
             )
         limits = self.monitor.limits
         cap = self.summary_max_tokens or max(
@@ -269,7 +278,7 @@ class AutoCompaction:
         )
         return await compact_conversation(
             self.summarizer or state.provider,
-            history,
+            snap.history,
             scope,
             focus,
             call=state.summary_call(self.summarizer),
@@ -277,25 +286,18 @@ class AutoCompaction:
             window_tokens=limits.context_window,
             summary_max_tokens=cap,
             marker_id=marker_id,
-            live=live,
-            generation=gen,
+            live=snap.live,
+            generation=snap.generation,
         )
 
-    async def _restore(
-        self,
-        state: RunState,
-        history: tuple[Turn, ...],
-        live: tuple[Turn, ...] | None,
-        gen: int,
-        scope: Scope,
-    ) -> tuple[str, ...]:
+    async def _restore(self, state: RunState, snap: _Snapshot, scope: Scope) -> tuple[str, ...]:
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
         if budget <= 0 or READ_TOOL not in state.registry.names():
             return ()
-        kept = select(history, scope, live=live, generation=gen).kept
-        paths = recent_read_paths(history, kept, max_files=self.max_restore_files)
+        kept = select(snap.history, scope, live=snap.live, generation=snap.generation).kept
+        paths = recent_read_paths(snap.history, kept, max_files=self.max_restore_files)
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []
         spent = 0
