@@ -58,6 +58,9 @@ def _no_sessions(home: Path) -> None:
         # the TUI says it before its screen opens (it stayed open on an error screen before)
         (["chat", "--resume", "nosuch-id"], 1, "no session nosuch-id in"),
         (["chat", "--resume", "../bad"], 1, "invalid session id"),
+        # not a terminal: the screen would write escape codes into the pipe and wait forever
+        ([], 1, "needs a terminal"),
+        (["chat"], 1, "needs a terminal"),
         (["sessions", "delete", "nosuch-id"], 1, "no session nosuch-id"),
     ],
 )  # fmt: skip

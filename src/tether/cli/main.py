@@ -143,6 +143,10 @@ def _chat(**flags: Any) -> int:
         if not found:
             err(f"no session {resume} in {SessionStore().root}")
             return EXIT_USAGE
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # a full-screen UI on a pipe wrote escape codes into it and waited for keys forever
+        err("the interactive session needs a terminal; for a headless run use `tether run`")
+        return EXIT_USAGE
     from tether.tui import run_tui
     from tether.tui.opening import ChatOptions
 
