@@ -199,11 +199,11 @@ class AutoCompaction:
         except CompactionFailedError as exc:
             try:
                 result = truncation_marker(
-                    history,
+                    snap.history,
                     scope,
                     str(exc),
                     marker_id=marker_id,
-                    live=live,
+                    live=snap.live,
                     generation=snap.generation,
                 )
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked

@@ -40,7 +40,7 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
-from tether.wire.markers import is_marker, live_sequence, marker_blocks
+from tether.wire.markers import is_marker, live_sequence, marker_blocks, top_generation
 
 
 class CompactInvalidInputError(TetherError):
@@ -182,14 +182,7 @@ def split_rounds(turns: Sequence[Turn]) -> tuple[tuple[Turn, ...], ...]:
 
 def next_generation(turns: Sequence[Turn]) -> int:
     """1 + the highest generation among the markers in `turns` (1 when there is none)."""
-    gens = [
-        b.generation
-        for t in turns
-        if CompactSummaryBlock in map(type, t.content)  # C-level scan: most turns are not
-        for b in t.content
-        if type(b) is CompactSummaryBlock
-    ]
-    return max(gens, default=0) + 1
+    return top_generation(turns) + 1
 
 
 def has_text(turns: Sequence[Turn]) -> bool:

@@ -48,6 +48,20 @@ def marker_blocks(turn: Turn) -> tuple[CompactSummaryBlock, ...]:
     return tuple(b for b in turn.content if type(b) is CompactSummaryBlock)
 
 
+def top_generation(turns: Sequence[Turn]) -> int:
+    """The highest generation among the markers in `turns` (0 when there is none)."""
+    return max(
+        (
+            b.generation
+            for t in turns
+            if CompactSummaryBlock in map(type, t.content)  # C-level scan: most turns are not
+            for b in t.content
+            if type(b) is CompactSummaryBlock
+        ),
+        default=0,
+    )
+
+
 def is_marker(turn: Turn) -> bool:
     """True when `turn` holds a `CompactSummaryBlock`."""
     return CompactSummaryBlock in map(type, turn.content)
@@ -193,8 +207,8 @@ class LiveTurns:
     @property
     def next_generation(self) -> int:
         """1 + the highest generation among the markers of the history last given to `update`
-        (elided markers included; 1 when there is none): `tether.compaction.rounds.
-        next_generation` of it, kept in O(new turns)."""
+        (elided markers included; 1 when there is none): 1 + `top_generation` of it, kept in
+        O(new turns)."""
         return self._top + 1
 
     def update(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
@@ -210,10 +224,11 @@ class LiveTurns:
             if t.id in elided or t.id in ids:
                 return self._full(turns)
             if CompactSummaryBlock in map(type, t.content):
-                listed = {x for b in marker_blocks(t) for x in b.replaces_turn_ids}
+                blocks = marker_blocks(t)
+                listed = {x for b in blocks for x in b.replaces_turn_ids}
                 if not listed.isdisjoint(elided):
                     return self._full(turns)
-                self._top = max(self._top, *(b.generation for b in marker_blocks(t)))
+                self._top = max(self._top, *(b.generation for b in blocks))
                 elided |= listed
                 slot = min((key[2] for key, x in items if x.id in listed), default=i)
                 items[:] = [(key, x) for key, x in items if x.id not in listed]
@@ -238,15 +253,7 @@ class LiveTurns:
         self._seen = len(seq)
         self._last = seq[-1] if seq else None
         self._elided = elided = set(elided_ids(seq))
-        self._top = max(
-            (
-                b.generation
-                for t in seq
-                if CompactSummaryBlock in map(type, t.content)
-                for b in marker_blocks(t)
-            ),
-            default=0,
-        )
+        self._top = top_generation(seq)
         live = live_sequence(seq)
         self._ids = {t.id for t in live}
         self._regular = len(self._ids) == len(live) and self._ids.isdisjoint(elided)
