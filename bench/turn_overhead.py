@@ -1,4 +1,5 @@
-"""Per-turn overhead of tether's tool loop, by the protocol of ../shared/bench-peers/_common.py.
+"""Per-turn overhead of tether's tool loop, by the per-turn protocol of `bench/peer_protocol.py` (the protocol the peer frameworks are
+measured by, kept here so the bench runs from a plain clone).
 
 The scripted provider answers turns 1..N-1 with one `echo(text="turn k")` call and turn N with
 "done"; `echo` returns 2,048 bytes; the session is persisted to a temporary JSONL file. Prints the
@@ -24,33 +25,27 @@ import os
 import sys
 from pathlib import Path
 
-_PEERS = Path(
-    os.environ.get(
-        "BENCH_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "bench-peers"
-    )
-)
-sys.path.insert(0, str(_PEERS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import asyncio  # noqa: E402
-import itertools  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+import asyncio
+import itertools
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
 
-import _common  # noqa: E402  # pyright: ignore[reportMissingImports]
-
-from tether import AgentConfig, Runtime  # noqa: E402
-from tether.agent.context import AutoCompaction  # noqa: E402
-from tether.agent.loop import Agent  # noqa: E402
-from tether.compaction.monitor import ContextMonitor  # noqa: E402
-from tether.compaction.pressure import CompactionPolicy, ModelLimits  # noqa: E402
-from tether.messages import ToolCallBlock, turn_to_json  # noqa: E402
-from tether.providers.base import ModelRequest  # noqa: E402
-from tether.session import SessionStore  # noqa: E402
-from tether.testing import Response, ScriptedProvider  # noqa: E402
-from tether.tools.base import tool  # noqa: E402
-from tether.tracing import NO_TRACING, Tracing  # noqa: E402
+import peer_protocol as _common  # pyright: ignore[reportMissingImports]
+from tether import AgentConfig, Runtime
+from tether.agent.context import AutoCompaction
+from tether.agent.loop import Agent
+from tether.compaction.monitor import ContextMonitor
+from tether.compaction.pressure import CompactionPolicy, ModelLimits
+from tether.messages import ToolCallBlock, turn_to_json
+from tether.providers.base import ModelRequest
+from tether.session import SessionStore
+from tether.testing import Response, ScriptedProvider
+from tether.tools.base import tool
+from tether.tracing import NO_TRACING, Tracing
 
 THREAD_TOOL = os.environ.get("TETHER_BENCH_TOOL") == "thread"
 """Run echo as a default sync tool (in a worker thread) instead of an `inline=True` one."""

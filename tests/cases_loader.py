@@ -1,4 +1,4 @@
-"""Load the bug-report cases of /work/shared/cases and convert their neutral schema to Turns.
+"""Load the bug-report cases of tests/cases and convert their neutral schema to Turns.
 
 Generic on purpose (shared by every test folder):
     load_case(name) -> dict          # {"name", "title", "kind", "text", "input", "inputs"}
@@ -14,7 +14,6 @@ would mint (`<turn id>_call<k>`); string "args" are parsed strictly (kept as raw
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -32,9 +31,7 @@ from tether.messages import (
     tool_result,
 )
 
-CASES_DIR = Path(
-    os.environ.get("TETHER_CASES_DIR", Path(__file__).resolve().parents[2] / "shared" / "cases")
-)
+CASES_DIR = Path(__file__).resolve().parent / "cases"
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 _API_OF_PROVIDER = {

@@ -7,7 +7,6 @@ an `httpx2.AsyncClient`, so the mocked transport is `httpx2.MockTransport`.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,8 @@ from tether.messages import Provenance, Turn
 from tether.providers.assemble import Assembler
 from tether.providers.base import ModelRequest, Provider, StreamEvent
 
-SHARED = Path(os.environ.get("TETHER_SHARED", Path(__file__).resolve().parents[3] / "shared"))
-FIXTURES = SHARED / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+"""Recorded provider traffic (`tests/fixtures/SOURCES.md` says where each file comes from)."""
 ANTHROPIC_DIR = FIXTURES / "anthropic-sse"
 OPENAI_DIR = FIXTURES / "openai-chat-sse"
 

@@ -1,6 +1,6 @@
 """Recorded Anthropic Messages streams replayed through the real `anthropic` SDK client.
 
-Every file in /work/shared/fixtures/anthropic-sse/ is covered. Expected values were read from the
+Every file in tests/fixtures/anthropic-sse/ is covered. Expected values were read from the
 fixtures; each test also cross-checks the assembled text against a naive parse of the raw stream.
 """
 

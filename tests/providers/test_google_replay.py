@@ -1,7 +1,7 @@
 """Recorded Gemini `streamGenerateContent?alt=sse` streams replayed through the real google-genai
 client (its `httpx_async_client` option takes an `httpx2.AsyncClient` with a mocked transport).
 
-Every file in /work/shared/fixtures/gemini-stream/ is covered; expected values were read from the
+Every file in tests/fixtures/gemini-stream/ is covered; expected values were read from the
 fixtures and cross-checked against a naive parse of the raw chunks.
 """
 

@@ -1,6 +1,6 @@
 """Recorded Chat Completions streams replayed through the real `openai` SDK client.
 
-Every file in /work/shared/fixtures/openai-chat-sse/ is covered. Expected values were read from the
+Every file in tests/fixtures/openai-chat-sse/ is covered. Expected values were read from the
 fixtures; text is also cross-checked against a naive parse of the raw stream.
 """
 

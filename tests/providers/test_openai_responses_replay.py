@@ -1,6 +1,6 @@
 """Recorded OpenAI Responses streams replayed through the real `openai` SDK client.
 
-Every file in /work/shared/fixtures/openai-responses-sse/ is covered; expected values were read
+Every file in tests/fixtures/openai-responses-sse/ is covered; expected values were read
 from the fixtures (and cross-checked against a naive parse of the raw events).
 """
 

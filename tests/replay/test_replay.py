@@ -1,4 +1,4 @@
-"""`tether replay` (issue 16): every transcript in shared/fixtures/transcripts and sessions the
+"""`tether replay` (issue 16): every transcript in tests/fixtures/transcripts and sessions the
 tests record, replayed to every target with 0 contract violations; tools re-run in a scratch
 copy give no difference when nothing changed and show one when the folder changed; a
 deliberately broken session shows its repairs; the checker itself catches a broken request."""

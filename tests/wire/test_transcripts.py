@@ -1,4 +1,4 @@
-"""Real stored sessions (Claude Code and Codex transcripts from ../shared/fixtures/transcripts)
+"""Real stored sessions (Claude Code and Codex transcripts from tests/fixtures/transcripts)
 converted to tether turns and sent through `build_view` for every target and through the
 adapters' request conversion: the view meets the contract, nothing stored is lost from it, and
 the stored turns are never changed."""
