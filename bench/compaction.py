@@ -25,9 +25,10 @@ import statistics
 import tempfile
 
 from tether import AgentConfig, Runtime
+from tether.agent.agent import Agent
 from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, CompactionEndEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import (
     CompactionPolicy,
@@ -113,7 +114,7 @@ def run(mode: str) -> dict[str, object]:
             tools=[dump],
             root=root,
             config=AgentConfig(run={"max_turns": ROUNDS + 5}),
-            on_event=events.append,
+            host=Host(on_event=events.append),
             compaction=manager,
             runtime=Runtime(new_id=iter(f"t{i}" for i in range(1, 10**6)).__next__),
         )

@@ -1,3 +1,4 @@
+
 """The TUI's speed: time to first paint, time to open a 10,000-turn session, and
 keystroke-to-echo latency while the model streams; each against a baseline measured in the
 same run.
@@ -25,19 +26,22 @@ import statistics
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.host import Host
+from tether.agent.sessions import AgentSession
 from tether.messages import text_turn
 from tether.providers.base import ModelRequest, StreamEvent
 from tether.session import SessionStore
 from tether.testing import deterministic, events_for
 from tether.tui.app import TetherApp
-from tether.tui.opening import Hooks, Opened
+from tether.tui.opening import Opened
 from tether.tui.widgets import PromptInput
 
 SIZE = (120, 40)
@@ -68,15 +72,13 @@ class Streaming:
 
 
 def app_for(root: Path, provider: object, store: SessionStore | None, resume: str | None) -> TetherApp:
-    def factory(hooks: Hooks, resume_id: str | None) -> Opened:
+    def factory(host: Host, resume_id: str | None) -> Opened:
         history = store.load(resume_id).turns if store and resume_id else ()
         agent = Agent(
             provider,  # type: ignore[arg-type]
             root=root,
-            history=history,
-            on_event=hooks.on_event,
-            question_bridge=hooks.questions,
-            approver=hooks.approver,
+            host=replace(host, note=None),
+            session=AgentSession(history=history),
             runtime=deterministic(),
         )
         return Opened(agent)

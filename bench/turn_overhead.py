@@ -36,8 +36,9 @@ from collections.abc import Callable
 
 import peer_protocol as _common  # pyright: ignore[reportMissingImports]
 from tether import AgentConfig, Runtime
+from tether.agent.agent import Agent
 from tether.agent.context import AutoCompaction
-from tether.agent.loop import Agent
+from tether.agent.sessions import AgentSession
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits
 from tether.messages import ToolCallBlock, turn_to_json
@@ -125,7 +126,7 @@ def _run(turns: int, compaction: bool, tracing: Tracing, tmp: str):
         ScriptedProvider(model),
         tools=[tool(echo, inline=not THREAD_TOOL)],
         root=tmp,
-        session=writer,
+        session=AgentSession(sink=writer),
         config=AgentConfig(run={"max_turns": turns + 1}),
         compaction=_compaction() if compaction else False,
         runtime=Runtime(tracing=tracing),

@@ -167,13 +167,13 @@ def profile(agent: Agent) -> dict[str, Any]:
         "sandbox": type(ctx.sandbox).__name__,
         "path_policy": ctx.policy,
         "env": sorted(ctx.env),
-        "threshold": agent._tool_calls._output_limits,  # pyright: ignore[reportPrivateUsage]
-        "timeout_s": agent.tool_timeout_s,
-        "retry": agent._retry,  # pyright: ignore[reportPrivateUsage]
+        "threshold": agent.parts.tool_calls._output_limits,  # pyright: ignore[reportPrivateUsage]
+        "timeout_s": agent.parts.run.tool_timeout_s,
+        "retry": agent.parts.retry,
         "max_turns": agent.max_turns,
-        "continuations": agent.max_continuations,
-        "thinking": agent.thinking_decay,
-        "secrets": agent._secrets,  # pyright: ignore[reportPrivateUsage]
+        "continuations": agent.parts.run.max_continuations,
+        "thinking": agent.parts.run.thinking_decay,
+        "secrets": agent.parts.secrets,
         "root": agent.root,
         "system": agent.system,
     }

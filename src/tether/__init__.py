@@ -19,9 +19,10 @@ __version__ = "0.1.0"
 
 PUBLIC_API: dict[str, str] = {
     # the agent
-    "Agent": "tether.agent.loop",
-    "RunResult": "tether.agent.loop",
-    "run_sync": "tether.agent.loop",
+    "Agent": "tether.agent.agent",
+    "Host": "tether.agent.host",
+    "AgentSession": "tether.agent.sessions",
+    "RunResult": "tether.agent.state",
     "Runtime": "tether.agent.runtime",
     "AutoCompaction": "tether.agent.context",
     # the approval gate
@@ -82,6 +83,7 @@ PUBLIC_API: dict[str, str] = {
 __all__ = sorted(PUBLIC_API)  # pyright: ignore[reportUnsupportedDunderAll]
 
 if TYPE_CHECKING:
+    from tether.agent.agent import Agent as Agent
     from tether.agent.approval import ApprovalDecision as ApprovalDecision
     from tether.agent.approval import ApprovalRequest as ApprovalRequest
     from tether.agent.context import AutoCompaction as AutoCompaction
@@ -105,10 +107,10 @@ if TYPE_CHECKING:
     from tether.agent.hooks import HookDecision as HookDecision
     from tether.agent.hooks import HookInput as HookInput
     from tether.agent.hooks import Hooks as Hooks
-    from tether.agent.loop import Agent as Agent
-    from tether.agent.loop import RunResult as RunResult
-    from tether.agent.loop import run_sync as run_sync
+    from tether.agent.host import Host as Host
     from tether.agent.runtime import Runtime as Runtime
+    from tether.agent.sessions import AgentSession as AgentSession
+    from tether.agent.state import RunResult as RunResult
     from tether.agent.subagents import task_tool as task_tool
     from tether.config import AgentConfig as AgentConfig
     from tether.config import load_config as load_config

@@ -13,9 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tether import AgentConfig, ApprovalDecision, ApprovalRequest
+from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalMode, needs_approval
 from tether.agent.events import AgentEvent, ToolResultEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools.builtins import builtin_tools
 from tether.tools.sandbox import available
@@ -29,7 +30,7 @@ def make_agent(provider: ScriptedProvider, root: Path, mode: str = "ask", **kw: 
     return Agent(provider, config=cfg, tools=builtin_tools(), root=root, **kw)
 
 
-class Host:
+class ScriptedApprover:
     """An approver that answers from a script and records what it was shown."""
 
     def __init__(self, *answers: ApprovalDecision) -> None:
@@ -64,9 +65,9 @@ def test_needs_approval_rules(mode: ApprovalMode, name: str, safe: bool) -> None
 
 async def test_deny_with_reason_reaches_the_model_and_nothing_runs(tmp_path: Path) -> None:
     provider = ScriptedProvider([call("bash", command="touch made.txt"), "ok"])
-    host = Host(ApprovalDecision.deny("use the Makefile instead"))
+    host = ScriptedApprover(ApprovalDecision.deny("use the Makefile instead"))
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, approver=host, on_event=events.append)
+    agent = make_agent(provider, tmp_path, host=Host(approver=host, on_event=events.append),)
     await agent.run("go")
     assert not (tmp_path / "made.txt").exists()
     [res] = results(events)
@@ -87,8 +88,8 @@ async def test_allow_for_session_asks_once_per_tool(tmp_path: Path) -> None:
             "done",
         ]
     )
-    host = Host(ApprovalDecision.for_session(), ApprovalDecision.once())
-    agent = make_agent(provider, tmp_path, approver=host)
+    host = ScriptedApprover(ApprovalDecision.for_session(), ApprovalDecision.once())
+    agent = make_agent(provider, tmp_path, host=Host(approver=host),)
     await agent.run("go")
     assert [r.call.name for r in host.seen] == ["bash", "write"]
     assert (tmp_path / "b.txt").exists() and (tmp_path / "c.txt").read_text() == "c"
@@ -99,8 +100,8 @@ async def test_edit_request_carries_its_diff(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [call("edit", path="app.py", old_string="y = 2", new_string="y = 3"), "done"]
     )
-    host = Host(ApprovalDecision.once())
-    agent = make_agent(provider, tmp_path, approver=host)
+    host = ScriptedApprover(ApprovalDecision.once())
+    agent = make_agent(provider, tmp_path, host=Host(approver=host),)
     await agent.run("go")
     [req] = host.seen
     assert req.kind == "edit" and req.diff is not None
@@ -120,8 +121,8 @@ async def test_auto_edit_lets_edits_through_and_asks_bash(tmp_path: Path) -> Non
             "done",
         ]
     )
-    host = Host(ApprovalDecision.once())
-    agent = make_agent(provider, tmp_path, mode="auto-edit", approver=host)
+    host = ScriptedApprover(ApprovalDecision.once())
+    agent = make_agent(provider, tmp_path, mode="auto-edit", host=Host(approver=host),)
     await agent.run("go")
     assert [r.call.name for r in host.seen] == ["bash"]
     assert (tmp_path / "w.txt").exists()
@@ -130,8 +131,8 @@ async def test_auto_edit_lets_edits_through_and_asks_bash(tmp_path: Path) -> Non
 async def test_parallel_calls_are_asked_one_at_a_time(tmp_path: Path) -> None:
     calls = tuple(call("bash", id=f"c{i}", command=f"echo {i}") for i in range(3))
     provider = ScriptedProvider([Reply(blocks=calls), "done"])
-    host = Host(*(ApprovalDecision.once() for _ in range(3)))
-    agent = make_agent(provider, tmp_path, approver=host)
+    host = ScriptedApprover(*(ApprovalDecision.once() for _ in range(3)))
+    agent = make_agent(provider, tmp_path, host=Host(approver=host),)
     await agent.run("go")
     assert len(host.seen) == 3 and host.max_active == 1
 
@@ -142,7 +143,7 @@ async def test_failing_approver_denies_and_the_run_goes_on(tmp_path: Path) -> No
 
     provider = ScriptedProvider([call("bash", command="touch x"), "finished"])
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, approver=broken, on_event=events.append)
+    agent = make_agent(provider, tmp_path, host=Host(approver=broken, on_event=events.append),)
     result = await agent.run("go")
     assert result.text == "finished"
     [res] = results(events)
@@ -153,9 +154,9 @@ async def test_failing_approver_denies_and_the_run_goes_on(tmp_path: Path) -> No
 async def test_safe_tools_and_headless_are_never_asked(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("hello")
     provider = ScriptedProvider([call("read", path="f.txt"), call("grep", pattern="h"), "ok"])
-    host = Host()  # no answers scripted: being asked would deny with an error
+    host = ScriptedApprover()  # no answers scripted: being asked would deny with an error
     events: list[AgentEvent] = []
-    await make_agent(provider, tmp_path, approver=host, on_event=events.append).run("go")
+    await make_agent(provider, tmp_path, host=Host(approver=host, on_event=events.append),).run("go")
     assert host.seen == [] and not any(r.is_error for r in results(events))
     provider2 = ScriptedProvider([call("bash", command="touch y"), "ok"])
     await make_agent(provider2, tmp_path).run("go")  # no approver: headless runs it
@@ -164,7 +165,7 @@ async def test_safe_tools_and_headless_are_never_asked(tmp_path: Path) -> None:
 
 async def test_read_only_mode_is_safe_mode(tmp_path: Path) -> None:
     provider = ScriptedProvider([call("write", path="z.txt", content="z"), "ok"])
-    agent = make_agent(provider, tmp_path, mode="read-only", approver=Host())
+    agent = make_agent(provider, tmp_path, mode="read-only", host=Host(approver=ScriptedApprover()),)
     assert agent.safe_mode and agent.approval_mode == "read-only"
     await agent.run("go")
     assert not (tmp_path / "z.txt").exists()

@@ -12,10 +12,17 @@ from typing import Any
 import pytest
 
 from tether import AgentConfig
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, DiscardEvent, DoneEvent, RetryEvent, TextDeltaEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.agent.runtime import Runtime
-from tether.agent.tool_calls import NEVER_RAN, STARTED_EVENT, STARTED_LOST, started_call_ids
+from tether.agent.sessions import (
+    NEVER_RAN,
+    STARTED_EVENT,
+    STARTED_LOST,
+    AgentSession,
+    started_call_ids,
+)
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn
 from tether.providers.assemble import TRUNCATED, Assembler
 from tether.providers.base import (
@@ -47,7 +54,7 @@ def retrying_agent(
     return make_agent(
         provider,
         root,
-        on_event=events.append,
+        host=Host(on_event=events.append),
         config=AgentConfig(retry={"max_attempts": attempts}),
         runtime=Runtime(sleep=_no_sleep),
     )
@@ -67,7 +74,7 @@ async def test_a_message_resent_after_a_failed_request_reaches_the_model_once(
 ) -> None:
     provider = ScriptedProvider(["done"])
     history = [text_turn("u1", "user", "fix the bug")]  # its request failed: no reply stored
-    agent = make_agent(provider, tmp_path, history=history)
+    agent = make_agent(provider, tmp_path, session=AgentSession(history=history),)
     await agent.run("fix the bug")
     (request,) = provider.requests
     assert _user_texts(request.messages) == ["fix the bug"]
@@ -124,7 +131,7 @@ async def test_done_after_a_cancel_reports_the_persisted_partial_turn(tmp_path: 
             await gate.wait()
             yield StreamDone(stop_reason="end_turn")
 
-    agent = make_agent(Slow([]), tmp_path, on_event=events.append)
+    agent = make_agent(Slow([]), tmp_path, host=Host(on_event=events.append),)
     task = asyncio.ensure_future(agent.run("hi"))
     while not any(isinstance(e, TextDeltaEvent) for e in events):
         await asyncio.sleep(0.01)
@@ -155,11 +162,13 @@ async def test_resume_tells_a_started_call_from_one_that_never_ran(tmp_path: Pat
     agent = make_agent(
         ScriptedProvider(["ok"]),
         tmp_path,
-        history=loaded.turns,
-        session=store.open_for_append(writer.id),
+        session=AgentSession(
+            history=loaded.turns,
+            sink=store.open_for_append(writer.id),
+            started=started_call_ids(loaded.events),
+        ),
         tools=builtin_tools(),
     )
-    agent.started_calls = started_call_ids(loaded.events)
     await agent.run(None)
     results = {r.tool_call_id: r.text for r in agent.history[2].tool_results}
     assert results == {"c1": STARTED_LOST, "c2": NEVER_RAN}
@@ -182,7 +191,7 @@ async def test_a_start_record_is_persisted_before_the_call_runs(tmp_path: Path) 
     from tether.testing import call
 
     agent = make_agent(
-        ScriptedProvider([call("probe", id="p1"), "done"]), tmp_path, session=writer, tools=[probe]
+        ScriptedProvider([call("probe", id="p1"), "done"]), tmp_path, session=AgentSession(sink=writer),tools=[probe]
     )
     await agent.run("go")
     assert seen == [{"p1"}]

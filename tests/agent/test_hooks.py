@@ -18,6 +18,7 @@ from subagent_helpers import make_agent, routed
 from tether import ApprovalDecision, ApprovalRequest, HookDecision, HookInput, Hooks, tool
 from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
 from tether.agent.hooks import ShellOutcome, parse_shell_outcome
+from tether.agent.host import Host
 from tether.agent.subagents import TASK_TOOL
 from tether.errors import RunError
 from tether.messages import TextBlock, Turn
@@ -48,7 +49,7 @@ def failures(events: list[AgentEvent]) -> list[str]:
     return [e.message for e in events if isinstance(e, WarningEvent) and e.kind == "hook_failed"]
 
 
-class Host:
+class ScriptedApprover:
     def __init__(self) -> None:
         self.seen: list[ApprovalRequest] = []
 
@@ -66,7 +67,7 @@ def two_step(**args: Any) -> ScriptedProvider:
 
 def test_library_before_tool_deny_wins_and_nothing_is_asked(tmp_path: Path) -> None:
     ran: list[str] = []
-    host = Host()
+    host = ScriptedApprover()
     seen: list[HookInput] = []
 
     def no_secrets(inp: HookInput) -> HookDecision | None:
@@ -82,10 +83,9 @@ def test_library_before_tool_deny_wins_and_nothing_is_asked(tmp_path: Path) -> N
         tmp_path,
         tools=[echo_tool(ran)],
         settings={"tools": {"sandbox": "auto", "approval": "ask"}},
-        approver=host,
+        host=Host(approver=host, on_event=events.append),
         hooks=Hooks(before_tool=[no_secrets]),
-        on_event=events.append,
-    )
+        )
     agent.run_sync("go")
     assert ran == [] and host.seen == []
     [res] = results(events)
@@ -95,7 +95,7 @@ def test_library_before_tool_deny_wins_and_nothing_is_asked(tmp_path: Path) -> N
 
 def test_library_before_tool_rewrite_reaches_the_gate_and_the_tool(tmp_path: Path) -> None:
     ran: list[str] = []
-    host = Host()
+    host = ScriptedApprover()
 
     async def shout(inp: HookInput) -> HookDecision:
         assert inp.call is not None
@@ -106,7 +106,7 @@ def test_library_before_tool_rewrite_reaches_the_gate_and_the_tool(tmp_path: Pat
         tmp_path,
         tools=[echo_tool(ran)],
         settings={"tools": {"sandbox": "auto", "approval": "ask"}},
-        approver=host,
+        host=Host(approver=host),
         hooks=Hooks(before_tool=[shout]),
     )
     agent.run_sync("go")
@@ -141,7 +141,7 @@ def test_library_user_prompt_denies_or_rewrites(tmp_path: Path) -> None:
         return HookDecision(prompt=inp.prompt + " (be brief)")
 
     agent = make_agent(
-        provider, tmp_path, hooks=Hooks(user_prompt=[guard]), on_event=events.append
+        provider, tmp_path, hooks=Hooks(user_prompt=[guard]), host=Host(on_event=events.append),
     )
     denied = agent.run_sync("the forbidden thing")
     assert denied.stop_reason == "prompt_denied" and provider.requests == []
@@ -202,7 +202,7 @@ def test_a_failing_transform_is_reported_and_skipped(tmp_path: Path) -> None:
         raise ValueError("oops")
 
     agent = make_agent(
-        provider, tmp_path, hooks=Hooks(transform_context=[broken]), on_event=events.append
+        provider, tmp_path, hooks=Hooks(transform_context=[broken]), host=Host(on_event=events.append),
     )
     assert agent.run_sync("hello").text == "ok"
     assert provider.requests[0].messages[0].text == "hello"
@@ -228,8 +228,8 @@ def test_failing_and_hanging_library_hooks_are_reported_and_the_run_goes_on(
         tools=[echo_tool(ran)],
         settings={"hooks": {"timeout": "300ms"}},
         hooks=Hooks(before_tool=[broken, hangs], after_tool=[broken]),
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     started = time.monotonic()
     assert agent.run_sync("go").text == "done"
     assert time.monotonic() - started < 30
@@ -276,8 +276,8 @@ def test_shell_before_tool_exit_2_denies_with_stderr_and_gets_json_on_stdin(
         tmp_path,
         tools=[echo_tool(ran)],
         settings=shell("before_tool", "cat > seen.json; echo 'echo is off today' >&2; exit 2"),
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     agent.run_sync("go")
     assert ran == []
     [res] = results(events)
@@ -346,8 +346,8 @@ def test_shell_hooks_run_inside_the_sandbox(tmp_path: Path) -> None:
         tmp_path,
         tools=[echo_tool([])],
         settings=shell("after_tool", f"echo escaped > {outside}; echo ran > inside.txt"),
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     agent.run_sync("go")
     assert (tmp_path / "inside.txt").read_text() == "ran\n"  # it ran, in the project folder
     assert not outside.exists()  # but could not write outside it (private /tmp or refused)
@@ -371,8 +371,8 @@ def test_failing_and_hanging_shell_hooks_are_reported_and_the_run_goes_on(
         tmp_path,
         tools=[echo_tool(ran)],
         settings=shell("before_tool", command, timeout="500ms"),
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     started = time.monotonic()
     assert agent.run_sync("go").text == "done"
     assert time.monotonic() - started < 20
@@ -404,8 +404,8 @@ def test_without_an_os_sandbox_shell_hooks_do_not_run_and_are_reported(tmp_path:
             "tools": {"sandbox": "none"},
             "hooks": {"user_prompt": [{"command": "touch ran; printf '{\"prompt\": \"x\"}'"}]},
         },
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     assert agent.run_sync("hello").text == "ok"
     assert provider.requests[0].messages[0].text == "hello"
     assert not (tmp_path / "ran").exists()

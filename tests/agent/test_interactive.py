@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, CompactionEndEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.errors import ConfigError
 from tether.providers.base import ModelRequest
 from tether.testing import ScriptedProvider, call, deterministic
@@ -64,7 +65,12 @@ async def test_switch_model_changes_the_provider_and_the_window(tmp_path: Path) 
 async def test_compact_now_appends_a_marker_with_the_focus(tmp_path: Path) -> None:
     events: list[AgentEvent] = []
     provider = ScriptedProvider(["one", "two", "three", "summary of it", "after"])
-    agent = Agent(provider, root=tmp_path, runtime=deterministic(), on_event=events.append)
+    agent = Agent(
+        provider,
+        root=tmp_path,
+        runtime=deterministic(),
+        host=Host(on_event=events.append),
+    )
     for prompt in ("a", "b", "c"):
         await agent.run(prompt)
     assert await agent.compact_now("keep the file names")

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from tether import AgentConfig
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolResultEvent
-from tether.agent.loop import INTERRUPTED, Agent
+from tether.agent.host import Host
+from tether.agent.sessions import INTERRUPTED, AgentSession
 from tether.errors import RunError
 from tether.messages import TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
 from tether.providers.base import StreamError, TextDelta, TextStart, ToolCallDelta, ToolCallStart
@@ -47,8 +49,8 @@ async def test_read_then_answer_persists_each_turn_before_tools_run(tmp_path: Pa
         provider,
         tools=[*builtin_tools(), tool(probe)],
         root=tmp_path,
-        session=writer,
-        on_event=events.append,
+        host=Host(on_event=events.append),
+        session=AgentSession(sink=writer),
     )
     result = await agent.run("What does notes.txt say?")
     assert result.text == "It says hello there." and result.turns == 3
@@ -106,7 +108,7 @@ async def test_provider_error_stops_the_run_and_persists_nothing_partial(tmp_pat
         ScriptedProvider([partial]),
         tools=builtin_tools(),
         root=tmp_path,
-        session=writer,
+        session=AgentSession(sink=writer),
         config=ONE_ATTEMPT,
     )
     with pytest.raises(RunError) as info:
@@ -157,8 +159,8 @@ async def test_cancel_during_tools_appends_interrupted_results(tmp_path: Path) -
         ScriptedProvider([reply]),
         tools=[tool(slow), tool(quick)],
         root=tmp_path,
-        session=writer,
-        on_event=events.append,
+        host=Host(on_event=events.append),
+        session=AgentSession(sink=writer),
     )
     task = asyncio.create_task(agent.run("go"))
     await started.wait()
@@ -180,7 +182,12 @@ async def test_resume_closes_pending_calls_before_new_user_text(tmp_path: Path) 
         Turn(id="a1", role="assistant", content=(call("ls", id="p1"),)),
     ]
     provider = ScriptedProvider(["ok"])
-    agent = Agent(provider, tools=builtin_tools(), root=tmp_path, history=history)
+    agent = Agent(
+        provider,
+        tools=builtin_tools(),
+        root=tmp_path,
+        session=AgentSession(history=history),
+    )
     await agent.run("continue please")
     roles = [(t.role, [b.type for b in t.content]) for t in agent.history]
     assert roles[2] == ("user", ["tool_result"])
@@ -216,7 +223,11 @@ async def test_cancel_mid_stream_persists_the_partial_turn_and_closes_its_calls(
 
     events: list[AgentEvent] = []
     agent = Agent(
-        Hanging(), tools=builtin_tools(), root=tmp_path, session=writer, on_event=events.append
+        Hanging(),
+        tools=builtin_tools(),
+        root=tmp_path,
+        host=Host(on_event=events.append),
+        session=AgentSession(sink=writer),
     )  # type: ignore[arg-type]
     task = asyncio.create_task(agent.run("go"))
     await streaming.wait()
@@ -241,7 +252,7 @@ async def test_a_failed_run_still_ends_with_done(tmp_path: Path) -> None:
         provider,
         tools=builtin_tools(),
         root=tmp_path,
-        on_event=events.append,
+        host=Host(on_event=events.append),
         config=ONE_ATTEMPT,
     )
     with pytest.raises(RunError):
@@ -263,7 +274,11 @@ async def test_each_wire_repair_is_reported_once_per_run(tmp_path: Path) -> None
     events: list[AgentEvent] = []
     provider = ScriptedProvider([call("ls"), call("ls"), "done"])
     agent = Agent(
-        provider, tools=builtin_tools(), root=tmp_path, history=history, on_event=events.append
+        provider,
+        tools=builtin_tools(),
+        root=tmp_path,
+        host=Host(on_event=events.append),
+        session=AgentSession(history=history),
     )
     await agent.run()
     repairs = [e for e in events if e.type == "wire_repair"]
@@ -278,10 +293,18 @@ async def test_prefill_capability_comes_from_the_provider(tmp_path: Path) -> Non
         Turn(id="a1", role="assistant", content=(TextBlock(text="{"),)),
     ]
     plain = ScriptedProvider(["x"])
-    await Agent(plain, root=tmp_path, history=history).run()
+    await Agent(
+        plain,
+        root=tmp_path,
+        session=AgentSession(history=history),
+    ).run()
     assert plain.requests[0].messages[-1].role == "user"  # T12: never assistant-final
     prefill = ScriptedProvider(["x"], supports_prefill=True)
-    await Agent(prefill, root=tmp_path, history=history).run()
+    await Agent(
+        prefill,
+        root=tmp_path,
+        session=AgentSession(history=history),
+    ).run()
     assert prefill.requests[0].messages[-1].role == "assistant"
 
 
@@ -298,7 +321,11 @@ async def test_done_says_error_when_the_run_fails_on_a_configuration_mistake(
             raise ConfigError("thinking budget must be below max_tokens")
 
     events: list[AgentEvent] = []
-    agent = Agent(Misconfigured(["unused"]), root=tmp_path, on_event=events.append)
+    agent = Agent(
+        Misconfigured(["unused"]),
+        root=tmp_path,
+        host=Host(on_event=events.append),
+    )
     with pytest.raises(ConfigError):
         await agent.run("hi")
     done = [e for e in events if isinstance(e, DoneEvent)]

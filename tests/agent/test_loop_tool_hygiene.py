@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolResultEvent, event_to_dict
-from tether.agent.loop import Agent
+from tether.agent.host import Host
+from tether.agent.parts import assemble
+from tether.agent.sessions import AgentSession
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.settings import AgentConfig
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools import DedupRule, HygieneConfig, builtin_tools, tool
 from tether.tools.hygiene import shell_key
@@ -39,7 +43,12 @@ async def test_system_notes_follow_all_results_and_display_only_in_events(tmp_pa
     )
     provider = ScriptedProvider([Reply(blocks=calls), "done"])
     events: list[AgentEvent] = []
-    agent = Agent(provider, tools=[lint, fmt], root=tmp_path, on_event=events.append)
+    agent = Agent(
+        provider,
+        tools=[lint, fmt],
+        root=tmp_path,
+        host=Host(on_event=events.append),
+    )
     await agent.run("check x.py")
     results_turn = agent.history[2]
     assert [b.type for b in results_turn.content] == ["tool_result", "tool_result", "text", "text"]
@@ -68,7 +77,11 @@ async def test_block_after_n_in_the_loop(tmp_path: Path) -> None:
     script = [call("bash", command=c) for c in ["echo hi", "cd . && echo  hi", "echo hi"]]
     provider = ScriptedProvider([*script, "gave up"])
     hygiene = HygieneConfig(dedup={"bash": DedupRule(policy="block", after=2, key=shell_key)})
-    agent = Agent(provider, tools=builtin_tools(), root=tmp_path, hygiene=hygiene)
+    session = AgentSession()
+    parts = assemble(
+        AgentConfig(), (provider,), builtin_tools(), root=tmp_path, session=session, hygiene=hygiene
+    )
+    agent = Agent.from_parts(parts, session)
     await agent.run("loop")
     results = [t.tool_results[0] for t in agent.history if t.tool_results]
     assert [r.text for r in results[:2]] == ["hi", "hi"]
@@ -108,7 +121,12 @@ async def test_folder_tool_runs_in_a_worker_through_the_loop(tmp_path: Path) -> 
     scan = scan_tool_folders([folder], base=builtin_tools())
     events: list[AgentEvent] = []
     provider = ScriptedProvider([call("pid"), "done"])
-    agent = Agent(provider, tools=scan.registry, root=tmp_path, on_event=events.append)
+    agent = Agent(
+        provider,
+        tools=scan.registry,
+        root=tmp_path,
+        host=Host(on_event=events.append),
+    )
     await agent.run("pid?")
     result = agent.history[2].tool_results[0]
     assert isinstance(result, ToolResultBlock) and result.text.isdigit()

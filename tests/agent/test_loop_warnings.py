@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, WarningEvent, event_to_dict
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.providers.base import StreamDone, TextDelta, TextEnd, TextStart
 from tether.providers.base import StreamWarning as ProviderWarning
 from tether.testing import ScriptedProvider
@@ -31,7 +32,12 @@ async def test_provider_warning_is_emitted(tmp_path: Path) -> None:
         ]
     )
     events: list[AgentEvent] = []
-    result = await Agent(provider, tools=[], root=tmp_path, on_event=events.append).run("hi")
+    result = await Agent(
+        provider,
+        tools=[],
+        root=tmp_path,
+        host=Host(on_event=events.append),
+    ).run("hi")
     assert result.text == "ok"
     (w,) = [e for e in events if isinstance(e, WarningEvent) and e.kind == "truncated_prompt"]
     assert event_to_dict(w) == {"type": "warning", "kind": "truncated_prompt", "message": "cut"}

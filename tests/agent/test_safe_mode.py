@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tether import AgentConfig, Runtime
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.errors import ConfigError
 from tether.messages import ToolCallBlock
 from tether.testing import Reply, ScriptedProvider, call
@@ -64,7 +65,7 @@ async def test_no_sandbox_forces_safe_mode_warns_once_and_refuses_writes(tmp_pat
     )
     events: list[AgentEvent] = []
     agent = make_agent(
-        provider, tools=builtin_tools(), root=tmp_path, sandbox=None, on_event=events.append
+        provider, tools=builtin_tools(), root=tmp_path, sandbox=None, host=Host(on_event=events.append),
     )
     assert agent.safe_mode and agent.safe_mode_forced
     await agent.run("write please")
@@ -93,7 +94,7 @@ async def test_safe_flag_with_a_sandbox(tmp_path: Path) -> None:
     assert not (tmp_path / "f.txt").exists()
     agent.set_safe_mode(False)  # allowed: a sandbox exists
     provider2 = ScriptedProvider([call("write", path="f.txt", content="x"), "ok"])
-    agent.provider = provider2
+    agent.switch_model(provider2)
     await agent.run("go")
     assert "write" in _names(provider2.requests[0].tools)
     assert (tmp_path / "f.txt").read_text() == "x"
@@ -121,8 +122,8 @@ async def test_switch_takes_effect_from_the_next_request(tmp_path: Path) -> None
         tools=[*builtin_tools(), tool(lock_down, safe=True)],
         root=tmp_path,
         sandbox=any_sandbox(),
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     await agent.run("go")
     first, second, _third = (_names(r.tools) for r in provider.requests)
     assert "write" in first and "bash" in first
@@ -183,8 +184,8 @@ async def test_refused_env_is_a_parameter(tmp_path: Path) -> None:
         sandbox=any_sandbox(),
         env={"PATH": os.environ["PATH"], "CORP_VAULT_KEYRING": "corp-vault-value-1234"},
         refused_env=[*DEFAULT_REFUSED, "CORP_VAULT_*"],
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     assert "CORP_VAULT_KEYRING" not in agent.tool_context.env
     await agent.run("go")
     (result,) = [e for e in events if isinstance(e, ToolResultEvent)]

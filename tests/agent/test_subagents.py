@@ -22,6 +22,8 @@ from tether.agent.events import (
     ToolResultEvent,
     event_to_json,
 )
+from tether.agent.host import Host
+from tether.agent.sessions import AgentSession
 from tether.agent.subagents import SUBAGENT_SYSTEM, TASK_TOOL
 from tether.messages import Usage
 from tether.session import SessionStore
@@ -57,7 +59,7 @@ def test_task_returns_the_childs_answer_and_the_child_has_its_own_session(tmp_pa
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("main-1", cwd=str(tmp_path))
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, session=writer, on_event=events.append)
+    agent = make_agent(provider, tmp_path, host=Host(on_event=events.append), session=AgentSession(sink=writer),)
     result = agent.run_sync("summarize the repo")
     writer.close()
 
@@ -99,7 +101,7 @@ def test_nested_subagents_run_at_depth_2_and_are_refused_at_3(tmp_path: Path) ->
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("top-1", cwd=str(tmp_path))
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, session=writer, on_event=events.append)
+    agent = make_agent(provider, tmp_path, host=Host(on_event=events.append), session=AgentSession(sink=writer),)
     assert agent.run_sync("top").text == "top done"
     writer.close()
 
@@ -132,7 +134,7 @@ def test_spawn_is_refused_past_the_configured_depth(tmp_path: Path) -> None:
     )
     events: list[AgentEvent] = []
     agent = make_agent(
-        provider, tmp_path, settings={"agents": {"max_depth": 0}}, on_event=events.append
+        provider, tmp_path, settings={"agents": {"max_depth": 0}}, host=Host(on_event=events.append),
     )
     agent.run_sync("top")
     [res] = results(events)
@@ -191,8 +193,8 @@ def test_children_run_concurrently_up_to_the_limit(
         tmp_path,
         tools=[_slow_tool(state)],
         settings={"agents": {"max_concurrent": limit}},
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     assert agent.run_sync("fan out").text == "all done"
     assert state["max_active"] == expected
     assert sorted(r.content for r in results(events)) == [
@@ -217,7 +219,7 @@ def test_cancelling_the_parent_cancels_the_child_and_persists_its_partial_turn(
     )
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("p-1", cwd=str(tmp_path))
-    agent = make_agent(provider, tmp_path, tools=[_slow_tool(state, never)], session=writer)
+    agent = make_agent(provider, tmp_path, tools=[_slow_tool(state, never)], session=AgentSession(sink=writer),)
 
     async def go() -> None:
         task = asyncio.ensure_future(agent.run("parent"))
@@ -258,7 +260,7 @@ def test_the_child_session_resumes_on_its_own(tmp_path: Path) -> None:
     )
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("m-1", cwd=str(tmp_path))
-    make_agent(provider, tmp_path, session=writer).run_sync("main job")
+    make_agent(provider, tmp_path, session=AgentSession(sink=writer),).run_sync("main job")
     writer.close()
     [child_id] = child_sessions(store, "m-1")
 
@@ -268,8 +270,7 @@ def test_the_child_session_resumes_on_its_own(tmp_path: Path) -> None:
         provider,
         config=AgentConfig.model_validate({"tools": {"approval": "auto"}}),
         root=tmp_path,
-        history=loaded.turns,
-        session=again,
+        session=AgentSession(history=loaded.turns, sink=again),
     )
     assert resumed.run_sync("and now?").text == "second answer"
     again.close()
@@ -299,7 +300,7 @@ def test_child_usage_is_added_to_the_parents_and_reported_separately(tmp_path: P
         usage=Usage(input_tokens=1, output_tokens=1),
     )
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, on_event=events.append)
+    agent = make_agent(provider, tmp_path, host=Host(on_event=events.append),)
     result = agent.run_sync("main")
     # own: 100/10 + 1/1; child: 2 requests (1/1 each) + grandchild 1 request (1/1)
     assert result.children_usage == Usage(input_tokens=3, output_tokens=3)
@@ -330,7 +331,7 @@ def test_child_events_are_tagged_with_the_agent_path(tmp_path: Path) -> None:
         )
     )
     events: list[AgentEvent] = []
-    make_agent(provider, tmp_path, on_event=events.append).run_sync("main")
+    make_agent(provider, tmp_path, host=Host(on_event=events.append),).run_sync("main")
     tagged = [e for e in events if isinstance(e, SubagentEvent)]
     paths = {e.agent_path for e in tagged}
     assert paths == {("main", "task:t1"), ("main", "task:t1", "task:t2")}
@@ -349,7 +350,7 @@ def test_child_events_are_tagged_with_the_agent_path(tmp_path: Path) -> None:
     assert line["event"]["type"] == "session_start"
 
 
-class Host:
+class ScriptedApprover:
     def __init__(self, *answers: ApprovalDecision) -> None:
         self.answers = list(answers)
         self.seen: list[ApprovalRequest] = []
@@ -370,16 +371,15 @@ def test_spawn_goes_through_the_approval_gate_and_the_child_asks_with_its_path(
             }
         )
     )
-    host = Host(ApprovalDecision.once(), ApprovalDecision.deny("not there"))
+    host = ScriptedApprover(ApprovalDecision.once(), ApprovalDecision.deny("not there"))
     events: list[AgentEvent] = []
     agent = make_agent(
         provider,
         tmp_path,
         tools=builtin_tools(),
         settings={"tools": {"sandbox": "auto", "approval": "ask"}},
-        approver=host,
-        on_event=events.append,
-    )
+        host=Host(approver=host, on_event=events.append),
+        )
     agent.run_sync("main")
     assert [(r.kind, r.agent_path) for r in host.seen] == [
         ("spawn", ("main",)),
@@ -395,15 +395,14 @@ def test_spawn_permission_allow_skips_the_prompt_and_deny_refuses(
     provider = ScriptedProvider(
         routed({"main": [call(TASK_TOOL, id="t1", name="a", prompt="sub"), "final"], "sub": ["ok"]})
     )
-    host = Host()
+    host = ScriptedApprover()
     events: list[AgentEvent] = []
     agent = make_agent(
         provider,
         tmp_path,
         settings={"tools": {"sandbox": "auto", "approval": "ask"}, "agents": {"spawn": spawn}},
-        approver=host,
-        on_event=events.append,
-    )
+        host=Host(approver=host, on_event=events.append),
+        )
     agent.run_sync("main")
     assert host.seen == []
     [res] = results(events)
@@ -440,8 +439,8 @@ def test_named_subagents_bring_their_prompt_and_tools(tmp_path: Path) -> None:
                 "reviewer": {"system": "You review.", "tools": ["read", "grep"], "description": "reviews"}
             }
         },
-        on_event=events.append,
-    )
+        host=Host(on_event=events.append),
+        )
     agent.run_sync("main")
     [child] = [r for r in provider.requests if first_user_text(r.messages) == "review it"]
     assert child.system == "You review."

@@ -18,6 +18,7 @@ from tether.errors import AuthError, ConfigError
 from tether.providers.fallback import ModelRef
 from tether.settings import Settings
 from tether.testing import ScriptedProvider
+from tether.tools.containment import policy_for
 
 
 def _settings(data: dict[str, Any]) -> Settings:
@@ -105,7 +106,7 @@ def test_thinking_settings_become_decay_policies() -> None:
 
 
 def test_deny_paths_add_to_the_dotenv_rules() -> None:
-    policy = build.path_policy(_settings({"tools": {"deny_paths": ["**/*.pem"]}}))
+    policy = policy_for(_settings({"tools": {"deny_paths": ["**/*.pem"]}}).tools)
     assert "**/.env" in policy.deny_read and "**/*.pem" in policy.deny_read
     assert "**/*.pem" in policy.deny_write
 
@@ -146,7 +147,7 @@ def test_context_settings_reach_the_monitor_and_the_output_threshold() -> None:
     warnings: list[str] = []
     off = _settings({"context": {"auto_compact": False}})
     limits = build.model_limits(provider, None, warnings.append)
-    assert build.context_manager(limits, off) is None
+    assert build.auto_compaction(limits, off) is None
     on = _settings(
         {
             "context": {
@@ -158,7 +159,7 @@ def test_context_settings_reach_the_monitor_and_the_output_threshold() -> None:
     limits = build.model_limits(
         provider, None, warnings.append, configured=build.configured_windows(on)
     )
-    manager = build.context_manager(limits, on)
+    manager = build.auto_compaction(limits, on)
     assert manager is not None
     monitor = manager.monitor
     assert monitor.limits.context_window == 32768 and monitor.limits.source == "settings"
@@ -256,7 +257,7 @@ async def test_a_key_from_the_credential_file_is_redacted_from_tool_output(
 ) -> None:
     """A key tether read from its credential file is in no environment, so env scrubbing
     cannot hide it; a tool that prints the file must still not show it to the model."""
-    from tether.agent.loop import Agent
+    from tether.agent.agent import Agent
     from tether.credentials import credentials_path, store_key
     from tether.testing import call
 

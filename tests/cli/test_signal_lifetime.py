@@ -14,7 +14,7 @@ from types import FrameType
 
 import pytest
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
 from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
 from tether.testing import ScriptedProvider
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tether import Runtime
-from tether.agent.loop import INTERRUPTED, Agent
+from tether.agent.agent import Agent
+from tether.agent.sessions import INTERRUPTED, AgentSession
 from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, call
@@ -26,7 +27,7 @@ def test_signal_cancels_with_130_and_persists_interrupted_results(tmp_path: Path
         ScriptedProvider([call("bash", id="b1", command="sleep 30")]),
         tools=builtin_tools(),
         root=tmp_path,
-        session=writer,
+        session=AgentSession(sink=writer),
     )
 
     async def main() -> int:
@@ -58,7 +59,7 @@ def test_t31_harness_keys_never_reach_the_session_file(tmp_path: Path) -> None:
         provider,
         tools=builtin_tools(),
         root=tmp_path,
-        session=writer,
+        session=AgentSession(sink=writer),
         runtime=Runtime(
             env={
                 "ANTHROPIC_API_KEY": secret,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tether import AgentConfig, Runtime
+from tether.agent.agent import Agent
 from tether.agent.context import AutoCompaction
 from tether.agent.events import (
     AgentEvent,
@@ -18,7 +19,8 @@ from tether.agent.events import (
     FallbackEvent,
     RetryEvent,
 )
-from tether.agent.loop import Agent
+from tether.agent.host import Host
+from tether.agent.sessions import AgentSession
 from tether.compaction.monitor import ContextMonitor, Decision
 from tether.compaction.pressure import (
     CompactionPolicy,
@@ -121,9 +123,9 @@ def make_agent(
         [provider, *fallback],
         tools=[dump, *builtin_tools()],
         root=tmp_path,
-        session=sink,
+        host=Host(on_event=events.append),
+        session=AgentSession(sink=sink),
         config=AgentConfig(run={"max_turns": 200}, retry={"max_attempts": 2}),
-        on_event=events.append,
         compaction=manager,
         runtime=Runtime(secret_texts=tuple(secret_texts), sleep=sleep, rng=lambda: 0.5),
     )

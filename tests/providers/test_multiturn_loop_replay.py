@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from _provider_replay import ANTHROPIC_DIR, OPENAI_DIR, Server, load_cassette, sse_response
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.openai_chat import OpenAIChatProvider
 from tether.tools.base import tool

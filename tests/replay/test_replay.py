@@ -15,7 +15,8 @@ import pytest
 
 import clikit
 from cases_loader import CASES_DIR
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.sessions import AgentSession
 from tether.messages import TARGETS, Target, TextBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest
 from tether.replay import checker, replay_run, replay_stored, split_segments
@@ -102,7 +103,7 @@ def _record(home: Path, work: Path) -> str:
         provider,
         tools=builtin_tools(),
         root=work,
-        session=writer,
+        session=AgentSession(sink=writer),
         runtime=deterministic(id_prefix="rec"),
         compaction=False,
     )

@@ -7,8 +7,11 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolCallEvent
-from tether.agent.loop import INTERRUPTED, TOOL_CANCELLED, Agent
+from tether.agent.host import Host
+from tether.agent.sessions import INTERRUPTED
+from tether.agent.tool_calls import TOOL_CANCELLED
 from tether.messages import ToolCallBlock
 from tether.testing import Reply, ScriptedProvider
 from tether.tools import tool
@@ -37,7 +40,12 @@ async def test_cancel_one_call_while_another_finishes(tmp_path: Path) -> None:
     )
     provider = ScriptedProvider([Reply(blocks=calls), "done"])
     events: list[AgentEvent] = []
-    agent = Agent(provider, tools=_slow_tools(started), root=tmp_path, on_event=events.append)
+    agent = Agent(
+        provider,
+        tools=_slow_tools(started),
+        root=tmp_path,
+        host=Host(on_event=events.append),
+    )
     run = asyncio.create_task(agent.run("go"))
     while "a" not in started:
         await asyncio.sleep(0.01)

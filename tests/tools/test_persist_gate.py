@@ -15,8 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether import AgentConfig
+from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolResultEvent
-from tether.agent.loop import Agent
+from tether.agent.host import Host
+from tether.agent.sessions import AgentSession
 from tether.messages import ImageBlock, TextBlock, ToolResultBlock, Turn, text_turn
 from tether.session import ARTIFACT_KINDS, SessionStore
 from tether.testing import ScriptedProvider, call
@@ -76,8 +78,7 @@ async def test_t25_one_listing_cannot_overflow_the_context(tmp_path: Path) -> No
         provider,
         tools=[shell],
         root=tmp_path,
-        session=writer,
-        session_dir=store.artifact_dir("s1"),
+        session=AgentSession(sink=writer, session_dir=store.artifact_dir("s1")),
     )
     await agent.run("list it")
     writer.close()
@@ -302,9 +303,8 @@ async def test_loop_stores_and_reports_the_gated_result(tmp_path: Path) -> None:
         provider,
         tools=[dump],
         root=tmp_path / "ws",
-        session=writer,
-        session_dir=store.artifact_dir("s1"),
-        on_event=events.append,
+        host=Host(on_event=events.append),
+        session=AgentSession(sink=writer, session_dir=store.artifact_dir("s1")),
         config=AgentConfig(tools={"output_threshold_chars": 10_000}),
     )
     await agent.run("go")
@@ -326,7 +326,12 @@ async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path
     from tether.tools.builtins import builtin_tools
 
     provider = ScriptedProvider([call("bash", command="seq 1 30000"), "done"])
-    agent = Agent(provider, tools=builtin_tools(), root=work, session_dir=session_dir)
+    agent = Agent(
+        provider,
+        tools=builtin_tools(),
+        root=work,
+        session=AgentSession(session_dir=session_dir),
+    )
     await agent.run("count")
     stored = agent.history[2].tool_results[0].text
     match = STUB_PATH.search(stored)

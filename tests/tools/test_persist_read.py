@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.sessions import AgentSession
 from tether.messages import ToolCallBlock, ToolResultBlock
 from tether.providers.base import ModelRequest
 from tether.session import SessionStore
@@ -130,8 +131,7 @@ async def test_the_model_reads_back_a_persisted_output_through_the_loop(tmp_path
         provider,
         tools=[*builtin_tools(), dump],
         root=root,
-        session=writer,
-        session_dir=store.artifact_dir("s1"),
+        session=AgentSession(sink=writer, session_dir=store.artifact_dir("s1")),
     )
     await agent.run("go")
     writer.close()

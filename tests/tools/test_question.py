@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.host import Host
 from tether.messages import ToolCallBlock
 from tether.testing import ScriptedProvider, call
 from tether.tools import ToolContext, ToolRegistry, question
@@ -107,7 +108,12 @@ def test_question_is_safe_so_safe_mode_keeps_it() -> None:
 async def test_agent_passes_its_bridge(tmp_path: Path) -> None:
     bridge = Bridge(Answer(labels=("o0",)))
     provider = ScriptedProvider([call("question", questions=[one()]), "ok"])
-    agent = Agent(provider, tools=[question], root=tmp_path, question_bridge=bridge)
+    agent = Agent(
+        provider,
+        tools=[question],
+        root=tmp_path,
+        host=Host(questions=bridge),
+    )
     await agent.run("go")
     assert len(bridge.asked) == 1
     assert json.loads(agent.history[-2].tool_results[0].text) == [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tether import AgentConfig
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
 from tether.testing import ScriptedProvider, call
 from tether.tools.sandbox import SandboxKind, available
 from tether.tools.scan import scan_tool_folders

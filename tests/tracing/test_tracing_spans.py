@@ -18,7 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from tether import AgentConfig, Runtime
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.sessions import AgentSession
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import StreamError
 from tether.settings.model import TracingSettings
@@ -214,7 +215,12 @@ async def test_compaction_span_holds_its_summary_request(
             "final",
         ]
     )
-    agent = Agent(provider, root=tmp_path, runtime=runtime, history=history)
+    agent = Agent(
+        provider,
+        root=tmp_path,
+        runtime=runtime,
+        session=AgentSession(history=history),
+    )
     result = await agent.run("next")
     assert result.text == "final"
     spans = exporter.get_finished_spans()

@@ -1,14 +1,18 @@
+
 """Shared pieces of the TUI tests: an app over a scripted provider and a stored session."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tether import AgentConfig
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.host import Host
+from tether.agent.sessions import AgentSession
 from tether.agent.subagents import task_tool
 from tether.providers.base import ModelRequest
 from tether.session import SessionStore
@@ -17,7 +21,7 @@ from tether.tools.base import Tool
 from tether.tools.builtins import builtin_tools
 from tether.tools.question import question
 from tether.tui.app import TetherApp
-from tether.tui.opening import Hooks, Opened
+from tether.tui.opening import Opened
 
 SIZE = (100, 30)
 
@@ -44,26 +48,23 @@ def scripted_app(
 
     opened = itertools.count(1)
 
-    def factory(hooks: Hooks, resume_id: str | None) -> Opened:
+    def factory(host: Host, resume_id: str | None) -> Opened:
         history = store.load(resume_id).turns if store and resume_id else ()
-        agent = Agent(
-            provider,
-            config=config,
-            tools=[*builtin_tools(), question, *tools, *extra],
-            root=tmp_path,
-            history=history,
-            on_event=hooks.on_event,
-            question_bridge=hooks.questions,
-            approver=hooks.approver,
-            runtime=deterministic(id_prefix=f"t{next(opened)}"),  # unique across /new, /fork
-        )
         writer = None
         if store is not None:
             if resume_id:
                 writer = store.open_for_append(resume_id)
             else:
                 writer = store.create(None if store.exists("s1") else "s1", cwd=str(tmp_path))
-            agent.attach_session(writer, store.artifact_dir(writer.id))
+        agent = Agent(
+            provider,
+            config=config,
+            tools=[*builtin_tools(), question, *tools, *extra],
+            root=tmp_path,
+            host=replace(host, note=None),  # the scripted agent's setup notes are not shown
+            session=AgentSession(history=history, sink=writer),
+            runtime=deterministic(id_prefix=f"t{next(opened)}"),  # unique across /new, /fork
+        )
         return Opened(agent, writer, store=store)
 
     return TetherApp(factory, resume=resume), provider

@@ -12,9 +12,10 @@ import pytest
 
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.events import AgentEvent
+from tether.agent.host import Host
 from tether.settings.trust import approve
 from tether.tools.sandbox import detect_sandbox
-from tether.tui.opening import ChatOptions, Hooks, open_agent
+from tether.tui.opening import ChatOptions, open_agent
 
 DEMO = Path(__file__).resolve().parents[1] / "mcp" / "demo_server.py"
 
@@ -51,7 +52,7 @@ async def test_chat_starts_the_projects_mcp_servers_once(
     approve(root)
     events: list[AgentEvent] = []
     notes: list[str] = []
-    hooks = Hooks(
+    hooks = Host(
         on_event=events.append, questions=NoQuestions(), approver=allow, note=notes.append
     )
     opened = open_agent(

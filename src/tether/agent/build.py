@@ -5,9 +5,9 @@ Owns: the provider chain (a model string, a provider object, a list of them, or 
 `model` selection resolved against its `providers`), the API keys redacted from tool output,
 the tools of the tool folders, the model's limits (window, output cap), the window-capped
 output threshold, the retry policy, the thinking-budget decay, the path policy, the refused
-environment names, and the automatic context manager.
+environment names, and automatic compaction.
 Does not own: reading settings files (`tether.settings`), the loop (`tether.agent.loop`),
-argument parsing (`tether.cli`).
+argument parsing (`tether.cli`), the record the parts make (`tether.agent.parts`).
 
 Model selection (config `model`), resolved once; a mistake is a `ConfigError` then:
     unset                    each configured provider (`providers.<name>`) with a `model`, in
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from tether.agent.context import AutoCompaction
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
@@ -42,15 +42,8 @@ from tether.settings import AgentConfig, LoadedSettings, load_settings
 from tether.settings.trust import check_trust
 from tether.tools.base import Tool
 from tether.tools.builtins import builtin_tools
-from tether.tools.containment import limits_for, policy_for
 from tether.tools.env import DEFAULT_REFUSED
-from tether.tools.limits import ResourceLimits
-from tether.tools.paths import PathPolicy
-from tether.tools.sandbox import Sandbox
 from tether.tools.scan import scan_tool_folders
-
-if TYPE_CHECKING:
-    from tether.mcp import McpTools
 
 ModelLike = str | Provider | Sequence[str | Provider]
 """A model as `Agent` takes it: `"provider/model"` (`"local"`, `"anthropic/claude-sonnet-4-5"`,
@@ -214,18 +207,6 @@ def thinking_decay(config: AgentConfig) -> ThinkingDecay | None:
     return StepDecay(full_tokens=t.budget_tokens, floor_tokens=t.budget_tokens, after_turn=1)
 
 
-def path_policy(config: AgentConfig, root: Path | None = None) -> PathPolicy:
-    """The file tools' policy: the built-in dotenv rules plus `tools.deny_paths` (refused to
-    read and to write), the write scope (`tools.write_paths`), and, with `root`, the tool
-    folders as protected (read-only) paths (`tether.tools.containment.policy_for`)."""
-    return policy_for(config.tools, root)
-
-
-def tool_limits(config: AgentConfig) -> ResourceLimits:
-    """`tools.max_processes` / `tools.max_file_size` as the tool subprocesses' limits."""
-    return limits_for(config.tools)
-
-
 def refused_env(config: AgentConfig) -> tuple[str, ...]:
     """Variable names tools never see: the built-in list, `tools.refused_env`, and every
     configured provider's `api_key_env`."""
@@ -361,7 +342,7 @@ def fixed_text(system: str | None, tools: Sequence[Tool]) -> list[str]:
     return [system or "", *(json.dumps(t.parameters) for t in tools)]
 
 
-def context_manager(
+def auto_compaction(
     limits: ModelLimits, config: AgentConfig, *, fixed: Sequence[str] = ()
 ) -> AutoCompaction | None:
     """The automatic `AutoCompaction`, or None when `context.auto_compact` is off."""
@@ -396,8 +377,7 @@ def from_settings_files(
 ) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
     """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
     `overrides`), the provider chain (`model` strict, else the selection; project base URLs
-    noted), the tools (built-ins plus tool folders, plus the `task` tool unless
-    `agents.task_tool` is off), and why the project's files were not
+    noted), the tools (built-ins plus tool folders), and why the project's files were not
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
     else the user settings alone are used.
@@ -412,39 +392,4 @@ def from_settings_files(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
     )
     tools = folder_tools(cfg, root, note, project_tools=refused is None)
-    if cfg.agents.task_tool:
-        from tether.agent.subagents import TASK_TOOL, task_tool
-
-        if any(t.name == TASK_TOOL for t in tools):
-            note(f"note: a tool folder defines `{TASK_TOOL}`: subagents are not offered")
-        else:
-            tools.append(task_tool(cfg.agents))
     return root, cfg, chain, tools, refused
-
-
-def mcp_tools(
-    settings: AgentConfig,
-    root: Path,
-    *,
-    session_dir: Path | None,
-    sandbox: Sandbox | None,
-    on_warning: Callable[[str, str], None],
-) -> McpTools | None:
-    """The MCP servers of `settings` (`mcp.servers`), or None when none is enabled. Nothing
-    starts here: `await McpTools.start()` does (see `tether.mcp.tools`; the agent does it in
-    `tether.agent.servers`)."""
-    if not any(s.enabled for s in settings.mcp.servers.values()):
-        return None
-    from tether.mcp import McpTools
-    from tether.providers.models import default_cache_dir
-
-    return McpTools(
-        settings.mcp.servers,
-        root=root,
-        session_dir=session_dir,
-        sandbox=sandbox,
-        refused_env=refused_env(settings),
-        on_warning=on_warning,
-        default_start=settings.mcp.start,
-        cache_dir=default_cache_dir(),
-    )

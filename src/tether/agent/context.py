@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorEvent
-from tether.agent.state import RunState
+from tether.agent.state import RunParts, RunState, SentView
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.recall import RECALL_TOOL, recall_tool
@@ -104,7 +104,7 @@ class AutoCompaction:
         """The view as sent: the tail strategy applied when enabled (pure, byte-stable)."""
         return view if self.tail is None else shorten_old_results(view, self.tail)
 
-    async def before_request(self, state: RunState) -> RunStopReason | None:
+    async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         """Check pressure before a request; compact when the monitor says so.
 
         Returns:
@@ -113,49 +113,49 @@ class AutoCompaction:
         Raises:
             RunError: `context_overflow` when compactions make no progress or cannot be done.
         """
-        self._ensure_recall(state)
+        self._ensure_recall(parts, state)
         for compacted in range(MAX_COMPACTIONS_PER_REQUEST + 1):
-            decision = self.monitor.check(self.shape(state.view()))
+            decision = self.monitor.check(self.shape(parts.view(state.history)))
             if decision.no_progress:
                 message = (
                     "context window exhausted: compactions in a row left the context above the "
                     "trigger; the task's recent turns alone do not fit this model's window"
                 )
-                state.emit(ErrorEvent(kind="context_overflow", message=message))
+                parts.emit(ErrorEvent(kind="context_overflow", message=message))
                 raise RunError("context_overflow", message)
             if decision.runaway:
-                state.emit(ErrorEvent(kind="context_overflow", message=decision.runaway))
+                parts.emit(ErrorEvent(kind="context_overflow", message=decision.runaway))
                 return "context_runaway"
             if not decision.compact or compacted >= MAX_COMPACTIONS_PER_REQUEST:
                 break
-            if await self.compact(state, reason="threshold") is None:
+            if await self.compact(parts, state, reason="threshold") is None:
                 break  # nothing left to summarize: send as is (an overflow is handled later)
         return None
 
-    def after_request(self, turn: Turn, state: RunState) -> None:
-        """Feed the request's measured usage to the monitor (the view it measured is the one
-        last sent: `state.sent_view_len` turns, built at `state.sent_generation`)."""
+    def after_request(self, turn: Turn, sent: SentView) -> None:
+        """Feed the request's measured usage to the monitor; `sent` is the view it measured
+        (the one the answering provider was sent)."""
         if turn.usage is not None:
             self.monitor.observe(
-                view_len=state.sent_view_len,
+                view_len=sent.turns,
                 usage=turn.usage,
                 assistant_turn_id=turn.id,
-                generation=state.sent_generation,
+                generation=sent.generation,
             )
 
-    async def on_overflow(self, message: str, state: RunState) -> bool:
+    async def on_overflow(self, message: str, parts: RunParts, state: RunState) -> bool:
         """The provider said the request was too long: learn the window, compact. Returns True
         when a marker was written (the caller retries the request once)."""
         self.monitor.overflow(message)
-        return await self.compact(state, reason="overflow") is not None
+        return await self.compact(parts, state, reason="overflow") is not None
 
     # -- compaction -------------------------------------------------------------------------
 
     async def compact(
-        self, state: RunState, *, reason: str, focus: str | None = None
+        self, parts: RunParts, state: RunState, *, reason: str, focus: str | None = None
     ) -> CompactionResult | None:
         """Run the ladder and append the marker (and the restored-files pair) to the history,
-        inside a `compaction` span (`state.tracing`).
+        inside a `compaction` span (`parts.tracing`).
 
         Returns:
             The result, or None when there was nothing to compact.
@@ -163,27 +163,26 @@ class AutoCompaction:
         Raises:
             RunError: `context_overflow` when the summary failed and no truncation is possible.
         """
-        with state.tracing.compaction(reason) as span:
-            result = await self._compact(state, reason=reason, focus=focus)
+        with parts.tracing.compaction(reason) as span:
+            result = await self._compact(parts, state, reason=reason, focus=focus)
             span.compaction_done(result)
             return result
 
     async def _compact(
-        self, state: RunState, *, reason: str, focus: str | None
+        self, parts: RunParts, state: RunState, *, reason: str, focus: str | None
     ) -> CompactionResult | None:
-        if state.before_compaction is not None:  # the `before_compaction` hooks
-            await state.before_compaction(reason)
+        await parts.before_compaction(reason)  # the `before_compaction` hooks
         history = tuple(state.history)
         live: tuple[Turn, ...] | None = self._live.update(history)
         if not self._live.regular:  # a hand-made history: the passes read all of it
             live = None
         # the new marker's generation, exact for any history: kept in O(new turns)
         snap = _Snapshot(history, live, self._live.next_generation)
-        before = estimate_tokens(self.shape(state.view()))
-        state.emit(CompactionStartEvent(reason=reason, tokens_before=before))
+        before = estimate_tokens(self.shape(parts.view(state.history)))
+        parts.emit(CompactionStartEvent(reason=reason, tokens_before=before))
         scope = self._scope(snap)
         if scope is None:
-            state.emit(
+            parts.emit(
                 CompactionEndEvent(
                     tokens_before=before,
                     tokens_after=before,
@@ -193,9 +192,9 @@ class AutoCompaction:
                 )
             )
             return None
-        marker_id = state.new_id()
+        marker_id = parts.new_id()
         try:
-            result = await self._summarize(state, snap, scope, focus, marker_id)
+            result = await self._summarize(parts, snap, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
                 result = truncation_marker(
@@ -210,12 +209,12 @@ class AutoCompaction:
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         state.append(result.marker_turn)
         state.add_usage(result.usage)
-        self._ensure_recall(state)
-        restored = await self._restore(state, snap, scope)
-        after_view = self.shape(state.view())
+        self._ensure_recall(parts, state)
+        restored = await self._restore(parts, state, snap, scope)
+        after_view = self.shape(parts.view(state.history))
         self.monitor.compacted(after_view)
         self.compactions += 1
-        state.emit(
+        parts.emit(
             CompactionEndEvent(
                 tokens_before=before,
                 tokens_after=estimate_tokens(after_view),
@@ -229,16 +228,16 @@ class AutoCompaction:
         )
         return result
 
-    def _ensure_recall(self, state: RunState) -> None:
+    def _ensure_recall(self, parts: RunParts, state: RunState) -> None:
         """Offer `recall` once the history holds a marker (each turn is looked at once)."""
-        if not self.offer_recall or RECALL_TOOL in state.registry:
+        if not self.offer_recall or RECALL_TOOL in parts.registry:
             return
         history = state.history
         seen, self._recall_scanned = self._recall_scanned, len(history)
         if seen > len(history):  # the history was replaced: look at all of it
             seen = 0
         if any(is_marker(t) for t in history[seen:]):
-            state.registry.add(recall_tool(lambda: history))
+            parts.registry.add(recall_tool(lambda: history))
 
     def _scope(self, snap: _Snapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
@@ -260,7 +259,7 @@ class AutoCompaction:
         return None
 
     async def _summarize(
-        self, state: RunState, snap: _Snapshot, scope: Scope, focus: str | None, marker_id: str
+        self, parts: RunParts, snap: _Snapshot, scope: Scope, focus: str | None, marker_id: str
     ) -> CompactionResult:
         if self.compactor is not None:
             return await compact_with(
@@ -277,11 +276,11 @@ class AutoCompaction:
             64, min(4096, limits.context_window // 4, limits.max_output_tokens)
         )
         return await compact_conversation(
-            self.summarizer or state.provider,
+            self.summarizer or parts.provider,
             snap.history,
             scope,
             focus,
-            call=state.summary_call(self.summarizer),
+            call=parts.summary_call(self.summarizer),
             timeout_s=self.timeout_s,
             window_tokens=limits.context_window,
             summary_max_tokens=cap,
@@ -290,11 +289,13 @@ class AutoCompaction:
             generation=snap.generation,
         )
 
-    async def _restore(self, state: RunState, snap: _Snapshot, scope: Scope) -> tuple[str, ...]:
+    async def _restore(
+        self, parts: RunParts, state: RunState, snap: _Snapshot, scope: Scope
+    ) -> tuple[str, ...]:
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
-        if budget <= 0 or READ_TOOL not in state.registry.names():
+        if budget <= 0 or READ_TOOL not in parts.registry.names():
             return ()
         kept = select(snap.history, scope, live=snap.live, generation=snap.generation).kept
         paths = recent_read_paths(snap.history, kept, max_files=self.max_restore_files)
@@ -303,10 +304,10 @@ class AutoCompaction:
         spent = 0
         for path in paths:
             call = ToolCallBlock(
-                id=f"restore_{state.new_id()}", name=READ_TOOL, arguments={"path": path}
+                id=f"restore_{parts.new_id()}", name=READ_TOOL, arguments={"path": path}
             )
             result = await run_tool_call(
-                state.registry, call, state.tool_context, timeout_s=30.0, redact=state.redact
+                parts.registry, call, parts.tool_context, timeout_s=30.0, redact=parts.redact
             )
             cost = text_tokens(result.text) + 8
             if result.is_error or spent + cost > budget:
@@ -314,7 +315,7 @@ class AutoCompaction:
             spent += cost
             calls.append(call)
             results.append(result)
-        pair = restore_pair(calls, results, assistant_id=state.new_id(), user_id=state.new_id())
+        pair = restore_pair(calls, results, assistant_id=parts.new_id(), user_id=parts.new_id())
         if pair is None:
             return ()
         for t in pair:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from tether.agent.events import AgentEvent, DoneEvent, WarningEvent
 from tether.agent.hooks import HookRunner
-from tether.agent.state import RunResult, TurnSink
+from tether.agent.state import RunResult
 from tether.messages import ContentBlock, TextBlock, Usage
 
 PROMPT_DENIED = "a user_prompt hook refused the prompt; nothing was sent"
@@ -57,14 +57,14 @@ async def stop(hooks: HookRunner, answer: str) -> str | None:
 
 
 def prompt_denied(
-    emit: Callable[[AgentEvent], None], session: TurnSink | None, reason: str
+    emit: Callable[[AgentEvent], None], session_id: str | None, reason: str
 ) -> RunResult:
     """The run a refused prompt makes: nothing stored or sent; a `warning` event
     `prompt_denied` with the reason, then `done` (stop reason `prompt_denied`)."""
     emit(WarningEvent(kind="prompt_denied", message=reason))
     emit(
         DoneEvent(
-            session_id=session.id if session else None,
+            session_id=session_id,
             message=None,
             text="",
             usage=Usage(),

@@ -7,14 +7,14 @@ there), started in the running event loop, restarted when a later run uses anoth
 (`run_sync` runs each call in a fresh loop), and closed with its tools removed from the
 registry. Warnings for skipped servers go to the agent's event stream (`warning` events) and
 to its setup notes.
-Does not own: the servers' protocol and tools (`tether.mcp`), which settings enable them
-(`tether.agent.build.mcp_tools`).
+Does not own: the servers' protocol and tools (`tether.mcp`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.agent import build
@@ -22,9 +22,37 @@ from tether.agent.events import AgentEvent, WarningEvent
 from tether.settings import AgentConfig
 from tether.tools.base import ToolContext
 from tether.tools.registry import ToolRegistry
+from tether.tools.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from tether.mcp import McpTools
+
+
+def mcp_tools(
+    settings: AgentConfig,
+    root: Path,
+    *,
+    session_dir: Path | None,
+    sandbox: Sandbox | None,
+    on_warning: Callable[[str, str], None],
+) -> McpTools | None:
+    """The MCP servers of `settings` (`mcp.servers`), or None when none is enabled. Nothing
+    starts here: `await McpTools.start()` does (see `tether.mcp.tools`)."""
+    if not any(s.enabled for s in settings.mcp.servers.values()):
+        return None
+    from tether.mcp import McpTools
+    from tether.providers.models import default_cache_dir
+
+    return McpTools(
+        settings.mcp.servers,
+        root=root,
+        session_dir=session_dir,
+        sandbox=sandbox,
+        refused_env=build.refused_env(settings),
+        on_warning=on_warning,
+        default_start=settings.mcp.start,
+        cache_dir=default_cache_dir(),
+    )
 
 
 class McpServers:
@@ -64,7 +92,7 @@ class McpServers:
             return
         if self.tools is not None:  # started in a loop that has ended: start afresh
             self._forget(registry)
-        self.tools = build.mcp_tools(
+        self.tools = mcp_tools(
             self.config,
             ctx.root,
             session_dir=ctx.session_dir,

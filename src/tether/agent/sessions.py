@@ -1,86 +1,223 @@
-"""Giving an agent its session: the history of a stored session to resume, and the session
-file the agent writes to. One path for every host (`tether run`, the TUI, Jobs).
+"""An agent's session as one value: the history to continue, where new turns go, the artifact
+folder, and which tool calls are known to have started. One path for every host (`tether run`,
+the TUI, Jobs, subagents, a library user).
 
-Owns: `Resumed` and `load_for_resume` (a stored session's turns made ready to continue: user
-messages re-sent after a failed request dropped, the ids of calls that started known so
-`Agent.close_interrupted` can tell "started, may have had effects" from "never ran"), and
-`open_session` (append to the resumed session or create a new one, attach it with its
-artifact folder, tell the agent which calls started).
-Does not own: the file format and its errors (`tether.session`), the agent (`tether.agent.loop`).
+Owns: `AgentSession` (built by `resume`, `new` or directly; opened by the agent it is given to,
+last in the agent's construction, so a configuration error — a missing API key — leaves no
+session file behind), the `tool_call_started` records (`record_started`, `started_call_ids`),
+and `interrupted_turn` (the results a crash or cancel left missing, told apart by whether the
+call had started).
+Does not own: the file format and its errors (`tether.session`), the loop (`tether.agent.loop`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from tether.agent.loop import Agent
-from tether.agent.tool_calls import started_call_ids
-from tether.messages import Turn
-from tether.session import SessionStore, SessionWriter
+from tether.messages import ToolCallBlock, Turn
+from tether.session import EventEntry, SessionStore, SessionWriter
 from tether.session.store import LoadedSession
-from tether.wire.resume import drop_retried_user_turns
+from tether.wire import interrupt_results
+from tether.wire.resume import drop_retried_user_turns, pending_tool_calls
 
-__all__ = ["Resumed", "load_for_resume", "open_session"]
+__all__ = [
+    "INTERRUPTED",
+    "NEVER_RAN",
+    "STARTED_EVENT",
+    "STARTED_LOST",
+    "AgentSession",
+    "TurnSink",
+    "interrupted_turn",
+    "started_call_ids",
+]
+
+INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
+"""The result of a call a run-wide cancel cut short (or that never started)."""
+STARTED_LOST = (
+    "interrupted: this call started but the run stopped before its result was saved; it may "
+    "have had effects: check them before repeating it"
+)
+"""On resume: the result of a call whose `tool_call_started` record was persisted."""
+NEVER_RAN = (
+    "interrupted: this call never ran (the run stopped before it started); it had no effects"
+)
+"""On resume: the result of a call without a `tool_call_started` record, in a session that
+writes them."""
+STARTED_EVENT = "tool_call_started"
+"""The session event persisted right before a call runs: `{"tool_call_id": str, "name": str}`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    """A stored session, loaded to be continued.
+class TurnSink(Protocol):
+    """Where turns are persisted (a `tether.session.SessionWriter` satisfies it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def append(self, turn: Turn) -> None: ...
+
+
+def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
+    """The ids of calls with a `tool_call_started` record among a loaded session's `events`,
+    or None when the session holds no such record at all (written before they existed: which
+    calls ran is unknown)."""
+    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
+    if not ids:
+        return None
+    return frozenset(i for i in ids if isinstance(i, str))
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentSession:
+    """The session an agent continues and writes to, passed once: `Agent(session=...)`.
+
+    Build it with `AgentSession.resume(store, id)` (a stored session to continue),
+    `AgentSession.new(store, cwd=...)` (a new session file), or directly
+    (`AgentSession(history=turns)` for an in-memory run, `sink=` for your own `TurnSink`).
+    A stored session's file is opened (created, for a new one) by `open()`: the agent calls
+    it when its first run starts, a host that wants a taken id reported earlier calls it
+    itself; so a configuration error (a missing API key) leaves no session file behind.
 
     Attributes:
-        session_id: its id.
-        history: its turns, without user messages repeated by a retry after a failed request
-            (what `Agent(history=...)` takes).
-        started: ids of calls with a `tool_call_started` record; None when the session holds
-            no such record (written before they existed: which calls ran is unknown).
-        loaded: the whole load (`header`, `report` of skipped lines, `events`).
+        history: the turns to continue (the agent appends to its own copy).
+        sink: where new turns go (a `tether.session.SessionWriter` once opened), or None.
+        session_dir: the folder for persisted tool outputs (default: the sink's
+            `artifact_dir`, when it has one).
+        started: ids of calls with a persisted `tool_call_started` record; None when unknown
+            (a session written before such records existed, or a sink that takes no events).
+        session_id: the id (known before the file exists, for a new session).
+        loaded: the whole load of a resumed session (`header`, `report`, `events`), or None.
+        writer: the session file's writer once opened (the host closes it: `close()`).
     """
 
-    session_id: str
-    history: tuple[Turn, ...]
-    started: frozenset[str] | None
-    loaded: LoadedSession
+    history: tuple[Turn, ...] = ()
+    sink: TurnSink | None = None
+    session_dir: Path | None = None
+    started: set[str] | frozenset[str] | None = None
+    session_id: str | None = None
+    loaded: LoadedSession | None = None
+    writer: SessionWriter | None = None
+    _open: Callable[[], SessionWriter] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.session_dir is None:
+            found = getattr(self.sink, "artifact_dir", None)
+            self.session_dir = found if isinstance(found, Path) else None
+
+    @classmethod
+    def resume(cls, store: SessionStore, session_id: str) -> AgentSession:
+        """`session_id` from `store`, loaded to be continued (user messages repeated by a retry
+        after a failed request dropped); `open()` opens it for append.
+
+        Raises:
+            tether.errors.SessionError: the session does not exist or cannot be read (a
+                malformed line is not an error: it is skipped and named in `loaded.report`).
+        """
+        loaded = store.load(session_id)
+        return cls(
+            history=drop_retried_user_turns(loaded.turns),
+            started=started_call_ids(loaded.events),
+            session_id=session_id,
+            session_dir=store.artifact_dir(session_id),
+            loaded=loaded,
+            _open=lambda: store.open_for_append(session_id),
+        )
+
+    @classmethod
+    def new(
+        cls,
+        store: SessionStore,
+        *,
+        cwd: Path,
+        session_id: str | None = None,
+        caller: tuple[str, str, tuple[str, ...]] | None = None,
+    ) -> AgentSession:
+        """A new session in `store` recorded as started in `cwd` (`session_id`, else a fresh
+        id), created by `open()`. `caller` names a subagent's caller (see
+        `SessionStore.create`).
+
+        Raises:
+            tether.errors.SessionError: an invalid `session_id` (a taken one is reported when
+                the agent opens it).
+        """
+        sid = store.new_session_id() if session_id is None else session_id
+        session_dir = store.artifact_dir(sid)
+        return cls(
+            session_id=sid,
+            session_dir=session_dir,
+            started=set(),  # a new session records every start
+            _open=lambda: store.create(sid, cwd=str(cwd), caller=caller),
+        )
+
+    def open(self) -> None:
+        """Create or open the session file (once; idempotent; `Agent.run` calls it).
+
+        Raises:
+            tether.errors.SessionError: the file cannot be created or opened (a taken id).
+        """
+        if self._open is None:
+            return
+        opener, self._open = self._open, None
+        self.writer = opener()
+        self.sink = self.writer
+        self.session_id = self.writer.id
+        if self.session_dir is None:
+            self.session_dir = self.writer.artifact_dir
+
+    def close(self) -> None:
+        """Close the session file, if one was opened (idempotent)."""
+        if self.writer is not None:
+            self.writer.close()
+
+    @property
+    def id(self) -> str | None:
+        """The session id (the sink's), or None without a session."""
+        if self.sink is not None:
+            return self.sink.id
+        return self.session_id
+
+    def append(self, turn: Turn) -> None:
+        """Persist `turn` (flushed) when there is a sink."""
+        if self.sink is not None:
+            self.sink.append(turn)
+
+    def record_started(self, call: ToolCallBlock) -> None:
+        """Persist a small `tool_call_started` event before `call` runs (when the sink takes
+        events), so a resume after a crash can tell "started, may have had effects" from
+        "never ran"."""
+        if not isinstance(self.started, set):  # one copy, then O(1) per call
+            self.started = set(self.started or ())
+        self.started.add(call.id)
+        append_event = getattr(self.sink, "append_event", None)
+        if callable(append_event):
+            append_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
 
 
-def load_for_resume(store: SessionStore, session_id: str) -> Resumed:
-    """Load `session_id` from `store` to continue it.
+def interrupted_turn(
+    history: Sequence[Turn], started: set[str] | frozenset[str] | None, new_id: Callable[[], str]
+) -> Turn | None:
+    """The user turn of `interrupted` is_error results for tool calls that have none (after a
+    crash or cancel, before new user text; case T01), or None when nothing is missing.
 
-    Raises:
-        tether.errors.SessionError: the session does not exist or cannot be read (a malformed
-            line is not an error: it is skipped and named in `loaded.report`).
+    The store is append-only, so a partial results turn is never rewritten: the missing
+    results go into a new user turn right after it (the wire view merges the two). With
+    `started` known, a call that started is told "may have had effects" (`STARTED_LOST`), one
+    that did not "never ran" (`NEVER_RAN`).
     """
-    loaded = store.load(session_id)
-    return Resumed(
-        session_id=session_id,
-        history=drop_retried_user_turns(loaded.turns),
-        started=started_call_ids(loaded.events),
-        loaded=loaded,
-    )
-
-
-def open_session(
-    agent: Agent,
-    store: SessionStore,
-    *,
-    resumed: Resumed | None,
-    cwd: Path,
-    session_id: str | None = None,
-) -> SessionWriter:
-    """Attach a session file to `agent`: the resumed session opened for append, else a new
-    session `session_id` (None: a fresh id) recorded as started in `cwd`. The writer is the
-    caller's to close.
-
-    Raises:
-        tether.errors.SessionError: the session cannot be opened or created (e.g. the id is
-            taken).
-    """
-    if resumed is not None:
-        writer = store.open_for_append(resumed.session_id)
-        started = resumed.started
-    else:
-        writer = store.create(session_id, cwd=str(cwd))
-        started = frozenset[str]()  # a new session records every start
-    agent.attach_session(writer, store.artifact_dir(writer.id))
-    agent.started_calls = started
-    return writer
+    before = tuple(history)
+    reasons: dict[str, str] | None = None
+    if started is not None:
+        reasons = {
+            c.id: STARTED_LOST if c.id in started else NEVER_RAN
+            for c in pending_tool_calls(before)
+        }
+    repaired = interrupt_results(before, turn_id=new_id(), reason=INTERRUPTED, reasons=reasons)
+    if repaired is before:
+        return None
+    if len(repaired) > len(before):
+        return repaired[-1]
+    had = {r.tool_call_id for r in before[-1].tool_results}
+    missing = tuple(r for r in repaired[-1].tool_results if r.tool_call_id not in had)
+    return Turn(id=new_id(), role="user", content=missing)

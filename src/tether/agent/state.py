@@ -1,92 +1,116 @@
-"""One run's state, passed explicitly to the parts of the loop (tool calls, context management)
-instead of the agent itself.
+"""One run's plain data, and the contract the loop's collaborators read the agent's parts by.
 
-Owns: `RunResult` (what a run produced) and `RunState` (the history being appended to, the turns of this run, its usage, the event
-sink, persistence, id minting, the current wire view, the tools and their context, and the one
-request path for side requests such as compaction summaries).
-Does not own: deciding anything; the loop (`tether.agent.loop`) fills it, the parts read it.
+Owns: `RunState` (the history being appended to, the turns of this run, its usage, the last
+sent view), `SentView`, `RunResult` (what a run produced) and `RunParts` (the protocol
+`tether.agent.parts.AgentParts` satisfies: what compaction and the tool runner may use — the
+tools, their context, events, ids, the wire view, redaction, the summary request path).
+Does not own: deciding anything; the loop (`tether.agent.loop`) fills the state, the parts
+(`tether.agent.parts`) do the work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from tether.agent.events import AgentEvent
+from tether.agent.sessions import AgentSession
 from tether.compaction.summarize import SummaryCall
-from tether.messages import RunStopReason, ToolCallBlock, Turn, Usage
+from tether.messages import RunStopReason, Turn, Usage
 from tether.providers.base import Provider
 from tether.tools.base import ToolContext
 from tether.tools.registry import ToolRegistry
-from tether.tracing import NO_TRACING, Tracing
+from tether.tracing import Tracing
 
-__all__ = ["RunResult", "RunState", "SummaryCall", "TurnSink"]
+__all__ = ["RunParts", "RunResult", "RunState", "SentView"]
 
 
-
-class TurnSink(Protocol):
-    """Where turns are persisted (a `tether.session.SessionWriter` satisfies it)."""
+class RunParts(Protocol):
+    """What the loop's collaborators (`AutoCompaction`, `ToolCalls`) use from the agent's parts
+    (`tether.agent.parts.AgentParts` is the implementation). None of it may raise except as
+    documented on the implementation."""
 
     @property
-    def id(self) -> str: ...
+    def registry(self) -> ToolRegistry:
+        """The tools offered (compaction adds `recall` once a marker exists)."""
+        ...
 
-    def append(self, turn: Turn) -> None: ...
+    @property
+    def tool_context(self) -> ToolContext:
+        """What a running tool may know (root, env, sandbox, session folder, ...)."""
+        ...
+
+    @property
+    def tracing(self) -> Tracing:
+        """Where spans open (off by default)."""
+        ...
+
+    @property
+    def provider(self) -> Provider:
+        """The chain's first provider (the default summarizer)."""
+        ...
+
+    def emit(self, event: AgentEvent) -> None:
+        """Send `event` to the host."""
+        ...
+
+    def new_id(self) -> str:
+        """A fresh turn id."""
+        ...
+
+    def view(self, history: Sequence[Turn]) -> tuple[Turn, ...]:
+        """The wire view of `history` for the chain's first provider (incremental)."""
+        ...
+
+    def redact(self, text: str) -> str:
+        """`text` with known secret values masked (tool output)."""
+        ...
+
+    def summary_call(self, summarizer: Provider | None) -> SummaryCall:
+        """The request path for a side request: the chain (or `summarizer` alone)."""
+        ...
+
+    async def before_compaction(self, reason: str) -> None:
+        """The `before_compaction` hooks."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SentView:
+    """The view the last request was built from: its length in turns and the compaction
+    generation it was built at (what the context monitor measures usage against)."""
+
+    turns: int
+    generation: int
 
 
 @dataclass(slots=True, kw_only=True)
 class RunState:
-    """The state of one `Agent.run` call.
+    """The plain data of one `Agent.run` call.
 
     Attributes:
         history: the agent's history (the same list: appended in place).
-        session: where appended turns are persisted, or None.
+        session: where appended turns are persisted (and which calls started).
         used_call_ids: tool-call ids already in the history (new ones are re-minted on clash).
-        emit: sends an event to the host.
-        new_id: mints turn ids.
-        view: the current wire view for the chain's first provider (not yet shaped).
-        registry: the tools.
-        tool_context: what a running tool may know (root, env, sandbox, ...).
-        redact: removes secret values from tool output.
-        provider: the chain's first provider (the default summarizer).
-        summary_call: makes the request path for a provider (None: the agent's chain).
-        call_started: records that a tool call is about to run (a `tool_call_started` session
-            event, so a resume can tell a call that started from one that never ran).
-        tracing: where the run's parts open spans (compaction; off by default).
-        before_compaction: awaited with the reason before a compaction starts (the
-            `before_compaction` hooks).
         new_turns: every turn appended during this run, in order.
         usage: cumulative usage of this run (requests and summary calls), in tokens.
-        sent_view_len: turns in the view of the last request sent.
-        sent_generation: the compaction generation that view was built at.
+        sent: the view of the last request sent (None before the first).
     """
 
     history: list[Turn]
-    session: TurnSink | None
+    session: AgentSession
     used_call_ids: set[str]
-    emit: Callable[[AgentEvent], None]
-    new_id: Callable[[], str]
-    view: Callable[[], tuple[Turn, ...]]
-    registry: ToolRegistry
-    tool_context: ToolContext
-    redact: Callable[[str], str]
-    provider: Provider
-    summary_call: Callable[[Provider | None], SummaryCall]
-    call_started: Callable[[ToolCallBlock], None] = lambda _call: None
-    tracing: Tracing = NO_TRACING
-    before_compaction: Callable[[str], Awaitable[None]] | None = None
     new_turns: list[Turn] = field(default_factory=lambda: [])
     usage: Usage = field(default_factory=Usage)
-    sent_view_len: int = 0
-    sent_generation: int = 0
+    sent: SentView | None = None
 
     def append(self, turn: Turn) -> None:
         """Append `turn` to the history and this run's turns, and persist it (flushed)."""
         self.used_call_ids.update(c.id for c in turn.tool_calls)
         self.history.append(turn)
         self.new_turns.append(turn)
-        if self.session is not None:
-            self.session.append(turn)
+        self.session.append(turn)
 
     def add_usage(self, usage: Usage | None) -> None:
         """Count a request's usage in this run's total."""
@@ -103,7 +127,6 @@ class RunResult:
         usage: cumulative usage of this run (tokens).
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
         turns: requests made in this run.
-        tracing: where the run's parts open spans (compaction; off by default).
         new_turns: every turn appended during this run, in order. Left out of `repr`:
             `asyncio.run` reprs its main task's result twice while restoring the SIGINT
             handler, which took 0.5 s after a 10,000-turn run.

@@ -10,8 +10,8 @@ context window and compaction, forwarding its events to the host tagged with the
 (`SubagentEvent`, `["main", "task:<call id>"]`), and its usage (added to the caller's run,
 reported separately as `children_usage`).
 Does not own: the spawn permission (`agents.spawn`, in `tether.agent.gate`: through the
-approval gate, `kind="spawn"`), building agents (the child is built through the front door,
-`Agent(...)`), cancellation mechanics: cancelling the caller's run cancels its running `task`
+approval gate, `kind="spawn"`), building agents (the child is built through the front door:
+the caller's own class, `type(agent)(...)`), cancellation mechanics: cancelling the caller's run cancels its running `task`
 calls (asyncio), which cancels each child's run; the child persists its partial turn, as any
 cancelled run does.
 
@@ -23,23 +23,24 @@ question bridge and approver (the host sees the child's `agent_path` in each req
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
 from tether.agent import build
-from tether.agent.approval import ApprovalDecision, ApprovalRequest
+from tether.agent.approval import ApprovalDecision, ApprovalMode, ApprovalRequest
 from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
+from tether.agent.host import Host
+from tether.agent.parts import AgentParts
+from tether.agent.sessions import AgentSession
+from tether.agent.state import RunResult
 from tether.errors import ConfigError, RunError, SessionError
 from tether.messages import Usage
+from tether.session.store import SessionStore
 from tether.settings.model import AgentConfig, AgentsSettings, McpSettings
 from tether.tools.base import Tool, ToolContext, ToolOutput, tool
-
-if TYPE_CHECKING:
-    from tether.agent.loop import Agent
-    from tether.session.writer import SessionWriter
 
 TASK_TOOL = "task"
 TASK_TIMEOUT_S = 3600.0
@@ -110,11 +111,48 @@ def task_tool(agents: AgentsSettings | None = None) -> Tool:
     )
 
 
+class Child(Protocol):
+    """What `Subagents` needs of a child agent (a `tether.Agent` is one)."""
+
+    @property
+    def agent_path(self) -> tuple[str, ...]: ...
+
+    async def run(self, prompt: str) -> RunResult: ...
+
+    def set_approval_mode(self, mode: ApprovalMode) -> None: ...
+
+
+class Caller(Protocol):
+    """What `Subagents` reads of the agent whose `task` calls it runs (a `tether.Agent`)."""
+
+    @property
+    def parts(self) -> AgentParts: ...
+
+    @property
+    def session(self) -> AgentSession: ...
+
+    @property
+    def approval_mode(self) -> ApprovalMode: ...
+
+
+def with_task_tool(tools: list[Tool], agents: AgentsSettings, note: Callable[[str], None]) -> None:
+    """Add the `task` tool to `tools` unless `agents.task_tool` is off or a tool folder already
+    defines one (then `note` says subagents are not offered)."""
+    if not agents.task_tool:
+        return
+    if any(t.name == TASK_TOOL for t in tools):
+        note(f"note: a tool folder defines `{TASK_TOOL}`: subagents are not offered")
+    else:
+        tools.append(task_tool(agents))
+
+
 class Subagents:
     """The children of one agent (module docstring).
 
     Args:
-        parent: the agent whose `task` calls this runs.
+        caller: the agent whose `task` calls this runs.
+        make_child: builds a child with the `tether.Agent` constructor's arguments (the
+            caller's own class: `type(agent)`).
 
     Attributes:
         usage: the usage of the children that ended since the last `take_usage` (tokens; a
@@ -122,21 +160,22 @@ class Subagents:
         running: the children running now, by `task` call id.
     """
 
-    def __init__(self, parent: Agent) -> None:
-        self.parent = parent
+    def __init__(self, caller: Caller, make_child: Callable[..., Child]) -> None:
+        self.caller = caller
+        self.make_child = make_child
         self.usage = Usage()
         self.any_ran = False
-        self.running: dict[str, Agent] = {}
+        self.running: dict[str, Child] = {}
         self._slots: asyncio.Semaphore | None = None
 
     @property
     def settings(self) -> AgentsSettings:
-        return self.parent.config.agents
+        return self.caller.parts.config.agents
 
     @property
     def depth(self) -> int:
         """This agent's depth: 0 for the main agent."""
-        return len(self.parent.agent_path) - 1
+        return len(self.caller.parts.agent_path) - 1
 
     def may_spawn(self) -> bool:
         """Whether a child of this agent stays within `agents.max_depth`."""
@@ -169,7 +208,7 @@ class Subagents:
                 is_error=True,
             )
         try:
-            child, writer = self._build(call_id, agent, tools, model)
+            child, session = self._build(call_id, agent, tools, model)
         except (ConfigError, SessionError) as exc:
             return ToolOutput(f"the subagent could not start: {exc}", is_error=True)
         if self._slots is None:
@@ -182,12 +221,11 @@ class Subagents:
             return ToolOutput(
                 f"the subagent {name!r} failed: {exc.kind}: {exc.message}",
                 is_error=True,
-                display=self._display(child, writer),
+                display=self._display(child, session),
             )
         finally:
             self.running.pop(call_id, None)
-            if writer is not None:
-                writer.close()
+            session.close()
         answer = result.text.strip()
         if result.stop_reason not in ("end_turn", "stop_sequence"):
             answer = (
@@ -196,13 +234,13 @@ class Subagents:
                 else f"(the subagent stopped early without an answer: {result.stop_reason})"
             )
         return ToolOutput(
-            answer or "(the subagent gave no answer)", display=self._display(child, writer)
+            answer or "(the subagent gave no answer)", display=self._display(child, session)
         )
 
-    def _display(self, child: Agent, writer: SessionWriter | None) -> dict[str, Any]:
+    def _display(self, child: Child, session: AgentSession) -> dict[str, Any]:
         return {
             "agent_path": list(child.agent_path),
-            "session_id": None if writer is None else writer.id,
+            "session_id": None if session.writer is None else session.writer.id,
         }
 
     def _build(
@@ -211,86 +249,89 @@ class Subagents:
         agent: str | None,
         tools: Sequence[str] | None,
         model: str | None,
-    ) -> tuple[Agent, SessionWriter | None]:
-        """The child agent and its session writer (None when the caller has no session file).
+    ) -> tuple[Child, AgentSession]:
+        """The child agent and its session (a file beside the caller's, opened; in memory when
+        the caller has no session file).
 
         Raises:
             ConfigError: an unknown named agent, tool or model.
             SessionError: the child's session could not be created.
         """
-        from tether.agent.loop import Agent
-
-        parent = self.parent
+        parts = self.caller.parts
         named = None
         if agent is not None:
             named = self.settings.named.get(agent)
             if named is None:
                 known = ", ".join(self.settings.named) or "none are configured"
                 raise ConfigError(f"no subagent named {agent!r} ({known})")
-        path = (*parent.agent_path, f"task:{call_id}")
+        path = (*parts.agent_path, f"task:{call_id}")
         names = tools if tools is not None else (named.tools if named is not None else None)
-        offered = [t for t in parent.registry if names is None or t.name in names]
+        offered = [t for t in parts.registry if names is None or t.name in names]
         if names is not None:
             unknown = sorted(set(names) - {t.name for t in offered})
             if unknown:
                 raise ConfigError(
                     f"unknown tools {', '.join(unknown)} (yours: "
-                    f"{', '.join(parent.registry.names())})"
+                    f"{', '.join(parts.registry.names())})"
                 )
         if len(path) - 1 >= self.settings.max_depth:  # at the limit: not offered `task`
             offered = [t for t in offered if t.name != TASK_TOOL]
         pick = model if model is not None else (named.model if named is not None else None)
-        chain = parent.chain if pick is None else build.resolve_models(pick, parent.config)
-        writer = self._session(call_id, path)
-        approver = parent.approval.approver
+        chain = parts.chain if pick is None else build.resolve_models(pick, parts.config)
+        approval = parts.tool_calls.approval
 
         async def ask_host(request: ApprovalRequest) -> ApprovalDecision:
-            current = parent.approval.approver  # the host may attach one later
+            current = approval.approver  # the host may attach one later
             if current is None:
                 return ApprovalDecision.once()
             return await current(request)
 
+        session = self._session(call_id, path)
         try:
-            child = Agent(
+            child = self.make_child(
                 chain,
                 config=self.child_config(),
                 tools=offered,
                 system=(named.system if named is not None else None) or SUBAGENT_SYSTEM,
-                root=parent.root,
-                session=writer,
-                on_event=lambda e: self._forward(path, e),
-                question_bridge=parent.tool_context.questions,
-                approver=None if approver is None else ask_host,
-                runtime=parent.runtime,
-                hooks=parent.hooks,
-                agent_path=path,
+                root=parts.root,
+                host=Host(
+                    on_event=lambda e: self._forward(path, e),
+                    approver=None if approval.approver is None else ask_host,
+                    questions=parts.tool_context.questions,
+                    agent_path=path,
+                ),
+                session=session,
+                runtime=parts.runtime,
+                hooks=parts.library_hooks,
             )
-            child.set_approval_mode(parent.approval_mode)
+            child.set_approval_mode(self.caller.approval_mode)
         except BaseException:
-            if writer is not None:
-                writer.close()
+            session.close()
             raise
-        child.started_calls = set()
-        return child, writer
+        return child, session
 
     def child_config(self) -> AgentConfig:
         """The caller's config without MCP servers: a child gets its caller's tools, MCP tools
         included (bound to the caller's servers), and must not start servers of its own."""
-        cfg = self.parent.config
+        cfg = self.caller.parts.config
         if not cfg.mcp.servers:
             return cfg
         return cfg.model_copy(update={"mcp": McpSettings(start=cfg.mcp.start)})
 
-    def _session(self, call_id: str, path: tuple[str, ...]) -> SessionWriter | None:
-        """A new session beside the caller's (same store), naming it and the call."""
-        session = self.parent.session
-        file = getattr(session, "path", None)
-        if session is None or not isinstance(file, Path):
-            return None
-        from tether.session.store import SessionStore
-
+    def _session(self, call_id: str, path: tuple[str, ...]) -> AgentSession:
+        """A new session beside the caller's (same store), naming it and the call, opened now
+        (so a failure is the `task` call's result); in memory without a caller's file."""
+        caller = self.caller.session
+        file = getattr(caller.sink, "path", None)
+        caller_id = caller.id
+        if caller_id is None or not isinstance(file, Path):
+            return AgentSession(started=set())
         store = SessionStore(file.parent, migrate=False)
-        return store.create(cwd=str(self.parent.root), caller=(session.id, call_id, path))
+        session = AgentSession.new(
+            store, cwd=self.caller.parts.root, caller=(caller_id, call_id, path)
+        )
+        session.open()
+        return session
 
     def _forward(self, path: tuple[str, ...], event: AgentEvent) -> None:
         """A child's event to the caller's host, tagged with the child's path (a grandchild's
@@ -301,4 +342,4 @@ class Subagents:
         tagged = event if isinstance(event, SubagentEvent) else SubagentEvent(
             agent_path=path, event=event
         )
-        self.parent.emit(tagged)
+        self.caller.parts.emit(tagged)

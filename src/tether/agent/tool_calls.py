@@ -2,11 +2,10 @@
 itself (timed, cancellable one by one), the output gate, events, and the results turn.
 
 Owns: `ToolCalls` (parallel calls, results in call order, system notes after all results,
-`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, the run
-state's `call_started` hook right before a call runs), `INTERRUPTED`, `TOOL_CANCELLED`, and the
-resume texts that tell a call that started (`STARTED_LOST`) from one that never ran
-(`NEVER_RAN`). It reads the tools, their context and the event sink from the
-run's `RunState` and appends the results turn through it.
+`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, the
+`tool_call_started` record right before a call runs) and `TOOL_CANCELLED`. It reads the tools,
+their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
+appends the results turn through the run's `RunState`.
 Does not own: a call's execution (`tether.tools.run`), the dedup / stale-read rules
 (`tether.tools.hygiene`), the output gate (`tether.tools.persist`), persistence
 (`RunState.append`).
@@ -16,16 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from dataclasses import replace
 from typing import Any
 
 from tether.agent.approval import ApprovalGate
 from tether.agent.events import ToolResultEvent
 from tether.agent.gate import CallGate
-from tether.agent.state import RunState
+from tether.agent.sessions import INTERRUPTED
+from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
-from tether.session import EventEntry
 from tether.tools.hygiene import Hygiene
 from tether.tools.persist import OutputLimits, gate_tool_result
 from tether.tools.policy import refuse_in_safe_mode
@@ -33,32 +32,8 @@ from tether.tools.preview import edit_diff
 from tether.tools.run import ToolRunResult, run_tool, system_note_block
 from tether.tracing import NO_TRACING, Tracing
 
-INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
-"""The result of a call a run-wide cancel cut short (or that never started)."""
 TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
 """The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
-STARTED_LOST = (
-    "interrupted: this call started but the run stopped before its result was saved; it may "
-    "have had effects: check them before repeating it"
-)
-"""On resume: the result of a call whose `tool_call_started` record was persisted."""
-NEVER_RAN = (
-    "interrupted: this call never ran (the run stopped before it started); it had no effects"
-)
-"""On resume: the result of a call without a `tool_call_started` record, in a session that
-writes them."""
-STARTED_EVENT = "tool_call_started"
-"""The session event persisted right before a call runs: `{"tool_call_id": str, "name": str}`."""
-
-
-def started_call_ids(events: Sequence[EventEntry]) -> frozenset[str] | None:
-    """The ids of calls with a `tool_call_started` record among a loaded session's `events`,
-    or None when the session holds no such record at all (written before they existed: which
-    calls ran is unknown). What `Agent.started_calls` takes on a resume."""
-    ids = [e.data.get("tool_call_id") for e in events if e.kind == STARTED_EVENT]
-    if not ids:
-        return None
-    return frozenset(i for i in ids if isinstance(i, str))
 
 
 class ToolCalls:
@@ -107,6 +82,7 @@ class ToolCalls:
     async def run(
         self,
         calls: tuple[ToolCallBlock, ...],
+        parts: RunParts,
         state: RunState,
         *,
         safe_mode: bool,
@@ -118,18 +94,19 @@ class ToolCalls:
 
         Args:
             calls: the reply's tool calls.
-            state: the run (tools, tool context, events, persistence).
+            parts: the agent's parts (tools, tool context, events, ids, redaction).
+            state: the run (persistence, started calls).
             safe_mode: refuse calls of tools that are not `safe`.
             timeout_s: the default time limit of one call, in seconds.
         """
 
         def persist(results: list[ToolResultBlock]) -> None:
-            state.append(Turn(id=state.new_id(), role="user", content=self._content(results)))
+            state.append(Turn(id=parts.new_id(), role="user", content=self._content(results)))
 
         def one(call: ToolCallBlock) -> Coroutine[Any, Any, ToolResultBlock]:
             if self._tracing.enabled:
-                return self._traced(call, state, safe_mode=safe_mode, timeout_s=timeout_s)
-            return self._run_one(call, state, safe_mode=safe_mode, timeout_s=timeout_s)
+                return self._traced(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
+            return self._run_one(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
 
         if len(calls) == 1:
             try:
@@ -163,26 +140,34 @@ class ToolCalls:
         return (*results, *(system_note_block(n) for n in notes))
 
     async def _traced(
-        self, call: ToolCallBlock, state: RunState, *, safe_mode: bool, timeout_s: float
+        self,
+        call: ToolCallBlock,
+        parts: RunParts,
+        state: RunState,
+        *,
+        safe_mode: bool,
+        timeout_s: float,
     ) -> ToolResultBlock:
         # -- tracing (issue 16): the call's span; a subagent run inside it is its child --
         with self._tracing.tool_call(call) as span:
-            result = await self._run_one(call, state, safe_mode=safe_mode, timeout_s=timeout_s)
+            result = await self._run_one(
+                call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s
+            )
             span.tool_done(result)
             return result
 
     async def _run_cancellable(
-        self, call: ToolCallBlock, state: RunState, timeout_s: float
+        self, call: ToolCallBlock, parts: RunParts, timeout_s: float
     ) -> ToolRunResult:
         task = asyncio.ensure_future(
             run_tool(
-                state.registry,
+                parts.registry,
                 call,
                 self._tracing.tool_context(  # + TRACEPARENT when tracing
-                    replace(state.tool_context, call_id=call.id)
+                    replace(parts.tool_context, call_id=call.id)
                 ),
                 timeout_s=timeout_s,
-                redact=state.redact,
+                redact=parts.redact,
             )
         )
         self._running[call.id] = task
@@ -198,14 +183,20 @@ class ToolCalls:
             self._cancel_requested.discard(call.id)
 
     async def _run_one(
-        self, call: ToolCallBlock, state: RunState, *, safe_mode: bool, timeout_s: float
+        self,
+        call: ToolCallBlock,
+        parts: RunParts,
+        state: RunState,
+        *,
+        safe_mode: bool,
+        timeout_s: float,
     ) -> ToolResultBlock:
         started = time.perf_counter()
-        refused = refuse_in_safe_mode(state.registry, call, safe_mode)
+        refused = refuse_in_safe_mode(parts.registry, call, safe_mode)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
         if run is None and call.invalid is None:  # hooks, then approval: one gate
-            tool = state.registry.get(call.name)
-            ctx = state.tool_context
+            tool = parts.registry.get(call.name)
+            ctx = parts.tool_context
             call, denied = await self.gate.before(
                 call,
                 safe=tool is None or tool.safe,
@@ -213,17 +204,17 @@ class ToolCalls:
             )
             run = ToolRunResult(block=denied) if denied is not None else None
         if run is None:  # not refused, replayed, blocked or denied: run it
-            state.call_started(call)
-            run = await self._run_cancellable(call, state, timeout_s)
-            tool = state.registry.get(call.name)
+            state.session.record_started(call)
+            run = await self._run_cancellable(call, parts, timeout_s)
+            tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
         result = await gate_tool_result(
-            run.block, state.tool_context.session_dir, self._output_limits
+            run.block, parts.tool_context.session_dir, self._output_limits
         )
         if run.system_notes:
             self._notes[call.id] = run.system_notes
         await self.gate.after(call, result)
-        state.emit(
+        parts.emit(
             ToolResultEvent(
                 tool_call_id=call.id,
                 name=call.name,

@@ -1,9 +1,10 @@
 """The `tether compact SESSION` command.
 
 Owns: compacting a stored session (append the marker turn); the summary call goes through the
-same attempts / retries / fallback path as a run's requests (`tether.agent.attempts`).
-Does not own: the compaction itself (`tether.compaction`, `tether.agent.context`), the model's
-limits and chain (`tether.agent.build`).
+same parts as a run's requests (`tether.agent.parts.assemble`: the chain, its retries and
+fallback, the model's limits).
+Does not own: the compaction itself (`tether.compaction`, `tether.agent.context`), resolving
+the model (`tether.agent.build`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tether.agent import build
-from tether.agent.attempts import Attempts, summary_call
-from tether.agent.runtime import default_id_factory
+from tether.agent.parts import assemble
+from tether.agent.sessions import AgentSession
 from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.summarize import CompactionFailedError, compact_conversation
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
@@ -54,8 +55,12 @@ def compact_command(
             note=err,
             project_urls=build.project_base_urls(cfg, root),
         )
-        provider = chain[0]
-        windows = build.configured_windows(cfg.settings)
+        config = cfg.settings
+        if context_window is not None:
+            config = config.with_values({"context.window": context_window})
+        parts = assemble(
+            config, chain, root=root, session=AgentSession(), compaction=False, note=err
+        )
         loaded = store.load(session_id)
     except AuthError as exc:
         err(str(exc))
@@ -65,24 +70,20 @@ def compact_command(
         return EXIT_USAGE
     if not loaded.report.ok:
         err(loaded.report.describe())
-    limits = build.model_limits(provider, context_window, err, configured=windows)
-    new_id = default_id_factory()
-    attempts = Attempts(
-        chain, policy=build.retry_policy(cfg.settings), emit=lambda _e: None
-    )
+    limits = parts.limits
     try:
         result = asyncio.run(
             compact_conversation(
-                provider,
+                parts.provider,
                 loaded.turns,
                 Scope.tail(keep_turns) if keep_turns else Scope.full(),
                 focus,
-                call=summary_call(attempts),
+                call=parts.summary_call(None),
                 window_tokens=limits.context_window,
                 summary_max_tokens=max(
                     64, min(4096, limits.context_window // 4, limits.max_output_tokens)
                 ),
-                marker_id=new_id(),
+                marker_id=parts.new_id(),
             )
         )
     except CompactInvalidInputError as exc:

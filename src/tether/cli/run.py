@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
-from tether.agent.sessions import load_for_resume, open_session
+from tether.agent.sessions import AgentSession
 from tether.cli import agent_setup as setup
 from tether.cli.output import (
     EXIT_AUTH,
@@ -113,9 +114,7 @@ def run_command(opts: RunOptions) -> int:
     start = len(agent.history)
     try:
         for turn in stdin.messages:
-            agent.history.append(turn)
-            if writer is not None:
-                writer.append(turn)
+            agent.append(turn)
         return asyncio.run(_drive(agent, prompt))
     except asyncio.CancelledError:  # a signal landed as the run was returning
         err("cancelled")
@@ -164,29 +163,31 @@ def _build(
         err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
     events = EventWriter()
-    resumed = load_for_resume(store, opts.resume) if opts.resume else None
-    if resumed is not None:
-        if not resumed.loaded.report.ok:
-            err(resumed.loaded.report.describe())
-        cwd = resumed.loaded.header.cwd
+    if opts.resume:
+        session = AgentSession.resume(store, opts.resume)
+        assert session.loaded is not None
+        if not session.loaded.report.ok:
+            err(session.loaded.report.describe())
+        cwd = session.loaded.header.cwd
         if cwd and Path(cwd) != root:
             err(f"note: session {opts.resume} was started in {cwd}; tools now work in {root}")
+    elif opts.no_session:
+        session = AgentSession()
+    else:
+        session = AgentSession.new(store, cwd=root, session_id=opts.session_id)
     agent = Agent.from_settings(
         root,
         model=opts.model,
         base_url=opts.base_url,
         overrides=overrides,
         system=opts.system or stdin.system,
-        history=resumed.history if resumed else (),
-        on_event=events,
+        host=Host(on_event=events, note=err),
+        session=session,
         runtime=Runtime(new_id=new_id),
-        note=err,
     )
     check_input_fits(opts.prompt, stdin, agent.limits.context_window)
-    writer: SessionWriter | None = None
-    if resumed is not None or not opts.no_session:
-        writer = open_session(agent, store, resumed=resumed, cwd=root, session_id=opts.session_id)
-    return agent, writer
+    session.open()  # last: a taken id is reported before anything runs
+    return agent, session.writer
 
 
 async def _drive(agent: Agent, prompt: str | None) -> int:

@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from tether.agent.agent import Agent
 from tether.agent.build import ModelLike
-from tether.agent.loop import Agent
-from tether.agent.sessions import load_for_resume, open_session
+from tether.agent.sessions import AgentSession
 from tether.agent.state import RunResult
 from tether.errors import RunError
 from tether.messages import Turn, Usage
@@ -93,8 +93,13 @@ def run_task(
     done = _finished(store, sid)
     if done is not None:
         return done
-    resumed = load_for_resume(store, sid) if store.exists(sid) else None
-    history = resumed.history if resumed else ()
+    resumed = store.exists(sid)
+    session = (
+        AgentSession.resume(store, sid)
+        if resumed
+        else AgentSession.new(store, cwd=root, session_id=sid)
+    )
+    history = session.history
     if history and _answered(history[-1]):  # cut after the answer was saved, before the end
         with store.open_for_append(sid) as writer:
             outcome = _outcome_of(history, task, slot, sid)
@@ -105,18 +110,17 @@ def run_task(
         overrides["run.max_turns"] = task["max_turns"]
     if task.get("safe"):
         overrides["tools.safe"] = True
+    wanted = task.get("tools")
     agent = Agent.from_settings(
         root,
         model=model if model is not None else task.get("model"),
         overrides=overrides,
-        history=history,
+        session=session,
+        only_tools=[str(n) for n in cast(list[object], wanted)] if isinstance(wanted, list) else None,
     )
-    wanted = task.get("tools")
-    if isinstance(wanted, list):
-        for name in agent.registry.names():
-            if name not in wanted:
-                agent.registry.remove(name)
-    writer = open_session(agent, store, resumed=resumed, cwd=root, session_id=sid)
+    session.open()
+    writer = session.writer
+    assert writer is not None
     try:
         has_prompt = any(t.role == "user" for t in history)
         prompt = None if has_prompt else str(task["prompt"])

@@ -259,7 +259,9 @@ async def replay_run(
     each re-executed tool result is compared with the stored one (paths under `scratch` read
     as under `cwd`). `turns` is not modified.
     """
-    from tether.agent.loop import Agent
+    from tether.agent.agent import Agent
+    from tether.agent.host import Host
+    from tether.agent.sessions import AgentSession
     from tether.settings import AgentConfig
     from tether.tools.builtins import builtin_tools
 
@@ -296,14 +298,13 @@ async def replay_run(
         tools=builtin_tools(),
         system=system,
         root=scratch,
-        history=history[:start],
-        on_event=on_event,
+        host=Host(on_event=on_event),
+        session=AgentSession(history=history[:start]),
         compaction=False,
     )
     for prompt, replies in split_segments(history[start:]):
         queue.extend(replies)
-        agent.max_turns = len(replies)
-        await agent.run(prompt)
+        await agent.run(prompt, max_turns=len(replies))
         if queue:
             report.findings.append(
                 Finding(

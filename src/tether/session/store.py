@@ -130,6 +130,10 @@ class SessionStore:
 
     # ---- paths ---------------------------------------------------------------------------
 
+    def new_session_id(self) -> str:
+        """A fresh session id from the store's id factory (nothing is created)."""
+        return validate_session_id(self._id_factory())
+
     def path(self, session_id: str) -> Path:
         """The session file `<root>/<id>.jsonl`. Raises SessionError on an invalid id."""
         return self.root / f"{validate_session_id(session_id)}{SESSION_SUFFIX}"

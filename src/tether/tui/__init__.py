@@ -12,11 +12,12 @@ from tether.tui.opening import ChatOptions
 
 def run_tui(options: ChatOptions) -> int:
     """Run the interactive session until the user quits; returns the exit code (0)."""
+    from tether.agent.host import Host
     from tether.tui.app import TetherApp
-    from tether.tui.opening import Hooks, Opened, open_agent
+    from tether.tui.opening import Opened, open_agent
 
-    def factory(hooks: Hooks, resume: str | None) -> Opened:
-        return open_agent(options, hooks, resume)
+    def factory(host: Host, resume: str | None) -> Opened:
+        return open_agent(options, host, resume)
 
     app = TetherApp(factory, resume=options.resume)
     app.preopen()  # before Textual owns the terminal: model loading may print or redirect fds

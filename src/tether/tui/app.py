@@ -26,10 +26,11 @@ from textual.binding import Binding
 from textual.widgets import Collapsible
 from textual.worker import Worker
 
+from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.events import AgentEvent
+from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
-from tether.agent.loop import Agent
 from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
@@ -37,7 +38,7 @@ from tether.tools.question import Answer, QuestionSpec
 from tether.tui import handlers
 from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
-from tether.tui.opening import Factory, Hooks, Opened
+from tether.tui.opening import Factory, Opened
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.transcript import Transcript, history_rows
@@ -61,7 +62,7 @@ class TetherApp(App[int]):
     """The interactive session over the agent `factory` builds.
 
     Args:
-        factory: builds the agent for the app's hooks (`tether.tui.opening.open_agent` bound
+        factory: builds the agent for the app's host callbacks (`tether.tui.opening.open_agent` bound
             to the CLI's options; tests pass one over a `ScriptedProvider`).
         resume: a session id to resume at start, or None for a new session.
         clock: seconds, for the Ctrl+C window.
@@ -101,7 +102,7 @@ class TetherApp(App[int]):
         self._preopened: Opened | None = None
         self._preopen_failed = False
         self._pending_notes: list[str] = []
-        self.hooks = Hooks(
+        self.host = Host(
             on_event=self.on_agent_event,
             questions=_Bridge(self),
             approver=self.approve,
@@ -134,7 +135,7 @@ class TetherApp(App[int]):
         points the process's stderr, Textual's output, at /dev/null while it loads). Errors
         are shown once the app is up."""
         try:
-            self._preopened = self.factory(self.hooks, self.resume)
+            self._preopened = self.factory(self.host, self.resume)
         except Exception as exc:
             self._pending_notes.append(f"cannot start the agent: {exc}")
             self._preopen_failed = True
@@ -160,7 +161,7 @@ class TetherApp(App[int]):
             if self._preopened is not None:
                 self.opened, self._preopened = self._preopened, None
             else:
-                self.opened = self.factory(self.hooks, resume)
+                self.opened = self.factory(self.host, resume)
         except (ConfigError, OSError) as exc:
             self.note(f"cannot start the agent: {exc}")
             self.opened = None

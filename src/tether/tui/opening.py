@@ -1,9 +1,9 @@
 """Opening the TUI's agent through the front door, as `tether run` does.
 
-Owns: `ChatOptions` (the `tether chat` flags), `Hooks` (what the TUI hands the agent: the
-event callback, the question bridge, the approver), `Opened` (the agent with its session
+Owns: `ChatOptions` (the `tether chat` flags), `Opened` (the agent with its session
 writer and MCP servers) and `open_agent`, which builds them: `Agent.from_settings` in the
-working folder, a resumed session or a new one (or none) through `tether.agent.sessions`,
+working folder with the TUI's `tether.Host` (event callback, question bridge, approver,
+notes), a resumed session or a new one (or none: `tether.agent.sessions.AgentSession`),
 the MCP servers.
 Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.build`).
 """
@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.agent.approval import Approver
-from tether.agent.events import AgentEvent
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
+from tether.agent.host import Host
 from tether.agent.runtime import Runtime
-from tether.agent.sessions import load_for_resume, open_session
+from tether.agent.sessions import AgentSession
 from tether.session import SessionStore, SessionWriter
-from tether.tools.question import QuestionBridge, question
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,16 +34,6 @@ class ChatOptions:
     safe: bool = False
     network: bool = False
     overrides: dict[str, Any] = field(default_factory=dict[str, Any])
-
-
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    """The TUI's callbacks for the agent."""
-
-    on_event: Callable[[AgentEvent], None]
-    questions: QuestionBridge
-    approver: Approver
-    note: Callable[[str], None]
 
 
 @dataclass(slots=True)
@@ -69,13 +57,13 @@ class Opened:
             writer.close()
 
 
-Factory = Callable[[Hooks, "str | None"], Opened]
-"""Builds an `Opened` for the hooks; the second argument is a session id to resume (or None
+Factory = Callable[[Host, "str | None"], Opened]
+"""Builds an `Opened` for the TUI's host callbacks; the second argument is a session id to resume (or None
 for a new session). `open_agent` bound to options is the CLI's; tests pass their own."""
 
 
 def open_agent(
-    opts: ChatOptions, hooks: Hooks, resume: str | None = None, runtime: Runtime | None = None
+    opts: ChatOptions, host: Host, resume: str | None = None, runtime: Runtime | None = None
 ) -> Opened:
     """The agent `tether run` would build in `opts.cwd`, with the TUI's hooks and the
     `question` tool.
@@ -91,24 +79,23 @@ def open_agent(
     root = opts.cwd.resolve()
     store = SessionStore()
     resume = resume or opts.resume
-    resumed = load_for_resume(store, resume) if resume else None
-    if resumed is not None and not resumed.loaded.report.ok:
-        hooks.note(resumed.loaded.report.describe())
+    if resume:
+        session = AgentSession.resume(store, resume)
+        assert session.loaded is not None
+        if not session.loaded.report.ok and host.note is not None:
+            host.note(session.loaded.report.describe())
+    elif opts.no_session:
+        session = AgentSession()
+    else:
+        session = AgentSession.new(store, cwd=root)
     agent = Agent.from_settings(
         root,
         model=opts.model,
         base_url=opts.base_url,
         overrides=overrides,
-        history=resumed.history if resumed else (),
-        on_event=hooks.on_event,
-        question_bridge=hooks.questions,
-        approver=hooks.approver,
+        host=host,
+        session=session,
         runtime=runtime,
-        note=hooks.note,
     )
-    if "question" not in agent.registry:
-        agent.registry.add(question)
-    writer: SessionWriter | None = None
-    if resumed is not None or not opts.no_session:
-        writer = open_session(agent, store, resumed=resumed, cwd=root)
-    return Opened(agent, writer, store)
+    session.open()  # a taken id is reported while the TUI opens
+    return Opened(agent, session.writer, store)

@@ -19,7 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from tether.agent.loop import Agent
+from tether.agent.agent import Agent
 from tether.compaction.pressure import text_tokens
 from tether.messages import Turn
 from tether.session.timeline import session_timeline

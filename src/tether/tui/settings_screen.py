@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import ValidationError
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -29,8 +28,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static, Switch
 
 from tether.agent import build
+from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES
-from tether.agent.loop import Agent
 from tether.errors import ConfigError
 from tether.settings import save_setting, settings_path
 from tether.tui.settings_view import (
@@ -62,25 +61,7 @@ def apply_session_values(agent: Agent, values: Mapping[str, Any]) -> None:
         ConfigError: a value the schema rejects, a model that does not resolve, or safe mode
             turned off without an OS sandbox (then the earlier keys of `values` are applied).
     """
-    try:
-        config = agent.config.with_values(dict(values))
-    except (ValidationError, KeyError, TypeError) as exc:
-        raise ConfigError(f"invalid setting: {exc}".splitlines()[0]) from None
-    if "model" in values:
-        agent.switch_model(str(values["model"]))
-    if "tools.approval" in values:
-        agent.set_approval_mode(values["tools.approval"])
-    if "tools.safe" in values:
-        agent.set_safe_mode(bool(values["tools.safe"]))
-    if "context.auto_compact" in values:
-        on = bool(values["context.auto_compact"])
-        if not on:
-            agent.compaction = None
-        elif agent.compaction is None:
-            fixed = build.fixed_text(agent.system, list(agent.registry))
-            agent.compaction = build.context_manager(agent.limits, config, fixed=fixed)
-    if "run.max_turns" in values:
-        agent.max_turns = int(values["run.max_turns"])
+    agent.apply_settings(values)
 
 
 def save_user_values(values: Mapping[str, Any]) -> Path | None:

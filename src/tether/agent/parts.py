@@ -1,0 +1,439 @@
+"""Everything an agent is made of, in one record: built once from the config, re-derived when
+the model or a setting changes.
+
+Owns: `AgentParts` (the model chain and a wire-view builder per chain position, the request
+runner, the model's limits, automatic compaction, the tool calls and their gate, the hooks,
+the tools and their context, the secrets redacted from tool output, tracing, the run settings,
+the host), `RunSettings` (the per-request values taken from the config), and `assemble`, the
+one function every host goes through (`Agent`, `Agent.from_settings`, subagents, replay, Jobs,
+`tether compact`). `AgentParts.with_model` / `with_settings` re-derive only what changed.
+Does not own: reading settings files and resolving models (`tether.agent.build`), the loop
+(`tether.agent.loop`), what a host may change between and during runs (`tether.agent.agent`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tether.agent import build
+from tether.agent.approval import ApprovalGate
+from tether.agent.attempts import Attempts, provenance_of, summary_call
+from tether.agent.context import AutoCompaction
+from tether.agent.events import AgentEvent, WireRepairEvent
+from tether.agent.gate import CallGate
+from tether.agent.hooks import HookRunner, Hooks
+from tether.agent.host import Host
+from tether.agent.limits import ThinkingDecay
+from tether.agent.runtime import Runtime, default_id_factory
+from tether.agent.sessions import AgentSession
+from tether.agent.tool_calls import ToolCalls
+from tether.compaction.pressure import ModelLimits
+from tether.compaction.summarize import SummaryCall
+from tether.errors import ConfigError
+from tether.messages import Turn
+from tether.providers.base import Provider
+from tether.providers.retry import RetryPolicy
+from tether.settings import AgentConfig
+from tether.tools.base import Spawner, Tool, ToolContext
+from tether.tools.containment import limits_for, policy_for
+from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.hygiene import Hygiene, HygieneConfig
+from tether.tools.persist import OutputLimits
+from tether.tools.registry import ToolRegistry
+from tether.tools.sandbox import detect_sandbox
+from tether.tracing import Tracing, tracing_for
+from tether.wire import Repair, ViewBuilder
+
+__all__ = ["SETTINGS_APPLIED_LIVE", "AgentParts", "RunSettings", "assemble"]
+
+SETTINGS_APPLIED_LIVE = ("run.", "context.", "retry.")
+"""The config sections `AgentParts.with_settings` re-derives mid-session (dotted prefixes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+    """The per-request values of a run, from the config (`run.*`, `tools.timeout_s`).
+
+    Attributes:
+        system: the system prompt (None: none sent).
+        max_turns: requests per run at most.
+        max_output_tokens: the output cap sent with each request (None: the provider's).
+        temperature: sampling temperature (None: the provider's default).
+        tool_timeout_s: the default time limit of one tool call, in seconds.
+        max_continuations: "Please continue." resumes of a reply cut by `max_tokens`.
+        thinking_decay: the thinking budget per turn (None: none set).
+    """
+
+    system: str | None
+    max_turns: int
+    max_output_tokens: int | None
+    temperature: float | None
+    tool_timeout_s: float
+    max_continuations: int
+    thinking_decay: ThinkingDecay | None
+
+    @classmethod
+    def of(cls, config: AgentConfig, system: str | None) -> RunSettings:
+        """The run settings of `config`, with `system` (None: `run.system`).
+
+        Raises:
+            ConfigError: an inconsistent `run.thinking` decay.
+        """
+        return cls(
+            system=system if system is not None else config.run.system,
+            max_turns=config.run.max_turns,
+            max_output_tokens=config.run.max_output_tokens,
+            temperature=config.run.temperature,
+            tool_timeout_s=config.tools.timeout_s,
+            max_continuations=config.run.continuation_limit,
+            thinking_decay=build.thinking_decay(config),
+        )
+
+
+class RepairReporter:
+    """Sends one `wire_repair` event per repair (the incremental view re-checks the open tail
+    on every request, so the same repair is seen again)."""
+
+    def __init__(self, emit: Callable[[AgentEvent], None]) -> None:
+        self._emit = emit
+        self._seen: set[tuple[str, str, str | None]] = set()
+
+    def __call__(self, repair: Repair) -> None:
+        key = (repair.kind, repair.turn_id, repair.tool_call_id)
+        if key not in self._seen:
+            self._seen.add(key)
+            self._emit(WireRepairEvent(kind=repair.kind, detail=repair.message))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentParts:
+    """One agent's parts (see the module docstring). Frozen: a change makes a new record
+    (`with_model`, `with_settings`); the stateful parts inside (the compaction's monitor, the
+    tool calls' hygiene, the incremental views) carry over where their inputs did not change.
+
+    Attributes:
+        config: the effective config (the one built from, plus `with_settings` values).
+        chain: the providers in fallback order (at least one).
+        views: one incremental wire-view builder per chain position (the view differs per
+            target).
+        attempts: runs one request over the chain (retries, fallback, tracing spans).
+        limits: the first model's context window and output cap, in tokens.
+        compaction: automatic compaction, or None when off.
+        tool_calls: runs a reply's tool calls (safe mode, hygiene, gate, output gate).
+        hooks: the library and settings hooks.
+        registry: the tools offered.
+        tool_context: what a running tool may know (root, env, sandbox, session folder).
+        secrets: values redacted from tool output (environment secrets, provider keys).
+        tracing: where spans go.
+        run: the per-request settings.
+        retry: the retry policy per provider.
+        runtime: the process-facing hooks (env, sleep, jitter, ids).
+        host: the host's callbacks (events, approval, questions, notes, the agent's path).
+        root: the working folder (a real path).
+        sandbox_missing: True when no OS sandbox works here (safe mode is then forced).
+        library_hooks: the library hooks given (a subagent gets its caller's).
+    """
+
+    config: AgentConfig
+    chain: tuple[Provider, ...]
+    views: tuple[ViewBuilder, ...]
+    attempts: Attempts
+    limits: ModelLimits
+    compaction: AutoCompaction | None
+    tool_calls: ToolCalls
+    hooks: HookRunner
+    registry: ToolRegistry
+    tool_context: ToolContext
+    secrets: tuple[str, ...]
+    tracing: Tracing
+    run: RunSettings
+    retry: RetryPolicy
+    runtime: Runtime
+    host: Host
+    root: Path
+    sandbox_missing: bool
+    library_hooks: Hooks | None
+    id_factory: Callable[[], str] = field(repr=False)
+    repairs: RepairReporter = field(repr=False)
+
+    # -- what the loop's collaborators use (`tether.agent.state.RunParts`) --------------------
+
+    @property
+    def provider(self) -> Provider:
+        """The chain's first provider (the one tried first)."""
+        return self.chain[0]
+
+    @property
+    def agent_path(self) -> tuple[str, ...]:
+        """This agent's path: `("main",)`, or a subagent's."""
+        return self.host.agent_path
+
+    def emit(self, event: AgentEvent) -> None:
+        """Send `event` to the host."""
+        self.host.emit(event)
+
+    def new_id(self) -> str:
+        """A fresh turn id."""
+        return self.id_factory()
+
+    def view(self, history: Sequence[Turn]) -> tuple[Turn, ...]:
+        """The wire view of `history` for the first provider (incremental: the builder reads
+        only turns it has not seen)."""
+        return self.views[0].view(history)
+
+    def shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        """The view as sent: the compaction's wire-only `tail` strategy applied, if any."""
+        return view if self.compaction is None else self.compaction.shape(view)
+
+    def redact(self, text: str) -> str:
+        """`text` with known secret values and secret-shaped strings masked (tool output)."""
+        return redact_secrets(text, self.secrets)
+
+    def summary_call(self, summarizer: Provider | None) -> SummaryCall:
+        """The request path for a summary: the chain (or `summarizer` alone) under the retry
+        policy; no text/thinking deltas, no `error` event (the compaction ladder handles a
+        failure)."""
+        if summarizer is None:
+            return summary_call(self.attempts)
+        return summary_call(_attempts((summarizer,), self.retry, self.runtime, self.emit, self.tracing))
+
+    async def before_compaction(self, reason: str) -> None:
+        """The `before_compaction` hooks."""
+        await self.hooks.before_compaction(reason)
+
+    # -- re-deriving ---------------------------------------------------------------------------
+
+    def with_model(self, chain: Sequence[Provider], note: Callable[[str], None]) -> AgentParts:
+        """These parts over `chain` (a model switch): new views, request runner and limits;
+        the compaction's window follows (its monitor keeps its state); `note` gets setup
+        notes (an unknown window).
+
+        Raises:
+            ValueError: `chain` is empty.
+        """
+        chain = tuple(chain)
+        if not chain:
+            raise ValueError("an agent needs at least one model")
+        limits = _limits(chain, self.config, note)
+        if self.compaction is not None:
+            self.compaction.monitor.set_limits(limits)
+        return replace(
+            self,
+            chain=chain,
+            views=_views(chain, self.repairs),
+            attempts=_attempts(chain, self.retry, self.runtime, self.emit, self.tracing),
+            limits=limits,
+        )
+
+    def with_settings(self, values: Mapping[str, Any]) -> AgentParts:
+        """These parts with the dotted config `values` applied (`{"run.max_turns": 5}`), from
+        the next request on: the run settings, the retry policy and compaction (turned on or
+        off; rebuilt from the new `context` section when it changed) are re-derived; the
+        rest is kept. Keys under `SETTINGS_APPLIED_LIVE` only (the model, safe mode and the
+        approval mode are `Agent` controls).
+
+        Raises:
+            ConfigError: a value the schema rejects, or a key that cannot change mid-session.
+        """
+        live = [k for k in values if not k.startswith(SETTINGS_APPLIED_LIVE)]
+        if live:
+            raise ConfigError(f"cannot change {', '.join(live)} during a session")
+        try:
+            config = self.config.with_values(dict(values))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"invalid setting: {exc}".splitlines()[0]) from None
+        compaction = self.compaction
+        if not config.context.auto_compact:
+            compaction = None
+        elif compaction is None or config.context != self.config.context:
+            compaction = build.auto_compaction(
+                self.limits, config, fixed=build.fixed_text(self.run.system, list(self.registry))
+            )
+        retry = build.retry_policy(config, self.runtime.env)
+        return replace(
+            self,
+            config=config,
+            run=RunSettings.of(config, self.run.system),
+            compaction=compaction,
+            retry=retry,
+            attempts=_attempts(self.chain, retry, self.runtime, self.emit, self.tracing),
+        )
+
+
+def assemble(
+    config: AgentConfig,
+    chain: Sequence[Provider],
+    tools: ToolRegistry | Sequence[Tool] = (),
+    *,
+    root: Path,
+    session: AgentSession,
+    system: str | None = None,
+    host: Host | None = None,
+    runtime: Runtime | None = None,
+    hooks: Hooks | None = None,
+    compaction: AutoCompaction | bool = True,
+    spawn: Spawner | None = None,
+    hygiene: HygieneConfig | None = None,
+    note: Callable[[str], None] = lambda _line: None,
+) -> AgentParts:
+    """The parts of an agent over `chain` with `config`.
+
+    Args:
+        config: the configuration (turns, timeouts, retries, tool policy, compaction, hooks).
+        chain: the providers in fallback order (`tether.agent.build.resolve_models`).
+        tools: the tools offered (a registry is used as is; a sequence is copied into one).
+        root: the working folder (resolved); file tools are confined to it.
+        session: the agent's session (its folder holds persisted tool outputs; hooks see its
+            id).
+        system: the system prompt (default `config.run.system`).
+        host: the host's callbacks (default: none).
+        runtime: the process-facing hooks (default `Runtime()`).
+        hooks: library hooks, run before the settings' shell hooks.
+        compaction: True: automatic compaction as `config.context` says; False: none; or
+            your own `AutoCompaction`.
+        spawn: runs a subagent for the `task` tool (`tether.agent.subagents.Subagents`).
+        hygiene: dedup / stale-read rules (`tether.tools.hygiene`; None: the defaults).
+        note: receives one-line setup notes (an unknown window, tracing unavailable).
+
+    Raises:
+        ConfigError: an invalid config (an inconsistent thinking decay, a bad window entry).
+        ValueError: `chain` is empty.
+        tether.tools.sandbox.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
+            a sandbox kind that does not work on this machine.
+    """
+    chain = tuple(chain)
+    if not chain:
+        raise ValueError("an agent needs at least one model")
+    host = host or Host()
+    rt = runtime or Runtime()
+    root = Path(root).resolve()
+    registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
+    run = RunSettings.of(config, system)
+    limits = _limits(chain, config, note)
+    if isinstance(compaction, AutoCompaction):
+        auto: AutoCompaction | None = compaction
+    elif compaction:
+        auto = build.auto_compaction(
+            limits, config, fixed=build.fixed_text(run.system, list(registry))
+        )
+    else:
+        auto = None
+    env = os.environ if rt.env is None else rt.env
+    refused = build.refused_env(config)
+    allowed = tuple(config.tools.allow_env)
+    tracing = rt.tracing or tracing_for(config.tracing, env, note=note)
+    kind = config.tools.sandbox
+    sandbox = detect_sandbox(None if kind == "auto" else kind)
+    tool_context = ToolContext(
+        root=root,
+        env=scrubbed_env(env, refused, allowed),
+        session_dir=session.session_dir,
+        policy=policy_for(config.tools, root),
+        wrap=rt.wrap,
+        questions=host.questions,
+        sandbox=sandbox,
+        network=config.tools.network,
+        limits=limits_for(config.tools),
+        spawn=spawn,
+    )
+    hook_runner = HookRunner(
+        library=hooks,
+        settings=config.hooks,
+        context=lambda: tool_context,
+        emit=host.emit,
+        agent_path=host.agent_path,
+        session_id=lambda: session.id,
+    )
+    mode = config.tools.approval
+    tool_calls = ToolCalls(
+        hygiene=Hygiene(hygiene, root=str(root)),
+        output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
+        gate=CallGate(
+            ApprovalGate(
+                "ask" if mode == "read-only" else mode, host.approver, agent_path=host.agent_path
+            ),
+            hook_runner,
+            spawn=config.agents.spawn,
+        ),
+        tracing=tracing,
+    )
+    retry = build.retry_policy(config, rt.env)
+    repairs = RepairReporter(host.emit)
+    secrets = (
+        *secret_values(env, refused, allowed),
+        *build.provider_keys(chain, config, rt.env),
+        *rt.secret_texts,
+    )
+    return AgentParts(
+        config=config,
+        chain=chain,
+        views=_views(chain, repairs),
+        attempts=_attempts(chain, retry, rt, host.emit, tracing),
+        limits=limits,
+        compaction=auto,
+        tool_calls=tool_calls,
+        hooks=hook_runner,
+        registry=registry,
+        tool_context=tool_context,
+        secrets=secrets,
+        tracing=tracing,
+        run=run,
+        retry=retry,
+        runtime=rt,
+        host=host,
+        root=root,
+        sandbox_missing=sandbox is None,
+        library_hooks=hooks,
+        id_factory=rt.new_id or default_id_factory(),
+        repairs=repairs,
+    )
+
+
+def _registry(tools: Sequence[Tool]) -> ToolRegistry:
+    registry = ToolRegistry()
+    for t in tools:
+        registry.add(t)
+    return registry
+
+
+def _limits(
+    chain: tuple[Provider, ...], config: AgentConfig, note: Callable[[str], None]
+) -> ModelLimits:
+    """The first model's limits; the fallbacks' windows matter only where the server allocates
+    one per request (Ollama's `num_ctx`), so only those are told theirs."""
+    windows = build.configured_windows(config)
+    limits = build.model_limits(chain[0], config.context.window, note, configured=windows)
+    for fallback in chain[1:]:
+        if hasattr(fallback, "use_context_window"):
+            build.model_limits(fallback, config.context.window, note, configured=windows)
+    return limits
+
+
+def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBuilder, ...]:
+    return tuple(
+        ViewBuilder(
+            p.target,
+            route=provenance_of(p),
+            supports_prefill=bool(getattr(p, "supports_prefill", False)),
+            on_repair=repairs,
+            # Within a run only the loop appends to the history; `run()` resets the builders
+            # in case a caller edited it in between, so the O(history) prefix check is not
+            # needed.
+            check_prefix=False,
+        )
+        for p in chain
+    )
+
+
+def _attempts(
+    chain: tuple[Provider, ...],
+    retry: RetryPolicy,
+    rt: Runtime,
+    emit: Callable[[AgentEvent], None],
+    tracing: Tracing,
+) -> Attempts:
+    return Attempts(chain, policy=retry, emit=emit, sleep=rt.sleep, rng=rt.rng, tracing=tracing)
