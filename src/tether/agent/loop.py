@@ -7,7 +7,8 @@ host may switch the model or safe mode during a run) and the run's plain data
 `close_interrupted`. Each turn: compaction before the request (`parts.compaction`), queued
 steering joins, the request over the chain (`parts.attempts`: retries and fallback), the reply
 persisted with colliding tool-call ids re-minted BEFORE its tools run, continuation of a reply
-cut by `max_tokens`, the `stop` hooks, the calls run (`parts.tool_calls`: parallel, timed,
+cut by `max_tokens`, the `user_prompt` and `stop` hooks (a prompt rewritten or refused; a stop
+allowed or turned into one more user message), the calls run (`parts.tool_calls`: parallel, timed,
 gated) and their results persisted. A cancel persists the partial turn and gives pending
 calls `interrupted` results, so the session stays well-formed.
 Does not own: building the parts (`tether.agent.parts`), the host-facing object
@@ -23,11 +24,11 @@ the partial turn is persisted.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tether.agent import hook_points
 from tether.agent.events import (
+    AgentEvent,
     DoneEvent,
     ErrorEvent,
     SessionStartEvent,
@@ -36,20 +37,21 @@ from tether.agent.events import (
     TurnStartEvent,
     WarningEvent,
 )
+from tether.agent.hooks import HookRunner
 from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
 from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession, interrupted_turn
 from tether.agent.state import RunResult, RunState, SentView
 from tether.agent.subagents import Subagents
 from tether.errors import LengthResumeExhausted, RunError
-from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, text_turn
+from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.tools.policy import NO_SANDBOX_WARNING, offered_specs
 from tether.tracing import Span
 from tether.wire import remint_tool_call_ids
 from tether.wire.resume import is_retried_message
 
-__all__ = ["Controls", "close_interrupted", "run_turns"]
+__all__ = ["PROMPT_DENIED", "STOP_DENIED", "Controls", "close_interrupted", "run_turns"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,9 +111,9 @@ async def run_turns(
     close_interrupted(parts, state)
     c.subagents.take_usage()
     if prompt is not None:
-        prompt, refusal = await hook_points.user_prompt(parts.hooks, prompt)
+        prompt, refusal = await _user_prompt(parts.hooks, prompt)
         if refusal is not None:
-            return hook_points.prompt_denied(parts.emit, c.session.id, refusal)
+            return _prompt_denied(parts.emit, c.session.id, refusal)
         content = (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
         # A retry after a failed request repeats the message already stored: send it once.
         if not is_retried_message(state.history, content):
@@ -157,7 +159,7 @@ async def run_turns(
                 continue
             if not turn.tool_calls:
                 stop_reason = turn.stop_reason or "end_turn"
-                again = await hook_points.stop(parts.hooks, continuations.answer)
+                again = await _stop(parts.hooks, continuations.answer)
                 if again is not None:  # a stop hook sent the model back to work
                     state.append(text_turn(parts.new_id(), "user", again))
                     continuations = Continuations(parts.run.max_continuations)
@@ -271,3 +273,66 @@ def _persist_assistant(parts: AgentParts, state: RunState, turn: Turn) -> Turn:
             ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments, invalid=call.invalid)
         )
     return turn
+
+
+# -- the run-level hook points: `user_prompt` and `stop` ------------------------------------
+
+PROMPT_DENIED = "a user_prompt hook refused the prompt; nothing was sent"
+STOP_DENIED = "A stop hook did not accept this as the final answer: {reason}"
+
+
+async def _user_prompt(
+    hooks: HookRunner, prompt: str | Sequence[ContentBlock]
+) -> tuple[str | Sequence[ContentBlock], str | None]:
+    """The prompt to store (possibly rewritten) and, when a hook refused it, the reason (the
+    caller then sends nothing). A rewrite of a prompt made of blocks replaces its text blocks
+    with one text block (images and documents are kept after it)."""
+    if not hooks.active("user_prompt"):
+        return prompt, None
+    text = (
+        prompt
+        if isinstance(prompt, str)
+        else "\n".join(b.text for b in prompt if isinstance(b, TextBlock))
+    )
+    decision = await hooks.run("user_prompt", prompt=text)
+    if not decision.allow:
+        reason = decision.reason.strip()
+        return prompt, f"{PROMPT_DENIED}: {reason}" if reason else PROMPT_DENIED
+    if decision.prompt is None:
+        return prompt, None
+    if isinstance(prompt, str):
+        return decision.prompt, None
+    rest = [b for b in prompt if not isinstance(b, TextBlock)]
+    return [TextBlock(text=decision.prompt), *rest], None
+
+
+async def _stop(hooks: HookRunner, answer: str) -> str | None:
+    """None to let the run end on the final `answer` (its text), else the user message to
+    send next (a `stop` hook denied, with its reason)."""
+    if not hooks.active("stop"):
+        return None
+    decision = await hooks.run("stop", answer=answer)
+    if decision.allow:
+        return None
+    return STOP_DENIED.format(reason=decision.reason.strip() or "(no reason given)")
+
+
+def _prompt_denied(
+    emit: Callable[[AgentEvent], None], session_id: str | None, reason: str
+) -> RunResult:
+    """The run a refused prompt makes: nothing stored or sent; a `warning` event
+    `prompt_denied` with the reason, then `done` (stop reason `prompt_denied`)."""
+    emit(WarningEvent(kind="prompt_denied", message=reason))
+    emit(
+        DoneEvent(
+            session_id=session_id,
+            message=None,
+            text="",
+            usage=Usage(),
+            stop_reason="prompt_denied",
+            turns=0,
+        )
+    )
+    return RunResult(
+        message=None, usage=Usage(), stop_reason="prompt_denied", turns=0, new_turns=()
+    )

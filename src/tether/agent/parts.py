@@ -173,8 +173,10 @@ class AgentParts:
         return self.host.agent_path
 
     def emit(self, event: AgentEvent) -> None:
-        """Send `event` to the host."""
-        self.host.emit(event)
+        """Send `event` to the host (`host.on_event`; nothing when there is none)."""
+        on_event = self.host.on_event
+        if on_event is not None:
+            on_event(event)
 
     def new_id(self) -> str:
         """A fresh turn id."""
@@ -309,6 +311,7 @@ def assemble(
     if not chain:
         raise ValueError("an agent needs at least one model")
     host = host or Host()
+    emit = host.on_event or _drop
     rt = runtime or Runtime()
     root = Path(root).resolve()
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
@@ -344,7 +347,7 @@ def assemble(
         library=hooks,
         settings=config.hooks,
         context=lambda: tool_context,
-        emit=host.emit,
+        emit=emit,
         agent_path=host.agent_path,
         session_id=lambda: session.id,
     )
@@ -362,7 +365,7 @@ def assemble(
         tracing=tracing,
     )
     retry = build.retry_policy(config, rt.env)
-    repairs = RepairReporter(host.emit)
+    repairs = RepairReporter(emit)
     secrets = (
         *secret_values(env, refused, allowed),
         *build.provider_keys(chain, config, rt.env),
@@ -372,7 +375,7 @@ def assemble(
         config=config,
         chain=chain,
         views=_views(chain, repairs),
-        attempts=_attempts(chain, retry, rt, host.emit, tracing),
+        attempts=_attempts(chain, retry, rt, emit, tracing),
         limits=limits,
         compaction=auto,
         tool_calls=tool_calls,
@@ -391,6 +394,10 @@ def assemble(
         id_factory=rt.new_id or default_id_factory(),
         repairs=repairs,
     )
+
+
+def _drop(_event: AgentEvent) -> None:
+    return None
 
 
 def _registry(tools: Sequence[Tool]) -> ToolRegistry:
