@@ -17,7 +17,12 @@ from tether.agent import build
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.runtime import default_id_factory
 from tether.compaction.rounds import CompactInvalidInputError, Scope
-from tether.compaction.summarize import CompactionFailedError, compact_conversation
+from tether.compaction.snapshot import Snapshot
+from tether.compaction.summarize import (
+    CompactionFailedError,
+    SummaryRequest,
+    compact_conversation,
+)
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.session import SessionStore
 
@@ -71,20 +76,17 @@ def compact_command(
         chain, policy=build.retry_policy(cfg.settings), emit=lambda _e: None
     )
     try:
-        result = asyncio.run(
-            compact_conversation(
-                provider,
-                loaded.turns,
-                Scope.tail(keep_turns) if keep_turns else Scope.full(),
-                focus,
-                call=summary_call(attempts),
-                window_tokens=limits.context_window,
-                summary_max_tokens=max(
-                    64, min(4096, limits.context_window // 4, limits.max_output_tokens)
-                ),
-                marker_id=new_id(),
-            )
+        request = SummaryRequest(
+            snapshot=Snapshot.of(loaded.turns),
+            scope=Scope.tail(keep_turns) if keep_turns else Scope.full(),
+            instructions=focus,
+            window_tokens=limits.context_window,
+            summary_max_tokens=max(
+                64, min(4096, limits.context_window // 4, limits.max_output_tokens)
+            ),
+            marker_id=new_id(),
         )
+        result = asyncio.run(compact_conversation(provider, request, call=summary_call(attempts)))
     except CompactInvalidInputError as exc:
         err(f"cannot compact {session_id}: {exc}")
         return EXIT_MALFORMED

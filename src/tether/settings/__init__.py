@@ -19,7 +19,7 @@ from tether.durations import DurationError, format_duration, parse_duration
 from tether.settings.files import (
     CONFIG_DIR_ENV,
     LoadedSettings,
-    Scope,
+    SettingsScope,
     load_settings,
     parse_cli_value,
     save_setting,
@@ -54,8 +54,8 @@ __all__ = [
     "ProviderType",
     "RetrySettings",
     "RunSettings",
-    "Scope",
     "Settings",
+    "SettingsScope",
     "ThinkingSettings",
     "ToolsSettings",
     "format_duration",

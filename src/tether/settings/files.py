@@ -36,7 +36,7 @@ CONFIG_DIR_ENV = "TETHER_CONFIG_DIR"
 SETTINGS_FILE = "settings.json"
 PROJECT_DIR = ".tether"
 
-Scope = Literal["user", "project"]
+SettingsScope = Literal["user", "project"]
 
 
 def user_config_dir() -> Path:
@@ -48,7 +48,7 @@ def user_config_dir() -> Path:
     return platformdirs.user_config_path("tether")
 
 
-def settings_path(scope: Scope, project_dir: Path | None = None) -> Path:
+def settings_path(scope: SettingsScope, project_dir: Path | None = None) -> Path:
     """The settings file of a scope: the user file, or `<project_dir>/.tether/settings.json`
     (`project_dir` defaults to the current folder)."""
     if scope == "user":
@@ -228,7 +228,7 @@ def parse_cli_value(text: str) -> Any:
 
 
 def save_setting(
-    scope: Scope, dotted_key: str, value: Any, *, project_dir: Path | None = None
+    scope: SettingsScope, dotted_key: str, value: Any, *, project_dir: Path | None = None
 ) -> Path:
     """Set one key in the user or project settings file, keeping every other key.
 
