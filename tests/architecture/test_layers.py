@@ -12,7 +12,16 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
 
-PURE_COMPACTION = ("pressure", "monitor", "windows", "rounds", "prompt", "tail", "restore")
+PURE_COMPACTION = (
+    "pressure",
+    "monitor",
+    "windows",
+    "rounds",
+    "snapshot",
+    "prompt",
+    "tail",
+    "restore",
+)
 """The compaction policy modules (pure); `summarize` (the call) and `recall` (a tool) are edges."""
 
 BELOW_AGENT = (
