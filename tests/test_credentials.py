@@ -15,7 +15,7 @@ import pytest
 from keyring.backends import fail
 from keyring.errors import PasswordDeleteError, PasswordSetError
 
-from tether.agent.loop import Agent, run_sync
+from tether.agent.loop import Agent
 from tether.credentials import (
     KEYRING_SERVICE,
     credentials_path,
@@ -296,7 +296,7 @@ def test_a_stored_then_exported_key_is_scrubbed_from_tool_env(
     scripted = ScriptedProvider([call("bash", command="env; echo done"), "ok"])
     agent = Agent(scripted, tools=builtin_tools(), root=tmp_path)
     assert "ANTHROPIC_API_KEY" not in agent.tool_context.env
-    result = run_sync(agent, "print the environment")
+    result = agent.run_sync("print the environment")
     outputs = [b for t in result.new_turns for b in t.content if isinstance(b, ToolResultBlock)]
     text = json.dumps([str(b.content) for b in outputs])
     assert "TETHER_TEST_PLAIN=visible" in text and "done" in text  # the command did run

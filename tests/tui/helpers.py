@@ -63,7 +63,7 @@ def scripted_app(
                 writer = store.open_for_append(resume_id)
             else:
                 writer = store.create(None if store.exists("s1") else "s1", cwd=str(tmp_path))
-            agent.attach_session(writer, store.artifact_dir(writer.id))
+            agent.attach_session(writer, store.session_dir(writer.id))
         return Opened(agent, writer, store=store)
 
     return TetherApp(factory, resume=resume), provider

@@ -108,7 +108,7 @@ class Agent(AgentControls):
         root: the working folder; file tools are confined to it.
         session: where new turns are persisted (each write is flushed), or None.
         session_dir: the artifact folder for persisted tool outputs (default: the session's,
-            when it has an `artifact_dir`).
+            when it has an `session_dir`).
         history: earlier turns (a resumed session); appended to in place as the run goes.
         on_event: called with every `AgentEvent`, synchronously.
         compaction: True: automatic compaction as `config.context` says (built from the
@@ -217,7 +217,7 @@ class Agent(AgentControls):
         mode = cfg.tools.approval
         self._warned_no_sandbox = False
         if session_dir is None:
-            found = getattr(session, "artifact_dir", None)
+            found = getattr(session, "session_dir", None)
             session_dir = found if isinstance(found, Path) else None
         self.tool_context = ToolContext(
             root=self.root,
@@ -337,9 +337,9 @@ class Agent(AgentControls):
     def attach_session(self, session: TurnSink, session_dir: Path | None = None) -> None:
         """Persist every turn from now on to `session` (earlier turns are not written);
         `session_dir` is its artifact folder for persisted tool outputs (default: the
-        session's `artifact_dir`, when it has one)."""
+        session's `session_dir`, when it has one)."""
         if session_dir is None:
-            found = getattr(session, "artifact_dir", None)
+            found = getattr(session, "session_dir", None)
             session_dir = found if isinstance(found, Path) else None
         self.session = session
         self.tool_context = replace(self.tool_context, session_dir=session_dir)

@@ -81,6 +81,6 @@ def open_session(
     else:
         writer = store.create(session_id, cwd=str(cwd))
         started = frozenset[str]()  # a new session records every start
-    agent.attach_session(writer, store.artifact_dir(writer.id))
+    agent.attach_session(writer, store.session_dir(writer.id))
     agent.started_calls = started
     return writer
