@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tether.errors import ConfigError
 from tether.settings import (
+    AgentConfig,
     DurationError,
-    Settings,
     format_duration,
     load_settings,
     merge_layers,
@@ -193,15 +193,15 @@ def test_invalid_values_name_the_file_and_json_path(
 
 
 def test_model_specs_accepts_all_shapes() -> None:
-    assert Settings.model_validate({"model": "openai/gpt-4o"}).model_specs() == ["openai/gpt-4o"]
-    s = Settings.model_validate(
+    assert AgentConfig.model_validate({"model": "openai/gpt-4o"}).model_specs() == ["openai/gpt-4o"]
+    s = AgentConfig.model_validate(
         {"model": ["a/b", {"provider": "c", "model": "d"}, {"provider": "local"}]}
     )
     assert s.model_specs() == ["a/b", "c/d", "local"]
 
 
 def test_refused_env_adds_every_api_key_env_and_scrubs_it() -> None:
-    s = Settings.model_validate(
+    s = AgentConfig.model_validate(
         {"providers": {"work": {"type": "openai", "api_key_env": "WORK_LLM"}}}
     )
     assert s.refused_env()[-1] == "WORK_LLM"
@@ -211,7 +211,7 @@ def test_refused_env_adds_every_api_key_env_and_scrubs_it() -> None:
 
 
 def test_to_json_round_trips_and_uses_file_names() -> None:
-    s = Settings.model_validate(
+    s = AgentConfig.model_validate(
         {"tools": {"timeout": 1500}, "retry": {"base": "250ms", "max": "1m30s"}, "model": "a/b"}
     )
     out = s.to_json()
@@ -220,7 +220,7 @@ def test_to_json_round_trips_and_uses_file_names() -> None:
         "base": "250ms",
         "max": "90s",
     }
-    assert Settings.model_validate(json.loads(json.dumps(out))) == s
+    assert AgentConfig.model_validate(json.loads(json.dumps(out))) == s
 
 
 # --- durations ---------------------------------------------------------------------------------
@@ -439,7 +439,7 @@ def test_the_readme_sample_is_valid() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Settings and credentials", 1)[1]
     sample = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
-    s = Settings.model_validate(sample)
+    s = AgentConfig.model_validate(sample)
     assert s.model_specs()[1] == "work/qwen3-32b" and s.context.runaway_total == 0.9
     assert s.tools.timeout_s == 120.0 and s.run.thinking.decay == "step"
 

@@ -6,14 +6,16 @@
 
 Every name here is listed once, in `PUBLIC_API` (name → the module that defines it); names are
 imported on first use, so `import tether` is cheap (a tool worker process imports only what it
-needs). Deeper modules (`tether.wire`, `tether.compaction`, `tether.providers`, ...) are for
-extending tether; `tether.testing` holds the scripted provider and the deterministic runtime.
+needs). Type checkers read `__init__.pyi`, generated from `PUBLIC_API` (run
+`python tests/architecture/test_public_api.py` after changing it; a test checks they agree).
+Deeper modules (`tether.wire`, `tether.compaction`, `tether.providers`, ...) are for extending
+tether; `tether.testing` holds the scripted provider and the deterministic runtime.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -34,8 +36,8 @@ PUBLIC_API: dict[str, str] = {
     "HookDecision": "tether.agent.hooks",
     "task_tool": "tether.agent.subagents",
     # the one config
-    "AgentConfig": "tether.config",
-    "load_config": "tether.config",
+    "AgentConfig": "tether.settings.model",
+    "load_config": "tether.settings.files",
     # tools
     "tool": "tether.tools.base",
     "Tool": "tether.tools.base",
@@ -63,6 +65,7 @@ PUBLIC_API: dict[str, str] = {
     "WarningEvent": "tether.agent.events",
     "CompactionStartEvent": "tether.agent.events",
     "CompactionEndEvent": "tether.agent.events",
+    "DiscardEvent": "tether.agent.events",
     "DoneEvent": "tether.agent.events",
     "SubagentEvent": "tether.agent.events",
     # the error tree (drawn in `tether.errors`)
@@ -81,58 +84,6 @@ PUBLIC_API: dict[str, str] = {
 """The public API surface, in one place: each name and the module it comes from."""
 
 __all__ = sorted(PUBLIC_API)  # pyright: ignore[reportUnsupportedDunderAll]
-
-if TYPE_CHECKING:
-    from tether.agent.agent import Agent as Agent
-    from tether.agent.approval import ApprovalDecision as ApprovalDecision
-    from tether.agent.approval import ApprovalRequest as ApprovalRequest
-    from tether.agent.context import AutoCompaction as AutoCompaction
-    from tether.agent.events import AgentEvent as AgentEvent
-    from tether.agent.events import CompactionEndEvent as CompactionEndEvent
-    from tether.agent.events import CompactionStartEvent as CompactionStartEvent
-    from tether.agent.events import DoneEvent as DoneEvent
-    from tether.agent.events import ErrorEvent as ErrorEvent
-    from tether.agent.events import FallbackEvent as FallbackEvent
-    from tether.agent.events import RetryEvent as RetryEvent
-    from tether.agent.events import SessionStartEvent as SessionStartEvent
-    from tether.agent.events import SubagentEvent as SubagentEvent
-    from tether.agent.events import TextDeltaEvent as TextDeltaEvent
-    from tether.agent.events import ThinkingDeltaEvent as ThinkingDeltaEvent
-    from tether.agent.events import ToolCallEvent as ToolCallEvent
-    from tether.agent.events import ToolResultEvent as ToolResultEvent
-    from tether.agent.events import TurnEndEvent as TurnEndEvent
-    from tether.agent.events import TurnStartEvent as TurnStartEvent
-    from tether.agent.events import WarningEvent as WarningEvent
-    from tether.agent.events import WireRepairEvent as WireRepairEvent
-    from tether.agent.hooks import HookDecision as HookDecision
-    from tether.agent.hooks import HookInput as HookInput
-    from tether.agent.hooks import Hooks as Hooks
-    from tether.agent.host import Host as Host
-    from tether.agent.runtime import Runtime as Runtime
-    from tether.agent.sessions import AgentSession as AgentSession
-    from tether.agent.state import RunResult as RunResult
-    from tether.agent.subagents import task_tool as task_tool
-    from tether.config import AgentConfig as AgentConfig
-    from tether.config import load_config as load_config
-    from tether.errors import AuthError as AuthError
-    from tether.errors import CancelledRunError as CancelledRunError
-    from tether.errors import ConfigError as ConfigError
-    from tether.errors import LengthResumeExhausted as LengthResumeExhausted
-    from tether.errors import RunError as RunError
-    from tether.errors import SessionBusyError as SessionBusyError
-    from tether.errors import SessionError as SessionError
-    from tether.errors import SessionNotFoundError as SessionNotFoundError
-    from tether.errors import TetherError as TetherError
-    from tether.errors import WireError as WireError
-    from tether.messages import Turn as Turn
-    from tether.messages import Usage as Usage
-    from tether.session.store import SessionStore as SessionStore
-    from tether.tools.base import Tool as Tool
-    from tether.tools.base import ToolContext as ToolContext
-    from tether.tools.base import ToolError as ToolError
-    from tether.tools.base import ToolOutput as ToolOutput
-    from tether.tools.base import tool as tool
-    from tether.tools.builtins import builtin_tools as builtin_tools
 
 
 def __getattr__(name: str) -> Any:

@@ -12,12 +12,20 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
 
-PURE_COMPACTION = ("pressure", "monitor", "windows", "rounds", "prompt", "tail", "restore")
+PURE_COMPACTION = (
+    "pressure",
+    "monitor",
+    "windows",
+    "rounds",
+    "snapshot",
+    "prompt",
+    "tail",
+    "restore",
+)
 """The compaction policy modules (pure); `summarize` (the call) and `recall` (a tool) are edges."""
 
 BELOW_AGENT = (
     "messages.py",
-    "config.py",
     "wire",
     "providers",
     "tools",
@@ -104,8 +112,13 @@ def test_the_public_api_is_listed_in_one_place_and_every_name_exists_and_is_docu
         assert getattr(tether, name) is value, name
         if callable(value) or isinstance(value, type):
             assert (getattr(value, "__doc__", None) or "").strip(), f"{name} has no docstring"
-    # the type-checking imports in tether/__init__.py name the same set, from the same modules
-    tree = ast.parse((SRC / "__init__.py").read_text())
+    # the type stub beside it (generated from PUBLIC_API) names the same set, from the same
+    # modules, and `__init__.py` imports none of them itself
+    assert not any(
+        isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tether.")
+        for node in ast.walk(ast.parse((SRC / "__init__.py").read_text()))
+    )
+    tree = ast.parse((SRC / "__init__.pyi").read_text())
     typed = {
         (alias.asname or alias.name, node.module)
         for node in ast.walk(tree)

@@ -16,13 +16,13 @@ from tether.agent import build
 from tether.agent.limits import GeometricDecay, StepDecay
 from tether.errors import AuthError, ConfigError
 from tether.providers.fallback import ModelRef
-from tether.settings import Settings
+from tether.settings import AgentConfig
 from tether.testing import ScriptedProvider
 from tether.tools.containment import policy_for
 
 
-def _settings(data: dict[str, Any]) -> Settings:
-    return Settings.model_validate(data)
+def _settings(data: dict[str, Any]) -> AgentConfig:
+    return AgentConfig.model_validate(data)
 
 
 def refs(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -129,7 +129,7 @@ def test_tool_folders_are_scanned_and_problems_noted(tmp_path: Path) -> None:
     )
     (folder / "broken.py").write_text("import nonexistent_module_xyz\n")
     notes: list[str] = []
-    names = [t.name for t in build.folder_tools(Settings(), tmp_path, notes.append)]
+    names = [t.name for t in build.folder_tools(AgentConfig(), tmp_path, notes.append)]
     assert "hello" in names and "bash" in names
     assert len(notes) == 1 and "broken.py" in notes[0]
     (folder / "dup.py").write_text(
@@ -137,7 +137,7 @@ def test_tool_folders_are_scanned_and_problems_noted(tmp_path: Path) -> None:
         '    """Shadow the built-in."""\n    return command\n'
     )
     with pytest.raises(ConfigError, match="bash"):
-        build.folder_tools(Settings(), tmp_path, notes.append)
+        build.folder_tools(AgentConfig(), tmp_path, notes.append)
     with pytest.raises(ConfigError, match="not a folder"):
         build.folder_tools(_settings({"tools": {"folders": ["missing"]}}), tmp_path, notes.append)
 
@@ -273,7 +273,7 @@ async def test_a_key_from_the_credential_file_is_redacted_from_tool_output(
     # a copy of the credential file inside the project (the sandbox hides the real one's /tmp)
     (work / "leaked.json").write_text(credentials_path().read_text())
     agent = Agent(  # the agent finds the key itself, from the config's providers
-        provider, config=settings, tools=build.folder_tools(Settings(), work, print), root=work
+        provider, config=settings, tools=build.folder_tools(AgentConfig(), work, print), root=work
     )
     await agent.run("show me")
     shown = agent.history[2].tool_results[0].text

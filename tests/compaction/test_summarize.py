@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 
 from cases_loader import load_case
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.events import AgentEvent, RetryEvent
+from tether.compaction.pressure import text_tokens
 from tether.compaction.prompt import SECTIONS, SUMMARY_SYSTEM
-from tether.compaction.rounds import CompactInvalidInputError, Scope, text_tokens
+from tether.compaction.rounds import CompactInvalidInputError, Scope
+from tether.compaction.snapshot import Snapshot
 from tether.compaction.summarize import (
     CompactionCancelledError,
     CompactionFailedError,
     SummaryCall,
+    SummaryRequest,
     compact_conversation,
     truncation_marker,
 )
@@ -57,12 +61,14 @@ async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
     provider = summarizer()
     result = await compact_conversation(
         provider,
-        turns,
-        Scope.full(),
-        "the parser API",
-        marker_id="m1",
-        summary_max_tokens=500,
-        keep_user_tokens=0,  # the media message is summarized, not kept verbatim
+        summary_request(
+            turns,
+            scope=Scope.full(),
+            instructions="the parser API",
+            marker_id="m1",
+            summary_max_tokens=500,
+            keep_user_tokens=0,  # the media message is summarized, not kept verbatim
+        ),
     )
     (req,) = provider.requests
     assert req.tools == () and req.temperature == 0.0 and req.system == SUMMARY_SYSTEM
@@ -87,11 +93,13 @@ async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
 
 async def test_recompaction_feeds_the_previous_summary_and_bumps_the_generation() -> None:
     turns = list(history(3))
-    first = await compact_conversation(summarizer(["FIRST SUMMARY"]), turns, Scope.tail(2))
+    first = await compact_conversation(
+        summarizer(["FIRST SUMMARY"]), summary_request(turns, scope=Scope.tail(2))
+    )
     turns.append(first.marker_turn)
     turns += [text_turn("q", "user", "next"), text_turn("r", "assistant", "ok")]
     provider = summarizer(["SECOND"])
-    second = await compact_conversation(provider, turns, Scope.full())
+    second = await compact_conversation(provider, summary_request(turns, scope=Scope.full()))
     assert "<previous-summary>\nFIRST SUMMARY" in request_text(provider.requests[0])
     assert second.generation == 2
     assert first.marker_turn.id in second.replaced_ids  # the old marker is subsumed
@@ -102,8 +110,13 @@ async def test_invalid_input_raises_before_any_call() -> None:
     provider = summarizer()
     for turns, scope in [((), Scope.full()), (history(1), Scope.from_("zz"))]:
         with pytest.raises(CompactInvalidInputError):
-            await compact_conversation(provider, turns, scope)
+            await compact_conversation(provider, summary_request(turns, scope=scope))
     assert provider.requests == []
+
+
+def summary_request(turns: Sequence[Turn], **fields: Any) -> SummaryRequest:
+    """A summary request over `turns` (its snapshot computed), other fields as given."""
+    return SummaryRequest(snapshot=Snapshot.of(turns), **fields)
 
 
 def _scripted(*responses: str | StreamError) -> ScriptedProvider:
@@ -113,14 +126,17 @@ def _scripted(*responses: str | StreamError) -> ScriptedProvider:
 async def test_context_overflow_halves_the_slice_from_the_head_at_most_3_times() -> None:
     overflow = StreamError(kind="context_overflow", message="prompt is too long")
     provider = _scripted(overflow, overflow, "done")
-    result = await compact_conversation(provider, history(16, result_chars=400), Scope.full())
+    result = await compact_conversation(
+        provider, summary_request(history(16, result_chars=400), scope=Scope.full())
+    )
     sizes = [len(request_text(r).split("<conversation>")[1]) for r in provider.requests]
     assert sizes[1] <= sizes[0] / 2 + 50 and sizes[2] <= sizes[1] / 2 + 50
     assert result.dropped_turns > 0 and "did not fit" in request_text(provider.requests[2])
     assert len(result.replaced_ids) == 32  # dropped rounds are still replaced (recallable)
     with pytest.raises(CompactionFailedError, match="context_overflow"):
         await compact_conversation(
-            _scripted(*[overflow] * 4), history(16, result_chars=400), Scope.full()
+            _scripted(*[overflow] * 4),
+            summary_request(history(16, result_chars=400), scope=Scope.full()),
         )
 
 
@@ -149,16 +165,16 @@ async def test_transient_errors_are_retried_by_the_shared_request_path() -> None
     provider = _scripted(busy, busy, "ok")
     events: list[AgentEvent] = []
     result = await compact_conversation(
-        provider, history(2), call=shared_path(provider, events=events)
+        provider, summary_request(history(2)), call=shared_path(provider, events=events)
     )
     assert result.calls == 1 and len(provider.requests) == 3  # retried below the summary logic
     assert [e.type for e in events] == ["retry", "retry"]  # visible, no text deltas, no error
     spent = _scripted(busy, busy, busy)
     with pytest.raises(CompactionFailedError, match="overloaded"):
-        await compact_conversation(spent, history(2), call=shared_path(spent))
+        await compact_conversation(spent, summary_request(history(2)), call=shared_path(spent))
     auth = _scripted(StreamError(kind="auth", message="bad key"), "never")
     with pytest.raises(CompactionFailedError, match="auth"):
-        await compact_conversation(auth, history(2), call=shared_path(auth))
+        await compact_conversation(auth, summary_request(history(2)), call=shared_path(auth))
     assert len(auth.requests) == 1  # not retryable
 
 
@@ -169,7 +185,7 @@ async def test_retry_after_5xx_and_the_fallback_chain_serve_the_summary_call() -
     sleeps: list[float] = []
     events: list[AgentEvent] = []
     call = shared_path(provider, events=events, sleeps=sleeps)
-    result = await compact_conversation(provider, history(2), call=call)
+    result = await compact_conversation(provider, summary_request(history(2)), call=call)
     assert "from the first" in result.summary
     assert sleeps[0] == 7.0  # the server's Retry-After, not the 1 s backoff
     assert [(e.kind, e.from_retry_after) for e in events if isinstance(e, RetryEvent)] == [
@@ -180,7 +196,7 @@ async def test_retry_after_5xx_and_the_fallback_chain_serve_the_summary_call() -
     backup = _scripted("## Goal\nfrom the backup")
     events = []
     call = shared_path(down, backup, attempts=1, events=events)
-    result = await compact_conversation(down, history(2), call=call)
+    result = await compact_conversation(down, summary_request(history(2)), call=call)
     assert "from the backup" in result.summary and len(backup.requests) == 1
     assert [e.type for e in events] == ["fallback"]
     assert backup.requests[0].model == backup.model  # each provider is asked for its own model
@@ -190,7 +206,9 @@ async def test_the_summary_usage_is_reported() -> None:
     provider = ScriptedProvider(
         ["## Goal\nsummary"], usage=Usage(input_tokens=900, output_tokens=60)
     )
-    result = await compact_conversation(provider, history(2), call=shared_path(provider))
+    result = await compact_conversation(
+        provider, summary_request(history(2)), call=shared_path(provider)
+    )
     assert result.usage == Usage(input_tokens=900, output_tokens=60)
 
 
@@ -210,16 +228,20 @@ class _Slow:
 async def test_wall_clock_timeout_and_cancel_signal() -> None:
     slow = _Slow()
     with pytest.raises(CompactionFailedError, match="timed out"):
-        await compact_conversation(slow, history(2), timeout_s=0.05)
+        await compact_conversation(slow, summary_request(history(2), timeout_s=0.05))
     assert slow.started == 1
     cancel = asyncio.Event()
     asyncio.get_running_loop().call_later(0.05, cancel.set)
     with pytest.raises(CompactionCancelledError):
-        await compact_conversation(_Slow(), history(2), timeout_s=10, cancel=cancel)
+        await compact_conversation(
+            _Slow(), summary_request(history(2), timeout_s=10), cancel=cancel
+        )
 
 
 def test_truncation_marker_names_the_removed_turns() -> None:
-    result = truncation_marker(history(3), Scope.tail(2), "compaction failed (auth)")
+    result = truncation_marker(
+        Snapshot.of(history(3)), Scope.tail(2), "compaction failed (auth)"
+    )
     assert result.truncated and result.replaced_ids == ("a0", "u0", "a1", "u1")
     assert result.summary.startswith("4 earlier turns were removed without a summary")
     assert "Turns covered: a0…u1" in result.summary
@@ -258,7 +280,10 @@ async def test_t14_compaction_of_a_history_larger_than_the_window_succeeds(windo
 
     provider = ScriptedProvider(model)
     result = await compact_conversation(
-        provider, turns, Scope.full(), window_tokens=window, summary_max_tokens=reserve
+        provider,
+        summary_request(
+            turns, scope=Scope.full(), window_tokens=window, summary_max_tokens=reserve
+        ),
     )
     assert inputs and all(t <= window - reserve for t in inputs)
     assert len(result.replaced_ids) == len(turns) - 1 and "task" not in result.replaced_ids

@@ -18,7 +18,7 @@ from tether.errors import ConfigError
 from tether.mcp.config import default_lookup, expand, resolve_server, server_env, tool_names
 from tether.mcp.convert import call_result_parts, tool_schema
 from tether.messages import ImageBlock, TextBlock
-from tether.settings import Settings
+from tether.settings import AgentConfig
 from tether.settings.model import McpServerSettings
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -59,7 +59,7 @@ def test_expansion_from_env_then_credential_store(monkeypatch: pytest.MonkeyPatc
 
 
 def test_settings_shape() -> None:
-    s = Settings.model_validate(
+    s = AgentConfig.model_validate(
         {"mcp": {"servers": {"gh": {"url": "https://x/mcp", "timeout": "90s"}}}}
     )
     assert s.mcp.servers["gh"].timeout_s == 90 and s.mcp.servers["gh"].startup_timeout_s == 10
@@ -74,7 +74,7 @@ def test_settings_shape() -> None:
         with pytest.raises(ValidationError):
             McpServerSettings.model_validate(bad)
     with pytest.raises(ValidationError):
-        Settings.model_validate({"mcp": {"servers": {"bad name!": {"command": "x"}}}})
+        AgentConfig.model_validate({"mcp": {"servers": {"bad name!": {"command": "x"}}}})
 
 
 def test_server_env_drops_secrets_unless_named(tmp_path: Path) -> None:

@@ -151,5 +151,5 @@ def test_delete_removes_migrated_artifacts_and_is_idempotent_in_effect(tmp_path:
     store = SessionStore(root)
     store.create("s1", cwd="/").close()
     store.delete("s1")
-    assert not store.path("s1").exists() and not store.artifact_dir("s1").exists()
+    assert not store.path("s1").exists() and not store.session_dir("s1").exists()
     assert sorted(p.name for p in root.iterdir()) == [MIGRATE_LOCK]

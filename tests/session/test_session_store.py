@@ -36,8 +36,8 @@ def test_create_writes_only_the_header(store: SessionStore) -> None:
     )
     assert (store.root / "s1.jsonl").stat().st_mode & 0o777 == 0o600
     # the artifact folder exists from the start: it holds the writer lock
-    assert (store.artifact_dir("s1") / "writer.lock").exists()
-    assert store.artifact_dir("s1").stat().st_mode & 0o777 == 0o700
+    assert (store.session_dir("s1") / "writer.lock").exists()
+    assert store.session_dir("s1").stat().st_mode & 0o777 == 0o700
 
 
 def test_create_without_id_uses_factory_and_refuses_existing(store: SessionStore) -> None:
@@ -277,12 +277,12 @@ def test_delete_removes_file_and_artifact_folder(store: SessionStore) -> None:
     (tool_dir / "call_1.txt").write_text("big output")
     (store.artifact_subdir("s", "tasks") / "t.log").write_text("log")
     store.delete("s")
-    assert not store.path("s").exists() and not store.artifact_dir("s").exists()
+    assert not store.path("s").exists() and not store.session_dir("s").exists()
     with pytest.raises(SessionNotFoundError):
         store.delete("s")
     store.artifact_subdir("orphan", "mcp-warnings")  # folder without a file
     store.delete("orphan")
-    assert not store.artifact_dir("orphan").exists()
+    assert not store.session_dir("orphan").exists()
     store.create("plain", cwd="/").close()  # file without a folder
     store.delete("plain")
     assert not store.exists("plain")
@@ -351,7 +351,7 @@ def test_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_session_ids_are_refused(store: SessionStore, bad: str) -> None:
     with pytest.raises(SessionError, match="invalid session id"):
         validate_session_id(bad)
-    for op in (store.load, store.exists, store.delete, store.open_for_append, store.artifact_dir):
+    for op in (store.load, store.exists, store.delete, store.open_for_append, store.session_dir):
         with pytest.raises(SessionError, match="invalid session id"):
             op(bad)
     with pytest.raises(SessionError, match="invalid session id"):

@@ -78,7 +78,7 @@ async def test_t25_one_listing_cannot_overflow_the_context(tmp_path: Path) -> No
         provider,
         tools=[shell],
         root=tmp_path,
-        session=AgentSession(sink=writer, session_dir=store.artifact_dir("s1")),
+        session=AgentSession(sink=writer, session_dir=store.session_dir("s1")),
     )
     await agent.run("list it")
     writer.close()
@@ -96,7 +96,7 @@ async def test_t25_one_listing_cannot_overflow_the_context(tmp_path: Path) -> No
     m = STUB_PATH.match(wire)
     assert m is not None and int(m.group(1)) == out["bytes"]
     persisted = Path(m.group(2))
-    assert persisted == store.artifact_dir("s1") / TOOL_RESULTS_DIR / "call_1.txt"
+    assert persisted == store.session_dir("s1") / TOOL_RESULTS_DIR / "call_1.txt"
     assert persisted.read_bytes() == listing.encode()
     # head and tail excerpts, and how to read more
     assert "file_00000.txt" in wire and "file_08920.txt" in wire
@@ -304,7 +304,7 @@ async def test_loop_stores_and_reports_the_gated_result(tmp_path: Path) -> None:
         tools=[dump],
         root=tmp_path / "ws",
         host=Host(on_event=events.append),
-        session=AgentSession(sink=writer, session_dir=store.artifact_dir("s1")),
+        session=AgentSession(sink=writer, session_dir=store.session_dir("s1")),
         config=AgentConfig(tools={"output_threshold_chars": 10_000}),
     )
     await agent.run("go")
@@ -356,8 +356,8 @@ def test_saved_outputs_are_fsynced_with_the_session_not_per_call(
     writer = store.create(cwd=str(tmp_path))
     fsynced.clear()  # creating the session file fsyncs it (atomic create)
     big = "line\n" * (DEFAULT_THRESHOLD_CHARS // 4)
-    gated = persist_tool_result(_result(big, call_id="c1"), writer.artifact_dir)
-    saved = writer.artifact_dir / TOOL_RESULTS_DIR / "c1.txt"
+    gated = persist_tool_result(_result(big, call_id="c1"), writer.session_dir)
+    saved = writer.session_dir / TOOL_RESULTS_DIR / "c1.txt"
     assert saved.read_text() == big and PERSISTED_OUTPUT_OPEN in gated.text
     assert [p.name for p in saved.parent.iterdir()] == ["c1.txt"]  # no temp file left
     assert fsynced == []

@@ -131,7 +131,7 @@ async def test_the_model_reads_back_a_persisted_output_through_the_loop(tmp_path
         provider,
         tools=[*builtin_tools(), dump],
         root=root,
-        session=AgentSession(sink=writer, session_dir=store.artifact_dir("s1")),
+        session=AgentSession(sink=writer, session_dir=store.session_dir("s1")),
     )
     await agent.run("go")
     writer.close()
@@ -145,4 +145,4 @@ async def test_the_model_reads_back_a_persisted_output_through_the_loop(tmp_path
         " 20002\trecord 20001",
     ]
     # the result of reading back is itself gated like any other
-    assert persist_tool_result(read_result, store.artifact_dir("s1")) is read_result
+    assert persist_tool_result(read_result, store.session_dir("s1")) is read_result

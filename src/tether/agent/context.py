@@ -14,8 +14,6 @@ Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorEvent
 from tether.agent.state import RunParts, RunState, SentView
 from tether.compaction.monitor import ContextMonitor
@@ -23,9 +21,11 @@ from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
 from tether.compaction.rounds import CompactInvalidInputError, Scope, select
+from tether.compaction.snapshot import Snapshot
 from tether.compaction.summarize import (
     CompactionFailedError,
     CompactionResult,
+    SummaryRequest,
     compact_conversation,
     compact_with,
     truncation_marker,
@@ -40,14 +40,6 @@ from tether.wire.markers import LiveTurns, is_marker
 MAX_COMPACTIONS_PER_REQUEST = 3
 """Compactions before one request at most (the monitor's no-progress guard normally stops
 earlier); then the request is sent and a context_overflow answer is handled once more."""
-
-
-class _Snapshot(NamedTuple):
-    """The history a compaction works on, with what the agent keeps incrementally about it."""
-
-    history: tuple[Turn, ...]
-    live: tuple[Turn, ...] | None  # `live_turns(history)`; None for a hand-made history
-    generation: int  # `next_generation(history)`
 
 
 class AutoCompaction:
@@ -172,12 +164,8 @@ class AutoCompaction:
         self, parts: RunParts, state: RunState, *, reason: str, focus: str | None
     ) -> CompactionResult | None:
         await parts.before_compaction(reason)  # the `before_compaction` hooks
-        history = tuple(state.history)
-        live: tuple[Turn, ...] | None = self._live.update(history)
-        if not self._live.regular:  # a hand-made history: the passes read all of it
-            live = None
-        # the new marker's generation, exact for any history: kept in O(new turns)
-        snap = _Snapshot(history, live, self._live.next_generation)
+        # live turns and the new marker's generation, kept in O(new turns)
+        snap = Snapshot.tracked(tuple(state.history), self._live)
         before = estimate_tokens(self.shape(parts.view(state.history)))
         parts.emit(CompactionStartEvent(reason=reason, tokens_before=before))
         scope = self._scope(snap)
@@ -197,14 +185,7 @@ class AutoCompaction:
             result = await self._summarize(parts, snap, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
-                result = truncation_marker(
-                    snap.history,
-                    scope,
-                    str(exc),
-                    marker_id=marker_id,
-                    live=snap.live,
-                    generation=snap.generation,
-                )
+                result = truncation_marker(snap, scope, str(exc), marker_id=marker_id)
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         state.append(result.marker_turn)
@@ -239,7 +220,7 @@ class AutoCompaction:
         if any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
 
-    def _scope(self, snap: _Snapshot) -> Scope | None:
+    def _scope(self, snap: Snapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
         keeps: list[int] = []
@@ -249,9 +230,7 @@ class AutoCompaction:
             k //= 2
         for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                selection = select(
-                    snap.history, scope, live=snap.live, generation=snap.generation
-                )
+                selection = select(snap, scope)
             except CompactInvalidInputError:
                 continue
             if any(not is_marker(t) for t in selection.turns):
@@ -259,45 +238,36 @@ class AutoCompaction:
         return None
 
     async def _summarize(
-        self, parts: RunParts, snap: _Snapshot, scope: Scope, focus: str | None, marker_id: str
+        self, parts: RunParts, snap: Snapshot, scope: Scope, focus: str | None, marker_id: str
     ) -> CompactionResult:
         if self.compactor is not None:
-            return await compact_with(
-                self.compactor,
-                snap.history,
-                scope,
-                focus,
-                marker_id=marker_id,
-                live=snap.live,
-                generation=snap.generation,
-            )
+            return await compact_with(self.compactor, snap, scope, focus, marker_id=marker_id)
         limits = self.monitor.limits
         cap = self.summary_max_tokens or max(
             64, min(4096, limits.context_window // 4, limits.max_output_tokens)
         )
-        return await compact_conversation(
-            self.summarizer or parts.provider,
-            snap.history,
-            scope,
-            focus,
-            call=parts.summary_call(self.summarizer),
+        request = SummaryRequest(
+            snapshot=snap,
+            scope=scope,
+            instructions=focus,
             timeout_s=self.timeout_s,
             window_tokens=limits.context_window,
             summary_max_tokens=cap,
             marker_id=marker_id,
-            live=snap.live,
-            generation=snap.generation,
+        )
+        return await compact_conversation(
+            self.summarizer or parts.provider, request, call=parts.summary_call(self.summarizer)
         )
 
     async def _restore(
-        self, parts: RunParts, state: RunState, snap: _Snapshot, scope: Scope
+        self, parts: RunParts, state: RunState, snap: Snapshot, scope: Scope
     ) -> tuple[str, ...]:
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
         if budget <= 0 or READ_TOOL not in parts.registry.names():
             return ()
-        kept = select(snap.history, scope, live=snap.live, generation=snap.generation).kept
+        kept = select(snap, scope).kept
         paths = recent_read_paths(snap.history, kept, max_files=self.max_restore_files)
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []

@@ -84,7 +84,7 @@ class AgentSession:
         history: the turns to continue (the agent appends to its own copy).
         sink: where new turns go (a `tether.session.SessionWriter` once opened), or None.
         session_dir: the folder for persisted tool outputs (default: the sink's
-            `artifact_dir`, when it has one).
+            `session_dir`, when it has one).
         started: ids of calls with a persisted `tool_call_started` record; None when unknown
             (a session written before such records existed, or a sink that takes no events).
         session_id: the id (known before the file exists, for a new session).
@@ -103,7 +103,7 @@ class AgentSession:
 
     def __post_init__(self) -> None:
         if self.session_dir is None:
-            found = getattr(self.sink, "artifact_dir", None)
+            found = getattr(self.sink, "session_dir", None)
             self.session_dir = found if isinstance(found, Path) else None
 
     @classmethod
@@ -120,7 +120,7 @@ class AgentSession:
             history=drop_retried_user_turns(loaded.turns),
             started=started_call_ids(loaded.events),
             session_id=session_id,
-            session_dir=store.artifact_dir(session_id),
+            session_dir=store.session_dir(session_id),
             loaded=loaded,
             _open=lambda: store.open_for_append(session_id),
         )
@@ -143,7 +143,7 @@ class AgentSession:
                 the agent opens it).
         """
         sid = store.new_session_id() if session_id is None else session_id
-        session_dir = store.artifact_dir(sid)
+        session_dir = store.session_dir(sid)
         return cls(
             session_id=sid,
             session_dir=session_dir,
@@ -164,7 +164,7 @@ class AgentSession:
         self.sink = self.writer
         self.session_id = self.writer.id
         if self.session_dir is None:
-            self.session_dir = self.writer.artifact_dir
+            self.session_dir = self.writer.session_dir
 
     def close(self) -> None:
         """Close the session file, if one was opened (idempotent)."""

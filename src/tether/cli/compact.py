@@ -18,7 +18,12 @@ from tether.agent import build
 from tether.agent.parts import assemble
 from tether.agent.sessions import AgentSession
 from tether.compaction.rounds import CompactInvalidInputError, Scope
-from tether.compaction.summarize import CompactionFailedError, compact_conversation
+from tether.compaction.snapshot import Snapshot
+from tether.compaction.summarize import (
+    CompactionFailedError,
+    SummaryRequest,
+    compact_conversation,
+)
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.session import SessionStore
 
@@ -72,19 +77,18 @@ def compact_command(
         err(loaded.report.describe())
     limits = parts.limits
     try:
+        request = SummaryRequest(
+            snapshot=Snapshot.of(loaded.turns),
+            scope=Scope.tail(keep_turns) if keep_turns else Scope.full(),
+            instructions=focus,
+            window_tokens=limits.context_window,
+            summary_max_tokens=max(
+                64, min(4096, limits.context_window // 4, limits.max_output_tokens)
+            ),
+            marker_id=parts.new_id(),
+        )
         result = asyncio.run(
-            compact_conversation(
-                parts.provider,
-                loaded.turns,
-                Scope.tail(keep_turns) if keep_turns else Scope.full(),
-                focus,
-                call=parts.summary_call(None),
-                window_tokens=limits.context_window,
-                summary_max_tokens=max(
-                    64, min(4096, limits.context_window // 4, limits.max_output_tokens)
-                ),
-                marker_id=parts.new_id(),
-            )
+            compact_conversation(parts.provider, request, call=parts.summary_call(None))
         )
     except CompactInvalidInputError as exc:
         err(f"cannot compact {session_id}: {exc}")

@@ -19,8 +19,6 @@ if TYPE_CHECKING:  # imported on use: `tether --help` must not build the event c
 
 EXIT_OK, EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED, EXIT_CANCELLED = 0, 1, 2, 5, 130
 """Exit codes of the headless CLI (the rest come from `tether.errors.exit_code_for`)."""
-EXIT_MAX_TURNS = EXIT_USAGE
-"""`--max-turns` reached before a final answer: the run did not finish its task (exit 1)."""
 
 
 def clean_text(text: str) -> str:

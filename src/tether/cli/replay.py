@@ -77,14 +77,15 @@ def replay_command(
     err: Callable[[str], None],
 ) -> int:
     """Run `tether replay`; returns the exit code (see the module docstring)."""
-    from tether.replay import TARGET_NAMES, replay_stored
+    from tether.messages import TARGETS
+    from tether.replay import replay_stored
 
     chosen: list[Target] = []
-    by_name: dict[str, Target] = {t: t for t in TARGET_NAMES}
-    for name in targets or TARGET_NAMES:
+    by_name: dict[str, Target] = {t: t for t in TARGETS}
+    for name in targets or TARGETS:
         match = by_name.get(name)
         if match is None:
-            err(f"unknown --target {name!r}: one of {', '.join(TARGET_NAMES)}")
+            err(f"unknown --target {name!r}: one of {', '.join(TARGETS)}")
             return EXIT_USAGE
         chosen.append(match)
     try:

@@ -30,7 +30,6 @@ from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_MALFORMED,
-    EXIT_MAX_TURNS,
     EXIT_OK,
     EXIT_USAGE,
     EventWriter,
@@ -229,7 +228,7 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     if result.stop_reason == "max_turns":
         err(
             f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "
-            f"exit {EXIT_MAX_TURNS}"
+            f"exit {EXIT_USAGE}"
         )
-        return EXIT_MAX_TURNS
+        return EXIT_USAGE  # the run did not finish its task
     return EXIT_OK

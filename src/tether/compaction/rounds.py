@@ -20,7 +20,7 @@ Definitions:
                    marker nor a tool_result turn: the user's own instruction (a correction, a new
                    requirement). Inside a selection, user messages are kept verbatim (not
                    replaced), newest first, while their estimated tokens fit `keep_user_tokens`;
-                   only those past the budget are replaced, and `Selection.folded_user` counts
+                   only those past the budget are replaced, and `RoundSelection.folded_user` counts
                    them so the summary can say so.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.compaction.pressure import message_tokens
-from tether.compaction.pressure import text_tokens as text_tokens  # re-exported
+from tether.compaction.snapshot import Snapshot
 from tether.errors import TetherError
 from tether.messages import (
     CompactSummaryBlock,
@@ -83,7 +83,7 @@ class Scope:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Selection:
+class RoundSelection:
     """The result of slicing a history by a scope.
 
     Attributes:
@@ -208,29 +208,28 @@ def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
 
 
 def select(
-    turns: Sequence[Turn],
+    snapshot: Snapshot,
     scope: Scope,
     *,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
-    live: Sequence[Turn] | None = None,
-    generation: int | None = None,
-) -> Selection:
-    """Slice `turns` (the stored history) by `scope` at whole rounds; the user messages inside
-    the slice are kept verbatim within `keep_user_tokens` (see the module docstring).
+) -> RoundSelection:
+    """Slice `snapshot.history` (the stored history) by `scope` at whole rounds; the user
+    messages inside the slice are kept verbatim within `keep_user_tokens` (see the module
+    docstring).
 
-    `live`, when given, must be `live_turns(turns)`, and `generation`, when given, must be
-    `next_generation(turns)`: a caller keeping them incrementally (`tether.wire.markers.
-    LiveTurns`) saves two passes over the whole history, which made each compaction cost
-    O(history) (21 ms at 35,000 turns, half of it; bench/turn_overhead.py).
+    A snapshot's live turns and generation, kept incrementally by the caller
+    (`Snapshot.tracked`), save two passes over the whole history, which made each compaction
+    cost O(history) (21 ms at 35,000 turns, half of it; bench/turn_overhead.py).
 
     Raises:
         CompactInvalidInputError: empty input, nothing to summarize, an unknown anchor id, or a
             selected slice with no text.
     """
+    turns = snapshot.history
     if not turns:
         raise CompactInvalidInputError("empty input: there is no conversation to compact")
     task = original_task(turns)
-    live = live_turns(turns) if live is None else live
+    live = live_turns(turns) if snapshot.live is None else snapshot.live
     start = 0
     if task is not None:
         start = next((i + 1 for i, t in enumerate(live) if t.id == task.id), 0)
@@ -264,12 +263,12 @@ def select(
     for t in flat:
         for b in marker_blocks(t):
             previous = b.summary
-    return Selection(
+    return RoundSelection(
         task=task,
         rounds=chosen,
         kept=tuple(t for r in rounds[hi:] for t in r),
         previous_summary=previous,
-        generation=next_generation(turns) if generation is None else generation,
+        generation=snapshot.generation,
         kept_user=tuple(t for t in users if t.id in keep_ids),
         folded_user=len(users) - len(keep_ids),
     )

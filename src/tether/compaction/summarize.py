@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from tether.compaction.pressure import estimate_tokens
+from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.prompt import (
     DEFAULT_RESULT_CHARS,
     SUMMARY_SYSTEM,
@@ -37,19 +37,19 @@ from tether.compaction.prompt import (
 )
 from tether.compaction.rounds import (
     DEFAULT_KEEP_USER_TOKENS,
+    RoundSelection,
     Scope,
-    Selection,
     chunk,
     drop_for_budget,
     halve_from_head,
     select,
-    text_tokens,
 )
+from tether.compaction.snapshot import Snapshot
 from tether.compaction.tail import Compactor
 from tether.errors import RunError, TetherError
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, StreamError, TextDelta, UsageEvent
-from tether.wire.markers import LiveTurns, elide_markers, elided_ids, is_marker, marker_blocks
+from tether.wire.markers import elide_markers, elided_ids, is_marker, marker_blocks
 
 SummaryCall = Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]
 """The request path of a summary call: a request in, the reply's text and usage out; raises
@@ -69,6 +69,40 @@ class CompactionFailedError(TetherError):
 
 class CompactionCancelledError(TetherError):
     """The caller's cancel signal was set during the summary call."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryRequest:
+    """What `compact_conversation` summarizes, and its bounds.
+
+    Attributes:
+        snapshot: the stored history (markers included, oldest first; not mutated), with its
+            live turns and next generation (`Snapshot.of(turns)` computes them).
+        scope: which rounds to replace (default `Scope.full()`).
+        instructions: the user's focus (`/compact <focus>`), added as a Focus section.
+        previous_summary: an earlier summary to fold in (default: that of the newest active
+            marker inside the scope).
+        timeout_s: wall-clock limit of one summary call (its retries included), in seconds.
+        window_tokens: the summarizing model's context window, in tokens.
+        summary_max_tokens: the summary's output cap, in tokens (reserved from the window).
+        max_result_chars: tool results longer than this are cut for the call (characters).
+        max_chunks: rolling-summary chunks at most; older rounds beyond them are dropped.
+        marker_id: the marker turn's id (default `compact-<8 hex>`).
+        keep_user_tokens: the user's later messages kept verbatim, newest first, within this
+            many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
+    """
+
+    snapshot: Snapshot
+    scope: Scope = field(default_factory=Scope.full)
+    instructions: str | None = None
+    previous_summary: str | None = None
+    timeout_s: float = 120.0
+    window_tokens: int = 200_000
+    summary_max_tokens: int = 4_096
+    max_result_chars: int = DEFAULT_RESULT_CHARS
+    max_chunks: int = 4
+    marker_id: str | None = None
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,23 +220,9 @@ def _tokens(turns: tuple[Turn, ...]) -> int:
     return estimate_tokens(elide_markers(turns))
 
 
-def _live(
-    turns: Sequence[Turn], live: Sequence[Turn] | None
-) -> tuple[tuple[Turn, ...], tuple[Turn, ...] | None]:
-    """The history as a tuple and its live turns when they may stand for it (`live` from a
-    caller keeping them, else computed when the history is regular; see `LiveTurns`)."""
-    history = turns if isinstance(turns, tuple) else tuple(turns)
-    if live is not None:
-        return history, live if isinstance(live, tuple) else tuple(live)
-    tracker = LiveTurns()
-    alive = tracker.update(history)
-    return history, alive if tracker.regular else None
-
-
 def _finish(
-    history: tuple[Turn, ...],
-    live: tuple[Turn, ...] | None,
-    sel: Selection,
+    snapshot: Snapshot,
+    sel: RoundSelection,
     marker_id: str | None,
     text_for: Callable[[str, str], str],
     *,
@@ -213,6 +233,7 @@ def _finish(
 ) -> CompactionResult:
     """The marker replacing `sel.turns` and its result; `text_for(first_id, last_id)` writes
     the marker's text from the ids it covers (named so the model can `recall` them)."""
+    history, live = snapshot.history, snapshot.live
     replaced = tuple(t.id for t in sel.turns)
     mid = marker_id or f"compact-{secrets.token_hex(4)}"
     first, last = _covered(history, live, make_marker(mid, "", replaced, sel.generation))
@@ -233,29 +254,24 @@ def _finish(
 
 
 def truncation_marker(
-    turns: Sequence[Turn],
+    snapshot: Snapshot,
     scope: Scope,
     reason: str,
     *,
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
-    live: Sequence[Turn] | None = None,
-    generation: int | None = None,
 ) -> CompactionResult:
-    """A marker that removes the scope's turns WITHOUT a summary (the ladder's second rung): the
-    model is told how many turns were removed and that `recall` can read them.
+    """A marker that removes the scope's turns of `snapshot.history` WITHOUT a summary (the
+    ladder's second rung): the model is told how many turns were removed and that `recall` can
+    read them.
 
     Raises:
         CompactInvalidInputError: as `compact_conversation`.
     """
-    history, alive = _live(turns, live)
-    sel = select(
-        history, scope, keep_user_tokens=keep_user_tokens, live=alive, generation=generation
-    )
+    sel = select(snapshot, scope, keep_user_tokens=keep_user_tokens)
     n = sum(1 for t in sel.turns if not is_marker(t))
     return _finish(
-        history,
-        alive,
+        snapshot,
         sel,
         marker_id,
         lambda first, last: truncation_text(n, first, last, reason, sel.folded_user),
@@ -265,45 +281,19 @@ def truncation_marker(
 
 async def compact_conversation(
     provider: Provider,
-    turns: Sequence[Turn],
-    scope: Scope | None = None,
-    instructions: str | None = None,
+    request: SummaryRequest,
     *,
-    previous_summary: str | None = None,
     call: SummaryCall | None = None,
-    timeout_s: float = 120.0,
     cancel: asyncio.Event | None = None,
-    window_tokens: int = 200_000,
-    summary_max_tokens: int = 4_096,
-    max_result_chars: int = DEFAULT_RESULT_CHARS,
-    max_chunks: int = 4,
-    marker_id: str | None = None,
-    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
-    live: Sequence[Turn] | None = None,
-    generation: int | None = None,
 ) -> CompactionResult:
     """Summarize part of a history into one marker turn.
 
     Args:
         provider: the model that writes the summary (its default model is used).
+        request: the history, the scope and the call's bounds (see `SummaryRequest`).
         call: the request path (retries, Retry-After, fallback; an agent passes its own);
             None: `direct_call(provider)`, one attempt, no retries.
-        turns: the stored history (markers included), oldest first. Not mutated.
-        scope: which rounds to replace (default `Scope.full()`).
-        instructions: the user's focus (`/compact <focus>`), added as a Focus section.
-        previous_summary: an earlier summary to fold in (default: that of the newest active
-            marker inside the scope).
-        timeout_s: wall-clock limit of one summary call (its retries included), in seconds.
         cancel: the caller's cancel signal; when set, the call stops.
-        window_tokens: the summarizing model's context window, in tokens.
-        summary_max_tokens: the summary's output cap, in tokens (reserved from the window).
-        max_result_chars: tool results longer than this are cut for the call (characters).
-        max_chunks: rolling-summary chunks at most; older rounds beyond them are dropped.
-        marker_id: the marker turn's id (default `compact-<8 hex>`).
-        keep_user_tokens: the user's later messages kept verbatim, newest first, within this
-            many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
-        live, generation: `live_turns(turns)` and `next_generation(turns)` when the caller
-            keeps them incrementally (`tether.wire.markers.LiveTurns`); computed when None.
 
     Returns:
         The `CompactionResult`; the caller appends `marker_turn` to the history.
@@ -314,27 +304,23 @@ async def compact_conversation(
         CompactionFailedError: the call failed for good (or overflowed 3 times).
         CompactionCancelledError: `cancel` was set.
     """
-    history, alive = _live(turns, live)
-    sel: Selection = select(
-        history,
-        scope or Scope.full(),
-        keep_user_tokens=keep_user_tokens,
-        live=alive,
-        generation=generation,
-    )
+    sel = select(request.snapshot, request.scope, keep_user_tokens=request.keep_user_tokens)
+    instructions = request.instructions
+    summary_max_tokens = request.summary_max_tokens
+    previous_summary = request.previous_summary
     prev = previous_summary if previous_summary is not None else sel.previous_summary
     task_text = sel.task.text if sel.task is not None else None
     rounds = [r for r in sel.rounds if not (len(r) == 1 and is_marker(r[0]))]
-    rendered = [render_transcript(r, max_result_chars=max_result_chars) for r in rounds]
+    rendered = [render_transcript(r, max_result_chars=request.max_result_chars) for r in rounds]
     overhead = text_tokens(
         build_prompt("", previous_summary=prev, focus=instructions, task=task_text)
     )
     overhead += text_tokens(SUMMARY_SYSTEM) + 64 + summary_max_tokens  # + the rolling summary
-    budget = max(window_tokens - summary_max_tokens - overhead, 128)
+    budget = max(request.window_tokens - summary_max_tokens - overhead, 128)
     # A single round larger than the budget is cut (head and tail kept) to fit on its own.
     rendered = [cut_middle(x, budget * 4 - 16) for x in rendered]
     sizes = [text_tokens(x) + 1 for x in rendered]
-    dropped = drop_for_budget(sizes, budget * max_chunks)
+    dropped = drop_for_budget(sizes, budget * request.max_chunks)
     dropped_turns = sum(len(r) for r in rounds[:dropped])
     calls = 0
     usage: Usage | None = None
@@ -351,7 +337,7 @@ async def compact_conversation(
                 dropped_turns=dropped_turns,
                 folded_user=sel.folded_user,
             )
-            request = ModelRequest(
+            model_request = ModelRequest(
                 model=provider.model,
                 messages=(text_turn("compaction-request", "user", prompt),),
                 system=SUMMARY_SYSTEM,
@@ -361,7 +347,7 @@ async def compact_conversation(
             )
             try:
                 calls += 1
-                text, used = await _bounded(send, request, timeout_s, cancel)
+                text, used = await _bounded(send, model_request, request.timeout_s, cancel)
                 if used is not None:
                     usage = used if usage is None else usage + used
             except _CallError as exc:
@@ -381,10 +367,9 @@ async def compact_conversation(
             break
     assert summary is not None  # at least one chunk ran (the selection holds text)
     return _finish(
-        history,
-        alive,
+        request.snapshot,
         sel,
-        marker_id,
+        request.marker_id,
         lambda first, last: marker_text(summary, first, last, sel.folded_user),
         calls=calls,
         dropped_turns=dropped_turns,
@@ -394,29 +379,21 @@ async def compact_conversation(
 
 async def compact_with(
     compactor: Compactor,
-    turns: Sequence[Turn],
+    snapshot: Snapshot,
     scope: Scope | None = None,
     instructions: str | None = None,
     *,
     marker_id: str | None = None,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
-    live: Sequence[Turn] | None = None,
-    generation: int | None = None,
 ) -> CompactionResult:
-    """Like `compact_conversation`, but a user-supplied `Compactor` writes the summary.
+    """Like `compact_conversation`, but a user-supplied `Compactor` writes the summary of the
+    scope's turns of `snapshot.history` (default scope `Scope.full()`).
 
     Raises:
         CompactInvalidInputError: as `compact_conversation`.
         CompactionFailedError: the compactor raised or returned no text.
     """
-    history, alive = _live(turns, live)
-    sel = select(
-        history,
-        scope or Scope.full(),
-        keep_user_tokens=keep_user_tokens,
-        live=alive,
-        generation=generation,
-    )
+    sel = select(snapshot, scope or Scope.full(), keep_user_tokens=keep_user_tokens)
     try:
         out = compactor(sel.turns, sel.previous_summary, instructions)
         text = await out if inspect.isawaitable(out) else out
@@ -425,8 +402,7 @@ async def compact_with(
     if not text.strip():
         raise CompactionFailedError("malformed", "the compactor returned no text")
     return _finish(
-        history,
-        alive,
+        snapshot,
         sel,
         marker_id,
         lambda first, last: marker_text(text, first, last, sel.folded_user),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 import mcp_types as mt
@@ -117,7 +117,3 @@ def describe_tool(server: str, description: str | None, title: str | None = None
     text = (description or title or "").strip()
     return f"{text}\n\n(MCP server `{server}`)" if text else f"A tool of the MCP server `{server}`."
 
-
-def names_of(tools: Sequence[mt.Tool]) -> list[str]:
-    """The tool names of a listing, in order."""
-    return [t.name for t in tools]

@@ -9,7 +9,7 @@ results, and every request is checked against the target's published rules
 Does not own: the CLI (`tether.cli.replay`), the rules, the wire passes.
 """
 
-from tether.replay.contract import TARGET_NAMES, Checker, checker
+from tether.replay.contract import Checker, checker
 from tether.replay.run import (
     Finding,
     ReplayReport,
@@ -20,7 +20,6 @@ from tether.replay.run import (
 )
 
 __all__ = [
-    "TARGET_NAMES",
     "Checker",
     "Finding",
     "ReplayReport",

@@ -2,7 +2,7 @@
 
 Owns: `Checker` (per target: the real provider's request builder, constructed with a
 placeholder key and never connected, then the target's published rules from
-`tether.wire.contract`) and `TARGET_NAMES`.
+`tether.wire.contract`).
 Does not own: the rules themselves (`tether.wire.contract`), the payloads (the providers'
 request builders: `AnthropicProvider.request_params`, `OpenAIChatProvider.request_messages`,
 `OpenAIResponsesProvider.request_params`, `GoogleProvider.request_config`,
@@ -22,9 +22,6 @@ from tether.wire import contract
 if TYPE_CHECKING:
     from tether.providers.anthropic import AnthropicProvider
     from tether.providers.google import GoogleProvider
-
-TARGET_NAMES: tuple[Target, ...] = TARGETS
-"""The targets `tether replay --target` accepts."""
 
 OFFLINE_KEY = "replay-offline"
 """The placeholder credential the offline providers are built with (no request is sent)."""
@@ -117,7 +114,7 @@ def checker(target: Target) -> Checker:
             return contract.ollama_problems(ollama.request_params(request))
 
         return Checker(target, _route(ollama.name, target, model), False, check_ollama)
-    raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGET_NAMES)})")
+    raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGETS)})")
 
 
 def anthropic_problems(provider: AnthropicProvider, request: ModelRequest) -> list[str]:

@@ -138,8 +138,9 @@ class SessionStore:
         """The session file `<root>/<id>.jsonl`. Raises SessionError on an invalid id."""
         return self.root / f"{validate_session_id(session_id)}{SESSION_SUFFIX}"
 
-    def artifact_dir(self, session_id: str) -> Path:
-        """The artifact folder `<root>/<id>/` (not created). Raises SessionError on a bad id."""
+    def session_dir(self, session_id: str) -> Path:
+        """The session folder `<root>/<id>/`, holding its artifacts (not created). Raises
+        SessionError on a bad id."""
         return self.root / validate_session_id(session_id)
 
     def artifact_subdir(self, session_id: str, kind: ArtifactKind, *, create: bool = True) -> Path:
@@ -153,7 +154,7 @@ class SessionStore:
         Raises:
             SessionError: invalid id.
         """
-        sub = self.artifact_dir(session_id) / kind
+        sub = self.session_dir(session_id) / kind
         if create:
             sub.mkdir(mode=0o700, parents=True, exist_ok=True)
         return sub
@@ -296,7 +297,7 @@ class SessionStore:
             SessionBusyError: another writer holds it (two processes appending to one session
                 would interleave their turns).
         """
-        folder = self.artifact_dir(session_id)
+        folder = self.session_dir(session_id)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         from filelock import FileLock, Timeout
 
@@ -437,7 +438,7 @@ class SessionStore:
                 holds the session; nothing is removed.
             SessionNotFoundError: neither the file nor the folder exists.
         """
-        path, folder = self.path(session_id), self.artifact_dir(session_id)
+        path, folder = self.path(session_id), self.session_dir(session_id)
         lock = (
             self._lock_for_writing(session_id)
             if folder.is_dir() and not folder.is_symlink()

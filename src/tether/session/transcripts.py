@@ -1,7 +1,7 @@
 """Other agents' stored sessions (transcripts) as tether turns, for `tether replay`.
 
-Owns: `import_transcript` (a file → `Transcript`: its format and its turns, in order) and one
-reader per format: Claude Code JSONL (one message per line, sidechains included), Codex
+Owns: `import_transcript` (a file → `ImportedTranscript`: its format and its turns, in order)
+and one reader per format: Claude Code JSONL (one message per line, sidechains included), Codex
 rollout JSONL (`response_item` messages, function calls and their outputs), mini-swe-agent
 `.traj.json` (an OpenAI-style message list), OpenHands event lists (actions with
 `tool_call_metadata` and their observations), SWE-agent `.traj` (`history`, with or without
@@ -17,7 +17,7 @@ line or entry of an unexpected shape is skipped, not fatal.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +30,6 @@ from tether.messages import (
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
-    ToolResultBlock,
     Turn,
     tool_result,
 )
@@ -39,7 +38,7 @@ TranscriptFormat = Literal["claude-code", "codex", "mini-swe-agent", "openhands"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Transcript:
+class ImportedTranscript:
     """A foreign session as tether turns.
 
     Attributes:
@@ -257,7 +256,7 @@ def _jsonl(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def parse_transcript(text: str) -> Transcript:
+def parse_transcript(text: str) -> ImportedTranscript:
     """A transcript's text → its format and turns (see the module docstring).
 
     Raises:
@@ -272,25 +271,25 @@ def parse_transcript(text: str) -> Transcript:
             data = None  # JSONL
     if isinstance(data, dict) and isinstance(_obj(data).get("history"), list):
         history = list(_dicts(_obj(data)["history"]))
-        return Transcript(format="swe-agent", turns=_messages(history, "swe-agent"))
+        return ImportedTranscript(format="swe-agent", turns=_messages(history, "swe-agent"))
     if isinstance(data, list):
         items = list(_dicts(data))
         if items and all("source" in it for it in items):
-            return Transcript(format="openhands", turns=_openhands(items))
+            return ImportedTranscript(format="openhands", turns=_openhands(items))
         if items and all("role" in it for it in items):
-            return Transcript(format="mini-swe-agent", turns=_messages(items, "mini-swe-agent"))
+            return ImportedTranscript(format="mini-swe-agent", turns=_messages(items, "mini-swe-agent"))
     rows = _jsonl(text) if data is None or isinstance(data, dict) else []
     if any(r.get("type") == "response_item" for r in rows):
-        return Transcript(format="codex", turns=_codex(rows))
+        return ImportedTranscript(format="codex", turns=_codex(rows))
     if any(r.get("type") in ("user", "assistant") and "message" in r for r in rows):
-        return Transcript(format="claude-code", turns=_claude_code(rows))
+        return ImportedTranscript(format="claude-code", turns=_claude_code(rows))
     raise SessionError(
         "not a transcript tether can import (Claude Code or Codex JSONL, mini-swe-agent, "
         "OpenHands or SWE-agent JSON)"
     )
 
 
-def import_transcript(path: Path | str) -> Transcript:
+def import_transcript(path: Path | str) -> ImportedTranscript:
     """Read a transcript file (see `parse_transcript`).
 
     Raises:
@@ -306,7 +305,3 @@ def import_transcript(path: Path | str) -> Transcript:
     except SessionError as exc:
         raise SessionError(f"{p}: {exc}") from None
 
-
-def stored_results(turns: tuple[Turn, ...]) -> Mapping[str, ToolResultBlock]:
-    """Every stored tool result by the id of the call it answers (the last one wins)."""
-    return {r.tool_call_id: r for t in turns for r in t.tool_results}

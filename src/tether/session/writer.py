@@ -128,8 +128,9 @@ class SessionWriter:
         return self._id
 
     @property
-    def artifact_dir(self) -> Path:
-        """The session's artifact folder, `<sessions>/<id>/` next to its file (not created)."""
+    def session_dir(self) -> Path:
+        """The session folder, `<sessions>/<id>/` next to its file, holding its artifacts (not
+        created)."""
         return self._path.parent / self._id
 
     @property
@@ -236,7 +237,7 @@ class SessionWriter:
         return eid
 
     def sync(self) -> None:
-        """`fsync` the tool outputs saved in `artifact_dir/tool-results/` since the last sync
+        """`fsync` the tool outputs saved in `session_dir/tool-results/` since the last sync
         (and that folder), then the session file (and, once, its folder for a new session), so
         entries and the files they name survive a power loss or an OS crash.
 
@@ -259,7 +260,7 @@ class SessionWriter:
     def _sync_outputs(self) -> None:
         """fsync each finished file of `tool-results/` not synced by this writer yet, then the
         folder (temp files, named `.<name>.<pid>-<n>.tmp`, are skipped)."""
-        folder = self.artifact_dir / _TOOL_RESULTS
+        folder = self.session_dir / _TOOL_RESULTS
         try:
             entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
         except FileNotFoundError:

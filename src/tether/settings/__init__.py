@@ -1,5 +1,5 @@
 """Settings: JSON files merged from the user folder and the project folder, validated into a
-typed `AgentConfig` (alias `Settings`): the one config an agent takes (`tether.config`).
+typed `AgentConfig`: the one config an agent takes.
 
 Files (the project wins):
     <user config dir>/settings.json        `TETHER_CONFIG_DIR` or platformdirs' config dir
@@ -19,7 +19,8 @@ from tether.durations import DurationError, format_duration, parse_duration
 from tether.settings.files import (
     CONFIG_DIR_ENV,
     LoadedSettings,
-    Scope,
+    SettingsScope,
+    load_config,
     load_settings,
     parse_cli_value,
     save_setting,
@@ -37,7 +38,6 @@ from tether.settings.model import (
     ProviderType,
     RetrySettings,
     RunSettings,
-    Settings,
     ThinkingSettings,
     ToolsSettings,
 )
@@ -54,11 +54,11 @@ __all__ = [
     "ProviderType",
     "RetrySettings",
     "RunSettings",
-    "Scope",
-    "Settings",
+    "SettingsScope",
     "ThinkingSettings",
     "ToolsSettings",
     "format_duration",
+    "load_config",
     "load_settings",
     "merge_layers",
     "parse_cli_value",

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from tether.errors import ConfigError
 from tether.settings.merge import merge_layers, set_dotted, split_dotted
-from tether.settings.model import Settings
+from tether.settings.model import AgentConfig
 
 CONFIG_DIR_ENV = "TETHER_CONFIG_DIR"
 """Environment variable overriding the user config folder (tests, portable installs)."""
@@ -36,7 +36,7 @@ CONFIG_DIR_ENV = "TETHER_CONFIG_DIR"
 SETTINGS_FILE = "settings.json"
 PROJECT_DIR = ".tether"
 
-Scope = Literal["user", "project"]
+SettingsScope = Literal["user", "project"]
 
 
 def user_config_dir() -> Path:
@@ -48,7 +48,7 @@ def user_config_dir() -> Path:
     return platformdirs.user_config_path("tether")
 
 
-def settings_path(scope: Scope, project_dir: Path | None = None) -> Path:
+def settings_path(scope: SettingsScope, project_dir: Path | None = None) -> Path:
     """The settings file of a scope: the user file, or `<project_dir>/.tether/settings.json`
     (`project_dir` defaults to the current folder)."""
     if scope == "user":
@@ -67,7 +67,7 @@ class LoadedSettings:
             project file set: a cloned repository's file is not necessarily trusted).
     """
 
-    settings: Settings
+    settings: AgentConfig
     sources: list[Path]
     layers: list[dict[str, Any]]
 
@@ -123,8 +123,8 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in settings")
 
 
-def validate_layer(data: Mapping[str, Any], origin: str) -> Settings:
-    """Validate one JSON object as `Settings`.
+def validate_layer(data: Mapping[str, Any], origin: str) -> AgentConfig:
+    """Validate one JSON object as `AgentConfig`.
 
     Args:
         data: the JSON object.
@@ -134,7 +134,7 @@ def validate_layer(data: Mapping[str, Any], origin: str) -> Settings:
         ConfigError: `<origin>: invalid settings: <json path>: <reason>; ...`.
     """
     try:
-        return Settings.model_validate(data)
+        return AgentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{origin}: invalid settings: {describe_errors(exc, data)}") from None
 
@@ -218,6 +218,16 @@ def load_settings(
     return LoadedSettings(settings=validate_layer(merged, origin), sources=sources, layers=layers)
 
 
+def load_config(cwd: Path | str = ".") -> AgentConfig:
+    """The config the settings files give for the project folder `cwd` (user file, then
+    `<cwd>/.tether/settings.json`; see `tether.settings`).
+
+    Raises:
+        ConfigError: a malformed or invalid settings file (names the file and the place).
+    """
+    return load_settings(Path(cwd)).settings
+
+
 def parse_cli_value(text: str) -> Any:
     """A `tether config set` value: JSON when it parses as JSON (`5`, `true`, `["a"]`,
     `{"k": 1}`, `null`), else the text itself as a string (`30s`, `openai/gpt-4o`)."""
@@ -228,7 +238,7 @@ def parse_cli_value(text: str) -> Any:
 
 
 def save_setting(
-    scope: Scope, dotted_key: str, value: Any, *, project_dir: Path | None = None
+    scope: SettingsScope, dotted_key: str, value: Any, *, project_dir: Path | None = None
 ) -> Path:
     """Set one key in the user or project settings file, keeping every other key.
 

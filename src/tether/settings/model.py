@@ -6,7 +6,7 @@ the values (the loop, providers, tools and compaction read them).
 
 Python attribute names carry units where JSON keys do not: `tools.timeout` is `tools.timeout_s`,
 `retry.base` / `retry.max` are `retry.base_s` / `retry.max_s` (seconds, float). A duration in a
-file is a number of milliseconds or a string such as `"30s"` (`tether.settings.durations`);
+file is a number of milliseconds or a string such as `"30s"` (`tether.durations`);
 `model_dump(mode="json", by_alias=True)` writes it back as such a string.
 """
 
@@ -88,7 +88,7 @@ class ProviderSettings(_Section):
         base_url: the endpoint (an OpenAI-compatible server, a gateway); None: the vendor's.
         model: the model used when a selection names only the provider.
         api_key_env: the environment variable holding the key (instead of the type's default,
-            e.g. `OPENAI_API_KEY`); tool subprocesses never see it (`Settings.refused_env`).
+            e.g. `OPENAI_API_KEY`); tool subprocesses never see it (`AgentConfig.refused_env`).
     """
 
     type: ProviderType | None = None
@@ -528,7 +528,3 @@ class AgentConfig(_Section):
                 node = node[part]
             node[leaf] = value
         return type(self).model_validate(data)
-
-
-Settings = AgentConfig
-"""The settings model under its settings-package name (the same class)."""

@@ -42,7 +42,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from tether.tracing import Span, Tracing
+from tether.tracing.base import Span, Tracing
 
 if TYPE_CHECKING:
     from tether.compaction.summarize import CompactionResult

@@ -35,9 +35,9 @@ from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.tools.question import Answer, QuestionSpec
-from tether.tui import handlers
 from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
+from tether.tui.handlers import run_command
 from tether.tui.opening import Factory, Opened
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
@@ -94,7 +94,12 @@ class TetherApp(App[int]):
         self.worker: Worker[None] | None = None
         self.busy = False
         self.queued: list[UserRow] = []
-        self.feed = Feed(self)
+        self.feed = Feed(
+            lambda: self.transcript,
+            history=lambda: self.agent.history,
+            turn_started=self._turn_started,
+            turn_ended=self.update_status,
+        )
         self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
         self._gauge_later = False
         self._last_ctrl_c: float | None = None
@@ -228,6 +233,14 @@ class TetherApp(App[int]):
 
     # -- events ------------------------------------------------------------------------------
 
+    def _turn_started(self) -> None:
+        """A turn boundary: the queued steering rows are sent once the agent took them all."""
+        if not self.agent.pending_steering:
+            for row in self.queued:
+                row.sent()
+            self.queued.clear()
+        self.update_status()
+
     def on_agent_event(self, event: AgentEvent) -> None:
         """Called by the agent (same event loop) with each event (`Feed`). A display fault
         is a note, never the agent's problem (the agent would fail the call it came from)."""
@@ -331,7 +344,7 @@ class TetherApp(App[int]):
 
     async def run_command(self, name: str, arg: str) -> None:
         """Run `/name arg` (`tether.tui.handlers`)."""
-        await handlers.run_command(self, name, arg)
+        await run_command(self, name, arg)
 
     # -- overlays ----------------------------------------------------------------------------
 

@@ -2,14 +2,15 @@
 
 Owns: `Feed`: streamed text and thinking (collected per delta, shown by `flush` at most ~20
 times a second), tool rows (finished by their results), compaction dividers, notes for errors
-and warnings, the queued steering rows' "sent" state at a turn boundary, and a subagent's
-events (`SubagentEvent`) as rows nested under the `task` row that runs it, at any depth (its
-text, its tool calls and their results, its errors).
-Does not own: the rows (`tether.tui.widgets`), the transcript (`tether.tui.transcript`).
+and warnings, and a subagent's events (`SubagentEvent`) as rows nested under the `task` row
+that runs it, at any depth (its text, its tool calls and their results, its errors).
+Does not own: the rows (`tether.tui.widgets`), the transcript (`tether.tui.transcript`), what
+a turn boundary means to the app (the queued steering rows, the footer: its callbacks).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tether.agent.events import (
@@ -31,17 +32,36 @@ from tether.agent.subagents import TASK_TOOL
 from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow
 
 if TYPE_CHECKING:
-    from tether.tui.app import TetherApp
+    from tether.messages import Turn
+    from tether.tui.transcript import Transcript
 
 MAIN = ("main",)
 """The agent path of the app's own agent."""
 
 
 class Feed:
-    """The event → row logic of one app (see the module docstring)."""
+    """The event → row logic of one app (see the module docstring).
 
-    def __init__(self, app: TetherApp) -> None:
-        self.app = app
+    Args:
+        transcript: the transcript the rows go to (called at each event: it raises before the
+            app's screen is composed).
+        history: the agent's stored history (where a compaction's marker text is read).
+        turn_started: called at each turn start of the main agent.
+        turn_ended: called at each turn end and at the end of a run.
+    """
+
+    def __init__(
+        self,
+        transcript: Callable[[], Transcript],
+        *,
+        history: Callable[[], Sequence[Turn]],
+        turn_started: Callable[[], None],
+        turn_ended: Callable[[], None],
+    ) -> None:
+        self.transcript = transcript
+        self.history = history
+        self.turn_started = turn_started
+        self.turn_ended = turn_ended
         self.text: AssistantRow | None = None
         self.thinking: ThinkingRow | None = None
         self.tool_rows: dict[str, ToolRow] = {}
@@ -61,8 +81,7 @@ class Feed:
 
     def on_event(self, event: AgentEvent) -> None:
         """One event of the agent (same event loop)."""
-        app = self.app
-        transcript = app.transcript
+        transcript = self.transcript()
         if isinstance(event, SubagentEvent):
             self._subagent(event)
             return
@@ -80,11 +99,7 @@ class Feed:
             return
         if isinstance(event, TurnStartEvent):
             self.end_blocks()
-            if not app.agent.pending_steering:
-                for row in app.queued:
-                    row.sent()
-                app.queued.clear()
-            app.update_status()
+            self.turn_started()
         elif isinstance(event, ToolCallEvent):
             self.end_blocks()
             row = ToolRow(event.id, event.name, event.arguments)
@@ -97,7 +112,7 @@ class Feed:
                 row.finish(event.content, is_error=event.is_error, duration_ms=event.duration_ms)
         elif isinstance(event, CompactionEndEvent):
             if event.marker_id is not None:
-                history = app.agent.history
+                history = self.history()
                 summary = next((t.text for t in reversed(history) if t.id == event.marker_id), "")
                 transcript.add(MarkerRow(event.tokens_before, event.tokens_after, summary))
             elif event.error:
@@ -110,7 +125,7 @@ class Feed:
             transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
         elif isinstance(event, TurnEndEvent | DoneEvent):
             self.end_blocks()
-            app.update_status()
+            self.turn_ended()
         transcript.follow()
 
     def end_blocks(self) -> None:
@@ -132,7 +147,7 @@ class Feed:
         for row in self.child_text.values():
             changed = row.flush(final=False) or changed
         if changed:
-            self.app.transcript.follow()
+            self.transcript().follow()
 
     # -- subagents ---------------------------------------------------------------------------
 

@@ -2,15 +2,17 @@
 `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/help`, `/quit`)
 against the app's agent.
 
-Owns: `run_command` and the session switch (`switch`: close this session, open another or a
-new one). The screens are `tether.tui.panels` (`/context`, `/timeline`) and
+Owns: `run_command`, the session switch (`switch`: close this session, open another or a
+new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
+it). The screens are `tether.tui.panels` (`/context`, `/timeline`) and
 `tether.tui.settings_screen`.
 Does not own: parsing and the command list (`tether.tui.commands`), the app.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent.approval import APPROVAL_MODES
 from tether.errors import ConfigError, RunError
@@ -19,10 +21,76 @@ from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
 
 if TYPE_CHECKING:
-    from tether.tui.app import TetherApp
+    from textual.geometry import Size
+    from textual.screen import Screen
+    from textual.worker import Worker
+
+    from tether.agent.loop import Agent
+    from tether.tui.feed import Feed
+    from tether.tui.opening import Opened
+    from tether.tui.transcript import Transcript
 
 
-async def run_command(app: TetherApp, name: str, arg: str) -> None:
+class CommandHost(Protocol):
+    """The app as the commands see it.
+
+    Attributes:
+        opened: the open session (agent, writer, store), or None before one is open.
+        busy: the agent (or a compaction) is working; a command that needs it idle refuses.
+        worker: the worker running the agent or a compaction, if any.
+        feed: the events → rows logic (cleared on a session switch).
+    """
+
+    opened: Opened | None
+    busy: bool
+    worker: Worker[None] | None
+    feed: Feed
+
+    @property
+    def agent(self) -> Agent:
+        """The open session's agent (only when `opened` is set)."""
+        ...
+
+    @property
+    def transcript(self) -> Transcript:
+        """The transcript widget."""
+        ...
+
+    @property
+    def size(self) -> Size:
+        """The terminal's size, in cells."""
+        ...
+
+    def note(self, text: str) -> None:
+        """Show a line from tether in the transcript."""
+        ...
+
+    def update_status(self) -> None:
+        """Refresh the footer."""
+        ...
+
+    def run_worker(self, work: Coroutine[Any, Any, None], *, group: str) -> Worker[None]:
+        """Run `work` as a worker of the app, in `group`."""
+        ...
+
+    def push_screen(self, screen: Screen[Any]) -> object:
+        """Show `screen` over the app."""
+        ...
+
+    def action_settings(self) -> None:
+        """Open the settings screen."""
+        ...
+
+    async def action_quit(self) -> None:
+        """Quit the app."""
+        ...
+
+    async def open_session(self, resume: str | None) -> None:
+        """Open session `resume` (None: a new one) and show its history."""
+        ...
+
+
+async def run_command(app: CommandHost, name: str, arg: str) -> None:
     """Run `/name arg` in `app`; the outcome is a note in the transcript."""
     if name in ("quit", "exit", "q"):
         await app.action_quit()
@@ -86,7 +154,7 @@ async def run_command(app: TetherApp, name: str, arg: str) -> None:
     app.update_status()
 
 
-async def switch(app: TetherApp, resume: str | None) -> None:
+async def switch(app: CommandHost, resume: str | None) -> None:
     """Close the current session and open `resume` (None: a new one)."""
     assert app.opened is not None
     await app.opened.aclose()
@@ -95,7 +163,7 @@ async def switch(app: TetherApp, resume: str | None) -> None:
     await app.open_session(resume)
 
 
-async def _session_command(app: TetherApp, name: str, arg: str) -> None:
+async def _session_command(app: CommandHost, name: str, arg: str) -> None:
     """`/sessions [id]` and `/fork`."""
     assert app.opened is not None
     store = app.opened.store
@@ -127,7 +195,7 @@ async def _session_command(app: TetherApp, name: str, arg: str) -> None:
     app.note(f"forked {parent} → {fork.id}")
 
 
-async def _compact(app: TetherApp, focus: str | None) -> None:
+async def _compact(app: CommandHost, focus: str | None) -> None:
     try:
         if not await app.agent.compact_now(focus):
             app.note("nothing to compact")

@@ -26,6 +26,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from tether.wire._util import blank
+
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")  # "tool_use.id: String should match pattern"
 
 
@@ -35,7 +37,8 @@ def _items(value: Any) -> list[Any]:
 
 
 def _blank(text: object) -> bool:
-    return not isinstance(text, str) or not text.strip()
+    """True for a payload text that is absent, not a string, or blank (`_util.blank`)."""
+    return not isinstance(text, str) or blank(text)
 
 
 def conversation_problems(roles: Sequence[str], *, prefill: bool = False) -> list[str]:

@@ -65,7 +65,7 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
-from tether.wire._util import with_content
+from tether.wire._util import map_turns, with_content
 from tether.wire.reasoning import issued_by_route, responses_adjacency
 
 CHARSET_RESTRICTED: frozenset[str] = frozenset({"anthropic", "google"})
@@ -289,13 +289,4 @@ def sanitize_tool_ids(
         The input tuple itself when every id is valid and unique; otherwise a new tuple where
         unchanged turns are the same objects. Calls and their results stay consistent.
     """
-    mapper = IdMapper(target, route)
-    out: list[Turn] | None = None
-    for i, t in enumerate(turns):
-        nt = mapper.turn(t)
-        if out is None:
-            if nt is t:
-                continue
-            out = list(turns[:i])
-        out.append(nt)
-    return turns if out is None else tuple(out)
+    return map_turns(turns, IdMapper(target, route).turn)

@@ -73,7 +73,7 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
-from tether.wire._util import with_content
+from tether.wire._util import blank, with_content
 
 RepairKind = Literal[
     "missing_result",
@@ -146,10 +146,6 @@ class Reporter:
             self.hook(Repair(kind=kind, turn_id=turn_id, tool_call_id=call_id, message=message))
 
 
-def _blank(text: str) -> bool:
-    return not text or text.isspace()
-
-
 def has_calls(turn: Turn) -> bool:
     """True when `turn` is an assistant turn holding a tool call."""
     if turn.role != "assistant":
@@ -166,11 +162,11 @@ def render_result(r: ToolResultBlock) -> ToolResultBlock:
     if not parts:
         return replace(r, content=_NO_OUTPUT)
     for p in parts:
-        if type(p) is TextBlock and _blank(p.text):
+        if type(p) is TextBlock and blank(p.text):
             break
     else:
         return r
-    kept = tuple(p for p in parts if not (type(p) is TextBlock and _blank(p.text)))
+    kept = tuple(p for p in parts if not (type(p) is TextBlock and blank(p.text)))
     return replace(r, content=kept or _NO_OUTPUT)
 
 
@@ -244,7 +240,7 @@ class Pairing:
         kept: list[ContentBlock] = []
         for b in content:
             if type(b) is TextBlock:
-                if _blank(b.text):
+                if blank(b.text):
                     continue
             elif type(b) is ToolResultBlock:
                 if report_results:
@@ -268,10 +264,45 @@ class Pairing:
         content = self._clean(t, report_results=report_results)
         return t if content is None else with_content(t, content)
 
+    # -- one segment: an assistant turn with calls and the turns up to the next one --------
+
     def _segment(self, turns: Sequence[Turn], i: int, j: int) -> None:
+        """Emit the segment `turns[i:j]` (`turns[i]` holds calls, no later turn does): the
+        assistant turn cleaned, one user turn with every call's result first (in call order),
+        then the window's other turns cleaned. Repairs are reported in that order."""
         t = turns[i]
-        report = self.report
-        # The assistant turn: unique calls, no results, no blank text.
+        a, calls = self._assistant(t)
+        base = turns[i + 1] if i + 1 < j and turns[i + 1].role == "user" else None
+        found, base_order, late, base_other = self._gather(turns, i, j, calls, base)
+        rest: tuple[ContentBlock, ...] = ()
+        if base is not None:
+            if late or (
+                base_order != [c.id for c in calls][: len(base_order)]
+                and base_order != [c.id for c in calls if c.id in set(base_order)]
+            ):
+                self.report(
+                    "reordered_results",
+                    base.id,
+                    None,
+                    "put the results first, in their calls' order",
+                )
+            if base_other:
+                cleaned = self._clean(base, report_results=False)
+                rest = base.content if cleaned is None else cleaned
+        content = (*self._results(t, calls, found), *rest)
+        if base is not None:
+            # `==` compares by identity first: cheap when nothing moved.
+            rt = base if base.content == content else with_content(base, content)
+        else:
+            rt = Turn(id=f"{t.id}~results", role="user", content=content)
+        self._emit(a)
+        self.out.append(rt)
+        for k in range(i + 2 if base is not None else i + 1, j):
+            self._emit(self._plain(turns[k], report_results=False))
+
+    def _assistant(self, t: Turn) -> tuple[Turn, list[ToolCallBlock]]:
+        """The assistant turn `t` with unique call ids, no results, no blank text and only the
+        blocks an assistant turn carries (`t` itself when clean), and its calls in order."""
         calls: list[ToolCallBlock] = []
         seen: set[str] = set()
         dirty = False
@@ -283,37 +314,51 @@ class Pairing:
                     seen.add(b.id)
                     calls.append(b)
             elif type(b) is TextBlock:
-                dirty = dirty or _blank(b.text)
+                dirty = dirty or blank(b.text)
             elif type(b) not in _ASSISTANT:
                 dirty = True
-        a = t
-        if dirty:
-            kept: list[ContentBlock] = []
-            seen.clear()
-            for b in t.content:
-                if type(b) is ToolCallBlock:
-                    if b.id in seen:
-                        report("duplicate_call", t.id, b.id, "removed a repeated tool call id")
-                        continue
-                    seen.add(b.id)
-                elif type(b) is ToolResultBlock:
-                    report(
-                        "orphan_result",
-                        t.id,
-                        b.tool_call_id,
-                        "removed a result from an assistant turn",
-                    )
+        if not dirty:
+            return t, calls
+        report = self.report
+        kept: list[ContentBlock] = []
+        seen.clear()
+        for b in t.content:
+            if type(b) is ToolCallBlock:
+                if b.id in seen:
+                    report("duplicate_call", t.id, b.id, "removed a repeated tool call id")
                     continue
-                elif (type(b) is TextBlock and _blank(b.text)) or type(b) not in _ASSISTANT:
-                    continue
-                kept.append(b)
-            a = with_content(t, tuple(kept))
-        # Gather results from the window turns[i+1:j]; the base is the user turn right after.
+                seen.add(b.id)
+            elif type(b) is ToolResultBlock:
+                report(
+                    "orphan_result",
+                    t.id,
+                    b.tool_call_id,
+                    "removed a result from an assistant turn",
+                )
+                continue
+            elif (type(b) is TextBlock and blank(b.text)) or type(b) not in _ASSISTANT:
+                continue
+            kept.append(b)
+        return with_content(t, tuple(kept)), calls
+
+    def _gather(
+        self,
+        turns: Sequence[Turn],
+        i: int,
+        j: int,
+        calls: Sequence[ToolCallBlock],
+        base: Turn | None,
+    ) -> tuple[dict[str, ToolResultBlock], list[str], bool, bool]:
+        """The first result of each call found in the window `turns[i+1:j]` (orphans and
+        repeats reported and left out), with what the base turn (`turns[i+1]` when it is a
+        user turn, else None) tells: the call ids of its results in its order, whether one of
+        them comes after another block (late), and whether it holds a block besides results."""
+        report = self.report
+        ids = {c.id for c in calls}
         found: dict[str, ToolResultBlock] = {}
-        base = turns[i + 1] if i + 1 < j and turns[i + 1].role == "user" else None
         base_order: list[str] = []
         late = False
-        base_other = False  # the base holds a block other than a result
+        base_other = False
         for k in range(i + 1, j):
             u = turns[k]
             in_base = base is not None and k == i + 1
@@ -322,10 +367,10 @@ class Pairing:
                 if type(b) is not ToolResultBlock:
                     if in_base:
                         base_other = True
-                    other = other or not (type(b) is TextBlock and _blank(b.text))
+                    other = other or not (type(b) is TextBlock and blank(b.text))
                     continue
                 cid = b.tool_call_id
-                if cid not in seen:
+                if cid not in ids:
                     report(
                         "orphan_result",
                         u.id,
@@ -343,42 +388,24 @@ class Pairing:
                         late = late or other
                     else:
                         report("moved_result", u.id, cid, "moved a result next to its call")
-        rest: tuple[ContentBlock, ...] = ()
-        if base is not None:
-            if late or (
-                base_order != [c.id for c in calls][: len(base_order)]
-                and base_order != [c.id for c in calls if c.id in set(base_order)]
-            ):
-                report(
-                    "reordered_results",
-                    base.id,
-                    None,
-                    "put the results first, in their calls' order",
-                )
-            if base_other:
-                cleaned = self._clean(base, report_results=False)
-                rest = base.content if cleaned is None else cleaned
+        return found, base_order, late, base_other
+
+    def _results(
+        self, t: Turn, calls: Sequence[ToolCallBlock], found: dict[str, ToolResultBlock]
+    ) -> list[ContentBlock]:
+        """One result per call of `t`, in call order: the found one rendered, or an error
+        result for a call that has none (reported)."""
         results: list[ContentBlock] = []
         for c in calls:
             r = found.get(c.id)
             if r is None:
-                report(
+                self.report(
                     "missing_result", t.id, c.id, "added an error result for a call that had none"
                 )
                 results.append(_lost(c.id))
             else:
                 results.append(render_result(r))
-        content = (*results, *rest)
-        if base is not None:
-            bc = base.content
-            # `==` compares by identity first: cheap when nothing moved.
-            rt = base if bc == content else with_content(base, content)
-        else:
-            rt = Turn(id=f"{t.id}~results", role="user", content=content)
-        self._emit(a)
-        self.out.append(rt)
-        for k in range(i + 2 if base is not None else i + 1, j):
-            self._emit(self._plain(turns[k], report_results=False))
+        return results
 
     # -- emission: alternation and placeholders -----------------------------------------------
 
@@ -445,12 +472,12 @@ def check_pairing(turns: Sequence[Turn]) -> list[str]:
     prev_ns: Turn | None = None
     for idx, t in enumerate(turns):
         for b in t.content:
-            if type(b) is TextBlock and _blank(b.text):
+            if type(b) is TextBlock and blank(b.text):
                 problems.append(f"turn {idx}: blank text block")
             elif type(b) is ToolResultBlock:
-                if not any(not (type(p) is TextBlock and _blank(p.text)) for p in b.content):
+                if not any(not (type(p) is TextBlock and blank(p.text)) for p in b.content):
                     problems.append(f"turn {idx}: empty result for {b.tool_call_id}")
-                if any(type(p) is TextBlock and _blank(p.text) for p in b.content):
+                if any(type(p) is TextBlock and blank(p.text) for p in b.content):
                     problems.append(f"turn {idx}: blank text part in result {b.tool_call_id}")
             elif type(b) is ToolCallBlock and t.role != "assistant":
                 problems.append(f"turn {idx}: tool call in a {t.role} turn")

@@ -74,7 +74,7 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
-from tether.wire._util import with_content
+from tether.wire._util import blank, map_turns, with_content
 from tether.wire.pairing import RepairHook, Reporter
 
 GEMINI_SIGNATURE_KEY = "thought_signature"
@@ -126,10 +126,6 @@ def issued_by_route(
     if route is None:
         return True
     return provenance.provider == route.provider and provenance.model == route.model
-
-
-def _blank(text: str) -> bool:
-    return not text or text.isspace()
 
 
 def decode_gemini_signature(text: str) -> bytes | None:
@@ -200,7 +196,7 @@ def reasoning_action(
         if producer == "openai" and native and block.item_id and block.encrypted_content:
             return "keep"
         return "drop"
-    if not _blank(block.text) or any(not _blank(s) for s in block.summary):
+    if not blank(block.text) or any(not blank(s) for s in block.summary):
         return "strip_signature"
     return "drop"
 
@@ -212,7 +208,7 @@ def _is_reasoning_item(b: ContentBlock) -> bool:
 def _is_follower(b: ContentBlock) -> bool:
     if type(b) is ToolCallBlock:
         return True
-    return type(b) is TextBlock and not _blank(b.text)
+    return type(b) is TextBlock and not blank(b.text)
 
 
 def _bad_signature(report: Reporter | None, turn: Turn, call_id: str | None) -> None:
@@ -344,15 +340,7 @@ def sanitize_history_for_provider(
         turns are the same objects.
     """
     report = Reporter(on_repair, strict) if on_repair is not None or strict else None
-    out: list[Turn] | None = None
-    for i, t in enumerate(turns):
-        nt = reason_turn(t, target, route, report)
-        if out is None:
-            if nt is t:
-                continue
-            out = list(turns[:i])
-        out.append(nt)
-    return turns if out is None else tuple(out)
+    return map_turns(turns, lambda t: reason_turn(t, target, route, report))
 
 
 def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
@@ -371,23 +359,23 @@ def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
             if turns[i].tool_calls:
                 keep_idx = i
             break
-    out: list[Turn] | None = None
-    for i, t in enumerate(turns):
-        nt = t
-        if t.role == "assistant" and i != keep_idx:
-            blocks = tuple(
-                b
-                for b in t.content
-                if type(b) is not ThinkingBlock and type(b) is not RedactedThinkingBlock
-            )
-            if len(blocks) != len(t.content):
-                nt = with_content(t, blocks)
-        if out is None:
-            if nt is t:
-                continue
-            out = list(turns[:i])
-        out.append(nt)
-    return turns if out is None else tuple(out)
+
+    def strip(t: Turn) -> Turn:
+        if t.role != "assistant":
+            return t
+        blocks = tuple(
+            b
+            for b in t.content
+            if type(b) is not ThinkingBlock and type(b) is not RedactedThinkingBlock
+        )
+        return t if len(blocks) == len(t.content) else with_content(t, blocks)
+
+    if keep_idx < 0:
+        return map_turns(turns, strip)
+    # the kept turn is the last assistant turn: nothing after it changes
+    head = turns[:keep_idx]
+    new_head = map_turns(head, strip)
+    return turns if new_head is head else (*new_head, *turns[keep_idx:])
 
 
 def thinking_must_be_disabled(view: tuple[Turn, ...]) -> bool:

@@ -35,14 +35,6 @@ def empty_turn(turns: tuple[Turn, ...] | list[Turn]) -> Turn:
     return Turn(id=tid, role="user", content=(TextBlock(text=PLACEHOLDER_TEXT),))
 
 
-def last_non_system(turns: tuple[Turn, ...] | list[Turn]) -> Turn | None:
-    """The last turn whose role is not `system`, or None."""
-    for i in range(len(turns) - 1, -1, -1):
-        if turns[i].role != "system":
-            return turns[i]
-    return None
-
-
 def _prefill_fix(turn: Turn) -> Turn:
     """Right-strip the last text block of an Anthropic prefill (kept when that would blank it).
 
