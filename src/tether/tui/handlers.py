@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
     from textual.worker import Worker
 
-    from tether.agent.loop import Agent
+    from tether.agent.agent import Agent
     from tether.tui.feed import Feed
     from tether.tui.opening import Opened
     from tether.tui.transcript import Transcript
