@@ -103,7 +103,6 @@ class RunResult:
         usage: cumulative usage of this run (tokens).
         stop_reason: `end_turn`, `max_turns`, `max_tokens`, ...
         turns: requests made in this run.
-        tracing: where the run's parts open spans (compaction; off by default).
         new_turns: every turn appended during this run, in order. Left out of `repr`:
             `asyncio.run` reprs its main task's result twice while restoring the SIGINT
             handler, which took 0.5 s after a 10,000-turn run.
