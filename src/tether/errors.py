@@ -7,8 +7,10 @@ sessions, failed runs reported to a caller, and bugs.
     │   ├── AuthError               no credentials for a provider that needs them
     │   ├── DurationError           a duration that does not parse (`tether.durations`)
     │   ├── ToolConflictError       two tools with one name (`tether.tools.scan`)
-    │   └── SandboxUnavailableError a forced OS sandbox does not work here
-    │                               (`tether.tools.sandbox`)
+    │   ├── SandboxUnavailableError a forced OS sandbox does not work here
+    │   │                           (`tether.tools.sandbox`)
+    │   └── TracingUnavailableError tracing was enabled, the `tracing` extra is missing
+    │                               (`tether.tracing`)
     ├── SessionError                a session cannot be opened/found
     │   ├── SessionNotFoundError
     │   └── SessionBusyError        another process is writing that session
@@ -24,7 +26,15 @@ sessions, failed runs reported to a caller, and bugs.
     ├── CompactionCancelledError    the summary call was cancelled
     └── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
 
-`tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose: a test failure.
+Outside the tree: `tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose (a
+test failure), and three errors of the MCP client and the hooks derive from `Exception` alone:
+
+    McpServerError              an MCP server is down, did not start or broke the connection
+                                (`tether.mcp.connection`)
+    LoginRequiredError          a remote MCP server asks for OAuth and the run is headless
+                                (`tether.mcp.oauth`)
+    HookFailed                  a hook raised, timed out or printed no JSON object
+                                (`tether.agent.hooks`)
 
 Headless exit codes (`exit_code_for`): 0 success · 1 usage/other · 2 auth · 3 network ·
 4 provider · 5 malformed input · 130 cancelled.

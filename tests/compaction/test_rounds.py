@@ -91,9 +91,9 @@ def test_tail_keeps_at_least_n_turns_at_round_boundaries() -> None:
 
 
 def test_anchor_inside_a_round_takes_the_whole_round() -> None:
-    turns = history(3)
-    assert [t.id for t in select(Snapshot.of(turns), Scope.up_to("a1")).turns] == ["a0", "u0", "a1", "u1"]
-    assert [t.id for t in select(Snapshot.of(turns), Scope.from_("u1")).turns] == ["a1", "u1", "a2", "u2"]
+    snap = Snapshot.of(history(3))
+    assert [t.id for t in select(snap, Scope.up_to("a1")).turns] == ["a0", "u0", "a1", "u1"]
+    assert [t.id for t in select(snap, Scope.from_("u1")).turns] == ["a1", "u1", "a2", "u2"]
 
 
 @pytest.mark.parametrize(

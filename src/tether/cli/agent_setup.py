@@ -15,12 +15,9 @@ Does not own: the rules that turn a config into an agent (`tether.agent.build`, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tether.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

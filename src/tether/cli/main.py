@@ -1,7 +1,8 @@
 """The `tether` command line (typer).
 
 Owns: argument parsing, the headless JSONL event stream on stdout (diagnostics on stderr only),
-exit codes, signal handling, and the `sessions` subcommands.
+exit codes, signal handling. The command groups are `tether.cli.sessions_cmds`,
+`settings_cmds`, `mcp_cmds` and `jobs_cmds`.
 
 Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
 130 cancelled (SIGINT/SIGTERM; the partial turn is persisted first).
@@ -10,24 +11,21 @@ Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider erro
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
+from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError, SessionError
 
-if TYPE_CHECKING:  # the session stack loads with the commands that use it
-    from tether.session import LoadedSession
-
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
-# runs: `tether --help` and `tether sessions list` stay light (issue 12, bench/startup.py).
+# runs: `tether --help` and `tether sessions list` stay light (start-up time, bench/startup.py).
 
 app = typer.Typer(
     name="tether",
@@ -36,9 +34,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: rendering through rich costs ~0.2 s per start-up
-)
-sessions_app = typer.Typer(
-    help="List, show, chart and delete stored sessions.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
@@ -341,96 +336,6 @@ def trust(
     for name, what in state.changes:
         print(f"{what}\t{name}")
     err(f"approved {len(files)} file(s) of {root}")
-
-
-@sessions_app.command("list")
-def sessions_list() -> None:
-    """List stored sessions, newest first: id, turns, created, first prompt; a subagent's
-    session names its caller's session (`caller`)."""
-    from tether.session import SessionStore
-
-    for info in SessionStore().list():
-        row = {
-            "id": info.id,
-            "turns": info.turn_count,
-            "created_ms": info.created_ms,
-            "modified_ms": info.modified_ms,
-            "cwd": info.cwd,
-            "preview": info.preview,
-            "parent": list(info.parent) if info.parent else None,
-            "error": info.error,
-            "skipped_lines": info.skipped_lines,
-            "caller": info.caller,
-        }
-        print(json.dumps(row))
-
-
-def _load_session(session_id: str) -> LoadedSession:
-    """The stored session, its malformed lines reported on stderr; an unknown or invalid id
-    is one line and exit 1."""
-    from tether.session import SessionStore
-
-    try:
-        loaded = SessionStore().load(session_id)
-    except SessionError as exc:
-        err(str(exc))
-        raise typer.Exit(EXIT_USAGE) from exc
-    if not loaded.report.ok:
-        err(loaded.report.describe())
-    return loaded
-
-
-@sessions_app.command("show")
-def sessions_show(session_id: str) -> None:
-    """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
-    session's summed usage and cost on stderr."""
-    from tether.messages import turn_to_dict
-    from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-
-    loaded = _load_session(session_id)
-    for turn in loaded.turns:
-        print(json.dumps(turn_to_dict(turn)))
-    err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
-
-
-@sessions_app.command("timeline")
-def sessions_timeline(
-    session_id: str,
-    svg: Annotated[
-        Path | None, typer.Option("--svg", help="Also write the chart as an SVG file.")
-    ] = None,
-    width: Annotated[int | None, typer.Option(help="Chart width in columns.")] = None,
-    height: Annotated[int, typer.Option(help="Chart height in rows.")] = 20,
-) -> None:
-    """Chart tokens per request over a session (prompt incl. cache, and output), with
-    compactions, persisted outputs and model switches marked; the marks are listed below."""
-    from tether.session.timeline import session_timeline
-    from tether.tui.chart import chart_lines, timeline_svg
-
-    loaded = _load_session(session_id)
-    timeline = session_timeline(loaded.turns)
-    cols = width or min(max(shutil.get_terminal_size().columns, 40), 160)
-    print("\n".join(chart_lines(timeline, width=cols, height=height, color=sys.stdout.isatty())))
-    if svg is not None:
-        try:
-            svg.write_text(timeline_svg(timeline, title=f"session {session_id}", width=cols))
-        except OSError as exc:
-            err(f"cannot write {svg}: {exc.strerror or exc}")
-            raise typer.Exit(EXIT_USAGE) from exc
-        err(f"wrote {svg}")
-
-
-@sessions_app.command("delete")
-def sessions_delete(session_id: str) -> None:
-    """Delete a session's file and its whole artifact folder."""
-    from tether.session import SessionStore
-
-    try:
-        SessionStore().delete(session_id)
-    except SessionError as exc:
-        err(str(exc))
-        raise typer.Exit(EXIT_USAGE) from exc
-    err(f"deleted {session_id}")
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ Use from the loop, with `view` the wire view (the turns the request carries, mar
 applied, e.g. `tether.wire.build_view(...)`):
 
     monitor = ContextMonitor(limits, policy, system_tokens=n)
-    # before EVERY request, tool iterations included (T17):
+    # before EVERY request, tool iterations included (a long tool loop grows the context too):
     decision = monitor.check(view)
     if decision.runaway or decision.no_progress: stop (context_overflow error)
     if decision.compact: summarize, rebuild the view, monitor.compacted(new_view), and check
@@ -29,7 +29,7 @@ Decision rules, in order (all figures in tokens; fractions of the effective wind
        extends, tokens = that call's prompt + output + an estimate of the messages appended
        since (the reply itself, found by id, is skipped: its cost is the output); otherwise
        estimate(view) + system_tokens + calibration offset. Usage from a request built before
-       the latest compaction is ignored (T15).
+       the latest compaction is ignored (else a stale count compacts again on every turn).
     2. Trigger: `trigger_reached`, or a context_overflow error since the last compaction.
     3. Hysteresis: after a compaction that brought the view below the trigger, no new one until
        tokens >= baseline + hysteresis; hard overflow (tokens >= the raw window) and an
@@ -256,7 +256,8 @@ class ContextMonitor:
     # -- the decision ----------------------------------------------------------------------
 
     def check(self, turns: Sequence[Turn]) -> Decision:
-        """Decide before one request whose view is `turns`. Call before EVERY request (T17).
+        """Decide before one request whose view is `turns`. Call before EVERY request, tool
+        iterations included (a long tool loop grows the context too).
 
         Args:
             turns: the wire view the request will carry (markers applied).
@@ -346,7 +347,8 @@ class ContextMonitor:
             usage: the normalized usage of that request (`Usage.prompt_tokens` + output).
             assistant_turn_id: the id of the reply turn, whose cost is the usage's output.
             generation: `self.generation` when the request's view was built. Usage from an
-                older generation (built before the latest compaction) is ignored (T15).
+                older generation (built before the latest compaction) is ignored (a stale
+                count would compact again on every turn).
 
         Raises:
             ValueError: `generation` is newer than the monitor's (a caller bug).
@@ -379,7 +381,7 @@ class ContextMonitor:
 
     def compacted(self, turns_after: Sequence[Turn]) -> None:
         """Record a compaction: bump the generation, drop the measurement (usage of requests
-        built before it is stale, T15), re-estimate from the new view and set the hysteresis
+        built before it is stale: counted, it would compact again at once), re-estimate from the new view and set the hysteresis
         baseline when the new view is below the trigger.
 
         Args:
@@ -407,7 +409,8 @@ class ContextMonitor:
             self._last_compaction_ok = True
 
     def overflow(self, message: str) -> int | None:
-        """Record a context_overflow error: learn the window it states (T20) and compact before
+        """Record a context_overflow error: learn the window it states (custom models
+        whose window is unknown) and compact before
         the next request whatever the estimate says.
 
         Args:

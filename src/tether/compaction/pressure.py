@@ -200,7 +200,8 @@ def needed_headroom(limits: ModelLimits, policy: CompactionPolicy) -> int:
 
 def threshold_tokens(limits: ModelLimits, policy: CompactionPolicy) -> int:
     """The token count at which the ratio rule fires: ceil(threshold x effective window),
-    always >= 1 (T15: the threshold is positive for any window and any configured ratio)."""
+    always >= 1 (positive for any window and any configured ratio: a zero threshold would
+    compact before every request)."""
     ratio = normalized_fraction(policy.threshold, DEFAULT_THRESHOLD)
     return max(1, math.ceil(ratio * effective_window(limits, policy)))
 
@@ -246,7 +247,8 @@ def occupied_tokens(usage: Usage) -> int:
     """The context one call occupied, in tokens: its whole prompt
     (input + cache_read + cache_write, see `Usage`) plus its output.
 
-    Taken from ONE call (the last request of a tool loop), never summed across calls (T19).
+    Taken from ONE call (the last request of a tool loop), never summed across calls (cache
+    tokens would be counted once per call).
     Negative fields (a broken adapter) count as 0.
     """
     return (

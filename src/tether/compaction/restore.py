@@ -25,7 +25,7 @@ def recent_read_paths(
     A call failed when an error result for it comes later in `history` (results follow their
     calls). The walk goes from the newest turn back and stops once it has `max_files` paths,
     so a compaction, which runs it every time, reads the last rounds, not the whole history
-    (issue 12)."""
+    (a compaction's cost stays independent of the history's length)."""
     failed: set[str] = set()
     in_tail = {
         str(c.arguments.get("path")) for t in kept for c in t.tool_calls if c.name == READ_TOOL

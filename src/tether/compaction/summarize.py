@@ -8,7 +8,7 @@ waits and fallback chain as every turn, `tether.agent.attempts.summary_call`), n
 Does not own: deciding when to compact (`tether.compaction.monitor`), persisting the marker
 (the caller appends it), the loop integration (`tether.agent.context`).
 
-Budget (case T14, "compaction request itself exceeds the window"): the summary request's
+Budget (the compaction request must not itself exceed the window): the summary request's
 estimated input is kept ≤ window − summary output reserve − prompt overhead. Large tool results
 are cut (persisted-output stubs kept), then the slice is summarized in chunks with a rolling
 summary (each chunk's call gets the previous chunk's summary); beyond `max_chunks` chunks the

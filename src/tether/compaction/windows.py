@@ -162,7 +162,7 @@ def resolve_limits(
     provider_reported: ModelLimits | None = None,
 ) -> tuple[ModelLimits, str | None]:
     """A model's limits, in order: explicit settings -> provider-reported metadata -> the
-    bundled table -> `DEFAULT_LIMITS` with a warning (T20).
+    bundled table -> `DEFAULT_LIMITS` with a warning (a custom model's window is unknown).
 
     Args:
         model: the model name as sent to the provider.

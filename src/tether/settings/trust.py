@@ -1,5 +1,5 @@
-"""Trust on first use for a project's settings and tool folders (issue 11; like direnv's
-`allow`).
+"""Trust on first use for a project's settings and tool folders (containment: nothing a
+cloned repository holds runs before the user allows it; like direnv's `allow`).
 
 Owns: the approval store (`<user config dir>/trusted-projects.json`: per project real path, the
 SHA-256 of every approved file), `project_files` (what needs approval), `check_trust` (what

@@ -10,7 +10,7 @@ Does not own: building the payloads (the providers' request builders), running t
 session (`tether.replay`). Pure: data in, problems out; inputs are never mutated.
 
 The checks are written from the providers' documentation and their published error messages,
-not from tether's adapters, so that the adapters are not vetted by their own logic (issue 18);
+not from tether's adapters, so that the adapters are not vetted by their own logic;
 the rule each check encodes is quoted next to it. Sources: Anthropic "Messages" API reference
 and the "Extended thinking", "Tool use" and "Prompt caching" guides; OpenAI "Chat Completions"
 and "Responses" API references; Gemini API reference and the "Function calling" / "Thought

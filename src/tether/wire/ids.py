@@ -3,9 +3,9 @@
 Owns: (a) `remint_tool_call_ids`, used by the agent loop before a new assistant turn is persisted
 (NOT a wire pass); (b) `sanitize_tool_ids`, the third wire pass.
 Does not own: minting ids a provider did not send (the assembler does, by stream index, see
-`tether.providers.assemble`, case T04).
+`tether.providers.assemble`: streamed vLLM and Ollama calls may carry none).
 
-(a) Persist time (cases T05, claude-code#20693 "`tool_use` ids must be unique"): a call whose id
+(a) Persist time (parallel streamed calls sharing one id; claude-code#20693 "`tool_use` ids must be unique"): a call whose id
     is empty, was used earlier in the session, or repeats a sibling's id in the same turn gets
     `<id>_r<n>` (n = 1, 2, ... until unused), positionally (the first occurrence keeps its id);
     the provider's id is kept in `provider_meta["original_id"]`.

@@ -12,7 +12,8 @@ immediately after" and "unexpected `tool_use_id` found in `tool_result` blocks: 
 Anthropic's tool-use guide: in the user message holding tool results, the tool_result blocks come
 first; OpenAI "messages with role 'tool' must be a response to a preceding message with
 'tool_calls'" and "An assistant message with 'tool_calls' must be followed by tool messages
-responding to each 'tool_call_id'"; cases T01, T02, T03):
+responding to each 'tool_call_id'"; it must hold after an interrupt during tool execution, an
+empty tool output or a trimmed history):
 
     * every tool call of an assistant turn has exactly one result, and all of them stand, in
       the calls' order, at the front of the `user` turn immediately after it;
@@ -20,11 +21,11 @@ responding to each 'tool_call_id'"; cases T01, T02, T03):
     * calls appear only in assistant turns, results only in user turns;
     * a turn holds only blocks its role can carry on every target (`CARRIED`: user text,
       images, documents and results; assistant text, thinking and calls; system text): others
-      are removed, so no adapter drops a block and leaves an empty message (issue 18);
+      are removed, so no adapter drops a block and leaves an empty message;
     * no blank text block anywhere (Anthropic: "text content blocks must be non-empty" /
       "must contain non-whitespace text", anthropic-sdk-go#377): blank text blocks are removed,
       and a result with no non-blank part is rendered as the text `(no output)` (storage keeps
-      it empty, T02);
+      it empty);
     * roles alternate: two adjacent `user` turns are merged (results first); two adjacent
       `assistant` turns are merged when their provenance is equal (so a merged turn's
       provider-bound blocks keep the right owner), else a `user` "Continue." turn is put between
@@ -104,7 +105,7 @@ CARRIED: dict[str, frozenset[type]] = {
 """The block types a turn of each role keeps on the wire (results are handled apart): what
 every adapter can send in that role. Anything else (thinking in a user turn, an image in an
 assistant turn, ...) would be dropped by the adapter and could leave an empty message, an
-assistant-first or an assistant-last request (issue 18), so the view never holds it."""
+assistant-first or an assistant-last request (all rejected), so the view never holds it."""
 
 _NO_OUTPUT: tuple[TextBlock, ...] = (TextBlock(text=NO_OUTPUT_TEXT),)
 _PLACEHOLDER: tuple[ContentBlock, ...] = (TextBlock(text=PLACEHOLDER_TEXT),)
@@ -466,7 +467,7 @@ def check_pairing(turns: Sequence[Turn]) -> list[str]:
     """Validate the pairing contract and alternation; returns the problems found (none = ok).
 
     Checks everything `repair_pairing` guarantees (module docstring), so it can vet any view or
-    trimmed window (case T03).
+    trimmed window (a trimmed history must not split a call from its result).
     """
     problems: list[str] = []
     prev_ns: Turn | None = None

@@ -5,7 +5,8 @@ Owns: the ONE decision, per thinking / redacted_thinking block and target, betwe
 Responses reasoning-item adjacency, provider-bound tool-call `provider_meta`), the public
 `sanitize_history_for_provider` every adapter uses, and the one-shot recovery helper
 `drop_earlier_thinking`.
-Does not own: storage (thinking is stored byte-exact by `tether.messages`' codec, case T07), nor
+Does not own: storage (thinking is stored byte-exact by `tether.messages`' codec, so a replayed
+signature verifies), nor
 how an adapter spells a kept block on the wire.
 
 Shapes:
@@ -26,12 +27,12 @@ Terms:
 Rules (with their source):
     To `anthropic`:
         * redacted_thinking: keep (Anthropic requires it back verbatim), unless it comes from
-          another Claude model than the route's (case T08) or another producer.
+          another Claude model than the route's (a model switch) or another producer.
         * thinking produced by OpenAI, Google or any other non-Anthropic producer: drop (its
-          signature cannot verify; demoting it to text is refused too, T08 related reports).
-        * thinking without a signature: drop ("thinking.signature: Field required", T08; a
-          stream cut before the signature arrived, T07).
-        * signed thinking from another model than the route's: drop (T08).
+          signature cannot verify; demoting it to text is refused too).
+        * thinking without a signature: drop ("thinking.signature: Field required" after a model
+          switch, or a stream cut before the signature arrived).
+        * signed thinking from another model than the route's (a model switch): drop.
         * signed but untagged (legacy) thinking: keep.
     To `openai-chat`, `openai-responses`, `google`, `ollama`:
         * redacted_thinking: drop (only Anthropic can read it).
@@ -40,10 +41,10 @@ Rules (with their source):
         * an OpenAI Responses reasoning item (`item_id` / `encrypted_content`): kept only to
           `openai-responses` on the route that issued it and with its `encrypted_content`
           (needed for `store=false` replay); otherwise, to `openai-responses` it is omitted
-          (T10), to other targets its text survives.
+          (it must not be split from its follower), to other targets its text survives.
         * any other or untagged signature: strip it; the text survives (a block left with no
           text and no summary is dropped).
-    OpenAI Responses adjacency (T10): a kept reasoning item must be immediately followed, in its
+    OpenAI Responses adjacency: a kept reasoning item must be immediately followed, in its
         turn, by an item it produced (a tool call or non-blank text), otherwise it is dropped;
         and a tool call keeps its server item id (`provider_meta["item_id"]`, e.g. `fc_1`) only
         when a kept reasoning item precedes it in its turn ("Item 'fc_...' of type
@@ -52,8 +53,8 @@ Rules (with their source):
         issued the turn; otherwise it is removed.
     Gemini signatures (a kept thinking block's, a call's `provider_meta["thought_signature"]`)
         to `google` must be base64 (the API's `thoughtSignature` is a bytes field); one that is
-        not is dropped and reported as an `invalid_signature` repair (issue 18), never sent.
-Kept blocks are the stored objects themselves, in their stored order (byte-exact replay, T07).
+        not is dropped and reported as an `invalid_signature` repair, never sent.
+Kept blocks are the stored objects themselves, in their stored order (byte-exact replay: signatures verify).
 """
 
 from __future__ import annotations
@@ -344,7 +345,7 @@ def sanitize_history_for_provider(
 
 
 def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
-    """Recovery for a persistent "Invalid signature in thinking block" 400 (case T07).
+    """Recovery for a persistent "Invalid signature in thinking block" 400.
 
     Drops thinking and redacted_thinking blocks from every assistant turn except the last
     assistant turn when it holds tool calls (the in-progress tool loop, whose `[thinking,
@@ -379,7 +380,8 @@ def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
 
 
 def thinking_must_be_disabled(view: tuple[Turn, ...]) -> bool:
-    """True when an Anthropic request with thinking enabled would be rejected (cases T08, #18).
+    """True when an Anthropic request with thinking enabled would be rejected (after a model
+    switch dropped a tool loop's thinking).
 
     Anthropic requires, with thinking enabled, that the assistant turns of the in-progress tool
     loop start with a thinking or redacted_thinking block ("Expected `thinking` or

@@ -1,7 +1,7 @@
 """Resume helpers: how a stored session ended, and the results an interrupt owes.
 
 Owns: `classify_tail`, `pending_tool_calls`, `interrupt_results` / `interrupted_results_turn`
-(case T01: an interrupt during tool execution answers every pending call, in the same results
+(an interrupt during tool execution answers every pending call, in the same results
 turn, before the next user text), `filter_unresolved_tool_uses`, and the retried-message rule
 (`is_retried_message`, `drop_retried_user_turns`): a user message sent again because the request
 after it failed (no reply in between) is the same message, and reaches the model once.
@@ -104,7 +104,7 @@ def interrupted_results_turn(
     reason: str = INTERRUPTED_TEXT,
     reasons: Mapping[str, str] | None = None,
 ) -> Turn:
-    """The one results turn to persist when an interrupt cuts a tool batch (case T01).
+    """The one results turn to persist when an interrupt cuts a tool batch.
 
     Args:
         call_turn: the assistant turn whose calls were running.

@@ -5,7 +5,7 @@ Does not own: knowing which models accept assistant prefill (a per-model capabil
 passes in as `supports_prefill`).
 
 Rule (source: Anthropic "This model does not support assistant message prefill. The conversation
-must end with a user message.", case T12): when the last non-system turn is an assistant turn and
+must end with a user message."): when the last non-system turn is an assistant turn and
 the model does not support prefill, a synthetic user turn `Continue from where you stopped.`
 (id `<last id>~continue`) is appended; the partial assistant text stays in history. With
 prefill allowed, an assistant-final view is kept; to Anthropic its last text block is then
@@ -14,7 +14,7 @@ system turns follow it (adapters lift those out of the messages). Runs after pai
 so the last assistant turn never holds unanswered calls and carries only blocks the adapter
 sends. A view with no user or assistant turn at all (an empty history, only system turns)
 gets a neutral user turn `(no content)` (id `<last id>~user`, or `~user`): every target
-rejects a request without messages (issue 18). A no-op on an already user-terminated view.
+rejects a request without messages. A no-op on an already user-terminated view.
 """
 
 from __future__ import annotations
