@@ -38,9 +38,9 @@ PUBLIC_API: dict[str, str] = {
     # tools
     "tool": "tether.tools.base",
     "Tool": "tether.tools.base",
-    "ToolContext": "tether.tools.base",
-    "ToolOutput": "tether.tools.base",
-    "builtin_tools": "tether.tools.builtins",
+    "ToolContext": "tether.tools.context",
+    "ToolOutput": "tether.tools.context",
+    "builtin_tools": "tether.tools.builtin",
     # sessions
     "SessionStore": "tether.session.store",
     # vocabulary
@@ -75,7 +75,7 @@ PUBLIC_API: dict[str, str] = {
     "RunError": "tether.errors",
     "LengthResumeExhausted": "tether.errors",
     "CancelledRunError": "tether.errors",
-    "ToolError": "tether.tools.base",
+    "ToolError": "tether.errors",
 }
 """The public API surface, in one place: each name and the module it comes from."""
 
@@ -121,16 +121,16 @@ if TYPE_CHECKING:
     from tether.errors import SessionError as SessionError
     from tether.errors import SessionNotFoundError as SessionNotFoundError
     from tether.errors import TetherError as TetherError
+    from tether.errors import ToolError as ToolError
     from tether.errors import WireError as WireError
     from tether.messages import Turn as Turn
     from tether.messages import Usage as Usage
     from tether.session.store import SessionStore as SessionStore
     from tether.tools.base import Tool as Tool
-    from tether.tools.base import ToolContext as ToolContext
-    from tether.tools.base import ToolError as ToolError
-    from tether.tools.base import ToolOutput as ToolOutput
     from tether.tools.base import tool as tool
-    from tether.tools.builtins import builtin_tools as builtin_tools
+    from tether.tools.builtin import builtin_tools as builtin_tools
+    from tether.tools.context import ToolContext as ToolContext
+    from tether.tools.context import ToolOutput as ToolOutput
 
 
 def __getattr__(name: str) -> Any:

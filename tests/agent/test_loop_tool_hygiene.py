@@ -12,7 +12,7 @@ from tether.agent.loop import Agent
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools import DedupRule, HygieneConfig, builtin_tools, tool
-from tether.tools.hygiene import shell_key
+from tether.tools.exec.hygiene import shell_key
 from tether.wire import build_view, check_pairing
 
 

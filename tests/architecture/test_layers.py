@@ -1,7 +1,9 @@
 """The layering rules of DESIGN.md, checked on the source's imports (ast, no import side
 effects): `messages` imports nothing of ours; `wire` and the pure compaction policy import
 only `messages` (and their own package, and `errors`: the exception tree, a leaf like
-`messages`); nothing below `agent/` imports `agent/` or `cli/`."""
+`messages`); nothing below `agent/` imports `agent/` or `cli/`; `sandbox/` sits below `tools/`
+(it imports neither `tools/` nor `agent/`), and the Landlock launcher imports only the standard
+library."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ BELOW_AGENT = (
     "wire",
     "providers",
     "tools",
+    "sandbox",
     "session",
     "compaction",
     "settings",
@@ -80,6 +83,25 @@ def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
 def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
     bad = {m for m in tether_imports(path) if m.startswith(("tether.agent", "tether.cli"))}
     assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("sandbox"), ids=lambda p: p.name)
+def test_the_sandbox_imports_neither_tools_nor_agent(path: Path) -> None:
+    bad = {m for m in tether_imports(path) if m.startswith(("tether.tools", "tether.agent"))}
+    assert bad == set(), f"sandbox/{path.name} imports {bad}"
+
+
+def test_the_landlock_launcher_imports_only_the_standard_library() -> None:
+    import sys
+
+    tree = ast.parse((SRC / "sandbox" / "landlock.py").read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    assert names - {"__future__"} <= set(sys.stdlib_module_names), names
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from tether.messages import ToolCallBlock, ToolResultBlock
+from tether.sandbox.base import Sandbox
+from tether.sandbox.detect import available
+from tether.sandbox.limits import ResourceLimits
+from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
-from tether.tools.limits import ResourceLimits
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
-from tether.tools.sandbox import Sandbox, available
 from tether.tools.scan import scan_tool_folders
 
 KINDS = ("bwrap", "landlock")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sandbox_kit import bash, call, context, tool_folder, worker_sh
 
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 
 PLANTS = (
     ".tether/tools/x.py",

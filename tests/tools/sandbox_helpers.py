@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tether.tools.sandbox import LandlockSandbox, Sandbox, available
+from tether.sandbox.base import Sandbox
+from tether.sandbox.detect import available
+from tether.sandbox.landlock_sandbox import LandlockSandbox
 
 SANDBOX_KINDS = ("none", "bwrap", "landlock", "landlock-exec")
 """`landlock` confines the forked child (`in_child=True`: no launcher, no reaping);

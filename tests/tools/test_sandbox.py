@@ -12,16 +12,12 @@ from hypothesis import strategies as st
 from sandbox_helpers import sandbox_for
 
 from tether.errors import ConfigError
-from tether.tools import landlock
-from tether.tools.sandbox import (
-    SANDBOX_ENV,
-    BwrapSandbox,
-    LandlockSandbox,
-    SandboxConfig,
-    SandboxUnavailableError,
-    available,
-    detect_sandbox,
-)
+from tether.sandbox import landlock
+from tether.sandbox.base import SANDBOX_ENV, SandboxUnavailableError
+from tether.sandbox.bwrap import BwrapSandbox
+from tether.sandbox.detect import available, detect_sandbox
+from tether.sandbox.landlock_sandbox import LandlockSandbox
+from tether.sandbox.policy import SandboxConfig
 
 argvs = st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=12), min_size=1)
 BWRAP = BwrapSandbox("/usr/bin/bwrap")

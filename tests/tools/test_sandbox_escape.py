@@ -222,7 +222,7 @@ async def test_landlock_alone_when_namespaces_are_refused(
     """Where the kernel grants no namespace (no root, unprivileged user namespaces off), the
     Landlock domain alone still refuses writes outside and, on ABI ≥ 4, TCP connects; `.git`
     is then writable (documented)."""
-    from tether.tools import landlock
+    from tether.sandbox import landlock
 
     sb = sandbox_for("landlock")
     monkeypatch.setattr(landlock, "_namespaces", lambda *args: False)
@@ -255,7 +255,7 @@ async def test_bwrap_hides_the_hosts_service_sockets_in_run(root: Path) -> None:
     command act outside the sandbox; under bwrap /run is empty."""
     import threading
 
-    from tether.tools.sandbox import available
+    from tether.sandbox.detect import available
 
     bwrap = available("bwrap")
     if bwrap is None or not os.access("/run", os.W_OK):

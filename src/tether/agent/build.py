@@ -38,16 +38,15 @@ from tether.providers.base import Provider
 from tether.providers.fallback import ModelRef, check_provider_names
 from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
+from tether.sandbox.base import Sandbox
+from tether.sandbox.limits import ResourceLimits
+from tether.sandbox.policy import PathPolicy, limits_for, policy_for
 from tether.settings import AgentConfig, LoadedSettings, load_settings
 from tether.settings.trust import check_trust
 from tether.tools.base import Tool
-from tether.tools.builtins import builtin_tools
-from tether.tools.containment import limits_for, policy_for
+from tether.tools.builtin import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
-from tether.tools.limits import ResourceLimits
-from tether.tools.paths import PathPolicy
-from tether.tools.sandbox import Sandbox
-from tether.tools.scan import scan_tool_folders
+from tether.tools.scan import PROJECT_TOOL_FOLDER, scan_tool_folders
 
 if TYPE_CHECKING:
     from tether.mcp import McpTools
@@ -56,9 +55,6 @@ ModelLike = str | Provider | Sequence[str | Provider]
 """A model as `Agent` takes it: `"provider/model"` (`"local"`, `"anthropic/claude-sonnet-4-5"`,
 a name from the config's `providers`), a provider object, or a list of them in fallback
 order."""
-
-PROJECT_TOOL_FOLDER = Path(".tether") / "tools"
-"""Scanned for tool modules when it exists (relative to the project), besides `tools.folders`."""
 
 Note = Callable[[str], None]
 """Receives one-line setup notes (a skipped model, an unknown window, ...)."""
@@ -217,7 +213,7 @@ def thinking_decay(config: AgentConfig) -> ThinkingDecay | None:
 def path_policy(config: AgentConfig, root: Path | None = None) -> PathPolicy:
     """The file tools' policy: the built-in dotenv rules plus `tools.deny_paths` (refused to
     read and to write), the write scope (`tools.write_paths`), and, with `root`, the tool
-    folders as protected (read-only) paths (`tether.tools.containment.policy_for`)."""
+    folders as protected (read-only) paths (`tether.sandbox.policy.policy_for`)."""
     return policy_for(config.tools, root)
 
 

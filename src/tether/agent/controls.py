@@ -26,9 +26,9 @@ from tether.errors import ConfigError
 from tether.messages import Provenance, text_turn
 from tether.providers.base import Provider
 from tether.providers.retry import RetryPolicy
+from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
-from tether.tools.base import ToolContext
-from tether.tools.policy import NO_SANDBOX_WARNING
+from tether.tools.context import ToolContext
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 from tether.wire import Repair, ViewBuilder

@@ -70,15 +70,16 @@ from tether.messages import (
     text_turn,
 )
 from tether.providers.base import ModelRequest, Provider, ToolSpec
+from tether.sandbox.detect import detect_sandbox
+from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
-from tether.tools.base import Tool, ToolContext
+from tether.tools.base import Tool
+from tether.tools.context import QuestionBridge, ToolContext
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
-from tether.tools.hygiene import Hygiene, HygieneConfig
-from tether.tools.persist import OutputLimits
-from tether.tools.policy import NO_SANDBOX_WARNING, offered_specs
-from tether.tools.question import QuestionBridge
+from tether.tools.exec.hygiene import Hygiene, HygieneConfig
+from tether.tools.exec.persist import OutputLimits
 from tether.tools.registry import ToolRegistry
-from tether.tools.sandbox import detect_sandbox
+from tether.tools.safe_mode import offered_specs
 from tether.tracing import Span, tracing_for
 from tether.wire import Repair, ViewBuilder, interrupt_results, remint_tool_call_ids
 from tether.wire.resume import is_retried_message, pending_tool_calls
@@ -113,7 +114,7 @@ class Agent(AgentControls):
         on_event: called with every `AgentEvent`, synchronously.
         compaction: True: automatic compaction as `config.context` says (built from the
             model's window); False: none; or your own `AutoCompaction`.
-        hygiene: dedup / stale-read rules (`tether.tools.hygiene`); None for the defaults.
+        hygiene: dedup / stale-read rules (`tether.tools.exec.hygiene`); None for the defaults.
         question_bridge: how the `question` tool reaches the user; None when headless.
         approver: the host's approval callback (`tether.agent.approval`): asked before the
             calls `config.tools.approval` does not let through; None: nothing is asked.
@@ -134,7 +135,7 @@ class Agent(AgentControls):
 
     Raises:
         ConfigError: (AuthError included) a model that does not resolve, an invalid config.
-        tether.tools.sandbox.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
+        tether.sandbox.base.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
             a sandbox kind that does not work on this machine.
     """
 

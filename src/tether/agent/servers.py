@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from tether.agent import build
 from tether.agent.events import AgentEvent, WarningEvent
 from tether.settings import AgentConfig
-from tether.tools.base import ToolContext
+from tether.tools.context import ToolContext
 from tether.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

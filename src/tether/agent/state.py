@@ -17,7 +17,7 @@ from tether.agent.events import AgentEvent
 from tether.compaction.summarize import SummaryCall
 from tether.messages import RunStopReason, ToolCallBlock, Turn, Usage
 from tether.providers.base import Provider
-from tether.tools.base import ToolContext
+from tether.tools.context import ToolContext
 from tether.tools.registry import ToolRegistry
 from tether.tracing import NO_TRACING, Tracing
 

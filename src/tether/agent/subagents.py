@@ -35,7 +35,8 @@ from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
 from tether.errors import ConfigError, RunError, SessionError
 from tether.messages import Usage
 from tether.settings.model import AgentConfig, AgentsSettings, McpSettings
-from tether.tools.base import Tool, ToolContext, ToolOutput, tool
+from tether.tools.base import Tool, tool
+from tether.tools.context import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from tether.agent.loop import Agent

@@ -7,8 +7,8 @@ state's `call_started` hook right before a call runs), `INTERRUPTED`, `TOOL_CANC
 resume texts that tell a call that started (`STARTED_LOST`) from one that never ran
 (`NEVER_RAN`). It reads the tools, their context and the event sink from the
 run's `RunState` and appends the results turn through it.
-Does not own: a call's execution (`tether.tools.run`), the dedup / stale-read rules
-(`tether.tools.hygiene`), the output gate (`tether.tools.persist`), persistence
+Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
+(`tether.tools.exec.hygiene`), the output gate (`tether.tools.exec.persist`), persistence
 (`RunState.append`).
 """
 
@@ -26,11 +26,11 @@ from tether.agent.gate import CallGate
 from tether.agent.state import RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.session import EventEntry
-from tether.tools.hygiene import Hygiene
-from tether.tools.persist import OutputLimits, gate_tool_result
-from tether.tools.policy import refuse_in_safe_mode
+from tether.tools.exec.hygiene import Hygiene
+from tether.tools.exec.persist import OutputLimits, gate_tool_result
+from tether.tools.exec.run import ToolRunResult, run_tool, system_note_block
 from tether.tools.preview import edit_diff
-from tether.tools.run import ToolRunResult, run_tool, system_note_block
+from tether.tools.safe_mode import refuse_in_safe_mode
 from tether.tracing import NO_TRACING, Tracing
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tether.providers.assemble import Assembler
     from tether.providers.base import ModelRequest, Provider
     from tether.settings.model import TracingSettings
-    from tether.tools.base import ToolContext
+    from tether.tools.context import ToolContext
 
 __all__ = ["ENDPOINT_ENV", "NO_TRACING", "Span", "Tracing", "TracingUnavailableError", "tracing_for"]
 

@@ -33,7 +33,7 @@ from tether.agent.loop import Agent
 from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-from tether.tools.question import Answer, QuestionSpec
+from tether.tools.context import Answer, QuestionSpec
 from tether.tui import handlers
 from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed

@@ -21,7 +21,8 @@ from tether.agent.loop import Agent
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import load_for_resume, open_session
 from tether.session import SessionStore, SessionWriter
-from tether.tools.question import QuestionBridge, question
+from tether.tools.builtin.question import question
+from tether.tools.context import QuestionBridge
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

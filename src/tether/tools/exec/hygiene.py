@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
-from tether.tools.run import ToolRunResult
+from tether.tools.exec.run import ToolRunResult
 
 Hasher = Callable[[str, Mapping[str, Any]], str]
 """(tool name, arguments) → a key; equal keys mean "the same call"."""
