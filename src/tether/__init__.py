@@ -40,7 +40,7 @@ PUBLIC_API: dict[str, str] = {
     "Tool": "tether.tools.base",
     "ToolContext": "tether.tools.context",
     "ToolOutput": "tether.tools.context",
-    "builtin_tools": "tether.tools.builtin",
+    "builtin_tools": "tether.tools.builtin.toolset",
     # sessions
     "SessionStore": "tether.session.store",
     # vocabulary
@@ -128,7 +128,7 @@ if TYPE_CHECKING:
     from tether.session.store import SessionStore as SessionStore
     from tether.tools.base import Tool as Tool
     from tether.tools.base import tool as tool
-    from tether.tools.builtin import builtin_tools as builtin_tools
+    from tether.tools.builtin.toolset import builtin_tools as builtin_tools
     from tether.tools.context import ToolContext as ToolContext
     from tether.tools.context import ToolOutput as ToolOutput
 

@@ -17,8 +17,9 @@ sessions, failed runs reported to a caller, and bugs.
     │   └── LengthResumeExhausted   replies kept hitting the output-token limit with nothing new
     ├── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
     ├── ToolError                   a tool's fault in its own words → an is_error result
-    │   ├── PathOutsideError        a path outside the working folder (`tether.sandbox.paths`)
-    │   └── PathDeniedError         a path the policy refuses
+    │   ├── PathOutsideError        a path outside the working folder
+    │   │                           (`tether.sandbox.paths`)
+    │   └── PathDeniedError         a path the policy refuses (`tether.sandbox.policy`)
     ├── CompactInvalidInputError    nothing to compact / a bad scope (`tether.compaction`)
     ├── CompactionFailedError       the summary call failed for good
     ├── CompactionCancelledError    the summary call was cancelled

@@ -18,7 +18,7 @@ from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.loop import Agent
 from tether.sandbox.detect import available
 from tether.testing import Reply, ScriptedProvider, call
-from tether.tools.builtin import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 
 def make_agent(provider: ScriptedProvider, root: Path, mode: str = "ask", **kw: Any) -> Agent:

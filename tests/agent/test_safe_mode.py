@@ -20,7 +20,7 @@ from tether.sandbox.base import Sandbox
 from tether.sandbox.detect import available
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools.base import Tool, tool
-from tether.tools.builtin import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.registry import ToolRegistry
 from tether.tools.safe_mode import offered_specs, refuse_in_safe_mode
 

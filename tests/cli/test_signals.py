@@ -15,7 +15,7 @@ from tether.agent.loop import INTERRUPTED, Agent
 from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, call
-from tether.tools.builtin import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

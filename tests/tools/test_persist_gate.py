@@ -324,7 +324,7 @@ async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path
     (here ≈ 190 KB, far over the 50,000-char threshold) and the wire sees only the stub."""
     work, session_dir = tmp_path / "work", tmp_path / "session"
     work.mkdir()
-    from tether.tools.builtin import builtin_tools
+    from tether.tools.builtin.toolset import builtin_tools
 
     provider = ScriptedProvider([call("bash", command="seq 1 30000"), "done"])
     agent = Agent(provider, tools=builtin_tools(), root=work, session_dir=session_dir)

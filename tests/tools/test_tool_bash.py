@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 
+from sandbox_kit import SANDBOX_KINDS, sandbox_for
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.detect import available

@@ -25,7 +25,7 @@ from tether.sandbox.detect import available
 from tether.settings.model import TracingSettings
 from tether.testing import ScriptedProvider, call, deterministic
 from tether.tools.base import tool
-from tether.tools.builtin import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tracing import NO_TRACING, tracing_for
 from tether.tracing.otel import OtelTracing
 
@@ -291,7 +291,7 @@ def test_tracing_off_imports_no_opentelemetry(tmp_path: Path) -> None:
         "import sys\n"
         "from tether import Agent, Runtime\n"
         "from tether.testing import ScriptedProvider, call\n"
-        "from tether.tools.builtin import builtin_tools\n"
+        "from tether.tools.builtin.toolset import builtin_tools\n"
         f"a = Agent(ScriptedProvider([call('ls'), 'ok']), tools=builtin_tools(), root={str(tmp_path)!r},"
         " runtime=Runtime(env={'PATH': '/usr/bin:/bin'}))\n"
         "assert a.run_sync('go').text == 'ok'\n"

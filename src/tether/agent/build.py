@@ -44,7 +44,7 @@ from tether.sandbox.policy import PathPolicy, limits_for, policy_for
 from tether.settings import AgentConfig, LoadedSettings, load_settings
 from tether.settings.trust import check_trust
 from tether.tools.base import Tool
-from tether.tools.builtin import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
 from tether.tools.scan import PROJECT_TOOL_FOLDER, scan_tool_folders
 

@@ -261,7 +261,7 @@ async def replay_run(
     """
     from tether.agent.loop import Agent
     from tether.settings import AgentConfig
-    from tether.tools.builtin import builtin_tools
+    from tether.tools.builtin.toolset import builtin_tools
 
     chk = checker(target)
     report = ReplayReport(target=target, tools="run")

@@ -28,8 +28,8 @@ capabilities (even as root); network off unless `cfg.network`; `/run` is empty.
   elsewhere fail with EROFS.
 - Landlock: see `tether.sandbox.landlock`. Writes elsewhere fail with EACCES; the private temp
   folder is `$TMPDIR`, and also /tmp where the kernel grants a mount namespace (as does
-  network-off: without a network namespace it covers TCP on ABI ≥ 4 only). `wrap` execs the stdlib-only
-  launcher (a Python start-up, ~12 ms idle); `launch` confines the forked child instead (the
+  network-off: without a network namespace it covers TCP on ABI ≥ 4 only). `wrap` execs the
+  stdlib-only launcher (a Python start-up, ~12 ms idle); `launch` confines the forked child instead (the
   parent builds the ruleset; the child makes a few syscalls before exec).
 
 Limit, under both kinds: a path-based Unix socket that stays visible can still be connected to

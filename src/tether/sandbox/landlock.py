@@ -6,7 +6,7 @@ it), `confine()` (both, for the calling process), the one process reaper (`becom
 `wait_reaped`, `kill_descendants`, shared with the fork keeper), and `main()`, the launcher:
 `python -I -S .../landlock.py [--write P]... [--ro P]... [--hide P]... [--keep P]... [--net]
 [--tmp DIR] -- argv...`.
-Does not own: choosing a sandbox or building the launcher's argv (`tether.sandbox.landlock_sandbox`).
+Does not own: choosing a sandbox, building the launcher's argv (`tether.sandbox.landlock_sandbox`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
 about 12 ms (no site-packages, no tether package import). Syscall numbers 444/445/446 are the

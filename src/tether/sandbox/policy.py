@@ -38,6 +38,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
 from tether.errors import PathDeniedError
 from tether.sandbox.limits import ResourceLimits
 from tether.sandbox.paths import is_inside
@@ -51,43 +53,35 @@ NO_SANDBOX_WARNING = (
 )
 
 
+_FILE_TAIL = "(?:(?P<ps_d>/)|$)"
+"""How pathspec ends the regex of a pattern that may name a file: it also matches everything
+below a folder of that name; `compile_glob` matches the path itself."""
+_DIR_TAIL = "(?P<ps_d>/)"
+"""How pathspec ends the regex of a folder-only pattern (`out/`): what is below the folder."""
+
+
 @lru_cache(maxsize=256)
 def compile_glob(pattern: str, *, anchored: bool = False) -> re.Pattern[str]:
-    """Compile a glob to a regex over `/`-separated relative paths.
+    """Compile a glob to a regex over `/`-separated relative paths, with gitignore semantics
+    (pathspec's translation).
 
     `*` and `?` stay within one component, `**` spans components (`**/x` also matches `x`),
-    `[...]` is a character class. A pattern without `/` matches the basename at any depth
-    (gitignore style): `*.py` matches `a/b/c.py` — unless `anchored` (then it matches from the
-    start, as `Path.glob` does).
+    `[...]` is a character class (`[!...]` negated). A pattern without `/` matches the basename
+    at any depth (gitignore style): `*.py` matches `a/b/c.py` — unless `anchored` (then it
+    matches from the start, as `Path.glob` does). The regex matches the whole path (a folder's
+    name does not also match what is below it; callers that want that test the prefixes); a
+    folder-only pattern (`out/`) matches what is below the folder. A string pathspec does not
+    take as a pattern (an unclosed `[`, a leading `!` or `#`) matches literally.
     """
     anchored = anchored or "/" in pattern.strip("/")
-    pat = pattern.strip("/") if anchored else pattern
-    out: list[str] = [] if anchored else ["(?:.*/)?"]
-    i = 0
-    while i < len(pat):
-        c = pat[i]
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[" and (j := pat.find("]", i + 2)) != -1:
-            body = pat[i + 1 : j]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = j + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    pat = "/" + pattern.strip("/") if anchored else pattern
+    regex, include = GitIgnoreSpecPattern.pattern_to_regex(pat)
+    if regex is None or not include:
+        literal = re.escape(pattern.strip("/"))
+        return re.compile(("" if anchored else "(?:.*/)?") + literal + r"\Z")
+    if regex.endswith(_FILE_TAIL):
+        return re.compile(regex.removesuffix(_FILE_TAIL) + r"\Z")
+    return re.compile(regex.removesuffix(_DIR_TAIL) + ("/" if regex.endswith(_DIR_TAIL) else ""))
 
 
 PROTECTED_DIRS = (".git", ".tether")

@@ -39,7 +39,7 @@ _NAMES: dict[str, str] = {
     "ToolOutput": "tether.tools.context",
     "ToolRegistry": "tether.tools.registry",
     "ToolRunResult": "tether.tools.exec.run",
-    "builtin_tools": "tether.tools.builtin",
+    "builtin_tools": "tether.tools.builtin.toolset",
     "canonical_shell": "tether.tools.exec.hygiene",
     "question": "tether.tools.builtin.question",
     "redact_secrets": "tether.tools.env",
@@ -93,8 +93,8 @@ if TYPE_CHECKING:
     from tether.tools.base import TimedOut as TimedOut
     from tether.tools.base import Tool as Tool
     from tether.tools.base import tool as tool
-    from tether.tools.builtin import builtin_tools as builtin_tools
     from tether.tools.builtin.question import question as question
+    from tether.tools.builtin.toolset import builtin_tools as builtin_tools
     from tether.tools.context import QuestionBridge as QuestionBridge
     from tether.tools.context import ToolContext as ToolContext
     from tether.tools.context import ToolOutput as ToolOutput

@@ -19,8 +19,8 @@ Rules:
     * A tool name defined twice (two files, one file, or a file and a built-in) raises
       `ToolConflictError` naming both places.
 
-Does not own: running the tools (`tether.tools.exec.run`, `tether.tools.exec.worker`). Importing a tool
-file runs its module code in this process (to read the schemas).
+Does not own: running the tools (`tether.tools.exec.run`, `tether.tools.exec.worker`). Importing
+a tool file runs its module code in this process (to read the schemas).
 """
 
 from __future__ import annotations

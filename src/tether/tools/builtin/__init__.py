@@ -1,18 +1,6 @@
-"""The built-in tool set.
+"""The built-in tools: `files` (read, write, edit, ls), `search` (glob, grep), `bash` and
+`question`; `toolset.builtin_tools()` is the default set in offering order.
 
-Owns: `builtin_tools()`, the default tools in offering order: read, write, edit, ls, glob, grep,
-bash. The tools themselves live in `tether.tools.builtin.files`, `tether.tools.builtin.search` and
-`tether.tools.builtin.bash`.
+Does not own: the `task` tool (`tether.agent.subagents`), tools from tool folders
+(`tether.tools.scan`).
 """
-
-from __future__ import annotations
-
-from tether.tools.base import Tool
-from tether.tools.builtin.bash import bash
-from tether.tools.builtin.files import edit, ls, read, write
-from tether.tools.builtin.search import glob_, grep
-
-
-def builtin_tools() -> list[Tool]:
-    """The built-in tools (read/ls/glob/grep are `safe`; write/edit/bash are not)."""
-    return [read, write, edit, ls, glob_, grep, bash]

@@ -7,9 +7,9 @@ a server, hand it one call's pipes, learn the worker's pid and exit status, kill
 entry point `WORKER_ENTRY` it is given as data).
 Does not own: the worker protocol spoken over the call's pipes (`tether.tools.exec.worker`).
 
-Sandbox: a server is started exactly as a worker is (`tether.sandbox.policy.wrap_argv` with the tool's
-folder readable, the context's scrubbed environment, the working folder as cwd, a session of
-its own), so each forked worker runs in the same sandbox, with the same visibility and
+Sandbox: a server is started exactly as a worker is (`tether.sandbox.policy.wrap_argv` with the
+tool's folder readable, the context's scrubbed environment, the working folder as cwd, a session
+of its own), so each forked worker runs in the same sandbox, with the same visibility and
 environment, as a freshly started worker; it still imports the tool file afresh per call. One
 server serves one such start (argv, cwd, environment). Calls under a custom `ToolContext.wrap`
 hook do not use a server: the hook may do anything per call, so they start a fresh worker.
@@ -18,12 +18,12 @@ Per call the server forks a *keeper*, and the keeper forks the worker. The keepe
 leader and a child subreaper (`PR_SET_CHILD_SUBREAPER`): when the worker exits, or when the
 server sends the keeper SIGTERM (the harness's b"kill", or its call socket closing), the keeper
 SIGKILLs every descendant left (nohup, `setsid` daemons, double forks: all re-parented to it),
-with the reaper the Landlock launcher uses (`tether.sandbox.landlock.wait_reaped`), then exits with the worker's status. Before forking
-the worker it tells the harness its pid through a handshake socket with `SCM_CREDENTIALS` (the
-kernel translates the pid into the harness's PID namespace), so the harness puts it in the
-call's pids cgroup (`LimitGuard.enter`); the worker gets the call's RLIMITs. So a forked worker
-keeps both guarantees of a fresh one: nothing it starts outlives the call, and the limits are
-per call.
+with the reaper the Landlock launcher uses (`tether.sandbox.landlock.wait_reaped`), then exits
+with the worker's status. Before forking the worker it tells the harness its pid through a
+handshake socket with `SCM_CREDENTIALS` (the kernel translates the pid into the harness's PID
+namespace), so the harness puts it in the call's pids cgroup (`LimitGuard.enter`); the worker
+gets the call's RLIMITs. So a forked worker keeps both guarantees of a fresh one: nothing it
+starts outlives the call, and the limits are per call.
 
 Protocol (an AF_UNIX SOCK_SEQPACKET control socket; one message per call):
     server → harness, once: b"ready" (its imports are done).

@@ -300,7 +300,8 @@ _OUTPUT_CUT = re.compile(r"\n… \[(\d+) bytes of output cut; (\d+) bytes in all
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputCut:
-    """Where a tool cut its output (`tether.sandbox.proc.output_cut_note`), measured in the kept UTF-8 bytes.
+    """Where a tool cut its output (`tether.sandbox.proc.output_cut_note`), measured in the kept
+    UTF-8 bytes.
 
     Attributes:
         produced_bytes: what the command produced in all.
@@ -316,7 +317,8 @@ class OutputCut:
 
 
 def find_output_cut(raw: str) -> OutputCut | None:
-    """The first `tether.sandbox.proc.output_cut_note` in `raw`, or None when the output was not cut."""
+    """The first `tether.sandbox.proc.output_cut_note` in `raw`, or None when the output was not
+    cut."""
     m = _OUTPUT_CUT.search(raw)
     if m is None:
         return None
