@@ -1,11 +1,10 @@
 """Landlock (Linux ≥ 5.13) through raw syscalls, and the launcher the Landlock sandbox execs.
 
-Owns: `abi_version()` (0 when the kernel has no Landlock), `build_ruleset()` + `enter()` (the
-two halves of confining a process, so a parent can build the ruleset and a forked child enter
-it), `confine()` (both, for the calling process), the one process reaper (`become_subreaper`,
-`wait_reaped`, `kill_descendants`, shared with the fork keeper), and `main()`, the launcher:
-`python -I -S .../landlock.py [--write P]... [--ro P]... [--hide P]... [--keep P]... [--net]
-[--tmp DIR] -- argv...`.
+Owns: `abi_version()` (0: no Landlock), `build_ruleset()` + `enter()` (the two halves of
+confining a process: a parent builds the ruleset, a forked child enters it), `confine()` (both),
+the one process reaper (`become_subreaper`, `wait_reaped`, `kill_descendants`; the fork keeper
+uses it too) and `main()`, the launcher: `python -I -S .../landlock.py [--write P]... [--ro P]...
+[--hide P]... [--keep P]... [--net] [--tmp DIR] -- argv...`.
 Does not own: choosing a sandbox, building the launcher's argv (`tether.sandbox.landlock_sandbox`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
