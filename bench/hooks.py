@@ -27,8 +27,8 @@ from typing import Any
 from tether import Agent, AgentConfig, HookDecision, HookInput, Hooks, task_tool, tool
 from tether.messages import TextBlock, Turn
 from tether.providers.base import ModelRequest
+from tether.sandbox.detect import available
 from tether.testing import Response, ScriptedProvider, call
-from tether.tools.sandbox import available
 
 
 @tool

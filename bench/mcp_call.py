@@ -21,11 +21,12 @@ from pathlib import Path
 
 from tether.mcp import McpTools
 from tether.messages import ToolCallBlock
+from tether.sandbox.detect import detect_sandbox
 from tether.settings.model import McpServerSettings
-from tether.tools.base import ToolContext, tool
+from tether.tools.base import tool
+from tether.tools.context import ToolContext
+from tether.tools.exec.run import run_tool
 from tether.tools.registry import ToolRegistry
-from tether.tools.run import run_tool
-from tether.tools.sandbox import detect_sandbox
 
 DEMO = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "demo_server.py"
 N = 300

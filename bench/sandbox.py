@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 
 from tether.messages import ToolCallBlock
+from tether.sandbox.base import Sandbox
+from tether.sandbox.detect import available
+from tether.sandbox.landlock_sandbox import LandlockSandbox
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
-from tether.tools.sandbox import LandlockSandbox, Sandbox, available
 
 TARGET_MS = 15.0
 

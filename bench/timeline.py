@@ -34,7 +34,7 @@ from tether.messages import (
 )
 from tether.session import SessionStore
 from tether.session.timeline import session_timeline
-from tether.tools.normalize import render_stub
+from tether.tools.exec.normalize import render_stub
 from tether.tui.chart import chart_lines, timeline_svg
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tether.messages import TextBlock, ToolResultBlock, Turn, turn_to_json
-from tether.tools.persist import persist_tool_result
+from tether.tools.exec.persist import persist_tool_result
 
 
 def best_us(fn: Callable[[], object], n: int, rounds: int) -> float:

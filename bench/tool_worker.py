@@ -5,9 +5,9 @@ Usage: python bench/tool_worker.py [--n 10]
 Prints milliseconds per call (mean of `n` calls, after one warm-up each) and the ratios:
     thread    `run_tool` of a sync tool defined in this process (asyncio.to_thread)
     fresh     the same tool scanned from a tool folder, the baseline: a fresh
-              `python -m tether.tools.worker` per call (interpreter start, imports, JSON lines)
+              `python -m tether.tools.exec.worker` per call (interpreter start, imports, JSON lines)
     forked    the same, as tether runs it: a worker forked per call from a pre-started server
-              in the same sandbox (`tether.tools.forkserver`)
+              in the same sandbox (`tether.tools.exec.forkserver`)
 Each folder-tool call runs in the OS sandbox this machine has (`--sandbox none` for none).
 Goal (issue 12): forked <= 50 ms per call.
 """
@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 from tether.messages import ToolCallBlock
-from tether.tools import ToolContext, ToolRegistry, forkserver, scan_tool_folders, tool
-from tether.tools.policy import resolve_sandbox
-from tether.tools.run import run_tool
+from tether.sandbox.detect import detect_sandbox
+from tether.tools import ToolContext, ToolRegistry, scan_tool_folders, tool
+from tether.tools.exec import forkserver
+from tether.tools.exec.run import run_tool
 
 SOURCE = "from tether.tools import tool\n\n@tool\ndef echo(text: str) -> str:\n    return text\n"
 
@@ -48,7 +49,7 @@ async def main(n: int, sandbox: str) -> None:
         folder = Path(tmp) / "tools"
         folder.mkdir()
         (folder / "echo.py").write_text(SOURCE)
-        box = resolve_sandbox("auto" if sandbox == "auto" else None)
+        box = detect_sandbox() if sandbox == "auto" else None
         ctx = ToolContext.create(tmp, sandbox=box)
         folder_tools = scan_tool_folders([folder]).registry
         thread_ms = await _mean_ms(ToolRegistry([echo]), ctx, n)

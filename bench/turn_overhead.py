@@ -214,7 +214,7 @@ def _saved_output_cost(tmp: str, n: int = 1000) -> tuple[float, float]:
     """Median wall and mean CPU ms of the gate's file save (`atomic_write_file`, no fsync) of a
     2 KB output into a fresh folder beside the session: on some disks creating a file costs
     more than the rest of a turn, which the per-turn figures include."""
-    from tether.tools.persist import atomic_write_file
+    from tether.tools.exec.persist import atomic_write_file
 
     folder = Path(tmp) / "save-cost"
     data = b"x" * 2048

@@ -33,7 +33,7 @@ from tether.providers.openai_chat import OpenAIChatProvider
 from tether.providers.registry import resolve_provider
 from tether.settings import ProviderSettings
 from tether.testing import ScriptedProvider, call
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 KEY = "sk-ant-api03-" + "Zx9" * 12
 KEY_VARS = (

@@ -41,9 +41,9 @@ PUBLIC_API: dict[str, str] = {
     # tools
     "tool": "tether.tools.base",
     "Tool": "tether.tools.base",
-    "ToolContext": "tether.tools.base",
-    "ToolOutput": "tether.tools.base",
-    "builtin_tools": "tether.tools.builtins",
+    "ToolContext": "tether.tools.context",
+    "ToolOutput": "tether.tools.context",
+    "builtin_tools": "tether.tools.builtin.toolset",
     # sessions
     "SessionStore": "tether.session.store",
     # vocabulary
@@ -79,7 +79,7 @@ PUBLIC_API: dict[str, str] = {
     "RunError": "tether.errors",
     "LengthResumeExhausted": "tether.errors",
     "CancelledRunError": "tether.errors",
-    "ToolError": "tether.tools.base",
+    "ToolError": "tether.errors",
 }
 """The public API surface, in one place: each name and the module it comes from."""
 

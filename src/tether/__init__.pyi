@@ -40,6 +40,7 @@ from tether.errors import SessionBusyError as SessionBusyError
 from tether.errors import SessionError as SessionError
 from tether.errors import SessionNotFoundError as SessionNotFoundError
 from tether.errors import TetherError as TetherError
+from tether.errors import ToolError as ToolError
 from tether.errors import WireError as WireError
 from tether.messages import Turn as Turn
 from tether.messages import Usage as Usage
@@ -47,11 +48,10 @@ from tether.session.store import SessionStore as SessionStore
 from tether.settings.files import load_config as load_config
 from tether.settings.model import AgentConfig as AgentConfig
 from tether.tools.base import Tool as Tool
-from tether.tools.base import ToolContext as ToolContext
-from tether.tools.base import ToolError as ToolError
-from tether.tools.base import ToolOutput as ToolOutput
 from tether.tools.base import tool as tool
-from tether.tools.builtins import builtin_tools as builtin_tools
+from tether.tools.builtin.toolset import builtin_tools as builtin_tools
+from tether.tools.context import ToolContext as ToolContext
+from tether.tools.context import ToolOutput as ToolOutput
 
 __version__: str
 PUBLIC_API: dict[str, str]

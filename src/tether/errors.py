@@ -8,7 +8,7 @@ sessions, failed runs reported to a caller, and bugs.
     │   ├── DurationError           a duration that does not parse (`tether.durations`)
     │   ├── ToolConflictError       two tools with one name (`tether.tools.scan`)
     │   ├── SandboxUnavailableError a forced OS sandbox does not work here
-    │   │                           (`tether.tools.sandbox`)
+    │   │                           (`tether.sandbox.base`)
     │   └── TracingUnavailableError tracing was enabled, the `tracing` extra is missing
     │                               (`tether.tracing`)
     ├── SessionError                a session cannot be opened/found
@@ -19,8 +19,9 @@ sessions, failed runs reported to a caller, and bugs.
     │   └── LengthResumeExhausted   replies kept hitting the output-token limit with nothing new
     ├── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
     ├── ToolError                   a tool's fault in its own words → an is_error result
-    │   ├── PathOutsideError        a path outside the working folder (`tether.tools.paths`)
-    │   └── PathDeniedError         a path the policy refuses
+    │   ├── PathOutsideError        a path outside the working folder
+    │   │                           (`tether.sandbox.paths`)
+    │   └── PathDeniedError         a path the policy refuses (`tether.sandbox.policy`)
     ├── CompactInvalidInputError    nothing to compact / a bad scope (`tether.compaction`)
     ├── CompactionFailedError       the summary call failed for good
     ├── CompactionCancelledError    the summary call was cancelled
@@ -120,6 +121,27 @@ class LengthResumeExhausted(RunError):
 
 class CancelledRunError(TetherError):
     """The run was cancelled; the partial turn was persisted first."""
+
+
+class ToolError(TetherError):
+    """A tool fault reported to the model as-is (no `ExcType:` prefix), as an is_error result."""
+
+
+class PathOutsideError(ToolError):
+    """A path resolves outside the working folder (or is refused: `~`, a symlink loop).
+
+    Attributes:
+        resolved: the real path it resolved to, when known.
+    """
+
+    def __init__(self, message: str, resolved: str | None = None) -> None:
+        super().__init__(message)
+        self.resolved = resolved
+
+
+class PathDeniedError(ToolError):
+    """A path inside the working folder is refused by the deny policy."""
+
 
 
 _EXIT_BY_KIND = {

@@ -42,7 +42,7 @@ Target = Literal["anthropic", "openai-chat", "openai-responses", "google", "olla
 TARGETS: tuple[Target, ...] = ("anthropic", "openai-chat", "openai-responses", "google", "ollama")
 
 PERSISTED_OUTPUT_OPEN = "<persisted-output"
-"""How the text of a persisted tool output's stub starts (`tether.tools.persist` writes it);
+"""How the text of a persisted tool output's stub starts (`tether.tools.exec.persist` writes it);
 wire passes recognise stubs by it and keep them whole."""
 PERSISTED_OUTPUT_CLOSE = "</persisted-output>"
 """The stub's closing tag."""

@@ -13,9 +13,9 @@ from tether import Agent, AgentConfig
 from tether.agent.subagents import task_tool
 from tether.messages import TextBlock, Turn
 from tether.providers.base import ModelRequest
+from tether.sandbox.detect import available
 from tether.testing import Response, ScriptedProvider, deterministic
 from tether.tools.base import Tool
-from tether.tools.sandbox import available
 
 
 def first_user_text(turns: Sequence[Turn]) -> str:

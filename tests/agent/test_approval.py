@@ -17,9 +17,9 @@ from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalMode, needs_approval
 from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.host import Host
+from tether.sandbox.detect import available
 from tether.testing import Reply, ScriptedProvider, call
-from tether.tools.builtins import builtin_tools
-from tether.tools.sandbox import available
+from tether.tools.builtin.toolset import builtin_tools
 
 
 def make_agent(provider: ScriptedProvider, root: Path, mode: str = "ask", **kw: Any) -> Agent:

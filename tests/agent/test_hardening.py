@@ -35,7 +35,7 @@ from tether.providers.base import (
 )
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.wire.resume import drop_retried_user_turns
 
 

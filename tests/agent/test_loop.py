@@ -20,7 +20,7 @@ from tether.providers.base import StreamError, TextDelta, TextStart, ToolCallDel
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, UnexpectedRequestError, call
 from tether.tools.base import tool
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 ONE_ATTEMPT = AgentConfig(retry={"max_attempts": 1})
 

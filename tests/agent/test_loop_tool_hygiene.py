@@ -16,7 +16,7 @@ from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.settings import AgentConfig
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools import DedupRule, HygieneConfig, builtin_tools, tool
-from tether.tools.hygiene import shell_key
+from tether.tools.exec.hygiene import shell_key
 from tether.wire import build_view, check_pairing
 
 

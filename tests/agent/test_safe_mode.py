@@ -17,12 +17,13 @@ from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
 from tether.agent.host import Host
 from tether.errors import ConfigError
 from tether.messages import ToolCallBlock
+from tether.sandbox.base import Sandbox
+from tether.sandbox.detect import available
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools.base import Tool, tool
-from tether.tools.builtins import builtin_tools
-from tether.tools.policy import offered_specs, refuse_in_safe_mode
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.registry import ToolRegistry
-from tether.tools.sandbox import Sandbox, available
+from tether.tools.safe_mode import offered_specs, refuse_in_safe_mode
 
 SAFE_BUILTINS = ["read", "ls", "glob", "grep"]
 

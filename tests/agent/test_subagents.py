@@ -28,7 +28,7 @@ from tether.agent.subagents import SUBAGENT_SYSTEM, TASK_TOOL
 from tether.messages import Usage
 from tether.session import SessionStore
 from tether.testing import Reply, ScriptedProvider, call
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 
 def results(events: list[AgentEvent]) -> list[ToolResultEvent]:

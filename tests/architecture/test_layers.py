@@ -1,7 +1,9 @@
 """The layering rules of DESIGN.md, checked on the source's imports (ast, no import side
 effects): `messages` imports nothing of ours; `wire` and the pure compaction policy import
 only `messages` (and their own package, and `errors`: the exception tree, a leaf like
-`messages`); nothing below `agent/` imports `agent/` or `cli/`."""
+`messages`); nothing below `agent/` imports `agent/` or `cli/`; `sandbox/` sits below `tools/`
+(it imports neither `tools/` nor `agent/`), and the Landlock launcher imports only the standard
+library."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ BELOW_AGENT = (
     "wire",
     "providers",
     "tools",
+    "sandbox",
     "session",
     "compaction",
     "settings",
@@ -88,6 +91,77 @@ def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
 def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
     bad = {m for m in tether_imports(path) if m.startswith(("tether.agent", "tether.cli"))}
     assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("sandbox"), ids=lambda p: p.name)
+def test_the_sandbox_imports_neither_tools_nor_agent(path: Path) -> None:
+    bad = {m for m in tether_imports(path) if m.startswith(("tether.tools", "tether.agent"))}
+    assert bad == set(), f"sandbox/{path.name} imports {bad}"
+
+
+def _run_time_imports(path: Path) -> set[str]:
+    """The `tether.*` modules a file imports when it runs (imports inside functions included,
+    `if TYPE_CHECKING:` blocks not), with `from M import N` also naming `M.N`."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return {m for m in found if m.startswith("tether.")}
+
+
+@pytest.mark.parametrize("package", ["tools", "sandbox"])
+def test_no_import_cycle_inside_tools_or_sandbox(package: str) -> None:
+    """Importing `a.b.c` runs `a` and `a.b` first, so a package `__init__` counts as a module."""
+    modules: dict[str, Path] = {}
+    for p in files(package):
+        parts = p.relative_to(SRC.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    edges: dict[str, set[str]] = {}
+    for name, p in modules.items():
+        targets: set[str] = set()
+        for m in _run_time_imports(p):
+            pieces = m.split(".")
+            targets |= {".".join(pieces[:i]) for i in range(2, len(pieces) + 1)}
+        edges[name] = {t for t in targets if t in modules and t != name}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            here = todo.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                todo += edges[here]
+        return False
+
+    cycles = sorted(f"{a} -> {b}" for a in edges for b in edges[a] if reaches(b, a))
+    assert cycles == []
+
+
+def test_the_landlock_launcher_imports_only_the_standard_library() -> None:
+    import sys
+
+    tree = ast.parse((SRC / "sandbox" / "landlock.py").read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    assert names - {"__future__"} <= set(sys.stdlib_module_names), names
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,9 @@ from tether.agent import build
 from tether.agent.limits import GeometricDecay, StepDecay
 from tether.errors import AuthError, ConfigError
 from tether.providers.fallback import ModelRef
+from tether.sandbox.policy import policy_for
 from tether.settings import AgentConfig
 from tether.testing import ScriptedProvider
-from tether.tools.containment import policy_for
 
 
 def _settings(data: dict[str, Any]) -> AgentConfig:

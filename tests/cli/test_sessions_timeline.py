@@ -19,7 +19,7 @@ from tether.messages import (
     tool_result,
 )
 from tether.session import SessionStore
-from tether.tools.normalize import render_stub
+from tether.tools.exec.normalize import render_stub
 
 
 def _tether(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from tether.agent.sessions import INTERRUPTED, AgentSession
 from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, call
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -34,7 +34,7 @@ from tether.messages import CompactSummaryBlock, TextBlock, Turn, Usage
 from tether.providers.base import ModelRequest, StreamError
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.wire.markers import SUMMARY_HEADER, elided_ids
 
 TASK = "Process all the records, one dump per step, then say done."

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from tether.compaction.recall import recall_text, recall_tool
 from tether.compaction.restore import recent_read_paths, restore_pair
 from tether.compaction.tail import TailPolicy, shorten_old_results, shorten_text
+from tether.errors import ToolError
 from tether.messages import ToolCallBlock, Turn, text_turn, tool_result
-from tether.tools.base import ToolContext, ToolError
+from tether.tools.context import ToolContext
+from tether.tools.exec.run import run_tool_call
 from tether.tools.registry import ToolRegistry
-from tether.tools.run import run_tool_call
 
 from .helpers import history, round_turns
 

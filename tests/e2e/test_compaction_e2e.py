@@ -30,7 +30,7 @@ from tether.messages import TextBlock, Turn, Usage
 from tether.providers.base import ModelRequest
 from tether.providers.local import LocalProvider
 from tether.testing import Reply, Response, ScriptedProvider, call
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.wire.markers import elided_ids
 
 pytestmark = pytest.mark.slow

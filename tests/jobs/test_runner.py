@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tether.jobs.runner import run_task
+from tether.sandbox.detect import detect_sandbox
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, call
-from tether.tools.sandbox import detect_sandbox
 
 
 @pytest.mark.skipif(detect_sandbox() is None, reason="bash needs an OS sandbox")

@@ -16,8 +16,8 @@ from mcp_servers import stdio_settings
 from tether import Agent, AgentConfig
 from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
 from tether.agent.host import Host
+from tether.sandbox.detect import detect_sandbox
 from tether.testing import ScriptedProvider, call
-from tether.tools.sandbox import detect_sandbox
 
 pytestmark = [
     pytest.mark.timeout(180),

@@ -15,9 +15,9 @@ from mcp_servers import DEMO
 
 from tether.mcp import McpTools
 from tether.messages import TextBlock
+from tether.sandbox.detect import detect_sandbox
 from tether.settings.model import McpServerSettings
-from tether.tools.base import ToolOutput
-from tether.tools.sandbox import detect_sandbox
+from tether.tools.context import ToolOutput
 
 pytestmark = pytest.mark.timeout(120)
 SANDBOX = detect_sandbox()

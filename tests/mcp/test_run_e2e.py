@@ -17,7 +17,7 @@ from mcp_servers import DEMO
 
 import clikit
 from faultserver import FaultServer, text, tool
-from tether.tools.sandbox import detect_sandbox
+from tether.sandbox.detect import detect_sandbox
 
 pytestmark = [
     pytest.mark.timeout(180),

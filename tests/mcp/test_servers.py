@@ -18,9 +18,10 @@ from mcp_servers import HttpDemo, stdio_settings
 from tether.mcp import McpTools
 from tether.messages import ImageBlock, TextBlock, ToolCallBlock
 from tether.settings.model import McpServerSettings
-from tether.tools.base import Tool, ToolContext
+from tether.tools.base import Tool
+from tether.tools.context import ToolContext
+from tether.tools.exec.run import run_tool
 from tether.tools.registry import ToolRegistry
-from tether.tools.run import run_tool
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -27,7 +27,7 @@ from tether.providers.local_grammar import (
     schema_grammar,
 )
 from tether.tools.base import Tool
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 TOKEN = re.compile(
     r'\s*(?:(?P<lit>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])|(?P<rep>\{\d*(?:,\d*)?\})'

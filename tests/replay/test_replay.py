@@ -23,7 +23,7 @@ from tether.replay import checker, replay_run, replay_stored, split_segments
 from tether.session import SessionStore
 from tether.session.transcripts import import_transcript
 from tether.testing import ScriptedProvider, call, deterministic
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 
 TRANSCRIPTS = sorted((CASES_DIR.parent / "fixtures" / "transcripts").iterdir())
 FORMATS = {

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_kit import context, tool_folder, worker_sh
 from test_processes import DAEMONS, settle
 
-from tether.tools import forkserver
-from tether.tools.limits import ResourceLimits
+from sandbox_kit import context, tool_folder, worker_sh
+from tether.sandbox.limits import ResourceLimits
+from tether.tools.exec import forkserver
 
 
 @pytest.fixture(autouse=True)

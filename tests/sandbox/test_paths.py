@@ -9,12 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from sandbox_kit import bash, call, context
 
+from sandbox_kit import bash, call, context
+from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 from tether.tools import ToolContext
-from tether.tools.files import ls
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
-from tether.tools.search import glob_
+from tether.tools.builtin.files import ls
+from tether.tools.builtin.search import glob_
 
 TRIES = 400
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_kit import bash, context, sandbox_for, tool_folder, worker_sh
 
-from tether.tools.limits import ResourceLimits
-from tether.tools.sandbox import tmp_parent
+from sandbox_kit import bash, context, sandbox_for, tool_folder, worker_sh
+from tether.sandbox.limits import ResourceLimits
+from tether.sandbox.policy import tmp_parent
 
 DAEMONS = {
     "nohup": "nohup sleep {t} > /dev/null 2>&1 &",
@@ -148,7 +148,7 @@ def test_a_killed_sessions_private_tmp_is_removed_at_the_next_start(kind: str) -
     sb = sandbox_for(kind)
     mine = sb.tmp_dir
     code = (
-        "import os, signal; from tether.tools.sandbox import available; "
+        "import os, signal; from tether.sandbox.detect import available; "
         f"sb = available({kind!r}); print(sb.tmp_dir, flush=True); "
         "os.kill(os.getpid(), signal.SIGKILL)"
     )

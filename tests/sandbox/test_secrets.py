@@ -10,10 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
-from sandbox_kit import bash, call, context, sandbox_for, tool_folder, worker_sh
 
+from sandbox_kit import bash, call, context, sandbox_for, tool_folder, worker_sh
+from tether.sandbox.base import Sandbox
+from tether.sandbox.bwrap import BwrapSandbox
+from tether.sandbox.landlock_sandbox import LandlockSandbox
 from tether.tools import scrubbed_env
-from tether.tools.sandbox import BwrapSandbox, LandlockSandbox, Sandbox
 
 SECRET = "plain-looking-secret-0042"
 

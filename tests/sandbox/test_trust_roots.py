@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sandbox_kit import bash, call, context, tool_folder, worker_sh
 
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
+from sandbox_kit import bash, call, context, tool_folder, worker_sh
+from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 
 PLANTS = (
     ".tether/tools/x.py",

@@ -20,7 +20,7 @@ from tether.messages import (
     tool_result,
 )
 from tether.session.timeline import persisted_output, session_timeline
-from tether.tools.normalize import render_stub
+from tether.tools.exec.normalize import render_stub
 from tether.tui.chart import chart_lines, legend_lines, timeline_svg
 from tether.wire.markers import elide_markers, is_marker
 

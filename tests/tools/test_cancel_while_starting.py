@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 from test_tool_bash import marker, wait_no_survivors
 
+from sandbox_kit import SANDBOX_KINDS, sandbox_for
 from tether.tools import ToolContext, scrubbed_env
-from tether.tools.shell import run_command
+from tether.tools.builtin.bash import run_command
 
 
 @pytest.mark.parametrize("kind", SANDBOX_KINDS)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tether.messages import ToolCallBlock
-from tether.tools import ToolContext, ToolRegistry, forkserver, scan_tool_folders
-from tether.tools.run import run_tool
+from tether.tools import ToolContext, ToolRegistry, scan_tool_folders
+from tether.tools.exec import forkserver
+from tether.tools.exec.run import run_tool
 
 TOOLS = '''
 import os

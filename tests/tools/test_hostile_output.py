@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.messages import TextBlock, ToolCallBlock
+from tether.sandbox.proc import HeadTail
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
-from tether.tools.normalize import normalize, render_controls
-from tether.tools.persist import OutputLimits, persist_tool_result
-from tether.tools.shell import HeadTail
+from tether.tools.exec.normalize import normalize, render_controls
+from tether.tools.exec.persist import OutputLimits, persist_tool_result
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -38,7 +38,7 @@ async def test_binary_output_is_saved_as_the_exact_bytes(tmp_path: Path) -> None
 def test_head_tail_keeps_undecodable_bytes() -> None:
     h = HeadTail(head=8, tail=8)
     h.feed(b"\xff\x00abc")
-    from tether.tools.normalize import raw_bytes
+    from tether.tools.exec.normalize import raw_bytes
 
     assert raw_bytes(h.text()) == b"\xff\x00abc"
 

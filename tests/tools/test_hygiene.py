@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tether.messages import TextBlock, ToolCallBlock, tool_result
-from tether.tools.hygiene import (
+from tether.tools.exec.hygiene import (
     BLOCKED,
     DedupRule,
     Hygiene,
@@ -20,7 +20,7 @@ from tether.tools.hygiene import (
     default_key,
     shell_key,
 )
-from tether.tools.run import ToolRunResult
+from tether.tools.exec.run import ToolRunResult
 
 _n = iter(range(10**9))
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tether.tools.persist import TOOL_RESULTS_DIR, WRITE_CHUNK_BYTES
+from tether.tools.exec.persist import TOOL_RESULTS_DIR, WRITE_CHUNK_BYTES
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SIZE_CHUNKS = 12
@@ -20,7 +20,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from tether.messages import TextBlock, ToolResultBlock
-from tether.tools import persist
+from tether.tools.exec import persist
 
 def pause(written):
     print(written, flush=True)

@@ -1,4 +1,4 @@
-"""The output gate (`tether.tools.persist`): cases T25 and T26, persisted-output stubs, binary
+"""The output gate (`tether.tools.exec.persist`): cases T25 and T26, persisted-output stubs, binary
 output, mixed results, no-session fallback, write failures, and the agent loop wiring."""
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from tether.agent.sessions import AgentSession
 from tether.messages import ImageBlock, TextBlock, ToolResultBlock, Turn, text_turn
 from tether.session import ARTIFACT_KINDS, SessionStore
 from tether.testing import ScriptedProvider, call
-from tether.tools import persist
-from tether.tools.base import ToolOutput, tool
-from tether.tools.normalize import PERSISTED_OUTPUT_OPEN, render_stub
-from tether.tools.persist import (
+from tether.tools.base import tool
+from tether.tools.context import ToolOutput
+from tether.tools.exec import persist
+from tether.tools.exec.normalize import PERSISTED_OUTPUT_OPEN, render_stub
+from tether.tools.exec.persist import (
     DEFAULT_THRESHOLD_CHARS,
     TOOL_RESULTS_DIR,
     OutputLimits,
@@ -323,7 +324,7 @@ async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path
     (here ≈ 190 KB, far over the 50,000-char threshold) and the wire sees only the stub."""
     work, session_dir = tmp_path / "work", tmp_path / "session"
     work.mkdir()
-    from tether.tools.builtins import builtin_tools
+    from tether.tools.builtin.toolset import builtin_tools
 
     provider = ScriptedProvider([call("bash", command="seq 1 30000"), "done"])
     agent = Agent(

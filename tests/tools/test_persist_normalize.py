@@ -1,4 +1,4 @@
-"""The pure output passes (`tether.tools.normalize`): `\\r` collapse, ANSI, line cuts, binary
+"""The pure output passes (`tether.tools.exec.normalize`): `\\r` collapse, ANSI, line cuts, binary
 test, the byte-stable stub (snapshots), head + tail; Hypothesis properties."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether.tools.normalize import (
+from tether.tools.exec.normalize import (
     PERSISTED_OUTPUT_CLOSE,
     PERSISTED_OUTPUT_OPEN,
     binary_notice,

@@ -17,7 +17,7 @@ from tether.session import SessionStore
 from tether.testing import Response, ScriptedProvider, call
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.base import tool
-from tether.tools.persist import TOOL_RESULTS_DIR, persist_tool_result, readable_results_dir
+from tether.tools.exec.persist import TOOL_RESULTS_DIR, persist_tool_result, readable_results_dir
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from tether.agent.host import Host
 from tether.messages import ToolCallBlock
 from tether.testing import ScriptedProvider, call
 from tether.tools import ToolContext, ToolRegistry, question
-from tether.tools.question import ABANDONED, HEADLESS_ANSWER, Answer, QuestionSpec
-from tether.tools.run import run_tool
+from tether.tools.builtin.question import HEADLESS_ANSWER
+from tether.tools.context import ABANDONED, Answer, QuestionSpec
+from tether.tools.exec.run import run_tool
 
 
 class Bridge:

@@ -40,7 +40,7 @@ def test_top_level_files_only_and_private_helpers(tmp_path: Path) -> None:
     )
     _write(
         b / "two.py",
-        "from tether.tools import tool, builtin_tools\nfrom tether.tools.files import read\n"
+        "from tether.tools import tool, builtin_tools\nfrom tether.tools.builtin.files import read\n"
         "from .lib.util import WHO\n"
         "def who_b() -> str:\n    '''Who.'''\n    return WHO\n"
         "def plain(x: int) -> int:\n    '''Double.'''\n    return 2 * x\n"

@@ -13,7 +13,7 @@ from typing import Any
 from tether.messages import TextBlock, ToolCallBlock
 from tether.tools import TimedOut, ToolContext, ToolRegistry, tool
 from tether.tools.base import MAX_CALL_TIMEOUT_S
-from tether.tools.run import call_limit_s, run_tool
+from tether.tools.exec.run import call_limit_s, run_tool
 from tether.tools.scan import scan_tool_folders
 
 

@@ -13,12 +13,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import SANDBOX_KINDS, sandbox_for
 
+from sandbox_kit import SANDBOX_KINDS, sandbox_for
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.sandbox.bwrap import BwrapSandbox
+from tether.sandbox.detect import available
+from tether.sandbox.landlock_sandbox import LandlockSandbox
+from tether.sandbox.proc import HEAD_BYTES, HeadTail
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
-from tether.tools.sandbox import BwrapSandbox, LandlockSandbox, available
-from tether.tools.shell import HEAD_BYTES, HeadTail
 
 Call = Callable[..., Awaitable[ToolResultBlock]]
 
@@ -137,7 +139,7 @@ import asyncio, sys
 from pathlib import Path
 from tether.tools import ToolContext, builtin_tools, run_tool_call, scrubbed_env, ToolRegistry
 from tether.messages import ToolCallBlock
-from tether.tools.sandbox import available
+from tether.sandbox.detect import available
 
 async def main() -> None:
     ctx = ToolContext.create(sys.argv[1], env=scrubbed_env(), sandbox=available("bwrap"))

@@ -8,7 +8,7 @@ import pytest
 from pydantic import Field
 
 from tether.tools import Tool, ToolContext, ToolRegistry, builtin_tools, tool
-from tether.tools.base import parse_docstring
+from tether.tools._schema import parse_docstring
 
 
 def test_schema_from_signature_and_docstring() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from tether.messages import ImageBlock, ToolResultBlock
-from tether.tools.files import MAX_LINE_CHARS
+from tether.tools.builtin.files import MAX_LINE_CHARS
 
 Call = Callable[..., Awaitable[ToolResultBlock]]
 

@@ -300,7 +300,7 @@ async def test_deny_policy(root: Path, registry: object) -> None:
 
 
 def test_open_inside_closes_the_swap_race(tmp_path: Path) -> None:
-    from tether.tools.paths import atomic_write, open_inside
+    from tether.sandbox.paths import atomic_write, open_inside
 
     root = (tmp_path / "root").resolve()
     (root / "sub").mkdir(parents=True)

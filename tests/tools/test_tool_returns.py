@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 
 from tether.messages import TextBlock, ToolCallBlock
 from tether.tools import ToolContext, ToolOutput, ToolRegistry, tool
-from tether.tools.run import Outcome, run_tool, system_note_block, to_outcome
+from tether.tools.exec.outcome import Outcome, to_outcome
+from tether.tools.exec.run import run_tool, system_note_block
 
 
 class Point(BaseModel):

@@ -10,7 +10,7 @@ import pytest
 
 from tether.messages import ImageBlock, TextBlock, ToolCallBlock
 from tether.tools import NO_OUTPUT, ToolContext, ToolError, ToolOutput, ToolRegistry, tool
-from tether.tools.run import run_tool_call
+from tether.tools.exec.run import run_tool_call
 
 
 def make_call(name: str, **arguments: object) -> ToolCallBlock:

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tether.messages import ToolCallBlock
+from tether.sandbox.policy import PathPolicy
 from tether.tools import ToolContext, ToolRegistry, scrubbed_env
-from tether.tools.paths import PathPolicy
-from tether.tools.run import run_tool
+from tether.tools.exec.run import run_tool
+from tether.tools.exec.worker import worker_argv
 from tether.tools.scan import scan_tool_folders
-from tether.tools.worker import worker_argv
 
 TOOLS = '''
 import os, signal, sys, time

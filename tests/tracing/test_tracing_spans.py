@@ -22,11 +22,11 @@ from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import StreamError
+from tether.sandbox.detect import available
 from tether.settings.model import TracingSettings
 from tether.testing import ScriptedProvider, call, deterministic
 from tether.tools.base import tool
-from tether.tools.builtins import builtin_tools
-from tether.tools.sandbox import available
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tracing import NO_TRACING, tracing_for
 from tether.tracing.otel import OtelTracing
 
@@ -297,7 +297,7 @@ def test_tracing_off_imports_no_opentelemetry(tmp_path: Path) -> None:
         "import sys\n"
         "from tether import Agent, Runtime\n"
         "from tether.testing import ScriptedProvider, call\n"
-        "from tether.tools.builtins import builtin_tools\n"
+        "from tether.tools.builtin.toolset import builtin_tools\n"
         f"a = Agent(ScriptedProvider([call('ls'), 'ok']), tools=builtin_tools(), root={str(tmp_path)!r},"
         " runtime=Runtime(env={'PATH': '/usr/bin:/bin'}))\n"
         "assert a.run_sync('go').text == 'ok'\n"

@@ -18,8 +18,8 @@ from tether.providers.base import ModelRequest
 from tether.session import SessionStore
 from tether.testing import Response, ScriptedProvider, deterministic
 from tether.tools.base import Tool
-from tether.tools.builtins import builtin_tools
-from tether.tools.question import question
+from tether.tools.builtin.question import question
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tui.app import TetherApp
 from tether.tui.opening import Opened
 

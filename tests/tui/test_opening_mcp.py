@@ -13,8 +13,8 @@ import pytest
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.events import AgentEvent
 from tether.agent.host import Host
+from tether.sandbox.detect import detect_sandbox
 from tether.settings.trust import approve
-from tether.tools.sandbox import detect_sandbox
 from tether.tui.opening import ChatOptions, open_agent
 
 DEMO = Path(__file__).resolve().parents[1] / "mcp" / "demo_server.py"

@@ -26,7 +26,7 @@ from tether.messages import (
 from tether.session import SessionStore
 from tether.settings import settings_path
 from tether.testing import Reply, call
-from tether.tools.normalize import render_stub
+from tether.tools.exec.normalize import render_stub
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.context_view import PART_LABELS, context_parts, context_rows
 from tether.tui.panels import ContextScreen, TimelineScreen

@@ -36,10 +36,10 @@ from tether.compaction.pressure import ModelLimits
 from tether.errors import ConfigError
 from tether.messages import ContentBlock, Turn
 from tether.providers.base import Provider
+from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
-from tether.tools.policy import NO_SANDBOX_WARNING
-from tether.tools.question import question
+from tether.tools.builtin.question import question
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 
@@ -87,7 +87,7 @@ class Agent:
 
     Raises:
         ConfigError: (AuthError included) a model that does not resolve, an invalid config.
-        tether.tools.sandbox.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
+        tether.sandbox.base.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
             a sandbox kind that does not work on this machine.
     """
 

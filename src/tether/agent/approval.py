@@ -5,7 +5,7 @@ pure), the request the host sees (`ApprovalRequest`: the call, its kind, a diff 
 edits, the agent path), the host's answer (`ApprovalDecision`: allow once, allow this tool
 for the rest of the session, or deny with a reason the model is told), and `ApprovalGate`,
 which asks one question at a time and remembers session-wide allowances.
-Does not own: safe mode (`tether.tools.policy`; the `read-only` mode *is* safe mode, the agent
+Does not own: safe mode (`tether.tools.safe_mode`; the `read-only` mode *is* safe mode, the agent
 maps one onto the other), rendering the question (the host: the TUI's prompt, or a library
 callback), the diff text (`tether.tools.preview`).
 

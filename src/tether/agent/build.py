@@ -41,17 +41,14 @@ from tether.providers.retry import RetryPolicy
 from tether.settings import AgentConfig, LoadedSettings, load_settings
 from tether.settings.trust import check_trust
 from tether.tools.base import Tool
-from tether.tools.builtins import builtin_tools
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
-from tether.tools.scan import scan_tool_folders
+from tether.tools.scan import PROJECT_TOOL_FOLDER, scan_tool_folders
 
 ModelLike = str | Provider | Sequence[str | Provider]
 """A model as `Agent` takes it: `"provider/model"` (`"local"`, `"anthropic/claude-sonnet-4-5"`,
 a name from the config's `providers`), a provider object, or a list of them in fallback
 order."""
-
-PROJECT_TOOL_FOLDER = Path(".tether") / "tools"
-"""Scanned for tool modules when it exists (relative to the project), besides `tools.folders`."""
 
 Note = Callable[[str], None]
 """Receives one-line setup notes (a skipped model, an unknown window, ...)."""

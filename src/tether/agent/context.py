@@ -34,7 +34,7 @@ from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
 from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
-from tether.tools.run import run_tool_call
+from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
 
 MAX_COMPACTIONS_PER_REQUEST = 3

@@ -8,7 +8,7 @@ running a shell hook under the OS sandbox with a time limit (`run_shell_hook`), 
 and reports a hook that fails or times out as a `warning` event `hook_failed` without stopping
 the run (its answer is then ignored: the hook "allows").
 Does not own: where the points sit in the loop (`tether.agent.loop`; the tool-call points are
-in `tether.agent.gate`, together with the approval gate), the sandbox (`tether.tools.sandbox`).
+in `tether.agent.gate`, together with the approval gate), the sandbox (`tether.sandbox`).
 
 An async library hook has the same time limit (`hooks.timeout`) and is cancelled at it; a
 sync one cannot be interrupted (keep it quick).
@@ -47,9 +47,9 @@ from typing import Any, Literal, cast
 
 from tether.agent.events import AgentEvent, WarningEvent
 from tether.messages import ToolCallBlock, ToolResultBlock, Turn
+from tether.sandbox.proc import kill_group, spawn_confined
 from tether.settings.model import HooksSettings, ShellHookSettings
-from tether.tools.base import ToolContext
-from tether.tools.shell import kill_group, spawn_confined
+from tether.tools.context import ToolContext
 
 HookPoint = Literal["before_tool", "after_tool", "user_prompt", "before_compaction", "stop"]
 HOOK_POINTS: tuple[HookPoint, ...] = (

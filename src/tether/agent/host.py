@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tether.agent.approval import Approver
 from tether.agent.events import AgentEvent
-from tether.tools.question import QuestionBridge
+from tether.tools.context import QuestionBridge
 
 __all__ = ["Host"]
 
@@ -34,7 +34,7 @@ class Host:
         approver: awaited with an `ApprovalRequest` before a call `tools.approval` does not let
             through (`tether.agent.approval`); returns an `ApprovalDecision`. None: nothing
             is asked (headless: `ask` behaves as `auto`).
-        questions: how the `question` tool reaches the user (`tether.tools.question`); None:
+        questions: how the `question` tool reaches the user (`tether.tools.builtin.question`); None:
             the tool answers that no user is there.
         note: called synchronously with one-line setup notes (a fallback entry skipped, an
             unknown context window, a project base URL); None: they are kept in

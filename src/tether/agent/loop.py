@@ -46,7 +46,8 @@ from tether.agent.subagents import Subagents
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, ToolSpec
-from tether.tools.policy import NO_SANDBOX_WARNING, offered_specs
+from tether.sandbox.policy import NO_SANDBOX_WARNING
+from tether.tools.safe_mode import offered_specs
 from tether.tracing import Span
 from tether.wire import remint_tool_call_ids
 from tether.wire.resume import is_retried_message

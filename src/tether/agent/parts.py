@@ -37,14 +37,15 @@ from tether.errors import ConfigError
 from tether.messages import Turn
 from tether.providers.base import Provider
 from tether.providers.retry import RetryPolicy
+from tether.sandbox.detect import detect_sandbox
+from tether.sandbox.policy import limits_for, policy_for
 from tether.settings import AgentConfig
-from tether.tools.base import Spawner, Tool, ToolContext
-from tether.tools.containment import limits_for, policy_for
+from tether.tools.base import Tool, ToolContext
+from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
-from tether.tools.hygiene import Hygiene, HygieneConfig
-from tether.tools.persist import OutputLimits
+from tether.tools.exec.hygiene import Hygiene, HygieneConfig
+from tether.tools.exec.persist import OutputLimits
 from tether.tools.registry import ToolRegistry
-from tether.tools.sandbox import detect_sandbox
 from tether.tracing import Tracing, tracing_for
 from tether.wire import Repair, ViewBuilder
 
@@ -298,13 +299,13 @@ def assemble(
         compaction: True: automatic compaction as `config.context` says; False: none; or
             your own `AutoCompaction`.
         spawn: runs a subagent for the `task` tool (`tether.agent.subagents.Subagents`).
-        hygiene: dedup / stale-read rules (`tether.tools.hygiene`; None: the defaults).
+        hygiene: dedup / stale-read rules (`tether.tools.exec.hygiene`; None: the defaults).
         note: receives one-line setup notes (an unknown window, tracing unavailable).
 
     Raises:
         ConfigError: an invalid config (an inconsistent thinking decay, a bad window entry).
         ValueError: `chain` is empty.
-        tether.tools.sandbox.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
+        tether.sandbox.base.SandboxUnavailableError: the config (or `TETHER_SANDBOX`) forces
             a sandbox kind that does not work on this machine.
     """
     chain = tuple(chain)

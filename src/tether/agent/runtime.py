@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from tether.tools.base import Wrap
+from tether.tools.context import Wrap
 from tether.tracing import Tracing
 
 

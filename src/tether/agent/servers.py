@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from tether.agent import build
 from tether.agent.events import AgentEvent, WarningEvent
+from tether.sandbox.base import Sandbox
 from tether.settings import AgentConfig
-from tether.tools.base import ToolContext
+from tether.tools.context import ToolContext
 from tether.tools.registry import ToolRegistry
-from tether.tools.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from tether.mcp import McpTools

@@ -19,7 +19,7 @@ from tether.agent.sessions import AgentSession
 from tether.compaction.summarize import SummaryCall
 from tether.messages import RunStopReason, Turn, Usage
 from tether.providers.base import Provider
-from tether.tools.base import ToolContext
+from tether.tools.context import ToolContext
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 

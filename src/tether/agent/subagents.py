@@ -40,7 +40,8 @@ from tether.errors import ConfigError, RunError, SessionError
 from tether.messages import Usage
 from tether.session.store import SessionStore
 from tether.settings.model import AgentConfig, AgentsSettings, McpSettings
-from tether.tools.base import Tool, ToolContext, ToolOutput, tool
+from tether.tools.base import Tool, tool
+from tether.tools.context import ToolContext, ToolOutput
 
 TASK_TOOL = "task"
 TASK_TIMEOUT_S = 3600.0

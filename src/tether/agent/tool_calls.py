@@ -6,8 +6,8 @@ Owns: `ToolCalls` (parallel calls, results in call order, system notes after all
 `tool_call_started` record right before a call runs) and `TOOL_CANCELLED`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
 appends the results turn through the run's `RunState`.
-Does not own: a call's execution (`tether.tools.run`), the dedup / stale-read rules
-(`tether.tools.hygiene`), the output gate (`tether.tools.persist`), persistence
+Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
+(`tether.tools.exec.hygiene`), the output gate (`tether.tools.exec.persist`), persistence
 (`RunState.append`).
 """
 
@@ -25,11 +25,11 @@ from tether.agent.gate import CallGate
 from tether.agent.sessions import INTERRUPTED
 from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
-from tether.tools.hygiene import Hygiene
-from tether.tools.persist import OutputLimits, gate_tool_result
-from tether.tools.policy import refuse_in_safe_mode
+from tether.tools.exec.hygiene import Hygiene
+from tether.tools.exec.persist import OutputLimits, gate_tool_result
+from tether.tools.exec.run import ToolRunResult, run_tool, system_note_block
 from tether.tools.preview import edit_diff
-from tether.tools.run import ToolRunResult, run_tool, system_note_block
+from tether.tools.safe_mode import refuse_in_safe_mode
 from tether.tracing import NO_TRACING, Tracing
 
 TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"

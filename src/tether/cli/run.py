@@ -39,9 +39,9 @@ from tether.cli.output import (
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.sandbox.detect import detect_sandbox
+from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
-from tether.tools.policy import NO_SANDBOX_WARNING
-from tether.tools.sandbox import detect_sandbox
 
 if TYPE_CHECKING:
     pass

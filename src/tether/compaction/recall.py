@@ -15,8 +15,9 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.compaction.prompt import render_turn
+from tether.errors import ToolError
 from tether.messages import Turn
-from tether.tools.base import Tool, ToolError, tool
+from tether.tools.base import Tool, tool
 
 RECALL_TOOL = "recall"
 """The tool's name."""

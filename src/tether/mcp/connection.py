@@ -40,8 +40,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import Client, StdioServerParameters
 from tether.mcp.config import ServerSpec, server_env
+from tether.sandbox.base import Sandbox
+from tether.sandbox.policy import SandboxConfig
 from tether.tools.env import DEFAULT_REFUSED
-from tether.tools.sandbox import Sandbox, SandboxConfig
 
 log = logging.getLogger(__name__)
 

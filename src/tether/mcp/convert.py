@@ -4,7 +4,7 @@ Owns: `call_result_parts` (a `tools/call` result → text/image parts and the er
 `resource_parts` (a `resources/read` result → parts) and `tool_schema` (an MCP tool's input
 schema as the tool's JSON schema).
 Does not own: running calls (`tether.mcp.connection`), the persisted-output gate (the loop
-gates every tool result, MCP ones included: `tether.tools.persist`).
+gates every tool result, MCP ones included: `tether.tools.exec.persist`).
 
 Mapping (MCP content block → tool_result part), per the MCP `CallToolResult` shape
 (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result):

@@ -36,11 +36,12 @@ from tether.mcp.config import Lookup, ServerSpec, default_lookup, resolve_server
 from tether.mcp.connection import WARNINGS_DIR, McpServerError, ServerConnection
 from tether.mcp.convert import call_result_parts, describe_tool, resource_parts, tool_schema
 from tether.mcp.oauth import build_auth
+from tether.sandbox.base import Sandbox
 from tether.settings.model import McpServerSettings
-from tether.tools.base import Tool, ToolOutput
+from tether.tools.base import Tool
+from tether.tools.context import ToolOutput
 from tether.tools.env import DEFAULT_REFUSED
 from tether.tools.registry import ToolRegistry
-from tether.tools.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 

@@ -263,7 +263,7 @@ async def replay_run(
     from tether.agent.host import Host
     from tether.agent.sessions import AgentSession
     from tether.settings import AgentConfig
-    from tether.tools.builtins import builtin_tools
+    from tether.tools.builtin.toolset import builtin_tools
 
     chk = checker(target)
     report = ReplayReport(target=target, tools="run")

@@ -19,7 +19,7 @@ Rules:
       wire-view size (`tether.compaction.pressure.estimate_tokens` of the marker-elided turns,
       the estimate the compaction itself reports) just before and just after it.
     * `persisted`: one per tool result whose text holds a persisted-output stub
-      (`<persisted-output size_bytes="N" path="P">`, `tether.tools.normalize.render_stub`) or
+      (`<persisted-output size_bytes="N" path="P">`, `tether.tools.exec.normalize.render_stub`) or
       a saved-output note (`[full output (N bytes, L lines) saved at P; …]`).
     * `model`: one where an assistant turn's provenance (`provider/model`) differs from the
       previous assistant turn's that had one.

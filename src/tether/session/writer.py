@@ -13,7 +13,7 @@ Each entry is one unbuffered `write(2)` on an `O_APPEND` descriptor, so there is
 flush, and concurrent writers on one file never interleave inside a line (Linux serializes
 appends to a regular file). `sync()` adds durability (`fsync`) when the caller asks for it: the
 tool outputs saved in the artifact folder since the last sync first (the output gate does not
-fsync them, `tether.tools.persist`), then the session file, so no synced line names a file the
+fsync them, `tether.tools.exec.persist`), then the session file, so no synced line names a file the
 disk may lack.
 """
 

@@ -120,7 +120,7 @@ class ToolsSettings(_Section):
         refused_env: variable names (exact or `*` globs, case-insensitive) never passed to tool
             subprocesses; see `tether.tools.env.scrubbed_env`.
         deny_paths: globs over root-relative paths the file tools refuse to read and write, in
-            addition to the built-in dotenv rules (`tether.tools.paths.DEFAULT_POLICY`).
+            addition to the built-in dotenv rules (`tether.sandbox.policy.DEFAULT_POLICY`).
         network: whether sandboxed tools may use the network.
         safe: only tools declared `safe` may run.
         folders: tool folders (relative to the project) scanned for tool modules, besides

@@ -1,19 +1,19 @@
 """Tool definition: a Python function (sync or async) with type hints becomes a `Tool`.
 
-Owns: `Tool`, the `@tool` decorator, `ToolContext` (what a tool may know of its run), `ToolOutput`
-(a result with an explicit error flag) and `ToolError` (a fault a tool reports in its own words).
-The arguments' JSON schema is built with pydantic from the signature; parameter descriptions come
-from the docstring's Google-style `Args:` section (parsed by griffe).
-Does not own: running a call (`tether.tools.run`), the registry (`tether.tools.registry`), path
-containment (`tether.tools.paths`) or the built-in tools (`tether.tools.builtins`).
+Owns: `Tool`, the `@tool` decorator, `TimedOut` (what an `on_timeout` callback is told) and the
+time-limit constants. The arguments' JSON schema is built with pydantic from the signature;
+parameter descriptions come from the docstring's Google-style `Args:` section (parsed by griffe,
+see `tether.tools._schema`).
+Does not own: the context a tool runs with and `ToolOutput` (`tether.tools.context`), running a
+call (`tether.tools.exec.run`), the registry (`tether.tools.registry`), path containment
+(`tether.sandbox.paths`) or the built-in tools (`tether.tools.builtin`). A tool reports a fault
+in its own words by raising `tether.errors.ToolError`.
 
 Shapes:
     Tool(name, description, parameters: JSON schema dict, fn, safe, timeout_s, inline,
          on_timeout, timeout_param, source)
-    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
-                questions, sandbox: Sandbox | None, network: bool)
 
-Return shapes a tool may use (converted by `tether.tools.run`): a str; a list of
+Return shapes a tool may use (converted by `tether.tools.exec.outcome`): a str; a list of
 TextBlock/ImageBlock parts; a `ToolOutput`; None; or an envelope dict whose keys are all among
 `result`, `system`, `display` and which has `result` — `system` (str or list of str) becomes
 system notes appended to the results turn after all tool_results, `display` goes to the host
@@ -27,203 +27,25 @@ before the function is called.
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, overload
+from typing import Any, overload
 
-from griffe import (
-    Docstring,
-    DocstringElement,
-    DocstringSection,
-    DocstringSectionAdmonition,
-    DocstringSectionParameters,
-    DocstringSectionText,
-)
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.json_schema import GenerateJsonSchema
 
-from tether.errors import TetherError
-from tether.messages import ImageBlock, TextBlock
 from tether.providers.base import ToolSpec
+from tether.tools._schema import NoTitles, parse_docstring
+from tether.tools.context import ToolContext
 
-if TYPE_CHECKING:
-    from tether.tools.limits import ResourceLimits
-    from tether.tools.paths import PathPolicy
-    from tether.tools.question import QuestionBridge
-    from tether.tools.sandbox import Sandbox, SandboxConfig
-
+DEFAULT_TIMEOUT_S = 120.0
+"""A call's time limit when neither the tool nor the caller sets one (s)."""
 TIMEOUT_PARAM = "timeout"
 """The name of the harness-read time-limit parameter (seconds)."""
 MAX_CALL_TIMEOUT_S = 1200.0
 """The cap on a model-chosen `timeout` argument (20 min)."""
-
-Wrap = Callable[[list[str]], list[str]]
-"""Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
-
-
-class Spawner(Protocol):
-    """Runs a subagent to completion for a `task` call (`tether.agent.subagents.Subagents`)."""
-
-    async def __call__(
-        self,
-        *,
-        call_id: str,
-        name: str,
-        prompt: str,
-        agent: str | None,
-        tools: Sequence[str] | None,
-        model: str | None,
-    ) -> ToolOutput: ...
-
-
-class ToolError(TetherError):
-    """A tool fault reported to the model as-is (no `ExcType:` prefix), as an is_error result."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolContext:
-    """What a running tool may know of its environment; injected into a parameter annotated
-    `ToolContext` (that parameter is excluded from the schema).
-
-    Attributes:
-        root: the working folder, as a real path (symlinks resolved).
-        env: the scrubbed environment for subprocesses (see `tether.tools.env.scrubbed_env`).
-        session_dir: the session's artifact folder, or None when there is no session.
-        policy: an optional deny-list for file paths (see `tether.tools.paths.PathPolicy`).
-        wrap: rewrites the argv of a tool worker process before it starts (an OS sandbox hook);
-            None is the identity.
-        questions: how the `question` tool reaches the user, or None when headless.
-
-        sandbox: the OS sandbox subprocesses run in (`tether.tools.sandbox`), or None for
-            none (the agent then offers only safe tools, see `tether.tools.policy`).
-        network: whether sandboxed subprocesses may use the network.
-        limits: process-count and file-size limits of tool subprocesses
-            (`tether.tools.limits`); None: the defaults.
-        call_id: the id of the tool call being run (set per call by the loop), or None.
-        spawn: runs a subagent for the `task` tool (`tether.agent.subagents`; set by the
-            agent), or None.
-    """
-
-    root: Path
-    env: Mapping[str, str]
-    session_dir: Path | None = None
-    policy: PathPolicy | None = None
-    wrap: Wrap | None = field(default=None, repr=False, compare=False)
-    questions: QuestionBridge | None = field(default=None, repr=False, compare=False)
-
-    sandbox: Sandbox | None = None
-    network: bool = False
-    limits: ResourceLimits | None = None
-    call_id: str | None = None
-    spawn: Spawner | None = field(default=None, repr=False, compare=False)
-
-    def sandbox_config(self, readable: Sequence[Path] = ()) -> SandboxConfig:
-        """What a subprocess of this context may touch (`tether.tools.sandbox.SandboxConfig`):
-        writes beneath `root` (or only the policy's `write_paths`), `.git`, `.tether` and the
-        policy's protected folders read-only, tether's own folders hidden, a PID namespace,
-        network per `network`, `readable` folders kept visible read-only."""
-        from tether.tools.sandbox import SandboxConfig
-
-        policy = self.policy
-        protected = () if policy is None else tuple(Path(p) for p in policy.protected)
-        write_paths = None
-        if policy is not None and policy.write_paths is not None:
-            from tether.tools.paths import expand_write_paths
-
-            write_paths = expand_write_paths(self.root, policy.write_paths)
-        if policy is not None and policy.allow_protected_writes:
-            protected = ()
-        return SandboxConfig(
-            root=self.root,
-            network=self.network,
-            extra_readable=tuple(readable),
-            isolate_pids=True,
-            write_paths=write_paths,
-            protected=protected,
-            writable_protected=policy is not None and policy.allow_protected_writes,
-        )
-
-    def wrap_argv(self, argv: list[str], readable: Sequence[Path] = ()) -> list[str]:
-        """`argv` through the `wrap` hook; without one, through the OS sandbox (see
-        `sandbox_config`); unchanged when there is neither."""
-        if self.wrap is not None:
-            return self.wrap(list(argv))
-        if self.sandbox is not None:
-            return self.sandbox.wrap(list(argv), self.sandbox_config(readable))
-        return list(argv)
-
-    @classmethod
-    def create(
-        cls,
-        root: str | os.PathLike[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        session_dir: Path | None = None,
-        policy: PathPolicy | None = None,
-        wrap: Wrap | None = None,
-        questions: QuestionBridge | None = None,
-        sandbox: Sandbox | None = None,
-        network: bool = False,
-        limits: ResourceLimits | None = None,
-    ) -> ToolContext:
-        """A context with `root` resolved to its real path and, unless `env` is given, the
-        current process environment scrubbed of secrets.
-
-        Args:
-            root: the working folder (must exist).
-            env: the environment for subprocesses, used as given; None scrubs `os.environ`.
-            session_dir: the session's artifact folder.
-            policy: a deny-list for file paths.
-            wrap: the worker argv hook (None: identity).
-            questions: the question bridge (None: headless).
-
-            sandbox: the OS sandbox for subprocesses, or None.
-            network: whether sandboxed subprocesses may use the network.
-
-        Raises:
-            NotADirectoryError: `root` is not an existing directory.
-        """
-        from tether.tools.env import scrubbed_env
-
-        real = Path(os.path.realpath(root))
-        if not real.is_dir():
-            raise NotADirectoryError(f"working folder is not a directory: {real}")
-        return cls(
-            root=real,
-            env=scrubbed_env() if env is None else dict(env),
-            session_dir=session_dir,
-            policy=policy,
-            wrap=wrap,
-            questions=questions,
-            sandbox=sandbox,
-            network=network,
-            limits=limits,
-        )
-
-
-ResultContent = str | Sequence[TextBlock | ImageBlock]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
-    """A tool's result with an explicit error flag (return it instead of a bare str/list).
-
-    Attributes:
-        content: text, or text/image parts.
-        is_error: True to mark the result as failed without raising.
-        system: system notes for the model, appended after the turn's tool_results.
-        display: a JSON-able value for the host only (never sent to the model nor stored).
-    """
-
-    content: ResultContent
-    is_error: bool = False
-    system: str | Sequence[str] | None = None
-    display: Any = None
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TimedOut:
@@ -245,81 +67,6 @@ class TimedOut:
 OnTimeout = Callable[[TimedOut], Any]
 """Called once when a call times out (sync or async); it has `ON_TIMEOUT_GRACE_S` to clean up.
 It may return a final result (any tool return shape) or None."""
-
-
-class _NoTitles(GenerateJsonSchema):
-    """Schema generator that omits the per-field `title` keys (tokens sent every turn)."""
-
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-
-def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {param: description}), parsed by
-    griffe (as pydantic-ai does). The description is the docstring without its `Args:` section:
-    the text (hard-wrapped paragraphs joined) and the other sections (`Returns:`, `Note:`, ...)
-    rendered back as `Title:` plus indented items. A section needs a blank line before it.
-    """
-    if not doc:
-        return "", {}
-    sections = Docstring(inspect.cleandoc(doc), lineno=1).parse("google", warnings=False)
-    kept: list[str] = []
-    params: dict[str, str] = {}
-    for section in sections:
-        if isinstance(section, DocstringSectionText):
-            kept.append(_unwrap(section.value.splitlines()))
-        elif isinstance(section, DocstringSectionParameters):
-            for p in section.value:
-                params[p.name] = " ".join(p.description.split())
-        elif isinstance(section, DocstringSectionAdmonition):
-            body = _unwrap(section.value.description.splitlines())
-            kept.append(f"{section.title or 'Note'}:\n" + _indent(body))
-        else:
-            kept.append(_render_section(section))
-    return "\n\n".join(k for k in kept if k).strip(), params
-
-
-def _indent(text: str) -> str:
-    return "\n".join(f"    {line}" if line else "" for line in text.splitlines())
-
-
-def _render_section(section: DocstringSection) -> str:
-    """A non-parameter section as `Title:` and indented `name: description` items."""
-    title = section.title or section.kind.value.capitalize()
-    value: object = section.value
-    lines: list[str] = []
-    items: list[object] = list(cast("list[object]", value)) if isinstance(value, list) else [value]
-    for item in items:
-        if isinstance(item, DocstringElement):
-            name = getattr(item, "name", "") or str(item.annotation or "")
-            desc = " ".join(item.description.split())
-            lines.append(f"{name}: {desc}" if name else desc)
-        elif isinstance(item, tuple):  # examples: (kind, text)
-            lines.append(str(cast("tuple[object, ...]", item)[-1]))
-        else:
-            lines.append(str(item))
-    return f"{title}:\n" + _indent("\n".join(lines))
-
-
-_BLOCK_START = re.compile(r"^(\s|[-*+>|]|\d+[.)]\s|```)")
-
-
-def _unwrap(lines: list[str]) -> str:
-    """Join hard-wrapped lines of a paragraph with spaces; blank lines, list items, indented
-    and fenced lines keep their breaks."""
-    out: list[str] = []
-    for line in lines:
-        if (
-            out
-            and line
-            and out[-1]
-            and not _BLOCK_START.match(line)
-            and not _BLOCK_START.match(out[-1])
-        ):
-            out[-1] = f"{out[-1]} {line}"
-        else:
-            out.append(line)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -443,7 +190,7 @@ def _build(
         __config__=ConfigDict(extra="forbid"),
         **fields,
     )
-    schema = model.model_json_schema(schema_generator=_NoTitles)
+    schema = model.model_json_schema(schema_generator=NoTitles)
     schema.pop("title", None)
     schema.pop("$schema", None)
     schema.setdefault("properties", {})
@@ -513,7 +260,7 @@ def tool(
         timeout_s: its own time limit in seconds (None: the runner's default).
         inline: run a sync fn on the event loop rather than in a worker thread.
         on_timeout: called once (with a `TimedOut`) when a call times out; it may clean up and
-            return a final result within `ON_TIMEOUT_GRACE_S` (see `tether.tools.run`).
+            return a final result within `ON_TIMEOUT_GRACE_S` (see `tether.tools.exec.run`).
 
     Returns:
         The Tool, or a decorator producing it when `fn` is omitted.

@@ -1,4 +1,4 @@
-"""The environment tool subprocesses get: the harness's environment minus secrets (T31).
+"""The environment tool subprocesses get: the harness's environment minus secrets.
 
 Owns: `scrubbed_env` (drops provider keys and secret-shaped variable names), `DEFAULT_REFUSED`,
 and `redact_secrets` (masks secret-shaped values in tool output before it is stored or sent).
@@ -44,7 +44,7 @@ DEFAULT_REFUSED: tuple[str, ...] = (
     "*_PASSWORD",
     "*_PASSWD",
     "*_CREDENTIALS",
-    # secrets by convention (issue 11): database passwords and URLs, the ssh agent
+    # secrets by convention: database passwords and URLs, the ssh agent
     "PGPASSWORD",
     "PGPASSFILE",
     "MYSQL_PWD",

@@ -1,7 +1,7 @@
 """Edit previews: the unified diff a `write` or `edit` call would make, for an approval prompt.
 
 Owns: `edit_diff` (reads the file through the same path guard as the tools; never writes).
-Does not own: the edit itself (`tether.tools.files`), asking (`tether.agent.approval`).
+Does not own: the edit itself (`tether.tools.builtin.files`), asking (`tether.agent.approval`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from tether.tools.base import ToolContext, ToolError
-from tether.tools.files import guard, rel
+from tether.errors import ToolError
+from tether.tools.builtin.files import guard, rel
+from tether.tools.context import ToolContext
 
 MAX_PREVIEW_BYTES = 2 * 1024 * 1024
 """Files larger than this (bytes) get no preview."""

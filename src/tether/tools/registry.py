@@ -1,7 +1,7 @@
 """The tool registry: the tools a run offers, by name.
 
 Owns: `ToolRegistry` (add/get/names/specs; the specs tuple is cached since the loop asks for it
-every turn). Does not own: running calls (`tether.tools.run`).
+every turn). Does not own: running calls (`tether.tools.exec.run`).
 """
 
 from __future__ import annotations

@@ -13,14 +13,14 @@ Rules:
       else every module-level `Tool` defined in that module (`@tool`-decorated functions; tools
       it merely imports are not collected). A top-level file without tools is a helper.
     * Collected tools get `Tool.source` = their file: they run in a worker process
-      (`tether.tools.worker`), not in this one.
+      (`tether.tools.exec.worker`), not in this one.
     * A file that fails to import (syntax error, exception at import, a bad tool signature) is
       skipped and reported in `ToolFolders.problems`, naming the file; the others load.
     * A tool name defined twice (two files, one file, or a file and a built-in) raises
       `ToolConflictError` naming both places.
 
-Does not own: running the tools (`tether.tools.run`, `tether.tools.worker`). Importing a tool
-file runs its module code in this process (to read the schemas).
+Does not own: running the tools (`tether.tools.exec.run`, `tether.tools.exec.worker`). Importing
+a tool file runs its module code in this process (to read the schemas).
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ from tether.tools.registry import ToolRegistry
 
 BUILTIN = "built-in"
 """The origin label of tools passed as `base` (built-ins)."""
+
+
+PROJECT_TOOL_FOLDER = Path(".tether") / "tools"
+"""The project's tool folder, relative to the working folder (scanned when project tools are on)."""
 
 
 class ToolConflictError(ConfigError, ValueError):

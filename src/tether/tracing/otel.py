@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from tether.messages import ToolCallBlock, ToolResultBlock, Usage
     from tether.providers.assemble import Assembler
     from tether.providers.base import ModelRequest, Provider
-    from tether.tools.base import ToolContext
+    from tether.tools.context import ToolContext
 
 SCOPE = "tether"
 """The instrumentation scope name of every span."""

@@ -34,7 +34,7 @@ from tether.agent.input_fit import input_overflow
 from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
-from tether.tools.question import Answer, QuestionSpec
+from tether.tools.context import Answer, QuestionSpec
 from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
 from tether.tui.handlers import run_command

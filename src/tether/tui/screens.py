@@ -5,7 +5,7 @@ y = allow once, a = allow for this session, n = deny with a typed reason, Esc = 
 `QuestionScreen` (1-4 questions, each a header chip and 2-16 options; the highlighted
 option's preview is shown; Space toggles in a multi-select; a free-text row; Enter answers,
 Esc abandons). Each dismisses with its answer.
-Does not own: the gate (`tether.agent.approval`), the question schema (`tether.tools.question`).
+Does not own: the gate (`tether.agent.approval`), the question schema (`tether.tools.context`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.tools.question import ABANDONED, Answer, QuestionSpec
+from tether.tools.context import ABANDONED, Answer, QuestionSpec
 
 
 class ApprovalScreen(ModalScreen[ApprovalDecision]):

@@ -5,7 +5,7 @@ cut at line ends; binary files are named, not shown) and `FileViewer`, the scree
 page of the file, PageDown / `n` the next page, PageUp / `p` the previous, Home / End the
 first / last page, Esc / `q` close. Only one page is ever read into memory, so a 1 GB output
 opens as fast as a 1 KB one.
-Does not own: where outputs are saved (`tether.tools.persist`).
+Does not own: where outputs are saved (`tether.tools.exec.persist`).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tether.tools.builtin.files import SNIFF_BYTES
+
 PAGE_BYTES = 64 * 1024
 """The bytes shown at once."""
-SNIFF_BYTES = 8192
-"""The bytes looked at to tell a binary file (a NUL byte, or not UTF-8)."""
 
 
 @dataclass(frozen=True, slots=True)

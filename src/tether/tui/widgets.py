@@ -39,8 +39,8 @@ PERSISTED_RE = re.compile(
     r"|\[binary output: (\d+) bytes, sha256 \w+; saved to ([^;\]]+)"
 )
 """A saved output's size and path: the `<persisted-output>` stub
-(`tether.tools.normalize.render_stub`), the older `[full output (…) saved at …]` line, a binary
-output's notice (`tether.tools.normalize.binary_notice`)."""
+(`tether.tools.exec.normalize.render_stub`), the older `[full output (…) saved at …]` line, a binary
+output's notice (`tether.tools.exec.normalize.binary_notice`)."""
 
 
 def saved_output(content: str) -> tuple[int, str, bool] | None:

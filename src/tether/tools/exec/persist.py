@@ -1,4 +1,4 @@
-"""The output gate: every tool result passes here before it is stored (cases T25, T26).
+"""The output gate: every tool result passes here before it is stored.
 
 Owns: `persist_tool_result` / `gate_tool_result` (normalize, detect binary, persist oversized
 output to the session's artifact folder and put a byte-stable `<persisted-output>` stub in its
@@ -6,7 +6,7 @@ place), `OutputLimits`, the atomic file write (`atomic_write_file`: temp file in
 folder, `os.replace`, with `durable=True` fsync of the file and the folder) and
 `readable_results_dir` (the one folder outside the working folder that the `read` tool may
 read: this session's `tool-results/`).
-Does not own: the pure text passes and the stub's shape (`tether.tools.normalize`), the session
+Does not own: the pure text passes and the stub's shape (`tether.tools.exec.normalize`), the session
 layout (`tether.session.layout` names the same `tool-results` sub-folder).
 
 What happens to a result (`session_dir` is the session's artifact folder, or None):
@@ -17,16 +17,16 @@ What happens to a result (`session_dir` is the session's artifact folder, or Non
   exact bytes the tool produced (tools keep undecodable bytes as `surrogateescape` characters,
   `raw_bytes` restores them); with a session those bytes are saved to
   `<session_dir>/tool-results/<call_id>.bin`.
-- Control characters are rendered or escaped (`tether.tools.normalize.render_controls`).
-- Output a tool cut before the gate (`tether.tools.normalize.output_cut_note`, e.g. `bash` past
+- Control characters are rendered or escaped (`tether.tools.exec.normalize.render_controls`).
+- Output a tool cut before the gate (`tether.tools.exec.normalize.output_cut_note`, e.g. `bash` past
   8 MB) is described as what it is: the bytes produced, the bytes kept, and the line of the cut.
 - A text-only result longer than `threshold_chars` after normalization is saved raw (the exact
-  output, T25) to `<session_dir>/tool-results/<call_id>.txt` and replaced by the stub (see
-  `tether.tools.normalize.render_stub`). Without a session, or when the write fails, it is cut
+  output) to `<session_dir>/tool-results/<call_id>.txt` and replaced by the stub (see
+  `tether.tools.exec.normalize.render_stub`). Without a session, or when the write fails, it is cut
   to head + tail with a notice instead (never dropped silently).
 - A text-only result that lost characters to normalization (cut lines) or whose raw text is
   over the threshold keeps its normalized text, and with a session its raw output is saved too
-  and one note line names the file (T26: the full raw output goes to disk).
+  and one note line names the file (the full raw output goes to disk).
 - A result with images is never persisted: images are kept, text parts normalized (and, over
   the threshold, cut to head + tail).
 - `is_error` is kept; error results are gated the same way.
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.messages import ImageBlock, ResultPart, TextBlock, ToolResultBlock
-from tether.tools.normalize import (
+from tether.tools.exec.normalize import (
     DEFAULT_MAX_LINE_CHARS,
     PERSISTED_OUTPUT_CLOSE,
     PERSISTED_OUTPUT_OPEN,
@@ -66,7 +66,7 @@ from tether.tools.normalize import (
 )
 
 __all__ = [
-    "DEFAULT_LIMITS",
+    "DEFAULT_OUTPUT_LIMITS",
     "DEFAULT_THRESHOLD_CHARS",
     "PERSISTED_OUTPUT_CLOSE",
     "PERSISTED_OUTPUT_OPEN",
@@ -121,7 +121,7 @@ class OutputLimits:
             raise ValueError(f"max_line_chars must be at least 40, got {self.max_line_chars}")
 
 
-DEFAULT_LIMITS = OutputLimits()
+DEFAULT_OUTPUT_LIMITS = OutputLimits()
 
 
 def result_file_name(call_id: str, suffix: str) -> str:
@@ -281,7 +281,7 @@ def _gate_text(raw: str, call_id: str, session_dir: Path | None, limits: OutputL
 def persist_tool_result(
     result: ToolResultBlock,
     session_dir: Path | None,
-    limits: OutputLimits = DEFAULT_LIMITS,
+    limits: OutputLimits = DEFAULT_OUTPUT_LIMITS,
 ) -> ToolResultBlock:
     """Gate one tool result (see the module docstring for the rules).
 
@@ -331,7 +331,7 @@ def persist_tool_result(
 async def gate_tool_result(
     result: ToolResultBlock,
     session_dir: Path | None,
-    limits: OutputLimits = DEFAULT_LIMITS,
+    limits: OutputLimits = DEFAULT_OUTPUT_LIMITS,
 ) -> ToolResultBlock:
     """`persist_tool_result` for async callers: small results are gated inline, results over
     `INLINE_GATE_CHARS` characters in a worker thread (normalizing and writing megabytes would

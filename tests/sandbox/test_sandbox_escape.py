@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import sandbox_for
 
+from sandbox_kit import sandbox_for
 from tether.messages import ToolCallBlock, ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.env import DEFAULT_REFUSED
 
-KINDS = ("bwrap", "landlock", "landlock-exec")
+KINDS = ("bwrap", "landlock-child", "landlock")
 
 
 def snapshot(top: Path) -> dict[str, str]:
@@ -42,6 +42,14 @@ def snapshot(top: Path) -> dict[str, str]:
 @pytest.fixture(params=KINDS)
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A plain working folder (not the suite's project with `.git`: `world` builds its own)."""
+    r = tmp_path / "ws"
+    r.mkdir()
+    return r.resolve()
 
 
 @pytest.fixture
@@ -222,9 +230,9 @@ async def test_landlock_alone_when_namespaces_are_refused(
     """Where the kernel grants no namespace (no root, unprivileged user namespaces off), the
     Landlock domain alone still refuses writes outside and, on ABI ≥ 4, TCP connects; `.git`
     is then writable (documented)."""
-    from tether.tools import landlock
+    from tether.sandbox import landlock
 
-    sb = sandbox_for("landlock")
+    sb = sandbox_for("landlock-child")
     monkeypatch.setattr(landlock, "_namespaces", lambda *args: False)
     ctx = ToolContext.create(world["root"], env=scrubbed_env(), sandbox=sb)
     before = snapshot(world["outside"])
@@ -255,7 +263,7 @@ async def test_bwrap_hides_the_hosts_service_sockets_in_run(root: Path) -> None:
     command act outside the sandbox; under bwrap /run is empty."""
     import threading
 
-    from tether.tools.sandbox import available
+    from tether.sandbox.detect import available
 
     bwrap = available("bwrap")
     if bwrap is None or not os.access("/run", os.W_OK):

@@ -1,11 +1,11 @@
 """Landlock (Linux ≥ 5.13) through raw syscalls, and the launcher the Landlock sandbox execs.
 
-Owns: `abi_version()` (0 when the kernel has no Landlock), `build_ruleset()` + `enter()` (the
-two halves of confining a process, so a parent can build the ruleset and a forked child enter
-it), `confine()` (both, for the calling process), and `main()`, the launcher:
-`python -I -S .../landlock.py [--write P]... [--ro P]... [--hide P]... [--keep P]... [--net]
-[--tmp DIR] -- argv...`.
-Does not own: choosing a sandbox or building the launcher's argv (`tether.tools.sandbox`).
+Owns: `abi_version()` (0: no Landlock), `build_ruleset()` + `enter()` (the two halves of
+confining a process: a parent builds the ruleset, a forked child enters it), `confine()` (both),
+the one process reaper (`become_subreaper`, `wait_reaped`, `kill_descendants`; the fork keeper
+uses it too) and `main()`, the launcher: `python -I -S .../landlock.py [--write P]... [--ro P]...
+[--hide P]... [--keep P]... [--net] [--tmp DIR] -- argv...`.
+Does not own: choosing a sandbox, building the launcher's argv (`tether.sandbox.landlock_sandbox`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
 about 12 ms (no site-packages, no tether package import). Syscall numbers 444/445/446 are the
@@ -85,7 +85,7 @@ FILE_RIGHTS = WRITE_FILE | TRUNCATE
 
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx")
 DEVICE_DIRS = ("/dev/pts",)
-"""Not /dev/shm: a file there outlives the command (issue 11)."""
+"""Not /dev/shm: a file there outlives the command."""
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
@@ -516,7 +516,7 @@ def run_reaped(command: Sequence[str]) -> int:
     when it exits, and when this launcher is killed (the child has PR_SET_PDEATHSIG)."""
     import signal
 
-    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    become_subreaper()
     pid = os.fork()
     if pid == 0:
         try:
@@ -529,24 +529,30 @@ def run_reaped(command: Sequence[str]) -> int:
         except OSError as e:
             sys.stderr.write(f"tether sandbox (landlock): {command[0]}: {e.strerror}\n")
             os._exit(127 if isinstance(e, FileNotFoundError) else 126)
-    status = 0
-    while True:
-        try:
-            done, st = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        if done == pid:
-            status = st
-            break
-    kill_descendants()
+    status = wait_reaped(pid)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         return 128 + sig
     return os.waitstatus_to_exitcode(status)
+
+
+def wait_reaped(pid: int) -> int:
+    """The one reaper (the launcher's and the fork keeper's): reap children until `pid` exits,
+    then SIGKILL and reap every descendant left; `pid`'s wait status (0: reaped elsewhere)."""
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            status = 0
+            break
+        except InterruptedError:
+            continue
+        if done == pid:
+            break
+    kill_descendants()
+    return status
 
 
 def _children() -> list[int]:

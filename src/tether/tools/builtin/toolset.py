@@ -1,16 +1,16 @@
-"""The built-in tool set.
+"""The built-in tool set (`builtin_tools`).
 
 Owns: `builtin_tools()`, the default tools in offering order: read, write, edit, ls, glob, grep,
-bash. The tools themselves live in `tether.tools.files`, `tether.tools.search` and
-`tether.tools.shell`.
+bash. The tools themselves live in `tether.tools.builtin.files`, `tether.tools.builtin.search` and
+`tether.tools.builtin.bash`.
 """
 
 from __future__ import annotations
 
 from tether.tools.base import Tool
-from tether.tools.files import edit, ls, read, write
-from tether.tools.search import glob_, grep
-from tether.tools.shell import bash
+from tether.tools.builtin.bash import bash
+from tether.tools.builtin.files import edit, ls, read, write
+from tether.tools.builtin.search import glob_, grep
 
 
 def builtin_tools() -> list[Tool]:

@@ -1,4 +1,5 @@
-"""Shared helpers of the containment suite (issue 11): the two OS sandboxes, contexts, and one
+"""Shared helpers of the containment suite: the OS sandboxes (`sandbox_for`, one for every
+suite that runs under each kind), contexts, and one
 way to run each tool (file tools in-process, `bash`, a folder tool in its worker)."""
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from typing import Any
 import pytest
 
 from tether.messages import ToolCallBlock, ToolResultBlock
+from tether.sandbox.base import Sandbox
+from tether.sandbox.detect import available
+from tether.sandbox.landlock_sandbox import LandlockSandbox
+from tether.sandbox.limits import ResourceLimits
+from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
-from tether.tools.limits import ResourceLimits
-from tether.tools.paths import DEFAULT_POLICY, PathPolicy
-from tether.tools.sandbox import Sandbox, available
 from tether.tools.scan import scan_tool_folders
 
 KINDS = ("bwrap", "landlock")
@@ -31,14 +34,27 @@ def sh(command: str) -> str:
 '''
 
 
-def sandbox_for(kind: str) -> Sandbox:
-    """The sandbox of `kind`; skips the test (reason printed) when it does not work here."""
+SANDBOX_KINDS = ("none", "bwrap", "landlock-child", "landlock")
+"""Every way a tool subprocess can run: unsandboxed, bwrap, Landlock entered in the forked child
+(`in_child=True`: no launcher, no reaping), and Landlock through the stdlib-only launcher
+(`Sandbox.wrap`, the default path of the bash tool and of any other subprocess such as a
+worker)."""
+
+
+def sandbox_for(kind: str) -> Sandbox | None:
+    """The sandbox of `kind` (one of `SANDBOX_KINDS`; None for `none`); skips the test (reason
+    printed) when it does not work here. `landlock-child` is a fresh sandbox of its own."""
+    if kind == "none":
+        return None
     found = available("bwrap" if kind == "bwrap" else "landlock")
     if found is None:
         pytest.skip(
             f"sandbox {kind} is not available on this machine (needs bwrap + user "
             "namespaces, or a kernel with Landlock)"
         )
+    if kind == "landlock-child":
+        assert isinstance(found, LandlockSandbox)
+        return LandlockSandbox(found.abi, in_child=True)
     return found
 
 

@@ -2,12 +2,11 @@
 
 Owns: `run_tool` (→ `ToolRunResult`: the tool_result block, system notes, display value) and its
 block-only form `run_tool_call`; neither raises for a tool fault (only `asyncio.CancelledError`
-and non-`Exception` BaseExceptions propagate). Also the result conversion rules (`to_outcome`):
-a str → one text part; TextBlock/ImageBlock parts kept; blank text → a non-empty placeholder
-(T02); an envelope `{"result": ..., "system"?: str | [str], "display"?: any}` (no other keys)
-splits into the result, system notes and a display value; anything else → JSON text.
-Does not own: parallelism across calls (the loop's TaskGroup), persisting oversized results,
-confirmation prompts, or the worker process (`tether.tools.worker`).
+and non-`Exception` BaseExceptions propagate); a result with no visible output gets a non-empty
+placeholder (`NO_OUTPUT`: providers reject empty text).
+Does not own: the result conversion rules (`tether.tools.exec.outcome.to_outcome`), parallelism
+across calls (the loop's TaskGroup), persisting oversized results, confirmation prompts, or the
+worker process (`tether.tools.exec.worker`).
 
 Execution: a folder-scanned tool (`Tool.source` set) runs in a worker subprocess; an async tool
 runs under `asyncio.timeout`; a sync tool in a worker thread (`asyncio.to_thread`) under the
@@ -24,84 +23,31 @@ A timed-out call is always an is_error result starting with "`name` timed out af
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic import ValidationError
 
-from tether.messages import ImageBlock, ResultPart, TextBlock, ToolCallBlock, ToolResultBlock
-from tether.tools.base import (
-    MAX_CALL_TIMEOUT_S,
-    TimedOut,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolOutput,
+from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.tools.base import DEFAULT_TIMEOUT_S, MAX_CALL_TIMEOUT_S, TimedOut, Tool
+from tether.tools.context import ToolContext
+from tether.tools.exec.outcome import (
+    Outcome,
+    call_on_timeout,
+    exception_outcome,
+    format_validation_error,
+    timed_out_outcome,
+    to_outcome,
 )
 from tether.tools.registry import ToolRegistry
 
 NO_OUTPUT = "(no output)"
 """The placeholder for a result with no visible text (providers reject empty text parts)."""
-DEFAULT_TIMEOUT_S = 120.0
-"""The default time limit of one call (s)."""
 ON_TIMEOUT_GRACE_S = 60.0
 """How long an `on_timeout` callback may take (s) before the call's processes are killed."""
-ENVELOPE_KEYS = frozenset({"result", "system", "display"})
 
 Redactor = Callable[[str], str]
-Part = TextBlock | ImageBlock
-PARTS_CODEC: TypeAdapter[tuple[ResultPart, ...]] = TypeAdapter(tuple[ResultPart, ...])
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Outcome:
-    """A tool's converted return value, before it is tied to a call id (JSON-able: the worker
-    process sends it as one line).
-
-    Attributes:
-        parts: the result's text/image parts (blank text dropped; may be empty).
-        is_error: whether the result is a failure.
-        system_notes: system notes for the model (appended after the turn's tool_results).
-        display: a JSON-able value for the host only, or None.
-    """
-
-    parts: tuple[Part, ...] = ()
-    is_error: bool = False
-    system_notes: tuple[str, ...] = ()
-    display: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form (`from_json` reverses it)."""
-        return {
-            "parts": PARTS_CODEC.dump_python(self.parts, mode="json"),
-            "is_error": self.is_error,
-            "system_notes": list(self.system_notes),
-            "display": self.display,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Outcome:
-        """Rebuild an Outcome from `to_json` output.
-
-        Raises:
-            pydantic.ValidationError, KeyError, TypeError: malformed data.
-        """
-        notes = cast("list[object]", data.get("system_notes") or [])
-        return cls(
-            parts=PARTS_CODEC.validate_python(data["parts"]),
-            is_error=bool(data.get("is_error", False)),
-            system_notes=tuple(str(n) for n in notes),
-            display=data.get("display"),
-        )
-
-
-def error_outcome(text: str) -> Outcome:
-    """An is_error outcome holding one text part."""
-    return Outcome(parts=(TextBlock(text=text or "error"),), is_error=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,88 +80,6 @@ def _error(call_id: str, text: str) -> ToolResultBlock:
     )
 
 
-def format_validation_error(tool_name: str, err: ValidationError) -> str:
-    """A compact, model-readable summary of a pydantic validation error."""
-    lines = [f"invalid arguments for tool `{tool_name}`; the call was not run:"]
-    for e in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"]) or "(arguments)"
-        lines.append(f"- {loc}: {e['msg']}")
-    return "\n".join(lines)
-
-
-def _jsonable(value: Any) -> Any:
-    """`value` as plain JSON data (pydantic's rules: models and dataclasses become objects,
-    tuples and sets lists; any other non-JSON leaf becomes its `str`)."""
-    return to_jsonable_python(value, fallback=str)
-
-
-def _notes(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,) if value.strip() else ()
-    items = cast("Sequence[object]", value) if isinstance(value, list | tuple) else [value]
-    return tuple(str(v) for v in items if str(v).strip())
-
-
-def _is_envelope(raw: object) -> bool:
-    if not isinstance(raw, dict):
-        return False
-    keys = cast("dict[object, object]", raw).keys()
-    return "result" in keys and keys <= ENVELOPE_KEYS
-
-
-def to_outcome(raw: Any) -> Outcome:
-    """Convert a tool's return value to an Outcome (see the module docstring for the shapes)."""
-    is_error = False
-    notes: tuple[str, ...] = ()
-    display: Any = None
-    if _is_envelope(raw):
-        env = cast("dict[str, Any]", raw)
-        notes, display = _notes(env.get("system")), _jsonable(env.get("display"))
-        raw = env["result"]
-    if isinstance(raw, ToolOutput):
-        is_error = raw.is_error
-        notes += _notes(raw.system)
-        if raw.display is not None:
-            display = _jsonable(raw.display)
-        raw = raw.content
-    return Outcome(parts=_parts(raw), is_error=is_error, system_notes=notes, display=display)
-
-
-def _parts(raw: Any) -> tuple[Part, ...]:
-    """Convert a plain return value to parts; blank text parts are dropped."""
-    if raw is None:
-        return ()
-    if isinstance(raw, str):
-        return (TextBlock(text=raw),) if raw.strip() else ()
-    if isinstance(raw, TextBlock | ImageBlock):
-        raw = (raw,)
-    if isinstance(raw, list | tuple):
-        items = cast("Sequence[object]", raw)
-        blocks = [p for p in items if isinstance(p, TextBlock | ImageBlock)]
-        if len(blocks) == len(items):
-            return tuple(p for p in blocks if not (isinstance(p, TextBlock) and not p.text.strip()))
-    try:
-        text = json.dumps(cast(object, raw), ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = str(cast(object, raw))
-    return (TextBlock(text=text),) if text.strip() else ()
-
-
-def describe_exception(e: BaseException) -> str:
-    """`ExcType: message` (a `ToolError`'s message as-is)."""
-    if isinstance(e, ToolError):
-        return str(e) or type(e).__name__
-    msg = str(e)
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
-
-
-def exception_outcome(e: BaseException) -> Outcome:
-    """The is_error outcome for an exception a tool raised (`ToolError` text as-is)."""
-    return error_outcome(describe_exception(e))
-
-
 def finish(call_id: str, outcome: Outcome, redact: Redactor | None) -> ToolRunResult:
     """Tie `outcome` to `call_id`: redact text, fill the empty-output placeholder."""
     parts = outcome.parts
@@ -237,38 +101,6 @@ def call_limit_s(tool: Tool, requested_s: float | None, default_s: float) -> flo
     if requested_s is not None:
         return min(requested_s, MAX_CALL_TIMEOUT_S)
     return tool.timeout_s if tool.timeout_s is not None else default_s
-
-
-def timed_out_outcome(name: str, limit_s: float, final: Outcome | None, note: str = "") -> Outcome:
-    """The is_error outcome of a timed-out call; `final` is what `on_timeout` returned."""
-    head = f"`{name}` timed out after {limit_s:g} s{note}"
-    if final is None:
-        return error_outcome(head)
-    return Outcome(
-        parts=(TextBlock(text=head), *final.parts),
-        is_error=True,
-        system_notes=final.system_notes,
-        display=final.display,
-    )
-
-
-async def call_on_timeout(tool: Tool, info: TimedOut, grace_s: float) -> tuple[Outcome | None, str]:
-    """Run `tool.on_timeout(info)` within `grace_s`; returns (its outcome or None, a note when it
-    failed)."""
-    hook = tool.on_timeout
-    if hook is None:
-        return None, ""
-    try:
-        async with asyncio.timeout(grace_s):
-            if inspect.iscoroutinefunction(hook):
-                raw = await hook(info)
-            else:
-                raw = await asyncio.to_thread(hook, info)
-    except TimeoutError:
-        return None, f" (its on_timeout cleanup did not finish within {grace_s:g} s)"
-    except Exception as e:
-        return None, f" (its on_timeout cleanup failed: {describe_exception(e)})"
-    return (None if raw is None else to_outcome(raw)), ""
 
 
 async def run_tool(
@@ -329,7 +161,7 @@ async def run_tool(
         )
     limit_s = call_limit_s(tool, requested_s, timeout_s)
     if tool.source is not None:
-        from tether.tools.worker import run_in_worker
+        from tether.tools.exec.worker import run_in_worker
 
         outcome = await run_in_worker(tool, call.arguments, ctx, limit_s=limit_s, grace_s=grace_s)
     else:

@@ -6,7 +6,7 @@ stored as UTF-8 (lone surrogates from `surrogateescape` decoding), the binary te
 (`looks_binary`), the `<persisted-output>` stub (`render_stub`) and head+tail truncation
 (`head_tail`). No I/O, no clocks; inputs are never mutated. Everything here is deterministic:
 the same input gives the same bytes.
-Does not own: writing files or deciding when to persist (`tether.tools.persist`).
+Does not own: writing files or deciding when to persist (`tether.tools.exec.persist`).
 
 The stub's tags are `tether.messages.PERSISTED_OUTPUT_OPEN` / `_CLOSE` (re-exported here), so
 the pure wire passes can recognise stubs without importing tools.
@@ -16,9 +16,9 @@ is rendered as a terminal does (the cursor steps back, the next character overwr
 `\\v` become newlines, `\\a` (bell) is dropped, and any other C0 control or DEL is shown
 escaped as `\\xNN` text.
 
-Rule sources: cases T25 (one listing overflowing the context: size gate on characters, not
-lines) and T26 (`tail -100` of a progress-bar log returning 4.4 MB: render `\\r` first, keep the
-text after the last `\\r` of each line, cap each line).
+Rule sources: one listing overflowing the context (so the size gate counts characters, not
+lines), and `tail -100` of a progress-bar log returning 4.4 MB (so `\\r` is rendered first, the
+text after the last `\\r` of each line kept, and each line capped).
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ __all__ = [
     "head_tail",
     "looks_binary",
     "normalize",
-    "output_cut_note",
     "raw_bytes",
     "render_controls",
     "render_stub",
@@ -63,7 +62,7 @@ DEFAULT_MAX_LINE_CHARS = 2000
 PREVIEW_HEAD_BYTES = 2048
 """UTF-8 bytes of the output's start shown in a stub."""
 PREVIEW_TAIL_BYTES = 1024
-"""UTF-8 bytes of the output's end shown in a stub (T25: head + tail excerpts)."""
+"""UTF-8 bytes of the output's end shown in a stub (the stub shows head + tail excerpts)."""
 
 BINARY_RATIO = 0.3
 """Text whose share of undecodable/control characters exceeds this is treated as binary."""
@@ -299,15 +298,10 @@ def utf8_suffix(text: str, max_bytes: int) -> str:
 _OUTPUT_CUT = re.compile(r"\n… \[(\d+) bytes of output cut; (\d+) bytes in all\] …\n")
 
 
-def output_cut_note(cut_bytes: int, total_bytes: int) -> str:
-    """The note a tool puts where it cut its output's middle (own line, newlines included):
-    `… [C bytes of output cut; T bytes in all] …`. `find_output_cut` finds it again."""
-    return f"\n… [{cut_bytes} bytes of output cut; {total_bytes} bytes in all] …\n"
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputCut:
-    """Where a tool cut its output (`output_cut_note`), measured in the kept UTF-8 bytes.
+    """Where a tool cut its output (`tether.sandbox.proc.output_cut_note`), measured in the kept
+    UTF-8 bytes.
 
     Attributes:
         produced_bytes: what the command produced in all.
@@ -323,7 +317,8 @@ class OutputCut:
 
 
 def find_output_cut(raw: str) -> OutputCut | None:
-    """The first `output_cut_note` in `raw`, or None when the output was not cut."""
+    """The first `tether.sandbox.proc.output_cut_note` in `raw`, or None when the output was not
+    cut."""
     m = _OUTPUT_CUT.search(raw)
     if m is None:
         return None

@@ -4,7 +4,7 @@ Owns: their behaviour, caps and output formats. Neither ever reports a path outs
 folder: every candidate reached through a symlink is re-checked with the path guard. `grep` skips
 `.git`, binary files and files the deny policy refuses (so a read deny cannot be bypassed
 through it).
-Does not own: the path guard (`tether.tools.paths`).
+Does not own: the path guard (`tether.sandbox.paths`).
 """
 
 from __future__ import annotations
@@ -13,17 +13,12 @@ import os
 import re
 from pathlib import Path
 
-from tether.tools.base import ToolContext, ToolError, tool
-from tether.tools.files import SNIFF_BYTES, guard, is_binary, open_dir_inside, rel
-from tether.tools.paths import (
-    PathDeniedError,
-    PathOutsideError,
-    check_hardlinks,
-    check_policy,
-    compile_glob,
-    open_inside,
-    resolve_inside,
-)
+from tether.errors import PathDeniedError, PathOutsideError, ToolError
+from tether.sandbox.paths import open_inside, resolve_inside
+from tether.sandbox.policy import check_hardlinks, check_policy, compile_glob
+from tether.tools.base import tool
+from tether.tools.builtin.files import SNIFF_BYTES, guard, is_binary, open_dir_inside, rel
+from tether.tools.context import ToolContext
 
 MAX_GLOB_RESULTS = 1000
 MAX_GLOB_SCAN = 100_000
@@ -81,7 +76,7 @@ def fd_glob(root: Path, base: Path, pattern: str, *, show_git: bool) -> list[str
     """Relative paths under `base` matching `pattern` (anchored at `base`), found by walking
     folder fds (`os.fwalk`, never following a symlink, each folder re-checked under its open
     fd), starting from a fd opened from the root without following symlinks: a folder swapped
-    for a symlink to outside while the walk runs is not entered (issue 11). At most
+    for a symlink to outside while the walk runs is not entered. At most
     `MAX_GLOB_SCAN` results.
 
     Raises:

@@ -1,10 +1,10 @@
 """The `question` tool: the model asks the user, through a bridge the host provides.
 
-Owns: the question schema (1-4 `QuestionSpec`s, each with a header chip of at most 16
+Owns: the `question` tool (1-4 `QuestionSpec`s, each with a header chip of at most 16
 characters, 2-16 `OptionSpec`s with a label of at most 60 characters, a description and an
-optional preview, and a multi-select flag), the answer shapes (`Answer`: `{labels}`, `{text}`
-or `{abandoned}`), `QuestionBridge` (the host's side: `async ask(questions) -> answers`), the
-`question` tool, and its headless refusal. A host with a user (TUI, IDE) passes a bridge as
+optional preview, and a multi-select flag; answers `{labels}`, `{text}` or `{abandoned}`) and
+its headless refusal. The shapes and the host's side (`QuestionBridge`: `async ask(questions)
+-> answers`) are data in `tether.tools.context`. A host with a user (TUI, IDE) passes a bridge as
 `Agent(question_bridge=...)` (it lands in `ToolContext.questions`); without one (the headless
 `tether run`), the tool answers that nobody is there and the model must use its own judgment.
 The tool is `safe` (it changes nothing): it stays offered in safe mode.
@@ -14,13 +14,14 @@ Does not own: rendering the questions (the host: the TUI's overlay).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Annotated, Any, Protocol, cast
+from dataclasses import replace
+from typing import Annotated, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from tether.tools.base import ToolContext, ToolError, tool
+from tether.errors import ToolError
+from tether.tools.base import tool
+from tether.tools.context import QuestionSpec, ToolContext
 
 QUESTION_TIMEOUT_S = 24 * 3600.0
 """The question tool's time limit (s): a person may take a while to answer."""
@@ -28,64 +29,6 @@ HEADLESS_ANSWER = (
     "No user is available to answer questions in this run (headless). Do not ask again: decide "
     "for yourself using your best judgment, state the assumption you made, and continue."
 )
-MAX_HEADER_CHARS = 16
-MAX_LABEL_CHARS = 60
-
-
-class OptionSpec(BaseModel):
-    """One answer to choose."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    label: Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
-    description: str = ""
-    preview: str | None = Field(
-        default=None, description="Shown only while this option is highlighted (code, a plan)."
-    )
-
-
-class QuestionSpec(BaseModel):
-    """One question."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    header: Annotated[
-        str,
-        Field(min_length=1, max_length=MAX_HEADER_CHARS, description="A short chip, e.g. 'Auth'."),
-    ]
-    question: Annotated[str, Field(min_length=1, description="The question, self-contained.")]
-    options: Annotated[list[OptionSpec], Field(min_length=2, max_length=16)]
-    multi_select: bool = Field(default=False, description="Allow choosing several options.")
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The user's answer to one question: chosen `labels`, or free `text`, or `abandoned`
-    (the user closed the prompt without answering)."""
-
-    labels: tuple[str, ...] = ()
-    text: str | None = None
-    abandoned: bool = False
-
-    def to_dict(self) -> dict[str, object]:
-        """`{"labels": [...]}`, `{"text": "..."}` or `{"abandoned": true}`."""
-        if self.abandoned:
-            return {"abandoned": True}
-        if self.text is not None:
-            return {"text": self.text}
-        return {"labels": list(self.labels)}
-
-
-ABANDONED = Answer(abandoned=True)
-
-
-class QuestionBridge(Protocol):
-    """How a host puts questions to its user."""
-
-    async def ask(self, questions: Sequence[QuestionSpec]) -> Sequence[Answer]:
-        """Ask `questions` (1-4); return one `Answer` per question, in order (`ABANDONED` for
-        each when the user dismissed the prompt). Raise to report that no answer can be had."""
-        ...
-
-
 @tool(name="question", timeout_s=QUESTION_TIMEOUT_S, safe=True)
 async def _question(
     questions: Annotated[list[QuestionSpec], Field(min_length=1, max_length=4)],

@@ -1,11 +1,12 @@
-"""The per-call part of the fork server (`tether.tools.forkserver`): the keeper a server forks
-for each call, and the worker the keeper forks.
+"""The per-call part of the fork server (`tether.tools.exec.forkserver`): the keeper a server
+forks for each call, and the worker the keeper forks (its entry point passed in by the server).
 
 Owns: `keep` (in the forked keeper: a session of its own, child subreaper, the handshake that
 lets the harness put it in the call's cgroup, the worker with the call's RLIMITs, then every
 descendant SIGKILLed and the worker's status as its own).
-Does not own: the server loop and the protocol's harness side (`tether.tools.forkserver`), the
-worker protocol (`tether.tools.worker`).
+Does not own: the server loop and the protocol's harness side (`tether.tools.exec.forkserver`),
+the worker protocol (`tether.tools.exec.worker`), reaping (`tether.sandbox.landlock`'s reaper,
+shared with the Landlock launcher).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import selectors
 import signal
 import socket
+from collections.abc import Callable
 
 
 def _close_fds(*fds: int) -> None:
@@ -23,9 +25,9 @@ def _close_fds(*fds: int) -> None:
             os.close(fd)
 
 
-def _worker(fds: tuple[int, int, int], nproc: int, fsize: int) -> None:
+def _worker(fds: tuple[int, int, int], nproc: int, fsize: int, entry: Callable[[], None]) -> None:
     """In the forked worker: its own process group, the call's RLIMITs, its pipes as fds 0-2,
-    then the worker's `main` (which ends with `os._exit`)."""
+    then the worker's `entry` (which ends with `os._exit`)."""
     try:
         import resource
 
@@ -38,9 +40,7 @@ def _worker(fds: tuple[int, int, int], nproc: int, fsize: int) -> None:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        from tether.tools.worker import main
-
-        main()
+        entry()
     finally:
         os._exit(70)
 
@@ -51,11 +51,13 @@ def keep(
     limits: tuple[int, int],
     keep_closed: list[socket.socket],
     sel: selectors.BaseSelector,
+    entry: Callable[[], None],
 ) -> None:
     """In the forked keeper (see the module docstring): a session of its own, subreaper,
-    the handshake, the worker, then every descendant killed; exits with the worker's status."""
+    the handshake, the worker (`entry` in a forked child), then every descendant killed; exits
+    with the worker's status."""
     try:
-        from tether.tools.landlock import become_subreaper, kill_descendants
+        from tether.sandbox.landlock import become_subreaper, wait_reaped
 
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -80,24 +82,12 @@ def keep(
         hand.close()
         pid = os.fork()
         if pid == 0:
-            _worker(fds, *limits)
+            _worker(fds, *limits, entry)
         worker.append(pid)
         _close_fds(*fds)
         if stopped:
             stop(signal.SIGTERM, None)
-        status = 0
-        while True:
-            try:
-                done, st = os.waitpid(pid, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                continue
-            if done == pid:
-                status = st
-                break
-        kill_descendants()
-        code = os.waitstatus_to_exitcode(status)
+        code = os.waitstatus_to_exitcode(wait_reaped(pid))
         if code < 0:  # die of the worker's signal (SIGKILL cannot be given a handler)
             with contextlib.suppress(OSError, ValueError):
                 signal.signal(-code, signal.SIG_DFL)

@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
-from tether.tools.run import ToolRunResult
+from tether.tools.exec.run import ToolRunResult
 
 Hasher = Callable[[str, Mapping[str, Any]], str]
 """(tool name, arguments) → a key; equal keys mean "the same call"."""
@@ -54,68 +55,102 @@ def default_key(name: str, arguments: Mapping[str, Any]) -> str:
 # --- shell canonicalization ------------------------------------------------------------------
 
 
-def _collapse(cmd: str) -> tuple[str, list[bool]]:
-    """`cmd` with whitespace runs outside quotes collapsed to one space and the ends stripped,
-    plus a per-character flag "inside quotes or escaped"."""
-    out: list[str] = []
-    quoted: list[bool] = []
-    quote: str | None = None
-    i = 0
-    pending_space = False
-    while i < len(cmd):
-        ch = cmd[i]
-        if quote is None and ch.isspace():
-            pending_space = True
-            i += 1
-            continue
-        if pending_space and out:
-            out.append(" ")
-            quoted.append(False)
-        pending_space = False
-        if quote is None and ch == "\\" and i + 1 < len(cmd):
-            out += [ch, cmd[i + 1]]
-            quoted += [True, True]
-            i += 2
-            continue
-        if quote is None and ch in "'\"":
-            quote = ch
-            out.append(ch)
-            quoted.append(True)
-        elif quote is not None:
-            if ch == quote:
-                quote = None
-            elif ch == "\\" and quote == '"' and i + 1 < len(cmd):
-                out += [ch, cmd[i + 1]]
-                quoted += [True, True]
-                i += 2
-                continue
-            out.append(ch)
-            quoted.append(True)
+_POLL_AFTER = frozenset({";", "&&", "&", "||"})
+"""What may follow `sleep N` in a trailing poll (then anything)."""
+_SLEEP_FOR = re.compile(r"[0-9]+(?:\.[0-9]+)?[smhd]?")
+_CD_DIR = re.compile(r"""(?:"[^"]*"|'[^']*'|[^\s;&|'"\\]+)""")
+
+
+def _verbatim(token: str) -> bool:
+    """Whether `token` means what its text says once whitespace around it is collapsed: no
+    backslash (an escape may protect a blank), and no quote unless the token is one quoted
+    string (a quote inside a word hides blanks from the non-POSIX lexer)."""
+    if "\\" in token:
+        return False
+    if token[0] in "'\"":
+        return len(token) > 1 and token[-1] == token[0] and token[0] not in token[1:-1]
+    return "'" not in token and '"' not in token
+
+
+def _tokens(cmd: str) -> list[tuple[str, int]]:
+    """`cmd` as shell tokens with their offsets: `shlex` (not POSIX: quotes stay in the token;
+    `&&`, `;`, `|` ... are tokens of their own; `#` is not a comment). From the first token
+    that is not `_verbatim` (or an unclosed quote) on, the rest is one token, as written
+    (trailing blanks dropped when its quotes and escapes are complete)."""
+    lex = shlex.shlex(cmd, posix=False, punctuation_chars=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    out: list[tuple[str, int]] = []
+    at = 0
+    try:
+        for token in lex:
+            start = cmd.find(token, at)
+            if start < 0 or cmd[at:start].strip() or not _verbatim(token):
+                break
+            out.append((token, start))
+            at = start + len(token)
         else:
-            out.append(ch)
-            quoted.append(False)
-        i += 1
-    return "".join(out), quoted
+            return out
+    except ValueError:  # an unclosed quote
+        pass
+    rest = cmd[at:].lstrip()
+    if _complete(rest):
+        rest = rest.rstrip()
+    if rest:
+        out.append((rest, len(cmd) - len(cmd[at:].lstrip())))
+    return out
 
 
-_LEADING_CD = re.compile(r"""cd(?: (?:"[^"]*"|'[^']*'|[^\s;&|'"\\]+))? && """)
-_POLL = re.compile(
-    r" ?(?:&&|&|;) ?sleep [0-9]+(?:\.[0-9]+)?[smhd]?(?:(?: ?(?:;|&&|&|\|\|)).*)?$", re.DOTALL
-)
+def _complete(text: str) -> bool:
+    """Balanced quotes and no escape at the end (so trailing blanks are not quoted text)."""
+    try:
+        shlex.split(text)
+    except ValueError:
+        return False
+    return not text.rstrip().endswith("\\")
+
+
+def _render(cmd: str, tokens: list[tuple[str, int]]) -> str:
+    """The tokens as `cmd` spells them, a run of whitespace between two of them as one space
+    (none where they touch)."""
+    out: list[str] = []
+    end: int | None = None
+    for token, start in tokens:
+        if end is not None and start > end:
+            out.append(" ")
+        out.append(token)
+        end = start + len(token)
+    return "".join(out)
 
 
 def canonical_shell(command: str) -> str:
     """A shell command in a canonical form for repeat detection (not for running): whitespace
     outside quotes collapsed, every leading `cd DIR &&` removed, and a trailing poll
     (`& sleep N; …`, `&& sleep N …`, `; sleep N …`) cut off. Idempotent."""
-    text, quoted = _collapse(command)
-    while (m := _LEADING_CD.match(text)) is not None and len(text) > m.end():
-        text, quoted = _collapse(text[m.end() :])
-    for i, ch in enumerate(text):
-        if ch in " &;" and not quoted[i] and _POLL.match(text, i) is not None:
-            text, quoted = _collapse(text[:i])
+    tokens = _tokens(command)
+    words = [t for t, _ in tokens]
+    first = 0
+    while words[first : first + 1] == ["cd"]:
+        if words[first + 1 : first + 2] == ["&&"]:
+            skip = 2
+        elif words[first + 2 : first + 3] == ["&&"] and _CD_DIR.fullmatch(words[first + 1]):
+            skip = 3
+        else:
             break
-    return text
+        if first + skip >= len(words):
+            break  # `cd DIR &&` with nothing after it is kept
+        first += skip
+    last = len(words)
+    for k in range(first, len(words) - 2):
+        if (
+            words[k] in ("&", "&&", ";")
+            and words[k + 1] == "sleep"
+            and _SLEEP_FOR.fullmatch(words[k + 2])
+            and (k + 3 == len(words) or words[k + 3] in _POLL_AFTER)
+        ):
+            last = k
+            break
+    return _render(command, tokens[first:last])
 
 
 def shell_key(name: str, arguments: Mapping[str, Any]) -> str:

@@ -1,9 +1,10 @@
-"""Resource limits of tool subprocesses (issue 11): a process count and a file size.
+"""Resource limits of tool subprocesses: a process count and a file size.
 
 Owns: `ResourceLimits` (the settings `tools.max_processes`, `tools.max_file_size`),
 `LimitGuard` (one call's enforcement: a child-side `preexec` and a `finish` that says whether a
 limit was hit) and the texts reporting a hit.
-Does not own: starting processes (`tether.tools.shell`, `tether.tools.worker` pass `preexec`).
+Does not own: starting processes (`tether.sandbox.proc.spawn_confined` and the tool worker pass
+`preexec`).
 
 How each limit is enforced:
     * file size: `RLIMIT_FSIZE` on the command: a write past it fails (EFBIG) or the writer is

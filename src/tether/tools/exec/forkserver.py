@@ -3,12 +3,13 @@ call, so a folder-tool call costs a fork instead of an interpreter start and its
 
 Owns: both ends of the fork-server protocol — `spawn_worker` (the harness side: start or reuse
 a server, hand it one call's pipes, learn the worker's pid and exit status, kill it) and
-`serve` (`python -m tether.tools.forkserver FD`: the server side).
-Does not own: the worker protocol spoken over the call's pipes (`tether.tools.worker`).
+`serve` (`python -m tether.tools.exec.forkserver FD`: the server side, which forks the worker
+entry point `WORKER_ENTRY` it is given as data).
+Does not own: the worker protocol spoken over the call's pipes (`tether.tools.exec.worker`).
 
-Sandbox: a server is started exactly as a worker is (`ToolContext.wrap_argv` with the tool's
-folder readable, the context's scrubbed environment, the working folder as cwd, a session of
-its own), so each forked worker runs in the same sandbox, with the same visibility and
+Sandbox: a server is started exactly as a worker is (`tether.sandbox.policy.wrap_argv` with the
+tool's folder readable, the context's scrubbed environment, the working folder as cwd, a session
+of its own), so each forked worker runs in the same sandbox, with the same visibility and
 environment, as a freshly started worker; it still imports the tool file afresh per call. One
 server serves one such start (argv, cwd, environment). Calls under a custom `ToolContext.wrap`
 hook do not use a server: the hook may do anything per call, so they start a fresh worker.
@@ -17,12 +18,12 @@ Per call the server forks a *keeper*, and the keeper forks the worker. The keepe
 leader and a child subreaper (`PR_SET_CHILD_SUBREAPER`): when the worker exits, or when the
 server sends the keeper SIGTERM (the harness's b"kill", or its call socket closing), the keeper
 SIGKILLs every descendant left (nohup, `setsid` daemons, double forks: all re-parented to it),
-as `tether.tools.landlock.run_reaped` does, then exits with the worker's status. Before forking
-the worker it tells the harness its pid through a handshake socket with `SCM_CREDENTIALS` (the
-kernel translates the pid into the harness's PID namespace), so the harness puts it in the
-call's pids cgroup (`LimitGuard.enter`); the worker gets the call's RLIMITs. So a forked worker
-keeps both guarantees of a fresh one: nothing it starts outlives the call, and the limits are
-per call (issue 11, kind 4).
+with the reaper the Landlock launcher uses (`tether.sandbox.landlock.wait_reaped`), then exits
+with the worker's status. Before forking the worker it tells the harness its pid through a
+handshake socket with `SCM_CREDENTIALS` (the kernel translates the pid into the harness's PID
+namespace), so the harness puts it in the call's pids cgroup (`LimitGuard.enter`); the worker
+gets the call's RLIMITs. So a forked worker keeps both guarantees of a fresh one: nothing it
+starts outlives the call, and the limits are per call.
 
 Protocol (an AF_UNIX SOCK_SEQPACKET control socket; one message per call):
     server → harness, once: b"ready" (its imports are done).
@@ -50,29 +51,32 @@ import socket
 import struct
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.tools.base import ToolContext
+from tether.sandbox.policy import wrap_argv
+from tether.tools.context import ToolContext
 
 if TYPE_CHECKING:
-    from tether.tools.limits import LimitGuard
+    from tether.sandbox.limits import LimitGuard
 
 START_TIMEOUT_S = 15.0
 """How long a server may take to come up before the call starts a fresh worker instead (s)."""
 MAX_SERVERS = 8
 """Servers kept at most (least recently used closed first): one per tool folder and context."""
+WORKER_ENTRY = "tether.tools.exec.worker:main"
+"""The function a forked worker runs (`module:function`; it ends with `os._exit`)."""
 enabled = True
 """Whether folder-tool calls use fork servers (the per-call keeper reaps what a worker leaves
 and the call's limits apply: see the module docstring)."""
 
 
 def server_argv(fd: int) -> list[str]:
-    """The argv that starts a server on control socket `fd` (before `ToolContext.wrap_argv`).
+    """The argv that starts a server on control socket `fd` (before `wrap_argv`).
     `-P` as for a worker: the working folder is not put on `sys.path`."""
-    return [sys.executable, "-P", "-m", "tether.tools.forkserver", str(fd)]
+    return [sys.executable, "-P", "-m", "tether.tools.exec.forkserver", str(fd)]
 
 
 # --- the harness side ------------------------------------------------------------------------
@@ -108,7 +112,7 @@ def _start(ctx: ToolContext, readable: Sequence[Path], env: Mapping[str, str]) -
     """Start a server and wait for its b"ready"; None when it cannot start or answer."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        argv = ctx.wrap_argv(server_argv(theirs.fileno()), readable=readable)
+        argv = wrap_argv(ctx, server_argv(theirs.fileno()), readable=readable)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -143,7 +147,7 @@ def _start(ctx: ToolContext, readable: Sequence[Path], env: Mapping[str, str]) -
 @dataclass
 class ForkedWorker:
     """One forked worker as the harness sees it (the part of `asyncio.subprocess.Process` that
-    `tether.tools.worker.run_in_worker` uses).
+    `tether.tools.exec.worker.run_in_worker` uses).
 
     Attributes:
         pid: the worker's pid as the server sees it (inside the sandbox's pid namespace, if
@@ -258,7 +262,7 @@ async def spawn_worker(
     if not enabled or ctx.wrap is not None:
         return None
     _reap_closed()
-    argv = ctx.wrap_argv(server_argv(-1), readable=readable)
+    argv = wrap_argv(ctx, server_argv(-1), readable=readable)
     key = (tuple(argv), str(ctx.root), *sorted(env.items()))
     server = _servers.pop(key, None)
     if server is not None:
@@ -347,14 +351,17 @@ atexit.register(shutdown)
 # --- the server side -------------------------------------------------------------------------
 
 
-def serve(fd: int) -> None:
-    """Server entry point: import what a worker needs, say b"ready", fork a worker per call
-    (see the module docstring), reap them; exit when the control socket closes."""
+def serve(fd: int, entry: str = WORKER_ENTRY) -> None:
+    """Server entry point: import what a worker needs (`entry`, `module:function`, is the
+    worker's), say b"ready", fork a worker per call (see the module docstring), reap them;
+    exit when the control socket closes."""
     import importlib
 
-    for name in ("tether.tools.worker", "tether.tools.scan", "tether.tools.landlock"):
+    module, _, func = entry.partition(":")
+    for name in (module, "tether.tools.scan", "tether.sandbox.landlock"):
         importlib.import_module(name)  # imported once, inherited
-    from tether.tools.forkkeeper import keep
+    worker_main: Callable[[], None] = getattr(importlib.import_module(module), func)
+    from tether.tools.exec.forkkeeper import keep
 
     control = socket.socket(fileno=fd)
     control.send(b"ready")
@@ -409,6 +416,7 @@ def serve(fd: int) -> None:
                         limits,
                         [control, call, *calls.values()],
                         sel,
+                        worker_main,
                     )
                 hand.close()
                 _close_fds(in_fd, out_fd, err_fd)

@@ -1,9 +1,9 @@
 """The built-in file tools that read and change single files: `read`, `write`, `edit`, `ls`.
 
 Owns: their behaviour and output formats. Every path goes through the path guard
-(`tether.tools.paths.resolve_inside`) and the context's deny policy; the operation then uses the
+(`tether.sandbox.paths.resolve_inside`) and the context's deny policy; the operation then uses the
 resolved real path, opened without following a final symlink.
-Does not own: searching (`tether.tools.search`), the shell (`tether.tools.shell`).
+Does not own: searching (`tether.tools.builtin.search`), the shell (`tether.tools.builtin.bash`).
 """
 
 from __future__ import annotations
@@ -17,18 +17,13 @@ from typing import Annotated
 
 from pydantic import Field
 
+from tether.errors import PathOutsideError, ToolError
 from tether.messages import ImageBlock, TextBlock
-from tether.tools.base import ToolContext, ToolError, tool
-from tether.tools.paths import (
-    PathOutsideError,
-    atomic_write,
-    check_hardlinks,
-    check_policy,
-    open_inside,
-    open_parent,
-    resolve_inside,
-)
-from tether.tools.persist import readable_results_dir
+from tether.sandbox.paths import atomic_write, open_inside, open_parent, resolve_inside
+from tether.sandbox.policy import check_hardlinks, check_policy
+from tether.tools.base import tool
+from tether.tools.context import ToolContext
+from tether.tools.exec.persist import readable_results_dir
 
 MAX_LINE_CHARS = 2000
 """A longer line is cut in `read` output (characters)."""
@@ -37,6 +32,7 @@ MAX_READ_CHARS = 100_000
 MAX_LS_ENTRIES = 1000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 SNIFF_BYTES = 8192
+"""The bytes looked at to tell a binary file (a NUL byte, or not UTF-8)."""
 _IMAGE_TYPES = {
     ".png": "image/png",
     ".jpg": "image/jpeg",
@@ -64,7 +60,7 @@ def guard(ctx: ToolContext, user_path: str, *, write: bool = False) -> Path:
 def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
     """`guard` for reading, which also lets through files below this session's
     `tool-results/` folder (persisted outputs live outside the working folder; see
-    `tether.tools.persist.readable_results_dir`). Read-only: only `read` uses it.
+    `tether.tools.exec.persist.readable_results_dir`). Read-only: only `read` uses it.
 
     Returns:
         (the folder to open from, the real absolute path, the name to show).

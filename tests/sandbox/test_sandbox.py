@@ -9,19 +9,15 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sandbox_helpers import sandbox_for
 
+from sandbox_kit import sandbox_for
 from tether.errors import ConfigError
-from tether.tools import landlock
-from tether.tools.sandbox import (
-    SANDBOX_ENV,
-    BwrapSandbox,
-    LandlockSandbox,
-    SandboxConfig,
-    SandboxUnavailableError,
-    available,
-    detect_sandbox,
-)
+from tether.sandbox import landlock
+from tether.sandbox.base import SANDBOX_ENV, SandboxUnavailableError
+from tether.sandbox.bwrap import BwrapSandbox
+from tether.sandbox.detect import available, detect_sandbox
+from tether.sandbox.landlock_sandbox import LandlockSandbox
+from tether.sandbox.policy import SandboxConfig
 
 argvs = st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=12), min_size=1)
 BWRAP = BwrapSandbox("/usr/bin/bwrap")
@@ -84,7 +80,7 @@ def test_landlock_launcher_refuses_to_run_unconfined(
 
 
 def test_landlock_launcher_exit_codes(tmp_path: Path) -> None:
-    sb = sandbox_for("landlock")
+    sb = sandbox_for("landlock-child")
     assert sb is not None
     cfg = SandboxConfig(root=tmp_path)
     assert subprocess.run(sb.wrap(["bash", "-c", "exit 7"], cfg), check=False).returncode == 7
@@ -129,7 +125,7 @@ async def test_a_failed_child_confinement_runs_nothing(
     from tether.messages import ToolCallBlock
     from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call
 
-    sb = sandbox_for("landlock")
+    sb = sandbox_for("landlock-child")
     assert isinstance(sb, LandlockSandbox) and sb.in_child
 
     def broken(ruleset: int, **kwargs: object) -> None:

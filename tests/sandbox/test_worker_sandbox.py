@@ -11,8 +11,9 @@ import pytest
 
 from tether import AgentConfig
 from tether.agent.agent import Agent
+from tether.sandbox.base import SandboxMechanism
+from tether.sandbox.detect import available
 from tether.testing import ScriptedProvider, call
-from tether.tools.sandbox import SandboxKind, available
 from tether.tools.scan import scan_tool_folders
 
 TOOL = '''
@@ -38,7 +39,7 @@ def make_agent(provider: ScriptedProvider, *, sandbox: str, **kw: Any) -> Agent:
 
 @pytest.mark.parametrize("kind", ["bwrap", "landlock"])
 async def test_a_folder_tool_cannot_write_outside_the_project(
-    tmp_path: Path, kind: SandboxKind
+    tmp_path: Path, kind: SandboxMechanism
 ) -> None:
     sandbox = available(kind)
     if sandbox is None:

@@ -1,7 +1,7 @@
 """The tool worker process: folder-scanned tools run here, one call per process.
 
 Owns: both ends of the worker protocol — `run_in_worker` (the harness side: start, feed, time,
-kill, parse) and `main` (`python -m tether.tools.worker`: the worker side).
+kill, parse) and `main` (`python -m tether.tools.exec.worker`: the worker side).
 
 Protocol (UTF-8 JSON lines):
     harness → worker stdin, first line:
@@ -39,10 +39,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-import tether
-from tether.tools.base import TimedOut, Tool, ToolContext
-from tether.tools.limits import ResourceLimits
-from tether.tools.run import (
+from tether.sandbox.limits import ResourceLimits
+from tether.sandbox.policy import package_source_root, wrap_argv
+from tether.sandbox.proc import EXIT_GRACE_S, HeadTail, kill_group, pump, spawn_group
+from tether.tools.base import TimedOut, Tool
+from tether.tools.context import ToolContext
+from tether.tools.exec.outcome import (
     Outcome,
     call_on_timeout,
     describe_exception,
@@ -52,7 +54,6 @@ from tether.tools.run import (
     timed_out_outcome,
     to_outcome,
 )
-from tether.tools.shell import EXIT_GRACE_S, HeadTail, kill_group, spawn_group
 
 RESULT_KEY = "tether_result"
 STDERR_HEAD_BYTES = 2_000
@@ -67,7 +68,7 @@ def worker_argv() -> list[str]:
     """The argv that starts a worker (before `ToolContext.wrap`). `-P`: the working folder
     (the worker's cwd) is NOT put on `sys.path`, so a project file named like a module
     (`json.py`, `pydantic.py`, a `tether/` folder) cannot replace it in the worker."""
-    return [sys.executable, "-P", "-m", "tether.tools.worker"]
+    return [sys.executable, "-P", "-m", "tether.tools.exec.worker"]
 
 
 def worker_readable(tool: Tool) -> tuple[Path, ...]:
@@ -79,7 +80,7 @@ def worker_readable(tool: Tool) -> tuple[Path, ...]:
 
 def _worker_env(ctx: ToolContext) -> dict[str, str]:
     env = dict(ctx.env)
-    src = str(Path(tether.__file__).resolve().parent.parent)
+    src = str(package_source_root())
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = src if not old else f"{src}{os.pathsep}{old}"
     return env
@@ -127,14 +128,6 @@ def _parse(stdout: bytes) -> tuple[Outcome, bool] | None:
         return None
 
 
-async def _pump(stream: asyncio.StreamReader, sink: HeadTail | bytearray) -> None:
-    while chunk := await stream.read(65536):
-        if isinstance(sink, bytearray):
-            sink += chunk
-        else:
-            sink.feed(chunk)
-
-
 async def _settled(a: asyncio.Task[None], b: asyncio.Task[None], timeout_s: float) -> bool:
     """Wait up to `timeout_s` for both pipe readers to reach EOF; True when they did."""
     _, pending = await asyncio.wait({a, b}, timeout=timeout_s)
@@ -164,7 +157,7 @@ async def run_in_worker(
     Raises:
         asyncio.CancelledError: after killing the worker's process group.
     """
-    from tether.tools import forkserver
+    from tether.tools.exec import forkserver
 
     env = _worker_env(ctx)
     guard = (ctx.limits or ResourceLimits()).start()
@@ -174,7 +167,7 @@ async def run_in_worker(
         proc, _watch = forked
         kill: Callable[[], None] = proc.kill
     else:
-        argv = ctx.wrap_argv(worker_argv(), readable=worker_readable(tool))
+        argv = wrap_argv(ctx, worker_argv(), readable=worker_readable(tool))
         try:
             proc = await spawn_group(
                 *argv,
@@ -193,8 +186,8 @@ async def run_in_worker(
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out = bytearray()
     err = HeadTail(STDERR_HEAD_BYTES, STDERR_TAIL_BYTES)
-    out_task = asyncio.create_task(_pump(proc.stdout, out))
-    err_task = asyncio.create_task(_pump(proc.stderr, err))
+    out_task = asyncio.create_task(pump(proc.stdout, out))
+    err_task = asyncio.create_task(pump(proc.stderr, err))
     timed_out = False
     try:
         with contextlib.suppress(ConnectionError):
@@ -255,7 +248,7 @@ async def run_in_worker(
 
 
 def _context(raw: Mapping[str, Any]) -> ToolContext:
-    from tether.tools.paths import PathPolicy
+    from tether.sandbox.policy import PathPolicy
 
     pol = raw.get("policy")
     policy = None if pol is None else PathPolicy.from_json(cast("dict[str, object]", pol))

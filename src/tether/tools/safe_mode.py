@@ -2,41 +2,17 @@
 
 Owns: `offered_specs` (the tool list of one request: only `safe` tools in safe mode),
 `refuse_in_safe_mode` (the is_error result for a non-safe call that arrives anyway: it is never
-run), `resolve_sandbox` (an agent's sandbox setting → a `Sandbox` or None) and the texts of the
-no-sandbox warning and the refusal.
-Does not own: the `safe` flag (`tether.tools.base.Tool`), the sandboxes (`tether.tools.sandbox`),
-when a mode switch takes effect (the loop reads the mode once per request).
-
-Rule: with no OS sandbox, safe mode is forced (nothing could stop a write or a shell command
-from reaching outside the working folder); there is no opt-out.
+run) and the text of the refusal.
+Does not own: the `safe` flag (`tether.tools.base.Tool`), the rule that forces safe mode without
+an OS sandbox and its warning (`tether.sandbox.policy.NO_SANDBOX_WARNING`), when a mode switch
+takes effect (the loop reads the mode once per request).
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.providers.base import ToolSpec
 from tether.tools.registry import ToolRegistry
-from tether.tools.sandbox import Sandbox, detect_sandbox
-
-SandboxSetting = Sandbox | Literal["auto"] | None
-"""`"auto"`: detect (bwrap, else Landlock, else none; `TETHER_SANDBOX` forces a kind);
-a `Sandbox`: use it; None: no OS sandbox (forces safe mode)."""
-
-NO_SANDBOX_WARNING = (
-    "no OS sandbox is available (install bubblewrap, or use a Linux kernel with Landlock): "
-    "safe mode is forced, only read-only tools are offered and run"
-)
-
-def resolve_sandbox(setting: SandboxSetting) -> Sandbox | None:
-    """The sandbox an agent uses for `setting` (see `SandboxSetting`).
-
-    Raises:
-        tether.tools.sandbox.SandboxUnavailableError: `TETHER_SANDBOX` forces a kind that does
-            not work here.
-    """
-    return detect_sandbox() if setting == "auto" else setting
 
 
 def offered_specs(registry: ToolRegistry, safe_mode: bool) -> tuple[ToolSpec, ...]:

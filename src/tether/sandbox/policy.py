@@ -1,0 +1,469 @@
+"""Sandbox policy: what tool subprocesses and the file tools may touch, as data and pure rules.
+
+Owns: `SandboxConfig` (what one confined command may touch) and `sandbox_config` / `wrap_argv`
+(a tool context's config, and an argv through its `wrap` hook or OS sandbox); `PathPolicy` (the
+file tools' deny list, as globs over root-relative paths, and their write scope) with
+`compile_glob`, `expand_write_paths`, `DEFAULT_POLICY` and the checks `check_policy`,
+`check_protected`, `check_hardlinks`; the `tools` settings as these shapes (`policy_for`,
+`limits_for`); tether's own folders no command may read (`secret_dirs`, `tmp_parent`); the
+package's source folder (`package_source_root`); safe mode's rule and `NO_SANDBOX_WARNING`.
+Does not own: containment by real path (`tether.sandbox.paths`), the OS mechanisms
+(`tether.sandbox.base` and its kinds), which tools a request offers (`tether.tools.safe_mode`).
+
+The write scope of the file tools: `.git/`, `.tether/` and the policy's `protected` folders (tool
+folders) are read-only to `write`/`edit` unless the policy opts in (`allow_protected_writes`),
+and with `write_paths` set only paths matching one of its globs (or below a match) may be
+written — both by real path, so `output/../x` or a symlink into `.git` is refused. A file with
+more than one hard link is checked against the read deny list by inode too (`check_hardlinks`),
+so a hard link made by `bash` cannot defeat it. The deny list binds the file tools only; `bash`
+is confined by the OS sandbox instead (the same read-only and write-scope rules).
+
+Safe mode: with no OS sandbox, safe mode is forced (nothing could stop a write or a shell
+command from reaching outside the working folder); there is no opt-out.
+
+Raises `tether.errors.PathDeniedError` from the checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
+
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from tether.errors import PathDeniedError
+from tether.sandbox.limits import ResourceLimits
+from tether.sandbox.paths import is_inside
+
+if TYPE_CHECKING:
+    from tether.settings.model import ToolsSettings
+
+NO_SANDBOX_WARNING = (
+    "no OS sandbox is available (install bubblewrap, or use a Linux kernel with Landlock): "
+    "safe mode is forced, only read-only tools are offered and run"
+)
+
+
+_FILE_TAIL = "(?:(?P<ps_d>/)|$)"
+"""How pathspec ends the regex of a pattern that may name a file: it also matches everything
+below a folder of that name; `compile_glob` matches the path itself."""
+_DIR_TAIL = "(?P<ps_d>/)"
+"""How pathspec ends the regex of a folder-only pattern (`out/`): what is below the folder."""
+
+
+@lru_cache(maxsize=256)
+def compile_glob(pattern: str, *, anchored: bool = False) -> re.Pattern[str]:
+    """Compile a glob to a regex over `/`-separated relative paths, with gitignore semantics
+    (pathspec's translation).
+
+    `*` and `?` stay within one component, `**` spans components (`**/x` also matches `x`),
+    `[...]` is a character class (`[!...]` negated). A pattern without `/` matches the basename
+    at any depth (gitignore style): `*.py` matches `a/b/c.py` — unless `anchored` (then it
+    matches from the start, as `Path.glob` does). The regex matches the whole path (a folder's
+    name does not also match what is below it; callers that want that test the prefixes); a
+    folder-only pattern (`out/`) matches what is below the folder. A string pathspec does not
+    take as a pattern (an unclosed `[`, a leading `!` or `#`) matches literally.
+    """
+    anchored = anchored or "/" in pattern.strip("/")
+    pat = "/" + pattern.strip("/") if anchored else pattern
+    regex, include = GitIgnoreSpecPattern.pattern_to_regex(pat)
+    if regex is None or not include:
+        literal = re.escape(pattern.strip("/"))
+        return re.compile(("" if anchored else "(?:.*/)?") + literal + r"\Z")
+    if regex.endswith(_FILE_TAIL):
+        return re.compile(regex.removesuffix(_FILE_TAIL) + r"\Z")
+    return re.compile(regex.removesuffix(_DIR_TAIL) + ("/" if regex.endswith(_DIR_TAIL) else ""))
+
+
+PROTECTED_DIRS = (".git", ".tether")
+"""Folders of the working folder that are read-only to every tool (the write scope): git's hooks and
+config run code for the user, `.tether/` holds the settings and tools the next run loads."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathPolicy:
+    """A deny list for the file tools, as globs over root-relative paths (`compile_glob`), and
+    their write scope.
+
+    Checked against both the path as given and its resolved real path.
+
+    Attributes:
+        deny_read: globs the read tools (read, grep) refuse, e.g. `**/.env`, `*appsettings*`.
+        deny_write: globs the write tools (write, edit) refuse.
+        allow_read: exceptions to `deny_read` (e.g. `**/.env.example`).
+        write_paths: globs (relative to the root, anchored) the write tools may write at or
+            below; None: the whole working folder (settings `tools.write_paths`).
+        protected: further read-only folders (absolute real paths, e.g. tool folders), besides
+            the root's `.git` and `.tether` (`PROTECTED_DIRS`).
+        allow_protected_writes: the user's opt-in to let tools write the protected folders.
+    """
+
+    deny_read: tuple[str, ...] = ()
+    deny_write: tuple[str, ...] = ()
+    allow_read: tuple[str, ...] = ()
+    write_paths: tuple[str, ...] | None = None
+    protected: tuple[str, ...] = ()
+    allow_protected_writes: bool = False
+    _read: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _write: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _scope: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_read", tuple(compile_glob(p) for p in self.deny_read))
+        object.__setattr__(self, "_write", tuple(compile_glob(p) for p in self.deny_write))
+        object.__setattr__(self, "_allow", tuple(compile_glob(p) for p in self.allow_read))
+        scope = tuple(compile_glob(p, anchored=True) for p in self.write_paths or ())
+        object.__setattr__(self, "_scope", scope)
+
+    def denied(self, rel_paths: Iterable[str], *, write: bool) -> str | None:
+        """The first deny glob matching any of `rel_paths`, or None."""
+        pats, globs = (self._write, self.deny_write) if write else (self._read, self.deny_read)
+        rels = tuple(rel_paths)
+        if not write and any(rx.match(r) for r in rels for rx in self._allow):
+            return None
+        for rel in rels:
+            for rx, g in zip(pats, globs, strict=True):
+                if rx.match(rel):
+                    return g
+        return None
+
+    def in_write_scope(self, rel: str) -> bool:
+        """True when the root-relative real path `rel` may be written: `write_paths` is None,
+        or `rel` or one of its parent folders matches one of its globs."""
+        if self.write_paths is None:
+            return True
+        parts = rel.split(os.sep)
+        for i in range(len(parts), 0, -1):
+            prefix = "/".join(parts[:i])
+            if any(rx.match(prefix) for rx in self._scope):
+                return True
+        return False
+
+    def to_json(self) -> dict[str, object]:
+        """The policy as JSON (for the tool worker); `from_json` reverses it."""
+        return {
+            "deny_read": list(self.deny_read),
+            "deny_write": list(self.deny_write),
+            "allow_read": list(self.allow_read),
+            "write_paths": None if self.write_paths is None else list(self.write_paths),
+            "protected": list(self.protected),
+            "allow_protected_writes": self.allow_protected_writes,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, object]) -> PathPolicy:
+        def strs(key: str) -> tuple[str, ...]:
+            value: object = raw.get(key)
+            items = cast("list[object]", value) if isinstance(value, list) else []
+            return tuple(str(v) for v in items)
+
+        return cls(
+            deny_read=strs("deny_read"),
+            deny_write=strs("deny_write"),
+            allow_read=strs("allow_read"),
+            write_paths=None if raw.get("write_paths") is None else strs("write_paths"),
+            protected=strs("protected"),
+            allow_protected_writes=bool(raw.get("allow_protected_writes", False)),
+        )
+
+
+def expand_write_paths(root: Path, globs: Iterable[str]) -> tuple[Path, ...]:
+    """The real paths under `root` that `write_paths` globs name, for the OS sandbox (bound
+    writable): a glob without wildcards names a folder, created when missing; others are
+    expanded against what exists. Paths resolving outside the root are dropped."""
+    out: list[Path] = []
+    root_real = os.path.realpath(root)
+    for g in globs:
+        g = g.strip("/")
+        if not any(c in g for c in "*?["):
+            candidates = [Path(root_real, g)]
+            with contextlib.suppress(OSError):
+                candidates[0].mkdir(parents=True, exist_ok=True)
+        else:
+            candidates = sorted(Path(root_real).glob(g.removesuffix("/**")))
+        for c in candidates:
+            real = os.path.realpath(c)
+            inside = is_inside(real, root_real) and real != root_real
+            if inside and c.exists() and Path(real) not in out:
+                out.append(Path(real))
+    return tuple(out)
+
+
+DEFAULT_POLICY = PathPolicy(
+    deny_read=("**/.env", "**/.env.*", "**/*.env"),
+    allow_read=("**/.env.example", "**/.env.sample", "**/.env.template", "**/.env.dist"),
+)
+"""What the agent loop applies unless told otherwise: every dotenv variant holds secrets (the dotenv
+rule: `.env.production` too); `.env.example`, `.env.sample`, `.env.template` and
+`.env.dist` stay readable."""
+
+
+def check_policy(
+    policy: PathPolicy | None, root: Path, user_path: str, resolved: Path, *, write: bool
+) -> None:
+    """Raise PathDeniedError when `policy` denies `user_path` or its resolved path, or, for a
+    write, when the resolved path is protected (`.git`, `.tether`, `policy.protected`) or out
+    of the policy's write scope. The protected folders are refused even with no policy."""
+    rel = os.path.relpath(resolved, root)
+    if write:
+        check_protected(policy, root, resolved)
+    if policy is None:
+        return
+    given = os.path.normpath(user_path)
+    if os.path.isabs(given):
+        given = os.path.relpath(given, root)
+    hit = policy.denied((rel, given), write=write)
+    if hit is not None:
+        verb = "writing" if write else "reading"
+        raise PathDeniedError(f"{verb} {rel} is denied by the policy ({hit})")
+    if write and not policy.in_write_scope(rel):
+        scope = ", ".join(policy.write_paths or ())
+        raise PathDeniedError(
+            f"writing {rel} is outside the write scope (tools.write_paths: {scope}); refused"
+        )
+
+
+def check_protected(policy: PathPolicy | None, root: Path, resolved: Path) -> None:
+    """Raise PathDeniedError when the real path `resolved` is, or is inside, a protected folder
+    (see `PathPolicy`) and the policy does not opt in."""
+    if policy is not None and policy.allow_protected_writes:
+        return
+    root_s = os.path.realpath(root)
+    real = str(resolved)
+    tops = [os.path.join(root_s, d) for d in PROTECTED_DIRS]
+    if policy is not None:
+        tops += list(policy.protected)
+    for top in tops:
+        if is_inside(real, top):
+            raise PathDeniedError(
+                f"writing {os.path.relpath(real, root_s)} is refused: {os.path.relpath(top, root_s)} "
+                "is read-only to tools (it holds code or settings that run later)"
+            )
+
+
+def check_hardlinks(policy: PathPolicy | None, root: Path, st: os.stat_result) -> None:
+    """Raise PathDeniedError when a file with several hard links (`st`, from `os.stat`) is the
+    same inode as a file under `root` the read deny list refuses (a hard link made by `bash`
+    must not defeat it). Costs a walk of the root, only for files with `st_nlink > 1`."""
+    if policy is None or st.st_nlink < 2 or not policy.deny_read:
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if policy.denied((rel,), write=False) is None:
+                continue
+            try:
+                other = os.lstat(full)
+            except OSError:
+                continue
+            if (other.st_ino, other.st_dev) == (st.st_ino, st.st_dev):
+                raise PathDeniedError(
+                    f"reading this file is denied: it is a hard link to {rel}, which the "
+                    "policy refuses"
+                )
+
+
+def policy_for(tools: ToolsSettings, root: Path | None = None) -> PathPolicy:
+    """The file tools' policy from the `tools` settings: the built-in dotenv rules plus
+    `deny_paths` (refused to read and to write), `write_paths`, `allow_protected_writes`, and,
+    with `root`, the tool folders (`root/<tools.folders>`, real paths) as protected."""
+    extra = tuple(tools.deny_paths)
+    protected: tuple[str, ...] = ()
+    if root is not None:
+        protected = tuple(os.path.realpath(root / f) for f in tools.folders)
+    return PathPolicy(
+        deny_read=(*DEFAULT_POLICY.deny_read, *extra),
+        deny_write=(*DEFAULT_POLICY.deny_write, *extra),
+        allow_read=DEFAULT_POLICY.allow_read,
+        write_paths=None if tools.write_paths is None else tuple(tools.write_paths),
+        protected=protected,
+        allow_protected_writes=tools.allow_protected_writes,
+    )
+
+
+def limits_for(tools: ToolsSettings) -> ResourceLimits:
+    """`tools.max_processes` and `tools.max_file_size` as `ResourceLimits`."""
+    return ResourceLimits(
+        max_processes=tools.max_processes, max_file_size_bytes=tools.max_file_size
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxConfig:
+    """What one confined command may touch.
+
+    Attributes:
+        root: the working folder (a real path); writable, except its `.git`.
+        network: True to allow network access.
+        extra_writable: further folders the command may write (e.g. a build cache).
+        extra_readable: folders that must stay visible, read-only, even where the sandbox
+            hides their parent (a private `/tmp`): e.g. a tool folder or the interpreter's
+            prefix for a tool worker.
+        isolate_pids: bwrap: a PID namespace (see the module docstring); the Landlock
+            launcher always makes one where the kernel allows and reaps every descendant.
+        write_paths: when set, the only writable folders or files of the root (it is bound
+            read-only otherwise): the settings' `tools.write_paths`, expanded.
+        protected: further read-only folders (tool folders), besides `root/.git` and
+            `root/.tether`.
+        hidden: folders no command may read (tether's config, data and cache folders, other
+            sessions' private temp folders); None: `secret_dirs()`.
+        writable_protected: the user's opt-in (`tools.allow_protected_writes`): `.git` and
+            `.tether` stay writable.
+    """
+
+    root: Path
+    network: bool = False
+    extra_writable: tuple[Path, ...] = ()
+    extra_readable: tuple[Path, ...] = ()
+    isolate_pids: bool = False
+    write_paths: tuple[Path, ...] | None = None
+    protected: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] | None = None
+    writable_protected: bool = False
+
+    def writable(self) -> tuple[Path, ...]:
+        """The writable paths: the root (or `write_paths`), then `extra_writable`."""
+        own = (self.root,) if self.write_paths is None else self.write_paths
+        return (*own, *self.extra_writable)
+
+    def readonly(self) -> tuple[Path, ...]:
+        """Paths kept read-only: `root/.git` and `root/.tether` when present, `protected`, then
+        `extra_readable` and this harness's own interpreter and package where they live under
+        `/tmp` (which the sandbox replaces by a private folder; a checkout or venv under
+        `/tmp` must still run) — existing ones, de-duplicated; the outside ones only when not
+        inside `root`."""
+        out: list[Path] = []
+        own = () if self.writable_protected else (self.root / ".git", self.root / ".tether")
+        for p in (*own, *self.protected):
+            if p.exists() and p not in out:
+                out.append(p)
+        for p in (*self.extra_readable, *_harness_under_tmp()):
+            if p.exists() and not p.is_relative_to(self.root) and p not in out:
+                out.append(p)
+        return tuple(out)
+
+    def hidden_dirs(self) -> tuple[Path, ...]:
+        """The existing hidden folders, minus any that holds the root or a writable path
+        (hiding those would hide the work itself)."""
+        keep = (self.root, *self.writable(), *self.extra_readable)
+        out: list[Path] = []
+        for p in secret_dirs() if self.hidden is None else self.hidden:
+            if p.is_dir() and not any(k.is_relative_to(p) for k in keep) and p not in out:
+                out.append(p)
+        return tuple(out)
+
+
+def secret_dirs() -> tuple[Path, ...]:
+    """tether's own folders, which no tool subprocess may read: the user config
+    folder (`TETHER_CONFIG_DIR` or platformdirs': settings, the credential file, approvals),
+    the sessions folder (`$TETHER_HOME/sessions` or platformdirs' data folder), the cache
+    folder, and the parent of every session's private temp folder (`tmp_parent()`). Real
+    paths; existing or not."""
+    import platformdirs
+
+    config = os.environ.get("TETHER_CONFIG_DIR", "")
+    home = os.environ.get("TETHER_HOME", "")
+    found = [
+        Path(config).expanduser() if config else platformdirs.user_config_path("tether"),
+        Path(home).expanduser() / "sessions" if home else platformdirs.user_data_path("tether"),
+        platformdirs.user_cache_path("tether"),
+        tmp_parent(),
+    ]
+    return tuple(Path(os.path.realpath(p)) for p in found)
+
+
+def tmp_parent() -> Path:
+    """The folder holding every session's private temp folder: `/var/tmp/tether-<uid>` (else
+    under the system temp folder), mode 0700. Not created here."""
+    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
+    return Path(os.path.realpath(base)) / f"tether-{os.getuid()}"
+
+
+@functools.cache
+def _harness_under_tmp() -> tuple[Path, ...]:
+    """The interpreter (venv and base prefix, the executable's folder) and the `tether`
+    package's folder, resolved, where they are under `/tmp`."""
+    found = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+    found.append(package_source_root())
+    tmp = Path("/tmp").resolve()
+    return tuple(dict.fromkeys(p.resolve() for p in found if p.resolve().is_relative_to(tmp)))
+
+
+def package_source_root() -> Path:
+    """The folder holding the `tether` package (its `src/` in a checkout, `site-packages`
+    when installed), resolved: what a tool worker needs on its `PYTHONPATH`."""
+    return _package_source_root()
+
+
+@functools.cache
+def _package_source_root() -> Path:
+    import tether
+
+    return Path(tether.__file__).resolve().parents[1]
+
+
+class _Wraps(Protocol):
+    """The part of an OS sandbox `wrap_argv` uses (`tether.sandbox.base.Sandbox.wrap`)."""
+
+    def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]: ...
+
+
+class Confinable(Protocol):
+    """What `sandbox_config` and `wrap_argv` read of a tool context
+    (`tether.tools.context.ToolContext` has these attributes)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def policy(self) -> PathPolicy | None: ...
+    @property
+    def network(self) -> bool: ...
+    @property
+    def wrap(self) -> Callable[[list[str]], list[str]] | None: ...
+    @property
+    def sandbox(self) -> _Wraps | None: ...
+
+
+def sandbox_config(ctx: Confinable, readable: Sequence[Path] = ()) -> SandboxConfig:
+    """What a subprocess of `ctx` may touch: writes beneath `ctx.root` (or only the policy's
+    `write_paths`), `.git`, `.tether` and the policy's protected folders read-only, tether's
+    own folders hidden, a PID namespace, network per `ctx.network`, `readable` folders kept
+    visible read-only."""
+    policy = ctx.policy
+    protected = () if policy is None else tuple(Path(p) for p in policy.protected)
+    write_paths = None
+    if policy is not None and policy.write_paths is not None:
+        write_paths = expand_write_paths(ctx.root, policy.write_paths)
+    if policy is not None and policy.allow_protected_writes:
+        protected = ()
+    return SandboxConfig(
+        root=ctx.root,
+        network=ctx.network,
+        extra_readable=tuple(readable),
+        isolate_pids=True,
+        write_paths=write_paths,
+        protected=protected,
+        writable_protected=policy is not None and policy.allow_protected_writes,
+    )
+
+
+def wrap_argv(ctx: Confinable, argv: Sequence[str], readable: Sequence[Path] = ()) -> list[str]:
+    """`argv` through `ctx.wrap`; without one, through `ctx.sandbox` (see `sandbox_config`);
+    unchanged when there is neither."""
+    if ctx.wrap is not None:
+        return ctx.wrap(list(argv))
+    if ctx.sandbox is not None:
+        return ctx.sandbox.wrap(list(argv), sandbox_config(ctx, readable))
+    return list(argv)

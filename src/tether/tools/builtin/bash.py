@@ -1,0 +1,148 @@
+"""The built-in `bash` tool: one `bash -c` command in the working folder.
+
+Owns: running the command as an asyncio subprocess in its own session (process group), with the
+context's scrubbed environment and stdin from /dev/null; capturing stdout+stderr merged, in order;
+capping the output (head and tail kept, the cut counted); and killing the whole process group on
+timeout or cancellation.
+Does not own: path policy. A shell command is not path-checked: the deny list of the file tools is
+advisory for `bash`; the environment is scrubbed of secrets (`tether.tools.env`). When the
+context has a `sandbox`, the command runs inside it (`tether.sandbox`: writes confined to
+the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
+process group kill covers the sandbox launcher (bwrap) and everything under it.
+
+Inside an OS sandbox every process the command started ends with the call (a PID namespace
+under bwrap; the Landlock launcher reaps every descendant). A cancel that lands while
+the process is starting still kills its whole group (`spawn_group`). Unsandboxed, processes the
+command leaves running are left alone if they let go of the output pipe (e.g.
+`server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
+Resource limits (`tether.sandbox.limits`) apply to every command; hitting one is an is_error
+result naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import Annotated
+
+from pydantic import Field
+
+from tether.sandbox.limits import FSIZE_EXIT, ResourceLimits, limit_note, nproc_hit_in
+from tether.sandbox.proc import EXIT_GRACE_S, HeadTail, kill_group, pump, spawn_confined
+from tether.tools.base import DEFAULT_TIMEOUT_S, tool
+from tether.tools.context import ToolContext, ToolOutput
+
+MAX_TIMEOUT_S = 600.0
+
+
+async def _drain(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> bool:
+    """Wait for the output to end. If the shell exits while something still holds the pipe,
+    wait `EXIT_GRACE_S` more, then kill the group. Returns True when it had to kill.
+
+    (`Process.wait()` would wait for the pipes too, so the exit is polled every 50 ms.)
+    """
+    while True:
+        done, _ = await asyncio.wait({reader}, timeout=0.05)
+        if done:
+            return False
+        if proc.returncode is not None:
+            done, _ = await asyncio.wait({reader}, timeout=EXIT_GRACE_S)
+            if done:
+                return False
+            kill_group(proc.pid)
+            await asyncio.wait({reader}, timeout=EXIT_GRACE_S)
+            return True
+
+
+async def run_command(
+    command: str, ctx: ToolContext, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ToolOutput:
+    """Run `bash -c command` in `ctx.root` with `ctx.env`, inside `ctx.sandbox` when set; see
+    the module docstring.
+
+    Returns:
+        The output (capped) with a note of the exit code when it is not 0, or
+        `(no output, exit code N)`; is_error only when the command timed out.
+
+    Raises:
+        asyncio.CancelledError: after killing the process group.
+        OSError: bash could not be started.
+        subprocess.SubprocessError: the sandbox confinement failed in the child (nothing ran).
+    """
+    limits = ctx.limits or ResourceLimits()
+    proc, guard = await spawn_confined(
+        ["bash", "-c", command],
+        ctx,
+        stdin=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    sink = HeadTail()
+    pumping = asyncio.create_task(pump(proc.stdout, sink))
+    timed_out = leftovers_killed = False
+    try:
+        try:
+            async with asyncio.timeout(timeout_s):
+                leftovers_killed = await _drain(proc, pumping)
+                await proc.wait()
+        except TimeoutError:
+            timed_out = True
+            kill_group(proc.pid)
+            # after the kill, EOF follows unless a detached (setsid) child holds the pipe
+            await asyncio.wait({pumping}, timeout=EXIT_GRACE_S)
+            await proc.wait()
+    finally:
+        if proc.returncode is None or timed_out or leftovers_killed:
+            kill_group(proc.pid)
+        nproc_hit = guard.finish()
+        if proc.returncode is None:
+            # Cancelled: reap the killed shell so its transport closes with the loop still open.
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_S)
+        if not pumping.done():
+            pumping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pumping
+    text = sink.text().rstrip("\n")
+    code = proc.returncode
+    if timed_out:
+        note = f"(timed out after {timeout_s:g} s; the command and its process group were killed)"
+        return ToolOutput(f"{text}\n{note}" if text.strip() else note, is_error=True)
+    status = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+    if not text.strip():
+        text = f"(no output, {status})"
+    elif code != 0:
+        text += f"\n({status})"
+    nproc_hit = nproc_hit or nproc_hit_in(text)
+    fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text or "File too large" in text
+    if nproc_hit or fsize_hit:
+        note = limit_note(limits, nproc=nproc_hit, fsize=fsize_hit)
+        return ToolOutput(f"{text}\n{note}", is_error=True)
+    if leftovers_killed:
+        text += (
+            "\n(background processes still holding the output were killed; redirect their "
+            "output, e.g. `cmd > log 2>&1 &`, to keep them running)"
+        )
+    return ToolOutput(text)
+
+
+@tool(timeout_s=MAX_TIMEOUT_S + 30)
+async def bash(
+    command: str,
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)] = DEFAULT_TIMEOUT_S,
+    *,
+    ctx: ToolContext,
+) -> ToolOutput:
+    """Run a shell command with `bash -c` in the working folder; stdout and stderr are merged.
+
+    The exit code is reported when it is not 0. Long output is saved to a file and shown as a
+    preview with its path; past 8 MB only its head and tail are kept. On timeout
+    the command and every process it started are killed. stdin is empty; secrets are not in the
+    environment.
+
+    Args:
+        command: the command line.
+        timeout_s: the time limit in seconds (at most 600).
+    """
+    return await run_command(command, ctx, timeout_s)

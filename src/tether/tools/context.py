@@ -1,0 +1,213 @@
+"""What a running tool knows of its run, and what it hands back: plain data, no behaviour.
+
+Owns: `ToolContext` (the working folder, environment, path policy, OS sandbox, limits, question
+bridge and subagent spawner a call runs with), `ToolOutput` (a result with an explicit error
+flag), `Wrap` (a subprocess argv hook), `Spawner` (the `task` tool's subagent runner) and the
+question protocol (`QuestionBridge` with its `QuestionSpec` / `OptionSpec` / `Answer` shapes).
+Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subprocess may touch
+(`tether.sandbox.policy.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
+
+Shapes:
+    ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
+                questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn)
+    ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.messages import ImageBlock, TextBlock
+
+if TYPE_CHECKING:
+    from tether.sandbox.base import Sandbox
+    from tether.sandbox.limits import ResourceLimits
+    from tether.sandbox.policy import PathPolicy
+
+Wrap = Callable[[list[str]], list[str]]
+"""Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
+
+ResultContent = str | Sequence[TextBlock | ImageBlock]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result with an explicit error flag (return it instead of a bare str/list).
+
+    Attributes:
+        content: text, or text/image parts.
+        is_error: True to mark the result as failed without raising.
+        system: system notes for the model, appended after the turn's tool_results.
+        display: a JSON-able value for the host only (never sent to the model nor stored).
+    """
+
+    content: ResultContent
+    is_error: bool = False
+    system: str | Sequence[str] | None = None
+    display: Any = None
+
+
+class Spawner(Protocol):
+    """Runs a subagent to completion for a `task` call (`tether.agent.subagents.Subagents`)."""
+
+    async def __call__(
+        self,
+        *,
+        call_id: str,
+        name: str,
+        prompt: str,
+        agent: str | None,
+        tools: Sequence[str] | None,
+        model: str | None,
+    ) -> ToolOutput: ...
+
+
+MAX_HEADER_CHARS = 16
+MAX_LABEL_CHARS = 60
+
+
+class OptionSpec(BaseModel):
+    """One answer to choose."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+    description: str = ""
+    preview: str | None = Field(
+        default=None, description="Shown only while this option is highlighted (code, a plan)."
+    )
+
+
+class QuestionSpec(BaseModel):
+    """One question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    header: Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_HEADER_CHARS, description="A short chip, e.g. 'Auth'."),
+    ]
+    question: Annotated[str, Field(min_length=1, description="The question, self-contained.")]
+    options: Annotated[list[OptionSpec], Field(min_length=2, max_length=16)]
+    multi_select: bool = Field(default=False, description="Allow choosing several options.")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The user's answer to one question: chosen `labels`, or free `text`, or `abandoned`
+    (the user closed the prompt without answering)."""
+
+    labels: tuple[str, ...] = ()
+    text: str | None = None
+    abandoned: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """`{"labels": [...]}`, `{"text": "..."}` or `{"abandoned": true}`."""
+        if self.abandoned:
+            return {"abandoned": True}
+        if self.text is not None:
+            return {"text": self.text}
+        return {"labels": list(self.labels)}
+
+
+ABANDONED = Answer(abandoned=True)
+
+
+class QuestionBridge(Protocol):
+    """How a host puts questions to its user."""
+
+    async def ask(self, questions: Sequence[QuestionSpec]) -> Sequence[Answer]:
+        """Ask `questions` (1-4); return one `Answer` per question, in order (`ABANDONED` for
+        each when the user dismissed the prompt). Raise to report that no answer can be had."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a running tool may know of its environment; injected into a parameter annotated
+    `ToolContext` (that parameter is excluded from the schema).
+
+    Attributes:
+        root: the working folder, as a real path (symlinks resolved).
+        env: the scrubbed environment for subprocesses (see `tether.tools.env.scrubbed_env`).
+        session_dir: the session's artifact folder, or None when there is no session.
+        policy: an optional deny-list for file paths (see `tether.sandbox.policy.PathPolicy`).
+        wrap: rewrites the argv of a tool worker process before it starts (an OS sandbox hook);
+            None is the identity.
+        questions: how the `question` tool reaches the user, or None when headless.
+
+        sandbox: the OS sandbox subprocesses run in (`tether.sandbox`), or None for none (the
+            agent then offers only safe tools, see `tether.sandbox.policy`).
+        network: whether sandboxed subprocesses may use the network.
+        limits: process-count and file-size limits of tool subprocesses
+            (`tether.sandbox.limits`); None: the defaults.
+        call_id: the id of the tool call being run (set per call by the loop), or None.
+        spawn: runs a subagent for the `task` tool (`tether.agent.subagents`; set by the
+            agent), or None.
+    """
+
+    root: Path
+    env: Mapping[str, str]
+    session_dir: Path | None = None
+    policy: PathPolicy | None = None
+    wrap: Wrap | None = field(default=None, repr=False, compare=False)
+    questions: QuestionBridge | None = field(default=None, repr=False, compare=False)
+
+    sandbox: Sandbox | None = None
+    network: bool = False
+    limits: ResourceLimits | None = None
+    call_id: str | None = None
+    spawn: Spawner | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def create(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        session_dir: Path | None = None,
+        policy: PathPolicy | None = None,
+        wrap: Wrap | None = None,
+        questions: QuestionBridge | None = None,
+        sandbox: Sandbox | None = None,
+        network: bool = False,
+        limits: ResourceLimits | None = None,
+    ) -> ToolContext:
+        """A context with `root` resolved to its real path and, unless `env` is given, the
+        current process environment scrubbed of secrets.
+
+        Args:
+            root: the working folder (must exist).
+            env: the environment for subprocesses, used as given; None scrubs `os.environ`.
+            session_dir: the session's artifact folder.
+            policy: a deny-list for file paths.
+            wrap: the worker argv hook (None: identity).
+            questions: the question bridge (None: headless).
+
+            sandbox: the OS sandbox for subprocesses, or None.
+            network: whether sandboxed subprocesses may use the network.
+            limits: process-count and file-size limits (None: the defaults).
+
+        Raises:
+            NotADirectoryError: `root` is not an existing directory.
+        """
+        from tether.tools.env import scrubbed_env
+
+        real = Path(os.path.realpath(root))
+        if not real.is_dir():
+            raise NotADirectoryError(f"working folder is not a directory: {real}")
+        return cls(
+            root=real,
+            env=scrubbed_env() if env is None else dict(env),
+            session_dir=session_dir,
+            policy=policy,
+            wrap=wrap,
+            questions=questions,
+            sandbox=sandbox,
+            network=network,
+            limits=limits,
+        )
