@@ -108,7 +108,7 @@ class Agent(AgentControls):
         root: the working folder; file tools are confined to it.
         session: where new turns are persisted (each write is flushed), or None.
         session_dir: the artifact folder for persisted tool outputs (default: the session's,
-            when it has an `session_dir`).
+            when it has a `session_dir`).
         history: earlier turns (a resumed session); appended to in place as the run goes.
         on_event: called with every `AgentEvent`, synchronously.
         compaction: True: automatic compaction as `config.context` says (built from the
