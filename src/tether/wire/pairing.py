@@ -272,9 +272,9 @@ class Pairing:
         assistant turn cleaned, one user turn with every call's result first (in call order),
         then the window's other turns cleaned. Repairs are reported in that order."""
         t = turns[i]
-        a, calls = self._assistant(t)
+        a, calls, ids = self._assistant(t)
         base = turns[i + 1] if i + 1 < j and turns[i + 1].role == "user" else None
-        found, base_order, late, base_other = self._gather(turns, i, j, calls, base)
+        found, base_order, late, base_other = self._gather(turns, i, j, ids, base)
         rest: tuple[ContentBlock, ...] = ()
         if base is not None:
             if late or (
@@ -290,7 +290,17 @@ class Pairing:
             if base_other:
                 cleaned = self._clean(base, report_results=False)
                 rest = base.content if cleaned is None else cleaned
-        content = (*self._results(t, calls, found), *rest)
+        results: list[ContentBlock] = []
+        for c in calls:  # one result per call, in call order
+            r = found.get(c.id)
+            if r is None:
+                self.report(
+                    "missing_result", t.id, c.id, "added an error result for a call that had none"
+                )
+                results.append(_lost(c.id))
+            else:
+                results.append(render_result(r))
+        content = (*results, *rest)
         if base is not None:
             # `==` compares by identity first: cheap when nothing moved.
             rt = base if base.content == content else with_content(base, content)
@@ -301,9 +311,10 @@ class Pairing:
         for k in range(i + 2 if base is not None else i + 1, j):
             self._emit(self._plain(turns[k], report_results=False))
 
-    def _assistant(self, t: Turn) -> tuple[Turn, list[ToolCallBlock]]:
+    def _assistant(self, t: Turn) -> tuple[Turn, list[ToolCallBlock], set[str]]:
         """The assistant turn `t` with unique call ids, no results, no blank text and only the
-        blocks an assistant turn carries (`t` itself when clean), and its calls in order."""
+        blocks an assistant turn carries (`t` itself when clean), its calls in order and their
+        ids."""
         calls: list[ToolCallBlock] = []
         seen: set[str] = set()
         dirty = False
@@ -319,7 +330,7 @@ class Pairing:
             elif type(b) not in _ASSISTANT:
                 dirty = True
         if not dirty:
-            return t, calls
+            return t, calls, seen
         report = self.report
         kept: list[ContentBlock] = []
         seen.clear()
@@ -340,22 +351,21 @@ class Pairing:
             elif (type(b) is TextBlock and blank(b.text)) or type(b) not in _ASSISTANT:
                 continue
             kept.append(b)
-        return with_content(t, tuple(kept)), calls
+        return with_content(t, tuple(kept)), calls, seen
 
     def _gather(
         self,
         turns: Sequence[Turn],
         i: int,
         j: int,
-        calls: Sequence[ToolCallBlock],
+        ids: set[str],
         base: Turn | None,
     ) -> tuple[dict[str, ToolResultBlock], list[str], bool, bool]:
-        """The first result of each call found in the window `turns[i+1:j]` (orphans and
+        """The first result of each call (`ids`) found in the window `turns[i+1:j]` (orphans and
         repeats reported and left out), with what the base turn (`turns[i+1]` when it is a
         user turn, else None) tells: the call ids of its results in its order, whether one of
         them comes after another block (late), and whether it holds a block besides results."""
         report = self.report
-        ids = {c.id for c in calls}
         found: dict[str, ToolResultBlock] = {}
         base_order: list[str] = []
         late = False
@@ -390,23 +400,6 @@ class Pairing:
                     else:
                         report("moved_result", u.id, cid, "moved a result next to its call")
         return found, base_order, late, base_other
-
-    def _results(
-        self, t: Turn, calls: Sequence[ToolCallBlock], found: dict[str, ToolResultBlock]
-    ) -> list[ContentBlock]:
-        """One result per call of `t`, in call order: the found one rendered, or an error
-        result for a call that has none (reported)."""
-        results: list[ContentBlock] = []
-        for c in calls:
-            r = found.get(c.id)
-            if r is None:
-                self.report(
-                    "missing_result", t.id, c.id, "added an error result for a call that had none"
-                )
-                results.append(_lost(c.id))
-            else:
-                results.append(render_result(r))
-        return results
 
     # -- emission: alternation and placeholders -----------------------------------------------
 
