@@ -62,6 +62,21 @@ def test_the_readme_program_is_the_library_pages_first() -> None:
     assert python_blocks(README) == library_snippets()[:1]
 
 
+def test_the_readme_is_a_front_page_that_links_every_docs_page() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 200
+    pages = sorted(p.name for p in LIBRARY_PAGE.parent.glob("*.md"))
+    assert [p for p in pages if f"(docs/{p})" not in text] == []
+    # every relative link of the README and the pages names a file inside the repository
+    repo = README.parent.resolve()
+    for page in [README, *LIBRARY_PAGE.parent.glob("*.md")]:
+        for target in re.findall(r"\]\(([^)\s#]+)[^)]*\)", page.read_text()):
+            if target.startswith("http"):
+                continue
+            dest = (page.parent / target).resolve()
+            assert dest.is_relative_to(repo) and dest.exists(), (page.name, target)
+
+
 def test_the_first_library_program_is_short_and_uses_top_level_names_only() -> None:
     first = library_snippets()[0].strip().splitlines()
     assert len(first) <= 10
