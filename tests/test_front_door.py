@@ -1,6 +1,7 @@
-"""The front door: `from tether import Agent` builds the agent `tether run` builds; the README's
-library programs run as written (the model substituted by scripted providers); a model string,
-a list (fallback chain) or the config's selection; the base install's clear line for `local`."""
+"""The front door: `from tether import Agent` builds the agent `tether run` builds; the library
+programs of docs/library.md (the README shows its first) run as written (the model substituted
+by scripted providers); a model string, a list (fallback chain) or the config's selection; the
+base install's clear line for `local`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tether.settings.trust import approve
 from tether.testing import ScriptedProvider, call
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+LIBRARY_PAGE = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 NEW_ID = iter(f"id{i}" for i in range(10**6)).__next__
 
 
@@ -29,10 +31,12 @@ def make_agent(model: Any = None, **kw: Any) -> Agent:
     return Agent(model, **kw)
 
 
+def python_blocks(page: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+
+
 def library_snippets() -> list[str]:
-    text = README.read_text()
-    section = text[text.index("## Library\n") : text.index("## Writing tools")]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    return python_blocks(LIBRARY_PAGE)
 
 
 def scripted_models(
@@ -51,17 +55,36 @@ def scripted_models(
     return asked
 
 
-# --- the README -------------------------------------------------------------------------------
+# --- the README and the library page ----------------------------------------------------------
 
 
-def test_the_first_readme_program_is_short_and_uses_top_level_names_only() -> None:
+def test_the_readme_program_is_the_library_pages_first() -> None:
+    assert python_blocks(README) == library_snippets()[:1]
+
+
+def test_the_readme_is_a_front_page_that_links_every_docs_page() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 200
+    pages = sorted(p.name for p in LIBRARY_PAGE.parent.glob("*.md"))
+    assert [p for p in pages if f"(docs/{p})" not in text] == []
+    # every relative link of the README and the pages names a file inside the repository
+    repo = README.parent.resolve()
+    for page in [README, *LIBRARY_PAGE.parent.glob("*.md")]:
+        for target in re.findall(r"\]\(([^)\s#]+)[^)]*\)", page.read_text()):
+            if target.startswith("http"):
+                continue
+            dest = (page.parent / target).resolve()
+            assert dest.is_relative_to(repo) and dest.exists(), (page.name, target)
+
+
+def test_the_first_library_program_is_short_and_uses_top_level_names_only() -> None:
     first = library_snippets()[0].strip().splitlines()
     assert len(first) <= 10
     imports = [line for line in first if line.startswith(("from ", "import "))]
     assert imports == ["from tether import Agent, builtin_tools"]
 
 
-def test_the_readme_library_programs_run(
+def test_the_library_page_programs_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -74,7 +97,7 @@ def test_the_readme_library_programs_run(
         monkeypatch,
         {"anthropic/claude-sonnet-4-5": ScriptedProvider([call("read", path="notes.txt"), "hi"])},
     )
-    exec(compile(snippets[0], "README-1", "exec"), {})
+    exec(compile(snippets[0], "library.md-1", "exec"), {})
     assert capsys.readouterr().out.startswith("hi\n")
     # 2: tools, a session, compaction, a fallback chain (the first provider refuses the key)
     first = ScriptedProvider(lambda _r: StreamError(kind="auth", message="no key here"))
@@ -83,7 +106,7 @@ def test_the_readme_library_programs_run(
         monkeypatch, {"anthropic/claude-sonnet-4-5": first, "openai/gpt-4o": second}
     )
     scope: dict[str, Any] = {}
-    exec(compile(snippets[1], "README-2", "exec"), scope)
+    exec(compile(snippets[1], "library.md-2", "exec"), scope)
     assert asked == ["anthropic/claude-sonnet-4-5", "openai/gpt-4o"]
     out = capsys.readouterr().out.splitlines()
     assert "fallback" in out and "compaction_start" not in out
@@ -99,7 +122,7 @@ def test_the_readme_library_programs_run(
     )
     scripted_models(monkeypatch, {"openai/gpt-4o": gated})
     scope = {}
-    exec(compile(snippets[2], "README-3", "exec"), scope)
+    exec(compile(snippets[2], "library.md-3", "exec"), scope)
     gate_agent: Agent = scope["agent"]
     if not gate_agent.safe_mode_forced:  # with no OS sandbox only safe tools would run
         assert gate_agent.run_sync("go").text == "done"
@@ -108,7 +131,7 @@ def test_the_readme_library_programs_run(
         assert (tmp_path / "y.txt").read_text() == "y"
         assert "exec bash" in capsys.readouterr().out
     # 4: the testing snippet runs as is (it asserts on its own)
-    exec(compile(snippets[3], "README-4", "exec"), {})
+    exec(compile(snippets[3], "library.md-4", "exec"), {})
 
 
 # --- one front door ---------------------------------------------------------------------------

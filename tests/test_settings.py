@@ -435,10 +435,9 @@ def test_cli_values_and_dotted_keys() -> None:
     assert set_dotted(src, ["a", "y"], 2) == {"a": {"x": 1, "y": 2}} and src == {"a": {"x": 1}}
 
 
-def test_the_readme_sample_is_valid() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Settings and credentials", 1)[1]
-    sample = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+def test_the_settings_page_sample_is_valid() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text(encoding="utf-8")
+    sample = json.loads(page.split("```json", 1)[1].split("```", 1)[0])
     s = AgentConfig.model_validate(sample)
     assert s.model_specs()[1] == "work/qwen3-32b" and s.context.runaway_total == 0.9
     assert s.tools.timeout_s == 120.0 and s.run.thinking.decay == "step"

@@ -413,12 +413,12 @@ def test_without_an_os_sandbox_shell_hooks_do_not_run_and_are_reported(tmp_path:
     assert "no OS sandbox" in message
 
 
-def test_the_readme_samples_are_valid_settings() -> None:
+def test_the_subagents_and_hooks_page_samples_are_valid_settings() -> None:
     from tether import AgentConfig
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Subagents and hooks", 1)[1].split("\n## ", 1)[0]
-    samples = [block.split("```", 1)[0] for block in section.split("```json")[1:]]
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    page = (docs / "subagents-and-hooks.md").read_text(encoding="utf-8")
+    samples = [block.split("```", 1)[0] for block in page.split("```json")[1:]]
     assert len(samples) == 2
     agents = AgentConfig.model_validate(json.loads(samples[0])).agents
     assert agents.named["reviewer"].tools == ["read", "grep"] and agents.max_depth == 2

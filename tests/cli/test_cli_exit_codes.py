@@ -1,4 +1,4 @@
-"""Exit codes and refusals of `tether run` that need no model: README's table, checked."""
+"""Exit codes and refusals of `tether run` that need no model: the table of docs/cli.md, checked."""
 
 from __future__ import annotations
 

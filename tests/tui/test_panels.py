@@ -302,9 +302,9 @@ def test_flatten_keeps_every_leaf(data: dict[str, Any]) -> None:
     assert all(r.source == "default" for r in rows)
 
 
-def test_readme_tables_list_every_command_and_key() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_tui_page_tables_list_every_command_and_key() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "tui.md").read_text()
     for command, _ in COMMANDS:
-        assert f"| `{command}`" in readme, command
+        assert f"| `{command}`" in page, command
     for key, _ in KEYS:
-        assert f"| {key} |" in readme, key
+        assert f"| {key} |" in page, key

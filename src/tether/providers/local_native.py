@@ -15,7 +15,7 @@ the tool's schema (`tether.providers.local_grammar`), or a plain-text answer. `p
 turns an admitted block back into the generic `{"tool": NAME, "arguments": {...}}` action.
 
 Which protocol a model family uses (`NATIVE_FAMILIES`) was decided by measurement with
-`bench/tasks.py` (see README, "The embedded model").
+`bench/tasks.py` (see docs/providers.md, "The embedded model").
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ generic JSON one on `bench/tasks.py` (and whose template declares Hermes-style t
 Empty: on Qwen2.5-Coder-0.5B (`qwen2`, the only family here whose template declares tools) the
 native protocol passed no task the JSON one failed on the tasks measured, and cost ~1.9× the
 prompt tokens (the template's `<tools>` JSON schemas) and ~1.4× the seconds per task; see
-README, "Embedded model". `bench/tasks.py --protocol native` measures it again."""
+docs/providers.md, "The embedded model". `bench/tasks.py --protocol native` measures it again."""
 
 CALL_OPEN = "<tool_call>\n"
 CALL_CLOSE = "\n</tool_call>"

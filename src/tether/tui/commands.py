@@ -43,7 +43,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("F2", "settings: change model, approval, safe mode, compaction for this session"),
     ("Ctrl+C Ctrl+C", "quit"),
 )
-"""(key, action) for `/help` and the README."""
+"""(key, action) for `/help` and the keys table of docs/tui.md."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ Shapes:
                on_repair=None, strict=False) -> tuple[Turn, ...]
     ViewBuilder(target, ...).view(turns) -> tuple[Turn, ...]   # == build_view(turns, ...)
 
-Passes, in this order (DESIGN.md, "Data flow of one turn"):
+Passes, in this order (docs/architecture.md, "One turn"):
     1. marker elision             `elide_markers`
     2. reasoning wire action       `sanitize_history_for_provider(target, route)`
     3. tool-id sanitation          `sanitize_tool_ids(target)`
