@@ -1,4 +1,4 @@
-"""The layering rules of DESIGN.md, checked on the source's imports (ast, no import side
+"""The layering rules of docs/architecture.md, checked on the source's imports (ast, no import side
 effects): `messages` imports nothing of ours; `wire` and the pure compaction policy import
 only `messages` (and their own package, and `errors`: the exception tree, a leaf like
 `messages`); nothing below `agent/` imports `agent/` or `cli/`; `sandbox/` sits below `tools/`
