@@ -225,7 +225,7 @@ def test_native_replies_become_a_call_an_unended_cut_call_or_an_answer() -> None
     assert [e.text for e in answer if isinstance(e, TextDelta)] == ["It is 42."]
 
 
-@given(st.text(min_size=1).filter(lambda s: s[0] not in "<{` \t\n"), st.integers(1, 7))
+@given(st.text(min_size=1).filter(lambda s: s[0] not in "<{` \t\n\r"), st.integers(1, 7))
 @example("\x1f", 1)  # whitespace to `str.isspace`, a valid first character to the grammar
 def test_native_streamer_streams_any_answer_and_nothing_of_a_call(text: str, step: int) -> None:
     streamer = _NativeStreamer()
