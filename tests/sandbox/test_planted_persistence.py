@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_kit import WORKER_TOOL, sandbox_for
 
 import tether
 from faultserver import FaultServer, text, tool
+from sandbox_kit import WORKER_TOOL, sandbox_for
 
 SRC = str(Path(tether.__file__).resolve().parents[1])
 PLANTED_TOOL = "from tether.tools import tool\n\n@tool\ndef planted() -> str:\n    return 'pwned'\n"
