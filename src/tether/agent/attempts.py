@@ -42,9 +42,9 @@ from tether.providers.base import (
 from tether.providers.base import StreamWarning as ProviderWarning
 from tether.providers.fallback import falls_back
 from tether.providers.retry import Delay, RetryPolicy, is_retryable, with_retries
+from tether.providers.streaming import incomplete
 from tether.tracing import NO_TRACING, Tracing
 
-INCOMPLETE = "the stream ended without a terminal event"
 SIDE_TURN_ID = "side-request"
 """The id of a side request's assembled reply (never persisted)."""
 
@@ -202,7 +202,7 @@ class Attempts:
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it
-        failure = assembler.error or StreamError(kind="network", message=INCOMPLETE)
+        failure = assembler.error or incomplete("terminal event")
         if text_chars or thinking_chars:  # hosts already showed them: tell them to drop them
             self.emit(
                 DiscardEvent(

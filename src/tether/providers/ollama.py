@@ -43,7 +43,7 @@ import json
 import math
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import ollama
@@ -68,20 +68,11 @@ from tether.providers.base import (
     StreamError,
     StreamEvent,
     StreamWarning,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     ToolSpec,
     UsageEvent,
     wire_messages,
 )
-from tether.providers.streaming import drive_stream
+from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 PRODUCER = "ollama"
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -92,7 +83,6 @@ TRUNCATION_RATIO = 0.5
 FULL_WINDOW_RATIO = 0.98
 """A reported prompt of at least this share of `num_ctx` filled the window: it was cut."""
 CHARS_PER_TOKEN = 4
-INCOMPLETE = "stream ended before completion (no done frame)"
 
 _STOP_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -218,25 +208,10 @@ class OllamaStreamTranslator:
 
     estimated_prompt_tokens: int
     num_ctx: int
-    _next_index: int = 0
-    _text: int | None = None
-    _thinking: int | None = None
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
     _calls: int = 0
     _done: str | None = None
     _overflow: str | None = None
-
-    def _new(self) -> int:
-        i = self._next_index
-        self._next_index += 1
-        return i
-
-    def _close(self) -> Iterator[StreamEvent]:
-        if self._thinking is not None:
-            yield ThinkingEnd(index=self._thinking)
-            self._thinking = None
-        if self._text is not None:
-            yield TextEnd(index=self._text)
-            self._text = None
 
     def overflow(self, reported: int | None) -> str | None:
         """The context_overflow message when the reported prompt filled the window (at least
@@ -263,28 +238,22 @@ class OllamaStreamTranslator:
 
     def on_item(self, frame: ollama.ChatResponse) -> Iterator[StreamEvent]:
         """Events for one NDJSON frame."""
-        msg = frame.message
+        msg, blocks = frame.message, self._blocks
         if msg.thinking:
-            if self._thinking is None:
-                yield from self._close()
-                self._thinking = self._new()
-                yield ThinkingStart(index=self._thinking, producer=PRODUCER)
-            yield ThinkingDelta(index=self._thinking, text=msg.thinking)
+            if not blocks.is_open(THINKING):
+                yield from blocks.finish()
+            yield from blocks.thinking(msg.thinking, producer=PRODUCER)
         if msg.content:
-            if self._text is None:
-                yield from self._close()
-                self._text = self._new()
-                yield TextStart(index=self._text)
-            yield TextDelta(index=self._text, text=msg.content)
+            if not blocks.is_open(TEXT):
+                yield from blocks.finish()
+            yield from blocks.text(msg.content)
         for call in msg.tool_calls or ():
-            yield from self._close()
-            i = self._new()
+            yield from blocks.finish()
             self._calls += 1
-            yield ToolCallStart(index=i, id=None, name=call.function.name)
-            yield ToolCallDelta(index=i, arguments_delta=json.dumps(dict(call.function.arguments)))
-            yield ToolCallEnd(index=i)
+            arguments = json.dumps(dict(call.function.arguments))
+            yield from blocks.whole_call(id=None, name=call.function.name, arguments=arguments)
         if frame.done:
-            yield from self._close()
+            yield from blocks.finish()
             self._done = frame.done_reason or "stop"
             prompt = frame.prompt_eval_count
             self._overflow = self.overflow(prompt)
@@ -300,7 +269,7 @@ class OllamaStreamTranslator:
     def finish(self) -> StreamEvent:
         """`StreamDone` after the `done: true` frame, else a network `StreamError` (incomplete)."""
         if self._done is None:
-            return StreamError(kind="network", message=INCOMPLETE)
+            return incomplete("done frame")
         if self._overflow is not None:
             return StreamError(kind="context_overflow", message=self._overflow)
         stop = _STOP_REASONS.get(self._done, "other")

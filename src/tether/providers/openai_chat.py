@@ -45,7 +45,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
     ChatCompletionToolParam,
 )
-from openai.types.chat.chat_completion_chunk import ChoiceDelta
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
 from openai.types.chat.chat_completion_message_function_tool_call_param import (
     ChatCompletionMessageFunctionToolCallParam,
 )
@@ -68,27 +68,16 @@ from tether.providers.base import (
     ModelRequest,
     StopReason,
     StreamDone,
-    StreamError,
     StreamEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
     ToolCallStart,
     ToolSpec,
     UsageEvent,
     wire_messages,
 )
-from tether.providers.streaming import drive_stream
+from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 COMPAT_PRODUCER = "openai-compat"
 """Producer tag of thinking blocks built from a compatible server's `reasoning_content`."""
-
-INCOMPLETE = "stream ended before completion (no finish_reason)"
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -272,31 +261,15 @@ def normalize_usage(usage: CompletionUsage) -> Usage:
 class ChatStreamTranslator:
     """Translates `ChatCompletionChunk`s (choice 0 only) into normalized events.
 
-    Feed every chunk to `on_item`, then call `finish` once the SDK stream is exhausted.
+    Feed every chunk to `on_item`, then call `finish` once the SDK stream is exhausted. Blocks
+    are keyed by `TEXT`, `THINKING` and each call's `tool_calls[].index`.
     """
 
-    _next_index: int = 0
-    _text: int | None = None
-    _thinking: int | None = None
-    _calls: dict[int, int] = field(default_factory=lambda: {})
-    """Chat `tool_calls[].index` → event index."""
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
+    _calls: list[int] = field(default_factory=lambda: list[int]())
+    """The Chat `tool_calls[].index` of each call, in order."""
     _named: set[int] = field(default_factory=lambda: set[int]())
     _finish_reason: str | None = None
-
-    def _new_index(self) -> int:
-        i = self._next_index
-        self._next_index += 1
-        return i
-
-    def _close_thinking(self) -> Iterator[StreamEvent]:
-        if self._thinking is not None:
-            yield ThinkingEnd(index=self._thinking)
-            self._thinking = None
-
-    def _close_text(self) -> Iterator[StreamEvent]:
-        if self._text is not None:
-            yield TextEnd(index=self._text)
-            self._text = None
 
     @staticmethod
     def _reasoning(delta: ChoiceDelta) -> str:
@@ -307,50 +280,47 @@ class ChatStreamTranslator:
                 return value
         return ""
 
+    def _call(self, call: ChoiceDeltaToolCall) -> Iterator[StreamEvent]:
+        blocks = self._blocks
+        yield from blocks.close(THINKING)
+        yield from blocks.close(TEXT)
+        name = call.function.name if call.function is not None else None
+        if call.index not in self._calls:
+            self._calls.append(call.index)
+            yield blocks.open_call(call.index, id=call.id or None, name=name or "")
+            if name:
+                self._named.add(call.index)
+        elif name and call.index not in self._named and (block := blocks.get(call.index)):
+            # A server that sends the name after the first fragment.
+            self._named.add(call.index)
+            yield ToolCallStart(index=block.index, id=call.id or None, name=name)
+        args = call.function.arguments if call.function is not None else None
+        yield from blocks.arguments(call.index, args or "")
+
     def on_item(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
         """Events for one chunk (usage chunks included)."""
+        blocks = self._blocks
         for choice in chunk.choices:
             if choice.index != 0 or self._finish_reason is not None:
                 continue
             delta = choice.delta
             reasoning = self._reasoning(delta)
             if reasoning:
-                if self._thinking is None:
-                    yield from self._close_text()
-                    self._thinking = self._new_index()
-                    yield ThinkingStart(index=self._thinking, producer=COMPAT_PRODUCER)
-                yield ThinkingDelta(index=self._thinking, text=reasoning)
+                if not blocks.is_open(THINKING):
+                    yield from blocks.close(TEXT)
+                yield from blocks.thinking(reasoning, producer=COMPAT_PRODUCER)
             text = (delta.content or "") + (delta.refusal or "")
             if text:
-                yield from self._close_thinking()
-                if self._text is None:
-                    self._text = self._new_index()
-                    yield TextStart(index=self._text)
-                yield TextDelta(index=self._text, text=text)
+                yield from blocks.close(THINKING)
+                yield from blocks.text(text)
             for call in delta.tool_calls or ():
-                yield from self._close_thinking()
-                yield from self._close_text()
-                name = call.function.name if call.function is not None else None
-                index = self._calls.get(call.index)
-                if index is None:
-                    index = self._calls[call.index] = self._new_index()
-                    yield ToolCallStart(index=index, id=call.id or None, name=name or "")
-                    if name:
-                        self._named.add(index)
-                elif name and index not in self._named:
-                    # A server that sends the name after the first fragment.
-                    self._named.add(index)
-                    yield ToolCallStart(index=index, id=call.id or None, name=name)
-                args = call.function.arguments if call.function is not None else None
-                if args:
-                    yield ToolCallDelta(index=index, arguments_delta=args)
+                yield from self._call(call)
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
-                yield from self._close_thinking()
-                yield from self._close_text()
+                yield from blocks.close(THINKING)
+                yield from blocks.close(TEXT)
                 if choice.finish_reason != "length":
-                    for index in self._calls.values():
-                        yield ToolCallEnd(index=index)
+                    yield from blocks.finish()
         if chunk.usage is not None:
             yield UsageEvent(usage=normalize_usage(chunk.usage))
 
@@ -359,7 +329,7 @@ class ChatStreamTranslator:
         when no `finish_reason` ever arrived."""
         reason = self._finish_reason
         if reason is None:
-            return StreamError(kind="network", message=INCOMPLETE)
+            return incomplete("finish_reason")
         stop = _STOP_REASONS.get(reason, "other")
         if reason == "stop" and self._calls:
             # Some compatible servers (vLLM, older llama.cpp) finish a tool-calling turn with `stop`.

@@ -89,24 +89,14 @@ from tether.providers.base import (
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     ToolSpec,
     UsageEvent,
     wire_messages,
 )
 from tether.providers.errors import classify_status, error_code
-from tether.providers.streaming import drive_stream
+from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 PRODUCER = "openai-responses"
-INCOMPLETE = "stream ended before completion (no response.completed)"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 _INCOMPLETE_STOP: dict[str, StopReason] = {
@@ -268,68 +258,48 @@ def normalize_usage(usage: ResponseUsage) -> Usage:
 
 
 @dataclass(slots=True)
-class _Item:
-    kind: str  # "reasoning" | "message" | "call"
-    index: int
-    parts: int = -1  # reasoning: the last summary index seen
-    got_args: bool = False
-
-
-@dataclass(slots=True)
 class ResponsesStreamTranslator:
-    """Translates Responses stream events into normalized events (keyed by `output_index`)."""
+    """Translates Responses stream events into normalized events (blocks keyed by
+    `output_index`)."""
 
-    _next_index: int = 0
-    _items: dict[int, _Item] = field(default_factory=lambda: {})
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
+    _parts: dict[int, int] = field(default_factory=lambda: {})
+    """A reasoning item's `output_index` → the last summary index seen."""
     _calls: int = 0
 
-    def _open(self, output_index: int, kind: str) -> _Item:
-        item = _Item(kind, self._next_index)
-        self._next_index += 1
-        self._items[output_index] = item
-        return item
-
     def _added(self, event: ResponseOutputItemAddedEvent) -> Iterator[StreamEvent]:
-        raw = event.item
+        raw, key = event.item, event.output_index
         if isinstance(raw, ResponseReasoningItem):
-            item = self._open(event.output_index, "reasoning")
-            yield ThinkingStart(index=item.index, producer=PRODUCER, item_id=raw.id)
+            yield self._blocks.open_thinking(key, producer=PRODUCER, item_id=raw.id)
         elif isinstance(raw, ResponseOutputMessage):
-            item = self._open(event.output_index, "message")
-            yield TextStart(index=item.index)
+            yield self._blocks.open_text(key)
         elif isinstance(raw, ResponseFunctionToolCall):
-            item = self._open(event.output_index, "call")
             self._calls += 1
             meta = {"item_id": raw.id} if raw.id else None
-            yield ToolCallStart(index=item.index, id=raw.call_id, name=raw.name, provider_meta=meta)
+            yield self._blocks.open_call(key, id=raw.call_id, name=raw.name, meta=meta)
         # Built-in tool items (web search, file search, ...) run server-side: skipped.
 
     def _done(self, event: ResponseOutputItemDoneEvent) -> Iterator[StreamEvent]:
-        item = self._items.pop(event.output_index, None)
-        raw = event.item
-        if item is None:
-            return
-        if item.kind == "reasoning" and isinstance(raw, ResponseReasoningItem):
-            yield ThinkingEnd(
-                index=item.index,
-                encrypted_content=raw.encrypted_content,
-                summary=tuple(s.text for s in raw.summary),
+        raw, key = event.item, event.output_index
+        if isinstance(raw, ResponseReasoningItem):
+            summary = tuple(s.text for s in raw.summary)
+            yield from self._blocks.close(
+                key, encrypted_content=raw.encrypted_content, summary=summary
             )
-        elif item.kind == "message":
-            yield TextEnd(index=item.index)
-        elif item.kind == "call" and isinstance(raw, ResponseFunctionToolCall):
-            if not item.got_args and raw.arguments:
-                yield ToolCallDelta(index=item.index, arguments_delta=raw.arguments)
-            yield ToolCallEnd(index=item.index)
+        elif isinstance(raw, ResponseFunctionToolCall):
+            yield from self._blocks.close(key, arguments=raw.arguments)
+        else:
+            yield from self._blocks.close(key)
 
     def _thinking(self, output_index: int, part: int, delta: str) -> Iterator[StreamEvent]:
-        item = self._items.get(output_index)
-        if item is None or item.kind != "reasoning" or not delta:
+        block = self._blocks.get(output_index)
+        if block is None or block.kind != "thinking" or not delta:
             return
-        if item.parts >= 0 and part != item.parts:
-            yield ThinkingDelta(index=item.index, text="\n\n")
-        item.parts = part
-        yield ThinkingDelta(index=item.index, text=delta)
+        last = self._parts.get(output_index, -1)
+        if last >= 0 and part != last:
+            yield from self._blocks.thinking("\n\n", output_index)
+        self._parts[output_index] = part
+        yield from self._blocks.thinking(delta, output_index)
 
     def on_item(self, event: ResponseStreamEvent) -> Iterator[StreamEvent]:
         """Events for one Responses stream event; unknown types are ignored."""
@@ -338,18 +308,14 @@ class ResponsesStreamTranslator:
         elif isinstance(event, ResponseOutputItemDoneEvent):
             yield from self._done(event)
         elif isinstance(event, ResponseTextDeltaEvent | ResponseRefusalDeltaEvent):
-            item = self._items.get(event.output_index)
-            if item is not None and item.kind == "message" and event.delta:
-                yield TextDelta(index=item.index, text=event.delta)
+            if self._blocks.is_open(event.output_index):
+                yield from self._blocks.text(event.delta, event.output_index)
         elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
             yield from self._thinking(event.output_index, event.summary_index, event.delta)
         elif isinstance(event, ResponseReasoningTextDeltaEvent):
             yield from self._thinking(event.output_index, event.content_index, event.delta)
         elif isinstance(event, ResponseFunctionCallArgumentsDeltaEvent):
-            item = self._items.get(event.output_index)
-            if item is not None and item.kind == "call" and event.delta:
-                item.got_args = True
-                yield ToolCallDelta(index=item.index, arguments_delta=event.delta)
+            yield from self._blocks.arguments(event.output_index, event.delta)
         elif isinstance(event, ResponseCompletedEvent):
             if event.response.usage is not None:
                 yield UsageEvent(usage=normalize_usage(event.response.usage))
@@ -384,7 +350,7 @@ class ResponsesStreamTranslator:
 
     def finish(self) -> StreamEvent:
         """Reached only when no terminal Responses event came: the stream is incomplete."""
-        return StreamError(kind="network", message=INCOMPLETE)
+        return incomplete("response.completed")
 
 
 class OpenAIResponsesProvider:
