@@ -6,14 +6,7 @@ truncation.
 Does not own: transport and NDJSON decoding (`ollama.AsyncClient.chat(stream=True)`), the wire
 passes, assembly (which mints the tool-call ids Ollama never sends), or fault classification.
 
-Request (Ollama API reference, "Generate a chat completion"):
-    {"model", "stream": true, "think"?: bool,
-     "options": {"num_ctx": <always sent>, "temperature"?, "num_predict"?},
-     "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
-     "messages": [{"role": "system"|"user"|"assistant"|"tool", "content": str,
-                   "images"?: [base64], "thinking"?: str,
-                   "tool_calls"?: [{"function": {"name", "arguments": <object>}}],
-                   "tool_name"?: str}]}             # a tool message names the tool it answers
+Request conversion: `tether.providers.ollama_request`.
 Frames → events: `message.thinking` → thinking block (producer "ollama"), `message.content` →
 text, each `message.tool_calls[*]` → one complete call (Ollama sends whole calls, no ids: the
 assembler mints `<turn id>_call<k>`), the `done: true` frame → usage (`prompt_eval_count` in,
@@ -40,25 +33,16 @@ compaction monitor measures against the window Ollama really allocates.
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import ollama
 
 from tether.messages import (
-    CompactSummaryBlock,
-    DocumentBlock,
-    ImageBlock,
     Provenance,
     Target,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
     Usage,
 )
 from tether.providers.base import (
@@ -68,9 +52,13 @@ from tether.providers.base import (
     StreamError,
     StreamEvent,
     StreamWarning,
-    ToolSpec,
     UsageEvent,
     wire_messages,
+)
+from tether.providers.ollama_request import (
+    estimate_prompt_tokens,
+    to_ollama_messages,
+    to_ollama_tools,
 )
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
@@ -82,106 +70,8 @@ depending on version) and it truncates silently beyond it, so tether always send
 TRUNCATION_RATIO = 0.5
 FULL_WINDOW_RATIO = 0.98
 """A reported prompt of at least this share of `num_ctx` filled the window: it was cut."""
-CHARS_PER_TOKEN = 4
 
 _STOP_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
-
-
-# ---------------------------------------------------------------------------------------------
-# Request conversion
-
-
-def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
-    """Tool results first (one `tool` message each, in order), then one user message."""
-    out: list[dict[str, Any]] = []
-    texts: list[str] = []
-    images: list[str] = []
-    for block in turn.content:
-        if isinstance(block, ToolResultBlock):
-            text = block.text or ("error" if block.is_error else "")
-            msg: dict[str, Any] = {"role": "tool", "content": text}
-            if block.tool_call_id in names:
-                msg["tool_name"] = names[block.tool_call_id]
-            out.append(msg)
-            images.extend(p.data for p in block.content if isinstance(p, ImageBlock))
-        elif isinstance(block, TextBlock):
-            if block.text:
-                texts.append(block.text)
-        elif isinstance(block, ImageBlock):
-            images.append(block.data)
-        elif isinstance(block, DocumentBlock):
-            texts.append(f"[document {block.title or block.media_type} omitted: not supported]")
-        elif isinstance(block, CompactSummaryBlock):
-            texts.append(block.summary)
-    if texts or images:
-        msg = {"role": "user", "content": "\n\n".join(texts)}
-        if images:
-            msg["images"] = images
-        out.append(msg)
-    return out
-
-
-def _assistant_message(turn: Turn) -> dict[str, Any] | None:
-    text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
-    thinking = "".join(b.text for b in turn.content if isinstance(b, ThinkingBlock))
-    calls = [
-        {"function": {"name": b.name, "arguments": b.arguments}}
-        for b in turn.content
-        if isinstance(b, ToolCallBlock)
-    ]
-    if not text and not calls and not thinking:
-        return None
-    msg: dict[str, Any] = {"role": "assistant", "content": text}
-    if thinking:
-        msg["thinking"] = thinking
-    if calls:
-        msg["tool_calls"] = calls
-    return msg
-
-
-def to_ollama_messages(messages: Sequence[Turn], system: str | None = None) -> list[dict[str, Any]]:
-    """Convert a wire view (target `ollama`) into `/api/chat` messages (shapes in the module
-    docstring). Tool calls are sent with their arguments as an object, as Ollama requires."""
-    names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
-    out: list[dict[str, Any]] = []
-    if system:
-        out.append({"role": "system", "content": system})
-    for turn in messages:
-        if turn.role == "assistant":
-            msg = _assistant_message(turn)
-            if msg is not None:
-                out.append(msg)
-        elif turn.role == "system":
-            out.append({"role": "system", "content": turn.text})
-        else:
-            out.extend(_user_messages(turn, names))
-    return out
-
-
-def to_ollama_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tools → `[{"type": "function", "function": {name, description, parameters}}]`."""
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
-
-
-def estimate_prompt_tokens(
-    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
-) -> int:
-    """tether's local estimate of a request's prompt: ceil(chars / 4) over message contents,
-    thinking, tool-call arguments (as JSON) and the tools' JSON, in tokens."""
-    chars = 0
-    for m in messages:
-        chars += len(m.get("content") or "") + len(m.get("thinking") or "")
-        for call in m.get("tool_calls") or ():
-            chars += len(json.dumps(call["function"]["arguments"]))
-    if tools:
-        chars += len(json.dumps(tools))
-    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 def overflow_message(estimate: int, num_ctx: int, reported: int | None = None) -> str:
