@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tether.errors import ConfigError
-from tether.providers import local_models
-from tether.providers.local_models import NamedModel, named_model_path, resolve_model_path
+from tether.providers.local import models as local_models
+from tether.providers.local.models import NamedModel, named_model_path, resolve_model_path
 
 PARTS = [b"GGUF-fake-part-one|", b"part-two|", b"part-three"]
 

@@ -147,7 +147,7 @@ class TetherApp(App[int]):
             return
         provider = self._preopened.agent.provider
         if provider.name == "local":
-            from tether.providers.local import load_model
+            from tether.providers.local.models import load_model
 
             path = getattr(provider, "model_path", None)
             n_ctx = getattr(provider, "n_ctx", None)
