@@ -97,7 +97,7 @@ def test_resolve_maps_known_names_only(tmp_path: Path, monkeypatch: pytest.Monke
     assert resolve_model_path(None) is None
     # every name `tether models local` lists resolves: the default's name is the default
     assert resolve_model_path(Path("smollm2-135m-instruct")) is None
-    from tether.providers.models import KNOWN_MODELS
+    from tether.providers.models import BUNDLED as KNOWN_MODELS
 
     for name in KNOWN_MODELS["local"]:
         assert name == "smollm2-135m-instruct" or name in local_models.NAMED_MODELS

@@ -20,9 +20,10 @@ from tether.durations import parse_duration
 from tether.errors import ConfigError, LengthResumeExhausted, exit_code_for
 from tether.messages import Provenance, TextBlock, Turn, Usage
 from tether.providers.base import ErrorKind, StreamError
+from tether.providers.catalog import price_for
 from tether.providers.errors import classify_status, error_code, is_quota_error, parse_retry_after
 from tether.providers.fallback import ModelRef, falls_back, resolve_chain
-from tether.providers.pricing import cost_usd, price_for, turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import cost_usd, turns_cost_usd, turns_usage, usage_line
 from tether.providers.retry import RetryPolicy, backoff_s, is_retryable, retry_delay
 from tether.testing import call
 

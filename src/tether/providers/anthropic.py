@@ -38,7 +38,7 @@ import anthropic
 from anthropic import types as at
 
 from tether.errors import AuthError, ConfigError
-from tether.messages import Provenance, Target, Usage
+from tether.messages import Provenance, ProviderStopReason, Target, Usage
 from tether.providers.anthropic_request import (
     MIN_THINKING_BUDGET,
     MessagesParams,
@@ -48,12 +48,12 @@ from tether.providers.anthropic_request import (
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamEvent,
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 __all__ = [
@@ -68,7 +68,7 @@ __all__ = [
 
 PRODUCER = "anthropic"
 
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[str, ProviderStopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",
@@ -242,6 +242,8 @@ class AnthropicProvider:
     """
 
     target: Target = "anthropic"
+    info: ModelInfo
+    """The catalog's entry for `model`; `supports_prefill` as configured (never with thinking on)."""
 
     def __init__(
         self,
@@ -268,7 +270,7 @@ class AnthropicProvider:
         self.prompt_caching = prompt_caching
         # Newer models reject an assistant-final request ("This model does not support
         # assistant message prefill"), and none accepts prefill with thinking on.
-        self.supports_prefill = supports_prefill and thinking_budget is None
+        self.info = catalog_info(model, supports_prefill=supports_prefill and thinking_budget is None)
         self._route = Provenance(provider=name, api="anthropic", model=model)
         if client is None and not (api_key or _env_credentials()):
             # With a base_url too: the SDK cannot send a request without a key or token (it
@@ -287,7 +289,7 @@ class AnthropicProvider:
             ConfigError: as `build_params`.
         """
         view = wire_messages(
-            request, "anthropic", supports_prefill=self.supports_prefill, route=self._route
+            request, "anthropic", supports_prefill=self.info.supports_prefill, route=self._route
         )
         return build_params(
             request,

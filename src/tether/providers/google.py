@@ -45,15 +45,15 @@ from google import genai
 from google.genai import types as gt
 
 from tether.errors import AuthError
-from tether.messages import Provenance, Target, Usage
+from tether.messages import Provenance, ProviderStopReason, Target, Usage
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamEvent,
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.google_request import (
     SIGNATURE_KEY,
     encode_signature,
@@ -64,7 +64,7 @@ from tether.providers.google_request import (
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 PRODUCER = "google"
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[str, ProviderStopReason] = {
     "STOP": "end_turn",
     "MAX_TOKENS": "max_tokens",
     "SAFETY": "refusal",
@@ -282,6 +282,8 @@ class GoogleProvider:
     """
 
     target: Target = "google"
+    info: ModelInfo
+    """The catalog's entry for `model` (no prefill)."""
 
     def __init__(
         self,
@@ -296,7 +298,7 @@ class GoogleProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
+        self.info = catalog_info(model)
         self.thinking_budget = thinking_budget
         self.include_thoughts = include_thoughts
         self._route = Provenance(provider=name, api="google", model=model)

@@ -26,7 +26,7 @@ a `StreamWarning(kind="truncated_prompt")`: Ollama versions that count only the 
 from their prompt cache under-report too; the warning names both figures.
 
 `num_ctx` is the window the run is configured with (`--context-window`, `context.windows`):
-`tether run` sets it from the resolved limits; `context_window` reports it back, so the
+`tether run` sets it from the resolved limits; `info` reports it back, so the
 compaction monitor measures against the window Ollama really allocates.
 """
 
@@ -42,12 +42,12 @@ import ollama
 
 from tether.messages import (
     Provenance,
+    ProviderStopReason,
     Target,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -55,6 +55,7 @@ from tether.providers.base import (
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo
 from tether.providers.ollama_request import (
     estimate_prompt_tokens,
     to_ollama_messages,
@@ -71,7 +72,7 @@ TRUNCATION_RATIO = 0.5
 FULL_WINDOW_RATIO = 0.98
 """A reported prompt of at least this share of `num_ctx` filled the window: it was cut."""
 
-_STOP_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
+_STOP_REASONS: dict[str, ProviderStopReason] = {"stop": "end_turn", "length": "max_tokens"}
 
 
 def overflow_message(estimate: int, num_ctx: int, reported: int | None = None) -> str:
@@ -195,7 +196,6 @@ class OllamaProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
         self.num_ctx = num_ctx
         self.think = think
         self.host = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
@@ -223,9 +223,16 @@ class OllamaProvider:
         return params
 
     @property
-    def context_window(self) -> int:
-        """The window Ollama allocates for this provider's requests (`num_ctx`), in tokens."""
-        return self.num_ctx
+    def info(self) -> ModelInfo:
+        """The window Ollama allocates for this provider's requests (`num_ctx`, in tokens; a
+        quarter of it as the output cap), reported as the provider's own figure; the server
+        allocates it per request (`allocates_window`)."""
+        return ModelInfo(
+            context_window=self.num_ctx,
+            max_output_tokens=max(self.num_ctx // 4, 1),
+            allocates_window=True,
+            source="provider",
+        )
 
     def use_context_window(self, tokens: int) -> None:
         """Send `num_ctx = tokens` from now on (the run's configured window).

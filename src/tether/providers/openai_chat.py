@@ -38,25 +38,26 @@ from openai.types.completion_usage import CompletionUsage
 from tether.errors import AuthError
 from tether.messages import (
     Provenance,
+    ProviderStopReason,
     Target,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamEvent,
     ToolCallStart,
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.openai_chat_request import to_chat_messages, to_chat_tools
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 COMPAT_PRODUCER = "openai-compat"
 """Producer tag of thinking blocks built from a compatible server's `reasoning_content`."""
 
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[str, ProviderStopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
     "function_call": "tool_use",
@@ -185,6 +186,8 @@ class OpenAIChatProvider:
     """
 
     target: Target = "openai-chat"
+    info: ModelInfo
+    """The catalog's entry for `model` (no prefill)."""
 
     def __init__(
         self,
@@ -198,7 +201,7 @@ class OpenAIChatProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
+        self.info = catalog_info(model)
         self._route = Provenance(provider=name, api="openai-chat", model=model)
         self._compat = base_url is not None
         if client is None:

@@ -56,25 +56,26 @@ from openai.types.responses import (
 from tether.errors import AuthError
 from tether.messages import (
     Provenance,
+    ProviderStopReason,
     Target,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamError,
     StreamEvent,
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.errors import classify_status, error_code
 from tether.providers.openai_responses_request import build_params
 from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 PRODUCER = "openai-responses"
 
-_INCOMPLETE_STOP: dict[str, StopReason] = {
+_INCOMPLETE_STOP: dict[str, ProviderStopReason] = {
     "max_output_tokens": "max_tokens",
     "content_filter": "refusal",
 }
@@ -217,6 +218,8 @@ class OpenAIResponsesProvider:
     """
 
     target: Target = "openai-responses"
+    info: ModelInfo
+    """The catalog's entry for `model` (no prefill)."""
 
     def __init__(
         self,
@@ -233,7 +236,7 @@ class OpenAIResponsesProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
+        self.info = catalog_info(model)
         self.reasoning = reasoning
         self.reasoning_effort = reasoning_effort
         self.reasoning_summary = reasoning_summary

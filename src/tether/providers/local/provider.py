@@ -48,6 +48,7 @@ from tether.providers.base import (
     ToolCallStart,
     UsageEvent,
 )
+from tether.providers.catalog import ModelInfo
 from tether.providers.local.grammar import action_grammar, action_schema
 from tether.providers.local.models import (
     DEFAULT_CONTEXT_TOKENS,
@@ -213,9 +214,16 @@ class LocalProvider:
         self.n_ctx = n_ctx
         self.max_output_tokens = max_output_tokens
         self.repeat_penalty = repeat_penalty
-        self.context_window = n_ctx
-        self.supports_prefill = False
         self.protocol: Protocol | None = protocol
+
+    @property
+    def info(self) -> ModelInfo:
+        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill)."""
+        return ModelInfo(
+            context_window=self.n_ctx,
+            max_output_tokens=self.max_output_tokens,
+            source="provider",
+        )
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
         """Blocking generation: yields `\x00protocol:<json|native>`, text pieces,
