@@ -144,7 +144,7 @@ def resolve_models(
             chain.append(resolve_provider(m, base_url=base_url, providers=config.providers))
             _note_project_url(m, base_url, project_urls, note)
         return tuple(chain)
-    specs = [f"{r.provider}/{r.model}" if r.model else r.provider for r in model_refs(config)]
+    specs = [r.spec for r in model_refs(config)]
     found: list[Provider] = []
     errors: list[ConfigError] = []
     for spec in specs:
