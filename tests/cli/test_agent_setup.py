@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_cli_faults import events, tether
 
-from faultserver import FaultServer, error_after_200, text, tool
+from kit.faultserver import FaultServer, error_after_200, text, tool
 from tether.agent import build
 from tether.agent.limits import GeometricDecay, StepDecay
 from tether.errors import AuthError, ConfigError

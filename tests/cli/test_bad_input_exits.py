@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from faultserver import FaultServer, text, tool
+from kit.faultserver import FaultServer, text, tool
 
 
 def _tether(

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from clikit import tether
-from faultserver import (
+from kit.cli import tether
+from kit.faultserver import (
     FaultServer,
     Step,
     error_after_200,

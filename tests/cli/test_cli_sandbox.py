@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from clikit import cli_env
+from kit.cli import cli_env
 from tether.sandbox.detect import available
 
 CMD = [sys.executable, "-m", "tether.cli", "run", "--no-session", "-m", "openai/m"]

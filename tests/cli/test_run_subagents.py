@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_cli_faults import events, tether
 
-from faultserver import FaultServer, Step, text
+from kit.faultserver import FaultServer, Step, text
 from tether.session import SessionStore
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_startup_imports import heavy, loaded
 
-from clikit import tether
+from kit.cli import tether
 from tether.messages import (
     CompactSummaryBlock,
     Provenance,

@@ -7,8 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
-
+from kit.jobs import LoopModel, lines, popen, project, task_file, tether
 from tether.session import SessionStore
 
 

@@ -12,8 +12,7 @@ import signal
 import time
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
-
+from kit.jobs import LoopModel, lines, popen, project, task_file, tether
 from tether.session import SessionStore
 
 KILLS = 20

@@ -13,8 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
-
+from kit.jobs import LoopModel, lines, popen, project, task_file, tether
 from tether.session import SessionStore
 
 N = 100

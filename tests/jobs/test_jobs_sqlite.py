@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobkit import LoopModel, lines, project, task_file, tether
-
+from kit.jobs import LoopModel, lines, project, task_file, tether
 from tether.session import SessionStore
 
 FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}

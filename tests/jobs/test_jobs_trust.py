@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobkit import LoopModel, approve, lines, project, task_file, tether
+from kit.jobs import LoopModel, approve, lines, project, task_file, tether
 
 
 def test_an_unapproved_project_is_refused_then_runs_once_approved(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_servers import HttpDemo
+
+from kit.mcp import HttpDemo
 
 
 @pytest.fixture

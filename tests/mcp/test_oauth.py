@@ -15,9 +15,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 import pytest
-from mcp_servers import free_port
 from oauth_server import OAuthDemo
 
+from kit.mcp import free_port
 from tether.credentials import credentials_path
 from tether.mcp import McpServerError, McpTools, resolve_server
 from tether.mcp.oauth import credential_name, forget_tokens, login

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import DEMO
 
-import clikit
-from faultserver import FaultServer, text, tool
+from kit import cli as clikit
+from kit.faultserver import FaultServer, text, tool
+from kit.mcp import DEMO
 from tether.sandbox.detect import detect_sandbox
 
 pytestmark = [

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import HttpDemo, stdio_settings
 
+from kit.mcp import HttpDemo, stdio_settings
 from tether.mcp import McpTools
 from tether.messages import ImageBlock, TextBlock, ToolCallBlock
 from tether.settings.model import McpServerSettings

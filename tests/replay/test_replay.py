@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import clikit
-from cases_loader import CASES_DIR
+from kit import cli as clikit
+from kit.cases import CASES_DIR
 from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession
 from tether.messages import TARGETS, Target, TextBlock, Turn, text_turn, tool_result

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import tether
-from faultserver import FaultServer, text, tool
-from sandbox_kit import WORKER_TOOL, sandbox_for
+from kit.faultserver import FaultServer, text, tool
+from kit.sandbox import WORKER_TOOL, sandbox_for
 
 SRC = str(Path(tether.__file__).resolve().parents[1])
 PLANTED_TOOL = "from tether.tools import tool\n\n@tool\ndef planted() -> str:\n    return 'pwned'\n"

@@ -10,7 +10,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from session_helpers import (
+
+from kit.sessions import (
     assistant,
     entries,
     header_line,
@@ -19,7 +20,6 @@ from session_helpers import (
     turn_line,
     user,
 )
-
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
 from tether.messages import turn_to_json
 from tether.session import SessionStore, SessionWriter, default_root, validate_session_id

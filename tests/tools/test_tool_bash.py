@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import SANDBOX_KINDS, sandbox_for
+from kit.sandbox import SANDBOX_KINDS, sandbox_for
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.detect import available

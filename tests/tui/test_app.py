@@ -9,6 +9,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from kit.tui import SIZE, scripted_app
 from tether.messages import TextBlock, ThinkingBlock
 from tether.session import SessionStore
 from tether.testing import Reply, call
@@ -24,8 +25,6 @@ from tether.tui.widgets import (
     ToolRow,
     UserRow,
 )
-
-from .helpers import SIZE, scripted_app
 
 
 async def send(pilot: Pilot[int], text: str) -> None:

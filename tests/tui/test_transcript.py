@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
+from kit.tui import SIZE, scripted_app
 from tether.agent.subagents import TASK_TOOL
 from tether.messages import TextBlock, text_turn
 from tether.providers.base import ModelRequest
@@ -30,7 +31,6 @@ from tether.tui.widgets import (
     wrap_lines,
 )
 
-from .helpers import SIZE, scripted_app
 from .test_app import idle, notes, send
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tether.settings.model import McpServerSettings
 
-DEMO = Path(__file__).resolve().parent / "demo_server.py"
+DEMO = Path(__file__).resolve().parents[1] / "mcp" / "demo_server.py"
 
 
 def free_port() -> int:

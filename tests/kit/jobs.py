@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import tether as tether_pkg
-from faultserver import FaultServer, Step, text, tool
+from kit.faultserver import FaultServer, Step, text, tool
 
 
 def _first_user_text(body: Any) -> str:
