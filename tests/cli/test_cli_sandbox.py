@@ -59,6 +59,7 @@ def _run(
         )
     finally:
         server.shutdown()
+        server.server_close()
     tools = (
         [t["function"]["name"] for t in _Recorder.bodies[0].get("tools", [])]
         if _Recorder.bodies

@@ -67,12 +67,19 @@ def _work(home: Path, cwd: Path | None) -> Path:
     return cwd
 
 
+class _Captured(io.BytesIO):
+    """A stream's bytes, kept when its text wrapper is closed or collected."""
+
+    def close(self) -> None:
+        pass
+
+
 @contextlib.contextmanager
 def _isolated(env: dict[str, str], cwd: Path, stdin: str) -> Iterator[tuple[io.BytesIO, io.BytesIO]]:
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)
-    out, err = io.BytesIO(), io.BytesIO()
+    out, err = _Captured(), _Captured()
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
