@@ -1,5 +1,5 @@
 """Provider faults through the REAL adapters (openai_chat, anthropic) and the whole Agent, served
-by the fault-injection server (tests/faultserver.py).
+by the fault-injection server (tests/kit/faultserver.py).
 
 Each test asserts the fault's class, how many requests reached the server, the retry delays the
 loop asked for (the sleep is injected: nothing really sleeps), and that nothing partial was
