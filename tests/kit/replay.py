@@ -21,7 +21,7 @@ from tether.messages import Provenance, Turn
 from tether.providers.assemble import Assembler
 from tether.providers.base import ModelRequest, Provider, StreamEvent
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 """Recorded provider traffic (`tests/fixtures/SOURCES.md` says where each file comes from)."""
 ANTHROPIC_DIR = FIXTURES / "anthropic-sse"
 OPENAI_DIR = FIXTURES / "openai-chat-sse"
