@@ -28,6 +28,8 @@ SH = (
     "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> .git/config"
 )
 
+pytestmark = pytest.mark.slow  # a `tether` process per step, under each OS sandbox
+
 
 def run_tether(args: list[str], tmp: Path, kind: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
