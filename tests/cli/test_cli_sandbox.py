@@ -10,10 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
-
 from kit.cli import Completed, run_cli
-from tether.sandbox.detect import available
+from kit.sandbox import sandbox_or_skip
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -69,8 +67,7 @@ def test_no_sandbox_forces_safe_mode_with_one_warning(tmp_path: Path) -> None:
 
 
 def test_safe_flag_offers_read_only_tools(tmp_path: Path) -> None:
-    if available("bwrap") is None and available("landlock") is None:
-        pytest.skip("no OS sandbox works on this machine")
+    sandbox_or_skip()
     proc, tools = _run(tmp_path, [], "auto")
     assert "no OS sandbox" not in proc.stderr
     assert "write" in tools and "bash" in tools
