@@ -2,7 +2,7 @@
 
 Usage: python bench/jobs.py [--n 40] [--no-postgres]
 
-The model is the tests' loopback model (`tests/jobs/jobkit.py`: one text reply, no tools, no
+The model is the tests' loopback model (`tests/kit/jobs.py`: one text reply, no tools, no
 delay). Baseline, measured in the same run: the same agent run (`tether.jobs.runner.run_task`:
 settings, a fresh agent, its session, one request) called N times in this process, no DBOS.
 Then for each setup (SQLite with 1 worker, PostgreSQL with 1 and 3 workers): `tether jobs
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "tests"), str(HERE.parent / "tests" / "jobs")]
+sys.path[:0] = [str(HERE.parent / "tests")]
 
-import jobkit  # noqa: E402
-import pgserver  # noqa: E402
-from jobkit import LoopModel  # noqa: E402
+from kit import jobs as jobkit  # noqa: E402
+from kit import postgres as pgserver  # noqa: E402
+from kit.jobs import LoopModel  # noqa: E402
 
 SETTINGS = {"poll_interval": "50ms", "worker_concurrency": 1, "concurrency": 8}
 

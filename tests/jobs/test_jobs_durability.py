@@ -12,9 +12,12 @@ import signal
 import time
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
+import pytest
 
+from kit.jobs import LoopModel, lines, popen, project, task_file, tether
 from tether.session import SessionStore
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 KILLS = 20
 

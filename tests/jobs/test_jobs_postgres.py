@@ -13,9 +13,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
+import pytest
 
+from kit.jobs import LoopModel, lines, popen, project, task_file, tether
 from tether.session import SessionStore
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 N = 100
 

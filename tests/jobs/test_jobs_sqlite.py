@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobkit import LoopModel, lines, project, task_file, tether
+import pytest
 
+from kit.jobs import LoopModel, lines, project, task_file, tether
 from tether.session import SessionStore
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}
 

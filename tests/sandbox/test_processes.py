@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import bash, context, sandbox_for, tool_folder, worker_sh
+from kit.sandbox import bash, context, sandbox_for, tool_folder, worker_sh
 from tether.sandbox.limits import ResourceLimits
 from tether.sandbox.policy import tmp_parent
 

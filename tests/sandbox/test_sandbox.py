@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox_kit import sandbox_for
+from kit.sandbox import sandbox_for
 from tether.errors import ConfigError
 from tether.sandbox import landlock
 from tether.sandbox.base import SANDBOX_ENV, SandboxUnavailableError

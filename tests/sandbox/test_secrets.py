@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import bash, call, context, sandbox_for, tool_folder, worker_sh
+from kit.sandbox import bash, call, context, sandbox_for, tool_folder, worker_sh
 from tether.sandbox.base import Sandbox
 from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.landlock_sandbox import LandlockSandbox

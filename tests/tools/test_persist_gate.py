@@ -36,7 +36,7 @@ from tether.tools.exec.persist import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared cases loader
-from cases_loader import load_case
+from kit.cases import load_case
 
 STUB_PATH = re.compile(r'<persisted-output size_bytes="(\d+)" path="([^"]+)">')
 

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
+from kit.tui import SIZE, idle, notes, scripted_app, send, until
 from tether.agent.subagents import TASK_TOOL
 from tether.messages import TextBlock, text_turn
 from tether.providers.base import ModelRequest
@@ -29,18 +30,6 @@ from tether.tui.widgets import (
     block_end,
     wrap_lines,
 )
-
-from .helpers import SIZE, scripted_app
-from .test_app import idle, notes, send
-
-
-async def until(pilot: object, check: object, tries: int = 300) -> None:
-    for _ in range(tries):
-        await pilot.pause()  # type: ignore[attr-defined]
-        if check():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition not reached")
 
 
 async def scroll_up_a_page(pilot: object, transcript: Transcript) -> None:
