@@ -57,7 +57,7 @@ def _request(
     system: str | None,
 ) -> ModelRequest:
     if via_loop:
-        vb = ViewBuilder(target, route=route, supports_prefill=provider.supports_prefill)
+        vb = ViewBuilder(target, route=route, supports_prefill=provider.info.supports_prefill)
         return ModelRequest(
             model=route.model,
             messages=vb.view(turns),
