@@ -62,8 +62,10 @@ async def run_command(
     the module docstring.
 
     Returns:
-        The output (capped) with a note of the exit code when it is not 0, or
-        `(no output, exit code N)`; is_error only when the command timed out.
+        The output (capped; its last newlines dropped) with a note of the exit code when it is
+        not 0, or `(no output, exit code N)` (a blank output: the count of its bytes), and as
+        `raw` the bytes the command wrote, exactly (what the output gate saves); is_error
+        only when the command timed out or hit a limit.
 
     Raises:
         asyncio.CancelledError: after killing the process group.
@@ -104,27 +106,32 @@ async def run_command(
             pumping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pumping
-    text = sink.text().rstrip("\n")
+    output = sink.text()
+    # the command's bytes as written (the gate saves these); the text drops the last newlines
+    raw = output.encode("utf-8", "surrogateescape") if sink.total else None
+    text = output.rstrip("\n")
     code = proc.returncode
     if timed_out:
         note = f"(timed out after {timeout_s:g} s; the command and its process group were killed)"
-        return ToolOutput(f"{text}\n{note}" if text.strip() else note, is_error=True)
+        return ToolOutput(f"{text}\n{note}" if text.strip() else note, is_error=True, raw=raw)
     status = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-    if not text.strip():
+    if not sink.total:
         text = f"(no output, {status})"
+    elif not text.strip():
+        text = f"(no visible output: {sink.total} bytes of blank space, {status})"
     elif code != 0:
         text += f"\n({status})"
     nproc_hit = nproc_hit or nproc_hit_in(text)
     fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text or "File too large" in text
     if nproc_hit or fsize_hit:
         note = limit_note(limits, nproc=nproc_hit, fsize=fsize_hit)
-        return ToolOutput(f"{text}\n{note}", is_error=True)
+        return ToolOutput(f"{text}\n{note}", is_error=True, raw=raw)
     if leftovers_killed:
         text += (
             "\n(background processes still holding the output were killed; redirect their "
             "output, e.g. `cmd > log 2>&1 &`, to keep them running)"
         )
-    return ToolOutput(text)
+    return ToolOutput(text, raw=raw)
 
 
 @tool(timeout_s=MAX_TIMEOUT_S + 30)
