@@ -5,7 +5,7 @@ bridge and subagent spawner a call runs with), `ToolOutput` (a result with an ex
 flag), `Wrap` (a subprocess argv hook), `Spawner` (the `task` tool's subagent runner) and the
 question protocol (`QuestionBridge` with its `QuestionSpec` / `OptionSpec` / `Answer` shapes).
 Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subprocess may touch
-(`tether.sandbox.policy.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
+(`tether.sandbox.config.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
 
 Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
