@@ -157,7 +157,7 @@ class ServerConnection:
                 self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._errlog = open(path, "a", encoding="utf-8")  # noqa: SIM115
+                self._errlog = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - read on failure
         return self._errlog
 
     def _start_failure(self, exc: BaseException) -> McpServerError:
