@@ -156,3 +156,21 @@ async def test_the_user_can_let_one_socket_in(root: Path, kind: str, server: Ser
         assert "REFUSED 13" in r.text and server.accepted == 0
     else:
         assert "GOT REACHED" in r.text and server.accepted == 1, r.text
+
+
+async def test_a_connect_from_another_thread_is_answered(root: Path, kind: str) -> None:
+    """The supervisor is told the calling thread: it must find its process (pidfd_open
+    takes a process, not a thread)."""
+    code = (
+        "import socket, threading\n"
+        "srv = socket.socket(socket.AF_UNIX); srv.bind('t.sock'); srv.listen()\n"
+        "def go():\n"
+        "    c = socket.socket(socket.AF_UNIX); c.connect('t.sock'); print('THREAD ok')\n"
+        "t = threading.Thread(target=go); t.start(); t.join()\n"
+    )
+    (root / "threaded.py").write_text(code)
+    r = await bash(context(root, kind), "python3 threaded.py")
+    if kind == "landlock-child":
+        assert "THREAD ok" not in r.text
+    else:
+        assert "THREAD ok" in r.text, r.text

@@ -260,9 +260,9 @@ class Supervisor:
         address; its length; an fd to close after, or -1)."""
         if notif.data.nr != _CONNECT_NR.get(_MACHINE):
             return EPERM
-        pid = notif.pid
+        pid = notif.pid  # the calling thread; pidfd_open wants its process (thread group)
         fd, ptr, size = notif.data.args[0], notif.data.args[1], notif.data.args[2] & 0xFFFFFFFF
-        pidfd = int(_libc.syscall(SYS_PIDFD_OPEN, pid, 0))
+        pidfd = int(_libc.syscall(SYS_PIDFD_OPEN, _thread_group(pid), 0))
         if pidfd < 0:
             return EPERM
         sfd = -1
@@ -338,6 +338,18 @@ class Supervisor:
             os.write(2, line.encode(errors="replace"))
         except OSError:
             pass
+
+
+def _thread_group(tid: int) -> int:
+    """The process (thread group) id of thread `tid` (`Tgid:` in /proc/TID/status)."""
+    try:
+        with open(f"/proc/{tid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return tid
 
 
 def _respond(listener: int, ident: int, error: int) -> None:
