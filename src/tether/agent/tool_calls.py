@@ -209,7 +209,7 @@ class ToolCalls:
             tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
         result = await gate_tool_result(
-            run.block, parts.tool_context.session_dir, self._output_limits
+            run.block, parts.tool_context.session_dir, self._output_limits, run.raw
         )
         if run.system_notes:
             self._notes[call.id] = run.system_notes

@@ -107,12 +107,20 @@ def sessions_timeline(
 
 @sessions_app.command("delete")
 def sessions_delete(session_id: str) -> None:
-    """Delete a session's file and its whole artifact folder."""
+    """Delete a session's file, its whole artifact folder and its legacy artifact folders
+    (best effort: what cannot be removed is counted, named, and the exit code is 1)."""
     from tether.session import SessionStore
 
     try:
-        SessionStore().delete(session_id)
+        report = SessionStore().delete(session_id)
     except SessionError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from exc
+    if report.errors:
+        n = len(report.errors)
+        err(
+            f"deleted {session_id}, but {n} entr{'y' if n == 1 else 'ies'} could not be removed "
+            f"(first: {report.errors[0]})"
+        )
+        raise typer.Exit(EXIT_USAGE)
     err(f"deleted {session_id}")

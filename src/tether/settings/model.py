@@ -134,6 +134,9 @@ class ToolsSettings(_Section):
             though `refused_env` matches them (e.g. `DATABASE_URL` for a test database).
         allow_protected_writes: the opt-in that lets tools write `.git/`, `.tether/` and the
             tool folders (off: they are read-only to every tool).
+        allow_unix_sockets: unix sockets outside the sandbox that commands may connect to
+            (paths; `~` expanded; a folder lets in every socket below it), e.g.
+            `/run/user/1000/gnupg/S.gpg-agent`. The rest are refused (`tether.sandbox.unixguard`).
         max_processes: processes at once per tool call (a fork bomb is stopped); None: no
             limit. Enforced by a pids cgroup where tether may make one, else RLIMIT_NPROC.
         max_file_size: the largest file a tool command may write, bytes; None: no limit.
@@ -156,6 +159,7 @@ class ToolsSettings(_Section):
     write_paths: list[str] | None = None
     allow_env: list[str] = Field(default_factory=list[str])
     allow_protected_writes: bool = False
+    allow_unix_sockets: list[str] = Field(default_factory=list[str])
     max_processes: int | None = Field(default=1024, ge=1)
     max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
     sandbox: SandboxKind = "auto"

@@ -23,7 +23,7 @@ from tether.sandbox.paths import atomic_write, open_inside, open_parent, resolve
 from tether.sandbox.policy import check_hardlinks, check_policy
 from tether.tools.base import tool
 from tether.tools.context import ToolContext
-from tether.tools.exec.persist import readable_results_dir
+from tether.tools.exec.persist import readable_results_dirs
 
 MAX_LINE_CHARS = 2000
 """A longer line is cut in `read` output (characters)."""
@@ -59,8 +59,8 @@ def guard(ctx: ToolContext, user_path: str, *, write: bool = False) -> Path:
 
 def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
     """`guard` for reading, which also lets through files below this session's
-    `tool-results/` folder (persisted outputs live outside the working folder; see
-    `tether.tools.exec.persist.readable_results_dir`). Read-only: only `read` uses it.
+    `tool-results/` folders (persisted outputs live outside the working folder; see
+    `tether.tools.exec.persist.readable_results_dirs`). Read-only: only `read` uses it.
 
     Returns:
         (the folder to open from, the real absolute path, the name to show).
@@ -72,13 +72,12 @@ def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
     try:
         real = guard(ctx, user_path)
     except PathOutsideError as e:
-        results = readable_results_dir(ctx.session_dir)
-        if results is None or e.resolved is None:
+        if e.resolved is None:
             raise
-        base = str(results)
-        if not e.resolved.startswith(base + os.sep):
-            raise
-        return results, Path(e.resolved), e.resolved
+        for results in readable_results_dirs(ctx.session_dir):
+            if e.resolved.startswith(str(results) + os.sep):
+                return results, Path(e.resolved), e.resolved
+        raise
     return ctx.root, real, rel(ctx, real)
 
 
