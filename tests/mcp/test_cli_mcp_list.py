@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import DEMO
+from kit.mcp import DEMO
 from typer.testing import CliRunner
 
 from tether.cli.main import app

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_servers import DEMO
+from kit.mcp import DEMO
 
 from tether.mcp import McpTools
 from tether.messages import TextBlock
