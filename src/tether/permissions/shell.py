@@ -123,8 +123,7 @@ def _word(node: Node) -> str:
     if kind == "raw_string":
         return _text(node)[1:-1]
     if kind == "string":
-        inner = [c for c in node.children if c.type not in ('"',)]
-        return "".join(_text(c) if c.type != "string_content" else _text(c) for c in inner)
+        return "".join(_text(c) for c in node.children if c.type != '"')
     if kind == "concatenation":
         return "".join(_word(c) for c in node.children)
     if kind == "word":
@@ -135,7 +134,7 @@ def _word(node: Node) -> str:
 
 def _words(node: Node) -> list[str] | Unparsable:
     if node.type != "command":  # export / declare / local / unset ...: their words as written
-        return [_text(c) if c.type != "variable_assignment" else _text(c) for c in node.children]
+        return [_text(c) for c in node.children]
     words: list[str] = []
     for child in node.children:
         if child.type == "variable_assignment" and not words:
