@@ -194,7 +194,7 @@ class ShadowRepo:
                 cwd=self.root,
                 check=False,
             )
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise CheckpointError(
                 f"checkpoints need git, and `{self.git}` was not found on PATH"
             ) from None
@@ -245,15 +245,20 @@ class ShadowRepo:
         started = time.perf_counter()
         self._ensure()
         with self._lock():
-            add, drop, skipped = self._changed_paths()
-            if drop:
-                self._run("update-index", "--force-remove", "-z", "--stdin", data=_z(drop))
-            if len(add) >= _PACK_AT:  # many new files: one pack instead of a file per blob
-                self._import(add)
-            elif add:
-                self._run("update-index", "--add", "--remove", "-z", "--stdin", data=_z(add))
+            changed = False
+            for _ in range(3):  # again when a file became a folder: its files show up then
+                add, drop, skipped, again = self._changed_paths()
+                if drop:
+                    self._run("update-index", "--force-remove", "-z", "--stdin", data=_z(drop))
+                if len(add) >= _PACK_AT:  # many new files: one pack, not a file per blob
+                    self._import(add)
+                elif add:
+                    self._run("update-index", "--add", "--remove", "-z", "--stdin", data=_z(add))
+                changed = changed or bool(add or drop)
+                if not again:
+                    break
             head = self._head()
-            if head is not None and not add and not drop:  # nothing changed: no new tree
+            if head is not None and not changed:  # nothing changed: no new tree
                 commit, tree = head
             else:
                 tree = self._run("write-tree").decode().strip()
@@ -273,9 +278,10 @@ class ShadowRepo:
             seconds=time.perf_counter() - started,
         )
 
-    def _changed_paths(self) -> tuple[list[str], list[str], list[str]]:
+    def _changed_paths(self) -> tuple[list[str], list[str], list[str], bool]:
         """(paths to add or drop from the index, tracked paths grown past the cap, paths left
-        out) since the index was last written. `git status` in normal untracked mode (served
+        out, whether a tracked file became a folder: look again once it is dropped) since the
+        index was last written. `git status` in normal untracked mode (served
         by the untracked cache) names a new folder once; its files are listed by `ls-files`."""
         out = self._run(
             "status",
@@ -303,13 +309,14 @@ class ShadowRepo:
         add: list[str] = []
         drop: list[str] = []
         skipped: list[str] = []
+        again = False
         for code, path in entries:
             if path.endswith("/"):  # a folder ls-files did not enter: a nested repository
                 skipped.append(path.rstrip("/"))
                 continue
             try:
                 st = os.lstat(self.root / path)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 if code != b"??":
                     add.append(path)  # `--remove` drops it from the index
                 continue
@@ -318,9 +325,14 @@ class ShadowRepo:
                 if code != b"??":
                     drop.append(path)
                 continue
+            if stat.S_ISDIR(st.st_mode):
+                if code != b"??":  # a tracked file is a folder now
+                    drop.append(path)
+                    again = True
+                continue
             if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or code != b"??":
                 add.append(path)
-        return add, drop, skipped
+        return add, drop, skipped, again
 
     def _import(self, paths: Sequence[str]) -> None:
         """Add `paths` to the index with their contents written as one pack (`git
@@ -393,7 +405,7 @@ class ShadowRepo:
         file is read directly: another process may have moved it since)."""
         try:
             commit = (self.git_dir / REF).read_text().strip()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             out = self._run("rev-parse", "--verify", "--quiet", REF, ok=(0, 1)).decode().strip()
             if not out:
                 return None
@@ -507,7 +519,7 @@ class ShadowRepo:
             if why is not None:
                 refused.append((change.path, why))
                 continue
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 os.unlink(self.root / change.path)
             removed.append(change.path)
             self._prune(Path(change.path).parent)
@@ -535,7 +547,7 @@ class ShadowRepo:
             here = here / part
             try:
                 st = os.lstat(here)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 return None
             if stat.S_ISLNK(st.st_mode):
                 return f"{here.relative_to(self.root)} is a symlink"
@@ -548,16 +560,16 @@ class ShadowRepo:
         parent = path.parent
         for up in [*reversed(Path(change.path).parents)][1:]:  # a file standing in the way
             spot = self.root / up
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 if not stat.S_ISDIR(os.lstat(spot).st_mode):
                     os.unlink(spot)
         parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             st = os.lstat(path)
             if stat.S_ISDIR(st.st_mode):
                 shutil.rmtree(path)
         tmp = parent / f".{path.name}.tether-restore.tmp"
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             os.unlink(tmp)
         if change.mode == _SYMLINK:
             os.symlink(os.fsdecode(data), tmp)
