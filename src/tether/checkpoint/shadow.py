@@ -246,6 +246,7 @@ class ShadowRepo:
         self._ensure()
         with self._lock():
             changed = False
+            skipped: list[str] = []
             for _ in range(3):  # again when a file became a folder: its files show up then
                 add, drop, skipped, again = self._changed_paths()
                 if drop:

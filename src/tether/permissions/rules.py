@@ -271,7 +271,7 @@ def command_matches(pattern: str, command: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _path_matcher(pattern: str) -> Callable[[str], bool]:
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    spec = pathspec.PathSpec.from_lines("gitignore", [pattern])  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     match: Callable[[str], bool] = spec.match_file  # pyright: ignore[reportUnknownMemberType]
     return match
 
