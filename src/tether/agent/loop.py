@@ -158,6 +158,10 @@ async def run_turns(
         for n in range(1, max_turns + 1):
             parts = c.parts  # a model switch or a settings change lands here
             spent = state.usage  # summaries made before or during this request are added in
+            if parts.budget is not None and (stop := _over_budget(parts, state, last)):
+                parts.emit(WarningEvent(kind="max_budget", message=stop))
+                stop_reason = "max_budget"
+                break
             if parts.compaction is not None and (
                 stop := await parts.compaction.before_request(parts, state)
             ):
@@ -165,10 +169,6 @@ async def run_turns(
                 break
             while c.steering:  # queued user messages join at the boundary
                 state.append(text_turn(parts.new_id(), "user", c.steering.pop(0)))
-            if parts.budget is not None and (stop := _over_budget(parts, state, last)):
-                parts.emit(WarningEvent(kind="max_budget", message=stop))
-                stop_reason = "max_budget"
-                break
             parts.emit(TurnStartEvent(turn=n))
             # per request: safe mode may switch, a compaction may add `recall` (cached)
             specs = offered_specs(parts.registry, c.safe_mode or c.plan_mode)
