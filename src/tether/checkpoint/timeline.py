@@ -150,14 +150,21 @@ def user_turns(
 
 def point_for(turn: UserTurn, recs: Sequence[Record]) -> Record | None:
     """The snapshot of the tree just before `turn`'s first change (module docstring), or None
-    when no record covers it (the session has no record at or after it)."""
+    when no record covers it.
+
+    In order: the turn's own `before` record; else the first record written after the turn
+    (nothing changed between: the turn ran no call that may change files, and a later turn's
+    `before` record is taken before that turn's first change); else the `after` record written
+    just before the turn was added (the run before it; files edited by hand between the two
+    runs are not in it)."""
     for r in recs:
         if r.at == "before" and r.turn_id == turn.turn_id:
             return r
     for r in recs:
-        # an `after` record written just before the turn was added, or any later record (a
-        # `before` record at the turn's own position belongs to an earlier turn of the run)
-        if r.position > turn.index or (r.position == turn.index and r.at == "after"):
+        if r.position > turn.index:
+            return r
+    for r in reversed(recs):
+        if r.position == turn.index and r.at == "after":
             return r
     return None
 
