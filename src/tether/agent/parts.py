@@ -39,6 +39,7 @@ from tether.errors import ConfigError
 from tether.messages import Turn
 from tether.permissions.rules import Rules
 from tether.providers.base import Provider
+from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import limits_for, policy_for
@@ -444,9 +445,14 @@ def _limits(
     windows = build.configured_windows(config)
     limits = build.model_limits(chain[0], config.context.window, note, configured=windows)
     for fallback in chain[1:]:
-        if hasattr(fallback, "use_context_window"):
+        if isinstance(fallback, WindowAllocator):
             build.model_limits(fallback, config.context.window, note, configured=windows)
     return limits
+
+
+def _prefill(provider: Provider) -> bool:
+    info = info_of(provider)
+    return info is not None and info.supports_prefill
 
 
 def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBuilder, ...]:
@@ -454,7 +460,7 @@ def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBu
         ViewBuilder(
             p.target,
             route=provenance_of(p),
-            supports_prefill=bool(getattr(p, "supports_prefill", False)),
+            supports_prefill=_prefill(p),
             on_repair=repairs,
             # Within a run only the loop appends to the history; `run()` resets the builders
             # in case a caller edited it in between, so the O(history) prefix check is not
