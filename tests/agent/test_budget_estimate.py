@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tether.agent.budget import Budget, next_request_usd, usage_minus
 from tether.messages import Usage
-from tether.providers.pricing import price_for
+from tether.providers.catalog import price_for
 
 PRICE = price_for("claude-sonnet-4-5")
 tokens = st.integers(0, 500_000)

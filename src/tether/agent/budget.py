@@ -3,7 +3,7 @@
 Owns: `Budget` (the cap and what was spent: every request's usage priced by the model that
 served it, summaries included; shared with the run's subagents, so their spending counts),
 `next_request_usd` (pure: the estimated cost of the next request) and the stop line.
-Does not own: prices (one call: `tether.providers.pricing.price_for`), the loop's stop
+Does not own: prices (one call: `tether.providers.catalog.price_for`), the loop's stop
 (`tether.agent.loop` asks `Budget.refuses` before each request).
 
 The estimate of a request: its prompt (the wire view's estimated tokens; the part the last
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tether.messages import Usage
-from tether.providers.pricing import Price, price_for
+from tether.providers.catalog import Price, price_for
 
 
 def _usd(usage: Usage, price: Price) -> float:
