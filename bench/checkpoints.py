@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tether.checkpoint.restore import restore
 from tether.checkpoint.shadow import ShadowRepo
 
 
@@ -98,7 +99,7 @@ def main() -> None:
             )
             baseline.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            repo.restore(snap.commit, first.commit)
+            restore(repo, snap.commit, first.commit)
             rewinds.append(time.perf_counter() - t0)
             files = sorted(root.rglob("*.py"))
             repo.snapshot("after rewind")

@@ -13,6 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tether.checkpoint.restore import restore
 from tether.checkpoint.shadow import ShadowRepo
 
 
@@ -72,7 +73,7 @@ def test_restore_keeps_protected_and_kept_paths_and_removes_created_folders(tmp_
     put(root, "new/deep/n.txt", b"n")
     put(root, "mine.txt", b"user edit")
     now = repo.snapshot()
-    report = repo.restore(now.commit, first.commit, keep=["mine.txt"], protect=first.skipped)
+    report = restore(repo, now.commit, first.commit, keep=["mine.txt"], protect=first.skipped)
     assert tree(root) == {"a.txt": b"1", "big.bin": b"0" * 50, "mine.txt": b"user edit"}
     assert not (root / "new").exists()
     assert report.removed == ("new/deep/n.txt",) and report.kept == ("mine.txt",)
@@ -89,7 +90,7 @@ def test_an_unchanged_folder_gives_the_same_commit_and_modes_and_links_come_back
     assert repo.snapshot().commit == first.commit
     (root / "run.sh").unlink()
     (root / "link").unlink()
-    repo.restore(repo.snapshot().commit, first.commit)
+    restore(repo, repo.snapshot().commit, first.commit)
     assert os.access(root / "run.sh", os.X_OK)
     assert os.readlink(root / "link") == "run.sh"
 
@@ -145,7 +146,7 @@ def test_rewinding_to_each_checkpoint_gives_exactly_that_tree(
         order.shuffle(picks)
         for i in picks:
             commit, expected = checkpoints[i]
-            repo.restore(repo.snapshot().commit, commit)
+            restore(repo, repo.snapshot().commit, commit)
             assert tree(root) == expected
 
 

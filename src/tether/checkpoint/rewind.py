@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.checkpoint.shadow import Change, CheckpointError, RestoreReport, ShadowRepo
+from tether.checkpoint.restore import RestoreReport, restore
+from tether.checkpoint.shadow import Change, CheckpointError, ShadowRepo
 from tether.checkpoint.timeline import (
     CHECKPOINT_EVENT,
     Record,
@@ -175,8 +176,8 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
             writer = sessions.create(None, cwd=loaded.header.cwd, parent=parent)
         report = None
         if plan.target is not None and before is not None:
-            report = repo.restore(
-                before, plan.target.commit, keep=keep, protect=plan.target.skipped
+            report = restore(
+                repo, before, plan.target.commit, keep=keep, protect=plan.target.skipped
             )
             left = repo.snapshot("after a rewind")
             assert writer is not None

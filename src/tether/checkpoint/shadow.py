@@ -1,9 +1,8 @@
 """The shadow repository: snapshots of a working folder in a git repository tether owns.
 
 Owns: `ShadowRepo` (one per project, under the data folder: `<data>/checkpoints/<name>-<hash>`),
-`snapshot` (the working folder as a commit), `changes` (what differs between two snapshots),
-`restore` (put files back to a snapshot, keeping the paths a caller protects), and
-`CheckpointError`. It drives the `git` command line with `GIT_DIR` / `GIT_WORK_TREE` set, so
+`snapshot` (the working folder as a commit), `changes` (what differs between two snapshots), and
+`CheckpointError`. Putting files back: `tether.checkpoint.restore`. It drives the `git` command line with `GIT_DIR` / `GIT_WORK_TREE` set, so
 the project's own `.git` is never read or written (git never indexes a path named `.git`);
 the user's and the system's git configuration are not read either (`GIT_CONFIG_GLOBAL` is the
 null device, `GIT_CONFIG_NOSYSTEM` is set), so their hooks, signing and filters do not apply.
@@ -25,11 +24,9 @@ snapshot stays reachable and `git gc` never loses one.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -51,7 +48,8 @@ REF = "refs/heads/main"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's id of the empty tree (the snapshot of an empty folder)."""
 
-_GITLINK, _SYMLINK, _EXEC = "160000", "120000", "100755"
+GITLINK, SYMLINK, EXEC = "160000", "120000", "100755"
+"""git modes: a nested repository, a symlink, an executable file."""
 _PACK_AT = 256
 """New files from which a snapshot writes one pack rather than one object file per file."""
 
@@ -108,24 +106,6 @@ class Change:
     """The mode in `b` (`100644`, `100755`, `120000` a symlink); empty for a deletion."""
     blob: str = ""
     """The content's id in `b`; empty for a deletion."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RestoreReport:
-    """What `ShadowRepo.restore` did.
-
-    Attributes:
-        written: paths written back (changed files restored, deleted files recreated).
-        removed: paths removed (files created since the snapshot).
-        kept: paths left as they are because the caller protected them.
-        refused: paths not restored, with the reason (a folder on the way is a symlink out of
-            the working folder, a nested repository).
-    """
-
-    written: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    kept: tuple[str, ...] = ()
-    refused: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -357,10 +337,10 @@ class ShadowRepo:
                     try:
                         st = os.lstat(full)
                         if stat.S_ISLNK(st.st_mode):
-                            data, mode = os.fsencode(os.readlink(full)), _SYMLINK
+                            data, mode = os.fsencode(os.readlink(full)), SYMLINK
                         else:
                             data = full.read_bytes()
-                            mode = _EXEC if st.st_mode & 0o111 else "100644"
+                            mode = EXEC if st.st_mode & 0o111 else "100644"
                     except OSError:  # gone or unreadable since: left to `update-index`
                         continue
                     modes.append((path, mode))
@@ -457,12 +437,13 @@ class ShadowRepo:
         for e in entries:
             meta, path = e.split(b"\t", 1)
             mode, _kind, blob = meta.decode().split(" ")
-            if mode != _GITLINK:
+            if mode != GITLINK:
                 listed.append((os.fsdecode(path), blob))
-        blobs = self._blobs([b for _, b in listed])
+        blobs = self.blobs([b for _, b in listed])
         return {p: blobs[b] for p, b in listed}
 
-    def _blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+    def blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The contents of blobs by id (`git cat-file --batch`)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
@@ -478,118 +459,6 @@ class ShadowRepo:
             found[blob] = out[end + 1 : end + 1 + size]
             pos = end + 1 + size + 1
         return found
-
-    # -- restoring ----------------------------------------------------------------------------
-
-    def restore(
-        self,
-        current: str,
-        target: str,
-        *,
-        keep: Iterable[str] = (),
-        protect: Iterable[str] = (),
-    ) -> RestoreReport:
-        """Make the working folder's files those of snapshot `target`, given that snapshot
-        `current` is the folder now: changed files are written back, deleted ones recreated,
-        files created since removed (and the folders that leaves empty). Files the ignore rules
-        exclude are never touched.
-
-        Args:
-            current: a snapshot of the folder taken just before.
-            target: the snapshot to go back to.
-            keep: paths to leave as they are (changed outside tether since; `kept`).
-            protect: paths never removed (left out of `target` for their size).
-
-        Raises:
-            CheckpointError: git failed or an unknown snapshot.
-        """
-        kept_set, protected = set(keep), set(protect)
-        changes = self.changes(current, target)
-        written: list[str] = []
-        removed: list[str] = []
-        kept: list[str] = []
-        refused: list[tuple[str, str]] = []
-        todo: list[Change] = []
-        for change in changes:
-            if change.path in kept_set or (change.kind == "deleted" and change.path in protected):
-                kept.append(change.path)
-            else:
-                todo.append(change)
-        for change in (c for c in todo if c.kind == "deleted"):  # removals first: a file may
-            why = self._unsafe(change.path)  # stand where a folder must be recreated
-            if why is not None:
-                refused.append((change.path, why))
-                continue
-            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                os.unlink(self.root / change.path)
-            removed.append(change.path)
-            self._prune(Path(change.path).parent)
-        writes = [c for c in todo if c.kind != "deleted"]
-        blobs = self._blobs(c.blob for c in writes if c.mode != _GITLINK)
-        for change in writes:
-            if change.mode == _GITLINK:
-                refused.append((change.path, "a nested repository is not restored"))
-                continue
-            why = self._unsafe(change.path)
-            if why is not None:
-                refused.append((change.path, why))
-                continue
-            self._write(change, blobs[change.blob])
-            written.append(change.path)
-        return RestoreReport(
-            written=tuple(written), removed=tuple(removed), kept=tuple(kept), refused=tuple(refused)
-        )
-
-    def _unsafe(self, rel: str) -> str | None:
-        """Why `rel` must not be written or removed (a folder on its way is a symlink or not a
-        folder we can replace), or None."""
-        here = self.root
-        for part in Path(rel).parts[:-1]:
-            here = here / part
-            try:
-                st = os.lstat(here)
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            if stat.S_ISLNK(st.st_mode):
-                return f"{here.relative_to(self.root)} is a symlink"
-            if not stat.S_ISDIR(st.st_mode):
-                return None  # a file where a folder must go: replaced by `_write`
-        return None
-
-    def _write(self, change: Change, data: bytes) -> None:
-        path = self.root / change.path
-        parent = path.parent
-        for up in [*reversed(Path(change.path).parents)][1:]:  # a file standing in the way
-            spot = self.root / up
-            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                if not stat.S_ISDIR(os.lstat(spot).st_mode):
-                    os.unlink(spot)
-        parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            st = os.lstat(path)
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(path)
-        tmp = parent / f".{path.name}.tether-restore.tmp"
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            os.unlink(tmp)
-        if change.mode == _SYMLINK:
-            os.symlink(os.fsdecode(data), tmp)
-        else:
-            mode = 0o777 if change.mode == _EXEC else 0o666
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-        os.replace(tmp, path)
-
-    def _prune(self, folder: Path) -> None:
-        """Remove `folder` and its parents while they are empty (never the root)."""
-        while folder.parts:
-            with contextlib.suppress(OSError):
-                os.rmdir(self.root / folder)
-            if (self.root / folder).exists():
-                return
-            folder = folder.parent
-
 
 def _z(paths: Sequence[str]) -> bytes:
     return b"".join(os.fsencode(p) + b"\0" for p in paths)
