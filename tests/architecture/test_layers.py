@@ -37,6 +37,8 @@ BELOW_AGENT = (
     "settings",
     "mcp",
     "tracing",
+    "checkpoint",
+    "permissions",
 )
 
 

@@ -82,7 +82,7 @@ def test_parse_docstring_without_args() -> None:
 
 def test_registry() -> None:
     reg = ToolRegistry(builtin_tools())
-    assert reg.names() == ("read", "write", "edit", "ls", "glob", "grep", "bash")
+    assert reg.names() == ("read", "write", "edit", "ls", "glob", "grep", "bash", "todo")
     specs = reg.specs()
     assert specs is reg.specs()  # cached: asked every turn
     assert [s.name for s in specs] == list(reg.names())

@@ -154,7 +154,7 @@ async def test_o_opens_a_persisted_output_a_page_at_a_time(tmp_path: Path) -> No
         row = app.query_one(ToolRow)
         assert row.persisted is not None and Path(row.persisted).is_file()
         assert "o: open" in str(row.title)
-        await pilot.press("shift+tab")  # from the editor to the row above it
+        await pilot.press("ctrl+up")  # from the editor to the row above it
         assert app.focused is row.query_one("CollapsibleTitle")
         await pilot.press("o")
         await until(pilot, lambda: isinstance(app.screen, FileViewer))

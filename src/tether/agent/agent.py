@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from tether.agent import build
 from tether.agent.approval import ApprovalGate, ApprovalMode
+from tether.agent.budget import Budget
 from tether.agent.build import ModelLike
 from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, WarningEvent
@@ -431,6 +432,20 @@ class Agent:
             return
         self.set_safe_mode(False)
         self.approval.mode = mode
+
+    @property
+    def plan_mode(self) -> bool:
+        """Plan mode: only safe tools; each prompt asks for a plan; a run ending with an
+        answer emits it as a `plan` event (the host approves it, then `set_plan_mode(False)`)."""
+        return self._controls.plan_mode
+
+    def set_plan_mode(self, on: bool) -> None:
+        """Turn plan mode on or off from the next request on."""
+        self._controls.plan_mode = on
+
+    def share_budget(self, budget: Budget | None) -> None:
+        """Count this agent's spending in `budget` (a subagent's: its caller's)."""
+        self._controls.parts = replace(self.parts, budget=budget)
 
     # -- during a run: one tool call, steering ----------------------------------------------------
 

@@ -22,6 +22,8 @@ from typing import Any
 from tether.agent import build
 from tether.agent.approval import ApprovalGate
 from tether.agent.attempts import Attempts, provenance_of, summary_call
+from tether.agent.budget import Budget
+from tether.agent.checkpoints import Checkpoints
 from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.gate import CallGate
@@ -35,6 +37,7 @@ from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
 from tether.errors import ConfigError
 from tether.messages import Turn
+from tether.permissions.rules import Rules
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
@@ -138,6 +141,10 @@ class AgentParts:
         root: the working folder (a real path).
         sandbox_missing: True when no OS sandbox works here (safe mode is then forced).
         library_hooks: the library hooks given (a subagent gets its caller's).
+        checkpoints: snapshots of the working folder before changes (the main agent, when
+            `checkpoints.enabled`), or None.
+        budget: the run's cost cap (`run.max_budget_usd`; a subagent shares its caller's), or
+            None.
     """
 
     config: AgentConfig
@@ -161,6 +168,8 @@ class AgentParts:
     library_hooks: Hooks | None
     id_factory: Callable[[], str] = field(repr=False)
     repairs: RepairReporter = field(repr=False)
+    checkpoints: Checkpoints | None = field(default=None, repr=False)
+    budget: Budget | None = field(default=None, repr=False)
 
     # -- what the loop's collaborators use (`tether.agent.state.RunParts`) --------------------
 
@@ -258,9 +267,13 @@ class AgentParts:
                 self.limits, config, fixed=build.fixed_text(self.run.system, list(self.registry))
             )
         retry = build.retry_policy(config, self.runtime.env)
+        budget = self.budget
+        if config.run.max_budget_usd != self.config.run.max_budget_usd:
+            budget = _budget(config)
         return replace(
             self,
             config=config,
+            budget=budget,
             run=RunSettings.of(config, self.run.system),
             compaction=compaction,
             retry=retry,
@@ -359,7 +372,13 @@ def assemble(
         output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
         gate=CallGate(
             ApprovalGate(
-                "ask" if mode == "read-only" else mode, host.approver, agent_path=host.agent_path
+                "ask" if mode == "read-only" else mode,
+                host.approver,
+                agent_path=host.agent_path,
+                rules=Rules.of(
+                    config.permissions.allow, config.permissions.ask, config.permissions.deny
+                ),
+                root=str(root),
             ),
             hook_runner,
             spawn=config.agents.spawn,
@@ -395,7 +414,16 @@ def assemble(
         library_hooks=hooks,
         id_factory=rt.new_id or default_id_factory(),
         repairs=repairs,
+        checkpoints=Checkpoints(root, max_file_bytes=config.checkpoints.max_file_size, emit=emit)
+        if config.checkpoints.enabled and host.agent_path == ("main",)
+        else None,
+        budget=_budget(config),
     )
+
+
+def _budget(config: AgentConfig) -> Budget | None:
+    cap = config.run.max_budget_usd
+    return None if cap is None else Budget(cap)
 
 
 def _drop(_event: AgentEvent) -> None:

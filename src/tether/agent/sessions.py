@@ -190,9 +190,14 @@ class AgentSession:
         if not isinstance(self.started, set):  # one copy, then O(1) per call
             self.started = set(self.started or ())
         self.started.add(call.id)
+        self.record_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+
+    def record_event(self, kind: str, data: dict[str, object]) -> None:
+        """Persist a session event (`{"type": "event", "kind": kind, "data": data}`) when the
+        sink takes events (a checkpoint, a `tool_call_started` record)."""
         append_event = getattr(self.sink, "append_event", None)
         if callable(append_event):
-            append_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+            append_event(kind, data)
 
 
 def interrupted_turn(

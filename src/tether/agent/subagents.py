@@ -31,6 +31,7 @@ from pydantic import Field
 
 from tether.agent import build
 from tether.agent.approval import ApprovalDecision, ApprovalMode, ApprovalRequest
+from tether.agent.budget import Budget
 from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
 from tether.agent.host import Host
 from tether.agent.parts import AgentParts
@@ -121,6 +122,8 @@ class Child(Protocol):
     async def run(self, prompt: str) -> RunResult: ...
 
     def set_approval_mode(self, mode: ApprovalMode) -> None: ...
+
+    def share_budget(self, budget: Budget | None) -> None: ...
 
 
 class Caller(Protocol):
@@ -306,6 +309,7 @@ class Subagents:
                 hooks=parts.library_hooks,
             )
             child.set_approval_mode(self.caller.approval_mode)
+            child.share_budget(parts.budget)  # the cap holds for the whole tree
         except BaseException:
             session.close()
             raise

@@ -1,7 +1,9 @@
 """Running one reply's tool calls for the loop: safe-mode refusal, loop hygiene, the call
 itself (timed, cancellable one by one), the output gate, events, and the results turn.
 
-Owns: `ToolCalls` (parallel calls, results in call order, system notes after all results,
+Owns: `ToolCalls` (parallel calls, results in call order; calls that touch the same thing in
+the model's order, `tether.tools.exec.order`; a checkpoint before a call that may change files,
+`tether.agent.checkpoints`; the `todo` event after a successful `todo` call; system notes after all results,
 `cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, the
 `tool_call_started` record right before a call runs) and `TOOL_CANCELLED`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
@@ -15,17 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from tether.agent.approval import ApprovalGate
-from tether.agent.events import ToolResultEvent
+from tether.agent.events import TodoEvent, ToolResultEvent
 from tether.agent.gate import CallGate
 from tether.agent.sessions import INTERRUPTED
 from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
+from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
 from tether.tools.exec.hygiene import Hygiene
+from tether.tools.exec.order import Footprint, footprint, waits
 from tether.tools.exec.persist import OutputLimits, gate_tool_result
 from tether.tools.exec.run import ToolRunResult, run_tool, system_note_block
 from tether.tools.preview import edit_diff
@@ -115,7 +119,11 @@ class ToolCalls:
                 persist([tool_result(calls[0].id, INTERRUPTED, is_error=True)])
                 raise
         else:
-            tasks = [asyncio.ensure_future(one(c)) for c in calls]
+            # calls that touch the same thing run in the model's order (`tools.exec.order`)
+            tasks: list[asyncio.Future[ToolResultBlock]] = []
+            for call, before in zip(calls, self._waits(calls, parts), strict=True):
+                deps = [tasks[j] for j in before]
+                tasks.append(asyncio.ensure_future(_after(deps, call, one)))
             try:
                 await asyncio.gather(*tasks)
             except asyncio.CancelledError:
@@ -133,6 +141,14 @@ class ToolCalls:
                 raise
             results = [t.result() for t in tasks]
         persist(results)
+
+    @staticmethod
+    def _waits(calls: tuple[ToolCallBlock, ...], parts: RunParts) -> tuple[tuple[int, ...], ...]:
+        prints: list[Footprint] = []
+        for c in calls:
+            tool = parts.registry.get(c.name)
+            prints.append(footprint(c.name, c.arguments, safe=tool is not None and tool.safe))
+        return waits(prints)
 
     def _content(self, results: list[ToolResultBlock]) -> tuple[ContentBlock, ...]:
         # system notes go after ALL results (tool_result blocks first in a user turn)
@@ -204,6 +220,9 @@ class ToolCalls:
             )
             run = ToolRunResult(block=denied) if denied is not None else None
         if run is None:  # not refused, replayed, blocked or denied: run it
+            tool = parts.registry.get(call.name)
+            if parts.checkpoints is not None and (tool is None or not tool.safe):
+                await parts.checkpoints.before_change(state.session, state.history)
             state.session.record_started(call)
             run = await self._run_cancellable(call, parts, timeout_s)
             tool = parts.registry.get(call.name)
@@ -214,6 +233,10 @@ class ToolCalls:
         if run.system_notes:
             self._notes[call.id] = run.system_notes
         await self.gate.after(call, result)
+        if call.name == TODO_TOOL and not result.is_error:
+            items = call.arguments.get("items")
+            if isinstance(items, list):
+                parts.emit(TodoEvent(items=latest_todo_items(cast(list[Any], items))))
         parts.emit(
             ToolResultEvent(
                 tool_call_id=call.id,
@@ -225,3 +248,14 @@ class ToolCalls:
             )
         )
         return result
+
+
+async def _after(
+    deps: Sequence[asyncio.Future[ToolResultBlock]],
+    call: ToolCallBlock,
+    one: Callable[[ToolCallBlock], Coroutine[Any, Any, ToolResultBlock]],
+) -> ToolResultBlock:
+    """Run `call` once the calls it conflicts with are done (whatever their outcome)."""
+    if deps:
+        await asyncio.wait(deps)
+    return await one(call)

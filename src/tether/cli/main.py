@@ -20,6 +20,7 @@ import typer
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
+from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError, SessionError
@@ -39,6 +40,7 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(permissions_app, name="permissions")
 app.command()(login)
 app.command()(logout)
 
@@ -54,6 +56,9 @@ SafeOption = Annotated[
 ]
 NetworkOption = Annotated[
     bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
+]
+PlanOption = Annotated[
+    bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
 ]
 
 
@@ -84,6 +89,7 @@ def chat(
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Cap on model requests per prompt.")
     ] = None,
+    plan: PlanOption = False,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -97,6 +103,7 @@ def chat(
             network=network,
             approval=approval,
             max_turns=max_turns,
+            plan=plan,
         )
     )
 
@@ -178,6 +185,13 @@ def run(
         int | None,
         typer.Option(min=256, help="The model's context window in tokens (default: known table)."),
     ] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Plan mode: read-only tools; print the plan (an event).")
+    ] = False,
+    max_budget_usd: Annotated[
+        float | None,
+        typer.Option(min=0.000001, help="Stop before a request that would pass this many US dollars."),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
     from tether.cli.agent_setup import ContextOptions
@@ -198,6 +212,8 @@ def run(
                 safe=safe,
                 network=network,
                 context=ContextOptions(enabled=not no_compact, context_window=context_window),
+                plan=plan,
+                max_budget_usd=max_budget_usd,
             )
         )
     )

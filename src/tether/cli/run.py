@@ -5,8 +5,8 @@ Owns: validating the run's inputs (prompt or stdin messages, `--session` / `--re
 it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit code.
 Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
-Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, or a
-`user_prompt` hook refused the prompt) ·
+Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
+`user_prompt` hook refused the prompt, or the next request would pass `--max-budget-usd`) ·
 2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
 persisted first).
 """
@@ -63,6 +63,8 @@ class RunOptions:
     safe: bool = False
     network: bool = False
     context: setup.ContextOptions = field(default_factory=setup.ContextOptions)
+    plan: bool = False
+    max_budget_usd: float | None = None
 
 
 def run_command(opts: RunOptions) -> int:
@@ -158,6 +160,8 @@ def _build(
     overrides = setup.flag_overrides(
         max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
     )
+    if opts.max_budget_usd is not None:
+        overrides["run.max_budget_usd"] = opts.max_budget_usd
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
@@ -185,6 +189,7 @@ def _build(
         runtime=Runtime(new_id=new_id),
     )
     check_input_fits(opts.prompt, stdin, agent.limits.context_window)
+    agent.set_plan_mode(opts.plan)
     session.open()  # last: a taken id is reported before anything runs
     return agent, session.writer
 
@@ -225,6 +230,13 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     if result.stop_reason == "prompt_denied":  # a user_prompt hook refused it: nothing sent
         err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
         return EXIT_USAGE
+    if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
+        budget = agent.parts.budget
+        cap = f" ${budget.cap_usd:.2f}" if budget is not None else ""
+        err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
+        return EXIT_USAGE
+    if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
+        err("plan mode: nothing was changed; the plan is the `plan` event")
     if result.stop_reason == "max_turns":
         err(
             f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "

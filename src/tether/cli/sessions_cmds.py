@@ -1,6 +1,8 @@
 """`tether sessions ...`: the stored sessions (`tether.session`).
 
     list | show ID | timeline ID [--svg FILE] [--width N] [--height N] | delete ID
+    checkpoints ID | rewind ID --to N [--files|--conversation] [--force]
+    (the last two: `tether.cli.checkpoint_cmds`)
 
 Output: JSON lines on stdout (`list`: one per session; `show`: one per turn), the chart on
 stdout (`timeline`), one-line notes on stderr. Exit codes: 0 ok · 1 an unknown or invalid
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tether.cli.checkpoint_cmds import sessions_checkpoints, sessions_rewind
 from tether.cli.output import EXIT_USAGE, err
 from tether.errors import SessionError
 
@@ -24,8 +27,12 @@ if TYPE_CHECKING:  # the session stack loads with the commands that use it
     from tether.session import LoadedSession
 
 sessions_app = typer.Typer(
-    help="List, show, chart and delete stored sessions.", no_args_is_help=True, rich_markup_mode=None
+    help="List, show, chart, rewind and delete stored sessions.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
+sessions_app.command("checkpoints")(sessions_checkpoints)
+sessions_app.command("rewind")(sessions_rewind)
 
 
 @sessions_app.command("list")

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from tether.durations import format_duration, parse_duration
+from tether.settings.safety import CheckpointSettings, PermissionsSettings
 
 Duration = Annotated[
     float,
@@ -235,6 +236,10 @@ class RunSettings(_Section):
     system: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
+    stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
+    no cap."""
 
 
 class McpOAuthSettings(_Section):
@@ -478,7 +483,7 @@ class AgentConfig(_Section):
     into it (merged from the user and project files, see `tether.settings`), `tether run`'s
     flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
     it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
-    `run`, `mcp`, `agents`, `hooks` (later issues add theirs the same way: one `XSettings` section class, one field).
+    `run`, `mcp`, `agents`, `hooks`, `jobs`, `checkpoints`, `permissions` (later issues add theirs the same way: one `XSettings` section class, one field).
 
         AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
@@ -499,6 +504,8 @@ class AgentConfig(_Section):
     agents: AgentsSettings = Field(default_factory=AgentsSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""

@@ -1,4 +1,4 @@
-"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/model`, `/new`,
+"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`, `/model`, `/new`,
 `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/help`, `/quit`)
 against the app's agent.
 
@@ -19,6 +19,7 @@ from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
     from textual.geometry import Size
@@ -89,6 +90,14 @@ class CommandHost(Protocol):
         """Open session `resume` (None: a new one) and show its history."""
         ...
 
+    def start_run(self, prompt: str | None) -> None:
+        """Run the agent on `prompt` as a worker."""
+        ...
+
+    def open_rewind(self) -> None:
+        """Show the rewind picker (`tether.tui.safety`)."""
+        ...
+
 
 async def run_command(app: CommandHost, name: str, arg: str) -> None:
     """Run `/name arg` in `app`; the outcome is a note in the transcript."""
@@ -135,6 +144,13 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 return
             await switch(app, None)
             app.note("new session")
+        elif name == "plan":
+            _plan(app, arg)
+        elif name == "rewind":
+            if app.busy:
+                app.note("/rewind: wait until the agent is idle (or Esc)")
+                return
+            app.open_rewind()
         elif name in ("sessions", "fork"):
             await _session_command(app, name, arg)
         elif name == "usage":
@@ -193,6 +209,23 @@ async def _session_command(app: CommandHost, name: str, arg: str) -> None:
     parent = writer.id
     await switch(app, fork.id)
     app.note(f"forked {parent} → {fork.id}")
+
+
+def _plan(app: CommandHost, arg: str) -> None:
+    """`/plan` (on), `/plan off`, `/plan GOAL` (on, and GOAL sent as the prompt)."""
+    agent = app.agent
+    if arg == "off":
+        agent.set_plan_mode(False)
+        app.note(f"plan mode off (approval: {agent.approval_mode})")
+        return
+    agent.set_plan_mode(True)
+    app.note("plan mode on: read-only tools; the agent ends with a plan for you to approve")
+    if arg and arg != "on":
+        if app.busy:
+            agent.steer(arg)
+            return
+        app.transcript.add(UserRow(arg))
+        app.start_run(arg)
 
 
 async def _compact(app: CommandHost, focus: str | None) -> None:

@@ -33,6 +33,7 @@ class ChatOptions:
     no_session: bool = False
     safe: bool = False
     network: bool = False
+    plan: bool = False
     overrides: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
@@ -97,5 +98,6 @@ def open_agent(
         session=session,
         runtime=runtime,
     )
+    agent.set_plan_mode(opts.plan)
     session.open()  # a taken id is reported while the TUI opens
     return Opened(agent, session.writer, store)
