@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clikit import tether
+from kit.cli import run_cli as tether
 from tether import AgentConfig
 from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession

@@ -91,8 +91,8 @@ def test_registry() -> None:
     extra = tool(lambda: "x", name="extra")
     reg.add(extra)
     assert reg.specs()[-1].name == "extra" and reg.get("extra") is extra
-    assert reg.get("nope") is None and "extra" in reg and len(reg) == 8
+    assert reg.get("nope") is None and "extra" in reg and len(reg) == 9
     reg.remove("extra")
     assert "extra" not in reg.names()
     safe = {t.name for t in reg if t.safe}
-    assert safe == {"read", "ls", "glob", "grep"}
+    assert safe == {"read", "ls", "glob", "grep", "todo"}

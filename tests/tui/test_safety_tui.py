@@ -8,14 +8,12 @@ import json
 import os
 from pathlib import Path
 
+from kit.tui import SIZE, idle, notes, scripted_app, send, status
 from tether.session import SessionStore
 from tether.testing import call
 from tether.tui.safety import PLAN_APPROVED, PlanScreen, RewindScreen, TodoPanel
 from tether.tui.screens import ApprovalScreen
 from tether.tui.widgets import PromptInput
-
-from .helpers import SIZE, scripted_app
-from .test_app import idle, notes, send, status
 
 
 async def test_shift_tab_cycles_ask_auto_edit_plan(tmp_path: Path) -> None:
