@@ -35,11 +35,16 @@ from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
 from tether.errors import ConfigError
 from tether.messages import Turn
+from tether.prompt.facts import SessionContext
+from tether.prompt.gather import SubfolderInstructions
+from tether.prompt.system import compact_prompt, system_prompt
 from tether.providers.base import Provider
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
-from tether.sandbox.policy import limits_for, policy_for
-from tether.settings import AgentConfig
+from tether.sandbox.policy import PathPolicy, limits_for, policy_for
+from tether.session.layout import default_root
+from tether.settings import AgentConfig, user_config_dir
+from tether.skills.tool import SKILL_TOOL, skill_read_roots
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
@@ -57,10 +62,17 @@ SETTINGS_APPLIED_LIVE = ("run.", "context.", "retry.")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSettings:
-    """The per-request values of a run, from the config (`run.*`, `tools.timeout_s`).
+    """The per-request values of a run, from the config (`run.*`, `tools.timeout_s`) and the
+    session's facts.
 
     Attributes:
-        system: the system prompt (None: none sent).
+        system: the system prompt (None: none sent): `tether.prompt.system.system_prompt`
+            over the session's facts, `base` and `run.append_system`.
+        compact_system: the same facts in the embedded model's compact form (sent to a
+            provider whose `compact_prompt` attribute is true).
+        base: the system prompt given to the agent (`Agent(system=)`), replacing tether's
+            default (None: `run.system`, else the default).
+        context: the session's facts (`AgentSession.context`), or None (no default prompt).
         max_turns: requests per run at most.
         max_output_tokens: the output cap sent with each request (None: the provider's).
         temperature: sampling temperature (None: the provider's default).
@@ -70,6 +82,9 @@ class RunSettings:
     """
 
     system: str | None
+    compact_system: str | None
+    base: str | None
+    context: SessionContext | None
     max_turns: int
     max_output_tokens: int | None
     temperature: float | None
@@ -78,14 +93,22 @@ class RunSettings:
     thinking_decay: ThinkingDecay | None
 
     @classmethod
-    def of(cls, config: AgentConfig, system: str | None) -> RunSettings:
-        """The run settings of `config`, with `system` (None: `run.system`).
+    def of(
+        cls, config: AgentConfig, system: str | None, context: SessionContext | None = None
+    ) -> RunSettings:
+        """The run settings of `config`, with `system` (None: `run.system`) as the base of the
+        prompt rendered over `context`.
 
         Raises:
             ConfigError: an inconsistent `run.thinking` decay.
         """
+        base = system if system is not None else config.run.system
+        append = config.run.append_system
         return cls(
-            system=system if system is not None else config.run.system,
+            system=system_prompt(context, base=base, append=append),
+            compact_system=compact_prompt(context, base=base, append=append),
+            base=system,
+            context=context,
             max_turns=config.run.max_turns,
             max_output_tokens=config.run.max_output_tokens,
             temperature=config.run.temperature,
@@ -93,6 +116,11 @@ class RunSettings:
             max_continuations=config.run.continuation_limit,
             thinking_decay=build.thinking_decay(config),
         )
+
+    def system_for(self, provider: Provider) -> str | None:
+        """The prompt `provider` is sent: the compact form for one that asks for it (the
+        embedded model, `compact_prompt = True`), else the full one."""
+        return self.compact_system if getattr(provider, "compact_prompt", False) else self.system
 
 
 class RepairReporter:
@@ -260,7 +288,7 @@ class AgentParts:
         return replace(
             self,
             config=config,
-            run=RunSettings.of(config, self.run.system),
+            run=RunSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
             retry=retry,
             attempts=_attempts(self.chain, retry, self.runtime, self.emit, self.tracing),
@@ -316,7 +344,7 @@ def assemble(
     rt = runtime or Runtime()
     root = Path(root).resolve()
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
-    run = RunSettings.of(config, system)
+    run = RunSettings.of(config, system, session.context)
     limits = _limits(chain, config, note)
     if isinstance(compaction, AutoCompaction):
         auto: AutoCompaction | None = compaction
@@ -336,7 +364,7 @@ def assemble(
         root=root,
         env=scrubbed_env(env, refused, allowed),
         session_dir=session.session_dir,
-        policy=policy_for(config.tools, root),
+        policy=_policy(config, root, registry, session.context),
         wrap=rt.wrap,
         questions=host.questions,
         sandbox=sandbox,
@@ -355,6 +383,7 @@ def assemble(
     mode = config.tools.approval
     tool_calls = ToolCalls(
         hygiene=Hygiene(hygiene, root=str(root)),
+        notes=_subfolder_notes(config, root, session.context),
         output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
         gate=CallGate(
             ApprovalGate(
@@ -399,6 +428,34 @@ def assemble(
 
 def _drop(_event: AgentEvent) -> None:
     return None
+
+
+def _policy(
+    config: AgentConfig, root: Path, registry: ToolRegistry, context: SessionContext | None
+) -> PathPolicy:
+    """The path policy of `config.tools`, plus the skill folders `read` may open read-only
+    when the `skill` tool is offered (never the home, config or data folder itself)."""
+    policy = policy_for(config.tools, root)
+    if context is None or not context.skills or registry.get(SKILL_TOOL) is None:
+        return policy
+    refused = [Path.home(), user_config_dir(), default_root().parent]
+    return replace(policy, read_roots=skill_read_roots(context.skills, refused))
+
+
+def _subfolder_notes(
+    config: AgentConfig, root: Path, context: SessionContext | None
+) -> SubfolderInstructions | None:
+    """The subfolder instruction files of a session with facts (None without: a library
+    agent built without them gets none)."""
+    if context is None or not config.context.instruction_files:
+        return None
+    return SubfolderInstructions(
+        root,
+        names=config.context.instruction_files,
+        cap_bytes=config.context.instruction_max_bytes,
+        home=Path.home(),
+        user_dir=user_config_dir(),
+    )
 
 
 def _registry(tools: Sequence[Tool]) -> ToolRegistry:

@@ -351,6 +351,7 @@ class LocalProvider:
         self.repeat_penalty = repeat_penalty
         self.context_window = n_ctx
         self.supports_prefill = False
+        self.compact_prompt = True  # the system prompt's facts in their short form (agent.parts)
         self.protocol: Protocol | None = protocol
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:

@@ -105,6 +105,9 @@ class PathPolicy:
         protected: further read-only folders (absolute real paths, e.g. tool folders), besides
             the root's `.git` and `.tether` (`PROTECTED_DIRS`).
         allow_protected_writes: the user's opt-in to let tools write the protected folders.
+        read_roots: folders outside the working folder that `read` alone may open, read-only
+            (absolute real paths: the skill folders of the session's catalog); the deny list
+            applies to paths relative to each.
     """
 
     deny_read: tuple[str, ...] = ()
@@ -113,6 +116,7 @@ class PathPolicy:
     write_paths: tuple[str, ...] | None = None
     protected: tuple[str, ...] = ()
     allow_protected_writes: bool = False
+    read_roots: tuple[str, ...] = ()
     _read: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _write: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
