@@ -207,6 +207,9 @@ class Agent:
             root, cfg, chain, session, note=say, headless=host.approver is None
         )
         tools += prompting.context_tools(facts, tools)
+        report = prompting.context_report(facts)
+        if report is not None:
+            say(report)
         with_task_tool(tools, cfg.agents, say)
         if host.questions is not None and not any(t.name == question.name for t in tools):
             tools.append(question)

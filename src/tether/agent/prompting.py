@@ -160,11 +160,11 @@ def context_tools(context: SessionContext, tools: Sequence[Tool]) -> list[Tool]:
 
 
 def context_report(context: SessionContext) -> str | None:
-    """`context: AGENTS.md (2.1 KB), ~/.config/tether/AGENTS.md (0.3 KB); 3 skills` (None
-    when there are neither files nor skills)."""
+    """`context: instruction files AGENTS.md (2,112 bytes), ~/.config/tether/AGENTS.md (301
+    bytes); 3 skill(s)` (None when there are neither files nor skills)."""
     parts: list[str] = []
     if context.instructions:
-        files = ", ".join(f"{f.name} ({f.size_bytes / 1024:.1f} KB)" for f in context.instructions)
+        files = ", ".join(f"{f.name} ({f.size_bytes:,} bytes)" for f in context.instructions)
         parts.append(f"instruction files {files}")
     if context.instructions_note:
         parts.append(context.instructions_note)

@@ -288,12 +288,13 @@ class SubfolderInstructions:
         self.added: set[str] = set()
         self._checked: set[str] = set()
         self._seen_turns = 0
+        self._synced = False
 
     def _sync(self, history: Sequence[Turn]) -> None:
         """Follow the history: at the start and after a compaction, recount the notes still
         visible (those in turns no marker replaces)."""
         new = history[self._seen_turns :]
-        first = self._seen_turns == 0
+        first, self._synced = not self._synced, True
         self._seen_turns = len(history)
         if not first and not any(_is_marker(t) for t in new):
             return
