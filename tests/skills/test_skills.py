@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tether.messages import ToolCallBlock
 from tether.sandbox.policy import PathPolicy
 from tether.settings.trust import approve, check_trust
-from tether.skills.catalog import discover, entries, load_catalog, merge, skill_folders
+from tether.skills.catalog import Found, discover, entries, load_catalog, merge, skill_folders
 from tether.skills.spec import NAME_RX, check_skill_meta, parse_skill
 from tether.skills.tool import skill_read_roots, skill_tool
 from tether.tools.base import ToolContext
@@ -83,7 +83,10 @@ def test_settings_enabled_allow_deny_and_extensions(tmp_path: Path) -> None:
     ext = parse_skill("---\nname: ext\ndescription: e\n---\nx", folder_name="ext", location="/e")
     assert not isinstance(ext, list)
     found = discover([(tmp_path / "s", "project")], lambda _l: None)
-    names = lambda fs: [f.skill.name for f in fs]  # noqa: E731
+
+    def names(fs: list[Found]) -> list[str]:
+        return [f.skill.name for f in fs]
+
     assert names(merge(found, [ext], enabled=True, allow=None, deny=[])) == ["a", "b", "ext"]
     assert names(merge(found, [ext], enabled=True, allow=["a"], deny=[])) == ["a", "ext"]
     assert names(merge(found, [ext], enabled=True, allow=None, deny=["a", "ext"])) == ["b"]
