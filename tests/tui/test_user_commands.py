@@ -21,6 +21,7 @@ from tether.tui.app import TetherApp
 from tether.tui.opening import Opened
 from tether.tui.panels import ContextScreen
 from tether.tui.user_commands import INIT_PROMPT, CompletionList, completion_lines
+from tether.tui.widgets import PromptInput
 
 from .helpers import SIZE
 from .test_app import idle, notes, send
@@ -78,8 +79,6 @@ def test_completion_lines() -> None:
 async def test_typing_a_slash_lists_commands_with_hints_and_descriptions(tmp_path: Path) -> None:
     app, _, _ = app_with_commands(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        from tether.tui.widgets import PromptInput
-
         prompt = app.query_one(PromptInput)
         prompt.text = "/g"
         await pilot.pause()
@@ -90,7 +89,7 @@ async def test_typing_a_slash_lists_commands_with_hints_and_descriptions(tmp_pat
         await pilot.pause()
         shown = str(app.query_one(CompletionList).render())
         assert "/compact [focus]" in shown and "… 9 more" in shown
-        await pilot.press("backspace")
+        prompt.text = "/greet Ada"  # past the name: arguments, no list
         await pilot.pause()
         assert not app.query_one(CompletionList).display
         prompt.text = "/gr"
