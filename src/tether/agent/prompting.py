@@ -27,6 +27,7 @@ from tether.settings import AgentConfig, user_config_dir
 from tether.settings.trust import check_trust
 from tether.skills.catalog import entries, load_catalog
 from tether.skills.commands import Command, load_commands
+from tether.skills.spec import Skill
 from tether.skills.tool import SKILL_TOOL, skill_tool
 from tether.tools.base import Tool
 
@@ -53,11 +54,12 @@ def gather_context(
     note: Callable[[str], None],
     headless: bool = False,
     builtin_skills: bool = True,
+    extensions: Sequence[Skill] = (),
 ) -> SessionContext:
     """The facts of a session starting now in `root` (runs `git`, reads the instruction files
     and the skill folders; one note per invalid skill or refused import). `headless`: no
     host asks for approval (the mode then is `auto` in effect); `builtin_skills`: add
-    tether's own skill."""
+    tether's own skill; `extensions`: skills an extension adds (kept under `skills.allow`)."""
     kind = config.tools.sandbox
     try:
         sandbox = detect_sandbox(None if kind == "auto" else kind)
@@ -92,6 +94,7 @@ def gather_context(
         allow=config.skills.allow,
         deny=config.skills.deny,
         builtin=builtin_skills,
+        extensions=extensions,
         warn=note,
     )
     return SessionContext(
