@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from clikit import tether
 from faultserver import FaultServer, text
 from tether.session import SessionStore
@@ -95,3 +97,21 @@ def test_a_command_is_expanded_and_an_unknown_one_is_never_sent(tmp_path: Path) 
     assert unknown.stderr.strip().splitlines()[-1].startswith("tether: unknown command /nope (commands: ")
     assert len(SessionStore(home / "sessions").list()) == 1  # the unknown command wrote nothing
     assert json.loads(proc.stdout.splitlines()[-1])["type"] == "done"
+
+
+def test_the_latest_session_of_this_folder_not_a_subagents_nor_another_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.cli.run import latest_session
+
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "data"))
+    store = SessionStore()
+    here, there = tmp_path / "here", tmp_path / "there"
+    assert latest_session(here) is None
+    store.create("a1", cwd=str(here)).close()
+    store.create("b1", cwd=str(there)).close()
+    os.utime(store.path("a1"), (1, 1))
+    store.create("a2", cwd=str(here)).close()
+    store.create("child", cwd=str(here), caller=("a2", "call1", ("main", "task:call1"))).close()
+    assert latest_session(here) == "a2"
+    assert latest_session(there) == "b1"
