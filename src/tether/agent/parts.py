@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tether.agent import build
+from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate
 from tether.agent.attempts import Attempts, provenance_of, summary_call
 from tether.agent.context import AutoCompaction
@@ -36,15 +36,12 @@ from tether.compaction.summarize import SummaryCall
 from tether.errors import ConfigError
 from tether.messages import Turn
 from tether.prompt.facts import SessionContext
-from tether.prompt.gather import SubfolderInstructions
 from tether.prompt.system import compact_prompt, system_prompt
 from tether.providers.base import Provider
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
-from tether.sandbox.policy import PathPolicy, limits_for, policy_for
-from tether.session.layout import default_root
-from tether.settings import AgentConfig, user_config_dir
-from tether.skills.tool import SKILL_TOOL, skill_read_roots
+from tether.sandbox.policy import limits_for
+from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
@@ -364,7 +361,7 @@ def assemble(
         root=root,
         env=scrubbed_env(env, refused, allowed),
         session_dir=session.session_dir,
-        policy=_policy(config, root, registry, session.context),
+        policy=prompting.skill_policy(config, root, registry, session.context),
         wrap=rt.wrap,
         questions=host.questions,
         sandbox=sandbox,
@@ -383,7 +380,7 @@ def assemble(
     mode = config.tools.approval
     tool_calls = ToolCalls(
         hygiene=Hygiene(hygiene, root=str(root)),
-        notes=_subfolder_notes(config, root, session.context),
+        notes=prompting.subfolder_notes(config, root, session.context),
         output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
         gate=CallGate(
             ApprovalGate(
@@ -428,34 +425,6 @@ def assemble(
 
 def _drop(_event: AgentEvent) -> None:
     return None
-
-
-def _policy(
-    config: AgentConfig, root: Path, registry: ToolRegistry, context: SessionContext | None
-) -> PathPolicy:
-    """The path policy of `config.tools`, plus the skill folders `read` may open read-only
-    when the `skill` tool is offered (never the home, config or data folder itself)."""
-    policy = policy_for(config.tools, root)
-    if context is None or not context.skills or registry.get(SKILL_TOOL) is None:
-        return policy
-    refused = [Path.home(), user_config_dir(), default_root().parent]
-    return replace(policy, read_roots=skill_read_roots(context.skills, refused))
-
-
-def _subfolder_notes(
-    config: AgentConfig, root: Path, context: SessionContext | None
-) -> SubfolderInstructions | None:
-    """The subfolder instruction files of a session with facts (None without: a library
-    agent built without them gets none)."""
-    if context is None or not config.context.instruction_files:
-        return None
-    return SubfolderInstructions(
-        root,
-        names=config.context.instruction_files,
-        cap_bytes=config.context.instruction_max_bytes,
-        home=Path.home(),
-        user_dir=user_config_dir(),
-    )
 
 
 def _registry(tools: Sequence[Tool]) -> ToolRegistry:

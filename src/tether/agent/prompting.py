@@ -4,8 +4,10 @@ Owns: `prepare_context` (a resumed session's stored facts, or new ones taken now
 environment, the instruction files, the skill catalog; a note when an instruction file changed
 since the session started), `context_tools` (the `skill` tool over the catalog),
 `context_report` (the one line a host shows: which files and how many skills),
-`session_commands` (the `/name` commands of a session: prompt files and skills) and
-`skills_budget_chars` (the listing's cap from the window).
+`session_commands` (the `/name` commands of a session: prompt files and skills),
+`skills_budget_chars` (the listing's cap from the window), and for `assemble`:
+`skill_policy` (the path policy with the skill folders `read` may open) and
+`subfolder_notes` (the subfolder instruction files a session adds as it goes).
 Does not own: the data and the rendering (`tether.prompt`), the skills (`tether.skills`), the
 record of parts (`tether.agent.parts`: it renders the prompt from the session's facts).
 """
@@ -15,21 +17,30 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tether.agent import build
 from tether.agent.sessions import AgentSession
 from tether.prompt.facts import SessionContext
-from tether.prompt.gather import environment, load_instructions, project_root
+from tether.prompt.gather import (
+    SubfolderInstructions,
+    environment,
+    load_instructions,
+    project_root,
+)
 from tether.providers.base import Provider
 from tether.sandbox.detect import detect_sandbox
+from tether.sandbox.policy import PathPolicy, policy_for
+from tether.session.layout import default_root
 from tether.settings import AgentConfig, user_config_dir
 from tether.settings.trust import check_trust
 from tether.skills.catalog import entries, load_catalog
 from tether.skills.commands import Command, load_commands
 from tether.skills.spec import Skill
-from tether.skills.tool import SKILL_TOOL, skill_tool
+from tether.skills.tool import SKILL_TOOL, skill_read_roots, skill_tool
 from tether.tools.base import Tool
+from tether.tools.registry import ToolRegistry
 
 CHARS_PER_TOKEN = 4
 
@@ -196,3 +207,31 @@ def instruction_paths(context: SessionContext | None) -> list[str]:
     if context is None:
         return []
     return [f.path for f in context.instructions if os.path.isfile(f.path)]
+
+
+def skill_policy(
+    config: AgentConfig, root: Path, registry: ToolRegistry, context: SessionContext | None
+) -> PathPolicy:
+    """The path policy of `config.tools`, plus the skill folders `read` may open read-only
+    when the `skill` tool is offered (never the home, config or data folder itself)."""
+    policy = policy_for(config.tools, root)
+    if context is None or not context.skills or registry.get(SKILL_TOOL) is None:
+        return policy
+    refused = [Path.home(), user_config_dir(), default_root().parent]
+    return replace(policy, read_roots=skill_read_roots(context.skills, refused))
+
+
+def subfolder_notes(
+    config: AgentConfig, root: Path, context: SessionContext | None
+) -> SubfolderInstructions | None:
+    """The subfolder instruction files of a session with facts (None without: a library
+    agent built without them gets none)."""
+    if context is None or not config.context.instruction_files:
+        return None
+    return SubfolderInstructions(
+        root,
+        names=config.context.instruction_files,
+        cap_bytes=config.context.instruction_max_bytes,
+        home=Path.home(),
+        user_dir=user_config_dir(),
+    )
