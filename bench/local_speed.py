@@ -21,9 +21,11 @@ from typing import Any
 
 from tether.messages import text_turn
 from tether.providers.base import ModelRequest, TextDelta, UsageEvent
-from tether.providers.local import LocalProvider, load_model, model_protocol, render_messages
-from tether.providers.local import _grammar as tether_grammar  # pyright: ignore[reportPrivateUsage]
-from tether.providers.local_native import render_native
+from tether.providers.local.models import load_model
+from tether.providers.local.native import render_native
+from tether.providers.local.prompt import render_messages
+from tether.providers.local.provider import LocalProvider, model_protocol
+from tether.providers.local.provider import _grammar as tether_grammar  # pyright: ignore[reportPrivateUsage]
 
 PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
 

@@ -234,7 +234,7 @@ TASKS: tuple[Task, ...] = (
 
 
 SHIM = (
-    "import sys, tether.providers.local as local; local.PROTOCOL_OVERRIDE = sys.argv.pop(1); "
+    "import sys, tether.providers.local.provider as local; local.PROTOCOL_OVERRIDE = sys.argv.pop(1); "
     "sys.argv[0] = 'tether'; from tether.cli.entry import main; main()"
 )
 """Runs the CLI with `local.PROTOCOL_OVERRIDE` set (`--protocol`), everything else unchanged."""

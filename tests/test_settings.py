@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tether.agent.build import model_refs
 from tether.errors import ConfigError
 from tether.settings import (
     AgentConfig,
@@ -64,7 +65,7 @@ def test_no_files_gives_the_documented_defaults(user_dir: Path, project: Path) -
     loaded = load_settings(project)
     s = loaded.settings
     assert loaded.sources == []
-    assert s.model is None and s.model_specs() == []
+    assert s.model is None and [r.spec for r in model_refs(s)] == ["local"]
     assert (s.retry.max_attempts, s.retry.base_s, s.retry.max_s) == (3, 2.0, 30.0)
     assert (s.tools.timeout_s, s.tools.output_threshold_chars) == (120.0, 50_000)
     assert s.tools.deny_paths == []  # added to the built-in dotenv rules
@@ -108,7 +109,7 @@ def test_project_wins_objects_deep_merge_arrays_concatenate(user_dir: Path, proj
         "*.pem",
         "secrets/**",
     ]  # project first, then user; defaults replaced
-    assert s.model_specs() == ["local", "anthropic/claude-sonnet-4-5", "openai/gpt-4o"]
+    assert [r.spec for r in model_refs(s)] == ["local", "anthropic/claude-sonnet-4-5", "openai/gpt-4o"]
     work = s.providers["work"]
     assert (work.type, work.base_url, work.model) == ("openai", "https://u.example/v1", "m1")
     assert s.run.max_turns == 10
@@ -192,12 +193,16 @@ def test_invalid_values_name_the_file_and_json_path(
 # --- model helpers -----------------------------------------------------------------------------
 
 
-def test_model_specs_accepts_all_shapes() -> None:
-    assert AgentConfig.model_validate({"model": "openai/gpt-4o"}).model_specs() == ["openai/gpt-4o"]
+def test_model_selection_accepts_all_shapes() -> None:
+    one = AgentConfig.model_validate({"model": "openai/gpt-4o"})
+    assert [r.spec for r in model_refs(one)] == ["openai/gpt-4o"]
     s = AgentConfig.model_validate(
-        {"model": ["a/b", {"provider": "c", "model": "d"}, {"provider": "local"}]}
+        {
+            "providers": {"a": {"type": "openai"}, "c": {"type": "ollama"}},
+            "model": ["a/b", {"provider": "c", "model": "d"}, {"provider": "local"}],
+        }
     )
-    assert s.model_specs() == ["a/b", "c/d", "local"]
+    assert [r.spec for r in model_refs(s)] == ["a/b", "c/d", "local"]
 
 
 def test_refused_env_adds_every_api_key_env_and_scrubs_it() -> None:
@@ -439,7 +444,7 @@ def test_the_settings_page_sample_is_valid() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text(encoding="utf-8")
     sample = json.loads(page.split("```json", 1)[1].split("```", 1)[0])
     s = AgentConfig.model_validate(sample)
-    assert s.model_specs()[1] == "work/qwen3-32b" and s.context.runaway_total == 0.9
+    assert model_refs(s)[1].spec == "work/qwen3-32b" and s.context.runaway_total == 0.9
     assert s.tools.timeout_s == 120.0 and s.run.thinking.decay == "step"
 
 

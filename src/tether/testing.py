@@ -33,6 +33,7 @@ from typing import Any, overload
 from tether.agent.runtime import Runtime
 from tether.messages import (
     ContentBlock,
+    ProviderStopReason,
     RedactedThinkingBlock,
     Target,
     TextBlock,
@@ -44,7 +45,6 @@ from tether.messages import (
 from tether.providers.base import (
     ModelRequest,
     RedactedThinking,
-    StopReason,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -59,6 +59,7 @@ from tether.providers.base import (
     ToolCallStart,
     UsageEvent,
 )
+from tether.providers.catalog import ModelInfo
 
 
 class UnexpectedRequestError(AssertionError):
@@ -70,7 +71,7 @@ class Reply:
     """A scripted reply of several blocks."""
 
     blocks: tuple[ContentBlock, ...]
-    stop_reason: StopReason | None = None
+    stop_reason: ProviderStopReason | None = None
     usage: Usage | None = None
 
 
@@ -129,7 +130,7 @@ def events_for(response: Response, usage: Usage | None = None) -> list[StreamEve
     final_usage = reply.usage or usage
     if final_usage is not None:
         events.append(UsageEvent(usage=final_usage))
-    stop: StopReason = reply.stop_reason or ("tool_use" if has_call else "end_turn")
+    stop: ProviderStopReason = reply.stop_reason or ("tool_use" if has_call else "end_turn")
     events.append(StreamDone(stop_reason=stop, raw_stop_reason=stop))
     return events
 
@@ -222,6 +223,16 @@ class ScriptedProvider:
     context_window: int = 200_000
     max_output_tokens: int = 32_000
     requests: RequestLog = field(default_factory=RequestLog)
+
+    @property
+    def info(self) -> ModelInfo:
+        """Its window, output cap and prefill as it reports them (source `provider`)."""
+        return ModelInfo(
+            context_window=self.context_window,
+            max_output_tokens=self.max_output_tokens,
+            supports_prefill=self.supports_prefill,
+            source="provider",
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Record `request` and yield the events of the next scripted response."""

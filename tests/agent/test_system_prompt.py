@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tether.messages import TextBlock
 from tether.prompt import gather
 from tether.prompt.facts import CONTEXT_EVENT
 from tether.providers.base import ModelRequest
+from tether.providers.catalog import ModelInfo
 from tether.session import SessionStore
 from tether.testing import Response, ScriptedProvider, call
 
@@ -101,14 +103,21 @@ def test_a_subfolder_file_reaches_the_model_after_the_result_that_touched_it(pro
     assert provider.requests[0].system == provider.requests[2].system
 
 
+class CompactScripted(ScriptedProvider):
+    """A scripted model that takes the compact prompt, as the embedded model declares it."""
+
+    @property
+    def info(self) -> ModelInfo:
+        return replace(super().info, compact_prompt=True)
+
+
 def test_the_skill_tool_is_offered_and_the_compact_form_goes_to_the_embedded_model(project: Path) -> None:
     provider = ScriptedProvider(["hi"])
     agent = Agent.from_settings(project, model=provider, system="Be a reviewer.")
     assert "skill" in agent.registry.names()
     assert agent.system is not None and agent.system.startswith("Be a reviewer.\n\n# Instruction files")
     assert "# Environment" not in agent.system
-    local_like = ScriptedProvider(["hi"])
-    setattr(local_like, "compact_prompt", True)  # noqa: B010 - as the embedded model declares it
+    local_like = CompactScripted(["hi"])
     agent.switch_model(local_like)
     agent.run_sync("hello")
     sent = local_like.requests[0].system

@@ -12,13 +12,11 @@ from cases_loader import load_case
 from tether.compaction import (
     CompactionPolicy,
     ContextMonitor,
-    LimitsResolver,
     ModelLimits,
     effective_window,
     estimate_tokens,
     occupied_tokens,
     parse_windows_setting,
-    resolve_limits,
     trigger_reached,
 )
 from tether.compaction.pressure import make_pressure, threshold_tokens, trigger_tokens
@@ -33,6 +31,7 @@ from tether.messages import (
 )
 from tether.providers import anthropic as anthropic_adapter
 from tether.providers import openai_chat
+from tether.providers.catalog import LimitsResolver, resolve_limits
 
 
 def filler(turn_id: str, tokens: int, role: str = "user") -> Turn:

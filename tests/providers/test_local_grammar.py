@@ -20,7 +20,7 @@ pytest.importorskip("llama_cpp")
 
 from tether.errors import ConfigError
 from tether.providers.base import ToolSpec
-from tether.providers.local_grammar import (
+from tether.providers.local.grammar import (
     action_grammar,
     int_range_rule,
     integer_bounds,

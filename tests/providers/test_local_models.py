@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tether.errors import ConfigError
-from tether.providers import local_models
-from tether.providers.local_models import NamedModel, named_model_path, resolve_model_path
+from tether.providers.local import models as local_models
+from tether.providers.local.models import NamedModel, named_model_path, resolve_model_path
 
 PARTS = [b"GGUF-fake-part-one|", b"part-two|", b"part-three"]
 
@@ -97,7 +97,7 @@ def test_resolve_maps_known_names_only(tmp_path: Path, monkeypatch: pytest.Monke
     assert resolve_model_path(None) is None
     # every name `tether models local` lists resolves: the default's name is the default
     assert resolve_model_path(Path("smollm2-135m-instruct")) is None
-    from tether.providers.models import KNOWN_MODELS
+    from tether.providers.models import BUNDLED as KNOWN_MODELS
 
     for name in KNOWN_MODELS["local"]:
         assert name == "smollm2-135m-instruct" or name in local_models.NAMED_MODELS

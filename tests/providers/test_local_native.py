@@ -25,8 +25,7 @@ from tether.providers.base import (
     ToolCallEnd,
     ToolCallStart,
 )
-from tether.providers.local import LocalProvider, _NativeStreamer  # pyright: ignore[reportPrivateUsage]
-from tether.providers.local_native import (
+from tether.providers.local.native import (
     NATIVE_FAMILIES,
     NATIVE_NEXT_STEP,
     choose_protocol,
@@ -37,7 +36,9 @@ from tether.providers.local_native import (
     parse_native_call,
     render_native,
 )
-from tether.providers.local_prompt import RETRY
+from tether.providers.local.native import NativeStreamer as _NativeStreamer
+from tether.providers.local.prompt import RETRY
+from tether.providers.local.provider import LocalProvider
 
 # Qwen2.5-Instruct's `tokenizer.chat_template`, as read from the GGUF metadata (llama_cpp
 # `Llama(..., vocab_only=True).metadata["tokenizer.chat_template"]`); trimmed of nothing.

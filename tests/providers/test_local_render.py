@@ -14,15 +14,8 @@ from hypothesis import strategies as st
 
 from tether.messages import TextBlock, ToolCallBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest, ToolSpec
-from tether.providers.local import (
-    _answer_of,  # pyright: ignore[reportPrivateUsage]
-    _AnswerStreamer,  # pyright: ignore[reportPrivateUsage]
-    _Progress,  # pyright: ignore[reportPrivateUsage]
-    action_schema,
-    render_messages,
-    repeats_last_call,
-)
-from tether.providers.local_prompt import (
+from tether.providers.local.grammar import action_schema
+from tether.providers.local.prompt import (
     FORCED_RETRIES,
     NEXT_STEP,
     RETRY,
@@ -32,8 +25,13 @@ from tether.providers.local_prompt import (
     gave_up_answer,
     may_echo_hint,
     must_call,
+    render_messages,
+    repeats_last_call,
     result_hint,
 )
+from tether.providers.local.prompt import AnswerStreamer as _AnswerStreamer
+from tether.providers.local.prompt import answer_of as _answer_of
+from tether.providers.local.provider import _Progress  # pyright: ignore[reportPrivateUsage]
 
 READ = ToolSpec(
     name="read",
@@ -213,7 +211,7 @@ def test_a_give_up_answer_says_what_failed_never_a_hint() -> None:
 def _fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, passes: list[list[str]]) -> object:
     """A `LocalProvider` whose llama.cpp model replies with `passes` (the pieces of each
     generation, in order)."""
-    from tether.providers import local
+    from tether.providers.local import provider as local
 
     replies = iter(passes)
 
@@ -236,7 +234,7 @@ LS = ToolSpec(name="ls", description="List.", parameters={"type": "object", "pro
 
 
 def _events(provider: object, view: tuple[Turn, ...]) -> list[object]:
-    from tether.providers.local import LocalProvider
+    from tether.providers.local.provider import LocalProvider
 
     assert isinstance(provider, LocalProvider)
     request = ModelRequest(model="m", messages=view, tools=(LS, READ))

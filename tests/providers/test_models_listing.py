@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tether.errors import ConfigError
-from tether.providers.models import KNOWN_MODELS, cache_path, list_models, read_cache
+from tether.providers.models import BUNDLED as KNOWN_MODELS
+from tether.providers.models import cache_path, list_models, read_cache
 
 OPENAI_MODELS = {
     "object": "list",

@@ -21,13 +21,8 @@ from hypothesis import strategies as st
 
 from tether.messages import ThinkingBlock, ToolCallBlock, Turn, Usage, text_turn, tool_result
 from tether.providers.base import ModelRequest, StreamError, StreamWarning, ToolSpec
-from tether.providers.ollama import (
-    DEFAULT_NUM_CTX,
-    OllamaProvider,
-    OllamaStreamTranslator,
-    estimate_prompt_tokens,
-    to_ollama_messages,
-)
+from tether.providers.ollama import DEFAULT_NUM_CTX, OllamaProvider, OllamaStreamTranslator
+from tether.providers.ollama_request import estimate_prompt_tokens, to_ollama_messages
 
 DIR = FIXTURES / "ollama-ndjson"
 NDJSON = {"content-type": "application/x-ndjson"}

@@ -33,11 +33,8 @@ from tether.messages import (
     tool_result,
 )
 from tether.providers.base import ModelRequest, StreamError, ToolSpec
-from tether.providers.openai_responses import (
-    OpenAIResponsesProvider,
-    is_reasoning_model,
-    to_responses_input,
-)
+from tether.providers.openai_responses import OpenAIResponsesProvider
+from tether.providers.openai_responses_request import is_reasoning_model, to_responses_input
 
 DIR = FIXTURES / "openai-responses-sse"
 

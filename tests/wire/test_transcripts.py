@@ -24,7 +24,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.anthropic import to_anthropic_messages
-from tether.providers.openai_chat import to_chat_messages
+from tether.providers.openai_chat_request import to_chat_messages
 from tether.wire import build_view
 
 from .contract import view_problems

@@ -81,9 +81,9 @@ class Agent:
     Attributes:
         notes: one-line setup notes (a fallback entry skipped, an unknown context window).
 
-    The model's `supports_prefill` attribute says whether it accepts an assistant-final
-    request (else the wire view ends with a user turn; Anthropic rejects prefill on newer
-    models: "This model does not support assistant message prefill").
+    The model's `info.supports_prefill` (`tether.providers.catalog.ModelInfo`) says whether it
+    accepts an assistant-final request (else the wire view ends with a user turn; Anthropic
+    rejects prefill on newer models: "This model does not support assistant message prefill").
 
     Raises:
         ConfigError: (AuthError included) a model that does not resolve, an invalid config.

@@ -41,10 +41,10 @@ from tether.providers.base import (
 )
 from tether.providers.base import StreamWarning as ProviderWarning
 from tether.providers.fallback import falls_back
-from tether.providers.retry import AttemptFailed, Delay, RetryPolicy, is_retryable, retrying
-from tether.tracing import NO_TRACING, Span, Tracing
+from tether.providers.retry import Delay, RetryPolicy, is_retryable, with_retries
+from tether.providers.streaming import incomplete
+from tether.tracing import NO_TRACING, Tracing
 
-INCOMPLETE = "the stream ended without a terminal event"
 SIDE_TURN_ID = "side-request"
 """The id of a side request's assembled reply (never persisted)."""
 
@@ -133,12 +133,12 @@ class Attempts:
                     )
                 )
             request = build(i, provider)
-            try:
-                return provider, await self._on_provider(provider, request, turn_id, deltas)
-            except AttemptFailed as failed:
-                last = failed.event
-                if not falls_back(last):
-                    break
+            result = await self._on_provider(provider, request, turn_id, deltas)
+            if not isinstance(result, StreamError):
+                return provider, result
+            last = result
+            if not falls_back(last):
+                break
         assert last is not None
         message = self._explain(last)
         if quiet is not True and (quiet is False or last.kind not in quiet):
@@ -147,56 +147,43 @@ class Attempts:
 
     async def _on_provider(
         self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool
-    ) -> Assembler:
-        # -- tracing (issue 16): one `chat` span per provider tried, its retries included --
+    ) -> Assembler | StreamError:
+        """`provider`'s reply under the retry policy, or its last fault; one `chat` span per
+        provider tried, its retries included."""
         with self.tracing.request(provider, request) as span:
-            try:
-                assembler = await self._retried(provider, request, turn_id, deltas, span)
-            except AttemptFailed as failed:
-                span.failed(failed.event.kind, failed.event.message)
-                raise
-            span.request_done(assembler)
-            return assembler
 
-    async def _retried(
-        self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool, span: Span
-    ) -> Assembler:
-        def on_retry(attempt: int, event: StreamError, delay: Delay) -> None:
-            span.retry(attempt, event.kind, delay.delay_s)
-            self.emit(
-                RetryEvent(
-                    attempt=attempt,
-                    kind=event.kind,
-                    delay_s=delay.delay_s,
-                    from_retry_after=delay.from_retry_after,
-                    provider=provider.name,
-                    model=provider.model,
-                    message=event.message,
+            def on_retry(attempt: int, event: StreamError, delay: Delay) -> None:
+                span.retry(attempt, event.kind, delay.delay_s)
+                self.emit(
+                    RetryEvent(
+                        attempt=attempt,
+                        kind=event.kind,
+                        delay_s=delay.delay_s,
+                        from_retry_after=delay.from_retry_after,
+                        provider=provider.name,
+                        model=provider.model,
+                        message=event.message,
+                    )
                 )
-            )
 
-        # The first attempt runs outside tenacity: its machinery (a retrying object, callbacks,
-        # statistics) cost ~5 % of a turn (bench/turn_overhead.py) and a first attempt almost
-        # always succeeds. A failure enters the loop as its attempt 1, re-raised there without
-        # calling the provider again, so waits, stops and `retry` events are the loop's own.
-        try:
-            return await self._attempt(provider, request, turn_id, deltas)
-        except AttemptFailed as failed:
-            first = [failed]
-        async for attempt in retrying(
-            self.policy, sleep=self.sleep, rng=self.rng, on_retry=on_retry
-        ):
-            with attempt:
-                if first:
-                    raise first.pop()
-                return await self._attempt(provider, request, turn_id, deltas)
-        raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
+            result = await with_retries(
+                lambda: self._attempt(provider, request, turn_id, deltas),
+                self.policy,
+                sleep=self.sleep,
+                rng=self.rng,
+                on_retry=on_retry,
+            )
+            if isinstance(result, StreamError):
+                span.failed(result.kind, result.message)
+            else:
+                span.request_done(result)
+            return result
 
     async def _attempt(
         self, provider: Provider, request: ModelRequest, turn_id: str, deltas: bool = True
-    ) -> Assembler:
-        """One attempt: stream into a fresh assembler. Raises AttemptFailed on a fault, after
-        dropping the partial turn."""
+    ) -> Assembler | StreamError:
+        """One attempt: stream into a fresh assembler; its fault as a value, after dropping the
+        partial turn."""
         assembler = Assembler(turn_id, provenance_of(provider))
         self.current = assembler
         text_chars = thinking_chars = 0
@@ -215,14 +202,14 @@ class Attempts:
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it
-        failure = assembler.error or StreamError(kind="network", message=INCOMPLETE)
+        failure = assembler.error or incomplete("terminal event")
         if text_chars or thinking_chars:  # hosts already showed them: tell them to drop them
             self.emit(
                 DiscardEvent(
                     kind=failure.kind, text_chars=text_chars, thinking_chars=thinking_chars
                 )
             )
-        raise AttemptFailed(failure)
+        return failure
 
     def _explain(self, event: StreamError) -> str:
         """The final message; says when to come back if the server's wait exceeded the cap."""
@@ -233,21 +220,6 @@ class Attempts:
                 f"retry_max {self.policy.retry_max_s:g} s; try again later)"
             )
         return event.message
-
-
-def provider_chain(
-    provider: Provider | Sequence[Provider], fallback: Sequence[Provider] = ()
-) -> tuple[Provider, ...]:
-    """The chain an `Agent` runs over: `provider` (one, or a sequence in order) then `fallback`.
-
-    Raises:
-        ValueError: the chain is empty.
-    """
-    head = (provider,) if isinstance(provider, Provider) else tuple(provider)
-    chain = (*head, *fallback)
-    if not chain:
-        raise ValueError("an Agent needs at least one provider")
-    return chain
 
 
 def summary_call(attempts: Attempts) -> Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]:

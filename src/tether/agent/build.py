@@ -31,10 +31,11 @@ from tether.agent.context import AutoCompaction
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
-from tether.compaction.windows import parse_windows_setting, resolve_limits
+from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
 from tether.errors import ConfigError
 from tether.providers.base import Provider
+from tether.providers.catalog import WindowAllocator, info_of, resolve_limits
 from tether.providers.fallback import ModelRef, check_provider_names
 from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
@@ -143,7 +144,7 @@ def resolve_models(
             chain.append(resolve_provider(m, base_url=base_url, providers=config.providers))
             _note_project_url(m, base_url, project_urls, note)
         return tuple(chain)
-    specs = [f"{r.provider}/{r.model}" if r.model else r.provider for r in model_refs(config)]
+    specs = [r.spec for r in model_refs(config)]
     found: list[Provider] = []
     errors: list[ConfigError] = []
     for spec in specs:
@@ -296,17 +297,19 @@ def model_limits(
     configured: Mapping[str, ModelLimits] | None = None,
 ) -> ModelLimits:
     """The limits for `provider`'s model: a forced window (`context.window`,
-    `--context-window`), else the `context.windows` entry (`configured`), else what the
-    provider reports (a `context_window` attribute, e.g. the local model's n_ctx), else the
-    known-models table, else a conservative default with a warning (case T20). A provider with
-    a `use_context_window(tokens)` method (Ollama: `num_ctx`) is told the resolved window."""
+    `--context-window`), else the `context.windows` entry (`configured`), else the provider's
+    own figures (`ModelInfo.source` "provider", e.g. the local model's n_ctx), else the
+    catalog's table, else a conservative default with a warning (case T20). A provider whose
+    server allocates the window (`ModelInfo.allocates_window`, Ollama's `num_ctx`) is told
+    the resolved window."""
+    info = info_of(provider)
     reported: ModelLimits | None = None
-    window = getattr(provider, "context_window", None)  # e.g. the local model's n_ctx
-    if isinstance(window, int) and window > 0:
-        out = getattr(provider, "max_output_tokens", None)
+    if info is not None and info.source == "provider" and info.context_window > 0:
+        window = info.context_window
+        out = info.max_output_tokens
         reported = ModelLimits(
             context_window=window,
-            max_output_tokens=out if isinstance(out, int) and out > 0 else max(window // 4, 1),
+            max_output_tokens=out if out > 0 else max(window // 4, 1),
             source="provider",
         )
     known, warning = resolve_limits(
@@ -320,9 +323,8 @@ def model_limits(
         )
     elif warning:
         warn(warning)
-    use_window = getattr(provider, "use_context_window", None)
-    if callable(use_window):  # a server that allocates the window per request (Ollama num_ctx)
-        use_window(known.context_window)
+    if info is not None and info.allocates_window and isinstance(provider, WindowAllocator):
+        provider.use_context_window(known.context_window)
     return known
 
 

@@ -38,6 +38,7 @@ from tether.messages import Turn
 from tether.prompt.facts import SessionContext
 from tether.prompt.system import compact_prompt, system_prompt
 from tether.providers.base import Provider
+from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import limits_for
@@ -66,7 +67,7 @@ class RunSettings:
         system: the system prompt (None: none sent): `tether.prompt.system.system_prompt`
             over the session's facts, `base` and `run.append_system`.
         compact_system: the same facts in the embedded model's compact form (sent to a
-            provider whose `compact_prompt` attribute is true).
+            provider whose `ModelInfo.compact_prompt` is true).
         base: the system prompt given to the agent (`Agent(system=)`), replacing tether's
             default (None: `run.system`, else the default).
         context: the session's facts (`AgentSession.context`), or None (no default prompt).
@@ -116,8 +117,8 @@ class RunSettings:
 
     def system_for(self, provider: Provider) -> str | None:
         """The prompt `provider` is sent: the compact form for one that asks for it (the
-        embedded model, `compact_prompt = True`), else the full one."""
-        return self.compact_system if getattr(provider, "compact_prompt", False) else self.system
+        embedded model: `ModelInfo.compact_prompt`), else the full one."""
+        return self.compact_system if takes_compact_prompt(provider) else self.system
 
 
 class RepairReporter:
@@ -427,6 +428,12 @@ def _drop(_event: AgentEvent) -> None:
     return None
 
 
+def takes_compact_prompt(provider: Provider) -> bool:
+    """Whether `provider`'s model takes the compact form of the system prompt."""
+    info = info_of(provider)
+    return info is not None and info.compact_prompt
+
+
 def _registry(tools: Sequence[Tool]) -> ToolRegistry:
     registry = ToolRegistry()
     for t in tools:
@@ -442,9 +449,14 @@ def _limits(
     windows = build.configured_windows(config)
     limits = build.model_limits(chain[0], config.context.window, note, configured=windows)
     for fallback in chain[1:]:
-        if hasattr(fallback, "use_context_window"):
+        if isinstance(fallback, WindowAllocator):
             build.model_limits(fallback, config.context.window, note, configured=windows)
     return limits
+
+
+def _prefill(provider: Provider) -> bool:
+    info = info_of(provider)
+    return info is not None and info.supports_prefill
 
 
 def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBuilder, ...]:
@@ -452,7 +464,7 @@ def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBu
         ViewBuilder(
             p.target,
             route=provenance_of(p),
-            supports_prefill=bool(getattr(p, "supports_prefill", False)),
+            supports_prefill=_prefill(p),
             on_repair=repairs,
             # Within a run only the loop appends to the history; `run()` resets the builders
             # in case a caller edited it in between, so the O(history) prefix check is not

@@ -30,6 +30,7 @@ from tether.prompt.gather import (
     project_root,
 )
 from tether.providers.base import Provider
+from tether.providers.catalog import info_of
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import PathPolicy, policy_for
 from tether.session.layout import default_root
@@ -152,13 +153,14 @@ def prepare_context(
                 "keeps the version it started with (a new session reads the new one)"
             )
         return session.context
+    info = info_of(chain[0])
     context = gather_context(
         root,
         config,
         budget_chars=skills_budget_chars(config, chain),
         note=note,
         headless=headless,
-        builtin_skills=not getattr(chain[0], "compact_prompt", False),
+        builtin_skills=not (info is not None and info.compact_prompt),
     )
     session.context = context
     session.record_context = True

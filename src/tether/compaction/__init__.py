@@ -4,9 +4,10 @@ Owns (pure: imports only `tether.messages`, no I/O, no clock, inputs never mutat
     pressure   ModelLimits, CompactionPolicy, Pressure, occupied_tokens, estimate_tokens,
                effective_window, trigger_reached, text_tokens
     monitor    ContextMonitor, Decision (explicit state across requests)
-    windows    resolve_limits, LimitsResolver, parse_windows_setting, parse_overflow_limit,
-               KNOWN_MODELS, DEFAULT_LIMITS
-Does not own: the summarize call, markers, or the loop (edges built on this package).
+    windows    parse_windows_setting, parse_overflow_limit
+Does not own: the summarize call, markers, or the loop (edges built on this package), nor the
+model table and the limits resolution order (`tether.providers.catalog`: the caller resolves a
+model's `ModelLimits` there and passes them in).
 """
 
 from tether.compaction.monitor import ContextMonitor, Decision
@@ -21,22 +22,12 @@ from tether.compaction.pressure import (
     text_tokens,
     trigger_reached,
 )
-from tether.compaction.windows import (
-    DEFAULT_LIMITS,
-    KNOWN_MODELS,
-    LimitsResolver,
-    parse_overflow_limit,
-    parse_windows_setting,
-    resolve_limits,
-)
+from tether.compaction.windows import parse_overflow_limit, parse_windows_setting
 
 __all__ = [
-    "DEFAULT_LIMITS",
-    "KNOWN_MODELS",
     "CompactionPolicy",
     "ContextMonitor",
     "Decision",
-    "LimitsResolver",
     "ModelLimits",
     "Pressure",
     "effective_window",
@@ -45,7 +36,6 @@ __all__ = [
     "occupied_tokens",
     "parse_overflow_limit",
     "parse_windows_setting",
-    "resolve_limits",
     "text_tokens",
     "trigger_reached",
 ]

@@ -108,7 +108,7 @@ class ContextMonitor:
     """Tracks context pressure across the requests of one session (see the module docstring).
 
     Args:
-        limits: the model's limits (`tether.compaction.windows.resolve_limits`).
+        limits: the model's limits (`tether.providers.catalog.resolve_limits`, injected by the caller).
         policy: the compaction policy; bad fractions are clamped (`normalized_fraction`).
         system_tokens: tokens the request carries beyond the turns (system prompt, tool
             schemas), added to estimates; measured figures include them already.

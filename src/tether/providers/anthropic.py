@@ -38,7 +38,7 @@ import anthropic
 from anthropic import types as at
 
 from tether.errors import AuthError, ConfigError
-from tether.messages import Provenance, Target, Usage
+from tether.messages import Provenance, ProviderStopReason, Target, Usage
 from tether.providers.anthropic_request import (
     MIN_THINKING_BUDGET,
     MessagesParams,
@@ -48,24 +48,13 @@ from tether.providers.anthropic_request import (
 )
 from tether.providers.base import (
     ModelRequest,
-    RedactedThinking,
-    StopReason,
     StreamDone,
-    StreamError,
     StreamEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     UsageEvent,
     wire_messages,
 )
-from tether.providers.streaming import drive_stream
+from tether.providers.catalog import ModelInfo, catalog_info
+from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 __all__ = [
     "MIN_THINKING_BUDGET",
@@ -78,9 +67,8 @@ __all__ = [
 ]
 
 PRODUCER = "anthropic"
-INCOMPLETE = "stream ended before completion (no message_stop / stop_reason)"
 
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[str, ProviderStopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",
@@ -95,109 +83,68 @@ _STOP_REASONS: dict[str, StopReason] = {
 
 
 @dataclass(slots=True)
-class _Open:
-    kind: str  # "text" | "thinking" | "tool"
-    index: int
-    signature: str | None = None
-    start_input: dict[str, object] | None = None
-    got_json: bool = False
-
-
-@dataclass(slots=True)
 class AnthropicStreamTranslator:
     """Translates raw Messages stream events into normalized events.
 
     Feed every event to `on_item`, then call `finish` once the SDK stream is exhausted.
-    Event indices are tether's own (a counter), not Anthropic's block indices.
+    Event indices are tether's own (a `BlockCursor`), not Anthropic's block indices (the
+    cursor's keys).
     """
 
-    _next_index: int = 0
-    _open: dict[int, _Open] = field(default_factory=lambda: {})
-    _skipped: set[int] = field(default_factory=lambda: set[int]())
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
     _usage: Usage = field(default_factory=Usage)
     _stop_reason: str | None = None
     _stopped: bool = False
 
-    def _new_index(self) -> int:
-        i = self._next_index
-        self._next_index += 1
-        return i
-
     def _complete_block(self, block: at.ContentBlock) -> Iterator[StreamEvent]:
         """A block that arrives whole (inside `message_start.message.content`)."""
-        i = self._new_index()
+        blocks = self._blocks
         if isinstance(block, at.TextBlock):
-            yield TextStart(index=i)
-            yield TextDelta(index=i, text=block.text)
-            yield TextEnd(index=i)
+            yield from blocks.whole_text(block.text)
         elif isinstance(block, at.ThinkingBlock):
-            yield ThinkingStart(index=i, producer=PRODUCER)
-            yield ThinkingDelta(index=i, text=block.thinking)
-            yield ThinkingEnd(index=i, signature=block.signature)
+            yield from blocks.whole_thinking(
+                block.thinking, producer=PRODUCER, signature=block.signature
+            )
         elif isinstance(block, at.RedactedThinkingBlock):
-            yield RedactedThinking(index=i, data=block.data)
+            yield blocks.redacted(block.data)
         elif isinstance(block, at.ToolUseBlock):
-            yield ToolCallStart(index=i, id=block.id, name=block.name, provider_meta=_meta(block))
-            yield ToolCallDelta(index=i, arguments_delta=json.dumps(block.input))
-            yield ToolCallEnd(index=i)
+            yield from blocks.whole_call(
+                id=block.id, name=block.name, arguments=json.dumps(block.input), meta=_meta(block)
+            )
+        else:
+            blocks.new_index()  # server-side blocks keep their place in the numbering
 
     def _start(self, event: at.RawContentBlockStartEvent) -> Iterator[StreamEvent]:
-        block = event.content_block
+        block, key, blocks = event.content_block, event.index, self._blocks
         if isinstance(block, at.TextBlock):
-            i = self._new_index()
-            self._open[event.index] = _Open("text", i)
-            yield TextStart(index=i)
-            if block.text:
-                yield TextDelta(index=i, text=block.text)
+            yield blocks.open_text(key)
+            yield from blocks.text(block.text, key)
         elif isinstance(block, at.ThinkingBlock):
-            i = self._new_index()
-            self._open[event.index] = _Open("thinking", i, signature=block.signature or None)
-            yield ThinkingStart(index=i, producer=PRODUCER)
-            if block.thinking:
-                yield ThinkingDelta(index=i, text=block.thinking)
+            yield blocks.open_thinking(key, producer=PRODUCER, signature=block.signature or None)
+            yield from blocks.thinking(block.thinking, key)
         elif isinstance(block, at.RedactedThinkingBlock):
-            self._skipped.add(event.index)  # complete already; nothing follows but its stop
-            yield RedactedThinking(index=self._new_index(), data=block.data)
+            yield blocks.redacted(block.data)  # complete already; nothing follows but its stop
         elif isinstance(block, at.ToolUseBlock):
-            i = self._new_index()
-            self._open[event.index] = _Open("tool", i, start_input=block.input)
-            yield ToolCallStart(index=i, id=block.id, name=block.name, provider_meta=_meta(block))
-        else:  # server tool use / server tool results / unknown: skipped (module docstring)
-            self._skipped.add(event.index)
+            # A call whose input came whole here, with no deltas, sends it when it stops.
+            whole = json.dumps(block.input) if block.input else None
+            yield blocks.open_call(
+                key, id=block.id, name=block.name, meta=_meta(block), arguments=whole
+            )
+        # server tool use / server tool results / unknown: skipped (module docstring)
 
     def _delta(self, event: at.RawContentBlockDeltaEvent) -> Iterator[StreamEvent]:
-        block = self._open.get(event.index)
-        if block is None:
+        key, delta, blocks = event.index, event.delta, self._blocks
+        if not blocks.is_open(key):
             return
-        delta = event.delta
-        if isinstance(delta, at.TextDelta) and block.kind == "text":
-            if delta.text:
-                yield TextDelta(index=block.index, text=delta.text)
-        elif isinstance(delta, at.ThinkingDelta) and block.kind == "thinking":
-            if delta.thinking:
-                yield ThinkingDelta(index=block.index, text=delta.thinking)
-        elif isinstance(delta, at.SignatureDelta) and block.kind == "thinking":
-            block.signature = (block.signature or "") + delta.signature
-        elif isinstance(delta, at.InputJSONDelta) and block.kind == "tool" and delta.partial_json:
-            block.got_json = True
-            yield ToolCallDelta(index=block.index, arguments_delta=delta.partial_json)
+        if isinstance(delta, at.TextDelta):
+            yield from blocks.text(delta.text, key)
+        elif isinstance(delta, at.ThinkingDelta):
+            yield from blocks.thinking(delta.thinking, key)
+        elif isinstance(delta, at.SignatureDelta):
+            blocks.sign(key, delta.signature, append=True)
+        elif isinstance(delta, at.InputJSONDelta):
+            yield from blocks.arguments(key, delta.partial_json)
         # citations_delta: not kept.
-
-    def _stop(self, event: at.RawContentBlockStopEvent) -> Iterator[StreamEvent]:
-        block = self._open.pop(event.index, None)
-        if block is None:
-            return
-        if block.kind == "text":
-            yield TextEnd(index=block.index)
-        elif block.kind == "thinking":
-            yield ThinkingEnd(index=block.index, signature=block.signature)
-        else:
-            if not block.got_json and block.start_input:
-                # A call whose input came whole in content_block_start, with no deltas.
-                yield ToolCallDelta(
-                    index=block.index, arguments_delta=json.dumps(block.start_input)
-                )
-            yield ToolCallEnd(index=block.index)
 
     def on_item(self, event: object) -> Iterator[StreamEvent]:
         """Events for one raw stream event; unknown event types are ignored."""
@@ -214,7 +161,7 @@ class AnthropicStreamTranslator:
         elif isinstance(event, at.RawContentBlockDeltaEvent):
             yield from self._delta(event)
         elif isinstance(event, at.RawContentBlockStopEvent):
-            yield from self._stop(event)
+            yield from self._blocks.close(event.index)
         elif isinstance(event, at.RawMessageDeltaEvent):
             if event.delta.stop_reason is not None:
                 self._stop_reason = event.delta.stop_reason
@@ -227,7 +174,7 @@ class AnthropicStreamTranslator:
         """The terminal event once the stream is exhausted: `StreamDone`, or a network `StreamError`
         when `message_stop` or the stop reason never arrived."""
         if not self._stopped or self._stop_reason is None:
-            return StreamError(kind="network", message=INCOMPLETE)
+            return incomplete("message_stop / stop_reason")
         reason = self._stop_reason
         return StreamDone(stop_reason=_STOP_REASONS.get(reason, "other"), raw_stop_reason=reason)
 
@@ -295,6 +242,8 @@ class AnthropicProvider:
     """
 
     target: Target = "anthropic"
+    info: ModelInfo
+    """The catalog's entry for `model`; `supports_prefill` as configured (never with thinking on)."""
 
     def __init__(
         self,
@@ -321,7 +270,7 @@ class AnthropicProvider:
         self.prompt_caching = prompt_caching
         # Newer models reject an assistant-final request ("This model does not support
         # assistant message prefill"), and none accepts prefill with thinking on.
-        self.supports_prefill = supports_prefill and thinking_budget is None
+        self.info = catalog_info(model, supports_prefill=supports_prefill and thinking_budget is None)
         self._route = Provenance(provider=name, api="anthropic", model=model)
         if client is None and not (api_key or _env_credentials()):
             # With a base_url too: the SDK cannot send a request without a key or token (it
@@ -340,7 +289,7 @@ class AnthropicProvider:
             ConfigError: as `build_params`.
         """
         view = wire_messages(
-            request, "anthropic", supports_prefill=self.supports_prefill, route=self._route
+            request, "anthropic", supports_prefill=self.info.supports_prefill, route=self._route
         )
         return build_params(
             request,

@@ -16,7 +16,7 @@ Event contract of `Provider.stream(request)`:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from tether.errors import ErrorKind
@@ -25,11 +25,9 @@ from tether.wire import build_view
 
 __all__ = [
     "ErrorKind",
-    "ModelInfo",
     "ModelRequest",
     "Provider",
     "RedactedThinking",
-    "StopReason",
     "StreamDone",
     "StreamError",
     "StreamEvent",
@@ -48,10 +46,6 @@ __all__ = [
     "WarningKind",
     "wire_messages",
 ]
-
-StopReason = ProviderStopReason
-"""How a provider's stream ended (normalized; `tether.messages.ProviderStopReason`)."""
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequest:
@@ -180,7 +174,7 @@ class StreamDone:
     """The stream completed. `stop_reason` normalized; `raw_stop_reason` as the provider sent it."""
 
     type: Literal["done"] = "done"
-    stop_reason: StopReason
+    stop_reason: ProviderStopReason
     raw_stop_reason: str | None = None
 
 
@@ -278,13 +272,3 @@ class Provider(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send `request` and yield normalized events, ending with exactly one StreamDone/StreamError."""
         ...
-
-
-@dataclass(slots=True)
-class ModelInfo:
-    """What tether knows of a model: context window and max output, in tokens."""
-
-    context_window: int
-    max_output_tokens: int
-    supports_prefill: bool = False
-    extra: dict[str, Any] = field(default_factory=lambda: {})

@@ -45,25 +45,15 @@ from google import genai
 from google.genai import types as gt
 
 from tether.errors import AuthError
-from tether.messages import Provenance, Target, Usage
+from tether.messages import Provenance, ProviderStopReason, Target, Usage
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
-    StreamError,
     StreamEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.google_request import (
     SIGNATURE_KEY,
     encode_signature,
@@ -71,11 +61,10 @@ from tether.providers.google_request import (
     to_gemini_contents,
     to_gemini_tools,
 )
-from tether.providers.streaming import drive_stream
+from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 PRODUCER = "google"
-INCOMPLETE = "stream ended before completion (no finishReason)"
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[str, ProviderStopReason] = {
     "STOP": "end_turn",
     "MAX_TOKENS": "max_tokens",
     "SAFETY": "refusal",
@@ -157,83 +146,60 @@ def _partial_value(arg: gt.PartialArg) -> object:
     return None
 
 
-@dataclass(slots=True)
-class _Streaming:
-    index: int
-    args: dict[str, Any] = field(default_factory=lambda: {})
+CALL = "call"
+"""The cursor key of a call whose arguments stream (Vertex `partialArgs`)."""
 
 
 @dataclass(slots=True)
 class GeminiStreamTranslator:
-    """Translates `GenerateContentResponse` chunks (candidate 0) into normalized events."""
+    """Translates `GenerateContentResponse` chunks (candidate 0) into normalized events.
 
-    _next_index: int = 0
-    _text: int | None = None
-    _thinking: int | None = None
-    _thinking_sig: str | None = None
-    _call: _Streaming | None = None
+    At most one block is open at a time: the text (`TEXT`), the thinking (`THINKING`) or a
+    call whose arguments stream (`CALL`, its arguments gathered in `_args`)."""
+
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
+    _args: dict[str, Any] | None = None
     _calls: int = 0
     _finish: str | None = None
     _usage: Usage | None = None
 
-    def _new(self) -> int:
-        i = self._next_index
-        self._next_index += 1
-        return i
-
-    def _close_text(self) -> Iterator[StreamEvent]:
-        if self._text is not None:
-            yield TextEnd(index=self._text)
-            self._text = None
-
-    def _close_thinking(self) -> Iterator[StreamEvent]:
-        if self._thinking is not None:
-            yield ThinkingEnd(index=self._thinking, signature=self._thinking_sig)
-            self._thinking = None
-            self._thinking_sig = None
-
     def _close_call(self) -> Iterator[StreamEvent]:
-        call = self._call
-        if call is not None:
-            self._call = None
-            yield ToolCallDelta(index=call.index, arguments_delta=json.dumps(call.args))
-            yield ToolCallEnd(index=call.index)
+        args = self._args
+        if args is not None:
+            self._args = None
+            yield from self._blocks.close(CALL, arguments=json.dumps(args))
 
     def _close_all(self) -> Iterator[StreamEvent]:
-        yield from self._close_text()
-        yield from self._close_thinking()
         yield from self._close_call()
+        yield from self._blocks.finish()
 
-    def _signature_block(self, sig: str) -> Iterator[StreamEvent]:
-        i = self._new()
-        yield ThinkingStart(index=i, producer=PRODUCER)
-        yield ThinkingEnd(index=i, signature=sig)
+    def _gather(self, fc: gt.FunctionCall) -> None:
+        assert self._args is not None
+        for arg in fc.partial_args or ():
+            if arg.json_path:
+                set_json_path(self._args, arg.json_path, _partial_value(arg), append=True)
 
     def _function_call(self, fc: gt.FunctionCall, sig: str | None) -> Iterator[StreamEvent]:
-        call = self._call
-        if call is not None and not fc.name:
+        if self._args is not None and not fc.name:
             # A continuation of a call whose arguments stream (Vertex `partialArgs`).
-            for arg in fc.partial_args or ():
-                if arg.json_path:
-                    set_json_path(call.args, arg.json_path, _partial_value(arg), append=True)
+            self._gather(fc)
             if not fc.will_continue:
                 yield from self._close_call()
             return
         yield from self._close_all()
-        i = self._new()
         self._calls += 1
         meta = {SIGNATURE_KEY: sig} if sig else None
-        yield ToolCallStart(index=i, id=fc.id or None, name=fc.name or "", provider_meta=meta)
         if fc.will_continue and fc.args is None:
-            self._call = _Streaming(i)
-            for arg in fc.partial_args or ():
-                if arg.json_path:
-                    set_json_path(self._call.args, arg.json_path, _partial_value(arg), append=True)
+            yield self._blocks.open_call(CALL, id=fc.id or None, name=fc.name or "", meta=meta)
+            self._args = {}
+            self._gather(fc)
             return
-        yield ToolCallDelta(index=i, arguments_delta=json.dumps(fc.args or {}))
-        yield ToolCallEnd(index=i)
+        yield from self._blocks.whole_call(
+            id=fc.id or None, name=fc.name or "", arguments=json.dumps(fc.args or {}), meta=meta
+        )
 
     def _part(self, part: gt.Part) -> Iterator[StreamEvent]:
+        blocks = self._blocks
         sig = encode_signature(part.thought_signature) if part.thought_signature else None
         if part.function_call is not None:
             yield from self._function_call(part.function_call, sig)
@@ -241,28 +207,24 @@ class GeminiStreamTranslator:
         if part.text is None:
             return  # inline data, executable code, ...: not produced by tether's requests
         if part.thought:
-            yield from self._close_text()
+            yield from blocks.close(TEXT)
             yield from self._close_call()
-            if self._thinking is None or (sig and self._thinking_sig):
-                yield from self._close_thinking()
-                self._thinking = self._new()
-                yield ThinkingStart(index=self._thinking, producer=PRODUCER)
-            if part.text:
-                yield ThinkingDelta(index=self._thinking, text=part.text)
+            thinking = blocks.get(THINKING)
+            if thinking is None or (sig and thinking.signature):
+                yield from blocks.close(THINKING)
+                yield blocks.open_thinking(producer=PRODUCER)
+            yield from blocks.thinking(part.text)
             if sig:
-                self._thinking_sig = sig
+                blocks.sign(THINKING, sig)
             return
-        yield from self._close_thinking()
+        yield from blocks.close(THINKING)
         yield from self._close_call()
         if sig:
             if part.text:
-                yield from self._close_text()
-            yield from self._signature_block(sig)
+                yield from blocks.close(TEXT)
+            yield from blocks.whole_thinking("", producer=PRODUCER, signature=sig)
         if part.text:
-            if self._text is None:
-                self._text = self._new()
-                yield TextStart(index=self._text)
-            yield TextDelta(index=self._text, text=part.text)
+            yield from blocks.text(part.text)
 
     def on_item(self, chunk: gt.GenerateContentResponse) -> Iterator[StreamEvent]:
         """Events for one streamed chunk."""
@@ -288,7 +250,7 @@ class GeminiStreamTranslator:
     def finish(self) -> StreamEvent:
         """`StreamDone` once a finishReason arrived, else a network `StreamError` (incomplete)."""
         if self._finish is None:
-            return StreamError(kind="network", message=INCOMPLETE)
+            return incomplete("finishReason")
         stop = _STOP_REASONS.get(self._finish, "other")
         if stop == "end_turn" and self._calls:
             stop = "tool_use"
@@ -320,6 +282,8 @@ class GoogleProvider:
     """
 
     target: Target = "google"
+    info: ModelInfo
+    """The catalog's entry for `model` (no prefill)."""
 
     def __init__(
         self,
@@ -334,7 +298,7 @@ class GoogleProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
+        self.info = catalog_info(model)
         self.thinking_budget = thinking_budget
         self.include_thoughts = include_thoughts
         self._route = Provenance(provider=name, api="google", model=model)

@@ -19,14 +19,16 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, cast
 
 import platformdirs
 
 from tether.errors import AuthError, ConfigError
+from tether.providers.catalog import listed_models
 from tether.providers.errors import classify_exception
 from tether.settings.files import write_atomic
 
@@ -34,47 +36,11 @@ ModelSource = Literal["provider", "cache", "bundled"]
 
 MODEL_PROVIDERS = ("openai", "openai-responses", "anthropic", "google", "ollama", "local")
 
-KNOWN_MODELS: dict[str, tuple[str, ...]] = {
-    "openai": (
-        "gpt-5",
-        "gpt-5-mini",
-        "gpt-5-nano",
-        "gpt-4.1",
-        "gpt-4.1-mini",
-        "gpt-4o",
-        "gpt-4o-mini",
-        "o3",
-        "o4-mini",
-    ),
-    "openai-responses": (
-        "gpt-5",
-        "gpt-5-mini",
-        "gpt-5-nano",
-        "gpt-5.1-codex-max",
-        "o3",
-        "o4-mini",
-        "gpt-4.1",
-        "gpt-4o",
-    ),
-    "anthropic": (
-        "claude-opus-4-1",
-        "claude-sonnet-4-5",
-        "claude-haiku-4-5",
-        "claude-sonnet-4-20250514",
-        "claude-3-5-haiku-latest",
-    ),
-    "google": (
-        "gemini-2.5-pro",
-        "gemini-2.5-flash",
-        "gemini-2.5-flash-lite",
-        "gemini-3-pro-preview",
-    ),
-    "ollama": ("qwen3", "llama3.1", "llama3.2", "gpt-oss:20b", "mistral", "gemma3"),
-    # `local` alone is the first; the second needs the `local-qwen` extra; any GGUF file
-    # works as `local/PATH.gguf`
-    "local": ("smollm2-135m-instruct", "qwen2.5-coder-0.5b"),
-}
-"""Models known when this tether was released (a fallback; the provider's list wins)."""
+BUNDLED: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {provider: listed_models(provider) for provider in MODEL_PROVIDERS}
+)
+"""Models known when this tether was released, per provider (a fallback; the provider's list
+wins): the catalog's entries listed for it (`tether.providers.catalog.ModelInfo.listed`)."""
 
 Fetcher = Callable[[str, str | None, float], Awaitable[list[str]]]
 
@@ -217,7 +183,7 @@ async def list_models(
     clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
 ) -> ModelList:
     """One provider's models: live when reachable (and then cached), else the cache, else the
-    bundled `KNOWN_MODELS`.
+    bundled `BUNDLED`.
 
     Args:
         provider: one of `MODEL_PROVIDERS`.
@@ -234,7 +200,7 @@ async def list_models(
             f"unknown provider {provider!r}; use one of: {', '.join(MODEL_PROVIDERS)}"
         )
     if provider == "local":
-        return ModelList(provider=provider, models=KNOWN_MODELS["local"], source="bundled")
+        return ModelList(provider=provider, models=BUNDLED["local"], source="bundled")
     path = cache_path(provider, base_url, cache_dir or default_cache_dir())
     try:
         models = sorted(set(await fetch(provider, base_url, timeout_s)))
@@ -254,7 +220,7 @@ async def list_models(
             fetched_ms=cached[1],
             note=note,
         )
-    return ModelList(provider=provider, models=KNOWN_MODELS[provider], source="bundled", note=note)
+    return ModelList(provider=provider, models=BUNDLED[provider], source="bundled", note=note)
 
 
 def listing_to_dict(listing: ModelList) -> dict[str, Any]:

@@ -6,14 +6,7 @@ truncation.
 Does not own: transport and NDJSON decoding (`ollama.AsyncClient.chat(stream=True)`), the wire
 passes, assembly (which mints the tool-call ids Ollama never sends), or fault classification.
 
-Request (Ollama API reference, "Generate a chat completion"):
-    {"model", "stream": true, "think"?: bool,
-     "options": {"num_ctx": <always sent>, "temperature"?, "num_predict"?},
-     "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
-     "messages": [{"role": "system"|"user"|"assistant"|"tool", "content": str,
-                   "images"?: [base64], "thinking"?: str,
-                   "tool_calls"?: [{"function": {"name", "arguments": <object>}}],
-                   "tool_name"?: str}]}             # a tool message names the tool it answers
+Request conversion: `tether.providers.ollama_request`.
 Frames → events: `message.thinking` → thinking block (producer "ollama"), `message.content` →
 text, each `message.tool_calls[*]` → one complete call (Ollama sends whole calls, no ids: the
 assembler mints `<turn id>_call<k>`), the `done: true` frame → usage (`prompt_eval_count` in,
@@ -33,55 +26,42 @@ a `StreamWarning(kind="truncated_prompt")`: Ollama versions that count only the 
 from their prompt cache under-report too; the warning names both figures.
 
 `num_ctx` is the window the run is configured with (`--context-window`, `context.windows`):
-`tether run` sets it from the resolved limits; `context_window` reports it back, so the
+`tether run` sets it from the resolved limits; `info` reports it back, so the
 compaction monitor measures against the window Ollama really allocates.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import ollama
 
 from tether.messages import (
-    CompactSummaryBlock,
-    DocumentBlock,
-    ImageBlock,
     Provenance,
+    ProviderStopReason,
     Target,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamError,
     StreamEvent,
     StreamWarning,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
     UsageEvent,
     wire_messages,
 )
-from tether.providers.streaming import drive_stream
+from tether.providers.catalog import ModelInfo
+from tether.providers.ollama_request import (
+    estimate_prompt_tokens,
+    to_ollama_messages,
+    to_ollama_tools,
+)
+from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 PRODUCER = "ollama"
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -91,107 +71,8 @@ depending on version) and it truncates silently beyond it, so tether always send
 TRUNCATION_RATIO = 0.5
 FULL_WINDOW_RATIO = 0.98
 """A reported prompt of at least this share of `num_ctx` filled the window: it was cut."""
-CHARS_PER_TOKEN = 4
-INCOMPLETE = "stream ended before completion (no done frame)"
 
-_STOP_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
-
-
-# ---------------------------------------------------------------------------------------------
-# Request conversion
-
-
-def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
-    """Tool results first (one `tool` message each, in order), then one user message."""
-    out: list[dict[str, Any]] = []
-    texts: list[str] = []
-    images: list[str] = []
-    for block in turn.content:
-        if isinstance(block, ToolResultBlock):
-            text = block.text or ("error" if block.is_error else "")
-            msg: dict[str, Any] = {"role": "tool", "content": text}
-            if block.tool_call_id in names:
-                msg["tool_name"] = names[block.tool_call_id]
-            out.append(msg)
-            images.extend(p.data for p in block.content if isinstance(p, ImageBlock))
-        elif isinstance(block, TextBlock):
-            if block.text:
-                texts.append(block.text)
-        elif isinstance(block, ImageBlock):
-            images.append(block.data)
-        elif isinstance(block, DocumentBlock):
-            texts.append(f"[document {block.title or block.media_type} omitted: not supported]")
-        elif isinstance(block, CompactSummaryBlock):
-            texts.append(block.summary)
-    if texts or images:
-        msg = {"role": "user", "content": "\n\n".join(texts)}
-        if images:
-            msg["images"] = images
-        out.append(msg)
-    return out
-
-
-def _assistant_message(turn: Turn) -> dict[str, Any] | None:
-    text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
-    thinking = "".join(b.text for b in turn.content if isinstance(b, ThinkingBlock))
-    calls = [
-        {"function": {"name": b.name, "arguments": b.arguments}}
-        for b in turn.content
-        if isinstance(b, ToolCallBlock)
-    ]
-    if not text and not calls and not thinking:
-        return None
-    msg: dict[str, Any] = {"role": "assistant", "content": text}
-    if thinking:
-        msg["thinking"] = thinking
-    if calls:
-        msg["tool_calls"] = calls
-    return msg
-
-
-def to_ollama_messages(messages: Sequence[Turn], system: str | None = None) -> list[dict[str, Any]]:
-    """Convert a wire view (target `ollama`) into `/api/chat` messages (shapes in the module
-    docstring). Tool calls are sent with their arguments as an object, as Ollama requires."""
-    names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
-    out: list[dict[str, Any]] = []
-    if system:
-        out.append({"role": "system", "content": system})
-    for turn in messages:
-        if turn.role == "assistant":
-            msg = _assistant_message(turn)
-            if msg is not None:
-                out.append(msg)
-        elif turn.role == "system":
-            out.append({"role": "system", "content": turn.text})
-        else:
-            out.extend(_user_messages(turn, names))
-    return out
-
-
-def to_ollama_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tools → `[{"type": "function", "function": {name, description, parameters}}]`."""
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
-
-
-def estimate_prompt_tokens(
-    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
-) -> int:
-    """tether's local estimate of a request's prompt: ceil(chars / 4) over message contents,
-    thinking, tool-call arguments (as JSON) and the tools' JSON, in tokens."""
-    chars = 0
-    for m in messages:
-        chars += len(m.get("content") or "") + len(m.get("thinking") or "")
-        for call in m.get("tool_calls") or ():
-            chars += len(json.dumps(call["function"]["arguments"]))
-    if tools:
-        chars += len(json.dumps(tools))
-    return math.ceil(chars / CHARS_PER_TOKEN)
+_STOP_REASONS: dict[str, ProviderStopReason] = {"stop": "end_turn", "length": "max_tokens"}
 
 
 def overflow_message(estimate: int, num_ctx: int, reported: int | None = None) -> str:
@@ -218,25 +99,10 @@ class OllamaStreamTranslator:
 
     estimated_prompt_tokens: int
     num_ctx: int
-    _next_index: int = 0
-    _text: int | None = None
-    _thinking: int | None = None
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
     _calls: int = 0
     _done: str | None = None
     _overflow: str | None = None
-
-    def _new(self) -> int:
-        i = self._next_index
-        self._next_index += 1
-        return i
-
-    def _close(self) -> Iterator[StreamEvent]:
-        if self._thinking is not None:
-            yield ThinkingEnd(index=self._thinking)
-            self._thinking = None
-        if self._text is not None:
-            yield TextEnd(index=self._text)
-            self._text = None
 
     def overflow(self, reported: int | None) -> str | None:
         """The context_overflow message when the reported prompt filled the window (at least
@@ -263,28 +129,22 @@ class OllamaStreamTranslator:
 
     def on_item(self, frame: ollama.ChatResponse) -> Iterator[StreamEvent]:
         """Events for one NDJSON frame."""
-        msg = frame.message
+        msg, blocks = frame.message, self._blocks
         if msg.thinking:
-            if self._thinking is None:
-                yield from self._close()
-                self._thinking = self._new()
-                yield ThinkingStart(index=self._thinking, producer=PRODUCER)
-            yield ThinkingDelta(index=self._thinking, text=msg.thinking)
+            if not blocks.is_open(THINKING):
+                yield from blocks.finish()
+            yield from blocks.thinking(msg.thinking, producer=PRODUCER)
         if msg.content:
-            if self._text is None:
-                yield from self._close()
-                self._text = self._new()
-                yield TextStart(index=self._text)
-            yield TextDelta(index=self._text, text=msg.content)
+            if not blocks.is_open(TEXT):
+                yield from blocks.finish()
+            yield from blocks.text(msg.content)
         for call in msg.tool_calls or ():
-            yield from self._close()
-            i = self._new()
+            yield from blocks.finish()
             self._calls += 1
-            yield ToolCallStart(index=i, id=None, name=call.function.name)
-            yield ToolCallDelta(index=i, arguments_delta=json.dumps(dict(call.function.arguments)))
-            yield ToolCallEnd(index=i)
+            arguments = json.dumps(dict(call.function.arguments))
+            yield from blocks.whole_call(id=None, name=call.function.name, arguments=arguments)
         if frame.done:
-            yield from self._close()
+            yield from blocks.finish()
             self._done = frame.done_reason or "stop"
             prompt = frame.prompt_eval_count
             self._overflow = self.overflow(prompt)
@@ -300,7 +160,7 @@ class OllamaStreamTranslator:
     def finish(self) -> StreamEvent:
         """`StreamDone` after the `done: true` frame, else a network `StreamError` (incomplete)."""
         if self._done is None:
-            return StreamError(kind="network", message=INCOMPLETE)
+            return incomplete("done frame")
         if self._overflow is not None:
             return StreamError(kind="context_overflow", message=self._overflow)
         stop = _STOP_REASONS.get(self._done, "other")
@@ -336,7 +196,6 @@ class OllamaProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
         self.num_ctx = num_ctx
         self.think = think
         self.host = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
@@ -364,9 +223,16 @@ class OllamaProvider:
         return params
 
     @property
-    def context_window(self) -> int:
-        """The window Ollama allocates for this provider's requests (`num_ctx`), in tokens."""
-        return self.num_ctx
+    def info(self) -> ModelInfo:
+        """The window Ollama allocates for this provider's requests (`num_ctx`, in tokens; a
+        quarter of it as the output cap), reported as the provider's own figure; the server
+        allocates it per request (`allocates_window`)."""
+        return ModelInfo(
+            context_window=self.num_ctx,
+            max_output_tokens=max(self.num_ctx // 4, 1),
+            allocates_window=True,
+            source="provider",
+        )
 
     def use_context_window(self, tokens: int) -> None:
         """Send `num_ctx = tokens` from now on (the run's configured window).

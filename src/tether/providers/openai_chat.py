@@ -6,14 +6,7 @@ Does not own: transport and SSE decoding (the official `openai` SDK, `AsyncOpenA
 wire view (`tether.wire`), assembling events into a turn (`tether.providers.assemble`), or fault
 classification (`tether.providers.errors`).
 
-Request shape (`POST /chat/completions`, `stream=true`, `stream_options.include_usage=true`):
-    {"model", "messages": [
-        {"role": "system", "content": <system prompt>},
-        {"role": "user", "content": str | [{"type": "text"|"image_url"|"file", ...}]},
-        {"role": "assistant", "content": str | None,
-         "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": <JSON text>}}]},
-        {"role": "tool", "tool_call_id", "content": str},  # one per tool result, in order
-     ], "tools": [{"type": "function", "function": {"name", "description", "parameters"}}]}
+Request conversion: `tether.providers.openai_chat_request`.
 
 Stream rules (Chat Completions streaming reference):
     - Text arrives in `choices[0].delta.content`; reasoning text that compatible servers send in
@@ -31,219 +24,46 @@ Stream rules (Chat Completions streaming reference):
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import cast
 
 import openai
 from openai.types.chat import (
     ChatCompletionChunk,
-    ChatCompletionContentPartParam,
     ChatCompletionMessageParam,
-    ChatCompletionToolParam,
 )
-from openai.types.chat.chat_completion_chunk import ChoiceDelta
-from openai.types.chat.chat_completion_message_function_tool_call_param import (
-    ChatCompletionMessageFunctionToolCallParam,
-)
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
 from tether.errors import AuthError
 from tether.messages import (
-    CompactSummaryBlock,
-    DocumentBlock,
-    ImageBlock,
     Provenance,
+    ProviderStopReason,
     Target,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
-    StreamError,
     StreamEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     UsageEvent,
     wire_messages,
 )
-from tether.providers.streaming import drive_stream
+from tether.providers.catalog import ModelInfo, catalog_info
+from tether.providers.openai_chat_request import to_chat_messages, to_chat_tools
+from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 COMPAT_PRODUCER = "openai-compat"
 """Producer tag of thinking blocks built from a compatible server's `reasoning_content`."""
 
-INCOMPLETE = "stream ended before completion (no finish_reason)"
-
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[str, ProviderStopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
     "function_call": "tool_use",
     "length": "max_tokens",
     "content_filter": "refusal",
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Request conversion
-
-
-def _data_url(media_type: str, data: str) -> str:
-    return f"data:{media_type};base64,{data}"
-
-
-def _document_part(block: DocumentBlock) -> ChatCompletionContentPartParam:
-    """A document as a user content part.
-
-    Chat Completions accepts PDFs as `{"type": "file", "file": {"file_data": <data URL>}}`; text
-    documents are sent as text parts (compatible servers rarely accept `file` parts).
-    """
-    if block.media_type.startswith("text/"):
-        try:
-            text = base64.b64decode(block.data).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            text = block.data
-        title = f"{block.title}\n\n" if block.title else ""
-        return {"type": "text", "text": f"{title}{text}"}
-    file: dict[str, str] = {"file_data": _data_url(block.media_type, block.data)}
-    if block.title:
-        file["filename"] = block.title
-    return cast(ChatCompletionContentPartParam, {"type": "file", "file": file})
-
-
-def _user_content(
-    parts: Sequence[ChatCompletionContentPartParam],
-) -> str | list[ChatCompletionContentPartParam]:
-    """A plain string when every part is text (what every compatible server accepts), else the
-    list of parts."""
-    texts: list[str] = []
-    for part in parts:
-        if part["type"] != "text":
-            return list(parts)
-        texts.append(part["text"])
-    return "\n\n".join(texts)
-
-
-def _user_messages(turn: Turn) -> list[ChatCompletionMessageParam]:
-    """A user turn → its tool messages (in order, first), then one user message for the rest.
-
-    Chat Completions requires each `tool` message to directly follow the assistant message that
-    issued its call, so the tool results go before any user text of the same turn. A `tool`
-    message carries text only; images a tool returned follow in a user message.
-    """
-    out: list[ChatCompletionMessageParam] = []
-    parts: list[ChatCompletionContentPartParam] = []
-    tool_images: list[ChatCompletionContentPartParam] = []
-    for block in turn.content:
-        if isinstance(block, ToolResultBlock):
-            text = block.text
-            if block.is_error and not text:
-                text = "error"
-            out.append({"role": "tool", "tool_call_id": block.tool_call_id, "content": text})
-            images = [p for p in block.content if isinstance(p, ImageBlock)]
-            if images:
-                tool_images.append(
-                    {"type": "text", "text": f"Images returned by tool call {block.tool_call_id}:"}
-                )
-                tool_images.extend(
-                    {"type": "image_url", "image_url": {"url": _data_url(p.media_type, p.data)}}
-                    for p in images
-                )
-        elif isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
-            url = _data_url(block.media_type, block.data)
-            parts.append({"type": "image_url", "image_url": {"url": url}})
-        elif isinstance(block, DocumentBlock):
-            parts.append(_document_part(block))
-        elif isinstance(block, CompactSummaryBlock):
-            parts.append({"type": "text", "text": block.summary})
-        # thinking / redacted thinking / tool calls in a user turn: not representable; dropped.
-    parts = tool_images + parts
-    if parts:
-        out.append({"role": "user", "content": _user_content(parts)})
-    return out
-
-
-def _assistant_message(turn: Turn) -> ChatCompletionMessageParam | None:
-    """An assistant turn → one assistant message (text + `tool_calls`).
-
-    Thinking and redacted thinking are not sent: Chat Completions has no field for them. A call
-    whose arguments were invalid is replayed with the parsed arguments (`{}`), never the raw text:
-    compatible servers parse `arguments` when rendering their chat template.
-    """
-    text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
-    calls: list[ChatCompletionMessageFunctionToolCallParam] = [
-        {
-            "id": b.id,
-            "type": "function",
-            "function": {"name": b.name, "arguments": json.dumps(b.arguments)},
-        }
-        for b in turn.content
-        if isinstance(b, ToolCallBlock)
-    ]
-    if not text and not calls:
-        return None
-    if calls:
-        return {"role": "assistant", "content": text or None, "tool_calls": calls}
-    return {"role": "assistant", "content": text}
-
-
-def to_chat_messages(
-    messages: Sequence[Turn], system: str | None = None
-) -> list[ChatCompletionMessageParam]:
-    """Convert a wire view into Chat Completions messages.
-
-    Args:
-        messages: the wire view (tool results are `ToolResultBlock`s inside user turns).
-        system: the system prompt, sent as the first message (`role: system`).
-
-    Returns:
-        The `messages` array, in order; see the module docstring for the shapes.
-    """
-    out: list[ChatCompletionMessageParam] = []
-    if system:
-        out.append({"role": "system", "content": system})
-    for turn in messages:
-        if turn.role == "assistant":
-            msg = _assistant_message(turn)
-            if msg is not None:
-                out.append(msg)
-        elif turn.role == "system":
-            out.append({"role": "system", "content": turn.text})
-        else:
-            out.extend(_user_messages(turn))
-    return out
-
-
-def to_chat_tools(tools: Sequence[ToolSpec]) -> list[ChatCompletionToolParam]:
-    """Tools → `[{"type": "function", "function": {name, description, parameters}}]`."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.parameters,
-            },
-        }
-        for t in tools
-    ]
 
 
 def normalize_usage(usage: CompletionUsage) -> Usage:
@@ -272,31 +92,15 @@ def normalize_usage(usage: CompletionUsage) -> Usage:
 class ChatStreamTranslator:
     """Translates `ChatCompletionChunk`s (choice 0 only) into normalized events.
 
-    Feed every chunk to `on_item`, then call `finish` once the SDK stream is exhausted.
+    Feed every chunk to `on_item`, then call `finish` once the SDK stream is exhausted. Blocks
+    are keyed by `TEXT`, `THINKING` and each call's `tool_calls[].index`.
     """
 
-    _next_index: int = 0
-    _text: int | None = None
-    _thinking: int | None = None
-    _calls: dict[int, int] = field(default_factory=lambda: {})
-    """Chat `tool_calls[].index` → event index."""
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
+    _calls: list[int] = field(default_factory=lambda: list[int]())
+    """The Chat `tool_calls[].index` of each call, in order."""
     _named: set[int] = field(default_factory=lambda: set[int]())
     _finish_reason: str | None = None
-
-    def _new_index(self) -> int:
-        i = self._next_index
-        self._next_index += 1
-        return i
-
-    def _close_thinking(self) -> Iterator[StreamEvent]:
-        if self._thinking is not None:
-            yield ThinkingEnd(index=self._thinking)
-            self._thinking = None
-
-    def _close_text(self) -> Iterator[StreamEvent]:
-        if self._text is not None:
-            yield TextEnd(index=self._text)
-            self._text = None
 
     @staticmethod
     def _reasoning(delta: ChoiceDelta) -> str:
@@ -307,50 +111,47 @@ class ChatStreamTranslator:
                 return value
         return ""
 
+    def _call(self, call: ChoiceDeltaToolCall) -> Iterator[StreamEvent]:
+        blocks = self._blocks
+        yield from blocks.close(THINKING)
+        yield from blocks.close(TEXT)
+        name = call.function.name if call.function is not None else None
+        if call.index not in self._calls:
+            self._calls.append(call.index)
+            yield blocks.open_call(call.index, id=call.id or None, name=name or "")
+            if name:
+                self._named.add(call.index)
+        elif name and call.index not in self._named and (block := blocks.get(call.index)):
+            # A server that sends the name after the first fragment.
+            self._named.add(call.index)
+            yield ToolCallStart(index=block.index, id=call.id or None, name=name)
+        args = call.function.arguments if call.function is not None else None
+        yield from blocks.arguments(call.index, args or "")
+
     def on_item(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
         """Events for one chunk (usage chunks included)."""
+        blocks = self._blocks
         for choice in chunk.choices:
             if choice.index != 0 or self._finish_reason is not None:
                 continue
             delta = choice.delta
             reasoning = self._reasoning(delta)
             if reasoning:
-                if self._thinking is None:
-                    yield from self._close_text()
-                    self._thinking = self._new_index()
-                    yield ThinkingStart(index=self._thinking, producer=COMPAT_PRODUCER)
-                yield ThinkingDelta(index=self._thinking, text=reasoning)
+                if not blocks.is_open(THINKING):
+                    yield from blocks.close(TEXT)
+                yield from blocks.thinking(reasoning, producer=COMPAT_PRODUCER)
             text = (delta.content or "") + (delta.refusal or "")
             if text:
-                yield from self._close_thinking()
-                if self._text is None:
-                    self._text = self._new_index()
-                    yield TextStart(index=self._text)
-                yield TextDelta(index=self._text, text=text)
+                yield from blocks.close(THINKING)
+                yield from blocks.text(text)
             for call in delta.tool_calls or ():
-                yield from self._close_thinking()
-                yield from self._close_text()
-                name = call.function.name if call.function is not None else None
-                index = self._calls.get(call.index)
-                if index is None:
-                    index = self._calls[call.index] = self._new_index()
-                    yield ToolCallStart(index=index, id=call.id or None, name=name or "")
-                    if name:
-                        self._named.add(index)
-                elif name and index not in self._named:
-                    # A server that sends the name after the first fragment.
-                    self._named.add(index)
-                    yield ToolCallStart(index=index, id=call.id or None, name=name)
-                args = call.function.arguments if call.function is not None else None
-                if args:
-                    yield ToolCallDelta(index=index, arguments_delta=args)
+                yield from self._call(call)
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
-                yield from self._close_thinking()
-                yield from self._close_text()
+                yield from blocks.close(THINKING)
+                yield from blocks.close(TEXT)
                 if choice.finish_reason != "length":
-                    for index in self._calls.values():
-                        yield ToolCallEnd(index=index)
+                    yield from blocks.finish()
         if chunk.usage is not None:
             yield UsageEvent(usage=normalize_usage(chunk.usage))
 
@@ -359,7 +160,7 @@ class ChatStreamTranslator:
         when no `finish_reason` ever arrived."""
         reason = self._finish_reason
         if reason is None:
-            return StreamError(kind="network", message=INCOMPLETE)
+            return incomplete("finish_reason")
         stop = _STOP_REASONS.get(reason, "other")
         if reason == "stop" and self._calls:
             # Some compatible servers (vLLM, older llama.cpp) finish a tool-calling turn with `stop`.
@@ -385,6 +186,8 @@ class OpenAIChatProvider:
     """
 
     target: Target = "openai-chat"
+    info: ModelInfo
+    """The catalog's entry for `model` (no prefill)."""
 
     def __init__(
         self,
@@ -398,7 +201,7 @@ class OpenAIChatProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
+        self.info = catalog_info(model)
         self._route = Provenance(provider=name, api="openai-chat", model=model)
         self._compat = base_url is not None
         if client is None:

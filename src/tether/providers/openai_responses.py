@@ -6,19 +6,7 @@ Does not own: transport and SSE decoding (the official `openai` SDK, `client.res
 stream=True)`), the wire passes (`tether.wire`: which reasoning items may be replayed, T10),
 assembly, or fault classification (`tether.providers.errors`).
 
-Request shape (`POST /responses`, OpenAI "Responses API" reference):
-    {"model", "instructions": <system prompt>, "stream": true, "store": false,
-     "include": ["reasoning.encrypted_content"],          # reasoning models only
-     "reasoning"?: {"effort", "summary"}, "max_output_tokens"?, "temperature"?,
-     "tools": [{"type": "function", "name", "description", "parameters", "strict": false}],
-     "input": [
-        {"role": "user", "content": [{"type": "input_text"|"input_image"|"input_file", ...}]},
-        {"role": "system", "content": str},
-        {"type": "reasoning", "id": "rs_…", "summary": [{"type": "summary_text", "text"}],
-         "encrypted_content"},                             # replayed as produced (store=false)
-        {"role": "assistant", "content": str},
-        {"type": "function_call", "call_id", "name", "arguments": <JSON text>, "id"?: "fc_…"},
-        {"type": "function_call_output", "call_id", "output": str}]}
+Request conversion: `tether.providers.openai_responses_request`.
 
 Stream events → events:
     response.output_item.added     reasoning → ThinkingStart(producer "openai-responses",
@@ -40,12 +28,8 @@ A stream without `response.completed` / `incomplete` / `failed` is incomplete: a
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import os
-import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -71,181 +55,30 @@ from openai.types.responses import (
 
 from tether.errors import AuthError
 from tether.messages import (
-    CompactSummaryBlock,
-    DocumentBlock,
-    ImageBlock,
     Provenance,
+    ProviderStopReason,
     Target,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
-    StopReason,
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
     UsageEvent,
     wire_messages,
 )
+from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.errors import classify_status, error_code
-from tether.providers.streaming import drive_stream
+from tether.providers.openai_responses_request import build_params
+from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 PRODUCER = "openai-responses"
-INCOMPLETE = "stream ended before completion (no response.completed)"
-ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
-_INCOMPLETE_STOP: dict[str, StopReason] = {
+_INCOMPLETE_STOP: dict[str, ProviderStopReason] = {
     "max_output_tokens": "max_tokens",
     "content_filter": "refusal",
 }
-
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-5|gpt-oss|codex)|codex", re.IGNORECASE)
-
-
-def is_reasoning_model(model: str) -> bool:
-    """Whether `model` is an OpenAI reasoning model (o1/o3/o4…, gpt-5…, codex, gpt-oss): those
-    accept `include: ["reasoning.encrypted_content"]` and `reasoning`; others reject them."""
-    return _REASONING_MODEL.search(model.rsplit("/", 1)[-1]) is not None
-
-
-# ---------------------------------------------------------------------------------------------
-# Request conversion
-
-
-def _data_url(media_type: str, data: str) -> str:
-    return f"data:{media_type};base64,{data}"
-
-
-def _user_part(block: TextBlock | ImageBlock | DocumentBlock) -> dict[str, Any]:
-    if isinstance(block, TextBlock):
-        return {"type": "input_text", "text": block.text}
-    if isinstance(block, ImageBlock):
-        return {"type": "input_image", "image_url": _data_url(block.media_type, block.data)}
-    if block.media_type.startswith("text/"):
-        try:
-            text = base64.b64decode(block.data).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            text = block.data
-        return {"type": "input_text", "text": f"{block.title}\n\n{text}" if block.title else text}
-    return {
-        "type": "input_file",
-        "filename": block.title or "document.pdf",
-        "file_data": _data_url(block.media_type, block.data),
-    }
-
-
-def _user_items(turn: Turn) -> list[dict[str, Any]]:
-    """Tool results first (each a `function_call_output` right after its calls), then one user
-    message with the rest. Images a tool returned follow in a user message."""
-    out: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
-    for block in turn.content:
-        if isinstance(block, ToolResultBlock):
-            text = block.text or ("error" if block.is_error else "")
-            out.append(
-                {"type": "function_call_output", "call_id": block.tool_call_id, "output": text}
-            )
-            parts.extend(_user_part(p) for p in block.content if isinstance(p, ImageBlock))
-        elif isinstance(block, TextBlock | ImageBlock | DocumentBlock):
-            if not isinstance(block, TextBlock) or block.text:
-                parts.append(_user_part(block))
-        elif isinstance(block, CompactSummaryBlock):
-            parts.append({"type": "input_text", "text": block.summary})
-    if parts:
-        out.append({"role": "user", "content": parts})
-    return out
-
-
-def _reasoning_item(block: ThinkingBlock) -> dict[str, Any]:
-    summary = block.summary or ((block.text,) if block.text else ())
-    return {
-        "type": "reasoning",
-        "id": block.item_id,
-        "summary": [{"type": "summary_text", "text": s} for s in summary],
-        "encrypted_content": block.encrypted_content,
-    }
-
-
-def _assistant_items(turn: Turn) -> list[dict[str, Any]]:
-    """Assistant blocks in order: reasoning items (only those the wire pass kept, which carry an
-    `item_id` and `encrypted_content`), text as assistant messages, calls as `function_call`.
-    Other thinking (another provider's, already stripped by the wire pass) is not sent: the
-    Responses input has no item for foreign reasoning text."""
-    out: list[dict[str, Any]] = []
-    text: list[str] = []
-
-    def flush() -> None:
-        if text:
-            out.append({"role": "assistant", "content": "".join(text)})
-            text.clear()
-
-    for block in turn.content:
-        if isinstance(block, TextBlock):
-            text.append(block.text)
-        elif isinstance(block, ThinkingBlock):
-            if block.item_id and block.encrypted_content:
-                flush()
-                out.append(_reasoning_item(block))
-        elif isinstance(block, ToolCallBlock):
-            flush()
-            item: dict[str, Any] = {
-                "type": "function_call",
-                "call_id": block.id,
-                "name": block.name,
-                "arguments": json.dumps(block.arguments),
-            }
-            item_id = (block.provider_meta or {}).get("item_id")
-            if isinstance(item_id, str):
-                item["id"] = item_id
-            out.append(item)
-    flush()
-    return out
-
-
-def to_responses_input(messages: Sequence[Turn]) -> list[dict[str, Any]]:
-    """Convert a wire view (target `openai-responses`) into Responses `input` items (shapes in
-    the module docstring), in order."""
-    out: list[dict[str, Any]] = []
-    for turn in messages:
-        if turn.role == "assistant":
-            out.extend(_assistant_items(turn))
-        elif turn.role == "system":
-            if turn.text:
-                out.append({"role": "system", "content": turn.text})
-        else:
-            out.extend(_user_items(turn))
-    return out
-
-
-def to_responses_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tools → `[{"type": "function", "name", "description", "parameters", "strict": false}]`
-    (non-strict: tether's schemas are not written for strict mode's rules)."""
-    return [
-        {
-            "type": "function",
-            "name": t.name,
-            "description": t.description,
-            "parameters": t.parameters,
-            "strict": False,
-        }
-        for t in tools
-    ]
-
 
 def normalize_usage(usage: ResponseUsage) -> Usage:
     """Responses usage → tether `Usage`: `input_tokens` includes
@@ -268,68 +101,48 @@ def normalize_usage(usage: ResponseUsage) -> Usage:
 
 
 @dataclass(slots=True)
-class _Item:
-    kind: str  # "reasoning" | "message" | "call"
-    index: int
-    parts: int = -1  # reasoning: the last summary index seen
-    got_args: bool = False
-
-
-@dataclass(slots=True)
 class ResponsesStreamTranslator:
-    """Translates Responses stream events into normalized events (keyed by `output_index`)."""
+    """Translates Responses stream events into normalized events (blocks keyed by
+    `output_index`)."""
 
-    _next_index: int = 0
-    _items: dict[int, _Item] = field(default_factory=lambda: {})
+    _blocks: BlockCursor = field(default_factory=BlockCursor)
+    _parts: dict[int, int] = field(default_factory=lambda: {})
+    """A reasoning item's `output_index` → the last summary index seen."""
     _calls: int = 0
 
-    def _open(self, output_index: int, kind: str) -> _Item:
-        item = _Item(kind, self._next_index)
-        self._next_index += 1
-        self._items[output_index] = item
-        return item
-
     def _added(self, event: ResponseOutputItemAddedEvent) -> Iterator[StreamEvent]:
-        raw = event.item
+        raw, key = event.item, event.output_index
         if isinstance(raw, ResponseReasoningItem):
-            item = self._open(event.output_index, "reasoning")
-            yield ThinkingStart(index=item.index, producer=PRODUCER, item_id=raw.id)
+            yield self._blocks.open_thinking(key, producer=PRODUCER, item_id=raw.id)
         elif isinstance(raw, ResponseOutputMessage):
-            item = self._open(event.output_index, "message")
-            yield TextStart(index=item.index)
+            yield self._blocks.open_text(key)
         elif isinstance(raw, ResponseFunctionToolCall):
-            item = self._open(event.output_index, "call")
             self._calls += 1
             meta = {"item_id": raw.id} if raw.id else None
-            yield ToolCallStart(index=item.index, id=raw.call_id, name=raw.name, provider_meta=meta)
+            yield self._blocks.open_call(key, id=raw.call_id, name=raw.name, meta=meta)
         # Built-in tool items (web search, file search, ...) run server-side: skipped.
 
     def _done(self, event: ResponseOutputItemDoneEvent) -> Iterator[StreamEvent]:
-        item = self._items.pop(event.output_index, None)
-        raw = event.item
-        if item is None:
-            return
-        if item.kind == "reasoning" and isinstance(raw, ResponseReasoningItem):
-            yield ThinkingEnd(
-                index=item.index,
-                encrypted_content=raw.encrypted_content,
-                summary=tuple(s.text for s in raw.summary),
+        raw, key = event.item, event.output_index
+        if isinstance(raw, ResponseReasoningItem):
+            summary = tuple(s.text for s in raw.summary)
+            yield from self._blocks.close(
+                key, encrypted_content=raw.encrypted_content, summary=summary
             )
-        elif item.kind == "message":
-            yield TextEnd(index=item.index)
-        elif item.kind == "call" and isinstance(raw, ResponseFunctionToolCall):
-            if not item.got_args and raw.arguments:
-                yield ToolCallDelta(index=item.index, arguments_delta=raw.arguments)
-            yield ToolCallEnd(index=item.index)
+        elif isinstance(raw, ResponseFunctionToolCall):
+            yield from self._blocks.close(key, arguments=raw.arguments)
+        else:
+            yield from self._blocks.close(key)
 
     def _thinking(self, output_index: int, part: int, delta: str) -> Iterator[StreamEvent]:
-        item = self._items.get(output_index)
-        if item is None or item.kind != "reasoning" or not delta:
+        block = self._blocks.get(output_index)
+        if block is None or block.kind != "thinking" or not delta:
             return
-        if item.parts >= 0 and part != item.parts:
-            yield ThinkingDelta(index=item.index, text="\n\n")
-        item.parts = part
-        yield ThinkingDelta(index=item.index, text=delta)
+        last = self._parts.get(output_index, -1)
+        if last >= 0 and part != last:
+            yield from self._blocks.thinking("\n\n", output_index)
+        self._parts[output_index] = part
+        yield from self._blocks.thinking(delta, output_index)
 
     def on_item(self, event: ResponseStreamEvent) -> Iterator[StreamEvent]:
         """Events for one Responses stream event; unknown types are ignored."""
@@ -338,18 +151,14 @@ class ResponsesStreamTranslator:
         elif isinstance(event, ResponseOutputItemDoneEvent):
             yield from self._done(event)
         elif isinstance(event, ResponseTextDeltaEvent | ResponseRefusalDeltaEvent):
-            item = self._items.get(event.output_index)
-            if item is not None and item.kind == "message" and event.delta:
-                yield TextDelta(index=item.index, text=event.delta)
+            if self._blocks.is_open(event.output_index):
+                yield from self._blocks.text(event.delta, event.output_index)
         elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
             yield from self._thinking(event.output_index, event.summary_index, event.delta)
         elif isinstance(event, ResponseReasoningTextDeltaEvent):
             yield from self._thinking(event.output_index, event.content_index, event.delta)
         elif isinstance(event, ResponseFunctionCallArgumentsDeltaEvent):
-            item = self._items.get(event.output_index)
-            if item is not None and item.kind == "call" and event.delta:
-                item.got_args = True
-                yield ToolCallDelta(index=item.index, arguments_delta=event.delta)
+            yield from self._blocks.arguments(event.output_index, event.delta)
         elif isinstance(event, ResponseCompletedEvent):
             if event.response.usage is not None:
                 yield UsageEvent(usage=normalize_usage(event.response.usage))
@@ -384,7 +193,7 @@ class ResponsesStreamTranslator:
 
     def finish(self) -> StreamEvent:
         """Reached only when no terminal Responses event came: the stream is incomplete."""
-        return StreamError(kind="network", message=INCOMPLETE)
+        return incomplete("response.completed")
 
 
 class OpenAIResponsesProvider:
@@ -409,6 +218,8 @@ class OpenAIResponsesProvider:
     """
 
     target: Target = "openai-responses"
+    info: ModelInfo
+    """The catalog's entry for `model` (no prefill)."""
 
     def __init__(
         self,
@@ -425,7 +236,7 @@ class OpenAIResponsesProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.supports_prefill = False
+        self.info = catalog_info(model)
         self.reasoning = reasoning
         self.reasoning_effort = reasoning_effort
         self.reasoning_summary = reasoning_summary
@@ -442,33 +253,15 @@ class OpenAIResponsesProvider:
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `client.responses.create` for `request` (without
         `stream`), built from its wire view."""
-        model = request.model or self.model
         view = wire_messages(request, "openai-responses", route=self._route)
-        params: dict[str, Any] = {
-            "model": model,
-            "input": to_responses_input(view),
-            "store": False,
-        }
-        if request.system:
-            params["instructions"] = request.system
-        tools = to_responses_tools(request.tools)
-        if tools:
-            params["tools"] = tools
-        if request.max_output_tokens is not None:
-            params["max_output_tokens"] = request.max_output_tokens
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
-        reasoning = self.reasoning if self.reasoning is not None else is_reasoning_model(model)
-        if reasoning:
-            params["include"] = [ENCRYPTED_REASONING]
-            config = {
-                k: v
-                for k, v in (("effort", self.reasoning_effort), ("summary", self.reasoning_summary))
-                if v is not None
-            }
-            if config:
-                params["reasoning"] = config
-        return params
+        return build_params(
+            request,
+            view,
+            model=request.model or self.model,
+            reasoning=self.reasoning,
+            reasoning_effort=self.reasoning_effort,
+            reasoning_summary=self.reasoning_summary,
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.

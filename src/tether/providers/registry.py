@@ -65,7 +65,7 @@ def resolve_provider(
     else:
         name = provider_name
     if provider_name == "local":
-        from tether.providers.local import LocalProvider
+        from tether.providers.local.provider import LocalProvider
 
         return LocalProvider(Path(model_name).expanduser() if model_name else None)
     if provider_name not in PROVIDERS:

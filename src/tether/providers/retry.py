@@ -1,15 +1,13 @@
 """Retry policy for provider faults: which faults time heals, and how long to wait.
 
 Owns: `RetryPolicy` (the knobs), `is_retryable` (the rule), `retry_delay` (pure: the wait before
-the next attempt, Retry-After honoured) and `retrying` (a `tenacity.AsyncRetrying` built from a
-policy, with the sleep and the random source injected).
-Does not own: running attempts, discarding partial turns or falling back to the next provider
-(`tether.agent.attempts`), nor classifying faults (`tether.providers.errors`).
+the next attempt, Retry-After honoured) and `with_retries` (the loop: a plain `while` over
+`retry_delay`, with the sleep and the random source injected).
+Does not own: what one attempt does, discarding partial turns or falling back to the next
+provider (`tether.agent.attempts`), nor classifying faults (`tether.providers.errors`).
 
-tenacity runs the attempt loop (attempt counting, the composed stop condition, the injected
-sleep, re-raising the last fault); the wait itself is `retry_delay`, a pure function, because
-it reads the fault's Retry-After and an injected jitter source, which tenacity's stock
-`wait_random` (module-level `random`) cannot.
+Faults are values (`StreamError`), so the loop is a loop: an attempt returns its result or its
+fault, and `retry_delay` alone decides whether and how long to wait.
 
 Rules:
     retried       rate_limited (not a depleted quota: that is `auth`), overloaded, network, and
@@ -32,14 +30,13 @@ import os
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-from tenacity.stop import stop_base
-from tenacity.wait import wait_base
+from typing import TypeVar
 
 from tether.durations import parse_duration
 from tether.errors import ConfigError
 from tether.providers.base import StreamError
+
+_T = TypeVar("_T")
 
 RETRYABLE_STATUS = frozenset({408, 500, 502, 503, 504})
 """`provider` statuses worth retrying: request timeout and the transient 5xx (not 501)."""
@@ -172,80 +169,40 @@ def retry_delay(
     return Delay(delay_s=wait, from_retry_after=False)
 
 
-class AttemptFailed(Exception):
-    """One attempt ended in a provider fault (carried as `event`). Internal to the retry loop;
-    the agent turns the last one into `RunError`."""
-
-    def __init__(self, event: StreamError) -> None:
-        super().__init__(f"{event.kind}: {event.message}")
-        self.event = event
-
-
-def _event(state: RetryCallState) -> StreamError | None:
-    outcome = state.outcome
-    if outcome is None or not outcome.failed:
-        return None
-    exc = outcome.exception()
-    return exc.event if isinstance(exc, AttemptFailed) else None
-
-
-class _Wait(wait_base):
-    def __init__(self, policy: RetryPolicy, rng: Callable[[], float]) -> None:
-        self.policy = policy
-        self.rng = rng
-        self.last: Delay | None = None
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        event = _event(retry_state)
-        self.last = None
-        if event is not None:
-            self.last = retry_delay(self.policy, retry_state.attempt_number, event, self.rng())
-        return self.last.delay_s if self.last is not None else 0.0
-
-
-class _StopWhenNoDelay(stop_base):
-    """Stop when `retry_delay` said no (Retry-After beyond the cap); the attempt count is
-    `stop_after_attempt`'s."""
-
-    def __init__(self, wait: _Wait) -> None:
-        self.wait = wait
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        return self.wait.last is None
-
-
-def retrying(
+async def with_retries(
+    attempt: Callable[[], Awaitable[_T | StreamError]],
     policy: RetryPolicy,
     *,
     sleep: Callable[[float], Awaitable[None]],
     rng: Callable[[], float] = random.random,
     on_retry: Callable[[int, StreamError, Delay], None] | None = None,
-) -> AsyncRetrying:
-    """A `tenacity.AsyncRetrying` for one target under `policy`.
-
-    Use it as `async for attempt in retrying(...): with attempt: ...`, raising `AttemptFailed`
-    from a failed attempt. After the last allowed attempt the final `AttemptFailed` is re-raised.
+) -> _T | StreamError:
+    """Run `attempt` until it succeeds or `retry_delay` says stop: the retry loop of one target.
 
     Args:
-        policy: the knobs.
-        sleep: the async sleep (tests inject a recorder; the agent uses `asyncio.sleep`).
-        rng: the jitter source, returning floats in [0, 1).
-        on_retry: called before each wait with (failed attempt number, its fault, the delay).
+        attempt: one try; returns its result, or the fault as a `StreamError` value.
+        policy: the knobs (`max_attempts` counts the first try).
+        sleep: the async sleep, in seconds (tests inject a recorder; the agent uses
+            `asyncio.sleep`).
+        rng: the jitter source, floats in [0, 1); drawn once per retryable failure.
+        on_retry: called before each wait with (failed attempt number from 1, its fault, the
+            delay).
+
+    Returns:
+        The first successful result, or the last fault: not retryable, the attempts used up,
+        or a Retry-After beyond `retry_max_s`.
     """
-    wait = _Wait(policy, rng)
-
-    def before_sleep(state: RetryCallState) -> None:
-        event = _event(state)
-        if on_retry is not None and event is not None and wait.last is not None:
-            on_retry(state.attempt_number, event, wait.last)
-
-    return AsyncRetrying(
-        sleep=sleep,
-        stop=stop_after_attempt(policy.max_attempts) | _StopWhenNoDelay(wait),
-        wait=wait,
-        retry=retry_if_exception(
-            lambda exc: isinstance(exc, AttemptFailed) and is_retryable(exc.event)
-        ),
-        before_sleep=before_sleep,
-        reraise=True,
-    )
+    failures = 0
+    while True:
+        result = await attempt()
+        if not isinstance(result, StreamError):
+            return result
+        failures += 1
+        if not is_retryable(result):
+            return result
+        delay = retry_delay(policy, failures, result, rng())
+        if delay is None:
+            return result
+        if on_retry is not None:
+            on_retry(failures, result, delay)
+        await sleep(delay.delay_s)

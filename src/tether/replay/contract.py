@@ -127,7 +127,7 @@ def anthropic_problems(provider: AnthropicProvider, request: ModelRequest) -> li
         thinking=dict(p.thinking) if p.thinking is not None else None,
         temperature=p.temperature,
         max_tokens=p.max_tokens,
-        prefill_allowed=provider.supports_prefill,
+        prefill_allowed=provider.info.supports_prefill,
     )
 
 

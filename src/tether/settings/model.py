@@ -527,13 +527,6 @@ class AgentConfig(_Section):
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
 
-    def model_specs(self) -> list[str]:
-        """The model selection as `provider/model` strings, in order (empty when unset)."""
-        if self.model is None:
-            return []
-        items = [self.model] if isinstance(self.model, str) else self.model
-        return [it if isinstance(it, str) else it.spec for it in items if it]
-
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""
         extra = [p.api_key_env for p in self.providers.values() if p.api_key_env]

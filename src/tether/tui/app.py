@@ -150,12 +150,11 @@ class TetherApp(App[int]):
             return
         provider = self._preopened.agent.provider
         if provider.name == "local":
-            from tether.providers.local import load_model
+            from tether.providers.local.models import load_model
+            from tether.providers.local.provider import LocalProvider
 
-            path = getattr(provider, "model_path", None)
-            n_ctx = getattr(provider, "n_ctx", None)
-            if isinstance(path, Path) and isinstance(n_ctx, int):
-                load_model(path, n_ctx)
+            if isinstance(provider, LocalProvider):
+                load_model(provider.model_path, provider.n_ctx)
 
     async def open_session(self, resume: str | None) -> None:
         """Build the agent (new session, or `resume`) and show its history."""

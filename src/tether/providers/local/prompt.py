@@ -1,8 +1,9 @@
-"""The embedded model's prompt: the reply protocol, the tool catalog, worked examples, and the
-wire view rendered as chat-template messages. Pure: data in, data out.
+"""The embedded model's JSON protocol: the reply protocol, the tool catalog, worked examples, the
+wire view rendered as chat-template messages, and reading replies back (`answer_of`, the
+streamed answer text: `AnswerStreamer`). Pure: data in, data out.
 
 The protocol is one JSON object per reply — `{"tool": NAME, "arguments": {...}}` or
-`{"answer": TEXT}` — enforced by the grammar (`tether.providers.local_grammar`). Past assistant
+`{"answer": TEXT}` — enforced by the grammar (`tether.providers.local.grammar`). Past assistant
 turns are rendered back in the same JSON shape and tool results as user messages, so a run is a
 chain: call → result → next call … → answer. After a result the model is told to take the next
 step or answer; after an error result, to correct the call and try again, and the grammar then
@@ -14,6 +15,7 @@ the model may answer again, told it can say what went wrong.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, cast
 
 from tether.messages import (
@@ -288,3 +290,79 @@ def repeats_last_call(raw: str, view: tuple[Turn, ...]) -> bool:
     return any(
         c.name == act["tool"] and c.arguments == act.get("arguments") for c in previous.tool_calls
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Replies in the JSON protocol
+
+TOOL_PREFIX = re.compile(r'\s*\{\s*"tool"\s*:\s*(?:"([^"]*)")?')
+"""The start of a `{"tool": NAME` reply (NAME, when complete, in group 1)."""
+
+
+def answer_of(raw: str) -> str | None:
+    """The text of a JSON-protocol `{"answer": TEXT}` reply, else None."""
+    try:
+        action: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(action, dict):
+        return None
+    text = cast(dict[str, Any], action).get("answer")
+    return text if isinstance(text, str) else None
+
+
+class AnswerStreamer:
+    """Extracts the `answer` string from a growing `{"answer": "..."}` buffer, so the text can be
+    streamed as it is generated. Only complete escape sequences are decoded."""
+
+    PREFIX = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
+
+    def __init__(self) -> None:
+        self.emitted = 0  # characters of raw string body already decoded and emitted
+
+    def new_text(self, buffer: str) -> str:
+        match = self.PREFIX.match(buffer)
+        if not match:
+            return ""
+        body = buffer[match.end() :]
+        end = safe_string_end(body)
+        if end <= self.emitted:
+            return ""
+        chunk = body[self.emitted : end]
+        self.emitted = end
+        try:
+            return cast(str, json.loads(f'"{chunk}"'))
+        except json.JSONDecodeError:
+            return ""
+
+
+def _hex(digits: str) -> int:
+    try:
+        return int(digits, 16)
+    except ValueError:
+        return -1
+
+
+def safe_string_end(body: str) -> int:
+    """Index up to which `body` (a JSON string body) holds only complete characters/escapes,
+    stopping at the closing quote."""
+    i = 0
+    n = len(body)
+    while i < n:
+        c = body[i]
+        if c == '"':
+            return i
+        if c == "\\":
+            if i + 1 >= n:
+                return i
+            step = 6 if body[i + 1] == "u" else 2
+            if i + step > n:
+                return i
+            if step == 6 and 0xD800 <= _hex(body[i + 2 : i + 6]) <= 0xDBFF:
+                step = 12  # a surrogate pair: decode both halves together
+                if i + step > n:
+                    return i
+            i += step
+        else:
+            i += 1
+    return i

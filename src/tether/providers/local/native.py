@@ -11,7 +11,7 @@ Qwen2.5 (and other Hermes-style templates) declare tools in the system turn insi
 with results coming back as `<tool_response>…</tool_response>` in a user turn. Here the wire view
 is rendered through the model's own Jinja template (so the tokens are exactly the ones it was
 trained on), and the reply is constrained by a grammar admitting one such block whose JSON obeys
-the tool's schema (`tether.providers.local_grammar`), or a plain-text answer. `parse_native_call`
+the tool's schema (`tether.providers.local.grammar`), or a plain-text answer. `parse_native_call`
 turns an admitted block back into the generic `{"tool": NAME, "arguments": {...}}` action.
 
 Which protocol a model family uses (`NATIVE_FAMILIES`) was decided by measurement with
@@ -27,8 +27,8 @@ from typing import Any, Literal, cast
 
 from tether.messages import ToolCallBlock, Turn
 from tether.providers.base import ModelRequest, ToolSpec, wire_messages
-from tether.providers.local_grammar import arguments_schema, schema_grammar
-from tether.providers.local_prompt import (
+from tether.providers.local.grammar import arguments_schema, schema_grammar
+from tether.providers.local.prompt import (
     EXAMPLES,
     NEXT_STEP,
     render_user,
@@ -169,7 +169,7 @@ def native_grammar(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
 
 
 def examples_native(tools: tuple[ToolSpec, ...]) -> str:
-    """The worked examples (`local_prompt.EXAMPLES`) whose calls use only offered tools, written
+    """The worked examples (`prompt.EXAMPLES`) whose calls use only offered tools, written
     as native call blocks and responses ("" when none fits)."""
     offered = {t.name for t in tools}
     blocks: list[str] = []
@@ -287,3 +287,17 @@ def render_native(
         eos_token=eos_token,
         raise_exception=_raise_exception,
     )
+
+
+class NativeStreamer:
+    """Streams a plain-text (native protocol) answer as it grows; nothing for a call block."""
+
+    def __init__(self) -> None:
+        self.emitted = 0
+
+    def new_text(self, buffer: str) -> str:
+        if not is_answer_start(buffer):
+            return ""
+        chunk = buffer[self.emitted :]
+        self.emitted = len(buffer)
+        return chunk

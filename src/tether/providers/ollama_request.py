@@ -1,0 +1,129 @@
+"""Ollama `/api/chat` request conversion (target `ollama`): wire view → messages, tools, and
+tether's estimate of the prompt's size.
+
+Owns: converting a wire view into `/api/chat` messages and tools, and `estimate_prompt_tokens`
+(the local estimate silent-truncation detection compares with). Pure: data in, data out.
+Does not own: the stream or the provider (`tether.providers.ollama`), the wire passes.
+
+Request (Ollama API reference, "Generate a chat completion"):
+    {"model", "stream": true, "think"?: bool,
+     "options": {"num_ctx": <always sent>, "temperature"?, "num_predict"?},
+     "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
+     "messages": [{"role": "system"|"user"|"assistant"|"tool", "content": str,
+                   "images"?: [base64], "thinking"?: str,
+                   "tool_calls"?: [{"function": {"name", "arguments": <object>}}],
+                   "tool_name"?: str}]}             # a tool message names the tool it answers
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from tether.compaction.pressure import CHARS_PER_TOKEN
+from tether.messages import (
+    CompactSummaryBlock,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.providers.base import ToolSpec
+
+
+def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
+    """Tool results first (one `tool` message each, in order), then one user message."""
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    images: list[str] = []
+    for block in turn.content:
+        if isinstance(block, ToolResultBlock):
+            text = block.text or ("error" if block.is_error else "")
+            msg: dict[str, Any] = {"role": "tool", "content": text}
+            if block.tool_call_id in names:
+                msg["tool_name"] = names[block.tool_call_id]
+            out.append(msg)
+            images.extend(p.data for p in block.content if isinstance(p, ImageBlock))
+        elif isinstance(block, TextBlock):
+            if block.text:
+                texts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            images.append(block.data)
+        elif isinstance(block, DocumentBlock):
+            texts.append(f"[document {block.title or block.media_type} omitted: not supported]")
+        elif isinstance(block, CompactSummaryBlock):
+            texts.append(block.summary)
+    if texts or images:
+        msg = {"role": "user", "content": "\n\n".join(texts)}
+        if images:
+            msg["images"] = images
+        out.append(msg)
+    return out
+
+
+def _assistant_message(turn: Turn) -> dict[str, Any] | None:
+    text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
+    thinking = "".join(b.text for b in turn.content if isinstance(b, ThinkingBlock))
+    calls = [
+        {"function": {"name": b.name, "arguments": b.arguments}}
+        for b in turn.content
+        if isinstance(b, ToolCallBlock)
+    ]
+    if not text and not calls and not thinking:
+        return None
+    msg: dict[str, Any] = {"role": "assistant", "content": text}
+    if thinking:
+        msg["thinking"] = thinking
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def to_ollama_messages(messages: Sequence[Turn], system: str | None = None) -> list[dict[str, Any]]:
+    """Convert a wire view (target `ollama`) into `/api/chat` messages (shapes in the module
+    docstring). Tool calls are sent with their arguments as an object, as Ollama requires."""
+    names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for turn in messages:
+        if turn.role == "assistant":
+            msg = _assistant_message(turn)
+            if msg is not None:
+                out.append(msg)
+        elif turn.role == "system":
+            out.append({"role": "system", "content": turn.text})
+        else:
+            out.extend(_user_messages(turn, names))
+    return out
+
+
+def to_ollama_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tools → `[{"type": "function", "function": {name, description, parameters}}]`."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def estimate_prompt_tokens(
+    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+) -> int:
+    """tether's local estimate of a request's prompt: ceil(chars / 4) over message contents,
+    thinking, tool-call arguments (as JSON) and the tools' JSON, in tokens."""
+    chars = 0
+    for m in messages:
+        chars += len(m.get("content") or "") + len(m.get("thinking") or "")
+        for call in m.get("tool_calls") or ():
+            chars += len(json.dumps(call["function"]["arguments"]))
+    if tools:
+        chars += len(json.dumps(tools))
+    return math.ceil(chars / CHARS_PER_TOKEN)
