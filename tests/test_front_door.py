@@ -16,6 +16,7 @@ import pytest
 import tether
 from tether import Agent, AgentConfig, ConfigError, load_config
 from tether.agent import build
+from tether.agent.sessions import AgentSession
 from tether.cli.run import RunOptions, _build  # pyright: ignore[reportPrivateUsage]
 from tether.cli.stdin import StdinInput
 from tether.providers.base import Provider, StreamError
@@ -207,14 +208,20 @@ def test_top_level_names_build_the_agent_tether_run_builds(
     monkeypatch.setenv("TWO_KEY", "sk-front-door-0002")
     monkeypatch.setenv("CORP_VAULT", "x")
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    cli_agent, writer = _build(
-        RunOptions(prompt="hi", cwd=root, no_session=True), root, StdinInput(None, ()), NEW_ID
+    cli_agent, writer, _prompt = _build(
+        RunOptions(prompt="hi", cwd=root, no_session=True), root, StdinInput(None, ()), NEW_ID, "hi"
     )
     assert writer is None and not cli_agent.mcp.enabled
     # 1: the one-call front door
     assert profile(Agent.from_settings(root)) == profile(cli_agent)
-    # 2: the config from the files, consumed by `Agent(config=...)` (same tools given)
-    by_hand = Agent(config=load_config(root), tools=list(cli_agent.registry), root=root)
+    # 2: the config from the files, consumed by `Agent(config=...)` (same tools and session
+    # facts given: the facts are taken at the edge, `tether.agent.prompting`)
+    by_hand = Agent(
+        config=load_config(root),
+        tools=list(cli_agent.registry),
+        root=root,
+        session=AgentSession(context=cli_agent.session.context),
+    )
     assert profile(by_hand) == profile(cli_agent)
     got = profile(cli_agent)
     assert [c[2] for c in got["chain"]] == ["m1", "m2"] and got["limits"].context_window == 16_384
@@ -233,7 +240,7 @@ def test_flags_override_config_fields_like_tether_run(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     monkeypatch.setenv("TWO_KEY", "sk-y")
     opts = RunOptions(prompt="hi", cwd=root, no_session=True, max_turns=2, safe=True)
-    cli_agent, _ = _build(opts, root, StdinInput(None, ()), NEW_ID)
+    cli_agent, _, _p = _build(opts, root, StdinInput(None, ()), NEW_ID, "hi")
     lib = Agent.from_settings(root, overrides={"run.max_turns": 2, "tools.safe": True})
     assert profile(lib) == profile(cli_agent)
     assert cli_agent.max_turns == 2 and cli_agent.safe_mode

@@ -39,6 +39,8 @@ BELOW_AGENT = (
     "tracing",
     "checkpoint",
     "permissions",
+    "prompt",
+    "skills",
 )
 
 
@@ -93,6 +95,22 @@ def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
 def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
     bad = {m for m in tether_imports(path) if m.startswith(("tether.agent", "tether.cli"))}
     assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("prompt"), ids=lambda p: p.name)
+def test_the_prompt_imports_only_messages(path: Path) -> None:
+    """The system prompt's facts and rendering sit low: data in, text out (gathering reads the
+    disk and runs git, but imports nothing of tether's besides the turn vocabulary)."""
+    allowed = ("tether.messages", "tether.prompt")
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"prompt/{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("skills"), ids=lambda p: p.name)
+def test_skills_import_only_prompt_and_tools(path: Path) -> None:
+    allowed = ("tether.prompt", "tether.tools", "tether.skills")
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"skills/{path.name} imports {bad}"
 
 
 @pytest.mark.parametrize("path", files("sandbox"), ids=lambda p: p.name)

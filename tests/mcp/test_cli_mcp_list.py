@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.mcp import DEMO
 from typer.testing import CliRunner
 
+from kit.mcp import DEMO
 from tether.cli.main import app
 from tether.sandbox.detect import detect_sandbox
 

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit.mcp import DEMO
 
+from kit.mcp import DEMO
 from tether.mcp import McpTools
 from tether.messages import TextBlock
 from tether.sandbox.detect import detect_sandbox

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
-from tether.agent import build
+from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate, ApprovalMode
 from tether.agent.budget import Budget
 from tether.agent.build import ModelLike
@@ -173,7 +173,10 @@ class Agent:
         `warning` event `untrusted_project`), the built-in tools plus the tool folders and the
         `task` tool (unless `agents.task_tool` is off), the `question` tool when the host can
         ask (`host.questions`), the credentials of the chain's providers (redacted from tool
-        output), automatic compaction.
+        output), automatic compaction, and tether's default system prompt over the session's
+        facts (`tether.agent.prompting`: the environment, the instruction files, the skills
+        listing and the `skill` tool; a resumed session's stored facts, else new ones
+        recorded when its file opens).
 
         Args:
             cwd: the project folder (settings, tool folders; the tools' working folder).
@@ -200,6 +203,14 @@ class Agent:
         if refused is not None:  # an unapproved project: its files were not loaded
             say(f"warning: {refused}")
             host.emit(WarningEvent(kind="untrusted_project", message=refused))
+        session = session or AgentSession()
+        facts = prompting.prepare_context(
+            root, cfg, chain, session, note=say, headless=host.approver is None
+        )
+        tools += prompting.context_tools(facts, tools)
+        report = prompting.context_report(facts)
+        if report is not None:
+            say(report)
         with_task_tool(tools, cfg.agents, say)
         if host.questions is not None and not any(t.name == question.name for t in tools):
             tools.append(question)

@@ -283,7 +283,7 @@ async def _request(
         return ModelRequest(
             model=provider.model,
             messages=shaped,
-            system=parts.run.system,
+            system=parts.run.system_for(provider),
             tools=specs,
             max_output_tokens=parts.run.max_output_tokens,
             temperature=parts.run.temperature,

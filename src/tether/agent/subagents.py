@@ -325,15 +325,20 @@ class Subagents:
 
     def _session(self, call_id: str, path: tuple[str, ...]) -> AgentSession:
         """A new session beside the caller's (same store), naming it and the call, opened now
-        (so a failure is the `task` call's result); in memory without a caller's file."""
+        (so a failure is the `task` call's result); in memory without a caller's file. It
+        carries the caller's facts (`AgentSession.context`): the child's system prompt has the
+        same environment, instruction files and skills after its own base prompt."""
         caller = self.caller.session
         file = getattr(caller.sink, "path", None)
         caller_id = caller.id
         if caller_id is None or not isinstance(file, Path):
-            return AgentSession(started=set())
+            return AgentSession(started=set(), context=caller.context)
         store = SessionStore(file.parent, migrate=False)
         session = AgentSession.new(
-            store, cwd=self.caller.parts.root, caller=(caller_id, call_id, path)
+            store,
+            cwd=self.caller.parts.root,
+            caller=(caller_id, call_id, path),
+            context=caller.context,
         )
         session.open()
         return session

@@ -27,6 +27,7 @@ from tether.agent.gate import CallGate
 from tether.agent.sessions import INTERRUPTED
 from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
+from tether.prompt.gather import SubfolderInstructions
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
 from tether.tools.exec.hygiene import Hygiene
 from tether.tools.exec.order import Footprint, footprint, waits
@@ -50,6 +51,8 @@ class ToolCalls:
         tracing: opens an `execute_tool` span per call and hands its trace context to the
             tool's subprocesses (`TRACEPARENT`); off by default.
         gate: the hooks + approval gate (`tether.agent.gate`; default: `approval` alone).
+        notes: adds the instruction file of a subfolder a call first touches, as a system
+            note after the results (`tether.prompt.gather.SubfolderInstructions`), or None.
     """
 
     def __init__(
@@ -60,8 +63,10 @@ class ToolCalls:
         approval: ApprovalGate | None = None,
         gate: CallGate | None = None,
         tracing: Tracing = NO_TRACING,
+        notes: SubfolderInstructions | None = None,
     ) -> None:
         self.gate = gate or CallGate(approval or ApprovalGate("auto", None))
+        self._subfolders = notes
         self._tracing = tracing
         self._hygiene = hygiene
         self._output_limits = output_limits
@@ -227,6 +232,10 @@ class ToolCalls:
             run = await self._run_cancellable(call, parts, timeout_s)
             tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
+            if self._subfolders is not None and not run.block.is_error:
+                found = self._subfolders.notes_for(call.name, call.arguments, state.history)
+                if found:
+                    run = replace(run, system_notes=(*run.system_notes, *found))
         result = await gate_tool_result(
             run.block, parts.tool_context.session_dir, self._output_limits, run.raw
         )

@@ -76,6 +76,10 @@ def chat(
     resume: Annotated[
         str | None, typer.Option(help="Open this session and continue it.")
     ] = None,
+    continue_last: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
+    ] = False,
     cwd: CwdOption = Path("."),
     no_session: Annotated[
         bool, typer.Option("--no-session", help="Do not persist the session.")
@@ -97,6 +101,7 @@ def chat(
             model=model,
             base_url=base_url,
             resume=resume,
+            continue_last=continue_last,
             cwd=cwd,
             no_session=no_session,
             safe=safe,
@@ -133,6 +138,17 @@ def _chat(**flags: Any) -> int:
     max_turns = flags.pop("max_turns", None)
     if max_turns is not None:
         overrides["run.max_turns"] = max_turns
+    if flags.pop("continue_last", False):
+        if flags.get("resume") or flags.get("no_session"):
+            err("--continue cannot be combined with --resume or --no-session")
+            return EXIT_USAGE
+        from tether.cli.run import latest_session
+
+        last = latest_session(cwd)
+        if last is None:
+            err(f"no session to continue in {cwd}")
+            return EXIT_USAGE
+        flags["resume"] = last
     resume = flags.get("resume")
     if resume:  # before the screen opens: one line, as `tether run --resume` says it
         from tether.session import SessionStore
@@ -171,7 +187,20 @@ def run(
     resume: Annotated[
         str | None, typer.Option(help="Replay this session, then continue it.")
     ] = None,
-    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    system: Annotated[
+        str | None, typer.Option(help="Replace tether's default system prompt with this text.")
+    ] = None,
+    append_system: Annotated[
+        str | None, typer.Option(help="Add this text at the end of the system prompt.")
+    ] = None,
+    print_system: Annotated[
+        bool,
+        typer.Option("--print-system", help="Print the system prompt the run would send; run nothing."),
+    ] = False,
+    continue_last: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
+    ] = False,
     cwd: CwdOption = Path("."),
     no_session: Annotated[
         bool, typer.Option("--no-session", help="Do not persist the run.")
@@ -207,6 +236,9 @@ def run(
                 session_id=session,
                 resume=resume,
                 system=system,
+                append_system=append_system,
+                print_system=print_system,
+                continue_last=continue_last,
                 cwd=cwd,
                 no_session=no_session,
                 safe=safe,

@@ -72,6 +72,8 @@ class ModelInfo:
             provider is told the resolved window (`WindowAllocator.use_context_window`).
         source: `table` (this catalog) or `provider` (the provider's own figure: the local
             model's n_ctx, Ollama's num_ctx).
+        compact_prompt: the model takes the system prompt's facts in their compact form
+            (`tether.prompt.system.compact_prompt`: the embedded model).
         listed: the providers whose bundled model list (`tether models` when the provider
             cannot be asked) shows this model under its table name.
     """
@@ -83,6 +85,7 @@ class ModelInfo:
     allocates_window: bool = False
     source: Literal["table", "provider"] = "table"
     listed: tuple[str, ...] = field(default=(), compare=False)
+    compact_prompt: bool = False
 
     @property
     def limits(self) -> ModelLimits:

@@ -108,6 +108,9 @@ class PathPolicy:
         allow_protected_writes: the user's opt-in to let tools write the protected folders.
         unix_sockets: unix sockets (or folders of them) outside the sandbox that commands may
             connect to, as real absolute paths (settings `tools.allow_unix_sockets`).
+        read_roots: folders outside the working folder that `read` alone may open, read-only
+            (absolute real paths: the skill folders of the session's catalog); the deny list
+            applies to paths relative to each.
     """
 
     deny_read: tuple[str, ...] = ()
@@ -117,6 +120,7 @@ class PathPolicy:
     protected: tuple[str, ...] = ()
     allow_protected_writes: bool = False
     unix_sockets: tuple[str, ...] = ()
+    read_roots: tuple[str, ...] = ()
     _read: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _write: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)

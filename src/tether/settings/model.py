@@ -186,6 +186,11 @@ class ContextSettings(_Section):
         auto_compact: compact automatically when the threshold is crossed.
         window: the first model's context window in tokens, overriding `windows`, what the
             provider reports and the known-models table (`--context-window`); None: resolved.
+        instruction_files: the names of instruction files, in order of preference: in each
+            folder (the user config folder, then the project root down to the working folder)
+            the first found is loaded into the system prompt; empty: none.
+        instruction_max_bytes: the most bytes of instruction-file text in the system prompt
+            (what is over it is cut, with a note saying what).
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -197,6 +202,10 @@ class ContextSettings(_Section):
     runaway_growth: Fraction = 0.4
     auto_compact: bool = True
     window: int | None = Field(default=None, ge=256)
+    instruction_files: list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", "CLAUDE.md"],
+    )
+    instruction_max_bytes: int = Field(default=32 * 1024, ge=0)
 
 
 class ThinkingSettings(_Section):
@@ -225,7 +234,9 @@ class RunSettings(_Section):
         max_turns: cap on model requests per run.
         continuation_limit: how many times a reply cut at `max_tokens` is continued.
         thinking: the reasoning budget (see `ThinkingSettings`).
-        system: the system prompt (`--system`), or None for none.
+        system: replaces tether's default system prompt (`--system`); None: the default.
+            The instruction files and the skills listing follow either.
+        append_system: text added at the end of the system prompt (`--append-system`).
         max_output_tokens: cap on generated tokens per request, or None for the provider's.
         temperature: sampling temperature, or None for the provider default.
     """
@@ -234,12 +245,31 @@ class RunSettings(_Section):
     continuation_limit: int = Field(default=3, ge=0)
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     system: str | None = None
+    append_system: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
     """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
     stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
     no cap."""
+
+
+class SkillsSettings(_Section):
+    """`skills`: Agent Skills (agentskills.io folders with a `SKILL.md`; `tether.skills`).
+
+    Attributes:
+        enabled: False: no skills (none listed, no `skill` tool, no skill commands).
+        allow: only skills of these names (tether's own and an extension's are kept);
+            None: every skill found.
+        deny: skills of these names are left out.
+        listing_share: the share of the first model's window the system prompt's skills
+            listing may take (fraction, or a percentage above 1).
+    """
+
+    enabled: bool = True
+    allow: list[str] | None = None
+    deny: list[str] = Field(default_factory=list[str])
+    listing_share: Fraction = 0.02
 
 
 class McpOAuthSettings(_Section):
@@ -506,6 +536,7 @@ class AgentConfig(_Section):
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""

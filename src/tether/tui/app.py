@@ -25,7 +25,7 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Collapsible
+from textual.widgets import Collapsible, TextArea
 from textual.worker import Worker
 
 from tether.agent.agent import Agent
@@ -37,9 +37,10 @@ from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError, TetherError
 from tether.permissions.store import add_allow_rules
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
-from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
+from tether.tui.commands import COMMANDS, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
 from tether.tui.handlers import run_command
 from tether.tui.opening import Factory, Opened
@@ -54,6 +55,7 @@ from tether.tui.safety import (
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.transcript import Transcript, history_rows
+from tether.tui.user_commands import CommandRun, CompletionList, command_table, completion_lines
 from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
 
 QUIT_WINDOW_S = 2.0
@@ -135,6 +137,7 @@ class TetherApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Transcript(id="transcript")
         yield TodoPanel(id="todo")
+        yield CompletionList(id="completions")
         yield PromptInput(complete=self.complete)
         yield StatusBar(id="status")
 
@@ -302,17 +305,20 @@ class TetherApp(App[int]):
         self.transcript.add(UserRow(text))
         self.start_run(text)
 
-    def start_run(self, prompt: str | None) -> None:
-        """Run the agent on `prompt` as a worker."""
+    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None:
+        """Run the agent on `prompt` as a worker (for a `/name` command: with its `model` and
+        `allowed-tools` for this run)."""
         self.busy = True
         self.update_status()
-        self.worker = self.run_worker(self._run(prompt), group="agent", exit_on_error=False)
+        work = self._run(prompt, command)
+        self.worker = self.run_worker(work, group="agent", exit_on_error=False)
 
-    async def _run(self, prompt: str | None) -> None:
+    async def _run(self, prompt: str | None, command: Command | None = None) -> None:
         try:
             while True:
                 try:
-                    await self.agent.run(prompt)
+                    with CommandRun(self.agent, command):
+                        await self.agent.run(prompt)
                 except RunError as exc:
                     self.note(f"error: {exc}")
                     break
@@ -348,10 +354,20 @@ class TetherApp(App[int]):
         self.transcript.add(UserRow(PLAN_APPROVED))
         self.start_run(PLAN_APPROVED)
 
+    def command_table(self) -> list[tuple[str, str, str]]:
+        """Every command: (name, argument hint, description), built-in then the session's."""
+        return command_table(COMMANDS, self.opened.commands if self.opened else {})
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The completion list follows what is typed (a bare `/name`)."""
+        if isinstance(event.text_area, PromptInput):
+            lines = completion_lines(event.text_area.text, self.command_table())
+            self.query_one(CompletionList).show(lines)
+
     def complete(self, text: str) -> str | None:
         """Tab: complete a `/command` or the last `@path` word (inside the working folder)."""
         if text.startswith("/") and " " not in text:
-            found = complete_command(text)
+            found = [n for n, _h, _d in self.command_table() if n.startswith(text)]
             return _common(text, found)
         head, _, word = text.rpartition(" ")
         if not word.startswith("@") or self.opened is None:

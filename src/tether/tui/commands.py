@@ -22,6 +22,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/sessions", "[id]  list the stored sessions, or resume one"),
     ("/fork", "continue in a new session branched from this one (this one is kept)"),
     ("/context", "what fills the context window: a bar, then each turn's tokens"),
+    ("/memory", "the instruction files of this session (AGENTS.md...), opened in $EDITOR"),
+    ("/init", "ask the agent to write an AGENTS.md for this project"),
     ("/timeline", "tokens per request of this session, compactions and switches marked"),
     ("/settings", "the effective settings; change this session's (F2)"),
     ("/usage", "this session's tokens and cost"),

@@ -1,6 +1,6 @@
-"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`, `/model`, `/new`,
-`/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/help`, `/quit`)
-against the app's agent.
+"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
+`/model`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
+`/init`, `/help`, `/quit`, and the session's own `/name` commands) against the app's agent.
 
 Owns: `run_command`, the session switch (`switch`: close this session, open another or a
 new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
@@ -19,14 +19,18 @@ from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
 from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from textual.geometry import Size
     from textual.screen import Screen
     from textual.worker import Worker
 
     from tether.agent.agent import Agent
+    from tether.skills.commands import Command
     from tether.tui.feed import Feed
     from tether.tui.opening import Opened
     from tether.tui.transcript import Transcript
@@ -90,8 +94,12 @@ class CommandHost(Protocol):
         """Open session `resume` (None: a new one) and show its history."""
         ...
 
-    def start_run(self, prompt: str | None) -> None:
-        """Run the agent on `prompt` as a worker."""
+    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None:
+        """Run the agent on `prompt` (for a `/name` command: with its model and tools)."""
+        ...
+
+    def suspend(self) -> AbstractContextManager[None]:
+        """Hand the terminal to another program (the editor) for the `with` block."""
         ...
 
     def open_rewind(self) -> None:
@@ -157,12 +165,25 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             history = agent.history
             app.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
         elif name == "context":
-            app.push_screen(ContextScreen(context_rows_of(agent), agent.limits.context_window))
+            rows = context_rows_of(agent)
+            app.push_screen(ContextScreen(rows, agent.limits.context_window, context_lines(agent)))
         elif name == "timeline":
             w, h = app.size
             app.push_screen(TimelineScreen(agent.history, width=w - 8, height=h - 14))
         elif name == "settings":
             app.action_settings()
+        elif name == "memory":
+            memory(app)
+        elif name == "init":
+            if app.busy:
+                app.note("/init: wait until the agent is idle (or Esc)")
+                return
+            app.transcript.add(UserRow("/init"))
+            app.start_run(INIT_PROMPT)
+        elif name in app.opened.commands:
+            if not app.busy:
+                app.transcript.add(UserRow(f"/{name} {arg}".rstrip()))
+            run_user_command(app, app.opened.commands[name], arg)
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:

@@ -17,9 +17,11 @@ from typing import Any
 
 from tether.agent.agent import Agent
 from tether.agent.host import Host
+from tether.agent.prompting import session_commands
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
 from tether.session import SessionStore, SessionWriter
+from tether.skills.commands import Command
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +47,8 @@ class Opened:
     writer: SessionWriter | None = None
     store: SessionStore | None = None
     """Where `/sessions` lists and `/fork` creates sessions (None: no session commands)."""
+    commands: dict[str, Command] = field(default_factory=dict[str, Command])
+    """The session's `/name` commands: prompt files and skills (`tether.skills.commands`)."""
 
     async def start(self) -> None:
         """Start the MCP servers (their tools join the agent's registry; `Agent.start`)."""
@@ -100,4 +104,5 @@ def open_agent(
     )
     agent.set_plan_mode(opts.plan)
     session.open()  # a taken id is reported while the TUI opens
-    return Opened(agent, session.writer, store)
+    commands = session_commands(root, session.context, warn=host.note or (lambda _l: None))
+    return Opened(agent, session.writer, store, commands)
