@@ -66,7 +66,7 @@ def test_the_default_prompt_is_sent_recorded_and_continued_byte_for_byte(tmp_pat
 
 def test_continue_without_a_session_is_one_line_and_exit_1(tmp_path: Path) -> None:
     home, work, env = setup(tmp_path)
-    proc = tether(["run", "-c", "hi"], home, cwd=work, timeout=600, **env)
+    proc = tether(["run", "-c", "hi"], home, cwd=work, **env)
     assert proc.returncode == 1 and proc.stderr.strip() == f"tether: no session to continue in {work.resolve()}"
 
 
