@@ -10,9 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from faultserver import FaultServer, text
 
+from kit.cli import Completed
 from kit.cli import run_cli as tether
+from kit.faultserver import FaultServer, text
 from tether.session import SessionStore
 
 
@@ -28,12 +29,11 @@ def setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return home, work, {"HOME": str(tmp_path / "userhome")}
 
 
-def run(server: FaultServer, home: Path, work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def run(server: FaultServer, home: Path, work: Path, env: dict[str, str], *args: str) -> Completed:
     return tether(
         ["run", "--model", "openai/m", "--base-url", server.openai_url, *args],
         home,
         cwd=work,
-        timeout=600,  # a loaded machine: importing the SDK alone took 100 s
         **env,
     )
 
