@@ -37,9 +37,11 @@ from typing import Any
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 
 from tether.agent.build import ModelLike
-from tether.jobs import folder
+from tether.jobs import db, folder
+from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
 from tether.jobs.runner import run_task
+from tether.session import SessionStore
 from tether.settings import AgentConfig
 
 APP_NAME = "tether-jobs"
@@ -61,8 +63,8 @@ class JobsConfig:
         database_url: DBOS's system database URL.
         executor_id: this process's DBOS executor id (unique among live processes; stable
             across restarts so the process recovers its own pending workflows).
-        concurrency / worker_concurrency / model_concurrency / poll_interval_s: as
-            `tether.settings.model.JobsSettings`.
+        concurrency / worker_concurrency / model_concurrency / poll_interval_s /
+            worker_timeout_s / sessions: as `tether.settings.model.JobsSettings`.
     """
 
     root: Path
@@ -73,6 +75,8 @@ class JobsConfig:
     worker_concurrency: int = 2
     model_concurrency: dict[str, int] = field(default_factory=dict[str, int])
     poll_interval_s: float = 1.0
+    worker_timeout_s: float = 30.0
+    sessions: str = "database"
 
     @property
     def queue(self) -> str:
@@ -127,7 +131,19 @@ def jobs_config(
         worker_concurrency=min(js.worker_concurrency, js.concurrency),
         model_concurrency=dict(js.model_concurrency),
         poll_interval_s=js.poll_interval_s,
+        worker_timeout_s=js.worker_timeout_s,
+        sessions=js.sessions,
     )
+
+
+def session_store(cfg: JobsConfig) -> SessionStore:
+    """Where this project's runs keep their sessions: the jobs database (`jobs.sessions:
+    database`, the default: every worker reads them) or `TETHER_HOME`'s files."""
+    if cfg.sessions == "files":
+        return SessionStore()
+    from tether.session.dbstore import DbSessionStore
+
+    return DbSessionStore(cfg.database_url)
 
 
 # ---- the workflow (module level: DBOS registers it at import) -----------------------------
@@ -139,6 +155,7 @@ class _Process:
 
     config: JobsConfig | None = None
     model: ModelLike | None = None
+    liveness: Liveness | None = None
 
 
 _PROCESS = _Process()
@@ -169,6 +186,16 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
         status = DBOS.get_workflow_status(wid)
         return status is not None and status.status == "CANCELLED"
 
+    if not folder.is_enabled(cfg.root):  # disabled after this run was enqueued: it never starts
+        return {
+            "task": task["id"],
+            "slot": slot,
+            "stop_reason": "disabled",
+            "answer": "",
+            "error": f"jobs are disabled in {cfg.root}",
+            "workflow_id": wid,
+            "executor_id": cfg.executor_id,
+        }
     ended = threading.Event()
     with _LOCAL_LOCK:
         _LOCAL_RUNS[wid] = ended
@@ -181,6 +208,7 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
             model=_PROCESS.model,
             cancelled=cancelled,
             poll_s=max(0.2, cfg.poll_interval_s),
+            store=session_store(cfg),
         )
     finally:
         ended.set()
@@ -201,7 +229,12 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
     """One task run: the agent run (and its record), then the archive of a run-once task that
     ended well. Returns the run's outcome (`tether.jobs.runner.run_task`)."""
     outcome = _run_step(task, slot)
-    if task.get("once") and outcome.get("stop_reason") not in ("cancelled", "error", "timeout"):
+    if task.get("once") and outcome.get("stop_reason") not in (
+        "cancelled",
+        "error",
+        "timeout",
+        "disabled",
+    ):
         _archive_step(task)
     return outcome
 
@@ -211,15 +244,30 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
 
 def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None) -> None:
     """Start DBOS in this process with `cfg` (the system database is created and migrated on
-    first use); register the project's queues. `listen=False`: this process only enqueues
-    (dequeues nothing, recovers nothing of its own). `model` overrides every task's model
-    (a provider object in tests).
+    first use); register the project's queues. `listen=True`: this process runs task runs: it
+    registers its executor id as a live worker first (`tether.jobs.liveness`), then beats and
+    recovers dead workers' runs until `shutdown`. `listen=False`: this process only enqueues
+    (dequeues nothing, recovers nothing). `model` overrides every task's model (a provider
+    object in tests).
 
     Raises:
+        tether.jobs.liveness.WorkerAlive: a live worker has `cfg.executor_id` (nothing started).
         dbos.DBOSException / sqlalchemy errors: the database cannot be reached or set up.
     """
+    live: Liveness | None = None
+    if listen:
+        live = Liveness(
+            url=cfg.database_url,
+            executor_id=cfg.executor_id,
+            project=cfg.project,
+            timeout_s=cfg.worker_timeout_s,
+            recover=_recover,
+            busy=lambda: bool(_LOCAL_RUNS),
+        )
+        live.register()  # before DBOS: a refused id must not recover the live one's runs
     _PROCESS.config = cfg
     _PROCESS.model = model
+    _PROCESS.liveness = live
     config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": cfg.database_url,
@@ -248,11 +296,23 @@ def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = No
             polling_interval_sec=poll,
             on_conflict="always_update",
         )
+    if live is not None:
+        live.start()
+
+
+def _recover(executor_id: str) -> int:
+    """DBOS's recovery for a dead executor id (the call behind DBOS's admin recovery
+    endpoint): its PENDING workflows go back to their queues. Returns how many."""
+    return len(DBOS._recover_pending_workflows([executor_id]))  # pyright: ignore[reportPrivateUsage]
 
 
 def shutdown() -> None:
-    """Destroy this process's DBOS (running workflows stay PENDING: recovered later)."""
+    """Destroy this process's DBOS (running workflows stay PENDING: recovered later, by this
+    executor id's next process or, after `worker_timeout`, by any live worker)."""
+    live, _PROCESS.liveness = _PROCESS.liveness, None
     DBOS.destroy()
+    if live is not None:
+        live.stop()
     _PROCESS.config = None
 
 
@@ -288,6 +348,25 @@ def dispatch(
             )
         out.append(Dispatched(task.id, slot, wid, True))
     return out
+
+
+def dispatch_scan(
+    cfg: JobsConfig, now: datetime | None = None
+) -> tuple[folder.Scan, list[Dispatched]]:
+    """One dispatch cycle: scan the jobs folder, enqueue what is due (`dispatch`), and record
+    the cycle in the jobs database (`tether jobs status --cycles`). Needs `launch` first."""
+    found = folder.scan(cfg.root)
+    runs = dispatch(cfg, found.tasks, now)
+    db.record_cycle(
+        cfg.database_url,
+        project=cfg.project,
+        executor_id=cfg.executor_id,
+        tasks=len(found.tasks),
+        rejected=len(found.rejected),
+        due=len(runs),
+        enqueued=sum(r.new for r in runs),
+    )
+    return found, runs
 
 
 def wait(workflow_ids: Iterable[str], *, poll_s: float = 0.2) -> dict[str, str]:
