@@ -87,7 +87,10 @@ def _make_engine(url: str) -> sa.Engine:
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if not parsed.drivername.startswith("sqlite"):
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        # a process frozen inside a transaction (a paused VM) must not hold its row locks
+        # forever: the server ends such a session after 10 s
+        opts = "-c idle_in_transaction_session_timeout=10000"
+        return sa.create_engine(parsed, pool_pre_ping=True, connect_args={"options": opts})
     engine = sa.create_engine(parsed)
 
     @event.listens_for(engine, "connect")
