@@ -187,7 +187,7 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
         return status is not None and status.status == "CANCELLED"
 
     if not folder.is_enabled(cfg.root):  # disabled after this run was enqueued: it never starts
-        return {
+        skipped: dict[str, Any] = {
             "task": task["id"],
             "slot": slot,
             "stop_reason": "disabled",
@@ -195,7 +195,10 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
             "error": f"jobs are disabled in {cfg.root}",
             "workflow_id": wid,
             "executor_id": cfg.executor_id,
+            "finished_ms": int(time.time() * 1000),
         }
+        folder.write_record(cfg.root, str(task["id"]), slot, skipped)
+        return skipped
     ended = threading.Event()
     with _LOCAL_LOCK:
         _LOCAL_RUNS[wid] = ended
