@@ -136,14 +136,24 @@ def jobs_config(
     )
 
 
+def sessions_url(database_url: str) -> str:
+    """The database of the runs' sessions: the jobs database itself on PostgreSQL; beside an
+    embedded SQLite one, its own file `<name>.sessions.sqlite` (in WAL mode, so appends never
+    wait on DBOS's lock of the queue's file, nor on an fsync)."""
+    if database_url.startswith("sqlite:") and database_url.endswith(".sqlite"):
+        return database_url.removesuffix(".sqlite") + ".sessions.sqlite"
+    return database_url
+
+
 def session_store(cfg: JobsConfig) -> SessionStore:
     """Where this project's runs keep their sessions: the jobs database (`jobs.sessions:
-    database`, the default: every worker reads them) or `TETHER_HOME`'s files."""
+    database`, the default: every worker reads them; `sessions_url`) or `TETHER_HOME`'s
+    files."""
     if cfg.sessions == "files":
         return SessionStore()
     from tether.session.dbstore import DbSessionStore
 
-    return DbSessionStore(cfg.database_url)
+    return DbSessionStore(sessions_url(cfg.database_url))
 
 
 # ---- the workflow (module level: DBOS registers it at import) -----------------------------

@@ -12,8 +12,8 @@ Tables::
     tether_session_entries(session_id, seq, line, written_ms)   seq 0: the header line
     tether_session_writers(session_id, token)                    who may append now
 
-Append-only: an entry is one row, inserted in its own transaction (committed, so durable, when
-`append` returns). One writer at a time, across machines: `create`, `open_for_append` and
+Append-only: an entry is one row, inserted in its own transaction (committed when `append`
+returns; on SQLite in WAL mode without an fsync per commit, as a JSONL append has none). One writer at a time, across machines: `create`, `open_for_append` and
 `take_over` write a fresh token into the session's writer row; each append first re-writes
 that row with its own token (a row lock on PostgreSQL, the database lock on SQLite), so an
 append of a writer whose token was replaced raises `SessionBusyError` and lands nothing (a
@@ -63,26 +63,28 @@ WRITERS = sa.Table(
 )
 
 _ENGINES: dict[str, sa.Engine] = {}
+_READY: set[str] = set()
 _ENGINES_LOCK = threading.Lock()
 
 
-def open_engine(url: str) -> sa.Engine:
+def open_engine(url: str, *, wal: bool = False) -> sa.Engine:
     """This process's engine on `url` (`sqlite:///…` or `postgresql://…`, the psycopg 3
-    driver), created on first use; the session tables are created when missing.
+    driver), created on first use. `wal`: a SQLite file is put in WAL mode and this engine's
+    commits do not fsync (`synchronous=NORMAL`: a commit survives a killed process at once, a
+    power loss once checkpointed); the first call for a URL decides.
 
     Raises:
-        sqlalchemy.exc.SQLAlchemyError: the database cannot be reached or set up.
+        sqlalchemy.exc.SQLAlchemyError: the URL is malformed.
     """
     with _ENGINES_LOCK:
         engine = _ENGINES.get(url)
         if engine is None:
-            engine = _make_engine(url)
-            create_tables(engine, METADATA)
+            engine = _make_engine(url, wal)
             _ENGINES[url] = engine
         return engine
 
 
-def _make_engine(url: str) -> sa.Engine:
+def _make_engine(url: str, wal: bool) -> sa.Engine:
     parsed = sa.make_url(url)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
@@ -97,6 +99,9 @@ def _make_engine(url: str) -> sa.Engine:
     def _immediate(dbapi_conn: Any, _record: Any) -> None:  # pyright: ignore[reportUnusedFunction]
         dbapi_conn.isolation_level = "IMMEDIATE"  # writers serialized, as DBOS sets it
         dbapi_conn.execute("PRAGMA busy_timeout=30000")
+        if wal:
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
     return engine
 
@@ -148,7 +153,11 @@ class DbSessionStore(SessionStore):
         """
         super().__init__(root, clock_ms=clock_ms, id_factory=id_factory, migrate=False)
         self.url = url
-        self.engine = open_engine(url)
+        self.engine = open_engine(url, wal=True)
+        with _ENGINES_LOCK:
+            if url not in _READY:
+                create_tables(self.engine, METADATA)
+                _READY.add(url)
 
     def path(self, session_id: str) -> Path:
         """`jobs-database/<id>`: the name reports give the session (no such file exists)."""
