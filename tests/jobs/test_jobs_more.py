@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from jobkit import LoopModel, job_sessions, lines, popen, project, task_file, tether
 
+from tether.jobs import folder
+
 pytestmark = pytest.mark.slow
 
 
@@ -46,7 +48,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.mark.parametrize("how", ["disable", "marker"])
 def test_queued_runs_do_not_start_once_jobs_are_disabled(tmp_path: Path, how: str) -> None:
-    with LoopModel(delay_s=1.5) as model:
+    with LoopModel(delay_s=3.0) as model:
         root = project(
             tmp_path, model, jobs_settings={"poll_interval": "100ms", "worker_concurrency": 1}
         )
@@ -57,8 +59,8 @@ def test_queued_runs_do_not_start_once_jobs_are_disabled(tmp_path: Path, how: st
         worker = popen(tmp_path, root, "worker", "--id", "w", start_new_session=True)
         try:
             _wait(lambda: len(model.requests) >= 1, "the first run never started")
-            if how == "disable":
-                assert tether(tmp_path, root, "disable").returncode == 0
+            if how == "disable":  # what `tether jobs disable` does, without its start-up time
+                folder.set_enabled(root, False)
             else:
                 (root / ".tether" / "jobs" / "ai-jobs").unlink()
             _wait(lambda: len(_records(root)) == 3, "the queued runs were not taken")

@@ -278,6 +278,7 @@ def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = No
             busy=lambda: bool(_LOCAL_RUNS),
         )
         live.register()  # before DBOS: a refused id must not recover the live one's runs
+    db.prefer_wal(cfg.database_url)
     _PROCESS.config = cfg
     _PROCESS.model = model
     _PROCESS.liveness = live
