@@ -1,7 +1,8 @@
 """Jobs on the embedded SQLite database, through `tether jobs` in subprocesses: a queued run
 does not start once Jobs are disabled (`jobs disable`, or the `ai-jobs` marker removed) while
-a worker runs; `dispatch --watch` picks up new task files, each scan leaving one cycle record
-(`status --cycles`), as `dispatch --once` does; a per-model queue limit holds across runs."""
+a worker runs; `dispatch --watch` picks up new task files once they are approved, each scan
+leaving one cycle record (`status --cycles`), as `dispatch --once` does; a per-model queue
+limit holds across runs."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from jobkit import LoopModel, job_sessions, lines, popen, project, task_file, tether
+from jobkit import LoopModel, approve, job_sessions, lines, popen, project, task_file, tether
 
-from tether.jobs import folder
+from tether.jobs import db, folder
+from tether.jobs.engine import default_project
 
 pytestmark = pytest.mark.slow
 
@@ -81,17 +83,27 @@ def test_watch_runs_new_tasks_and_every_scan_leaves_one_cycle_record(tmp_path: P
     with LoopModel() as model:
         root = project(tmp_path, model, jobs_settings={"poll_interval": "200ms"})
         (root / ".tether" / "jobs" / "broken.md").write_text("---\nschedule: {cron: nope}\n---\nx\n")
+        url = f"sqlite:///{tmp_path / 'home' / 'jobs' / default_project(root)}.sqlite"
+
+        def scans() -> int:
+            return len(db.cycles(url, default_project(root))) if Path(url[10:]).exists() else 0
+
         watch = popen(tmp_path, root, "dispatch", "--watch", start_new_session=True)
         try:
-            task_file(root, "w0", "w0 go")
+            _wait(lambda: scans() >= 1, "the watch never scanned")
+            task_file(root, "w0", "w0 go")  # a new task file: run once approved
+            time.sleep(3)  # 15 ticks
+            assert "w0" not in _records(root) and model.requests == []  # not approved yet
+            approve(tmp_path, root)
             _wait(lambda: "w0" in _records(root), "w0 never ran")
             task_file(root, "w1", "w1 go")
+            approve(tmp_path, root)
             _wait(lambda: "w1" in _records(root), "w1 never ran")
         finally:
             _stop(watch)
         assert model.finals() == {"w0": 1, "w1": 1}
         cycles = lines(tether(tmp_path, root, "status", "--cycles").stdout)
-        assert len(cycles) >= 2
+        assert len(cycles) >= 3
         assert sum(int(c["enqueued"]) for c in cycles) == 2
         assert all(c["rejected"] == 1 and c["tasks"] in (0, 1, 2) for c in cycles)
         assert [c["at_ms"] for c in cycles] == sorted(c["at_ms"] for c in cycles)

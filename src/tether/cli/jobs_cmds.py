@@ -217,6 +217,7 @@ def dispatch(
     --enqueue-only) until they finish (--once, what a host cron or timer calls) or forever
     (--watch). A second pass over the same slot enqueues nothing."""
     from tether.jobs import engine, folder
+    from tether.settings.trust import check_trust
 
     if once and watch:
         err("--once and --watch cannot be combined")
@@ -236,12 +237,22 @@ def dispatch(
                 _run_and_wait(cfg, [r.workflow_id for r in runs])
             return
         stop = threading.Event()
+        refused_before = ""
 
         def tick() -> None:
-            if folder.is_enabled(root):
-                for r in engine.dispatch_scan(cfg, datetime.now(UTC))[1]:
-                    if r.new:
-                        err(f"enqueued {r.workflow_id}")
+            nonlocal refused_before
+            if not folder.is_enabled(root):
+                return
+            trust = check_trust(root)  # a task file added or edited since is run once approved
+            if not trust.trusted:
+                if trust.message() != refused_before:
+                    err(f"not dispatching: {trust.message()}; review, then `tether trust`")
+                refused_before = trust.message()
+                return
+            refused_before = ""
+            for r in engine.dispatch_scan(cfg, datetime.now(UTC))[1]:
+                if r.new:
+                    err(f"enqueued {r.workflow_id}")
 
         engine.serve(stop, tick, cfg.poll_interval_s)
     finally:

@@ -93,6 +93,8 @@ def _make_engine(url: str, wal: bool) -> sa.Engine:
         # forever: the server ends such a session after 10 s
         opts = "-c idle_in_transaction_session_timeout=10000"
         return sa.create_engine(parsed, pool_pre_ping=True, connect_args={"options": opts})
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(parsed)
 
     @event.listens_for(engine, "connect")
