@@ -3,7 +3,8 @@ with their own `TETHER_HOME` and config folder (two machines sharing only the da
 project checkout). Worker A is killed with SIGKILL mid-run and never restarted: worker B
 recovers A's runs after `jobs.worker_timeout` and finishes them, exactly once, from the
 sessions A started (read from the jobs database). A worker paused past the timeout (SIGSTOP)
-that comes back exits without adding anything. A second worker with a live worker's id is
+that comes back exits without adding anything. Two live workers racing to recover one silent
+worker: one claims it, each run completes once. A second worker with a live worker's id is
 refused."""
 
 from __future__ import annotations
@@ -221,3 +222,42 @@ def test_a_worker_that_comes_back_after_being_declared_dead_runs_nothing_twice(
         assert _flows(postgres_url)[wid] == ("SUCCESS", "B")
         (record,) = (root / ".tether" / "jobs" / "runs" / "r0").glob("*.json")
         assert '"executor_id": "B"' in record.read_text()
+
+
+def test_two_live_workers_racing_recover_a_dead_one_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    with LoopModel(delay_s=2.0) as model:
+        a = tmp_path / "a"
+        root = project(a, model, jobs_settings=SETTINGS | {"worker_concurrency": 1})
+        b, c = _machine(tmp_path, "b", a), _machine(tmp_path, "c", a)
+        for name in ("x0", "x1", "x2"):
+            task_file(root, name, f"{name} TOOL then answer")
+        assert tether(a, root, "dispatch", "--once", "--enqueue-only", **db).returncode == 0
+        store = job_sessions(a, root, postgres_url)
+        wa = _worker(a, root, "A", postgres_url)
+        wb = wc = None
+        try:
+            deadline = time.monotonic() + 300
+            held: list[str] = []
+            while not any(_started(store, w) for w in held):
+                held = [w for w, (s, e) in _flows(postgres_url).items() if (s, e) == ("PENDING", "A")]
+                assert time.monotonic() < deadline and wa.poll() is None, "A never ran"
+                time.sleep(0.05)
+            os.killpg(wa.pid, signal.SIGSTOP)  # silent from now on: B and C race to claim it
+            wb, wc = _worker(b, root, "B", postgres_url), _worker(c, root, "C", postgres_url)
+            while {s for s, _ in _flows(postgres_url).values()} != {"SUCCESS"}:
+                assert time.monotonic() < deadline, _flows(postgres_url)
+                time.sleep(0.1)
+            os.killpg(wa.pid, signal.SIGKILL)
+            wa.wait(timeout=30)
+        finally:
+            _stop(wa, *[w for w in (wb, wc) if w is not None])
+        rows = {r["executor_id"]: r for r in lines(tether(b, root, "workers", **db).stdout)}
+        assert rows["A"]["state"] == "recovered" and rows["A"]["recovered_by"] in ("B", "C")
+        flows = _flows(postgres_url)
+        assert flows[held[0]][1] in ("B", "C")
+        for w in flows:
+            _once(store, root, w)
+        assert _once(store, root, held[0])["resumed"]

@@ -82,6 +82,10 @@ def test_a_clean_stop_is_claimed_without_waiting_and_a_busy_one_times_out(url: s
     a.register()
     b.register()
     a.stop()
+    once = _live(url, "once")  # a short-lived `dispatch --once` beats but claims nobody
+    once.claims = False
+    once.register()
+    assert once.tick() == []
     assert b.claim() == ["a"]
     c = _live(url, "c")
     c.busy = lambda: True

@@ -225,7 +225,7 @@ def dispatch(
     root = _root(cwd)
     _require_enabled(root)
     cfg = _config(root, executor_id=executor_id, role="dispatch", runs=True)
-    _launch(cfg, listen=not enqueue_only)
+    _launch(cfg, listen=not enqueue_only, recovers=watch)
     try:
         if not watch:
             found, runs = engine.dispatch_scan(cfg, datetime.now(UTC))
@@ -259,12 +259,12 @@ def dispatch(
         engine.shutdown()
 
 
-def _launch(cfg: JobsConfig, *, listen: bool) -> None:
+def _launch(cfg: JobsConfig, *, listen: bool, recovers: bool = False) -> None:
     from tether.jobs import engine
     from tether.jobs.liveness import WorkerAlive
 
     try:
-        engine.launch(cfg, listen=listen)
+        engine.launch(cfg, listen=listen, recovers=recovers)
     except WorkerAlive as exc:
         err(f"refused: {exc}")
         raise typer.Exit(EXIT_USAGE) from None
@@ -413,7 +413,7 @@ def worker(cwd: Cwd = Path("."), executor_id: ExecutorId = None) -> None:
     root = _root(cwd)
     _require_enabled(root)
     cfg = _config(root, executor_id=executor_id, role="worker", runs=True)
-    _launch(cfg, listen=True)
+    _launch(cfg, listen=True, recovers=True)
     err(f"worker {cfg.executor_id} on {redact_url(cfg.database_url)} (queue {cfg.queue})")
     try:
         engine.serve(threading.Event(), None, cfg.poll_interval_s)

@@ -255,13 +255,16 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
 # ---- lifecycle -----------------------------------------------------------------------------
 
 
-def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None) -> None:
+def launch(
+    cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None, recovers: bool = True
+) -> None:
     """Start DBOS in this process with `cfg` (the system database is created and migrated on
     first use); register the project's queues. `listen=True`: this process runs task runs: it
     registers its executor id as a live worker first (`tether.jobs.liveness`), then beats and
     recovers dead workers' runs until `shutdown`. `listen=False`: this process only enqueues
-    (dequeues nothing, recovers nothing). `model` overrides every task's model (a provider
-    object in tests).
+    (dequeues nothing, recovers nothing). `recovers=False` (a short-lived listening process:
+    `dispatch --once`, `run`): it beats but leaves dead workers to the long-lived ones. `model`
+    overrides every task's model (a provider object in tests).
 
     Raises:
         tether.jobs.liveness.WorkerAlive: a live worker has `cfg.executor_id` (nothing started).
@@ -276,6 +279,7 @@ def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = No
             timeout_s=cfg.worker_timeout_s,
             recover=_recover,
             busy=lambda: bool(_LOCAL_RUNS),
+            claims=recovers,
         )
         live.register()  # before DBOS: a refused id must not recover the live one's runs
     db.prefer_wal(cfg.database_url)

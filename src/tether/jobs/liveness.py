@@ -86,6 +86,8 @@ class Liveness:
             stderr and `os._exit(1)`).
         busy: True while this process runs a task run (a clean stop then leaves the row to
             time out instead of marking it `stopped`).
+        claims: take part in recovering dead workers (long-lived processes: `worker`,
+            `dispatch --watch`); a short-lived one (`dispatch --once`, `run`) only beats.
     """
 
     url: str
@@ -95,6 +97,7 @@ class Liveness:
     recover: Callable[[str], int] | None = None
     on_dead: Callable[[str], None] = _exit_dead
     busy: Callable[[], bool] = lambda: False
+    claims: bool = True
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -221,7 +224,7 @@ class Liveness:
             self.on_dead(self.executor_id)
             return []
         done: list[str] = []
-        for dead in self.claim():
+        for dead in self.claim() if self.claims else ():
             if self.recover is not None:
                 self.recover(dead)
             self.recovered(dead)
