@@ -1,7 +1,8 @@
 """Benchmark Jobs: the overhead per task, the scaling over workers, the recovery after a kill.
 
-Usage: python bench/jobs.py [--n 40] [--tasks 200] [--delay 1.0] [--workers 1,2,4]
-                            [--timeout 5] [--no-postgres] [--only overhead,scaling,recovery]
+Usage: python bench/jobs.py [--n 40] [--polls 50ms] [--tasks 200] [--delay 1.0]
+                            [--workers 1,2,4] [--timeout 5] [--no-postgres]
+                            [--only overhead,scaling,recovery]
 
 The model is the tests' loopback model (`tests/jobs/jobkit.py`), answering every request after
 `delay` seconds (0 for the overhead part).
@@ -140,17 +141,18 @@ def setup_run(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def overhead(model: LoopModel, n: int) -> None:
+def overhead(model: LoopModel, n: int, polls: list[str]) -> None:
     base = baseline(model, n)
     print(f"baseline: agent run alone {base * 1e3:.1f} ms/task (n={n}, in process)", flush=True)
-    d, total, _ = setup_run(model, n, 1, None)
-    r = total / n
-    print(
-        f"sqlite, 1 worker     dispatch {d * 1e3:7.1f} ms/task (process start included) · "
-        f"run {r * 1e3:7.1f} ms/task/worker · overhead {(r - base) * 1e3:+7.1f} ms "
-        f"({r / base:.2f}× the bare run)",
-        flush=True,
-    )
+    for poll in polls:  # the queue's poll interval: a run waits half of one on average
+        d, total, _ = setup_run(model, n, 1, None, {"poll_interval": poll})
+        r = total / n
+        print(
+            f"sqlite, 1 worker, poll {poll:>6}: dispatch {d * 1e3:7.1f} ms/task (process start "
+            f"included) · run {r * 1e3:7.1f} ms/task/worker · overhead {(r - base) * 1e3:+7.1f} "
+            f"ms ({r / base:.2f}× the bare run)",
+            flush=True,
+        )
 
 
 def scaling(url: str, tasks: int, delay: float, counts: list[int]) -> None:
@@ -230,13 +232,14 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--timeout", type=float, default=5.0, help="worker_timeout of the recovery part")
     ap.add_argument("--only", default="overhead,scaling,recovery")
+    ap.add_argument("--polls", default="50ms", help="queue poll intervals of the overhead part")
     ap.add_argument("--no-postgres", action="store_true")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     if "overhead" in parts:
         with LoopModel() as model:
-            overhead(model, args.n)
+            overhead(model, args.n, args.polls.split(","))
     if args.no_postgres or not parts & {"scaling", "recovery"}:
         return
     try:
