@@ -3,8 +3,8 @@ the concurrency limits, DBOS's recovery of pending workflows after a crash.
 
 Owns: the DBOS configuration (the system database: embedded SQLite under `TETHER_HOME` by
 default, PostgreSQL from `TETHER_JOBS_DATABASE_URL` / `jobs.database_url`), the workflow and its
-two steps, the queues, `dispatch` (enqueue each due task run once), `serve` (a worker), and the
-read-only views (`workflows`, through a `DBOSClient`: they never execute anything).
+two steps, the queues, `dispatch` (enqueue each due task run once) and `dispatch_scan` (one
+recorded cycle), `serve` (a worker), where runs keep their sessions, and the read-only views (`workflows`, through a `DBOSClient`: they never execute anything).
 Does not own: parsing (`tether.jobs.parse`), the folder (`tether.jobs.folder`), the agent run
 (`tether.jobs.runner`), the command line (`tether.cli.jobs_cmds`).
 
@@ -13,8 +13,11 @@ second dispatch of the same slot attaches to the existing workflow instead of en
 another. The workflow is two steps, `run` (the agent run: `tether.jobs.runner.run_task`,
 idempotent through its session, and the run record) and `archive` (run-once tasks; an atomic
 rename, idempotent). A process killed mid-step leaves its workflow PENDING under its executor
-id; DBOS recovers it when a process with that executor id launches again, and the step runs
-again, which continues the session instead of restarting it.
+id; DBOS recovers it when a process with that executor id launches again, or a live worker
+recovers it once the dead process has been silent for `jobs.worker_timeout`
+(`tether.jobs.liveness`), and the step runs again, which continues the session (kept in the
+jobs database, `session_store`, so any worker reads it) instead of restarting it. A run whose
+Jobs were disabled after it was enqueued does not start (`stop_reason: disabled`).
 
 DBOS is a per-process singleton: one `launch` per process (`shutdown` destroys it, after which
 `launch` may be called again, as tests do).
