@@ -146,3 +146,51 @@ def test_damaged_lines_load_by_the_file_rules(tmp_path_factory: pytest.TempPathF
     fw.close()
     dw.close()
     assert _view(db, "job.p") == _view(files, "job.p")
+
+
+def test_sync_makes_the_entries_durable_on_sqlite(tmp_path: Path) -> None:
+    """On SQLite the store's file is in WAL mode without an fsync per commit; `sync()` (what
+    a run calls before the engine records it done) checkpoints: the rows reach the main file."""
+    url = f"sqlite:///{tmp_path / 'jobs.sessions.sqlite'}"
+    store = DbSessionStore(url, tmp_path / "db")
+    w = store.create("job.d", cwd="/w")
+    w.append_event("marker", {"text": "durable-" * 4})
+    main = tmp_path / "jobs.sessions.sqlite"
+    assert b"durable-durable-" not in main.read_bytes()  # still only in the WAL
+    w.sync()
+    assert b"durable-durable-" in main.read_bytes()
+    w.close()
+
+
+def test_a_jobs_runs_subagent_session_goes_to_the_same_database(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.jobs.runner import run_task
+    from tether.messages import TextBlock as Text
+    from tether.providers.base import ModelRequest
+    from tether.testing import Response, ScriptedProvider, call
+
+    def first_user(request: ModelRequest) -> str:
+        user = next(t for t in request.messages if t.role == "user")
+        return "".join(b.text for b in user.content if isinstance(b, Text))
+
+    plan: dict[str, list[Response]] = {
+        "delegate": [call("task", id="c1", name="look", prompt="count"), "done"],
+        "count": ["3"],
+    }
+
+    def respond(request: ModelRequest) -> Response:
+        step = sum(1 for t in request.messages if t.role == "assistant")
+        return plan[first_user(request)][step]
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "proj"
+    root.mkdir()
+    store = DbSessionStore(url, tmp_path / "db")
+    task = {"id": "t", "prompt": "delegate", "file": "t.md", "digest": "x"}
+    outcome = run_task(root, task, "once", project="p", model=ScriptedProvider(respond), store=store)
+    assert outcome["stop_reason"] == "end_turn" and outcome["answer"] == "done"
+    children = [i for i in store.list() if i.caller == outcome["session_id"]]
+    assert len(children) == 1
+    assert [t.text for t in store.load(children[0].id).turns] == ["count", "3"]
+    assert not (tmp_path / "jobs-database").exists()  # no session files under the label

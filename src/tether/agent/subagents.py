@@ -323,11 +323,15 @@ class Subagents:
         """A new session beside the caller's (same store), naming it and the call, opened now
         (so a failure is the `task` call's result); in memory without a caller's file."""
         caller = self.caller.session
-        file = getattr(caller.sink, "path", None)
         caller_id = caller.id
-        if caller_id is None or not isinstance(file, Path):
+        store = getattr(caller.sink, "store", None)  # a database store's writer names its store
+        if not isinstance(store, SessionStore):
+            file = getattr(caller.sink, "path", None)
+            if not isinstance(file, Path):
+                return AgentSession(started=set())
+            store = SessionStore(file.parent, migrate=False)
+        if caller_id is None:
             return AgentSession(started=set())
-        store = SessionStore(file.parent, migrate=False)
         session = AgentSession.new(
             store, cwd=self.caller.parts.root, caller=(caller_id, call_id, path)
         )

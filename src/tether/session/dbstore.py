@@ -244,7 +244,7 @@ class DbSessionStore(SessionStore):
 
     def _writer(self, sid: str, token: str, seq: int, last: str | None) -> DbSessionWriter:
         return DbSessionWriter(
-            self.engine,
+            self,
             session_id=sid,
             path=self.path(sid),
             artifacts=self.session_dir(sid),
@@ -312,14 +312,17 @@ class DbSessionStore(SessionStore):
 
 class DbSessionWriter(SessionWriter):
     """Appends entries as rows (see the module doc); built by `DbSessionStore`. The encoding
-    of each entry is `SessionWriter`'s; `sync()` syncs the local artifacts only (each append
-    is already committed)."""
+    of each entry is `SessionWriter`'s.
 
-    __slots__ = ("_artifacts", "_engine", "_seq", "_token")
+    Attributes:
+        store: the store it writes to (a subagent's session goes to the same one).
+    """
+
+    __slots__ = ("_artifacts", "_engine", "_seq", "_token", "store")
 
     def __init__(
         self,
-        engine: sa.Engine,
+        store: DbSessionStore,
         *,
         session_id: str,
         path: Path,
@@ -338,7 +341,8 @@ class DbSessionWriter(SessionWriter):
             clock_ms=clock_ms,
             id_factory=id_factory,
         )
-        self._engine = engine
+        self.store = store
+        self._engine = store.engine
         self._artifacts = artifacts
         self._token = token
         self._seq = seq
@@ -378,14 +382,21 @@ class DbSessionWriter(SessionWriter):
         self._last_json = entry_json
 
     def sync(self) -> None:
-        """Sync the tool outputs saved in the artifact folder (entries are committed already).
+        """Make the entries written so far survive a power loss, as `SessionWriter.sync` does
+        for a file: the tool outputs saved in the artifact folder, then, on SQLite, a WAL
+        checkpoint (the WAL fsynced, its frames written back; PostgreSQL commits are durable
+        already).
 
         Raises:
             SessionError: the writer is closed.
+            sqlalchemy.exc.SQLAlchemyError: the database failed.
         """
         if self._fd is None:
             raise SessionError(f"session {self._id} writer is closed")
         self._sync_outputs()
+        if self._engine.dialect.name == "sqlite":
+            with self._engine.connect() as c:
+                c.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
         """Stop writing (idempotent); the writer row stays until another writer replaces it."""
