@@ -354,13 +354,19 @@ def dispatch(
     """Enqueue each task's due run (`tether.jobs.parse.due_slot`) that has no workflow yet.
     Needs `launch` first. Idempotent: a run already enqueued, running or finished is left."""
     now = now or datetime.now(UTC)
+    due = [(task, slot) for task in tasks if (slot := due_slot(task, now)) is not None]
+    ids = [cfg.workflow_id(task.id, slot) for task, slot in due]
+    known = {  # one query for the scan, not one per task
+        w.workflow_id
+        for w in (
+            DBOS.list_workflows(workflow_ids=ids, load_input=False, load_output=False)
+            if ids
+            else []
+        )
+    }
     out: list[Dispatched] = []
-    for task in tasks:
-        slot = due_slot(task, now)
-        if slot is None:
-            continue
-        wid = cfg.workflow_id(task.id, slot)
-        if DBOS.get_workflow_status(wid) is not None:
+    for (task, slot), wid in zip(due, ids, strict=True):
+        if wid in known:
             out.append(Dispatched(task.id, slot, wid, False))
             continue
         with SetWorkflowID(wid):  # an id in use attaches to that workflow: never twice
