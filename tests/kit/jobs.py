@@ -141,3 +141,13 @@ def popen(
 
 def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(x) for x in out.splitlines() if x.strip()]
+
+
+def job_sessions(tmp: Path, root: Path, url: str | None = None) -> Any:
+    """The store holding `root`'s Jobs sessions: the jobs database (`url`, else the embedded
+    SQLite one under `tmp/home`), as any worker reads it."""
+    from tether.jobs.engine import default_project, sessions_url
+    from tether.session.dbstore import DbSessionStore
+
+    url = url or f"sqlite:///{tmp / 'home' / 'jobs' / default_project(root)}.sqlite"
+    return DbSessionStore(sessions_url(url), tmp / "home" / "sessions")

@@ -329,11 +329,15 @@ class Subagents:
         carries the caller's facts (`AgentSession.context`): the child's system prompt has the
         same environment, instruction files and skills after its own base prompt."""
         caller = self.caller.session
-        file = getattr(caller.sink, "path", None)
         caller_id = caller.id
-        if caller_id is None or not isinstance(file, Path):
+        store = getattr(caller.sink, "store", None)  # a database store's writer names its store
+        if not isinstance(store, SessionStore):
+            file = getattr(caller.sink, "path", None)
+            if not isinstance(file, Path):
+                return AgentSession(started=set(), context=caller.context)
+            store = SessionStore(file.parent, migrate=False)
+        if caller_id is None:
             return AgentSession(started=set(), context=caller.context)
-        store = SessionStore(file.parent, migrate=False)
         session = AgentSession.new(
             store,
             cwd=self.caller.parts.root,

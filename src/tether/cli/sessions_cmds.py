@@ -60,10 +60,19 @@ def sessions_list() -> None:
 def _load_session(session_id: str) -> LoadedSession:
     """The stored session, its malformed lines reported on stderr; an unknown or invalid id
     is one line and exit 1."""
+    from tether.errors import SessionNotFoundError
     from tether.session import SessionStore
 
     try:
-        loaded = SessionStore().load(session_id)
+        try:
+            loaded = SessionStore().load(session_id)
+        except SessionNotFoundError:
+            from tether.cli.jobs_views import jobs_store_here
+
+            jobs = jobs_store_here() if session_id.startswith("job.") else None
+            if jobs is None:
+                raise
+            loaded = jobs.load(session_id)  # a Jobs run's session, from the jobs database
     except SessionError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from exc

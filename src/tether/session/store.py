@@ -192,23 +192,7 @@ class SessionStore:
             SessionNotFoundError: the parent session does not exist.
         """
         sid = validate_session_id(self._id_factory() if session_id is None else session_id)
-        header: dict[str, object] = {
-            "type": "session",
-            "version": FORMAT_VERSION,
-            "id": sid,
-            "created_ms": self._clock_ms(),
-            "cwd": cwd,
-        }
-        if parent is not None:
-            p_sid, p_entry = parent
-            loaded = self.load(p_sid)
-            known = {t.id for t in loaded.turns} | {e.id for e in loaded.events}
-            if p_entry not in known:
-                raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
-            header["parent_session"], header["parent_entry"] = p_sid, p_entry
-        if caller is not None:
-            header["caller_session"], header["caller_tool_call"] = caller[0], caller[1]
-            header["agent_path"] = list(caller[2])
+        header = self._header(sid, cwd=cwd, parent=parent, caller=caller)
         path = self.path(sid)
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -240,6 +224,35 @@ class SessionStore:
             sync_dir=True,
             lock=lock,
         )
+
+    def _header(
+        self,
+        sid: str,
+        *,
+        cwd: str,
+        parent: tuple[str, str] | None,
+        caller: tuple[str, str, tuple[str, ...]] | None,
+    ) -> dict[str, object]:
+        """A new session's header record (`create`'s arguments); a fork's parent is loaded to
+        check its fork point (SessionError when it lacks it)."""
+        header: dict[str, object] = {
+            "type": "session",
+            "version": FORMAT_VERSION,
+            "id": sid,
+            "created_ms": self._clock_ms(),
+            "cwd": cwd,
+        }
+        if parent is not None:
+            p_sid, p_entry = parent
+            loaded = self.load(p_sid)
+            known = {t.id for t in loaded.turns} | {e.id for e in loaded.events}
+            if p_entry not in known:
+                raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
+            header["parent_session"], header["parent_entry"] = p_sid, p_entry
+        if caller is not None:
+            header["caller_session"], header["caller_tool_call"] = caller[0], caller[1]
+            header["agent_path"] = list(caller[2])
+        return header
 
     def open_for_append(self, session_id: str) -> SessionWriter:
         """Resume writing to an existing session.
@@ -318,7 +331,7 @@ class SessionStore:
         """Header, path, raw timeline (parent prefix + own items) and own torn-tail flag."""
         path = self.path(session_id)
         try:
-            data = path.read_bytes()
+            data = self._read_bytes(session_id, path)
         except FileNotFoundError:
             if seen:
                 raise SessionError(
@@ -350,6 +363,14 @@ class SessionStore:
             timeline.extend(p_timeline[: cut + 1])
         timeline.extend(scan.items)
         return scan.header, path, timeline, scan.torn_tail
+
+    def _read_bytes(self, session_id: str, path: Path) -> bytes:
+        """A session's whole contents (header line, then entry lines), as its file holds them.
+
+        Raises:
+            FileNotFoundError: no such session.
+        """
+        return path.read_bytes()
 
     def load(self, session_id: str) -> LoadedSession:
         """Read a session (and, for a fork, its parent chain). Never writes.

@@ -493,6 +493,13 @@ class JobsSettings(_Section):
             at once across all workers; tasks of such a model go to its own queue.
         poll_interval_s: how often `dispatch --watch` rescans the folder and the queue
             is polled, seconds (JSON key `poll_interval`).
+        worker_timeout_s: a worker (any process that runs tasks) whose last heartbeat in the
+            jobs database is older than this, by the database's clock, is dead: one live
+            worker recovers its unfinished runs. Workers beat every `min(5 s, timeout / 3)`.
+            Seconds (JSON key `worker_timeout`).
+        sessions: where a run's session is stored: `database` (the jobs database, so every
+            worker reads it: a run recovered on another machine resumes it) or `files`
+            (`TETHER_HOME`'s JSONL files, as `tether run` writes them).
     """
 
     database_url: str | None = Field(default=None, pattern=r"^(postgres(ql)?|sqlite)(\+\w+)?://")
@@ -503,6 +510,8 @@ class JobsSettings(_Section):
         default_factory=dict[str, int]
     )
     poll_interval_s: Duration = Field(default=1.0, alias="poll_interval", gt=0)
+    worker_timeout_s: Duration = Field(default=30.0, alias="worker_timeout", gt=0)
+    sessions: Literal["database", "files"] = "database"
 
 
 ModelSelection = str | list[str | ModelEntry] | None
