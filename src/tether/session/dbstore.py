@@ -40,6 +40,7 @@ from tether.session.layout import new_id, validate_session_id, wall_clock_ms
 from tether.session.loader import summarize
 from tether.session.model import SessionInfo
 from tether.session.reader import parse_header, parse_line, scan_bytes
+from tether.session.reclaim import DeleteReport
 from tether.session.store import SessionStore
 from tether.session.writer import SessionWriter
 
@@ -290,8 +291,12 @@ class DbSessionStore(SessionStore):
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
 
-    def delete(self, session_id: str) -> None:
+    def delete(self, session_id: str) -> DeleteReport:
         """Remove the session's rows and its local artifact folder.
+
+        Returns:
+            A `DeleteReport`: the artifact folder (if there was one) removed; a folder entry
+            that could not be removed is in its `errors`, the rows are gone all the same.
 
         Raises:
             SessionError: invalid id.
@@ -302,12 +307,18 @@ class DbSessionStore(SessionStore):
             gone = c.execute(sa.delete(ENTRIES).where(ENTRIES.c.session_id == sid)).rowcount
             c.execute(sa.delete(WRITERS).where(WRITERS.c.session_id == sid))
         folder = self.session_dir(sid)
-        if folder.is_symlink():
-            folder.unlink()
-        elif folder.exists():
-            shutil.rmtree(folder)
-        elif not gone:
-            raise SessionNotFoundError(f"no session {sid} in the jobs database")
+        if not folder.exists() and not folder.is_symlink():
+            if not gone:
+                raise SessionNotFoundError(f"no session {sid} in the jobs database")
+            return DeleteReport()
+        try:
+            if folder.is_symlink():
+                folder.unlink()
+            else:
+                shutil.rmtree(folder)
+        except OSError as exc:
+            return DeleteReport(errors=(f"{folder}: {type(exc).__name__}: {exc}",))
+        return DeleteReport(removed=(folder,))
 
 
 class DbSessionWriter(SessionWriter):
