@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from jobkit import LoopModel, approve, job_sessions, lines, popen, project, task_file, tether
 
+from kit.jobs import LoopModel, approve, job_sessions, lines, popen, project, task_file, tether
 from tether.jobs import db, folder
 from tether.jobs.engine import default_project
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from dbos import DBOSClient
-from jobkit import LoopModel, approve, env, job_sessions, lines, project, task_file, tether
 
+from kit.jobs import LoopModel, approve, env, job_sessions, lines, project, task_file, tether
 from tether.jobs.liveness import workers
 
 pytestmark = pytest.mark.slow
