@@ -44,16 +44,17 @@ def _machine(tmp: Path, name: str, first: Path) -> Path:
 
 def _worker(machine: Path, root: Path, wid: str, url: str) -> subprocess.Popen[str]:
     approve(machine, root)
-    return subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "jobs", "worker", "--id", wid],
-        cwd=root,
-        env=env(machine, TETHER_JOBS_DATABASE_URL=url),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=(machine / f"{wid}.err").open("w"),
-        text=True,
-        start_new_session=True,
-    )
+    with (machine / f"{wid}.err").open("w") as err:  # the child keeps its own copy
+        return subprocess.Popen(
+            [sys.executable, "-m", "tether.cli", "jobs", "worker", "--id", wid],
+            cwd=root,
+            env=env(machine, TETHER_JOBS_DATABASE_URL=url),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
 
 
 def _flows(url: str) -> dict[str, tuple[str, str | None]]:
