@@ -178,8 +178,17 @@ def run(
         int | None,
         typer.Option(min=256, help="The model's context window in tokens (default: known table)."),
     ] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option("--image", "-i", help="Attach an image file (repeatable; also @shot.png)."),
+    ] = None,
+    output_format: Annotated[
+        str,
+        typer.Option(help="stream-json (events as they come) | json (one result) | text."),
+    ] = "stream-json",
 ) -> None:
-    """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
+    """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
+    diagnostics on stderr."""
     from tether.cli.agent_setup import ContextOptions
     from tether.cli.run import RunOptions, run_command
 
@@ -198,6 +207,8 @@ def run(
                 safe=safe,
                 network=network,
                 context=ContextOptions(enabled=not no_compact, context_window=context_window),
+                images=tuple(image or ()),
+                output_format=output_format,
             )
         )
     )

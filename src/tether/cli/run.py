@@ -5,8 +5,9 @@ Owns: validating the run's inputs (prompt or stdin messages, `--session` / `--re
 it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit code.
 Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
-Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, or a
-`user_prompt` hook refused the prompt) ·
+Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
+`user_prompt` hook refused the prompt, an image that cannot be attached or a model that reads
+text only) ·
 2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
 persisted first).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,18 +27,19 @@ from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.cli import agent_setup as setup
+from tether.cli.formats import OUTPUT_FORMATS, OutputSink, sink_for
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_MALFORMED,
     EXIT_OK,
     EXIT_USAGE,
-    EventWriter,
     clean_text,
     err,
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
+from tether.messages import ContentBlock, ImageBlock
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -63,10 +65,30 @@ class RunOptions:
     safe: bool = False
     network: bool = False
     context: setup.ContextOptions = field(default_factory=setup.ContextOptions)
+    images: tuple[Path, ...] = ()
+    output_format: str = "stream-json"
 
 
 def run_command(opts: RunOptions) -> int:
-    """Run `tether run` with `opts`; returns the exit code (module docstring)."""
+    """Run `tether run` with `opts`; returns the exit code (module docstring). With
+    `--output-format json` or `text`, the result is printed once the run has ended."""
+    if opts.output_format not in OUTPUT_FORMATS:
+        err(f"--output-format {opts.output_format!r}: give one of {', '.join(OUTPUT_FORMATS)}")
+        return EXIT_USAGE
+    sink = sink_for(opts.output_format)
+    cost: list[float | None] = [None]
+    session_id: list[str | None] = [None]
+    code = _run_command(opts, sink, cost, session_id)
+    sink.finish(exit_code=code, cost_usd=cost[0], session_id=session_id[0])
+    return code
+
+
+def _run_command(
+    opts: RunOptions,
+    sink: OutputSink,
+    cost: list[float | None],
+    session_id: list[str | None],
+) -> int:
     if opts.session_id and opts.resume:
         err("--session and --resume cannot be combined")
         return EXIT_USAGE
@@ -99,8 +121,16 @@ def run_command(opts: RunOptions) -> int:
     if not root.is_dir():
         err(f"--cwd {opts.cwd} is not a folder")
         return EXIT_USAGE
+    if opts.images and prompt is None:
+        err("--image needs the prompt as an argument")
+        return EXIT_USAGE
     try:
-        agent, writer = _build(opts, root, stdin, new_id)
+        images = attached_images(prompt, opts.images, root)
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    try:
+        agent, writer = _build(opts, root, stdin, new_id, sink, images)
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
@@ -114,7 +144,10 @@ def run_command(opts: RunOptions) -> int:
     try:
         for turn in stdin.messages:
             agent.append(turn)
-        return asyncio.run(_drive(agent, prompt))
+        from tether.agent.attachments import prompt_content
+
+        content = prompt_content(prompt, images) if prompt is not None else None
+        return asyncio.run(_drive(agent, content))
     except asyncio.CancelledError:  # a signal landed as the run was returning
         err("cancelled")
         return EXIT_CANCELLED
@@ -123,8 +156,10 @@ def run_command(opts: RunOptions) -> int:
         return EXIT_USAGE
     finally:
         ran = agent.history[start:]
-        err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
+        cost[0] = turns_cost_usd(ran)
+        err(f"usage: {usage_line(turns_usage(ran), cost[0])}")
         if writer is not None:
+            session_id[0] = writer.id
             try:
                 writer.sync()  # the run's turns and saved outputs survive an OS crash too
             except OSError as exc:
@@ -149,8 +184,26 @@ def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) 
         raise MalformedInputError(why)
 
 
+def attached_images(prompt: str | None, files: Sequence[Path], root: Path) -> list[ImageBlock]:
+    """The images of `--image FILE` (in order), then those a prompt mentions as `@shot.png`
+    (`tether.agent.attachments`), paths relative to `root`.
+
+    Raises:
+        ConfigError: a file is missing or not an image (one line naming it).
+    """
+    from tether.agent.attachments import mentioned_images, read_image
+
+    names: list[Path | str] = [*files, *(mentioned_images(prompt) if prompt else ())]
+    return [read_image(name, root=root) for name in names]
+
+
 def _build(
-    opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
+    opts: RunOptions,
+    root: Path,
+    stdin: StdinInput,
+    new_id: Callable[[], str],
+    on_event: OutputSink,
+    images: Sequence[ImageBlock] = (),
 ) -> tuple[Agent, SessionWriter | None]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
     credentials of `root`; its MCP servers start with the run). Raises ConfigError / AuthError /
@@ -161,7 +214,6 @@ def _build(
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
-    events = EventWriter()
     if opts.resume:
         session = AgentSession.resume(store, opts.resume)
         assert session.loaded is not None
@@ -180,16 +232,21 @@ def _build(
         base_url=opts.base_url,
         overrides=overrides,
         system=opts.system or stdin.system,
-        host=Host(on_event=events, note=err),
+        host=Host(on_event=on_event, note=err),
         session=session,
         runtime=Runtime(new_id=new_id),
     )
     check_input_fits(opts.prompt, stdin, agent.limits.context_window)
+    from tether.agent.attachments import image_refusal
+
+    refusal = image_refusal(agent.provider, len(images))
+    if refusal is not None:
+        raise ConfigError(refusal)
     session.open()  # last: a taken id is reported before anything runs
     return agent, session.writer
 
 
-async def _drive(agent: Agent, prompt: str | None) -> int:
+async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
     MCP servers start first (their tools join the agent's registry) and stop at the end."""
     task = asyncio.current_task()

@@ -219,11 +219,13 @@ class LocalProvider:
 
     @property
     def info(self) -> ModelInfo:
-        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill)."""
+        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill;
+        the embedded models read text only)."""
         return ModelInfo(
             context_window=self.n_ctx,
             max_output_tokens=self.max_output_tokens,
             source="provider",
+            image_input=False,
         )
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
