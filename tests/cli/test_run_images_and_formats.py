@@ -170,3 +170,29 @@ def test_an_unknown_output_format_is_one_line_exit_1(tmp_path: Path) -> None:
     assert proc.stderr.strip() == (
         "tether: --output-format 'yaml': give one of stream-json, json, text"
     )
+
+
+def test_output_format_is_a_setting_and_the_flag_wins(tmp_path: Path) -> None:
+    """`run.output_format` in a settings file picks the format; `--output-format` overrides it."""
+    home, work, config = tmp_path / "home", tmp_path / "work", tmp_path / "config"
+    work.mkdir()
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps({"run": {"output_format": "text"}}))
+    with FaultServer([text("from the setting"), text("from the flag")]) as server:
+        by_setting = run_cli(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url, "hi"],
+            home,
+            cwd=work,
+            TETHER_CONFIG_DIR=str(config),
+        )
+        by_flag = run_cli(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url]
+            + ["--output-format", "json", "hi"],
+            home,
+            cwd=work,
+            TETHER_CONFIG_DIR=str(config),
+        )
+    assert by_setting.returncode == 0, by_setting.stderr
+    assert by_setting.stdout == "from the setting\n"
+    (out,) = jsonl(by_flag.stdout)
+    assert out["answer"] == "from the flag"

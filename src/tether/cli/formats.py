@@ -1,13 +1,15 @@
-"""`tether run --output-format`: what a script reads on stdout.
+"""`tether run`'s output formats (`run.output_format` in the config, `--output-format`): what
+a script reads on stdout.
 
     stream-json   one JSON event per line as the run goes (the default; `tether.agent.events`)
     json          one JSON object when the run ends: answer, session id, usage, cost, stop
-                  reason, exit code (and the error, when the run failed)
+                  reason, turns, exit code (and the error, when the run failed)
     text          the answer's text only
 
-Owns: `OUTPUT_FORMATS`, `OutputSink` and `sink_for` (the host's `on_event` for each format, and
-what it prints when the run ends). Diagnostics stay on stderr in every format.
-Does not own: the events (`tether.agent.events`), exit codes (`tether.cli.run`).
+Owns: `OutputSink` (the host's `on_event` for each format, and what it prints when the run
+ends). Diagnostics stay on stderr in every format.
+Does not own: the field (`tether.settings.model.RunSettings.output_format`), the events
+(`tether.agent.events`), exit codes (`tether.cli.run`).
 """
 
 from __future__ import annotations
@@ -15,56 +17,17 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, get_args
 
 from tether.cli.output import EventWriter
+from tether.settings.model import OutputFormat
 
 if TYPE_CHECKING:
     from tether.agent.events import AgentEvent, DoneEvent
     from tether.messages import Usage
 
-OutputFormat = Literal["stream-json", "json", "text"]
-OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("stream-json", "json", "text")
-
-
-class OutputSink:
-    """Takes the run's events (`__call__`, the host's `on_event`) and, when the run ended,
-    prints what its format prints (`finish`). The base keeps the `done` and `error` events."""
-
-    def __init__(self) -> None:
-        self.done: DoneEvent | None = None
-        self.error: str | None = None
-        self.session_id: str | None = None
-
-    def __call__(self, event: AgentEvent) -> None:
-        from tether.agent.events import DoneEvent, ErrorEvent, SessionStartEvent
-
-        if isinstance(event, DoneEvent):
-            self.done = event
-        elif isinstance(event, ErrorEvent):
-            self.error = f"{event.kind}: {event.message}"
-        elif isinstance(event, SessionStartEvent):
-            self.session_id = event.session_id
-
-    def finish(self, *, exit_code: int, cost_usd: float | None, session_id: str | None) -> None:
-        """Print what the format prints at the end (nothing for `stream-json`)."""
-
-    def _write(self, text: str) -> None:
-        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone: nothing to do
-            sys.stdout.write(text)
-            sys.stdout.flush()
-
-
-class StreamJsonSink(OutputSink):
-    """Every event as a JSON line, as it happens (`EventWriter`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._writer = EventWriter()
-
-    def __call__(self, event: AgentEvent) -> None:
-        super().__call__(event)
-        self._writer(event)
+OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
+"""The formats, in the order the usage line names them."""
 
 
 def _usage_dict(usage: Usage) -> dict[str, int]:
@@ -76,40 +39,81 @@ def _usage_dict(usage: Usage) -> dict[str, int]:
     }
 
 
-class JsonSink(OutputSink):
-    """One object at the end: `{"type": "result", "answer", "session_id", "usage", "cost_usd",
-    "stop_reason", "turns", "exit_code", "error"}` (`answer` null when the run gave none;
-    `error` null unless it failed)."""
+class OutputSink:
+    """Takes the run's events (`__call__`, the host's `on_event`) and prints them as its format
+    says: each as it comes (`stream-json`), or one result when the run ended (`finish`).
 
-    def finish(self, *, exit_code: int, cost_usd: float | None, session_id: str | None) -> None:
+    The format is known once the config is (`use`, after the settings files are read); events
+    that come before it are held, then written if the format turns out to be `stream-json`.
+
+    Args:
+        fmt: the format, or None until `use` is called (`finish` falls back to `stream-json`).
+
+    Attributes:
+        cost_usd: the run's cost in USD (set by the caller before `finish`; None: unknown).
+        session_id: the session's id (from the events, or set by the caller).
+    """
+
+    def __init__(self, fmt: OutputFormat | None = None) -> None:
+        self.fmt: OutputFormat | None = fmt
+        self.done: DoneEvent | None = None
+        self.error: str | None = None
+        self.session_id: str | None = None
+        self.cost_usd: float | None = None
+        self._held: list[AgentEvent] = []
+        self._events = EventWriter()
+
+    def use(self, fmt: OutputFormat) -> None:
+        """Fix the format; held events are written now when it is `stream-json`."""
+        self.fmt = fmt
+        held, self._held = self._held, []
+        if fmt == "stream-json":
+            for event in held:
+                self._events(event)
+
+    def __call__(self, event: AgentEvent) -> None:
+        from tether.agent.events import DoneEvent, ErrorEvent, SessionStartEvent
+
+        if isinstance(event, DoneEvent):
+            self.done = event
+        elif isinstance(event, ErrorEvent):
+            self.error = f"{event.kind}: {event.message}"
+        elif isinstance(event, SessionStartEvent):
+            self.session_id = event.session_id
+        if self.fmt is None:
+            self._held.append(event)
+        elif self.fmt == "stream-json":
+            self._events(event)
+
+    def result(self, exit_code: int) -> dict[str, Any]:
+        """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",
+        "cost_usd", "stop_reason", "turns", "exit_code", "error"}` (`answer` null when the run
+        gave none, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
         done = self.done
-        out: dict[str, Any] = {
+        return {
             "type": "result",
             "answer": done.text if done is not None and done.message is not None else None,
-            "session_id": session_id or (done.session_id if done else None) or self.session_id,
+            "session_id": self.session_id or (done.session_id if done else None),
             "usage": _usage_dict(done.usage) if done is not None else None,
-            "cost_usd": cost_usd,
+            "cost_usd": self.cost_usd,
             "stop_reason": done.stop_reason if done is not None else "error",
             "turns": done.turns if done is not None else 0,
             "exit_code": exit_code,
             "error": self.error,
         }
-        self._write(json.dumps(out, ensure_ascii=False) + "\n")
 
-
-class TextSink(OutputSink):
-    """The answer's text, then a newline (nothing when the run gave no answer)."""
-
-    def finish(self, *, exit_code: int, cost_usd: float | None, session_id: str | None) -> None:
-        if self.done is not None and self.done.text:
+    def finish(self, exit_code: int) -> None:
+        """Print what the format prints at the end: the result object (`json`), the answer
+        and a newline (`text`; nothing without an answer), nothing (`stream-json`)."""
+        if self.fmt is None:
+            self.use("stream-json")
+        if self.fmt == "json":
+            self._write(json.dumps(self.result(exit_code), ensure_ascii=False) + "\n")
+        elif self.fmt == "text" and self.done is not None and self.done.text:
             text = self.done.text
             self._write(text if text.endswith("\n") else text + "\n")
 
-
-def sink_for(fmt: OutputFormat) -> OutputSink:
-    """The sink of an output format."""
-    if fmt == "json":
-        return JsonSink()
-    if fmt == "text":
-        return TextSink()
-    return StreamJsonSink()
+    def _write(self, text: str) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone: nothing to do
+            sys.stdout.write(text)
+            sys.stdout.flush()

@@ -183,9 +183,12 @@ def run(
         typer.Option("--image", "-i", help="Attach an image file (repeatable; also @shot.png)."),
     ] = None,
     output_format: Annotated[
-        str,
-        typer.Option(help="stream-json (events as they come) | json (one result) | text."),
-    ] = "stream-json",
+        str | None,
+        typer.Option(
+            help="stream-json (events as they come; the default) | json (one result at the "
+            "end) | text (the answer only). Setting: run.output_format."
+        ),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""

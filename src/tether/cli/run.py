@@ -27,7 +27,7 @@ from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.cli import agent_setup as setup
-from tether.cli.formats import OUTPUT_FORMATS, OutputSink, sink_for
+from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
@@ -66,29 +66,24 @@ class RunOptions:
     network: bool = False
     context: setup.ContextOptions = field(default_factory=setup.ContextOptions)
     images: tuple[Path, ...] = ()
-    output_format: str = "stream-json"
+    output_format: str | None = None
 
 
 def run_command(opts: RunOptions) -> int:
-    """Run `tether run` with `opts`; returns the exit code (module docstring). With
-    `--output-format json` or `text`, the result is printed once the run has ended."""
-    if opts.output_format not in OUTPUT_FORMATS:
-        err(f"--output-format {opts.output_format!r}: give one of {', '.join(OUTPUT_FORMATS)}")
+    """Run `tether run` with `opts`; returns the exit code (module docstring). What stdout
+    shows is the config's `run.output_format` (`--output-format` sets it; `tether.cli.formats`):
+    with `json` or `text` the result is printed once the run has ended."""
+    fmt = opts.output_format
+    if fmt is not None and fmt not in OUTPUT_FORMATS:
+        err(f"--output-format {fmt!r}: give one of {', '.join(OUTPUT_FORMATS)}")
         return EXIT_USAGE
-    sink = sink_for(opts.output_format)
-    cost: list[float | None] = [None]
-    session_id: list[str | None] = [None]
-    code = _run_command(opts, sink, cost, session_id)
-    sink.finish(exit_code=code, cost_usd=cost[0], session_id=session_id[0])
+    sink = OutputSink(fmt)
+    code = _run_command(opts, sink)
+    sink.finish(code)
     return code
 
 
-def _run_command(
-    opts: RunOptions,
-    sink: OutputSink,
-    cost: list[float | None],
-    session_id: list[str | None],
-) -> int:
+def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     if opts.session_id and opts.resume:
         err("--session and --resume cannot be combined")
         return EXIT_USAGE
@@ -156,10 +151,10 @@ def _run_command(
         return EXIT_USAGE
     finally:
         ran = agent.history[start:]
-        cost[0] = turns_cost_usd(ran)
-        err(f"usage: {usage_line(turns_usage(ran), cost[0])}")
+        sink.cost_usd = turns_cost_usd(ran)
+        err(f"usage: {usage_line(turns_usage(ran), sink.cost_usd)}")
         if writer is not None:
-            session_id[0] = writer.id
+            sink.session_id = writer.id
             try:
                 writer.sync()  # the run's turns and saved outputs survive an OS crash too
             except OSError as exc:
@@ -202,17 +197,22 @@ def _build(
     root: Path,
     stdin: StdinInput,
     new_id: Callable[[], str],
-    on_event: OutputSink,
+    sink: OutputSink | None = None,
     images: Sequence[ImageBlock] = (),
 ) -> tuple[Agent, SessionWriter | None]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
     credentials of `root`; its MCP servers start with the run). Raises ConfigError / AuthError /
     SessionError before anything is written (the writer is opened last)."""
     overrides = setup.flag_overrides(
-        max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
+        max_turns=opts.max_turns,
+        safe=opts.safe,
+        network=opts.network,
+        context=opts.context,
+        output_format=opts.output_format,
     )
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
+    sink = sink or OutputSink()
     store = SessionStore()
     if opts.resume:
         session = AgentSession.resume(store, opts.resume)
@@ -232,10 +232,11 @@ def _build(
         base_url=opts.base_url,
         overrides=overrides,
         system=opts.system or stdin.system,
-        host=Host(on_event=on_event, note=err),
+        host=Host(on_event=sink, note=err),
         session=session,
         runtime=Runtime(new_id=new_id),
     )
+    sink.use(agent.config.run.output_format)
     check_input_fits(opts.prompt, stdin, agent.limits.context_window)
     from tether.agent.attachments import image_refusal
 

@@ -58,6 +58,12 @@ SandboxKind = Literal["auto", "bwrap", "landlock", "none"]
 
 ProviderType = Literal["anthropic", "openai", "openai-responses", "google", "ollama", "local"]
 
+OutputFormat = Literal["stream-json", "json", "text"]
+"""What `tether run` prints on stdout (`tether.cli.formats`)."""
+
+NotifyMode = Literal["auto", "osc9", "osc777", "bell", "off"]
+"""How the TUI notifies (`tether.tui.notify`)."""
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(
@@ -223,6 +229,9 @@ class RunSettings(_Section):
         system: the system prompt (`--system`), or None for none.
         max_output_tokens: cap on generated tokens per request, or None for the provider's.
         temperature: sampling temperature, or None for the provider default.
+        output_format: what `tether run` prints on stdout (`--output-format`): `stream-json`
+            (every event as a JSON line, as it comes), `json` (one result object at the end),
+            `text` (the answer only).
     """
 
     max_turns: int = Field(default=50, ge=1)
@@ -231,6 +240,19 @@ class RunSettings(_Section):
     system: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
+    output_format: OutputFormat = "stream-json"
+
+
+class TuiSettings(_Section):
+    """`tui`: the terminal UI.
+
+    Attributes:
+        notify: how the TUI tells an unfocused terminal that a run ended or waits for an
+            approval or an answer: `auto` (OSC 777 on terminals known to show it, else OSC 9
+            where known, else the bell), `osc9`, `osc777`, `bell`, or `off`.
+    """
+
+    notify: NotifyMode = "auto"
 
 
 class McpOAuthSettings(_Section):
@@ -474,7 +496,7 @@ class AgentConfig(_Section):
     into it (merged from the user and project files, see `tether.settings`), `tether run`'s
     flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
     it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
-    `run`, `mcp`, `agents`, `hooks` (later issues add theirs the same way: one `XSettings` section class, one field).
+    `run`, `mcp`, `agents`, `hooks`, `jobs`, `tui` (later issues add theirs the same way: one `XSettings` section class, one field).
 
         AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
@@ -495,6 +517,7 @@ class AgentConfig(_Section):
     agents: AgentsSettings = Field(default_factory=AgentsSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    tui: TuiSettings = Field(default_factory=TuiSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""
