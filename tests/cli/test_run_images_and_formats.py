@@ -172,6 +172,9 @@ def test_an_unknown_output_format_is_one_line_exit_1(tmp_path: Path) -> None:
     )
 
 
+JSON = ("--output-format", "json")
+
+
 def test_output_format_is_a_setting_and_the_flag_wins(tmp_path: Path) -> None:
     """`run.output_format` in a settings file picks the format; `--output-format` overrides it."""
     home, work, config = tmp_path / "home", tmp_path / "work", tmp_path / "config"
@@ -186,8 +189,7 @@ def test_output_format_is_a_setting_and_the_flag_wins(tmp_path: Path) -> None:
             TETHER_CONFIG_DIR=str(config),
         )
         by_flag = run_cli(
-            ["run", "--model", "openai/m", "--base-url", server.openai_url]
-            + ["--output-format", "json", "hi"],
+            [*("run", "--model", "openai/m", "--base-url", server.openai_url), *JSON, "hi"],
             home,
             cwd=work,
             TETHER_CONFIG_DIR=str(config),
