@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/timeline", "tokens per request of this session, compactions and switches marked"),
     ("/settings", "the effective settings; change this session's (F2)"),
     ("/usage", "this session's tokens and cost"),
+    ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )
