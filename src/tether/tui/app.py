@@ -6,7 +6,10 @@ running the agent as a worker (Esc cancels it: the loop persists the partial tur
 the next turn boundary takes it), the slash commands (`tether.tui.commands`), the approval
 prompt (an `Approver`) and the question overlay (a `QuestionBridge`), Ctrl+K (cancel the
 running tool call), Ctrl+C twice (quit), Ctrl+Home / Ctrl+End / PageUp / PageDown (move in the
-transcript), a typed prompt too large for the window (refused, kept in the editor).
+transcript), a typed prompt too large for the window (refused, kept in the editor), images
+attached to a prompt (Ctrl+V, a pasted image path, `@shot.png`: `tether.tui.attach`; shown as
+chips, refused up front for a model that reads text only), desktop notifications when a run
+ends or waits for you while the terminal is unfocused (`tether.tui.notify`).
 Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
 the transcript and its windowing (`tether.tui.transcript`), events → rows (`tether.tui.feed`),
 running the commands (`tether.tui.handlers`), the overlays (`tether.tui.screens`,
@@ -28,16 +31,20 @@ from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
+from tether.agent.attachments import image_refusal, prompt_content, read_image
 from tether.agent.events import AgentEvent
 from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
 from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
+from tether.messages import ContentBlock, ImageBlock
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.tools.context import Answer, QuestionSpec
+from tether.tui.attach import clipboard_image, image_chip, pasted_image_path, prompt_images
 from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
 from tether.tui.handlers import run_command
+from tether.tui.notify import notification, notify_mode
 from tether.tui.opening import Factory, Opened
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
@@ -77,6 +84,7 @@ class TetherApp(App[int]):
         Binding("ctrl+home", "transcript_start", "first turn", show=False),
         Binding("ctrl+end", "transcript_end", "last turn", show=False),
         Binding("f2", "settings", "settings", show=False),
+        Binding("ctrl+v", "paste_image", "paste", priority=True, show=False),
     ]
 
     def __init__(
@@ -94,6 +102,9 @@ class TetherApp(App[int]):
         self.worker: Worker[None] | None = None
         self.busy = False
         self.queued: list[UserRow] = []
+        self.attached: list[ImageBlock] = []
+        self.clipboard_image: Callable[[], ImageBlock | None] = clipboard_image
+        self.write_terminal: Callable[[str], None] = self._write_terminal
         self.feed = Feed(
             lambda: self.transcript,
             history=lambda: self.agent.history,
@@ -118,7 +129,7 @@ class TetherApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Transcript(id="transcript")
-        yield PromptInput(complete=self.complete)
+        yield PromptInput(complete=self.complete, pasted=self.attach_pasted)
         yield StatusBar(id="status")
 
     @property
@@ -263,11 +274,17 @@ class TetherApp(App[int]):
             return
         too_large = input_overflow(text, self.agent.limits.context_window)
         if too_large is not None:
-            prompt = self.query_one(PromptInput)
-            if not prompt.text:  # kept in the editor: fix it or save it to a file
-                prompt.text = message.text
-                prompt.move_cursor(prompt.document.end)
+            self._keep(message.text)
             self.note(f"not sent: {too_large}")
+            return
+        try:
+            images = prompt_images(text, self.attached, self.agent.root)
+            refusal = image_refusal(self.agent.provider, len(images))
+            if refusal is not None or (images and self.busy):
+                raise ConfigError(refusal or "images go with a new prompt: wait until it is idle")
+        except ConfigError as exc:
+            self._keep(message.text)
+            self.note(f"not sent: {exc}")
             return
         await self.transcript.jump_end()
         if self.busy:
@@ -277,16 +294,53 @@ class TetherApp(App[int]):
             self.transcript.add(row)
             self.update_status()
             return
-        self.transcript.add(UserRow(text))
-        self.start_run(text)
+        self.attached = []
+        self.transcript.add(UserRow(text, images=[image_chip(i) for i in images]))
+        self.start_run(prompt_content(text, images))
 
-    def start_run(self, prompt: str | None) -> None:
+    def _keep(self, text: str) -> None:
+        """Put a prompt that was not sent back in the editor (unless something is typed)."""
+        prompt = self.query_one(PromptInput)
+        if not prompt.text:
+            prompt.text = text
+            prompt.move_cursor(prompt.document.end)
+
+    def attach_pasted(self, text: str) -> bool:
+        """A paste that is one image file's path attaches the image (True); else False."""
+        if self.opened is None:
+            return False
+        path = pasted_image_path(text, self.agent.root)
+        if path is None:
+            return False
+        try:
+            self._attach_image(read_image(path))
+        except ConfigError as exc:
+            self.note(f"not attached: {exc}")
+        return True
+
+    def _attach_image(self, image: ImageBlock) -> None:
+        self.attached.append(image)
+        self.note(f"attached {image_chip(image)}: sent with the next prompt")
+
+    async def action_paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image is attached; without one, the editor pastes text."""
+        try:
+            image = await asyncio.to_thread(self.clipboard_image)
+        except ConfigError as exc:
+            image = None
+            self.note(str(exc))
+        if image is not None:
+            self._attach_image(image)
+        else:
+            self.query_one(PromptInput).action_paste()
+
+    def start_run(self, prompt: str | list[ContentBlock] | None) -> None:
         """Run the agent on `prompt` as a worker."""
         self.busy = True
         self.update_status()
         self.worker = self.run_worker(self._run(prompt), group="agent", exit_on_error=False)
 
-    async def _run(self, prompt: str | None) -> None:
+    async def _run(self, prompt: str | list[ContentBlock] | None) -> None:
         try:
             while True:
                 try:
@@ -311,6 +365,7 @@ class TetherApp(App[int]):
             self.feed.end_blocks()
             self.busy = False
             self.update_status()
+            self.alert("the run ended")
 
     def complete(self, text: str) -> str | None:
         """Tab: complete a `/command` or the last `@path` word (inside the working folder)."""
@@ -355,6 +410,7 @@ class TetherApp(App[int]):
             if not done.done():
                 done.set_result(decision or ApprovalDecision.deny())
 
+        self.alert(f"approve {request.call.name}?")
         self.push_screen(ApprovalScreen(request), callback=finish)
         return await done
 
@@ -366,8 +422,23 @@ class TetherApp(App[int]):
             if not done.done():
                 done.set_result(answers or [])
 
+        self.alert("a question is waiting for you")
         self.push_screen(QuestionScreen(questions), callback=finish)
         return await done
+
+    def alert(self, body: str) -> None:
+        """Notify the desktop (`tui.notify`: `tether.tui.notify`) when the terminal is not
+        focused (Textual's `app_focus`, from the terminal's focus reports)."""
+        if self.app_focus or self.opened is None:
+            return
+        mode = notify_mode(self.agent.config.tui.notify, os.environ)
+        if mode is not None:
+            self.write_terminal(notification(mode, "tether", body, os.environ))
+
+    def _write_terminal(self, text: str) -> None:
+        driver = self._driver  # the sequence goes out with the screen's own output
+        if driver is not None and not self.is_headless:
+            driver.write(text)
 
     # -- keys --------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+Enter / Ctrl+J", "new line"),
     ("Up / Down", "previous / next prompt (on the first / last line)"),
     ("Tab", "complete a /command or an @path"),
+    ("Ctrl+V", "attach the clipboard's image (without one: paste text)"),
     ("Esc", "cancel the current request (the partial turn is saved)"),
     ("Ctrl+K", "cancel the running tool call (it returns `cancelled`; the run goes on)"),
     ("Ctrl+O", "expand / collapse the last tool row, thinking or summary"),
