@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from textual import events
 from textual.pilot import Pilot
 
 from kit.tui import SIZE, idle, scripted_app, send, until
 from tether.testing import call
 from tether.tui.app import TetherApp
-from tether.tui.notify import BELL, notification, notify_mode
+from tether.tui.notify import BELL, Sequence, notification, notify_mode
 from tether.tui.screens import ApprovalScreen
 from tether.tui.widgets import PromptInput
 
@@ -103,3 +105,15 @@ async def test_off_writes_nothing(tmp_path: Path) -> None:
         submit(app, "hi")
         await until(pilot, lambda: len(provider.requests) == 1 and not app.busy)
     assert written == []
+
+
+@given(st.text(), st.text(), st.sampled_from(["osc9", "osc777"]))
+def test_any_text_stays_inside_one_sequence(title: str, body: str, mode: Sequence) -> None:
+    seq = notification(mode, title, body, {})
+    head = "\x1b]9;" if mode == "osc9" else "\x1b]777;notify;"
+    assert seq.startswith(head) and seq.endswith("\x07")
+    inner = seq[len(head) : -1]
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in inner)
+    if mode == "osc777":  # the title holds no field separator: the body starts after one
+        title_field, _, _ = inner.partition(";")
+        assert ";" not in title_field and len(title_field) <= 200
