@@ -17,6 +17,8 @@ from kit.events import jsonl
 from kit.faultserver import FaultServer, status, text
 from tether.session import SessionStore
 
+JSON = ("--output-format", "json")
+
 
 def png(path: Path, size: tuple[int, int] = (40, 30), color: str = "red") -> bytes:
     buf = io.BytesIO()
@@ -151,6 +153,19 @@ def test_output_format_json_reports_a_failed_run_with_its_exit_code(tmp_path: Pa
     assert out["error"].startswith("auth:")
 
 
+def test_output_format_json_names_a_refusal_before_the_run(tmp_path: Path) -> None:
+    """A run refused before anything is sent (a text-only model given an image) still prints
+    its one object, with the reason."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    png(work / "shot.png")
+    with FaultServer([]) as server:
+        proc = run(server, home, work, *JSON, "-i", "shot.png", "hi", model="openai/gpt-4")
+    (out,) = jsonl(proc.stdout)
+    assert out["exit_code"] == 1 and out["stop_reason"] == "error"
+    assert out["error"].startswith("usage: model openai/gpt-4 does not take images")
+
+
 def test_output_format_text_is_the_answer_only(tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
@@ -170,9 +185,6 @@ def test_an_unknown_output_format_is_one_line_exit_1(tmp_path: Path) -> None:
     assert proc.stderr.strip() == (
         "tether: --output-format 'yaml': give one of stream-json, json, text"
     )
-
-
-JSON = ("--output-format", "json")
 
 
 def test_output_format_is_a_setting_and_the_flag_wins(tmp_path: Path) -> None:

@@ -122,17 +122,21 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     try:
         images = attached_images(prompt, opts.images, root)
     except ConfigError as exc:
+        sink.error = f"usage: {exc}"
         err(str(exc))
         return EXIT_USAGE
     try:
         agent, writer = _build(opts, root, stdin, new_id, sink, images)
     except AuthError as exc:
+        sink.error = f"auth: {exc}"
         err(str(exc))
         return EXIT_AUTH
     except MalformedInputError as exc:
+        sink.error = f"malformed: {exc}"
         err(f"malformed input: {exc}")
         return EXIT_MALFORMED
     except (ConfigError, SessionError) as exc:
+        sink.error = f"usage: {exc}"
         err(str(exc))
         return EXIT_USAGE
     start = len(agent.history)
