@@ -323,7 +323,14 @@ class TetherApp(App[int]):
         self.note(f"attached {image_chip(image)}: sent with the next prompt")
 
     async def action_paste_image(self) -> None:
-        """Ctrl+V: the clipboard's image is attached; without one, the editor pastes text."""
+        """Ctrl+V in the prompt: the clipboard's image is attached; without one, the editor
+        pastes text. Elsewhere (an overlay's field): that widget's own paste."""
+        focused = self.focused
+        if not isinstance(focused, PromptInput):
+            paste: object = getattr(focused, "action_paste", None)
+            if callable(paste):
+                paste()
+            return
         try:
             image = await asyncio.to_thread(self.clipboard_image)
         except ConfigError as exc:
@@ -332,7 +339,7 @@ class TetherApp(App[int]):
         if image is not None:
             self._attach_image(image)
         else:
-            self.query_one(PromptInput).action_paste()
+            focused.action_paste()
 
     def start_run(self, prompt: str | list[ContentBlock] | None) -> None:
         """Run the agent on `prompt` as a worker."""
