@@ -197,7 +197,7 @@ def _encode(img: Image, fmt: str, *, quality: int = 85) -> bytes:
             if img.mode in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16")
             else img.convert("RGBA")
         )
-        ok.save(out, format="PNG", optimize=True)
+        ok.save(out, format="PNG")  # zlib level 6: optimize=True costs seconds on a large image
     else:
         img.save(out, format=fmt)
     return out.getvalue()
