@@ -88,7 +88,7 @@ def test_the_library_page_programs_run(
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     (tmp_path / "notes.txt").write_text("hello from the notes\n")
     snippets = library_snippets()
-    assert len(snippets) == 4
+    assert len(snippets) == 5
     # 1: one model, built-in tools
     scripted_models(
         monkeypatch,
@@ -129,6 +129,16 @@ def test_the_library_page_programs_run(
         assert "exec bash" in capsys.readouterr().out
     # 4: the testing snippet runs as is (it asserts on its own)
     exec(compile(snippets[3], "library.md-4", "exec"), {})
+    # 5: an image in the prompt
+    from PIL import Image
+
+    Image.new("RGB", (4, 4), "red").save(tmp_path / "shot.png")
+    seeing = ScriptedProvider(["a red square"])
+    scripted_models(monkeypatch, {"openai/gpt-4o": seeing})
+    exec(compile(snippets[4], "library.md-5", "exec"), {})
+    assert capsys.readouterr().out.endswith("a red square\n")  # after snippet 4's output
+    sent = seeing.requests[0].messages[-1].content
+    assert [b.type for b in sent] == ["text", "image"]
 
 
 # --- one front door ---------------------------------------------------------------------------

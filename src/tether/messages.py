@@ -120,11 +120,20 @@ class ToolCallBlock:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageBlock:
-    """An image, base64 `data` with its `media_type` (e.g. `image/png`)."""
+    """An image, base64 `data` with its `media_type` (e.g. `image/png`).
+
+    Attributes:
+        media_type: the image's MIME type (`image/png`, `image/jpeg`, ...).
+        data: the bytes, base64. Empty on a session line whose image is stored in the
+            session's artifact folder (`file`); loading a session fills it back in.
+        file: where a session stores the bytes, relative to the sessions root
+            (`<session id>/images/<sha256>.<ext>`), or None (inline, or not stored yet).
+    """
 
     type: Literal["image"] = "image"
     media_type: str
     data: str
+    file: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

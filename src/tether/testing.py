@@ -206,6 +206,7 @@ class ScriptedProvider:
         usage: usage reported with every reply that has none of its own; None for none.
         context_window: the window it reports (tokens; an agent's compaction reads it).
         max_output_tokens: the output cap it reports (tokens).
+        image_input: whether its model takes images (`ModelInfo.image_input`; None: unknown).
 
     Attributes:
         requests: every request received, in order (a `RequestLog`: list-like, compact).
@@ -224,6 +225,7 @@ class ScriptedProvider:
     supports_prefill: bool = False
     context_window: int = 200_000
     max_output_tokens: int = 32_000
+    image_input: bool | None = None
     requests: RequestLog = field(default_factory=RequestLog)
 
     @property
@@ -234,6 +236,7 @@ class ScriptedProvider:
             max_output_tokens=self.max_output_tokens,
             supports_prefill=self.supports_prefill,
             source="provider",
+            image_input=self.image_input,
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

@@ -123,3 +123,22 @@ async def test_history_up_and_completion(tmp_path: Path) -> None:
         prompt.text = "two\nlines"
         await pilot.press("ctrl+j")
         assert prompt.text.count("\n") == 2
+
+
+async def test_export_writes_the_stored_session(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions")
+    app, _ = scripted_app(tmp_path, ["a reply"], store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        await idle(app, pilot)
+        await send(pilot, "/export")
+        await send(pilot, "/export md")
+        await send(pilot, "/export md notes/out.txt")
+        await send(pilot, "/export a.md b.md")
+        text = notes(app)
+    page = (tmp_path / "s1.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "a reply" in page
+    assert (tmp_path / "s1.md").read_text().startswith("# Session s1\n")
+    assert (tmp_path / "notes" / "out.txt").exists() is False  # no such folder: a note, no crash
+    assert "/export: " in text and "usage: /export" in text
+    assert f"exported s1 as html to {tmp_path / 's1.html'}" in text

@@ -7,6 +7,7 @@ Owns: which flag sets which config field (flags win over the settings files):
     --no-compact         context.auto_compact = false
     --context-window N   context.window
     --max-budget-usd X   run.max_budget_usd   (set by `tether.cli.run`)
+    --output-format F    run.output_format
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
 Does not own: the rules that turn a config into an agent (`tether.agent.build`, used by
@@ -53,7 +54,12 @@ def check_flags(model: str | None, base_url: str | None) -> None:
 
 
 def flag_overrides(
-    *, max_turns: int | None, safe: bool, network: bool, context: ContextOptions
+    *,
+    max_turns: int | None,
+    safe: bool,
+    network: bool,
+    context: ContextOptions,
+    output_format: str | None = None,
 ) -> dict[str, Any]:
     """The dotted config fields the given flags set (an unset flag sets nothing)."""
     out: dict[str, Any] = {}
@@ -67,4 +73,6 @@ def flag_overrides(
         out["context.auto_compact"] = False
     if context.context_window is not None:
         out["context.window"] = context.context_window
+    if output_format is not None:
+        out["run.output_format"] = output_format
     return out

@@ -221,8 +221,20 @@ def run(
         float | None,
         typer.Option(min=0.000001, help="Stop before a request that would pass this many US dollars."),
     ] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option("--image", "-i", help="Attach an image file (repeatable; also @shot.png)."),
+    ] = None,
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            help="stream-json (events as they come; the default) | json (one result at the "
+            "end) | text (the answer only). Setting: run.output_format."
+        ),
+    ] = None,
 ) -> None:
-    """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
+    """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
+    diagnostics on stderr."""
     from tether.cli.agent_setup import ContextOptions
     from tether.cli.run import RunOptions, run_command
 
@@ -246,6 +258,8 @@ def run(
                 context=ContextOptions(enabled=not no_compact, context_window=context_window),
                 plan=plan,
                 max_budget_usd=max_budget_usd,
+                images=tuple(image or ()),
+                output_format=output_format,
             )
         )
     )

@@ -6,7 +6,8 @@ it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit cod
 Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
 Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
-`user_prompt` hook refused the prompt, or the next request would pass `--max-budget-usd`) ·
+`user_prompt` hook refused the prompt, the next request would pass `--max-budget-usd`, an image
+that cannot be attached or a model that reads text only) ·
 2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
 persisted first).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,18 +27,19 @@ from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.cli import agent_setup as setup
+from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_MALFORMED,
     EXIT_OK,
     EXIT_USAGE,
-    EventWriter,
     clean_text,
     err,
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
+from tether.messages import ContentBlock, ImageBlock
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -68,10 +70,25 @@ class RunOptions:
     context: setup.ContextOptions = field(default_factory=setup.ContextOptions)
     plan: bool = False
     max_budget_usd: float | None = None
+    images: tuple[Path, ...] = ()
+    output_format: str | None = None
 
 
 def run_command(opts: RunOptions) -> int:
-    """Run `tether run` with `opts`; returns the exit code (module docstring)."""
+    """Run `tether run` with `opts`; returns the exit code (module docstring). What stdout
+    shows is the config's `run.output_format` (`--output-format` sets it; `tether.cli.formats`):
+    with `json` or `text` the result is printed once the run has ended."""
+    fmt = opts.output_format
+    if fmt is not None and fmt not in OUTPUT_FORMATS:
+        err(f"--output-format {fmt!r}: give one of {', '.join(OUTPUT_FORMATS)}")
+        return EXIT_USAGE
+    sink = OutputSink(fmt)
+    code = _run_command(opts, sink)
+    sink.finish(code)
+    return code
+
+
+def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     if opts.continue_last:
         if opts.resume or opts.session_id or opts.no_session:
             err("--continue cannot be combined with --resume, --session or --no-session")
@@ -115,22 +132,37 @@ def run_command(opts: RunOptions) -> int:
     if not root.is_dir():
         err(f"--cwd {opts.cwd} is not a folder")
         return EXIT_USAGE
+    if opts.images and prompt is None:
+        err("--image needs the prompt as an argument")
+        return EXIT_USAGE
     try:
-        agent, writer, prompt = _build(opts, root, stdin, new_id, prompt)
+        images = attached_images(prompt, opts.images, root)
+    except ConfigError as exc:
+        sink.error = f"usage: {exc}"
+        err(str(exc))
+        return EXIT_USAGE
+    try:
+        agent, writer, prompt = _build(opts, root, stdin, new_id, prompt, sink, images)
     except AuthError as exc:
+        sink.error = f"auth: {exc}"
         err(str(exc))
         return EXIT_AUTH
     except MalformedInputError as exc:
+        sink.error = f"malformed: {exc}"
         err(f"malformed input: {exc}")
         return EXIT_MALFORMED
     except (ConfigError, SessionError) as exc:
+        sink.error = f"usage: {exc}"
         err(str(exc))
         return EXIT_USAGE
     start = len(agent.history)
     try:
         for turn in stdin.messages:
             agent.append(turn)
-        return asyncio.run(_drive(agent, prompt))
+        from tether.agent.attachments import prompt_content
+
+        content = prompt_content(prompt, images) if prompt is not None else None
+        return asyncio.run(_drive(agent, content))
     except asyncio.CancelledError:  # a signal landed as the run was returning
         err("cancelled")
         return EXIT_CANCELLED
@@ -139,8 +171,10 @@ def run_command(opts: RunOptions) -> int:
         return EXIT_USAGE
     finally:
         ran = agent.history[start:]
-        err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
+        sink.cost_usd = turns_cost_usd(ran)
+        err(f"usage: {usage_line(turns_usage(ran), sink.cost_usd)}")
         if writer is not None:
+            sink.session_id = writer.id
             try:
                 writer.sync()  # the run's turns and saved outputs survive an OS crash too
             except OSError as exc:
@@ -209,9 +243,26 @@ def print_system(opts: RunOptions) -> int:
     return EXIT_OK
 
 
+def attached_images(prompt: str | None, files: Sequence[Path], root: Path) -> list[ImageBlock]:
+    """The images of `--image FILE` (in order), then those a prompt mentions as `@shot.png`
+    (`tether.agent.attachments`), paths relative to `root`.
+
+    Raises:
+        ConfigError: a file is missing or not an image (one line naming it).
+    """
+    from tether.agent.attachments import mentioned_images, read_image
+
+    names: list[Path | str] = [*files, *(mentioned_images(prompt) if prompt else ())]
+    return [read_image(name, root=root) for name in names]
+
+
 def _overrides(opts: RunOptions) -> dict[str, Any]:
     overrides = setup.flag_overrides(
-        max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
+        max_turns=opts.max_turns,
+        safe=opts.safe,
+        network=opts.network,
+        context=opts.context,
+        output_format=opts.output_format,
     )
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
@@ -226,6 +277,8 @@ def _build(
     stdin: StdinInput,
     new_id: Callable[[], str],
     prompt: str | None,
+    sink: OutputSink | None = None,
+    images: Sequence[ImageBlock] = (),
 ) -> tuple[Agent, SessionWriter | None, str | None]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
     credentials of `root`; its MCP servers start with the run); a `/name args` prompt
@@ -234,8 +287,8 @@ def _build(
     overrides = _overrides(opts)
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
+    sink = sink or OutputSink()
     store = SessionStore()
-    events = EventWriter()
     if opts.resume:
         session = AgentSession.resume(store, opts.resume)
         assert session.loaded is not None
@@ -254,14 +307,20 @@ def _build(
         base_url=opts.base_url,
         overrides=overrides,
         system=opts.system or stdin.system,
-        host=Host(on_event=events, note=err),
+        host=Host(on_event=sink, note=err),
         session=session,
         runtime=Runtime(new_id=new_id),
     )
     if prompt is not None:
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
+    sink.use(agent.config.run.output_format)
     check_input_fits(prompt, stdin, agent.limits.context_window)
     agent.set_plan_mode(opts.plan)
+    from tether.agent.attachments import image_refusal
+
+    refusal = image_refusal(agent.provider, len(images))
+    if refusal is not None:
+        raise ConfigError(refusal)
     session.open()  # last: a taken id is reported before anything runs
     return agent, session.writer, prompt
 
@@ -287,7 +346,7 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
     return expand(command, args)
 
 
-async def _drive(agent: Agent, prompt: str | None) -> int:
+async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
     MCP servers start first (their tools join the agent's registry) and stop at the end."""
     task = asyncio.current_task()

@@ -3,10 +3,12 @@
     list | show ID | timeline ID [--svg FILE] [--width N] [--height N] | delete ID
     checkpoints ID | rewind ID --to N [--files|--conversation] [--force]
     (the last two: `tether.cli.checkpoint_cmds`)
+    export ID [--format md|html|jsonl] [-o FILE]
 
 Output: JSON lines on stdout (`list`: one per session; `show`: one per turn), the chart on
-stdout (`timeline`), one-line notes on stderr. Exit codes: 0 ok · 1 an unknown or invalid
-session id, an SVG file that cannot be written.
+stdout (`timeline`), the export on stdout or in a file (`export`), one-line notes on stderr.
+Exit codes: 0 ok · 1 an unknown or invalid session id, an unknown export format, an SVG or
+export file that cannot be written.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -140,3 +143,50 @@ def sessions_delete(session_id: str) -> None:
         )
         raise typer.Exit(EXIT_USAGE)
     err(f"deleted {session_id}")
+
+
+def _export_redactor() -> Callable[[str], str]:
+    """Masks what tool output masks: the values of the variables tools never see (the
+    settings' `tools.refused_env` and providers' `api_key_env` of the current folder, else the
+    built-in list) and secret-shaped strings (`tether.tools.env.redact_secrets`)."""
+    from tether.errors import ConfigError
+    from tether.settings import load_config
+    from tether.tools.env import DEFAULT_REFUSED, redact_secrets, secret_values
+
+    try:
+        refused = load_config(Path.cwd()).refused_env()
+    except ConfigError:
+        refused = list(DEFAULT_REFUSED)
+    values = secret_values(refused=refused)
+    return lambda text: redact_secrets(text, values)
+
+
+@sessions_app.command("export")
+def sessions_export(
+    session_id: str,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="md | html (one self-contained page) | jsonl.")
+    ] = "md",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
+    ] = None,
+) -> None:
+    """Export a session as a Markdown transcript, a self-contained HTML page (tool calls and
+    thinking collapsible, code highlighted, images inline, compactions marked, usage and cost)
+    or JSON lines; secrets are masked as in tool output."""
+    from tether.session.export import EXPORT_FORMATS, export_session
+
+    if fmt not in EXPORT_FORMATS:
+        err(f"--format {fmt!r}: give one of {', '.join(EXPORT_FORMATS)}")
+        raise typer.Exit(EXIT_USAGE)
+    loaded = _load_session(session_id)
+    text = export_session(loaded, fmt, redact=_export_redactor())
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        err(f"cannot write {output}: {exc.strerror or exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    err(f"wrote {output}")

@@ -62,6 +62,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.images import fit_image
 from tether.wire import thinking_must_be_disabled
 
 MIN_THINKING_BUDGET = 1024
@@ -80,6 +81,7 @@ _ToolResultPart = at.TextBlockParam | at.ImageBlockParam
 
 
 def _image(block: ImageBlock) -> at.ImageBlockParam:
+    block = fit_image(block, "anthropic")  # within the Vision page's limits
     return cast(
         at.ImageBlockParam,
         {

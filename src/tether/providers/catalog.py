@@ -76,6 +76,9 @@ class ModelInfo:
             (`tether.prompt.system.compact_prompt`: the embedded model).
         listed: the providers whose bundled model list (`tether models` when the provider
             cannot be asked) shows this model under its table name.
+        image_input: the model takes images: True, False (a prompt with an image is refused
+            before anything is sent), or None when unknown (assumed to take them). From the
+            vendors' model pages (`TEXT_ONLY`, `WITH_IMAGES`).
     """
 
     context_window: int
@@ -86,6 +89,7 @@ class ModelInfo:
     source: Literal["table", "provider"] = "table"
     listed: tuple[str, ...] = field(default=(), compare=False)
     compact_prompt: bool = False
+    image_input: bool | None = None
 
     @property
     def limits(self) -> ModelLimits:
@@ -112,7 +116,7 @@ def _p(input: float, output: float, cache_read: float, cache_write: float | None
 
 _OPENAI = ("openai", "openai-responses")
 
-KNOWN_MODELS: Mapping[str, ModelInfo] = MappingProxyType(
+_TABLE: dict[str, ModelInfo] = (
     {
         # Anthropic: input, output, cache read (0.1x), cache write 5 min (1.25x)
         "claude-opus-4-5": _m(200_000, 64_000, _p(5.0, 25.0, 0.50, 6.25)),
@@ -183,6 +187,63 @@ KNOWN_MODELS: Mapping[str, ModelInfo] = MappingProxyType(
         # The embedded models by name (`local/NAME`; `local` alone is the first)
         "smollm2-135m-instruct": _m(8_192, 2_048, None, "local"),
         "qwen2.5-coder-0.5b": _m(32_768, 8_192, None, "local"),
+        # Ollama vision families whose names would otherwise fall to a text-only family
+        "llama3.2-vision": _m(131_072, 8_192),
+    }
+)
+
+WITH_IMAGES = frozenset(
+    {
+        *(k for k in _TABLE if k.startswith(("claude", "gemini", "gpt-5", "gpt-4.1", "gpt-4o"))),
+        "gpt-4-turbo",
+        "o1",
+        "o3",
+        "o4-mini",
+        "gemma3",
+        "llama3.2-vision",
+    }
+)
+"""Table keys whose models take images (Anthropic "Vision", OpenAI and Gemini model pages,
+the Ollama library's `vision` tag)."""
+
+TEXT_ONLY = frozenset(
+    {
+        "gpt-4",
+        "gpt-3.5-turbo",
+        "o1-mini",
+        "o3-mini",
+        "gpt-oss",
+        "gpt-oss:20b",
+        "deepseek-chat",
+        "deepseek-reasoner",
+        "llama3.3",
+        "llama3.2",
+        "llama3.1",
+        "llama3",
+        "qwen3-coder",
+        "qwen3",
+        "qwen2.5-coder",
+        "qwen2.5",
+        "mistral-nemo",
+        "mistral",
+        "gemma3:270m",
+        "gemma3:1b",
+        "gemma2",
+        "phi4",
+        "deepseek-r1",
+        "smollm2",
+        "smollm2-135m-instruct",
+        "qwen2.5-coder-0.5b",
+    }
+)
+"""Table keys whose models take text only (the same pages; the embedded models read text)."""
+
+KNOWN_MODELS: Mapping[str, ModelInfo] = MappingProxyType(
+    {
+        key: replace(info, image_input=key in WITH_IMAGES)
+        if key in WITH_IMAGES | TEXT_ONLY
+        else info
+        for key, info in _TABLE.items()
     }
 )
 """The bundled table: model name (or family prefix) -> `ModelInfo` (source `table`)."""

@@ -47,6 +47,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ToolSpec
+from tether.providers.images import fit_image
 from tether.wire import decode_gemini_signature
 
 SIGNATURE_KEY = "thought_signature"
@@ -77,6 +78,12 @@ def decode_signature(text: str) -> bytes | None:
 # Request conversion
 
 
+def _image(block: ImageBlock) -> gt.Part:
+    """An image part, fitted to Gemini's image limits (`tether.providers.images`)."""
+    fitted = fit_image(block, "google")
+    return _blob(fitted.media_type, fitted.data)
+
+
 def _blob(media_type: str, data: str) -> gt.Part:
     try:
         raw = base64.b64decode(data)
@@ -102,13 +109,13 @@ def _user_parts(turn: Turn, names: dict[str, str]) -> list[gt.Part]:
                     )
                 )
             )
-            rest.extend(
-                _blob(p.media_type, p.data) for p in block.content if isinstance(p, ImageBlock)
-            )
+            rest.extend(_image(p) for p in block.content if isinstance(p, ImageBlock))
         elif isinstance(block, TextBlock):
             if block.text:
                 rest.append(gt.Part(text=block.text))
-        elif isinstance(block, ImageBlock | DocumentBlock):
+        elif isinstance(block, ImageBlock):
+            rest.append(_image(block))
+        elif isinstance(block, DocumentBlock):
             rest.append(_blob(block.media_type, block.data))
         elif isinstance(block, CompactSummaryBlock):
             rest.append(gt.Part(text=block.summary))

@@ -55,7 +55,7 @@ from tether.providers.base import (
     UsageEvent,
     wire_messages,
 )
-from tether.providers.catalog import ModelInfo
+from tether.providers.catalog import ModelInfo, lookup
 from tether.providers.ollama_request import (
     estimate_prompt_tokens,
     to_ollama_messages,
@@ -226,12 +226,15 @@ class OllamaProvider:
     def info(self) -> ModelInfo:
         """The window Ollama allocates for this provider's requests (`num_ctx`, in tokens; a
         quarter of it as the output cap), reported as the provider's own figure; the server
-        allocates it per request (`allocates_window`)."""
+        allocates it per request (`allocates_window`); whether the model takes images comes
+        from the catalog (unknown for a model it does not list)."""
+        known = lookup(self.model)
         return ModelInfo(
             context_window=self.num_ctx,
             max_output_tokens=max(self.num_ctx // 4, 1),
             allocates_window=True,
             source="provider",
+            image_input=known.image_input if known is not None else None,
         )
 
     def use_context_window(self, tokens: int) -> None:

@@ -34,6 +34,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ToolSpec
+from tether.providers.images import fit_image
 
 
 def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
@@ -48,12 +49,14 @@ def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
             if block.tool_call_id in names:
                 msg["tool_name"] = names[block.tool_call_id]
             out.append(msg)
-            images.extend(p.data for p in block.content if isinstance(p, ImageBlock))
+            images.extend(
+                fit_image(p, "ollama").data for p in block.content if isinstance(p, ImageBlock)
+            )
         elif isinstance(block, TextBlock):
             if block.text:
                 texts.append(block.text)
         elif isinstance(block, ImageBlock):
-            images.append(block.data)
+            images.append(fit_image(block, "ollama").data)  # PNG or JPEG, as the runners read
         elif isinstance(block, DocumentBlock):
             texts.append(f"[document {block.title or block.media_type} omitted: not supported]")
         elif isinstance(block, CompactSummaryBlock):

@@ -41,10 +41,17 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ToolSpec
+from tether.providers.images import fit_image
 
 
 def _data_url(media_type: str, data: str) -> str:
     return f"data:{media_type};base64,{data}"
+
+
+def _image_url(block: ImageBlock) -> str:
+    """The image as a data URL, fitted to OpenAI's image limits (`tether.providers.images`)."""
+    fitted = fit_image(block, "openai-chat")
+    return _data_url(fitted.media_type, fitted.data)
 
 
 def _document_part(block: DocumentBlock) -> ChatCompletionContentPartParam:
@@ -101,14 +108,12 @@ def _user_messages(turn: Turn) -> list[ChatCompletionMessageParam]:
                     {"type": "text", "text": f"Images returned by tool call {block.tool_call_id}:"}
                 )
                 tool_images.extend(
-                    {"type": "image_url", "image_url": {"url": _data_url(p.media_type, p.data)}}
-                    for p in images
+                    {"type": "image_url", "image_url": {"url": _image_url(p)}} for p in images
                 )
         elif isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
-            url = _data_url(block.media_type, block.data)
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
         elif isinstance(block, DocumentBlock):
             parts.append(_document_part(block))
         elif isinstance(block, CompactSummaryBlock):

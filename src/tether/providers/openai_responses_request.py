@@ -42,6 +42,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.images import fit_image
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -62,7 +63,8 @@ def _user_part(block: TextBlock | ImageBlock | DocumentBlock) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "input_text", "text": block.text}
     if isinstance(block, ImageBlock):
-        return {"type": "input_image", "image_url": _data_url(block.media_type, block.data)}
+        fitted = fit_image(block, "openai-responses")  # within OpenAI's image limits
+        return {"type": "input_image", "image_url": _data_url(fitted.media_type, fitted.data)}
     if block.media_type.startswith("text/"):
         try:
             text = base64.b64decode(block.data).decode("utf-8")

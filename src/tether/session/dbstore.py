@@ -42,7 +42,7 @@ from tether.session.model import SessionInfo
 from tether.session.reader import parse_header, parse_line, scan_bytes
 from tether.session.reclaim import DeleteReport
 from tether.session.store import SessionStore
-from tether.session.writer import SessionWriter
+from tether.session.writer import SYNCED_FOLDERS, SessionWriter
 
 LABEL = "jobs-database"
 """The first part of a database session's `path` (`jobs-database/<id>`), which names no file."""
@@ -394,7 +394,7 @@ class DbSessionWriter(SessionWriter):
 
     def sync(self) -> None:
         """Make the entries written so far survive a power loss, as `SessionWriter.sync` does
-        for a file: the tool outputs saved in the artifact folder, then, on SQLite, a WAL
+        for a file: the tool outputs and images saved in the artifact folder, then, on SQLite, a WAL
         checkpoint (the WAL fsynced, its frames written back; PostgreSQL commits are durable
         already).
 
@@ -404,7 +404,8 @@ class DbSessionWriter(SessionWriter):
         """
         if self._fd is None:
             raise SessionError(f"session {self._id} writer is closed")
-        self._sync_outputs()
+        for folder in SYNCED_FOLDERS:
+            self._sync_outputs(folder)
         if self._engine.dialect.name == "sqlite":
             with self._engine.connect() as c:
                 c.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")

@@ -10,6 +10,7 @@ Layout under the root::
     <root>/<session_id>/tool-results/      persisted tool outputs (created lazily)
     <root>/<session_id>/tasks/             background task logs (created lazily)
     <root>/<session_id>/mcp-warnings/      MCP diagnostics (created lazily)
+    <root>/<session_id>/images/            image bytes the session's turns refer to (lazily)
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from tether.errors import SessionError
 SESSION_SUFFIX = ".jsonl"
 """The session file's suffix: `<root>/<session_id>.jsonl`."""
 
-ArtifactKind = Literal["tool-results", "tasks", "mcp-warnings"]
+ArtifactKind = Literal["tool-results", "tasks", "mcp-warnings", "images"]
 """The artifact sub-folders of `<root>/<session_id>/`."""
 
-ARTIFACT_KINDS: tuple[ArtifactKind, ...] = ("tool-results", "tasks", "mcp-warnings")
+ARTIFACT_KINDS: tuple[ArtifactKind, ...] = ("tool-results", "tasks", "mcp-warnings", "images")
 
 TETHER_HOME_ENV = "TETHER_HOME"
 """Environment variable overriding the data dir: sessions go to `$TETHER_HOME/sessions`."""

@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -395,10 +396,13 @@ class SessionStore:
         gc.disable()
         try:
             header, path, timeline, torn = self._timeline(session_id, ())
-            return assemble(header, path, timeline, torn)
+            loaded = assemble(header, path, timeline, torn)
         finally:
             if paused:
                 gc.enable()
+        from tether.session.images import restore
+
+        return replace(loaded, turns=restore(loaded.turns, self.root))  # image bytes back in
 
     def list(self) -> list[SessionInfo]:
         """Every session under the root, most recently modified first.

@@ -14,7 +14,8 @@ flush, and concurrent writers on one file never interleave inside a line (Linux 
 appends to a regular file). `sync()` adds durability (`fsync`) when the caller asks for it: the
 tool outputs saved in the artifact folder since the last sync first (the output gate does not
 fsync them, `tether.tools.exec.persist`), then the session file, so no synced line names a file the
-disk may lack.
+disk may lack. Image bytes go to the artifact folder too (`tether.session.images`): the line
+keeps a reference.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 _TOOL_RESULTS = "tool-results"
 """The artifact sub-folder of persisted tool outputs (`tether.session.layout`)."""
+SYNCED_FOLDERS = (_TOOL_RESULTS, "images")
+"""The artifact sub-folders `sync()` makes durable before the session file."""
 
 _TURN_HEAD = b'{"type":"turn","id":'
 _EVENT_HEAD = b'{"type":"event","id":'
@@ -170,6 +173,8 @@ class SessionWriter:
 
     def append(self, turn: Turn) -> None:
         """Append one turn as a `turn` entry: a single `write` of the line, no buffering.
+        Inline image bytes are written to `session_dir/images/` first and the line holds their
+        reference (`tether.session.images.externalize`).
 
         Args:
             turn: the turn; its id becomes the entry id and the next entry's `parent_id`.
@@ -179,6 +184,12 @@ class SessionWriter:
             OSError: the write failed (e.g. disk full); the writer stays usable and isolates
                 any fragment left behind with a newline on the next append.
         """
+        if self._fd is None:
+            raise SessionError(f"session {self._id} writer is closed")
+        from tether.session.images import externalize, has_inline_images
+
+        if has_inline_images(turn):
+            turn = externalize(turn, self._id, self.session_dir)
         tid = _jstr(turn.id)
         self._write(
             b"".join(
@@ -237,8 +248,8 @@ class SessionWriter:
         return eid
 
     def sync(self) -> None:
-        """`fsync` the tool outputs saved in `session_dir/tool-results/` since the last sync
-        (and that folder), then the session file (and, once, its folder for a new session), so
+        """`fsync` the tool outputs and images saved in `session_dir/tool-results/` and
+        `session_dir/images/` since the last sync (and those folders), then the session file (and, once, its folder for a new session), so
         entries and the files they name survive a power loss or an OS crash.
 
         Raises:
@@ -247,7 +258,8 @@ class SessionWriter:
         """
         if self._fd is None:
             raise SessionError(f"session {self._id} writer is closed")
-        self._sync_outputs()
+        for folder in SYNCED_FOLDERS:
+            self._sync_outputs(folder)
         os.fsync(self._fd)
         if self._dir_fd_path is not None:
             dfd = os.open(self._dir_fd_path, os.O_RDONLY)
@@ -257,15 +269,15 @@ class SessionWriter:
                 os.close(dfd)
             self._dir_fd_path = None
 
-    def _sync_outputs(self) -> None:
-        """fsync each finished file of `tool-results/` not synced by this writer yet, then the
-        folder (temp files, named `.<name>.<pid>-<n>.tmp`, are skipped)."""
-        folder = self.session_dir / _TOOL_RESULTS
+    def _sync_outputs(self, name: str) -> None:
+        """fsync each finished file of the artifact sub-folder `name` not synced by this writer
+        yet, then the folder (temp files, named `.<name>.<pid>-<n>.tmp`, are skipped)."""
+        folder = self.session_dir / name
         try:
             entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
         except FileNotFoundError:
             return
-        fresh = [e for e in entries if e.name not in self._synced_outputs]
+        fresh = [e for e in entries if f"{name}/{e.name}" not in self._synced_outputs]
         if not fresh:
             return
         for entry in fresh:
@@ -279,7 +291,7 @@ class SessionWriter:
             os.fsync(dfd)
         finally:
             os.close(dfd)
-        self._synced_outputs.update(e.name for e in fresh)
+        self._synced_outputs.update(f"{name}/{e.name}" for e in fresh)
 
     def close(self) -> None:
         """Close the descriptor. Idempotent. Does not fsync (call `sync()` first if needed)."""

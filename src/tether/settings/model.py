@@ -59,6 +59,12 @@ SandboxKind = Literal["auto", "bwrap", "landlock", "none"]
 
 ProviderType = Literal["anthropic", "openai", "openai-responses", "google", "ollama", "local"]
 
+OutputFormat = Literal["stream-json", "json", "text"]
+"""What `tether run` prints on stdout (`tether.cli.formats`)."""
+
+NotifyMode = Literal["auto", "osc9", "osc777", "bell", "off"]
+"""How the TUI notifies (`tether.tui.notify`)."""
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(
@@ -239,6 +245,9 @@ class RunSettings(_Section):
         append_system: text added at the end of the system prompt (`--append-system`).
         max_output_tokens: cap on generated tokens per request, or None for the provider's.
         temperature: sampling temperature, or None for the provider default.
+        output_format: what `tether run` prints on stdout (`--output-format`): `stream-json`
+            (every event as a JSON line, as it comes), `json` (one result object at the end),
+            `text` (the answer only).
     """
 
     max_turns: int = Field(default=50, ge=1)
@@ -252,6 +261,8 @@ class RunSettings(_Section):
     """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
     stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
     no cap."""
+
+    output_format: OutputFormat = "stream-json"
 
 
 class SkillsSettings(_Section):
@@ -270,6 +281,18 @@ class SkillsSettings(_Section):
     allow: list[str] | None = None
     deny: list[str] = Field(default_factory=list[str])
     listing_share: Fraction = 0.02
+
+
+class TuiSettings(_Section):
+    """`tui`: the terminal UI.
+
+    Attributes:
+        notify: how the TUI tells an unfocused terminal that a run ended or waits for an
+            approval or an answer: `auto` (OSC 777 on terminals known to show it, else OSC 9
+            where known, else the bell), `osc9`, `osc777`, `bell`, or `off`.
+    """
+
+    notify: NotifyMode = "auto"
 
 
 class McpOAuthSettings(_Section):
@@ -522,7 +545,7 @@ class AgentConfig(_Section):
     into it (merged from the user and project files, see `tether.settings`), `tether run`'s
     flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
     it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
-    `run`, `mcp`, `agents`, `hooks`, `jobs`, `checkpoints`, `permissions` (later issues add theirs the same way: one `XSettings` section class, one field).
+    `run`, `mcp`, `agents`, `hooks`, `jobs`, `checkpoints`, `permissions`, `skills`, `tui` (later issues add theirs the same way: one `XSettings` section class, one field).
 
         AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
@@ -546,6 +569,7 @@ class AgentConfig(_Section):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    tui: TuiSettings = Field(default_factory=TuiSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""

@@ -8,7 +8,10 @@ prompt (an `Approver`; its "always allow" rules written to the user settings) an
 overlay (a `QuestionBridge`), the safety net's keys and panels (`tether.tui.safety`: Esc Esc
 rewinds, Shift+Tab cycles the modes, the plan approval after a plan mode run, the todo panel), Ctrl+K (cancel the
 running tool call), Ctrl+C twice (quit), Ctrl+Home / Ctrl+End / PageUp / PageDown (move in the
-transcript), a typed prompt too large for the window (refused, kept in the editor).
+transcript), a typed prompt too large for the window (refused, kept in the editor), images
+attached to a prompt (Ctrl+V, a pasted image path, `@shot.png`: `tether.tui.attach`; shown as
+chips, refused up front for a model that reads text only), desktop notifications when a run
+ends or waits for you while the terminal is unfocused (`tether.tui.notify`).
 Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
 the transcript and its windowing (`tether.tui.transcript`), events → rows (`tether.tui.feed`),
 running the commands (`tether.tui.handlers`), the overlays (`tether.tui.screens`,
@@ -21,7 +24,6 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -30,19 +32,23 @@ from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
+from tether.agent.attachments import image_refusal, prompt_content
 from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
 from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError, TetherError
+from tether.messages import ContentBlock, ImageBlock
 from tether.permissions.store import add_allow_rules
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
-from tether.tui.commands import COMMANDS, complete_path, gauge_text, parse_command
+from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image, prompt_images
+from tether.tui.commands import COMMANDS, complete_prompt, gauge_text, parse_command, project_files
 from tether.tui.feed import Feed
 from tether.tui.handlers import run_command
+from tether.tui.notify import notification, notify_mode
 from tether.tui.opening import Factory, Opened
 from tether.tui.safety import (
     PLAN_APPROVED,
@@ -91,6 +97,7 @@ class TetherApp(App[int]):
         Binding("ctrl+home", "transcript_start", "first turn", show=False),
         Binding("ctrl+end", "transcript_end", "last turn", show=False),
         Binding("f2", "settings", "settings", show=False),
+        Binding("ctrl+v", "paste_image", "paste", priority=True, show=False),
         Binding("shift+tab", "next_mode", "mode", priority=True, show=False),
         Binding("ctrl+up", "focus_previous", "rows above", show=False),
     ]
@@ -110,6 +117,9 @@ class TetherApp(App[int]):
         self.worker: Worker[None] | None = None
         self.busy = False
         self.queued: list[UserRow] = []
+        self.attached: list[ImageBlock] = []
+        self.clipboard_image: Callable[[], ImageBlock | None] = clipboard_image
+        self.write_terminal: Callable[[str], None] = self._write_terminal
         self.feed = Feed(
             lambda: self.transcript,
             history=lambda: self.agent.history,
@@ -138,7 +148,7 @@ class TetherApp(App[int]):
         yield Transcript(id="transcript")
         yield TodoPanel(id="todo")
         yield CompletionList(id="completions")
-        yield PromptInput(complete=self.complete)
+        yield PromptInput(complete=self.complete, pasted=self.attach_pasted)
         yield StatusBar(id="status")
 
     @property
@@ -288,11 +298,17 @@ class TetherApp(App[int]):
             return
         too_large = input_overflow(text, self.agent.limits.context_window)
         if too_large is not None:
-            prompt = self.query_one(PromptInput)
-            if not prompt.text:  # kept in the editor: fix it or save it to a file
-                prompt.text = message.text
-                prompt.move_cursor(prompt.document.end)
+            self._keep(message.text)
             self.note(f"not sent: {too_large}")
+            return
+        try:
+            images = prompt_images(text, self.attached, self.agent.root)
+            refusal = image_refusal(self.agent.provider, len(images))
+            if refusal is not None or (images and self.busy):
+                raise ConfigError(refusal or "images go with a new prompt: wait until it is idle")
+        except ConfigError as exc:
+            self._keep(message.text)
+            self.note(f"not sent: {exc}")
             return
         await self.transcript.jump_end()
         if self.busy:
@@ -302,10 +318,28 @@ class TetherApp(App[int]):
             self.transcript.add(row)
             self.update_status()
             return
-        self.transcript.add(UserRow(text))
-        self.start_run(text)
+        self.attached = []
+        self.transcript.add(UserRow(text, images=[image_chip(i) for i in images]))
+        self.start_run(prompt_content(text, images))
 
-    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None:
+    def _keep(self, text: str) -> None:
+        """Put a prompt that was not sent back in the editor (unless something is typed)."""
+        prompt = self.query_one(PromptInput)
+        if not prompt.text:
+            prompt.text = text
+            prompt.move_cursor(prompt.document.end)
+
+    def attach_pasted(self, text: str) -> bool:
+        """A pasted image file path attaches the image (`tether.tui.attach`)."""
+        return attach_pasted(self, text, None if self.opened is None else self.agent.root)
+
+    async def action_paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image, else text (`tether.tui.attach.paste_image`)."""
+        await paste_image(self, PromptInput)
+
+    def start_run(
+        self, prompt: str | list[ContentBlock] | None, *, command: Command | None = None
+    ) -> None:
         """Run the agent on `prompt` as a worker (for a `/name` command: with its `model` and
         `allowed-tools` for this run)."""
         self.busy = True
@@ -313,7 +347,9 @@ class TetherApp(App[int]):
         work = self._run(prompt, command)
         self.worker = self.run_worker(work, group="agent", exit_on_error=False)
 
-    async def _run(self, prompt: str | None, command: Command | None = None) -> None:
+    async def _run(
+        self, prompt: str | list[ContentBlock] | None, command: Command | None = None
+    ) -> None:
         try:
             while True:
                 try:
@@ -339,6 +375,7 @@ class TetherApp(App[int]):
             self.feed.end_blocks()
             self.busy = False
             self.update_status()
+            self.alert("the run ended")
             plan, self._plan = self._plan, None
             if plan is not None and self.agent.plan_mode:
                 self.push_screen(PlanScreen(plan), callback=self._plan_done)
@@ -365,30 +402,14 @@ class TetherApp(App[int]):
             self.query_one(CompletionList).show(lines)
 
     def complete(self, text: str) -> str | None:
-        """Tab: complete a `/command` or the last `@path` word (inside the working folder)."""
-        if text.startswith("/") and " " not in text:
-            found = [n for n, _h, _d in self.command_table() if n.startswith(text)]
-            return _common(text, found)
-        head, _, word = text.rpartition(" ")
-        if not word.startswith("@") or self.opened is None:
-            return None
-        found = complete_path(word[1:], self._files())
-        done = _common(word[1:], found)
-        if done is None:
-            return None
-        return f"{head} @{done}" if head else f"@{done}"
+        """Tab: complete a `/command` or the last `@path` word (inside the working folder;
+        `tether.tui.commands.complete_prompt`)."""
+        names = [n for n, _h, _d in self.command_table()]
+        return complete_prompt(text, names, None if self.opened is None else self._files)
 
     def _files(self) -> list[str]:
         if self._paths is None:
-            root = self.agent.root
-            paths: list[str] = []
-            for folder, dirs, names in os.walk(root):
-                dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
-                rel = Path(folder).relative_to(root)
-                paths += [str(rel / n) if str(rel) != "." else n for n in names]
-                if len(paths) > 5000:
-                    break
-            self._paths = paths
+            self._paths = project_files(self.agent.root)
         return self._paths
 
     # -- commands ----------------------------------------------------------------------------
@@ -413,6 +434,7 @@ class TetherApp(App[int]):
             if not done.done():
                 done.set_result(decision or ApprovalDecision.deny())
 
+        self.alert(f"approve {request.call.name}?")
         self.push_screen(ApprovalScreen(request), callback=finish)
         return await done
 
@@ -424,8 +446,23 @@ class TetherApp(App[int]):
             if not done.done():
                 done.set_result(answers or [])
 
+        self.alert("a question is waiting for you")
         self.push_screen(QuestionScreen(questions), callback=finish)
         return await done
+
+    def alert(self, body: str) -> None:
+        """Notify the desktop (`tui.notify`: `tether.tui.notify`) when the terminal is not
+        focused (Textual's `app_focus`, from the terminal's focus reports)."""
+        if self.app_focus or self.opened is None:
+            return
+        mode = notify_mode(self.agent.config.tui.notify, os.environ)
+        if mode is not None:
+            self.write_terminal(notification(mode, "tether", body, os.environ))
+
+    def _write_terminal(self, text: str) -> None:
+        driver = self._driver  # the sequence goes out with the screen's own output
+        if driver is not None and not self.is_headless:
+            driver.write(text)
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -551,10 +588,3 @@ class TetherApp(App[int]):
             await self.opened.aclose()
         self.exit(0)
 
-
-def _common(prefix: str, found: Sequence[str]) -> str | None:
-    """The longest common prefix of `found` when it extends `prefix`, else None."""
-    if not found:
-        return None
-    common = os.path.commonprefix(list(found))  # noqa: RUF071 - text, not paths
-    return common if len(common) > len(prefix) or len(found) == 1 else None

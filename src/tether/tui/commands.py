@@ -8,8 +8,10 @@ Does not own: running a command (`tether.tui.app`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("/compact", "[focus]  summarize the session now, keeping the focus"),
@@ -27,6 +29,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/timeline", "tokens per request of this session, compactions and switches marked"),
     ("/settings", "the effective settings; change this session's (F2)"),
     ("/usage", "this session's tokens and cost"),
+    ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )
@@ -37,6 +40,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+Enter / Ctrl+J", "new line"),
     ("Up / Down", "previous / next prompt (on the first / last line)"),
     ("Tab", "complete a /command or an @path"),
+    ("Ctrl+V", "attach the clipboard's image (without one: paste text)"),
     ("Esc", "cancel the current request (the partial turn is saved)"),
     ("Esc Esc", "when idle: rewind to before a message (/rewind)"),
     ("Ctrl+K", "cancel the running tool call (it returns `cancelled`; the run goes on)"),
@@ -102,3 +106,41 @@ def context_bar(parts: Sequence[tuple[str, int]], window: int, width: int = 50) 
     for label, tokens in parts:
         lines.append(f"  {label[:1].upper()} {label:<18} {tokens:>8} tokens {tokens / window:6.1%}")
     return lines
+
+
+def complete_prompt(
+    text: str, commands: Sequence[str], files: Callable[[], Sequence[str]] | None
+) -> str | None:
+    """Tab in the prompt: `text` with a `/command` (of `commands`) or its last `@path` word (of
+    `files()`, paths relative to the working folder; None: no folder) completed as far as the
+    candidates agree, or None when nothing extends it."""
+    if text.startswith("/") and " " not in text:
+        return _common(text, [n for n in commands if n.startswith(text)])
+    head, _, word = text.rpartition(" ")
+    if not word.startswith("@") or files is None:
+        return None
+    done = _common(word[1:], complete_path(word[1:], files()))
+    if done is None:
+        return None
+    return f"{head} @{done}" if head else f"@{done}"
+
+
+def project_files(root: Path, cap: int = 5000) -> list[str]:
+    """The files below `root` as relative paths (hidden folders and `node_modules` skipped),
+    about `cap` at most: what `@path` completes from."""
+    paths: list[str] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
+        rel = Path(folder).relative_to(root)
+        paths += [str(rel / n) if str(rel) != "." else n for n in names]
+        if len(paths) > cap:
+            break
+    return paths
+
+
+def _common(prefix: str, found: Sequence[str]) -> str | None:
+    """The longest common prefix of `found` when it extends `prefix`, else None."""
+    if not found:
+        return None
+    common = os.path.commonprefix(list(found))  # noqa: RUF071 - text, not paths
+    return common if len(common) > len(prefix) or len(found) == 1 else None

@@ -12,10 +12,11 @@ Does not own: parsing and the command list (`tether.tui.commands`), the app.
 from __future__ import annotations
 
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent.approval import APPROVAL_MODES
-from tether.errors import ConfigError, RunError
+from tether.errors import ConfigError, RunError, SessionError
 from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
@@ -184,6 +185,8 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             if not app.busy:
                 app.transcript.add(UserRow(f"/{name} {arg}".rstrip()))
             run_user_command(app, app.opened.commands[name], arg)
+        elif name == "export":
+            _export(app, arg)
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
@@ -247,6 +250,44 @@ def _plan(app: CommandHost, arg: str) -> None:
             return
         app.transcript.add(UserRow(arg))
         app.start_run(arg)
+
+
+def _export(app: CommandHost, arg: str) -> None:
+    """`/export [md|html|jsonl] [FILE]`: the stored session written to FILE (default
+    `<session id>.<ext>` in the project folder; a relative FILE is relative to it; without a
+    format, the FILE's suffix picks it, else `html`), secrets masked as in tool output
+    (`Agent.redact`)."""
+    from tether.session.export import EXPORT_FORMATS, export_session
+
+    assert app.opened is not None
+    store, writer = app.opened.store, app.opened.writer
+    if store is None or writer is None:
+        app.note("/export: this session is not stored")
+        return
+    fmt: str | None = None
+    files: list[str] = []
+    for word in arg.split():
+        if fmt is None and word in EXPORT_FORMATS:
+            fmt = word
+        else:
+            files.append(word)
+    if len(files) > 1:
+        app.note(f"usage: /export [{'|'.join(EXPORT_FORMATS)}] [FILE]")
+        return
+    if fmt is None:  # from the file's suffix, else a page
+        suffix = Path(files[0]).suffix.lstrip(".") if files else ""
+        fmt = {"md": "md", "markdown": "md", "jsonl": "jsonl"}.get(suffix, "html")
+    assert fmt in EXPORT_FORMATS
+    root = app.agent.root
+    target = Path(files[0]).expanduser() if files else Path(f"{writer.id}.{fmt}")
+    target = target if target.is_absolute() else root / target
+    try:
+        text = export_session(store.load(writer.id), fmt, redact=app.agent.redact)
+        target.write_text(text, encoding="utf-8")
+    except (OSError, SessionError) as exc:
+        app.note(f"/export: {exc}")
+        return
+    app.note(f"exported {writer.id} as {fmt} to {target}")
 
 
 async def _compact(app: CommandHost, focus: str | None) -> None:

@@ -21,7 +21,15 @@ from typing import Any
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, Turn
+from tether.messages import (
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.tui.attach import image_chip
 from tether.tui.widgets import AssistantRow, MarkerRow, ThinkingRow, ToolRow, UserRow
 from tether.wire.markers import is_marker
 
@@ -47,13 +55,18 @@ def _tool_row(block: ToolCallBlock, result: ToolResultBlock | None) -> ToolRow:
 
 
 def history_rows(history: Sequence[Turn]) -> list[RowMaker]:
-    """One maker per row of a stored `history`, oldest first: user and assistant text,
-    thinking, tool calls (finished with their results), compaction markers."""
+    """One maker per row of a stored `history`, oldest first: user and assistant text (a user
+    turn with images: one row, its images as chips), thinking, tool calls (finished with their
+    results), compaction markers."""
     results = {r.tool_call_id: r for turn in history for r in turn.tool_results}
     makers: list[RowMaker] = []
     for turn in history:
         if is_marker(turn):
             makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
+            continue
+        images = [image_chip(b) for b in turn.content if isinstance(b, ImageBlock)]
+        if turn.role == "user" and images:  # the text and its image chips in one row
+            makers.append(partial(UserRow, turn.text, images=images))
             continue
         for block in turn.content:
             if isinstance(block, TextBlock) and block.text.strip():

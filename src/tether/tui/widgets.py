@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +73,25 @@ class UserRow(Static):
     UserRow.queued { color: $text-muted; border-left: thick $warning; }
     """
 
-    def __init__(self, text: str, *, queued: bool = False) -> None:
-        super().__init__(Text(text + ("  (queued)" if queued else "")))
+    def __init__(
+        self, text: str, *, queued: bool = False, images: Sequence[str] = ()
+    ) -> None:
         self.text = text
+        self.images = tuple(images)
+        super().__init__(self._body(queued))
         if queued:
             self.add_class("queued")
+
+    def _body(self, queued: bool) -> Text:
+        body = Text(self.text + ("  (queued)" if queued else ""))
+        if self.images:  # the image chips, on a line of their own
+            body.append(("\n" if self.text else "") + "  ".join(self.images), style="bold")
+        return body
 
     def sent(self) -> None:
         """The queued message was injected."""
         self.remove_class("queued")
-        self.update(Text(self.text))
+        self.update(self._body(False))
 
 
 def wrap_lines(text: str, width: int, base: int = 0) -> list[tuple[int, str]]:
@@ -399,11 +408,23 @@ class PromptInput(TextArea):
             super().__init__()
             self.text = text
 
-    def __init__(self, complete: Callable[[str], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        complete: Callable[[str], str | None] | None = None,
+        pasted: Callable[[str], bool] | None = None,
+    ) -> None:
         super().__init__(id="prompt", soft_wrap=True, show_line_numbers=False)
         self.prompts: list[str] = []
         self._at: int | None = None
         self._complete = complete
+        self._pasted = pasted
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A paste `pasted` takes (an image file's path: attached) is not inserted; any other
+        goes on to TextArea's handler (Textual dispatches along the class hierarchy)."""
+        if self._pasted is not None and self._pasted(event.text):
+            event.prevent_default()
+            event.stop()
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key

@@ -219,13 +219,15 @@ class LocalProvider:
 
     @property
     def info(self) -> ModelInfo:
-        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill);
-        it takes the system prompt's facts in their compact form."""
+        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill;
+        the embedded models read text only); it takes the system prompt's facts in their
+        compact form."""
         return ModelInfo(
             context_window=self.n_ctx,
             max_output_tokens=self.max_output_tokens,
             source="provider",
             compact_prompt=True,
+            image_input=False,
         )
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:

@@ -1,0 +1,119 @@
+"""`tether run`'s output formats (`run.output_format` in the config, `--output-format`): what
+a script reads on stdout.
+
+    stream-json   one JSON event per line as the run goes (the default; `tether.agent.events`)
+    json          one JSON object when the run ends: answer, session id, usage, cost, stop
+                  reason, turns, exit code (and the error, when the run failed)
+    text          the answer's text only
+
+Owns: `OutputSink` (the host's `on_event` for each format, and what it prints when the run
+ends). Diagnostics stay on stderr in every format.
+Does not own: the field (`tether.settings.model.RunSettings.output_format`), the events
+(`tether.agent.events`), exit codes (`tether.cli.run`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from typing import TYPE_CHECKING, Any, get_args
+
+from tether.cli.output import EventWriter
+from tether.settings.model import OutputFormat
+
+if TYPE_CHECKING:
+    from tether.agent.events import AgentEvent, DoneEvent
+    from tether.messages import Usage
+
+OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
+"""The formats, in the order the usage line names them."""
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+
+
+class OutputSink:
+    """Takes the run's events (`__call__`, the host's `on_event`) and prints them as its format
+    says: each as it comes (`stream-json`), or one result when the run ended (`finish`).
+
+    The format is known once the config is (`use`, after the settings files are read); events
+    that come before it are held, then written if the format turns out to be `stream-json`.
+
+    Args:
+        fmt: the format, or None until `use` is called (`finish` falls back to `stream-json`).
+
+    Attributes:
+        cost_usd: the run's cost in USD (set by the caller before `finish`; None: unknown).
+        session_id: the session's id (from the events, or set by the caller).
+    """
+
+    def __init__(self, fmt: OutputFormat | None = None) -> None:
+        self.fmt: OutputFormat | None = fmt
+        self.done: DoneEvent | None = None
+        self.error: str | None = None
+        self.session_id: str | None = None
+        self.cost_usd: float | None = None
+        self._held: list[AgentEvent] = []
+        self._events = EventWriter()
+
+    def use(self, fmt: OutputFormat) -> None:
+        """Fix the format; held events are written now when it is `stream-json`."""
+        self.fmt = fmt
+        held, self._held = self._held, []
+        if fmt == "stream-json":
+            for event in held:
+                self._events(event)
+
+    def __call__(self, event: AgentEvent) -> None:
+        from tether.agent.events import DoneEvent, ErrorEvent, SessionStartEvent
+
+        if isinstance(event, DoneEvent):
+            self.done = event
+        elif isinstance(event, ErrorEvent):
+            self.error = f"{event.kind}: {event.message}"
+        elif isinstance(event, SessionStartEvent):
+            self.session_id = event.session_id
+        if self.fmt is None:
+            self._held.append(event)
+        elif self.fmt == "stream-json":
+            self._events(event)
+
+    def result(self, exit_code: int) -> dict[str, Any]:
+        """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",
+        "cost_usd", "stop_reason", "turns", "exit_code", "error"}` (`answer` null when the run
+        gave none, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
+        done = self.done
+        return {
+            "type": "result",
+            "answer": done.text if done is not None and done.message is not None else None,
+            "session_id": self.session_id or (done.session_id if done else None),
+            "usage": _usage_dict(done.usage) if done is not None else None,
+            "cost_usd": self.cost_usd,
+            "stop_reason": done.stop_reason if done is not None else "error",
+            "turns": done.turns if done is not None else 0,
+            "exit_code": exit_code,
+            "error": self.error,
+        }
+
+    def finish(self, exit_code: int) -> None:
+        """Print what the format prints at the end: the result object (`json`), the answer
+        and a newline (`text`; nothing without an answer), nothing (`stream-json`)."""
+        if self.fmt is None:
+            self.use("stream-json")
+        if self.fmt == "json":
+            self._write(json.dumps(self.result(exit_code), ensure_ascii=False) + "\n")
+        elif self.fmt == "text" and self.done is not None and self.done.text:
+            text = self.done.text
+            self._write(text if text.endswith("\n") else text + "\n")
+
+    def _write(self, text: str) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone: nothing to do
+            sys.stdout.write(text)
+            sys.stdout.flush()

@@ -1,0 +1,212 @@
+"""`tether run --image FILE`, `@shot.png` in the prompt, and `--output-format`, in process
+against the loopback fault server: what reaches the provider, what the session file holds, and
+what a script reads on stdout."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from kit.cli import Completed, run_cli
+from kit.events import jsonl
+from kit.faultserver import FaultServer, status, text
+from tether.session import SessionStore
+
+JSON = ("--output-format", "json")
+
+
+def png(path: Path, size: tuple[int, int] = (40, 30), color: str = "red") -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "PNG")
+    path.write_bytes(buf.getvalue())
+    return buf.getvalue()
+
+
+def run(server: FaultServer, home: Path, work: Path, *args: str, model: str = "openai/m") -> Completed:
+    return run_cli(
+        ["run", "--model", model, "--base-url", server.openai_url, "--session", "s1", *args],
+        home,
+        cwd=work,
+    )
+
+
+def image_urls(body: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for msg in body["messages"]:
+        content = msg.get("content")
+        if isinstance(content, list):
+            out += [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+    return out
+
+
+def test_image_flag_reaches_the_provider_as_png_and_the_session_keeps_a_file(
+    tmp_path: Path,
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    raw = png(work / "shot.png")
+    with FaultServer([text("a red square")]) as server:
+        proc = run(server, home, work, "--image", "shot.png", "what is this?")
+        (req,) = server.requests
+    assert proc.returncode == 0, proc.stderr
+    (url,) = image_urls(req["body"])
+    assert url == "data:image/png;base64," + base64.b64encode(raw).decode()  # as it was
+    line = next(
+        json.loads(x)
+        for x in (home / "sessions" / "s1.jsonl").read_text().splitlines()
+        if '"role":"user"' in x
+    )
+    image = line["turn"]["content"][1]
+    assert image["data"] == "" and image["file"].startswith("s1/images/")
+    assert (home / "sessions" / image["file"]).read_bytes() == raw
+    loaded = SessionStore(home / "sessions").load("s1")
+    assert loaded.turns[0].content[1].data == base64.b64encode(raw).decode()  # type: ignore[union-attr]
+
+
+def test_a_mentioned_image_is_attached_and_other_at_words_are_not(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    (work / "ui").mkdir(parents=True)
+    png(work / "ui" / "login.png")
+    with FaultServer([text("ok")]) as server:
+        proc = run(server, home, work, "mail @alice: see @ui/login.png, and @setup.py")
+        (req,) = server.requests
+    assert proc.returncode == 0, proc.stderr
+    assert len(image_urls(req["body"])) == 1
+    user = next(m for m in req["body"]["messages"] if m["role"] == "user")
+    assert "@ui/login.png" in user["content"][0]["text"]  # the mention stays in the text
+
+
+def test_a_missing_or_non_image_file_is_one_line_exit_1_and_nothing_is_sent(
+    tmp_path: Path,
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    (work / "notes.png").write_text("not an image")
+    with FaultServer([]) as server:
+        missing = run(server, home, work, "--image", "gone.png", "hi")
+        bad = run(server, home, work, "look at @notes.png")
+        assert server.requests == []
+    assert missing.returncode == 1 and bad.returncode == 1
+    assert missing.stderr.strip() == "tether: gone.png: no such file"
+    assert bad.stderr.strip().startswith("tether: notes.png: not a readable image")
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert not (home / "sessions" / "s1.jsonl").exists()
+
+
+def test_a_model_known_to_read_text_only_is_refused_before_anything_is_sent(
+    tmp_path: Path,
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    png(work / "shot.png")
+    with FaultServer([]) as server:
+        proc = run(server, home, work, "--image", "shot.png", "hi", model="openai/gpt-3.5-turbo")
+        assert server.requests == []
+    assert proc.returncode == 1
+    assert "does not take images" in proc.stderr
+    assert not (home / "sessions" / "s1.jsonl").exists()
+
+
+def test_an_unknown_model_is_assumed_to_take_images(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    png(work / "shot.png")
+    with FaultServer([text("ok")]) as server:
+        proc = run(server, home, work, "-i", "shot.png", "hi", model="openai/some-new-model")
+        assert len(server.requests) == 1
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_output_format_json_is_one_object_with_the_result(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    with FaultServer([text("forty-two")]) as server:
+        proc = run(server, home, work, "--output-format", "json", "the answer?")
+    assert proc.returncode == 0, proc.stderr
+    (out,) = jsonl(proc.stdout)
+    assert out["type"] == "result"
+    assert out["answer"] == "forty-two"
+    assert out["session_id"] == "s1"
+    assert out["stop_reason"] == "end_turn"
+    assert out["exit_code"] == 0 and out["error"] is None
+    assert set(out["usage"]) == {
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    }
+
+
+def test_output_format_json_reports_a_failed_run_with_its_exit_code(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    with FaultServer([status(401)]) as server:
+        proc = run(server, home, work, "--output-format", "json", "hi")
+    assert proc.returncode == 2
+    (out,) = jsonl(proc.stdout)
+    assert out["exit_code"] == 2 and out["answer"] is None
+    assert out["error"].startswith("auth:")
+
+
+def test_output_format_json_names_a_refusal_before_the_run(tmp_path: Path) -> None:
+    """A run refused before anything is sent (a text-only model given an image) still prints
+    its one object, with the reason."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    png(work / "shot.png")
+    with FaultServer([]) as server:
+        proc = run(server, home, work, *JSON, "-i", "shot.png", "hi", model="openai/gpt-4")
+    (out,) = jsonl(proc.stdout)
+    assert out["exit_code"] == 1 and out["stop_reason"] == "error"
+    assert out["error"].startswith("usage: model openai/gpt-4 does not take images")
+
+
+def test_output_format_text_is_the_answer_only(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    with FaultServer([text("just this")]) as server:
+        proc = run(server, home, work, "--output-format", "text", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "just this\n"
+
+
+def test_an_unknown_output_format_is_one_line_exit_1(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    with FaultServer([]) as server:
+        proc = run(server, home, work, "--output-format", "yaml", "hi")
+        assert server.requests == []
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "tether: --output-format 'yaml': give one of stream-json, json, text"
+    )
+
+
+def test_output_format_is_a_setting_and_the_flag_wins(tmp_path: Path) -> None:
+    """`run.output_format` in a settings file picks the format; `--output-format` overrides it."""
+    home, work, config = tmp_path / "home", tmp_path / "work", tmp_path / "config"
+    work.mkdir()
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps({"run": {"output_format": "text"}}))
+    with FaultServer([text("from the setting"), text("from the flag")]) as server:
+        by_setting = run_cli(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url, "hi"],
+            home,
+            cwd=work,
+            TETHER_CONFIG_DIR=str(config),
+        )
+        by_flag = run_cli(
+            [*("run", "--model", "openai/m", "--base-url", server.openai_url), *JSON, "hi"],
+            home,
+            cwd=work,
+            TETHER_CONFIG_DIR=str(config),
+        )
+    assert by_setting.returncode == 0, by_setting.stderr
+    assert by_setting.stdout == "from the setting\n"
+    (out,) = jsonl(by_flag.stdout)
+    assert out["answer"] == "from the flag"
