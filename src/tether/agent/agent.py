@@ -41,6 +41,7 @@ from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.builtin.question import question
+from tether.tools.builtin.web import web_fetch
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 
@@ -172,11 +173,11 @@ class Agent:
         (`tether.settings`; the project's files only once approved, `tether trust`: else a
         `warning` event `untrusted_project`), the built-in tools plus the tool folders and the
         `task` tool (unless `agents.task_tool` is off), the `question` tool when the host can
-        ask (`host.questions`), the credentials of the chain's providers (redacted from tool
-        output), automatic compaction, and tether's default system prompt over the session's
-        facts (`tether.agent.prompting`: the environment, the instruction files, the skills
-        listing and the `skill` tool; a resumed session's stored facts, else new ones
-        recorded when its file opens).
+        ask (`host.questions`), `web_fetch` (unless `tools.web.fetch` is off), the credentials
+        of the chain's providers (redacted from tool output), automatic compaction, and
+        tether's default system prompt over the session's facts (`tether.agent.prompting`: the
+        environment, the instruction files, the skills listing and the `skill` tool; a resumed
+        session's stored facts, else new ones recorded when its file opens).
 
         Args:
             cwd: the project folder (settings, tool folders; the tools' working folder).
@@ -214,6 +215,8 @@ class Agent:
         with_task_tool(tools, cfg.agents, say)
         if host.questions is not None and not any(t.name == question.name for t in tools):
             tools.append(question)
+        if cfg.tools.web.fetch and not any(t.name == web_fetch.name for t in tools):
+            tools.append(web_fetch)
         if only_tools is not None:
             tools = [t for t in tools if t.name in only_tools]
         agent = cls(

@@ -51,6 +51,7 @@ from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.exec.hygiene import Hygiene, HygieneConfig
 from tether.tools.exec.persist import OutputLimits
+from tether.tools.fetch import WebPolicy
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing, tracing_for
 from tether.wire import Repair, ViewBuilder
@@ -382,6 +383,7 @@ def assemble(
         network=config.tools.network,
         limits=limits_for(config.tools),
         spawn=spawn,
+        web=WebPolicy.of(config.tools.web),
     )
     hook_runner = HookRunner(
         library=hooks,

@@ -266,6 +266,14 @@ def run(
 
 
 @app.command()
+def acp(model: ModelOption = None) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
+    from tether.acp.server import serve
+
+    raise typer.Exit(serve(model=model))
+
+
+@app.command()
 def compact(
     session_id: Annotated[str, typer.Argument(help="The stored session to compact.")],
     focus: Annotated[str | None, typer.Option(help="What the summary must keep.")] = None,

@@ -118,6 +118,33 @@ class RetrySettings(_Section):
     max_s: Duration = Field(default=30.0, alias="max")
 
 
+class WebSettings(_Section):
+    """`tools.web`: the `web_fetch` tool (`tether.tools.builtin.web`).
+
+    Attributes:
+        fetch: offer `web_fetch` to the agent `tether run` builds.
+        allow_private: let it reach private, loopback, link-local and other non-global
+            addresses (off: every address a host resolves to is checked, at each redirect hop,
+            and one such address refuses the fetch; the server-side request forgery guard).
+        allowed_domains: when not empty, only these hosts and their subdomains are fetched
+            (`example.com` also allows `docs.example.com`).
+        denied_domains: these hosts and their subdomains are refused (checked before
+            `allowed_domains`).
+        timeout_s: the time limit of each request (connect and each read), seconds (JSON key
+            `timeout`).
+        max_bytes: the most bytes of a body read; a longer page is cut there (noted).
+        max_redirects: redirects followed per fetch; one more is an error.
+    """
+
+    fetch: bool = True
+    allow_private: bool = False
+    allowed_domains: list[str] = Field(default_factory=list[str])
+    denied_domains: list[str] = Field(default_factory=list[str])
+    timeout_s: Duration = Field(default=30.0, alias="timeout", gt=0)
+    max_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
+    max_redirects: int = Field(default=5, ge=0)
+
+
 class ToolsSettings(_Section):
     """`tools`: limits and policy for tool calls.
 
@@ -154,6 +181,7 @@ class ToolsSettings(_Section):
             (every non-safe call), `auto-edit` (file edits run, the rest is asked),
             `read-only` (safe mode), `auto` (nothing asked). Only a host with an approver
             (the TUI, `Agent(approver=...)`) asks; headless, `ask` runs calls unasked.
+        web: the `web_fetch` tool's policy (`WebSettings`).
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
@@ -171,6 +199,7 @@ class ToolsSettings(_Section):
     max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
     sandbox: SandboxKind = "auto"
     approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
+    web: WebSettings = Field(default_factory=WebSettings)
 
 
 class ModelWindow(_Section):

@@ -9,7 +9,8 @@ Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subp
 
 Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
-                questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn)
+                questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn,
+                web: WebPolicy | None)
     ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display,
                raw: bytes | None)
 """
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from tether.sandbox.base import Sandbox
     from tether.sandbox.limits import ResourceLimits
     from tether.sandbox.policy import PathPolicy
+    from tether.tools.fetch import WebPolicy
 
 Wrap = Callable[[list[str]], list[str]]
 """Rewrites a subprocess argv before it starts (e.g. an OS sandbox's `Sandbox.wrap`)."""
@@ -154,6 +156,8 @@ class ToolContext:
         call_id: the id of the tool call being run (set per call by the loop), or None.
         spawn: runs a subagent for the `task` tool (`tether.agent.subagents`; set by the
             agent), or None.
+        web: what `web_fetch` may reach (`tether.tools.fetch.WebPolicy`, from `tools.web`);
+            None: the defaults (private addresses refused).
     """
 
     root: Path
@@ -168,6 +172,7 @@ class ToolContext:
     limits: ResourceLimits | None = None
     call_id: str | None = None
     spawn: Spawner | None = field(default=None, repr=False, compare=False)
+    web: WebPolicy | None = None
 
     @classmethod
     def create(

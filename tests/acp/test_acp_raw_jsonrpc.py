@@ -1,0 +1,142 @@
+"""`tether acp` driven by a plain JSON-RPC client over stdio (no SDK on the client side):
+initialize → session/new → a prompt with a tool call and a permission request → a prompt
+cancelled while it asks → session/load. Every stdout line must be a JSON-RPC message valid
+against the SDK's schema (stdout carries protocol only)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+from kit.acp import Project, SchemaLog
+
+
+class RawClient:
+    """Newline-delimited JSON-RPC over a child's stdin/stdout; `on_request` answers the
+    agent's requests (permission prompts)."""
+
+    def __init__(self, proc: subprocess.Popen[str], log: SchemaLog) -> None:
+        self.proc = proc
+        self.log = log
+        self.next_id = 0
+        self.on_request: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda m: None
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.log.check("out", message)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "tether acp closed stdout before answering"
+            message = json.loads(line)  # a line that is not JSON fails the test
+            self.log.check("in", message)
+            if "method" in message and "id" in message:
+                answer = self.on_request(message)
+                if answer is not None:
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": answer})
+            elif message.get("id") == rid and "method" not in message:
+                return message["result"]
+
+
+def _start(project: Project) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        project.argv(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=project.env(),
+        cwd=project.work,
+    )
+
+
+def test_raw_jsonrpc_new_prompt_permission_cancel_load(project: Project) -> None:
+    log = SchemaLog()
+    with _start(project) as proc:
+        client = RawClient(proc, log)
+        init = client.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert init["agentCapabilities"]["loadSession"] is True
+        assert init["agentCapabilities"]["promptCapabilities"]["image"] is True
+        sid = client.request("session/new", {"cwd": str(project.work), "mcpServers": []})[
+            "sessionId"
+        ]
+
+        asked: list[dict[str, Any]] = []
+
+        def allow(message: dict[str, Any]) -> dict[str, Any]:
+            asked.append(message["params"])
+            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+        client.on_request = allow
+        first = client.request(
+            "session/prompt",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": "write hello.txt"}]},
+        )
+        assert first == {"stopReason": "end_turn"}
+        assert (project.work / "hello.txt").read_text() == "hi there\n"
+        assert asked[0]["toolCall"]["kind"] == "edit"
+        updates = log.updates()
+        call = next(u for u in updates if u["sessionUpdate"] == "tool_call")
+        assert call["content"][0] == {
+            "type": "diff",
+            "path": str(project.work / "hello.txt"),
+            "newText": "hi there\n",
+        }
+        assert call["status"] == "pending" and call["rawInput"]["path"] == "hello.txt"
+        # the tool_call went out before the permission request about it
+        order = [m.get("method") for d, m in log.messages if d == "in" and m.get("method")]
+        assert order.index("session/request_permission") > next(
+            i
+            for i, (d, m) in enumerate(
+                (d, m) for d, m in log.messages if d == "in" and m.get("method")
+            )
+            if m["params"].get("update", {}).get("sessionUpdate") == "tool_call"
+        )
+
+        def cancel(message: dict[str, Any]) -> dict[str, Any]:
+            client.notify("session/cancel", {"sessionId": sid})
+            return {"outcome": {"outcome": "cancelled"}}
+
+        client.on_request = cancel
+        second = client.request(
+            "session/prompt",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": "now never.txt"}]},
+        )
+        assert second == {"stopReason": "cancelled"}
+        assert not (project.work / "never.txt").exists()
+        _finish(proc)
+
+    with _start(project) as reload:
+        client = RawClient(reload, log)
+        client.request("initialize", {"protocolVersion": 1})
+        before = len(log.updates())
+        loaded = client.request(
+            "session/load", {"sessionId": sid, "cwd": str(project.work), "mcpServers": []}
+        )
+        assert loaded["modes"]["currentModeId"] == "ask"
+        replayed = log.updates()[before:]
+        kinds = [u["sessionUpdate"] for u in replayed]
+        assert kinds.count("user_message_chunk") == 2
+        assert kinds.count("tool_call") == 2
+        statuses = [u["status"] for u in replayed if u["sessionUpdate"] == "tool_call_update"]
+        assert statuses == ["completed", "failed"]
+        _finish(reload)
+
+
+def _finish(proc: subprocess.Popen[str]) -> None:
+    """Close the client's end: the agent exits 0 once its stdin ends."""
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
