@@ -371,11 +371,11 @@ def mcp_server_settings(
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The client's MCP servers as `mcp.servers.<name>` settings values, and a note per server
     left out (SSE servers: tether speaks stdio and streamable HTTP). Names are cut to letters,
-    digits, `_` and `-`."""
+    digits, `_` and `-`, starting with a letter or digit (the settings' rule)."""
     out: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     for server in servers:
-        name = _NAME_RX.sub("_", str(getattr(server, "name", "server"))).strip("_") or "server"
+        name = _NAME_RX.sub("_", str(getattr(server, "name", "server"))).strip("_-") or "server"
         if isinstance(server, McpServerStdio):
             out[name] = {
                 "command": server.command,
