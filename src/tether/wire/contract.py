@@ -240,6 +240,12 @@ def chat_problems(messages: Sequence[Any], *, own_ids: frozenset[str] = frozense
             calls = _items(m.get("tool_calls"))
             if content is None and not calls:
                 problems.append(f"message {i}: assistant message without content or tool_calls")
+            elif content is None:
+                problems.append(
+                    f"message {i}: assistant content is null beside tool_calls (OpenAI accepts "
+                    'it, llama-cpp-python\'s server answers HTTP 500: send "")'
+                )
+            in_message: set[str] = set()
             for c in calls:
                 cid = c.get("id")
                 if not isinstance(cid, str) or not (1 <= len(cid) <= 40 or cid in own_ids):
