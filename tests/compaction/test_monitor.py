@@ -449,3 +449,22 @@ def test_measured_pressure_is_last_call_plus_appended_estimate(
     assert d.pressure.source == "measured"
     assert d.pressure.tokens == occupied_tokens(u) + estimate_tokens(appended)
     assert (view, appended) == before, "the input was mutated"
+
+
+def test_a_reply_without_usage_still_counts_as_a_request() -> None:
+    """A provider that reports no usage (llama-cpp-python's server): the request after a
+    compaction still ends the compaction's probation, so a later runaway gets a compaction
+    first instead of a refusal, and the pressure stays the estimate (marked approximate)."""
+    from tether.agent.context import AutoCompaction
+    from tether.agent.state import SentView
+
+    mon = ContextMonitor(LIMITS)
+    auto = AutoCompaction(mon)
+    mon.check([tok("u", 9_500)])
+    mon.compacted([tok("s", 1_000)])  # below the trigger
+    reply = tok("a", 10, "assistant")
+    auto.after_request(reply, SentView(1, mon.generation))
+    d = mon.check([tok("s", 1_000), reply, tok("r", 8_500)])
+    assert d.compact and d.runaway is None
+    assert d.pressure.source == "estimated" and d.pressure.is_approximate
+

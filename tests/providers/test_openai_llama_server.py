@@ -8,6 +8,7 @@ interpreter with `llama_cpp` is available (this interpreter, or the project's `.
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -173,3 +174,31 @@ async def test_a_history_with_tool_calls_is_accepted(llama_server: str) -> None:
     assert result.assembler.error is None, result.assembler.error
     assert result.assembler.done is not None
 
+
+def test_tether_run_says_usage_was_not_reported(llama_server: str, tmp_path: Path) -> None:
+    """The server sends no usage: `tether run` says so instead of `in 0 / 0 out`."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "run",
+            "--model",
+            "openai/smollm2",
+            "--base-url",
+            llama_server,
+            "--no-session",
+            "Say hello.",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+            "TETHER_HOME": str(tmp_path / "home"),
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage: not reported by the provider" in done.stderr
+    assert "in 0 / 0 out" not in done.stderr

@@ -125,15 +125,15 @@ class AutoCompaction:
         return None
 
     def after_request(self, turn: Turn, sent: SentView) -> None:
-        """Feed the request's measured usage to the monitor; `sent` is the view it measured
-        (the one the answering provider was sent)."""
-        if turn.usage is not None:
-            self.monitor.observe(
-                view_len=sent.turns,
-                usage=turn.usage,
-                assistant_turn_id=turn.id,
-                generation=sent.generation,
-            )
+        """Tell the monitor a request was answered, with the usage it reported (None when the
+        provider reported none: the pressure stays an estimate); `sent` is the view it
+        measured (the one the answering provider was sent)."""
+        self.monitor.observe(
+            view_len=sent.turns,
+            usage=turn.usage,
+            assistant_turn_id=turn.id,
+            generation=sent.generation,
+        )
 
     async def on_overflow(self, message: str, parts: RunParts, state: RunState) -> bool:
         """The provider said the request was too long: learn the window, compact. Returns True

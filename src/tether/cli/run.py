@@ -38,7 +38,7 @@ from tether.cli.output import (
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
@@ -123,7 +123,7 @@ def run_command(opts: RunOptions) -> int:
         return EXIT_USAGE
     finally:
         ran = agent.history[start:]
-        err(f"usage: {usage_line(turns_usage(ran), turns_cost_usd(ran))}")
+        err(f"usage: {turns_usage_line(ran)}")
         if writer is not None:
             try:
                 writer.sync()  # the run's turns and saved outputs survive an OS crash too

@@ -338,13 +338,20 @@ class ContextMonitor:
     # -- events from the loop --------------------------------------------------------------
 
     def observe(
-        self, *, view_len: int, usage: Usage, assistant_turn_id: str, generation: int
+        self, *, view_len: int, usage: Usage | None, assistant_turn_id: str, generation: int
     ) -> None:
-        """Record the provider usage of one completed request.
+        """Record one completed request and the provider usage it reported.
+
+        Call it after every request that got a reply, also when the reply carried no usage
+        (llama-cpp-python's server sends none): the request still counts as sent (a skipped
+        compaction, the end of a compaction's probation), while the pressure stays the
+        estimate (`Pressure.is_approximate`) and the calibration offset is left as it was.
 
         Args:
             view_len: the number of turns in the wire view the request carried.
-            usage: the normalized usage of that request (`Usage.prompt_tokens` + output).
+            usage: the normalized usage of that request (`Usage.prompt_tokens` + output), or
+                None when the provider reported none (a usage with no prompt tokens counts
+                as none).
             assistant_turn_id: the id of the reply turn, whose cost is the usage's output.
             generation: `self.generation` when the request's view was built. Usage from an
                 older generation (built before the latest compaction) is ignored (a stale
@@ -367,7 +374,7 @@ class ContextMonitor:
         if self._awaiting_ok and self._last_compaction_ok:
             self._failed_in_row = 0
         self._awaiting_ok = False
-        if usage.prompt_tokens <= 0:
+        if usage is None or usage.prompt_tokens <= 0:
             return  # the provider reported no usage: nothing measured
         self._measurement = _Measurement(
             generation=generation,

@@ -33,7 +33,7 @@ from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
 from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import turns_usage_line
 from tether.tools.context import Answer, QuestionSpec
 from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
@@ -199,7 +199,7 @@ class TetherApp(App[int]):
         agent = self.opened.agent
         ratio, approx = self._pressure()
         history = agent.history
-        usage = usage_line(turns_usage(history), turns_cost_usd(history))
+        usage = turns_usage_line(history)
         mode = "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
         busy = " · working" if self.busy else ""
         queued = f" · {len(self.queued)} queued" if self.queued else ""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent.approval import APPROVAL_MODES
 from tether.errors import ConfigError, RunError
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
 
@@ -139,7 +139,7 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             await _session_command(app, name, arg)
         elif name == "usage":
             history = agent.history
-            app.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
+            app.note(f"usage: {turns_usage_line(history)}")
         elif name == "context":
             app.push_screen(ContextScreen(context_rows_of(agent), agent.limits.context_window))
         elif name == "timeline":
