@@ -427,11 +427,17 @@ def _prefill(provider: Provider) -> bool:
     return info is not None and info.supports_prefill
 
 
+def _vendor(provider: Provider) -> bool:
+    info = info_of(provider)
+    return info is not None and info.vendor_endpoint
+
+
 def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBuilder, ...]:
     return tuple(
         ViewBuilder(
             p.target,
             route=provenance_of(p),
+            vendor_endpoint=_vendor(p),
             supports_prefill=_prefill(p),
             on_repair=repairs,
             # Within a run only the loop appends to the history; `run()` resets the builders

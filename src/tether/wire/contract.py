@@ -214,7 +214,8 @@ def chat_problems(messages: Sequence[Any], *, own_ids: frozenset[str] = frozense
     each 'tool_call_id'", "Invalid 'messages[N].tool_calls[0].id': string too long. Expected a
     string with maximum length 40", "[] is too short - 'messages'"). `own_ids`: ids the
     server itself issued (an OpenAI-compatible server accepts its own ids, whatever their
-    length)."""
+    length, and may repeat them in a later message: Kimi K2 numbers its calls
+    `functions.<name>:<k>` per turn)."""
     problems = conversation_problems([m.get("role", "") for m in messages])
     pending: set[str] = set()
     after_calls = False  # the previous message is an assistant with calls or a tool message
@@ -250,10 +251,11 @@ def chat_problems(messages: Sequence[Any], *, own_ids: frozenset[str] = frozense
                 cid = c.get("id")
                 if not isinstance(cid, str) or not (1 <= len(cid) <= 40 or cid in own_ids):
                     problems.append(f"message {i}: tool_calls id {cid!r} invalid (1..40 chars)")
-                elif cid in ids:
+                elif cid in in_message or (cid in ids and cid not in own_ids):
                     problems.append(f"message {i}: duplicate tool call id {cid!r}")
                 else:
                     ids.add(cid)
+                    in_message.add(cid)
                     pending.add(cid)
                 try:
                     args = json.loads(c["function"]["arguments"])
