@@ -230,7 +230,11 @@ async def _request(
     sent: list[SentView] = []  # the view of the last request built: the one that answered
 
     def request_for(i: int, provider: Provider) -> ModelRequest:
-        shaped = parts.hooks.transform(parts.shape(parts.views[i].view(state.history)))
+        views = parts.views[i]
+        built = views.view(state.history)
+        shaped = parts.hooks.transform(parts.shape(built))
+        if shaped is not built:  # a hook or the tail strategy changed it: repair it again
+            shaped = views.repaired(shaped)
         sent.append(SentView(len(shaped), compaction.monitor.generation if compaction else 0))
         return ModelRequest(
             model=provider.model,

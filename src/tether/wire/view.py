@@ -127,6 +127,22 @@ class ViewBuilder:
         self._pairing = Pairing(self._reporter)
         self._view: tuple[Turn, ...] = self._finish()  # of no turns: not empty (`tail`)
 
+    def repaired(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+        """`build_view(turns, ...)` with this builder's options, not incremental and without
+        touching its state: for a built view something changed afterwards (a
+        `transform_context` hook, the wire-only tail strategy), so what is sent still meets
+        the contract (every call answered right after it, a user-terminated tail, ids the
+        target accepts). Returns `turns` itself (as a tuple) when they are a valid view."""
+        return build_view(
+            turns,
+            self.target,
+            supports_prefill=self.supports_prefill,
+            route=self.route,
+            vendor_endpoint=self.vendor_endpoint,
+            on_repair=self._reporter.hook,
+            strict=self._reporter.strict,
+        )
+
     def reset(self) -> None:
         """Forget everything; the next `view()` does a full build."""
         self._live = LiveTurns()
