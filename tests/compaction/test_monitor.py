@@ -468,3 +468,17 @@ def test_a_reply_without_usage_still_counts_as_a_request() -> None:
     assert d.compact and d.runaway is None
     assert d.pressure.source == "estimated" and d.pressure.is_approximate
 
+
+def test_a_guessed_window_makes_the_pressure_approximate() -> None:
+    """A model tether does not know gets a fallback window: even a measured figure is then no
+    exact share of the real window (the gauge shows `~`)."""
+    guessed = ModelLimits(context_window=10_000, max_output_tokens=0, source="default")
+    for limits, approximate in ((LIMITS, False), (guessed, True)):
+        mon = ContextMonitor(limits)
+        view = [tok("u", 1_000)]
+        mon.check(view)
+        mon.observe(view_len=1, usage=usage(1_500, 50), assistant_turn_id="a1", generation=0)
+        d = mon.check([*view, tok("a1", 10, "assistant")])
+        assert d.pressure.source == "measured"
+        assert d.pressure.is_approximate is approximate
+

@@ -141,7 +141,12 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             history = agent.history
             app.note(f"usage: {turns_usage_line(history)}")
         elif name == "context":
-            app.push_screen(ContextScreen(context_rows_of(agent), agent.limits.context_window))
+            limits = agent.limits
+            app.push_screen(
+                ContextScreen(
+                    context_rows_of(agent), limits.context_window, guessed=limits.source == "default"
+                )
+            )
         elif name == "timeline":
             w, h = app.size
             app.push_screen(TimelineScreen(agent.history, width=w - 8, height=h - 14))
