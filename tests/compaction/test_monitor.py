@@ -482,3 +482,16 @@ def test_a_guessed_window_makes_the_pressure_approximate() -> None:
         assert d.pressure.source == "measured"
         assert d.pressure.is_approximate is approximate
 
+
+def test_without_compaction_a_runaway_is_refused_at_once() -> None:
+    """`compacts=False` (automatic compaction off): never `compact`, and the guard refuses a
+    runaway without waiting for a compaction that cannot come."""
+    mon = ContextMonitor(LIMITS, compacts=False)
+    d = mon.check([tok("u", 8_500)])  # past the trigger: nothing to do but go on
+    assert not d.compact and d.runaway is None
+    d = mon.check([tok("u", 9_200)])  # above 90 % of the window
+    assert not d.compact and d.runaway is not None and "compaction is off" in d.runaway
+    spike = ContextMonitor(LIMITS, compacts=False)
+    spike.check([tok("u", 1_000)])
+    d = spike.check([tok("u", 1_000), tok("r", 4_500)])  # one turn grew it by 45 %
+    assert d.runaway is not None and "one turn grew" in d.runaway

@@ -137,9 +137,8 @@ async def run_turns(
     try:
         for n in range(1, max_turns + 1):
             parts = c.parts  # a model switch or a settings change lands here
-            if parts.compaction is not None and (
-                stop := await parts.compaction.before_request(parts, state)
-            ):
+            context = parts.compaction or parts.guard  # the guard holds with compaction off
+            if context is not None and (stop := await context.before_request(parts, state)):
                 stop_reason = stop
                 break
             while c.steering:  # queued user messages join at the boundary
@@ -148,8 +147,9 @@ async def run_turns(
             # per request: safe mode may switch, a compaction may add `recall` (cached)
             specs = offered_specs(parts.registry, c.safe_mode)
             turn = await _request(parts, state, specs, n)
-            if parts.compaction is not None and state.sent is not None:
-                parts.compaction.after_request(turn, state.sent)
+            context = parts.compaction or parts.guard
+            if context is not None and state.sent is not None:
+                context.after_request(turn, state.sent)
             last = turn
             state.add_usage(turn.usage)
             parts.emit(

@@ -22,7 +22,7 @@ from typing import Any
 from tether.agent import build
 from tether.agent.approval import ApprovalGate
 from tether.agent.attempts import Attempts, provenance_of, summary_call
-from tether.agent.context import AutoCompaction
+from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.gate import CallGate
 from tether.agent.hooks import HookRunner, Hooks
@@ -125,6 +125,8 @@ class AgentParts:
         attempts: runs one request over the chain (retries, fallback, tracing spans).
         limits: the first model's context window and output cap, in tokens.
         compaction: automatic compaction, or None when off.
+        guard: the runaway guard when automatic compaction is off (else None: the
+            compaction holds the guard).
         tool_calls: runs a reply's tool calls (safe mode, hygiene, gate, output gate).
         hooks: the library and settings hooks.
         registry: the tools offered.
@@ -161,6 +163,7 @@ class AgentParts:
     library_hooks: Hooks | None
     id_factory: Callable[[], str] = field(repr=False)
     repairs: RepairReporter = field(repr=False)
+    guard: RunawayGuard | None = None
 
     # -- what the loop's collaborators use (`tether.agent.state.RunParts`) --------------------
 
@@ -225,6 +228,8 @@ class AgentParts:
         limits = _limits(chain, self.config, note)
         if self.compaction is not None:
             self.compaction.monitor.set_limits(limits)
+        if self.guard is not None:
+            self.guard.monitor.set_limits(limits)
         return replace(
             self,
             chain=chain,
@@ -251,18 +256,23 @@ class AgentParts:
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"invalid setting: {exc}".splitlines()[0]) from None
         compaction = self.compaction
+        fixed = build.fixed_text(self.run.system, list(self.registry))
         if not config.context.auto_compact:
             compaction = None
         elif compaction is None or config.context != self.config.context:
-            compaction = build.auto_compaction(
-                self.limits, config, fixed=build.fixed_text(self.run.system, list(self.registry))
-            )
+            compaction = build.auto_compaction(self.limits, config, fixed=fixed)
+        guard = self.guard
+        if compaction is not None:
+            guard = None
+        elif guard is None or config.context != self.config.context:
+            guard = build.runaway_guard(self.limits, config, fixed=fixed)
         retry = build.retry_policy(config, self.runtime.env)
         return replace(
             self,
             config=config,
             run=RunSettings.of(config, self.run.system),
             compaction=compaction,
+            guard=guard,
             retry=retry,
             attempts=_attempts(self.chain, retry, self.runtime, self.emit, self.tracing),
         )
@@ -319,12 +329,11 @@ def assemble(
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
     run = RunSettings.of(config, system)
     limits = _limits(chain, config, note)
+    fixed = build.fixed_text(run.system, list(registry))
     if isinstance(compaction, AutoCompaction):
         auto: AutoCompaction | None = compaction
     elif compaction:
-        auto = build.auto_compaction(
-            limits, config, fixed=build.fixed_text(run.system, list(registry))
-        )
+        auto = build.auto_compaction(limits, config, fixed=fixed)
     else:
         auto = None
     env = os.environ if rt.env is None else rt.env
@@ -380,6 +389,7 @@ def assemble(
         attempts=_attempts(chain, retry, rt, emit, tracing),
         limits=limits,
         compaction=auto,
+        guard=None if auto is not None else build.runaway_guard(limits, config, fixed=fixed),
         tool_calls=tool_calls,
         hooks=hook_runner,
         registry=registry,

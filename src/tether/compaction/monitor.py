@@ -37,8 +37,9 @@ Decision rules, in order (all figures in tokens; fractions of the effective wind
     4. Runaway (ratio > runaway_total, or one check-to-check growth > runaway_growth):
        compaction first. The guard refuses (`Decision.runaway` text) only when compaction could
        not help: the view is still a runaway right after a compaction, or the previous
-       decision asked for compaction and the caller sent the request without it.
-       runaway_total is never below the threshold.
+       decision asked for compaction and the caller sent the request without it, or the
+       caller cannot compact at all (`compacts=False`: automatic compaction is off, the guard
+       still holds). runaway_total is never below the threshold.
     5. No progress: after 3 compactions in a row that did not help (the view stayed at the
        trigger, or the next request overflowed), a triggered check returns no_progress=True
        and compact=False; a compaction that lands below the trigger and is followed by a
@@ -113,6 +114,8 @@ class ContextMonitor:
         system_tokens: tokens the request carries beyond the turns (system prompt, tool
             schemas), added to estimates; measured figures include them already.
         tokenizer: an exact per-text token counter to use instead of ceil(chars / 4).
+        compacts: whether the caller compacts when told to; False (automatic compaction off):
+            never `compact`, and a runaway is refused at once.
     """
 
     def __init__(
@@ -122,7 +125,9 @@ class ContextMonitor:
         *,
         system_tokens: int = 0,
         tokenizer: Tokenizer | None = None,
+        compacts: bool = True,
     ) -> None:
+        self.compacts = compacts
         self._limits = limits
         self._policy = policy
         self._system_tokens = max(0, system_tokens)
@@ -290,12 +295,15 @@ class ContextMonitor:
             and p.tokens < self._baseline + hysteresis * eff
         )
 
-        if (over_total or spike) and (self._just_compacted or self._compaction_skipped):
-            why = (
-                "compaction could not bring it down"
-                if self._just_compacted
-                else ("compaction was not done")
-            )
+        if (over_total or spike) and (
+            self._just_compacted or self._compaction_skipped or not self.compacts
+        ):
+            if not self.compacts:
+                why = "automatic compaction is off"
+            elif self._just_compacted:
+                why = "compaction could not bring it down"
+            else:
+                why = "compaction was not done"
             if over_total:
                 text = (
                     f"runaway guard: the context is {p.tokens:,} tokens, {_pct(p.ratio)} of the "
@@ -319,7 +327,7 @@ class ContextMonitor:
             self._pending_compact = False
             return Decision(pressure=p, compact=False, no_progress=True, reason=text)
 
-        compact = (triggered or over_total or spike) and not blocked
+        compact = (triggered or over_total or spike) and not blocked and self.compacts
         reason: str | None = None
         if compact:
             if self._force:

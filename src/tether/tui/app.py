@@ -211,11 +211,10 @@ class TetherApp(App[int]):
         (computed once per history: a 10,000-turn view takes ~0.1 s, so for a long history
         the first footer says `ctx –` and the figure follows after the first paint)."""
         agent = self.agent
-        compaction = agent.compaction
-        if compaction is None:
+        monitor = agent.context_monitor
+        if monitor is None:
             return None, True
-        monitor = compaction.monitor
-        if monitor.pressure is not None:
+        if monitor.pressure is not None:  # approximate: estimated, or a guessed window
             return monitor.pressure.ratio, monitor.pressure.is_approximate
         history = agent.history
         key = (len(history), history[-1].id if history else "")
