@@ -11,7 +11,8 @@ Shapes:
     ViewBuilder(target, ...).view(turns) -> tuple[Turn, ...]   # == build_view(turns, ...)
 
 Passes, in this order (docs/architecture.md, "One turn"):
-    1. marker elision             `elide_markers`
+    1. marker elision             `elide_markers`; the turns the newest marker preserved
+                                  without their thinking (`replayed_thinking_ids`)
     2. reasoning wire action       `sanitize_history_for_provider(target, route)`
     3. tool-id sanitation          `sanitize_tool_ids(target, route, vendor_endpoint)`
     4. pairing repair              `repair_pairing(on_repair, strict)`
@@ -27,7 +28,13 @@ from collections.abc import Sequence
 
 from tether.messages import Provenance, Target, Turn
 from tether.wire.ids import IdMapper, sanitize_tool_ids
-from tether.wire.markers import LiveTurns, elide_markers, is_marker
+from tether.wire.markers import (
+    LiveTurns,
+    elide_markers,
+    is_marker,
+    replayed_thinking_ids,
+    without_thinking,
+)
 from tether.wire.pairing import Pairing, RepairHook, Reporter, repair_pairing
 from tether.wire.reasoning import reason_turn, sanitize_history_for_provider
 from tether.wire.tail import ensure_user_tail, tail_turns
@@ -62,7 +69,10 @@ def build_view(
         not touch are the stored objects themselves.
     """
     view = turns if isinstance(turns, tuple) else tuple(turns)
+    strip = replayed_thinking_ids(view)
     view = elide_markers(view)
+    if strip:
+        view = tuple(without_thinking(t) if t.id in strip else t for t in view)
     view = sanitize_history_for_provider(
         view, target, route=route, on_repair=on_repair, strict=strict
     )
@@ -217,8 +227,11 @@ class ViewBuilder:
         self.full_builds += 1
         target, route, mapper = self.target, self.route, self._ids
         report = self._reporter
+        strip = replayed_thinking_ids(seq)
         self._stage = [
-            mapper.turn(reason_turn(t, target, route, report))
+            mapper.turn(
+                reason_turn(without_thinking(t) if t.id in strip else t, target, route, report)
+            )
             for t in elide_markers(live if self._live.regular else _tuple(seq))
         ]
         self._pairing.run(self._stage, 0)
