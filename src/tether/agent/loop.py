@@ -173,6 +173,7 @@ async def run_turns(
                 state,
                 safe_mode=c.safe_mode,
                 timeout_s=parts.run.tool_timeout_s,
+                steered=lambda: bool(c.steering),  # waiting calls give way to the user
             )
     except RunError as exc:
         stop_reason = "error"

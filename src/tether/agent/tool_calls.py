@@ -2,8 +2,9 @@
 itself (timed, cancellable one by one), the output gate, events, and the results turn.
 
 Owns: `ToolCalls` (parallel calls, results in call order, system notes after all results,
-`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, the
-`tool_call_started` record right before a call runs) and `TOOL_CANCELLED`. It reads the tools,
+`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, calls
+skipped because the user steered while they waited, the `tool_call_started` record right
+before a call runs), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
 appends the results turn through the run's `RunState`.
 Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +35,14 @@ from tether.tracing import NO_TRACING, Tracing
 
 TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
 """The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
+STEERED_SKIP = (
+    "skipped: the user sent a new message before this call started, so it did not run; read "
+    "the message, then make the call again only if it still applies"
+)
+"""The result of a call still waiting (not started: queued behind the approval prompt, a
+hook or an earlier call) when the user steered (`Agent.steer`): the run goes on and the model
+reads the message first. The third kind of unrun call, beside `INTERRUPTED` (a cancel) and
+`NEVER_RAN` (found on resume)."""
 
 
 class ToolCalls:
@@ -64,6 +73,8 @@ class ToolCalls:
         self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
         self._cancel_requested: set[str] = set()
         self._notes: dict[str, tuple[str, ...]] = {}
+        self._steered: Callable[[], bool] = lambda: False
+        """Whether the user steered (`run`'s `steered`, for the reply being run)."""
 
     @property
     def approval(self) -> ApprovalGate:
@@ -87,6 +98,7 @@ class ToolCalls:
         *,
         safe_mode: bool,
         timeout_s: float,
+        steered: Callable[[], bool] = lambda: False,
     ) -> None:
         """Run the calls (in parallel when several), then append one results turn in call
         order. On cancellation, finished results are kept, the rest become `INTERRUPTED`, the
@@ -98,10 +110,15 @@ class ToolCalls:
             state: the run (persistence, started calls).
             safe_mode: refuse calls of tools that are not `safe`.
             timeout_s: the default time limit of one call, in seconds.
+            steered: whether a steering message is queued: a call that has not started by
+                then is skipped (`STEERED_SKIP`), checked before its gate and again right
+                before it runs.
         """
 
         def persist(results: list[ToolResultBlock]) -> None:
             state.append(Turn(id=parts.new_id(), role="user", content=self._content(results)))
+
+        self._steered = steered  # one reply's calls at a time
 
         def one(call: ToolCallBlock) -> Coroutine[Any, Any, ToolResultBlock]:
             if self._tracing.enabled:
@@ -193,6 +210,8 @@ class ToolCalls:
     ) -> ToolResultBlock:
         started = time.perf_counter()
         refused = refuse_in_safe_mode(parts.registry, call, safe_mode)
+        if refused is None and self._steered():  # the user steered while it waited
+            refused = tool_result(call.id, STEERED_SKIP, is_error=True)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
         if run is None and call.invalid is None:  # hooks, then approval: one gate
             tool = parts.registry.get(call.name)
@@ -203,6 +222,8 @@ class ToolCalls:
                 diff=lambda c: edit_diff(ctx, c.name, c.arguments),
             )
             run = ToolRunResult(block=denied) if denied is not None else None
+            if run is None and self._steered():  # steered during the approval prompt
+                run = ToolRunResult(block=tool_result(call.id, STEERED_SKIP, is_error=True))
         if run is None:  # not refused, replayed, blocked or denied: run it
             state.session.record_started(call)
             run = await self._run_cancellable(call, parts, timeout_s)
