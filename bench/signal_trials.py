@@ -302,8 +302,8 @@ def trial(n: int, url: str, sig: signal.Signals, anchor: Anchor, margin: float, 
 
 def calibrate(url: str) -> tuple[float, dict[str, int]]:
     """The start-up time (first stderr or stdout line) and the lines each stream writes in an
-    undisturbed run (the fewest of three)."""
-    startup = 0.0
+    undisturbed run (the fewest of three; the first run may compile the bytecode)."""
+    startup = float("inf")
     counts: dict[str, int] = {}
     for k in range(3):
         with tempfile.TemporaryDirectory() as tmp:
@@ -329,7 +329,7 @@ def calibrate(url: str) -> tuple[float, dict[str, int]]:
                     first = when - t0
             if proc.wait() != 0:
                 raise SystemExit("an undisturbed run failed")
-            startup = max(startup, first or 0.0)
+            startup = min(startup, first or 0.0)
             for stream in ("stdout", "stderr"):
                 counts[stream] = min(counts.get(stream, 1 << 30), seen[stream])
             effects = [c for c, _ in _effects(folder)]

@@ -23,7 +23,7 @@ from typing import Any
 from tether.agent.approval import ApprovalGate
 from tether.agent.events import ToolResultEvent
 from tether.agent.gate import CallGate
-from tether.agent.sessions import INTERRUPTED
+from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
 from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.tools.exec.hygiene import Hygiene
@@ -35,6 +35,11 @@ from tether.tracing import NO_TRACING, Tracing
 
 TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
 """The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
+FINISHED_UNSAVED = (
+    "finished, but the run was cancelled twice before its output was saved; it had its "
+    "effects: check them before repeating it"
+)
+"""The result of a call whose tool returned but whose output gate a second cancel cut short."""
 STEERED_SKIP = (
     "skipped: the user sent a new message before this call started, so it did not run; read "
     "the message, then make the call again only if it still applies"
@@ -75,6 +80,10 @@ class ToolCalls:
         self._notes: dict[str, tuple[str, ...]] = {}
         self._steered: Callable[[], bool] = lambda: False
         """Whether the user steered (`run`'s `steered`, for the reply being run)."""
+        self._started: set[str] = set()
+        """The calls of the reply being run that started (their tool was called)."""
+        self._finished: dict[str, ToolResultBlock] = {}
+        """Results of calls whose tool returned before a run-wide cancel reached them."""
 
     @property
     def approval(self) -> ApprovalGate:
@@ -125,31 +134,42 @@ class ToolCalls:
                 return self._traced(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
             return self._run_one(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
 
+        self._started.clear()
+        self._finished.clear()
         if len(calls) == 1:
             try:
                 results: list[ToolResultBlock] = [await one(calls[0])]
             except asyncio.CancelledError:
-                persist([tool_result(calls[0].id, INTERRUPTED, is_error=True)])
+                persist([self._unfinished(calls[0])])
                 raise
         else:
             tasks = [asyncio.ensure_future(one(c)) for c in calls]
             try:
                 await asyncio.gather(*tasks)
             except asyncio.CancelledError:
-                for t in tasks:
-                    t.cancel()
+                for t in tasks:  # gather cancelled them once; a second cancel loses outputs
+                    if not t.cancelling():
+                        t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 persist(
                     [
                         t.result()
                         if t.done() and not t.cancelled() and t.exception() is None
-                        else tool_result(c.id, INTERRUPTED, is_error=True)
+                        else self._unfinished(c)
                         for c, t in zip(calls, tasks, strict=True)
                     ]
                 )
                 raise
             results = [t.result() for t in tasks]
         persist(results)
+
+    def _unfinished(self, call: ToolCallBlock) -> ToolResultBlock:
+        """The stored result of a call a run-wide cancel reached: its own result when its tool
+        had returned, `CANCELLED_RUNNING` when it was running (killed), else `INTERRUPTED`."""
+        if (done := self._finished.get(call.id)) is not None:
+            return done
+        text = CANCELLED_RUNNING if call.id in self._started else INTERRUPTED
+        return tool_result(call.id, text, is_error=True)
 
     def _content(self, results: list[ToolResultBlock]) -> tuple[ContentBlock, ...]:
         # system notes go after ALL results (tool_result blocks first in a user turn)
@@ -226,23 +246,39 @@ class ToolCalls:
                 run = ToolRunResult(block=tool_result(call.id, STEERED_SKIP, is_error=True))
         if run is None:  # not refused, replayed, blocked or denied: run it
             state.session.record_started(call)
+            self._started.add(call.id)
             run = await self._run_cancellable(call, parts, timeout_s)
             tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
-        result = await gate_tool_result(
-            run.block, parts.tool_context.session_dir, self._output_limits
+        # The call has finished: a cancel from here on must not lose its result. The output
+        # gate (it may write the output to a file) runs shielded; then the result is kept.
+        gating = asyncio.ensure_future(
+            gate_tool_result(run.block, parts.tool_context.session_dir, self._output_limits)
         )
+        try:
+            result = await asyncio.shield(gating)
+        except asyncio.CancelledError:
+            try:
+                self._finished[call.id] = await gating
+            except asyncio.CancelledError:  # cancelled again: the output was not saved
+                gating.cancel()
+                self._finished[call.id] = tool_result(call.id, FINISHED_UNSAVED, is_error=True)
+            raise
+        self._finished[call.id] = result
         if run.system_notes:
             self._notes[call.id] = run.system_notes
-        await self.gate.after(call, result)
-        parts.emit(
-            ToolResultEvent(
-                tool_call_id=call.id,
-                name=call.name,
-                content=result.text,
-                is_error=result.is_error,
-                duration_ms=(time.perf_counter() - started) * 1e3,
-                display=run.display,
+        try:
+            await self.gate.after(call, result)  # a cancel here keeps the result
+        finally:
+            parts.emit(
+                ToolResultEvent(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=result.text,
+                    is_error=result.is_error,
+                    duration_ms=(time.perf_counter() - started) * 1e3,
+                    display=run.display,
+                )
             )
-        )
         return result
+

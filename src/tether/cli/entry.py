@@ -10,8 +10,12 @@ instant ends it with exit code 130 (never -2 / -15):
               puts the loop's cancellation in front (the partial turn is persisted first) and
               puts these handlers back afterwards;
     closing   (after the CLI returned) exit 130 at once again: everything is persisted.
+Every handler records the signal (`tether.cli.cancel`): when the CLI ends after one arrived,
+however it ended (a normal return because the cancel reached a run that had just finished, an
+error some library wrapped the `KeyboardInterrupt` in), the exit code is 130 and no traceback
+is printed.
 Does not own: argument parsing or anything else of the CLI (`tether.cli.main`). Imports only
-the standard library.
+the standard library and `tether.cli.cancel`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
+from tether.cli import cancel
+
 EXIT_CANCELLED = 130
 """The exit code of a process ended by SIGINT or SIGTERM."""
 
@@ -32,6 +38,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def exit_now(signum: int, frame: FrameType | None) -> None:
     """The handler at start-up and while closing: flush what was written, say `cancelled`
     on stderr, exit 130 now."""
+    cancel.note()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a reentrant flush or a closed pipe
             stream.flush()
@@ -42,6 +49,7 @@ def exit_now(signum: int, frame: FrameType | None) -> None:
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
     """The handler while the CLI runs: SIGTERM too becomes `KeyboardInterrupt` (exit 130)."""
+    cancel.note()
     raise KeyboardInterrupt
 
 
@@ -52,15 +60,25 @@ def install(handler: Callable[[int, FrameType | None], None]) -> None:
 
 
 def main() -> None:
-    """Console entry point: handlers, then `tether.cli.main.main`, then handlers again."""
+    """Console entry point: handlers, then `tether.cli.main.main`, then handlers again; exit
+    130 whenever a signal arrived (module docstring)."""
     install(exit_now)
     from tether.cli.main import main as cli_main
 
     install(interrupt)
     try:
         cli_main()
-    except KeyboardInterrupt:
+    except SystemExit:
         install(exit_now)
-        sys.exit(EXIT_CANCELLED)
+        if cancel.received():
+            exit_now(signal.SIGTERM, None)
+        raise
+    except BaseException:  # KeyboardInterrupt, or an error wrapping it
+        install(exit_now)
+        if cancel.received():
+            exit_now(signal.SIGTERM, None)
+        raise
     finally:
         install(exit_now)
+    if cancel.received():
+        exit_now(signal.SIGTERM, None)

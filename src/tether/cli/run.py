@@ -26,6 +26,7 @@ from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.cli import agent_setup as setup
+from tether.cli import cancel
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
@@ -196,8 +197,13 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     loop = asyncio.get_running_loop()
     assert task is not None
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal() -> None:
+        cancel.note()  # exit 130 even when the cancel reaches a run that just finished
+        task.cancel()
+
     for sig in previous:
-        loop.add_signal_handler(sig, task.cancel)
+        loop.add_signal_handler(sig, on_signal)
     try:
         await agent.start()
         result = await agent.run(prompt)
