@@ -39,9 +39,10 @@ from tether.tui.commands import complete_command, complete_path, gauge_text, par
 from tether.tui.feed import Feed
 from tether.tui.handlers import run_command
 from tether.tui.opening import Factory, Opened
+from tether.tui.rows import history_rows, stored_subagents
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
-from tether.tui.transcript import Transcript, history_rows
+from tether.tui.transcript import Transcript
 from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
 
 QUIT_WINDOW_S = 2.0
@@ -174,7 +175,9 @@ class TetherApp(App[int]):
             self.note(f"cannot open the session: {exc}")
             self.opened = None
             return
-        await self.transcript.show_history(history_rows(self.opened.agent.history))
+        agent = self.opened.agent
+        subagents = stored_subagents(self.opened.store, agent.session.id)
+        await self.transcript.show_history(history_rows(agent.history, subagents))
         try:
             await self.opened.start()
         except Exception as exc:
