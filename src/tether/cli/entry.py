@@ -59,6 +59,13 @@ def install(handler: Callable[[int, FrameType | None], None]) -> None:
         signal.signal(sig, handler)
 
 
+def _cancelled() -> None:
+    """Say `cancelled` on stderr and exit 130 through `SystemExit` (atexit handlers run)."""
+    with contextlib.suppress(OSError):
+        os.write(2, b"tether: cancelled\n")
+    sys.exit(EXIT_CANCELLED)
+
+
 def main() -> None:
     """Console entry point: handlers, then `tether.cli.main.main`, then handlers again; exit
     130 whenever a signal arrived (module docstring)."""
@@ -68,17 +75,20 @@ def main() -> None:
     install(interrupt)
     try:
         cli_main()
-    except SystemExit:
+    except SystemExit as exc:
         install(exit_now)
-        if cancel.received():
-            exit_now(signal.SIGTERM, None)
+        if cancel.received() and exc.code != EXIT_CANCELLED:  # the signal's cancel was lost
+            _cancelled()
         raise
-    except BaseException:  # KeyboardInterrupt, or an error wrapping it
+    except KeyboardInterrupt:
+        install(exit_now)
+        sys.exit(EXIT_CANCELLED)
+    except BaseException:  # an error some library wrapped the KeyboardInterrupt in
         install(exit_now)
         if cancel.received():
-            exit_now(signal.SIGTERM, None)
+            _cancelled()
         raise
     finally:
         install(exit_now)
     if cancel.received():
-        exit_now(signal.SIGTERM, None)
+        _cancelled()
