@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tether.agent.agent import Agent
 from tether.agent.hooks import HookInput, Hooks
@@ -16,6 +19,7 @@ from tether.messages import Turn
 from tether.session import SessionStore
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools.base import tool
+from tether.tools.builtin.toolset import builtin_tools
 
 
 def _stored(store: SessionStore, session_id: str) -> list[Turn]:
@@ -102,3 +106,66 @@ async def test_a_single_finished_call_keeps_its_result(tmp_path: Path) -> None:
         await run
     (result,) = _stored(store, writer.id)[-1].tool_results
     assert result.text == "quick finished" and not result.is_error
+
+
+async def test_a_tool_that_returns_as_the_cancel_lands_keeps_its_result(tmp_path: Path) -> None:
+    """The cancel reaches a tool whose work was done (it returns instead of raising, as `bash`
+    does once its command's output has ended): the result is stored and the run stops."""
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    inside = asyncio.Event()
+
+    @tool(safe=True)
+    async def ending() -> str:
+        """Its work is done; it is only tidying up when the cancel comes."""
+        inside.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return "ending finished"
+        return "never"
+
+    provider = ScriptedProvider([call("ending", id="e"), "not asked"])
+    agent = Agent(provider, tools=[ending], root=tmp_path, session=AgentSession(sink=writer))
+    run = asyncio.create_task(agent.run("go"))
+    await inside.wait()
+    run.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await run
+    assert run.cancelled() and len(provider.requests) == 1  # the run stopped
+    (result,) = _stored(store, writer.id)[-1].tool_results
+    assert result.text == "ending finished" and not result.is_error
+
+
+async def test_bash_returns_the_output_of_a_command_that_had_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that lands after the command's output ended (its exit not yet noticed: the
+    shell's exit is polled) returns the output; one that lands while it runs kills it."""
+    from tether.tools.builtin import bash as bash_module
+
+    ended = asyncio.Event()
+    real_drain = bash_module._drain  # pyright: ignore[reportPrivateUsage]
+
+    async def slow_to_notice(proc: Any, reader: asyncio.Task[None]) -> bool:
+        await asyncio.wait({reader})
+        ended.set()
+        await asyncio.sleep(60)  # the cancel lands here
+        return await real_drain(proc, reader)
+
+    monkeypatch.setattr(bash_module, "_drain", slow_to_notice)
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    agent = Agent(
+        ScriptedProvider([call("bash", id="b", command="echo done-here")]),
+        tools=builtin_tools(),
+        root=tmp_path,
+        session=AgentSession(sink=writer),
+    )
+    run = asyncio.create_task(agent.run("go"))
+    await ended.wait()
+    run.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await run
+    (result,) = _stored(store, writer.id)[-1].tool_results
+    assert "done-here" in result.text and not result.is_error

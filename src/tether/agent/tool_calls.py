@@ -244,6 +244,8 @@ class ToolCalls:
             run = ToolRunResult(block=denied) if denied is not None else None
             if run is None and self._steered():  # steered during the approval prompt
                 run = ToolRunResult(block=tool_result(call.id, STEERED_SKIP, is_error=True))
+        me = asyncio.current_task()
+        cancels = me.cancelling() if me is not None else 0
         if run is None:  # not refused, replayed, blocked or denied: run it
             state.session.record_started(call)
             self._started.add(call.id)
@@ -268,6 +270,9 @@ class ToolCalls:
         if run.system_notes:
             self._notes[call.id] = run.system_notes
         try:
+            if me is not None and me.cancelling() > cancels:
+                # the cancel reached a tool that had finished (it returned its result): stop
+                raise asyncio.CancelledError
             await self.gate.after(call, result)  # a cancel here keeps the result
         finally:
             parts.emit(

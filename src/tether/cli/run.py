@@ -19,7 +19,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.agent import Agent
 from tether.agent.host import Host
@@ -112,6 +113,7 @@ def run_command(opts: RunOptions) -> int:
         err(str(exc))
         return EXIT_USAGE
     start = len(agent.history)
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     try:
         for turn in stdin.messages:
             agent.append(turn)
@@ -133,6 +135,7 @@ def run_command(opts: RunOptions) -> int:
             finally:
                 writer.close()
             err(f"session {writer.id} ({writer.path})")
+        _set_handlers(previous)  # everything is persisted: the CLI's own handlers again
 
 
 def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) -> None:
@@ -196,13 +199,12 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_signal() -> None:
         cancel.note()  # exit 130 even when the cancel reaches a run that just finished
         task.cancel()
 
-    for sig in previous:
+    for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal)
     try:
         await agent.start()
@@ -215,16 +217,10 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
         return EXIT_CANCELLED
     finally:
         await agent.aclose()
-        # Put the previous handlers back (`tether.cli.entry`'s exit-130 handler in the CLI)
-        # with the signals blocked, so none lands on the default action in between.
-        signal.pthread_sigmask(signal.SIG_BLOCK, previous)
-        try:
-            for sig, handler in previous.items():
-                loop.remove_signal_handler(sig)
-                if handler is not None:
-                    signal.signal(sig, handler)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, previous)
+        # From here to the end of `run_command` a signal is only recorded (`tether.cli.cancel`:
+        # the process exits 130): an exception raised inside the closing event loop or the
+        # session writer's close would end in a traceback or be lost.
+        _set_handlers(dict.fromkeys(SIGNALS, _note_signal), loop)
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")
@@ -238,3 +234,30 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
         )
         return EXIT_USAGE  # the run did not finish its task
     return EXIT_OK
+
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _note_signal(signum: int, frame: FrameType | None) -> None:
+    """The handler while a run closes: record the signal; the process exits 130 at the end."""
+    cancel.note()
+
+
+Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def _set_handlers(
+    handlers: dict[signal.Signals, Handler], loop: asyncio.AbstractEventLoop | None = None
+) -> None:
+    """Install `handlers` (after removing `loop`'s own), with the signals blocked meanwhile so
+    none lands on the default action in between."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        for sig, handler in handlers.items():
+            if loop is not None:
+                loop.remove_signal_handler(sig)
+            if handler is not None:
+                signal.signal(sig, handler)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
