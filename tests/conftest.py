@@ -1,9 +1,15 @@
-"""Suite-wide setup.
+"""Suite-wide setup (tests/README.md has the rules; the shared helpers are in `tests/kit/`).
 
 Isolation: no test reads or writes the developer's real settings, credential file or system
 keyring (a stored `tether login` key would otherwise change what tests see). Its presence also
-puts `tests/` on sys.path (pytest's prepend import mode), so tests in any folder can import the
-shared helpers here (`faultserver`, `cases_loader`).
+puts `tests/` on sys.path (pytest's prepend import mode), so tests in any folder import the kit
+as `kit`.
+
+No network but loopback: every test runs under the socket guard of `kit.netguard` (a connection
+or a name lookup outside loopback fails the test).
+
+Scripted replies are used up: a `ScriptedProvider` given to `kit.agents.make_agent` must have
+answered with all its scripted replies by the end of a passing test.
 
 Hypothesis runs without its per-example deadline: speed is measured in `bench/`, not in tests,
 and a deadline turns a loaded machine (CI, parallel work) into false failures."""
@@ -18,8 +24,27 @@ import pytest
 from hypothesis import settings
 from keyring.backends import fail
 
+from kit import agents, netguard
+
 settings.register_profile("tether", deadline=None)
 settings.load_profile("tether")
+netguard.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a test body that passed: the network guard and the scripted replies."""
+    try:
+        result = yield
+    except BaseException:
+        netguard.blocked()
+        agents.forget_scripts()
+        raise
+    refused = netguard.blocked()
+    if refused:
+        pytest.fail("tests use no network but loopback; refused: " + "; ".join(refused))
+    agents.check_scripts()
+    return result
 
 
 @pytest.fixture(autouse=True)

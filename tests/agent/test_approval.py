@@ -4,52 +4,26 @@ failing approver denies without crashing, and `read-only` is safe mode."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether import AgentConfig, ApprovalDecision, ApprovalRequest
+from kit.agents import make_agent
+from kit.events import results
+from kit.hosts import ScriptedApprover
+from tether import ApprovalDecision, ApprovalRequest
 from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalMode, needs_approval
-from tether.agent.events import AgentEvent, ToolResultEvent
+from tether.agent.events import AgentEvent
 from tether.agent.host import Host
-from tether.sandbox.detect import available
 from tether.testing import Reply, ScriptedProvider, call
-from tether.tools.builtin.toolset import builtin_tools
 
 
-def make_agent(provider: ScriptedProvider, root: Path, mode: str = "ask", **kw: Any) -> Agent:
-    sandbox = available("bwrap") or available("landlock")
-    if sandbox is None:
-        pytest.skip("no OS sandbox works on this machine")
-    cfg = AgentConfig(tools={"sandbox": sandbox.kind, "approval": mode})
-    return Agent(provider, config=cfg, tools=builtin_tools(), root=root, **kw)
-
-
-class ScriptedApprover:
-    """An approver that answers from a script and records what it was shown."""
-
-    def __init__(self, *answers: ApprovalDecision) -> None:
-        self.answers = list(answers)
-        self.seen: list[ApprovalRequest] = []
-        self.active = 0
-        self.max_active = 0
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.active += 1
-        self.max_active = max(self.max_active, self.active)
-        self.seen.append(request)
-        await asyncio.sleep(0.01)
-        self.active -= 1
-        return self.answers.pop(0)
-
-
-def results(events: list[AgentEvent]) -> list[ToolResultEvent]:
-    return [e for e in events if isinstance(e, ToolResultEvent)]
+def gated(provider: ScriptedProvider, root: Path, mode: str = "ask", **kw: Any) -> Agent:
+    """An agent with the built-in tools under a working OS sandbox, approval `mode`."""
+    return make_agent(provider, root, sandbox="any", approval=mode, builtins=True, **kw)
 
 
 @given(mode=st.sampled_from(APPROVAL_MODES), name=st.text(max_size=8), safe=st.booleans())
@@ -67,7 +41,7 @@ async def test_deny_with_reason_reaches_the_model_and_nothing_runs(tmp_path: Pat
     provider = ScriptedProvider([call("bash", command="touch made.txt"), "ok"])
     host = ScriptedApprover(ApprovalDecision.deny("use the Makefile instead"))
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, host=Host(approver=host, on_event=events.append),)
+    agent = gated(provider, tmp_path, host=Host(approver=host, on_event=events.append))
     await agent.run("go")
     assert not (tmp_path / "made.txt").exists()
     [res] = results(events)
@@ -89,7 +63,7 @@ async def test_allow_for_session_asks_once_per_tool(tmp_path: Path) -> None:
         ]
     )
     host = ScriptedApprover(ApprovalDecision.for_session(), ApprovalDecision.once())
-    agent = make_agent(provider, tmp_path, host=Host(approver=host),)
+    agent = gated(provider, tmp_path, host=Host(approver=host))
     await agent.run("go")
     assert [r.call.name for r in host.seen] == ["bash", "write"]
     assert (tmp_path / "b.txt").exists() and (tmp_path / "c.txt").read_text() == "c"
@@ -101,7 +75,7 @@ async def test_edit_request_carries_its_diff(tmp_path: Path) -> None:
         [call("edit", path="app.py", old_string="y = 2", new_string="y = 3"), "done"]
     )
     host = ScriptedApprover(ApprovalDecision.once())
-    agent = make_agent(provider, tmp_path, host=Host(approver=host),)
+    agent = gated(provider, tmp_path, host=Host(approver=host))
     await agent.run("go")
     [req] = host.seen
     assert req.kind == "edit" and req.diff is not None
@@ -122,7 +96,7 @@ async def test_auto_edit_lets_edits_through_and_asks_bash(tmp_path: Path) -> Non
         ]
     )
     host = ScriptedApprover(ApprovalDecision.once())
-    agent = make_agent(provider, tmp_path, mode="auto-edit", host=Host(approver=host),)
+    agent = gated(provider, tmp_path, mode="auto-edit", host=Host(approver=host))
     await agent.run("go")
     assert [r.call.name for r in host.seen] == ["bash"]
     assert (tmp_path / "w.txt").exists()
@@ -131,8 +105,8 @@ async def test_auto_edit_lets_edits_through_and_asks_bash(tmp_path: Path) -> Non
 async def test_parallel_calls_are_asked_one_at_a_time(tmp_path: Path) -> None:
     calls = tuple(call("bash", id=f"c{i}", command=f"echo {i}") for i in range(3))
     provider = ScriptedProvider([Reply(blocks=calls), "done"])
-    host = ScriptedApprover(*(ApprovalDecision.once() for _ in range(3)))
-    agent = make_agent(provider, tmp_path, host=Host(approver=host),)
+    host = ScriptedApprover(*(ApprovalDecision.once() for _ in range(3)), pause_s=0.01)
+    agent = gated(provider, tmp_path, host=Host(approver=host))
     await agent.run("go")
     assert len(host.seen) == 3 and host.max_active == 1
 
@@ -143,7 +117,7 @@ async def test_failing_approver_denies_and_the_run_goes_on(tmp_path: Path) -> No
 
     provider = ScriptedProvider([call("bash", command="touch x"), "finished"])
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, host=Host(approver=broken, on_event=events.append),)
+    agent = gated(provider, tmp_path, host=Host(approver=broken, on_event=events.append))
     result = await agent.run("go")
     assert result.text == "finished"
     [res] = results(events)
@@ -156,16 +130,16 @@ async def test_safe_tools_and_headless_are_never_asked(tmp_path: Path) -> None:
     provider = ScriptedProvider([call("read", path="f.txt"), call("grep", pattern="h"), "ok"])
     host = ScriptedApprover()  # no answers scripted: being asked would deny with an error
     events: list[AgentEvent] = []
-    await make_agent(provider, tmp_path, host=Host(approver=host, on_event=events.append),).run("go")
+    await gated(provider, tmp_path, host=Host(approver=host, on_event=events.append)).run("go")
     assert host.seen == [] and not any(r.is_error for r in results(events))
     provider2 = ScriptedProvider([call("bash", command="touch y"), "ok"])
-    await make_agent(provider2, tmp_path).run("go")  # no approver: headless runs it
+    await gated(provider2, tmp_path).run("go")  # no approver: headless runs it
     assert (tmp_path / "y").exists()
 
 
 async def test_read_only_mode_is_safe_mode(tmp_path: Path) -> None:
     provider = ScriptedProvider([call("write", path="z.txt", content="z"), "ok"])
-    agent = make_agent(provider, tmp_path, mode="read-only", host=Host(approver=ScriptedApprover()),)
+    agent = gated(provider, tmp_path, mode="read-only", host=Host(approver=ScriptedApprover()))
     assert agent.safe_mode and agent.approval_mode == "read-only"
     await agent.run("go")
     assert not (tmp_path / "z.txt").exists()

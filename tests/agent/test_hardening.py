@@ -9,6 +9,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from kit.agents import make_agent
 from tether import AgentConfig
 from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, DiscardEvent, DoneEvent, RetryEvent, TextDeltaEvent
@@ -35,10 +36,6 @@ from tether.session import SessionStore
 from tether.testing import ScriptedProvider
 from tether.tools.builtin.toolset import builtin_tools
 from tether.wire.resume import drop_retried_user_turns
-
-
-def make_agent(provider: ScriptedProvider, root: Path, **kw: Any) -> Agent:
-    return Agent(provider, root=root, **kw)
 
 
 async def _no_sleep(_s: float) -> None:

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from subagent_helpers import make_agent, routed
 
-from tether import ApprovalDecision, ApprovalRequest, HookDecision, HookInput, Hooks, tool
-from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
+from kit.agents import routed, subagent_agent
+from kit.events import results
+from kit.hosts import ScriptedApprover
+from tether import ApprovalDecision, HookDecision, HookInput, Hooks, tool
+from tether.agent.events import AgentEvent, WarningEvent
 from tether.agent.hooks import ShellOutcome, parse_shell_outcome
 from tether.agent.host import Host
 from tether.agent.subagents import TASK_TOOL
@@ -43,21 +45,8 @@ def echo_tool(ran: list[str]) -> Tool:
     return echo
 
 
-def results(events: list[AgentEvent]) -> list[ToolResultEvent]:
-    return [e for e in events if isinstance(e, ToolResultEvent)]
-
-
 def failures(events: list[AgentEvent]) -> list[str]:
     return [e.message for e in events if isinstance(e, WarningEvent) and e.kind == "hook_failed"]
-
-
-class ScriptedApprover:
-    def __init__(self) -> None:
-        self.seen: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.seen.append(request)
-        return ApprovalDecision.once()
 
 
 def two_step(**args: Any) -> ScriptedProvider:
@@ -69,7 +58,7 @@ def two_step(**args: Any) -> ScriptedProvider:
 
 def test_library_before_tool_deny_wins_and_nothing_is_asked(tmp_path: Path) -> None:
     ran: list[str] = []
-    host = ScriptedApprover()
+    host = ScriptedApprover(default=ApprovalDecision.once())
     seen: list[HookInput] = []
 
     def no_secrets(inp: HookInput) -> HookDecision | None:
@@ -80,7 +69,7 @@ def test_library_before_tool_deny_wins_and_nothing_is_asked(tmp_path: Path) -> N
         return None
 
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="the secret"),
         tmp_path,
         tools=[echo_tool(ran)],
@@ -97,13 +86,13 @@ def test_library_before_tool_deny_wins_and_nothing_is_asked(tmp_path: Path) -> N
 
 def test_library_before_tool_rewrite_reaches_the_gate_and_the_tool(tmp_path: Path) -> None:
     ran: list[str] = []
-    host = ScriptedApprover()
+    host = ScriptedApprover(default=ApprovalDecision.once())
 
     async def shout(inp: HookInput) -> HookDecision:
         assert inp.call is not None
         return HookDecision.rewrite({"text": inp.call.arguments["text"].upper()})
 
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="hi"),
         tmp_path,
         tools=[echo_tool(ran)],
@@ -120,7 +109,7 @@ def test_library_before_tool_rewrite_reaches_the_gate_and_the_tool(tmp_path: Pat
 
 def test_library_after_tool_sees_the_result(tmp_path: Path) -> None:
     seen: list[HookInput] = []
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="a"),
         tmp_path,
         tools=[echo_tool([])],
@@ -142,7 +131,7 @@ def test_library_user_prompt_denies_or_rewrites(tmp_path: Path) -> None:
             return HookDecision.deny("not that topic")
         return HookDecision(prompt=inp.prompt + " (be brief)")
 
-    agent = make_agent(
+    agent = subagent_agent(
         provider, tmp_path, hooks=Hooks(user_prompt=[guard]), host=Host(on_event=events.append),
     )
     denied = agent.run_sync("the forbidden thing")
@@ -157,7 +146,7 @@ def test_library_user_prompt_denies_or_rewrites(tmp_path: Path) -> None:
 def test_library_before_compaction_is_told_the_reason(tmp_path: Path) -> None:
     provider = ScriptedProvider([StreamError(kind="context_overflow", message="prompt is too long")])
     seen: list[str | None] = []
-    agent = make_agent(
+    agent = subagent_agent(
         provider, tmp_path, hooks=Hooks(before_compaction=[lambda i: seen.append(i.reason)])
     )
     with pytest.raises(RunError):
@@ -173,7 +162,7 @@ def test_library_stop_hook_can_send_the_model_back_to_work(tmp_path: Path) -> No
         answers.append(inp.answer)
         return None if "tests pass" in (inp.answer or "") else HookDecision.deny("run the tests")
 
-    agent = make_agent(provider, tmp_path, hooks=Hooks(stop=[stop]))
+    agent = subagent_agent(provider, tmp_path, hooks=Hooks(stop=[stop]))
     result = agent.run_sync("go")
     assert result.text == "done, tests pass" and result.stop_reason == "end_turn"
     assert answers == ["done already", "done, tests pass"]
@@ -190,7 +179,7 @@ def test_transform_context_changes_only_what_is_sent(tmp_path: Path) -> None:
             for t in view
         )
 
-    agent = make_agent(provider, tmp_path, hooks=Hooks(transform_context=[redact]))
+    agent = subagent_agent(provider, tmp_path, hooks=Hooks(transform_context=[redact]))
     agent.run_sync("my password is pw123")
     assert provider.requests[0].messages[0].text == "my password is ***"
     assert agent.history[0].text == "my password is pw123"  # the stored turn is unchanged
@@ -239,7 +228,7 @@ def test_a_failing_transform_is_reported_and_skipped(tmp_path: Path) -> None:
     def broken(view: tuple[Turn, ...]) -> tuple[Turn, ...]:
         raise ValueError("oops")
 
-    agent = make_agent(
+    agent = subagent_agent(
         provider, tmp_path, hooks=Hooks(transform_context=[broken]), host=Host(on_event=events.append),
     )
     assert agent.run_sync("hello").text == "ok"
@@ -260,7 +249,7 @@ def test_failing_and_hanging_library_hooks_are_reported_and_the_run_goes_on(
         await asyncio.sleep(3600)
         return HookDecision.deny("never")
 
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="x"),
         tmp_path,
         tools=[echo_tool(ran)],
@@ -287,7 +276,7 @@ def test_subagents_inherit_library_hooks(tmp_path: Path) -> None:
             }
         )
     )
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         tools=[echo_tool([])],
@@ -309,7 +298,7 @@ def test_shell_before_tool_exit_2_denies_with_stderr_and_gets_json_on_stdin(
 ) -> None:
     ran: list[str] = []
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="x"),
         tmp_path,
         tools=[echo_tool(ran)],
@@ -327,7 +316,7 @@ def test_shell_before_tool_exit_2_denies_with_stderr_and_gets_json_on_stdin(
 
 def test_shell_before_tool_rewrites_and_matches_tool_names(tmp_path: Path) -> None:
     ran: list[str] = []
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="x"),
         tmp_path,
         tools=[echo_tool(ran)],
@@ -358,7 +347,7 @@ def test_shell_after_tool_user_prompt_stop_and_before_compaction(tmp_path: Path)
         }
     }
     provider = ScriptedProvider([call("echo", id="e1", text="x"), "first", "second"])
-    agent = make_agent(provider, tmp_path, tools=[echo_tool([])], settings=settings)
+    agent = subagent_agent(provider, tmp_path, tools=[echo_tool([])], settings=settings)
     result = agent.run_sync("original")
     assert result.text == "second"
     assert provider.requests[0].messages[0].text == "rewritten by the hook"
@@ -366,7 +355,7 @@ def test_shell_after_tool_user_prompt_stop_and_before_compaction(tmp_path: Path)
     [after] = [json.loads(x) for x in (tmp_path / "after.jsonl").read_text().splitlines() if x]
     assert after["tool_result"] == {"content": "echo x", "is_error": False}
 
-    compaction = make_agent(
+    compaction = subagent_agent(
         ScriptedProvider([StreamError(kind="context_overflow", message="too long")]),
         tmp_path,
         settings=shell("before_compaction", "cat > compaction.json"),
@@ -379,7 +368,7 @@ def test_shell_after_tool_user_prompt_stop_and_before_compaction(tmp_path: Path)
 def test_shell_hooks_run_inside_the_sandbox(tmp_path: Path) -> None:
     outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="x"),
         tmp_path,
         tools=[echo_tool([])],
@@ -404,7 +393,7 @@ def test_failing_and_hanging_shell_hooks_are_reported_and_the_run_goes_on(
 ) -> None:
     ran: list[str] = []
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         two_step(text="x"),
         tmp_path,
         tools=[echo_tool(ran)],
@@ -435,7 +424,7 @@ def test_shell_decision_parsing_rules() -> None:
 def test_without_an_os_sandbox_shell_hooks_do_not_run_and_are_reported(tmp_path: Path) -> None:
     events: list[AgentEvent] = []
     provider = ScriptedProvider(["ok"])
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         settings={

@@ -11,43 +11,39 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether import AgentConfig, Runtime
+from kit.agents import make_agent
+from tether import Runtime
 from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
 from tether.agent.host import Host
 from tether.errors import ConfigError
 from tether.messages import ToolCallBlock
-from tether.sandbox.base import Sandbox
-from tether.sandbox.detect import available
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools.base import Tool, tool
 from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.registry import ToolRegistry
 from tether.tools.safe_mode import offered_specs, refuse_in_safe_mode
 
-SAFE_BUILTINS = ["read", "ls", "glob", "grep"]
+SAFE_BUILTINS = ["read", "ls", "glob", "grep", "todo"]
 
 
-def any_sandbox() -> Sandbox:
-    found = available("bwrap") or available("landlock")
-    if found is None:
-        pytest.skip("no OS sandbox works on this machine")
-    return found
-
-
-def make_agent(
+def safe_agent(
     provider: ScriptedProvider,
     *,
-    sandbox: Sandbox | None,
+    sandbox: str,
     safe: bool = False,
     refused_env: list[str] | None = None,
     env: dict[str, str] | None = None,
     **kw: Any,
 ) -> Agent:
-    tools: dict[str, Any] = {"sandbox": sandbox.kind if sandbox else "none", "safe": safe}
+    """An agent under `sandbox` (`"any"`: a working one, else skip; `"none"`), `tools.safe`
+    as given, tool subprocesses started from `env`."""
+    tools: dict[str, Any] = {"safe": safe}
     if refused_env is not None:
         tools["refused_env"] = refused_env
-    return Agent(provider, config=AgentConfig(tools=tools), runtime=Runtime(env=env), **kw)
+    return make_agent(
+        provider, settings={"tools": tools}, sandbox=sandbox, runtime=Runtime(env=env), **kw
+    )
 
 
 def _names(request_tools: tuple[object, ...]) -> list[str]:
@@ -65,8 +61,8 @@ async def test_no_sandbox_forces_safe_mode_warns_once_and_refuses_writes(tmp_pat
         ]
     )
     events: list[AgentEvent] = []
-    agent = make_agent(
-        provider, tools=builtin_tools(), root=tmp_path, sandbox=None, host=Host(on_event=events.append),
+    agent = safe_agent(
+        provider, tools=builtin_tools(), root=tmp_path, sandbox="none", host=Host(on_event=events.append),
     )
     assert agent.safe_mode and agent.safe_mode_forced
     await agent.run("write please")
@@ -87,8 +83,8 @@ async def test_no_sandbox_forces_safe_mode_warns_once_and_refuses_writes(tmp_pat
 
 async def test_safe_flag_with_a_sandbox(tmp_path: Path) -> None:
     provider = ScriptedProvider([call("write", path="f.txt", content="x"), "ok"])
-    agent = make_agent(
-        provider, tools=builtin_tools(), root=tmp_path, sandbox=any_sandbox(), safe=True
+    agent = safe_agent(
+        provider, tools=builtin_tools(), root=tmp_path, sandbox="any", safe=True
     )
     await agent.run("go")
     assert _names(provider.requests[0].tools) == SAFE_BUILTINS
@@ -118,11 +114,11 @@ async def test_switch_takes_effect_from_the_next_request(tmp_path: Path) -> None
         ]
     )
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = safe_agent(
         provider,
         tools=[*builtin_tools(), tool(lock_down, safe=True)],
         root=tmp_path,
-        sandbox=any_sandbox(),
+        sandbox="any",
         host=Host(on_event=events.append),
         )
     await agent.run("go")
@@ -178,11 +174,11 @@ async def test_refused_env_is_a_parameter(tmp_path: Path) -> None:
         [call("bash", command='echo "[$CORP_VAULT_KEYRING]"; echo corp-vault-value-1234'), "ok"]
     )
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = safe_agent(
         provider,
         tools=builtin_tools(),
         root=tmp_path,
-        sandbox=any_sandbox(),
+        sandbox="any",
         env={"PATH": os.environ["PATH"], "CORP_VAULT_KEYRING": "corp-vault-value-1234"},
         refused_env=[*DEFAULT_REFUSED, "CORP_VAULT_*"],
         host=Host(on_event=events.append),

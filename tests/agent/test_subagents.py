@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import first_user_text, make_agent, routed
 
-from tether import Agent, AgentConfig, ApprovalDecision, ApprovalRequest, tool
+from kit.agents import routed, subagent_agent
+from kit.events import first_user_text, results
+from kit.hosts import ScriptedApprover
+from kit.waits import await_until
+from tether import Agent, AgentConfig, ApprovalDecision, tool
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -29,10 +32,6 @@ from tether.messages import Usage
 from tether.session import SessionStore
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools.builtin.toolset import builtin_tools
-
-
-def results(events: list[AgentEvent]) -> list[ToolResultEvent]:
-    return [e for e in events if isinstance(e, ToolResultEvent)]
 
 
 def child_sessions(store: SessionStore, parent_id: str) -> list[str]:
@@ -59,7 +58,7 @@ def test_task_returns_the_childs_answer_and_the_child_has_its_own_session(tmp_pa
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("main-1", cwd=str(tmp_path))
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, host=Host(on_event=events.append), session=AgentSession(sink=writer),)
+    agent = subagent_agent(provider, tmp_path, host=Host(on_event=events.append), session=AgentSession(sink=writer),)
     result = agent.run_sync("summarize the repo")
     writer.close()
 
@@ -101,7 +100,7 @@ def test_nested_subagents_run_at_depth_2_and_are_refused_at_3(tmp_path: Path) ->
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("top-1", cwd=str(tmp_path))
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, host=Host(on_event=events.append), session=AgentSession(sink=writer),)
+    agent = subagent_agent(provider, tmp_path, host=Host(on_event=events.append), session=AgentSession(sink=writer),)
     assert agent.run_sync("top").text == "top done"
     writer.close()
 
@@ -133,7 +132,7 @@ def test_spawn_is_refused_past_the_configured_depth(tmp_path: Path) -> None:
         routed({"top": [call(TASK_TOOL, id="a", name="x", prompt="sub"), "done"]})
     )
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         provider, tmp_path, settings={"agents": {"max_depth": 0}}, host=Host(on_event=events.append),
     )
     agent.run_sync("top")
@@ -188,7 +187,7 @@ def test_children_run_concurrently_up_to_the_limit(
     state = {"active": 0, "max_active": 0}
     provider = ScriptedProvider(routed(_three_children_plan()))
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         tools=[_slow_tool(state)],
@@ -219,15 +218,12 @@ def test_cancelling_the_parent_cancels_the_child_and_persists_its_partial_turn(
     )
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("p-1", cwd=str(tmp_path))
-    agent = make_agent(provider, tmp_path, tools=[_slow_tool(state, never)], session=AgentSession(sink=writer),)
+    agent = subagent_agent(provider, tmp_path, tools=[_slow_tool(state, never)], session=AgentSession(sink=writer),)
 
     async def go() -> None:
         task = asyncio.ensure_future(agent.run("parent"))
-        for _ in range(500):
-            await asyncio.sleep(0.01)
-            if state["active"]:
-                break
-        assert state["active"] == 1, "the child's tool never started"
+        await await_until(lambda: state["active"], timeout_s=5, what="the child's tool started")
+        assert state["active"] == 1
         assert list(agent.subagents.running) == ["t1"]
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -260,7 +256,7 @@ def test_the_child_session_resumes_on_its_own(tmp_path: Path) -> None:
     )
     store = SessionStore(tmp_path / "sessions")
     writer = store.create("m-1", cwd=str(tmp_path))
-    make_agent(provider, tmp_path, session=AgentSession(sink=writer),).run_sync("main job")
+    subagent_agent(provider, tmp_path, session=AgentSession(sink=writer),).run_sync("main job")
     writer.close()
     [child_id] = child_sessions(store, "m-1")
 
@@ -300,7 +296,7 @@ def test_child_usage_is_added_to_the_parents_and_reported_separately(tmp_path: P
         usage=Usage(input_tokens=1, output_tokens=1),
     )
     events: list[AgentEvent] = []
-    agent = make_agent(provider, tmp_path, host=Host(on_event=events.append),)
+    agent = subagent_agent(provider, tmp_path, host=Host(on_event=events.append),)
     result = agent.run_sync("main")
     # own: 100/10 + 1/1; child: 2 requests (1/1 each) + grandchild 1 request (1/1)
     assert result.children_usage == Usage(input_tokens=3, output_tokens=3)
@@ -316,7 +312,7 @@ def test_child_usage_is_added_to_the_parents_and_reported_separately(tmp_path: P
         Usage(input_tokens=3, output_tokens=3),
     ]
     # a run without subagents reports none
-    plain = make_agent(ScriptedProvider(["hi"]), tmp_path)
+    plain = subagent_agent(ScriptedProvider(["hi"]), tmp_path)
     assert plain.run_sync("x").children_usage is None
 
 
@@ -331,7 +327,7 @@ def test_child_events_are_tagged_with_the_agent_path(tmp_path: Path) -> None:
         )
     )
     events: list[AgentEvent] = []
-    make_agent(provider, tmp_path, host=Host(on_event=events.append),).run_sync("main")
+    subagent_agent(provider, tmp_path, host=Host(on_event=events.append),).run_sync("main")
     tagged = [e for e in events if isinstance(e, SubagentEvent)]
     paths = {e.agent_path for e in tagged}
     assert paths == {("main", "task:t1"), ("main", "task:t1", "task:t2")}
@@ -350,16 +346,6 @@ def test_child_events_are_tagged_with_the_agent_path(tmp_path: Path) -> None:
     assert line["event"]["type"] == "session_start"
 
 
-class ScriptedApprover:
-    def __init__(self, *answers: ApprovalDecision) -> None:
-        self.answers = list(answers)
-        self.seen: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.seen.append(request)
-        return self.answers.pop(0)
-
-
 def test_spawn_goes_through_the_approval_gate_and_the_child_asks_with_its_path(
     tmp_path: Path,
 ) -> None:
@@ -373,7 +359,7 @@ def test_spawn_goes_through_the_approval_gate_and_the_child_asks_with_its_path(
     )
     host = ScriptedApprover(ApprovalDecision.once(), ApprovalDecision.deny("not there"))
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         tools=builtin_tools(),
@@ -397,7 +383,7 @@ def test_spawn_permission_allow_skips_the_prompt_and_deny_refuses(
     )
     host = ScriptedApprover()
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         settings={"tools": {"sandbox": "auto", "approval": "ask"}, "agents": {"spawn": spawn}},
@@ -430,7 +416,7 @@ def test_named_subagents_bring_their_prompt_and_tools(tmp_path: Path) -> None:
         )
     )
     events: list[AgentEvent] = []
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         tools=builtin_tools(),
@@ -487,7 +473,7 @@ def test_a_child_gets_its_callers_tools_but_starts_no_mcp_servers_of_its_own(
             }
         )
     )
-    agent = make_agent(
+    agent = subagent_agent(
         provider,
         tmp_path,
         tools=[peek],

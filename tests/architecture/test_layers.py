@@ -2,8 +2,8 @@
 effects): `messages` imports nothing of ours; `wire` and the pure compaction policy import
 only `messages` (and their own package, and `errors`: the exception tree, a leaf like
 `messages`); nothing below `agent/` imports `agent/` or `cli/`; `sandbox/` sits below `tools/`
-(it imports neither `tools/` nor `agent/`), and the Landlock launcher imports only the standard
-library."""
+(it imports neither `tools/` nor `agent/`), and the sandbox launcher imports only the standard
+library and its own stdlib-only siblings."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ BELOW_AGENT = (
     "settings",
     "mcp",
     "tracing",
+    "checkpoint",
+    "permissions",
+    "prompt",
+    "skills",
 )
 
 
@@ -91,6 +95,22 @@ def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
 def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
     bad = {m for m in tether_imports(path) if m.startswith(("tether.agent", "tether.cli"))}
     assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("prompt"), ids=lambda p: p.name)
+def test_the_prompt_imports_only_messages(path: Path) -> None:
+    """The system prompt's facts and rendering sit low: data in, text out (gathering reads the
+    disk and runs git, but imports nothing of tether's besides the turn vocabulary)."""
+    allowed = ("tether.messages", "tether.prompt")
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"prompt/{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("skills"), ids=lambda p: p.name)
+def test_skills_import_only_prompt_and_tools(path: Path) -> None:
+    allowed = ("tether.prompt", "tether.tools", "tether.skills")
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"skills/{path.name} imports {bad}"
 
 
 @pytest.mark.parametrize("path", files("sandbox"), ids=lambda p: p.name)
@@ -151,17 +171,28 @@ def test_no_import_cycle_inside_tools_or_sandbox(package: str) -> None:
     assert cycles == []
 
 
-def test_the_landlock_launcher_imports_only_the_standard_library() -> None:
+LAUNCHER = ("launcher", "landlock", "reaper", "unixguard")
+"""The sandbox launcher (`python -I -S`, no site-packages) and the modules it imports."""
+
+
+@pytest.mark.parametrize("name", LAUNCHER)
+def test_the_sandbox_launcher_imports_only_the_standard_library(name: str) -> None:
     import sys
 
-    tree = ast.parse((SRC / "sandbox" / "landlock.py").read_text())
+    tree = ast.parse((SRC / "sandbox" / f"{name}.py").read_text())
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
+            names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    assert names - {"__future__"} <= set(sys.stdlib_module_names), names
+            if node.module == "tether.sandbox":
+                names |= {f"tether.sandbox.{a.name}" for a in node.names}
+            else:
+                names.add(node.module)
+    ours = {n for n in names if n.startswith("tether")}
+    assert ours <= {f"tether.sandbox.{m}" for m in LAUNCHER}, ours
+    stdlib = {n.split(".")[0] for n in names - ours}
+    assert stdlib - {"__future__"} <= set(sys.stdlib_module_names), stdlib
 
 
 @pytest.mark.parametrize(

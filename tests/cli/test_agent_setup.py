@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_faults import events, tether
 
-from faultserver import FaultServer, error_after_200, text, tool
+from kit.cli import run_cli
+from kit.events import jsonl
+from kit.faultserver import FaultServer, error_after_200, text, tool
 from tether.agent import build
 from tether.agent.limits import GeometricDecay, StepDecay
 from tether.errors import AuthError, ConfigError
@@ -192,7 +193,7 @@ def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -
                 }
             )
         )
-        proc = tether(
+        proc = run_cli(
             ["run", "--no-session", "hi"],
             home,
             TETHER_CONFIG_DIR=str(config),
@@ -200,7 +201,7 @@ def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -
         )
         assert (len(first.requests), len(second.requests)) == (2, 1)
     assert proc.returncode == 0, proc.stderr
-    evs = events(proc)
+    evs = jsonl(proc.stdout)
     (fallback,) = [e for e in evs if e["type"] == "fallback"]
     assert fallback["kind"] == "overloaded"
     assert "m1" in fallback["from_model"] and "m2" in fallback["to_model"]
@@ -213,7 +214,7 @@ def test_a_runaway_context_exits_4_and_max_turns_is_noted(tmp_path: Path) -> Non
     (tmp_path / "work" / "big.txt").write_text("lorem ipsum dolor sit amet\n" * 150)
     with FaultServer([tool("read", path="big.txt"), text("never sent")]) as server:
         # one file read fills a 300-token window; compaction cannot bring it down: stop
-        proc = tether(
+        proc = run_cli(
             [
                 "run",
                 "--no-session",
@@ -231,9 +232,9 @@ def test_a_runaway_context_exits_4_and_max_turns_is_noted(tmp_path: Path) -> Non
         assert len(server.requests) == 1, proc.stdout
     assert proc.returncode == 4, proc.stderr
     assert "context ran away" in proc.stderr
-    assert any(e["type"] == "error" and e["kind"] == "context_overflow" for e in events(proc))
+    assert any(e["type"] == "error" and e["kind"] == "context_overflow" for e in jsonl(proc.stdout))
     with FaultServer([tool("ls", path=".")]) as server:
-        proc = tether(
+        proc = run_cli(
             [
                 "run",
                 "--no-session",
@@ -294,7 +295,7 @@ def test_tether_compact_uses_the_settings_endpoints(tmp_path: Path) -> None:
         (config / "settings.json").write_text(
             json.dumps({"providers": {"work": {"type": "openai", "base_url": server.openai_url}}})
         )
-        proc = tether(
+        proc = run_cli(
             ["compact", "s1", "--model", "work/m", "--context-window", "8192"],
             home,
             TETHER_CONFIG_DIR=str(config),

@@ -5,35 +5,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from faultserver import FaultServer, text, tool
+from kit.cli import Completed, run_cli
+from kit.faultserver import FaultServer, text, tool
 
 
 def _tether(
     args: list[str], home: Path, stdin: str = "", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-    }
-    base["TETHER_HOME"] = str(home)
-    base["TETHER_RETRY_BASE"] = "10ms"
-    base.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=home.parent,
-        env=base,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+) -> Completed:
+    """`tether ARGS` in process, in `home`'s parent folder, with `env` added."""
+    return run_cli(args, home, cwd=home.parent, input=stdin, **(env or {}))
 
 
 def _one_clean_line(stderr: str) -> None:

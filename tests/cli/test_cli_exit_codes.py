@@ -3,38 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from kit.cli import Completed, run_cli, tether
 from tether.session import SessionStore
 
 
-def _tether(
-    args: list[str], home: Path, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-    }
-    env["TETHER_HOME"] = str(home)
-    env["TETHER_RETRY_BASE"] = "10ms"  # retried faults must not really sleep
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=home.parent,
-        env=env,
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def _tether(args: list[str], home: Path, stdin: str | None = None) -> Completed:
+    """`tether ARGS` in process, in `home`'s parent folder."""
+    return run_cli(args, home, cwd=home.parent, input=stdin or "")
 
 
 @pytest.mark.parametrize(
@@ -60,6 +42,15 @@ def test_usage_and_auth_exit_codes(tmp_path: Path, args: list[str], code: int, s
     assert says in proc.stderr
     assert proc.stdout == ""
     assert not list((home / "sessions").glob("*.jsonl"))  # nothing persisted
+
+
+@pytest.mark.parametrize(
+    ("args", "code"), [(["nope"], 1), (["run", "--model", "openai/gpt-4o", "hi"], 2)]
+)
+def test_the_exit_code_is_the_processs(tmp_path: Path, args: list[str], code: int) -> None:
+    """The codes above, as a real `tether` process ends with them (the console entry)."""
+    proc = tether(args, tmp_path / "home", cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr
 
 
 def test_a_broken_json_context_exits_5(tmp_path: Path) -> None:
@@ -108,6 +99,7 @@ def test_provider_errors_map_to_exit_codes(
         proc = _tether(["run", "--model", "openai/m", "--base-url", url, "hi"], tmp_path / "home")
     finally:
         server.shutdown()
+        server.server_close()
     assert proc.returncode == code, proc.stderr
     events = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [e["type"] for e in events][-2:] == ["error", "done"]

@@ -1,18 +1,17 @@
-"""`tether run` as a subprocess against the fault-injection server: exit codes, attempts made,
+"""`tether run` (in process, `kit.cli.run_cli`) against the fault-injection server: exit codes, attempts made,
 retry events on stdout, nothing partial in the session file, nothing executed, the usage line on
 stderr. Retries wait 10 ms (TETHER_RETRY_BASE), so nothing really sleeps."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clikit import tether
-from faultserver import (
+from kit.cli import Completed, run_cli
+from kit.events import jsonl
+from kit.faultserver import (
     FaultServer,
     Step,
     error_after_200,
@@ -26,8 +25,8 @@ from faultserver import (
 from tether.session import SessionStore
 
 
-def run_openai(server: FaultServer, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return tether(
+def run_openai(server: FaultServer, home: Path, *args: str) -> Completed:
+    return run_cli(
         [
             "run",
             "--model",
@@ -43,8 +42,8 @@ def run_openai(server: FaultServer, home: Path, *args: str) -> subprocess.Comple
     )
 
 
-def events(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in proc.stdout.splitlines()]
+def events(proc: Completed) -> list[dict[str, Any]]:
+    return jsonl(proc.stdout)
 
 
 def roles(home: Path) -> list[str]:
@@ -117,7 +116,7 @@ def test_anthropic_overload_then_tool_then_answer(tmp_path: Path) -> None:
     home = tmp_path / "home"
     script = [error_after_200(), tool("write", path="out.md", content="x"), text("wrote it")]
     with FaultServer(script) as server:
-        proc = tether(
+        proc = run_cli(
             [
                 "run",
                 "--model",
@@ -153,6 +152,6 @@ def test_sessions_show_prints_the_session_usage(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with FaultServer([tool("ls", path="."), text("done")]) as server:
         assert run_openai(server, home).returncode == 0
-    proc = tether(["sessions", "show", "s1"], home)
+    proc = run_cli(["sessions", "show", "s1"], home)
     assert proc.returncode == 0
     assert "usage: in 20 / 10 out" in proc.stderr  # two requests of 10 in / 5 out

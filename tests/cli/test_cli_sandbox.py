@@ -5,19 +5,13 @@ usage error."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
-
-from clikit import cli_env
-from tether.sandbox.detect import available
-
-CMD = [sys.executable, "-m", "tether.cli", "run", "--no-session", "-m", "openai/m"]
+from kit.cli import Completed, run_cli
+from kit.sandbox import sandbox_or_skip
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -39,26 +33,19 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
 
-def _run(
-    tmp_path: Path, args: list[str], sandbox: str
-) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _run(tmp_path: Path, args: list[str], sandbox: str) -> tuple[Completed, list[str]]:
+    """`tether run` (in process) against a loopback server that records the offered tools."""
     _Recorder.bodies = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    env = cli_env(tmp_path / "home", TETHER_SANDBOX=sandbox)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        proc = subprocess.run(
-            [*CMD, "--base-url", url, "--max-turns", "1", *args, "hi"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        cmd = ["run", "--no-session", "-m", "openai/m", "--base-url", url, "--max-turns", "1"]
+        proc = run_cli([*cmd, *args, "hi"], tmp_path / "home", cwd=tmp_path, TETHER_SANDBOX=sandbox)
     finally:
         server.shutdown()
+        server.server_close()
     tools = (
         [t["function"]["name"] for t in _Recorder.bodies[0].get("tools", [])]
         if _Recorder.bodies
@@ -67,7 +54,7 @@ def _run(
     return proc, tools
 
 
-SAFE = ["read", "ls", "glob", "grep"]
+SAFE = ["read", "ls", "glob", "grep", "todo", "skill"]
 
 
 def test_no_sandbox_forces_safe_mode_with_one_warning(tmp_path: Path) -> None:
@@ -80,8 +67,7 @@ def test_no_sandbox_forces_safe_mode_with_one_warning(tmp_path: Path) -> None:
 
 
 def test_safe_flag_offers_read_only_tools(tmp_path: Path) -> None:
-    if available("bwrap") is None and available("landlock") is None:
-        pytest.skip("no OS sandbox works on this machine")
+    sandbox_or_skip()
     proc, tools = _run(tmp_path, [], "auto")
     assert "no OS sandbox" not in proc.stderr
     assert "write" in tools and "bash" in tools

@@ -1,5 +1,6 @@
 """`tether config show|set`, `tether login|logout`, and `tether run` reading the settings
-(subprocesses with TETHER_CONFIG_DIR in a tmp folder and the keyring forced to the fail backend)."""
+(in process, with TETHER_CONFIG_DIR in a tmp folder and the keyring forced to the fail backend;
+the key prompt on a real terminal runs a `tether` process on a pty)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import itertools
 import json
 import os
 import stat
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -17,35 +17,16 @@ from typing import Any, ClassVar
 
 import pytest
 
-import tether
+from kit.cli import SRC, Completed, run_cli
 
-SRC = str(Path(tether.__file__).resolve().parents[1])  # this tree's src/, whatever the cwd
 KEY = "sk-stored-" + "q7" * 12
 
 
-def tether(
-    args: list[str], tmp: Path, stdin: str = "", cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith(("_API_KEY", "_AUTH_TOKEN")) and not k.startswith("TETHER_")
-    }
-    env["PYTHONPATH"] = SRC
-    env["TETHER_CONFIG_DIR"] = str(tmp / "cfg")
-    env["TETHER_HOME"] = str(tmp / "home")
-    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"  # never the real keyring
+def tether(args: list[str], tmp: Path, stdin: str = "", cwd: Path | None = None) -> Completed:
+    """`tether ARGS` in process, settings under `tmp/cfg`, home `tmp/home`, in `tmp/proj`."""
     proj = cwd or tmp / "proj"
     proj.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=proj,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(args, tmp / "home", cwd=proj, input=stdin, TETHER_CONFIG_DIR=str(tmp / "cfg"))
 
 
 def show(tmp: Path) -> dict[str, Any]:
@@ -224,6 +205,7 @@ def server() -> Iterator[str]:
     thread.start()
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
     srv.shutdown()
+    srv.server_close()
 
 
 def test_run_uses_model_endpoint_key_and_max_turns_from_settings(

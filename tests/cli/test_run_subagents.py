@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_cli_faults import events, tether
-
-from faultserver import FaultServer, Step, text
+from kit.cli import run_cli
+from kit.events import jsonl
+from kit.faultserver import FaultServer, Step, text
 from tether.session import SessionStore
 
 
@@ -19,9 +19,9 @@ def test_task_through_tether_run_and_resume_the_child(tmp_path: Path) -> None:
     script = [task_call, text("child answer"), text("final")]
     with FaultServer(script) as server:
         base = ["--model", "openai/m", "--base-url", server.openai_url]
-        proc = tether(["run", *base, "--session", "s1", "go"], home)
+        proc = run_cli(["run", *base, "--session", "s1", "go"], home)
         assert proc.returncode == 0, proc.stderr
-        out = events(proc)
+        out = jsonl(proc.stdout)
         tagged = [e for e in out if e["type"] == "subagent"]
         assert tagged and {tuple(e["agent_path"]) for e in tagged} == {("main", "task:call_1")}
         assert tagged[0]["event"]["type"] == "session_start"
@@ -39,7 +39,7 @@ def test_task_through_tether_run_and_resume_the_child(tmp_path: Path) -> None:
 
     with FaultServer([text("resumed child")]) as server:
         base = ["--model", "openai/m", "--base-url", server.openai_url]
-        proc = tether(["run", *base, "--resume", child_id, "go on"], home)
+        proc = run_cli(["run", *base, "--resume", child_id, "go on"], home)
         assert proc.returncode == 0, proc.stderr
         sent = server.requests[0]["body"]["messages"]
         assert [m["role"] for m in sent if m["role"] != "system"] == [
@@ -60,11 +60,11 @@ def test_a_trusted_projects_user_prompt_hook_refuses_the_prompt(tmp_path: Path) 
     (work / ".tether" / "settings.json").write_text(json.dumps(hooks))
     with FaultServer([text("never sent")]) as server:
         base = ["--model", "openai/m", "--base-url", server.openai_url, "--no-session"]
-        untrusted = tether(["run", *base, "hi"], home)  # not approved: its hooks do not load
+        untrusted = run_cli(["run", *base, "hi"], home)  # not approved: its hooks do not load
         assert untrusted.returncode == 0, untrusted.stderr
-        assert tether(["trust"], home).returncode == 0
-        proc = tether(["run", *base, "hi"], home)
+        assert run_cli(["trust"], home).returncode == 0
+        proc = run_cli(["run", *base, "hi"], home)
         assert proc.returncode == 1
         assert "user_prompt hook refused" in proc.stderr
         assert len(server.requests) == 1  # only the untrusted run's request
-        assert any(e["type"] == "warning" and "not today" in e["message"] for e in events(proc))
+        assert any(e["type"] == "warning" and "not today" in e["message"] for e in jsonl(proc.stdout))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from test_startup_imports import heavy, loaded
 
-from clikit import tether
+from kit.cli import Completed, run_cli
 from tether.messages import (
     CompactSummaryBlock,
     Provenance,
@@ -22,8 +21,8 @@ from tether.session import SessionStore
 from tether.tools.exec.normalize import render_stub
 
 
-def _tether(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
-    return tether(args, home, cwd=home, COLUMNS="100")
+def _tether(args: list[str], home: Path) -> Completed:
+    return run_cli(args, home, cwd=home, COLUMNS="100")
 
 
 def _session(home: Path) -> None:

@@ -8,20 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import FrameType
 
 import pytest
 
-from tether.agent.agent import Agent
+from kit.agents import make_agent
+from kit.waits import wait_until
 from tether.cli import cancel
 from tether.cli.run import _drive, _set_handlers  # pyright: ignore[reportPrivateUsage]
 from tether.testing import ScriptedProvider
-
-
-def make_agent(provider: ScriptedProvider, root: Path) -> Agent:
-    return Agent(provider, root=root)
 
 
 def _caught(pid: int) -> int:
@@ -35,29 +31,26 @@ def _caught(pid: int) -> int:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_during_start_up_exits_130(tmp_path: Path, sig: int) -> None:
     env = {**os.environ, "TETHER_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "run"],  # reads the prompt from stdin: blocks
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         cwd=tmp_path,
-    )
-    try:
-        # SIGTERM caught means tether's handlers are in (Python catches SIGINT by itself)
-        bit = 1 << (signal.SIGTERM - 1)
-        deadline = time.monotonic() + 30
-        while not _caught(proc.pid) & bit and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert _caught(proc.pid) & bit, "no handler installed"
-        proc.send_signal(sig)
-        assert proc.wait(timeout=30) == 130
-        assert proc.stderr is not None
-        assert proc.stderr.read().decode().splitlines()[-1:] == ["tether: cancelled"]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    ) as proc:
+        try:
+            # SIGTERM caught means tether's handlers are in (Python catches SIGINT by itself)
+            bit = 1 << (signal.SIGTERM - 1)
+            wait_until(lambda: _caught(proc.pid) & bit, timeout_s=30, what="handler installed")
+            proc.send_signal(sig)
+            assert proc.wait(timeout=30) == 130
+            assert proc.stderr is not None
+            assert proc.stderr.read().decode().splitlines()[-1:] == ["tether: cancelled"]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_after_the_run_a_signal_is_recorded_then_the_handlers_are_put_back(
@@ -73,7 +66,7 @@ def test_after_the_run_a_signal_is_recorded_then_the_handlers_are_put_back(
 
     old = {s: signal.signal(s, mine) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        agent = make_agent(provider=ScriptedProvider(["the answer"]), root=tmp_path)
+        agent = make_agent(ScriptedProvider(["the answer"]), tmp_path)
         assert asyncio.run(_drive(agent, "hi")) == 0
         os.kill(os.getpid(), signal.SIGTERM)  # recorded, not raised
         assert cancel.received() and seen == []

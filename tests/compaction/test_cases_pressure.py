@@ -8,7 +8,7 @@ import pytest
 from anthropic import types as at
 from openai.types.completion_usage import CompletionUsage
 
-from cases_loader import load_case
+from kit.cases import load_case
 from tether.compaction import (
     CompactionPolicy,
     ContextMonitor,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tether import AgentConfig, Runtime
+from kit.agents import make_agent
+from tether import Runtime
 from tether.agent.agent import Agent
 from tether.agent.context import AutoCompaction
 from tether.agent.events import (
@@ -19,7 +20,6 @@ from tether.agent.events import (
     FallbackEvent,
     RetryEvent,
 )
-from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
 from tether.compaction.monitor import ContextMonitor, Decision
 from tether.compaction.pressure import (
@@ -34,7 +34,6 @@ from tether.messages import CompactSummaryBlock, TextBlock, Turn, Usage
 from tether.providers.base import ModelRequest, StreamError
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
-from tether.tools.builtin.toolset import builtin_tools
 from tether.wire.markers import SUMMARY_HEADER, elided_ids
 
 TASK = "Process all the records, one dump per step, then say done."
@@ -91,7 +90,7 @@ def steps(n_steps: int) -> Callable[[ModelRequest, int], Response]:
     return script
 
 
-def make_agent(
+def compacting_agent(
     tmp_path: Path,
     provider: ScriptedProvider,
     *,
@@ -119,13 +118,14 @@ def make_agent(
         if sleeps is not None:
             sleeps.append(delay_s)
 
-    agent = Agent(
+    agent = make_agent(
         [provider, *fallback],
-        tools=[dump, *builtin_tools()],
-        root=tmp_path,
-        host=Host(on_event=events.append),
+        tmp_path,
+        tools=[dump],
+        builtins=True,
+        events=events,
         session=AgentSession(sink=sink),
-        config=AgentConfig(run={"max_turns": 200}, retry={"max_attempts": 2}),
+        settings={"run": {"max_turns": 200}, "retry": {"max_attempts": 2}},
         compaction=manager,
         runtime=Runtime(secret_texts=tuple(secret_texts), sleep=sleep, rng=lambda: 0.5),
     )
@@ -140,7 +140,7 @@ async def test_t17_no_request_exceeds_the_budget_and_the_final_reply_is_persiste
     tmp_path: Path,
 ) -> None:
     provider = measured(steps(25))
-    agent, events, sink = make_agent(tmp_path, provider)
+    agent, events, sink = compacting_agent(tmp_path, provider)
     result = await agent.run(TASK)
     assert result.text == "done" and result.stop_reason == "end_turn"
     assert sink.turns[-1] is result.message  # the final reply is persisted
@@ -165,7 +165,7 @@ async def test_t17_no_request_exceeds_the_budget_and_the_final_reply_is_persiste
 
 async def test_t15_turns_under_threshold_never_trigger_compaction(tmp_path: Path) -> None:
     provider = measured(steps(30))
-    agent, events, _ = make_agent(tmp_path, provider, window=8_000)
+    agent, events, _ = compacting_agent(tmp_path, provider, window=8_000)
     await agent.run(TASK)
     # between two compactions there are several requests: no compaction on consecutive requests
     kinds = [e.type for e in events if e.type in ("turn_start", "compaction_end")]
@@ -184,7 +184,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
             )
         return call("dump", n=k) if k < 6 else "done"
 
-    agent, events, _ = make_agent(tmp_path, measured(script), window=100_000)
+    agent, events, _ = compacting_agent(tmp_path, measured(script), window=100_000)
     result = await agent.run(TASK)
     assert result.text == "done"
     starts = [e for e in events if isinstance(e, CompactionStartEvent)]
@@ -197,7 +197,7 @@ async def test_overflow_error_learns_the_window_compacts_and_retries_once(tmp_pa
             return StreamError(kind="context_overflow", message="prompt is too long")
         return call("dump", n=k)
 
-    agent, events, _ = make_agent(tmp_path, measured(always), window=100_000)
+    agent, events, _ = compacting_agent(tmp_path, measured(always), window=100_000)
     with pytest.raises(RunError) as info:
         await agent.run(TASK)
     assert info.value.kind == "context_overflow"
@@ -228,7 +228,7 @@ async def test_the_summary_call_uses_the_runs_retries_retry_after_and_fallback(
         lambda r: Reply(blocks=(TextBlock(text="## Goal\nprocess records"),), usage=summary_usage)
     )
     sleeps: list[float] = []
-    agent, events, _ = make_agent(
+    agent, events, _ = compacting_agent(
         tmp_path,
         measured(script),
         fallback=[backup],
@@ -259,7 +259,7 @@ async def test_the_summary_call_uses_the_runs_retries_retry_after_and_fallback(
 async def test_failed_summary_falls_back_to_a_truncation_marker(tmp_path: Path) -> None:
     broken = ScriptedProvider(lambda r: StreamError(kind="auth", message="bad key"))
     provider = measured(steps(12))
-    agent, events, _sink = make_agent(tmp_path, provider, summarizer=broken)
+    agent, events, _sink = compacting_agent(tmp_path, provider, summarizer=broken)
     result = await agent.run(TASK)
     assert result.text == "done"
     ends = _compactions(events)
@@ -283,7 +283,7 @@ async def test_runaway_stops_with_a_clear_stop_reason(tmp_path: Path) -> None:
     from dataclasses import replace
 
     mon = _Forced(lambda d: replace(d, compact=False, runaway="context above 90% of the window"))
-    agent, events, _ = make_agent(tmp_path, measured(steps(5)), monitor=mon)
+    agent, events, _ = compacting_agent(tmp_path, measured(steps(5)), monitor=mon)
     result = await agent.run(TASK)
     assert result.stop_reason == "context_runaway"
     assert any(e.type == "error" and "90%" in e.message for e in events)  # type: ignore[union-attr]
@@ -293,7 +293,7 @@ async def test_no_progress_stops_with_context_overflow(tmp_path: Path) -> None:
     from dataclasses import replace
 
     mon = _Forced(lambda d: replace(d, no_progress=True))
-    agent, _, _ = make_agent(tmp_path, measured(steps(5)), monitor=mon)
+    agent, _, _ = compacting_agent(tmp_path, measured(steps(5)), monitor=mon)
     with pytest.raises(RunError, match="context window exhausted") as info:
         await agent.run(TASK)
     assert info.value.kind == "context_overflow"
@@ -321,7 +321,7 @@ async def test_recently_read_files_are_restored_and_recall_returns_elided_turns(
             return call("recall", turn_id=first.id)
         return "done"
 
-    agent, events, _ = make_agent(tmp_path, measured(script))
+    agent, events, _ = compacting_agent(tmp_path, measured(script))
     result = await agent.run(TASK)
     assert result.text == "done"
     ends = _compactions(events)
@@ -349,7 +349,7 @@ async def test_restored_files_are_redacted_like_any_tool_output(tmp_path: Path) 
             return call("read", path="notes.txt")
         return call("dump", n=k) if k <= 14 else "done"
 
-    agent, events, _ = make_agent(tmp_path, measured(script), secret_texts=(secret,))
+    agent, events, _ = compacting_agent(tmp_path, measured(script), secret_texts=(secret,))
     await agent.run(TASK)
     ends = _compactions(events)
     assert ends and "notes.txt" in ends[0].restored_files  # the restore path ran
@@ -375,7 +375,7 @@ async def test_a_compaction_never_scans_the_whole_history_for_the_generation(
         raise AssertionError("next_generation(history) ran during a compaction")
 
     monkeypatch.setattr(rounds, "next_generation", whole_pass)
-    agent, events, _ = make_agent(tmp_path, measured(steps(25)))
+    agent, events, _ = compacting_agent(tmp_path, measured(steps(25)))
     assert (await agent.run(TASK)).text == "done"
     ends = _compactions(events)
     assert len(ends) >= 2

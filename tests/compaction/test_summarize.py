@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cases_loader import load_case
+from kit.cases import load_case
 from tether.agent.attempts import Attempts, summary_call
 from tether.agent.events import AgentEvent, RetryEvent
 from tether.compaction.pressure import text_tokens

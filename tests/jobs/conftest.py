@@ -1,18 +1,19 @@
-"""A real PostgreSQL for the Jobs scale-out test (`pgserver.postgres`): skipped only when
-the binaries are genuinely absent (`.ci/run` installs them, so CI runs it)."""
+"""A real PostgreSQL for the Jobs scale-out test (`kit.postgres`): skipped only when the binaries
+are genuinely absent (`.ci/run` installs them, so CI runs it)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pgserver
 import pytest
+
+from kit import postgres
 
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     try:
-        with pgserver.postgres() as url:
+        with postgres.postgres() as url:
             yield url
-    except pgserver.Unavailable as exc:
+    except postgres.Unavailable as exc:
         pytest.skip(str(exc))

@@ -7,9 +7,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
+import pytest
 
-from tether.session import SessionStore
+from kit.jobs import LoopModel, job_sessions, lines, popen, project, task_file, tether
+
+
+def _started(tmp: Path, root: Path) -> bool:
+    """True once a tool call's start is recorded in a session of the jobs database."""
+    if not (tmp / "home" / "jobs").is_dir():
+        return False
+    store = job_sessions(tmp, root)
+    return any(
+        e.kind == "tool_call_started" for info in store.list() for e in store.load(info.id).events
+    )
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 
 def test_cancel_interrupts_a_running_task(tmp_path: Path) -> None:
@@ -18,11 +30,8 @@ def test_cancel_interrupts_a_running_task(tmp_path: Path) -> None:
         task_file(root, "slow", "slow SLOW work")
         proc = popen(tmp_path, root, "dispatch", "--once")
         try:
-            sessions = tmp_path / "home" / "sessions"
             deadline = time.monotonic() + 240
-            while not any(
-                "tool_call_started" in p.read_text() for p in sessions.glob("*.jsonl")
-            ):
+            while not _started(tmp_path, root):
                 assert time.monotonic() < deadline and proc.poll() is None
                 time.sleep(0.05)
             time.sleep(0.3)  # the sleep is running
@@ -38,7 +47,7 @@ def test_cancel_interrupts_a_running_task(tmp_path: Path) -> None:
         assert rec["stop_reason"] == "cancelled"
         (row,) = lines(tether(tmp_path, root, "status").stdout)
         assert row["status"] == "CANCELLED"
-        loaded = SessionStore(sessions).load(rec["session_id"])
+        loaded = job_sessions(tmp_path, root).load(rec["session_id"])
         assert loaded.report.ok
         (result,) = [r for t in loaded.turns for r in t.tool_results]
         assert result.is_error and result.text.startswith("cancelled while running")

@@ -12,9 +12,11 @@ import signal
 import time
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
+import pytest
 
-from tether.session import SessionStore
+from kit.jobs import LoopModel, job_sessions, lines, popen, project, task_file, tether
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 KILLS = 20
 
@@ -56,7 +58,7 @@ def test_kill_9_at_random_points_then_every_task_completes_exactly_once(tmp_path
         assert {r["status"] for r in status} == {"SUCCESS"}
 
         jobs = root / ".tether" / "jobs"
-        store = SessionStore(tmp_path / "home" / "sessions")
+        store = job_sessions(tmp_path, root)
         resumed = 0
         for r in status:
             name = r["workflow_id"].split(":")[1]

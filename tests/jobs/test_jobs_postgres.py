@@ -13,9 +13,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from jobkit import LoopModel, lines, popen, project, task_file, tether
+import pytest
 
-from tether.session import SessionStore
+from kit.jobs import LoopModel, job_sessions, lines, popen, project, task_file, tether
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 N = 100
 
@@ -89,7 +91,7 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
         # may come back late on a loaded machine (a CI run beside benchmarks gave it 4 of 100).
         assert set(spread) == {"w1", "w2", "w3"}, spread
         assert min(spread["w1"], spread["w3"]) >= 5, spread
-        store = SessionStore(tmp_path / "home" / "sessions")
+        store = job_sessions(tmp_path, root, postgres_url)
         for r in status:
             name = r["workflow_id"].split(":")[1]
             assert len(list((root / ".tether" / "jobs" / "runs" / name).glob("*.json"))) == 1

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobkit import LoopModel, lines, project, task_file, tether
+import pytest
 
-from tether.session import SessionStore
+from kit.jobs import LoopModel, job_sessions, lines, project, task_file, tether
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}
 
@@ -57,7 +59,7 @@ def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path:
         for name in due:  # one record per run, with the session it names
             (record,) = (jobs / "runs" / name).glob("*.json")
             assert record.is_file()
-        store = SessionStore(tmp_path / "home" / "sessions")
+        store = job_sessions(tmp_path, root)
         for r in rows:
             loaded = store.load(r["session_id"])
             assert loaded.report.ok

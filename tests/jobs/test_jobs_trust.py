@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobkit import LoopModel, approve, lines, project, task_file, tether
+import pytest
+
+from kit.jobs import LoopModel, approve, lines, project, task_file, tether
+
+pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
 
 def test_an_unapproved_project_is_refused_then_runs_once_approved(tmp_path: Path) -> None:

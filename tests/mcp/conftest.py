@@ -1,5 +1,5 @@
-"""Fixtures of the MCP tests; the servers and helpers live in `mcp_servers.py` (a module name of
-its own: test modules import it, and `conftest` is a name every test folder shares)."""
+"""Fixtures of the MCP tests: a folder for the demo server's marks, the demo server over HTTP
+(`kit.mcp`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_servers import HttpDemo
+
+from kit.mcp import HttpDemo
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 Run: `python demo_server.py` (stdio) or `python demo_server.py http PORT` (streamable HTTP on
 127.0.0.1:PORT, path /mcp). With `MARK_DIR` set, it writes marker files there: `started-<pid>`
-at start, `cancelled` when a `hang` call is cancelled. stderr gets a line at start.
+at start, `hanging` when a `hang` call starts, `cancelled` when one is cancelled. stderr gets a line at start.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def big(n: int) -> str:
 
 @server.tool()
 async def hang(seconds: float) -> str:
-    """Sleeps; marks `cancelled` when cancelled."""
+    """Sleeps; marks `hanging` first and `cancelled` when cancelled."""
+    mark("hanging", "yes")
     try:
         await asyncio.sleep(seconds)
     except BaseException:

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import stdio_settings
 
-from tether import Agent, AgentConfig
-from tether.agent.events import AgentEvent, ToolResultEvent, WarningEvent
-from tether.agent.host import Host
+from kit.agents import make_agent
+from kit.events import results
+from kit.mcp import stdio_settings
+from tether import Agent
+from tether.agent.events import AgentEvent, WarningEvent
 from tether.sandbox.detect import detect_sandbox
 from tether.testing import ScriptedProvider, call
 
@@ -33,27 +34,13 @@ def demo_server(tmp_path: Path) -> dict[str, Any]:
     return stdio_settings(marks).model_dump(mode="json", exclude_unset=True)
 
 
-EVENTS: dict[Agent, list[AgentEvent]] = {}
-"""Each test agent's events, in order."""
-
-
-def make_agent(provider: ScriptedProvider, tmp_path: Path, servers: dict[str, Any]) -> Agent:
+def mcp_agent(
+    provider: ScriptedProvider, tmp_path: Path, servers: dict[str, Any], events: list[AgentEvent]
+) -> Agent:
+    """An agent in `tmp_path/work` whose settings name `servers`; its events go to `events`."""
     root = tmp_path / "work"
     root.mkdir(exist_ok=True)
-    cfg = AgentConfig(mcp={"servers": servers})
-    events: list[AgentEvent] = []
-    agent = Agent(
-        provider,
-        config=cfg,
-        root=root,
-        host=Host(on_event=events.append),
-    )
-    EVENTS[agent] = events
-    return agent
-
-
-def results(agent: Agent) -> list[ToolResultEvent]:
-    return [e for e in EVENTS[agent] if isinstance(e, ToolResultEvent)]
+    return make_agent(provider, root, settings={"mcp": {"servers": servers}}, events=events)
 
 
 def test_run_sync_offers_the_servers_tools_and_stops_them(tmp_path: Path) -> None:
@@ -61,15 +48,16 @@ def test_run_sync_offers_the_servers_tools_and_stops_them(tmp_path: Path) -> Non
     provider = ScriptedProvider(
         [call("mcp__demo__add", a=2, b=3), "five", call("mcp__demo__add", a=1, b=1), "two"]
     )
-    agent = make_agent(provider, tmp_path, {"demo": demo})
+    events: list[AgentEvent] = []
+    agent = mcp_agent(provider, tmp_path, {"demo": demo}, events)
     assert agent.run_sync("add").text == "five"
     offered = [t.name for t in provider.requests[0].tools]
     assert "mcp__demo__add" in offered
     assert "mcp__demo__add" not in agent.registry  # stopped, tools withdrawn
     assert agent.run_sync("again").text == "two"  # a fresh loop: started again
-    texts = [r.content for r in results(agent)]
+    texts = [r.content for r in results(events)]
     assert len(texts) == 2 and "5" in texts[0] and "2" in texts[1]
-    assert not any(r.is_error for r in results(agent))
+    assert not any(r.is_error for r in results(events))
 
 
 async def test_async_with_keeps_servers_across_runs(tmp_path: Path) -> None:
@@ -77,7 +65,8 @@ async def test_async_with_keeps_servers_across_runs(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [call("mcp__demo__add", a=2, b=3), "five", call("mcp__demo__add", a=4, b=4), "eight"]
     )
-    agent = make_agent(provider, tmp_path, {"demo": demo})
+    events: list[AgentEvent] = []
+    agent = mcp_agent(provider, tmp_path, {"demo": demo}, events)
     async with agent:
         assert "mcp__demo__add" in agent.registry
         conn = agent.mcp.tools
@@ -85,14 +74,15 @@ async def test_async_with_keeps_servers_across_runs(tmp_path: Path) -> None:
         await agent.run("again")
         assert agent.mcp.tools is conn  # one start for both runs
     assert "mcp__demo__add" not in agent.registry
-    assert [r.is_error for r in results(agent)] == [False, False]
+    assert [r.is_error for r in results(events)] == [False, False]
 
 
 def test_a_failing_server_is_a_warning(tmp_path: Path) -> None:
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
     provider = ScriptedProvider(["fine"])
-    agent = make_agent(provider, tmp_path, {"broken": broken})
+    events: list[AgentEvent] = []
+    agent = mcp_agent(provider, tmp_path, {"broken": broken}, events)
     assert agent.run_sync("hi").text == "fine"
-    warnings = [e for e in EVENTS[agent] if isinstance(e, WarningEvent)]
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
     assert [w.kind for w in warnings] == ["mcp_server_failed"]
     assert "broken" in warnings[0].message

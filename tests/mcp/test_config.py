@@ -122,12 +122,13 @@ def test_a_server_named_under_tmp_stays_visible_read_only(tmp_path: Path) -> Non
     """The sandbox's private /tmp would hide a server script checked out under /tmp: the
     folders of the files its command line names there stay visible (read-only); other paths
     and /tmp itself are not added."""
-    from tether.mcp.connection import named_under_tmp
+    from tether.mcp.runtime import server_runtime
 
     script = tmp_path / "srv" / "server.py"
     script.parent.mkdir()
     script.write_text("")
-    got = named_under_tmp(["/usr/bin/python3", str(script), "--flag", "/tmp", "rel/x.py"])
+    argv = ["/usr/bin/python3", str(script), "--flag", "/tmp", "rel/x.py"]
+    got = server_runtime(argv, {"PATH": "/usr/bin:/bin"}, tmp_path)
     if tmp_path.resolve().is_relative_to(Path("/tmp").resolve()):
         assert got == (script.parent.resolve(),)
     else:

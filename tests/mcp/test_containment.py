@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_servers import DEMO
 
+from kit.mcp import DEMO
 from tether.mcp import McpTools
 from tether.messages import TextBlock
 from tether.sandbox.detect import detect_sandbox

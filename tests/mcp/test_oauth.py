@@ -6,18 +6,18 @@ warning, and an `Authorization` header bypassing OAuth."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 import pytest
-from mcp_servers import free_port
 from oauth_server import OAuthDemo
 
+from kit.mcp import free_port
 from tether.credentials import credentials_path
 from tether.mcp import McpServerError, McpTools, resolve_server
 from tether.mcp.oauth import credential_name, forget_tokens, login
@@ -25,10 +25,13 @@ from tether.settings.model import McpServerSettings
 
 pytestmark = pytest.mark.timeout(120)
 
+TTL_S = 60
+"""An access token's lifetime, as the server grants it."""
+
 
 @pytest.fixture
 def server() -> Iterator[OAuthDemo]:
-    demo = OAuthDemo(free_port(), token_ttl_s=2).start()
+    demo = OAuthDemo(free_port(), token_ttl_s=TTL_S).start()
     yield demo
     demo.stop()
 
@@ -78,7 +81,8 @@ async def test_full_code_flow_with_pkce_stores_tokens_0600_and_refreshes(
 ) -> None:
     spec = resolve_server("protected", McpServerSettings(url=server.url), tmp_path)
     seen: list[str] = []
-    count, place = await login(spec, tmp_path, open_url=browser(seen=seen))
+    issued_long_ago = lambda: time.time() - 2 * TTL_S  # noqa: E731 - the login's clock
+    count, place = await login(spec, tmp_path, open_url=browser(seen=seen), clock=issued_long_ago)
     assert count == 1 and place == str(credentials_path())
     query = dict(parse_qsl(urlsplit(seen[0]).query))
     assert query["code_challenge_method"] == "S256" and query["state"]
@@ -91,8 +95,9 @@ async def test_full_code_flow_with_pkce_stores_tokens_0600_and_refreshes(
     tokens = first["tokens"]
     assert isinstance(tokens, dict) and tokens["access_token"] and tokens["refresh_token"]
     assert first["client_info"]  # dynamic client registration, kept for the refresh
+    expires_at = first["expires_at"]
+    assert isinstance(expires_at, float) and expires_at < time.time()  # expired by now
 
-    await asyncio.sleep(2.5)  # the access token (2 s) has expired
     mcp, warnings = tools_for(tmp_path, McpServerSettings(url=server.url))
     try:
         tools = await mcp.start()

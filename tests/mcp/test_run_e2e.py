@@ -1,4 +1,4 @@
-"""End to end: `tether run` (a subprocess) with a scripted loopback model (`FaultServer`, OpenAI
+"""End to end: `tether run` (in process) with a scripted loopback model (`FaultServer`, OpenAI
 Chat Completions SSE) whose agent calls tools of a stdio MCP server configured in the project
 settings: the results come back to the model, the server runs sandboxed (a write outside the
 working folder is refused), a large result goes through the persisted-output gate, and the
@@ -7,16 +7,15 @@ server's stderr lands in the session's `mcp-warnings/`."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import DEMO
 
-import clikit
-from faultserver import FaultServer, text, tool
+from kit.cli import Completed, run_cli
+from kit.faultserver import FaultServer, text, tool
+from kit.mcp import DEMO
 from tether.sandbox.detect import detect_sandbox
 
 pytestmark = [
@@ -29,26 +28,14 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
-def cli_env(tmp_path: Path) -> dict[str, str]:
-    return clikit.cli_env(tmp_path / "home", OPENAI_API_KEY="sk-test-key-e2e")
-
-
-def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> subprocess.CompletedProcess[str]:
-    """`tether run` in `root`, after the user approved the project's settings (`tether trust`:
-    project settings that start MCP servers are loaded only once approved)."""
-    env = cli_env(tmp_path)
-    trust = [sys.executable, "-m", "tether.cli", "trust"]
-    approved = subprocess.run(trust, cwd=root, env=env, capture_output=True, text=True, timeout=60)
+def run(tmp_path: Path, root: Path, server: FaultServer, *args: str) -> Completed:
+    """`tether run` in `root` (in process), after the user approved the project's settings
+    (`tether trust`: project settings that start MCP servers are loaded only once approved)."""
+    home, key = tmp_path / "home", {"OPENAI_API_KEY": "sk-test-key-e2e"}
+    approved = run_cli(["trust"], home, cwd=root, **key)
     assert approved.returncode == 0, approved.stderr
-    cmd = [sys.executable, "-m", "tether.cli", "run", "-m", "openai/m"]
-    return subprocess.run(
-        [*cmd, "--base-url", server.openai_url, "--max-turns", "8", *args, "go"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
+    cmd = ["run", "-m", "openai/m", "--base-url", server.openai_url, "--max-turns", "8"]
+    return run_cli([*cmd, *args, "go"], home, cwd=root, **key)
 
 
 def test_tether_run_calls_a_sandboxed_mcp_tool(tmp_path: Path) -> None:

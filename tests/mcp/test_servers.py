@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import HttpDemo, stdio_settings
 
+from kit.mcp import HttpDemo, stdio_settings
+from kit.waits import await_until
 from tether.mcp import McpTools
 from tether.messages import ImageBlock, TextBlock, ToolCallBlock
 from tether.settings.model import McpServerSettings
@@ -118,12 +119,6 @@ async def test_read_resource(demo: tuple[McpTools, list[Tool]], tmp_path: Path) 
     assert is_error and "no MCP server `nope`" in text
 
 
-async def _until(pred: Callable[[], bool], timeout_s: float = 10) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not pred():
-            await asyncio.sleep(0.05)
-
-
 async def test_list_changed_updates_the_registry(
     demo: tuple[McpTools, list[Tool]], tmp_path: Path
 ) -> None:
@@ -133,7 +128,7 @@ async def test_list_changed_updates_the_registry(
     assert "mcp__demo__extra" not in registry
     text, _, _ = await call(registry, "mcp__demo__grow", tmp_path)
     assert text == "grown"
-    await _until(lambda: "mcp__demo__extra" in registry)
+    await await_until(lambda: "mcp__demo__extra" in registry)
     text, is_error, _ = await call(registry, "mcp__demo__extra", tmp_path)
     assert (text, is_error) == ("extra!", False)
 
@@ -146,7 +141,7 @@ async def test_hang_past_the_timeout_cancels_the_request(
     try:
         text, is_error, _ = await call(tools, "mcp__demo__hang", tmp_path, seconds=30)
         assert is_error and "timed out after 1 s" in text and "`demo`" in text
-        await _until(lambda: (marks / "cancelled").exists())  # notifications/cancelled
+        await await_until(lambda: (marks / "cancelled").exists())  # notifications/cancelled
         text, is_error, _ = await call(tools, "mcp__demo__add", tmp_path, a=1, b=1)
         assert (text, is_error) == ("2", False)  # the same server goes on
         assert len(list(marks.glob("started-*"))) == 1
@@ -159,11 +154,11 @@ async def test_cancellation_sends_cancelled(tmp_path: Path, marks: Path) -> None
     tools = await mcp.start()
     try:
         task = asyncio.create_task(call(tools, "mcp__demo__hang", tmp_path, seconds=30))
-        await asyncio.sleep(1.0)
+        await await_until(lambda: (marks / "hanging").exists(), timeout_s=10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await _until(lambda: (marks / "cancelled").exists())
+        await await_until(lambda: (marks / "cancelled").exists())
     finally:
         await mcp.aclose()
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_replay import (
+
+from kit.replay import (
     ANTHROPIC_DIR,
     Recorded,
     Result,
@@ -24,7 +25,6 @@ from _provider_replay import (
     sse,
     sse_response,
 )
-
 from tether.messages import (
     RedactedThinkingBlock,
     TextBlock,

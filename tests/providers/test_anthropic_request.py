@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from _provider_replay import ANTHROPIC_DIR, Server, load_cassette, run, sse_response
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_request_conversion import ANTHROPIC_OK
 
+from kit.replay import ANTHROPIC_DIR, Server, load_cassette, run, sse_response
 from tether.errors import ConfigError
 from tether.messages import (
     Provenance,

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from _provider_replay import Handler, Server, collect, run, simple_request, sse, sse_response
 
+from kit.replay import Handler, Server, collect, run, simple_request, sse, sse_response
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import Provider, StreamError
 from tether.providers.errors import classify_exception, classify_status, parse_retry_after

@@ -1,5 +1,5 @@
 """Provider faults through the REAL adapters (openai_chat, anthropic) and the whole Agent, served
-by the fault-injection server (tests/faultserver.py).
+by the fault-injection server (tests/kit/faultserver.py).
 
 Each test asserts the fault's class, how many requests reached the server, the retry delays the
 loop asked for (the sleep is injected: nothing really sleeps), and that nothing partial was
@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from cases_loader import load_case
-from faultserver import (
+from kit.agents import make_agent
+from kit.cases import load_case
+from kit.faultserver import (
     FaultServer,
     Step,
     error_after_200,
@@ -29,10 +30,8 @@ from faultserver import (
     tool,
     truncated_tool,
 )
-from tether import AgentConfig, Runtime
-from tether.agent.agent import Agent
+from tether import Runtime
 from tether.agent.events import AgentEvent, FallbackEvent, RetryEvent
-from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import Turn, turn_from_dict
@@ -58,16 +57,14 @@ def anthropic(server: FaultServer) -> Provider:
 BOTH = pytest.mark.parametrize("make", [openai, anthropic], ids=["openai", "anthropic"])
 
 
-def make_agent(
-    model: Provider | list[Provider], policy: RetryPolicy, run: dict[str, Any] | None = None, **kw: Any
-) -> Agent:
-    """An Agent whose config carries `policy` (and the `run` section given)."""
+def retry_settings(policy: RetryPolicy, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The settings carrying `policy` (and the `run` section given)."""
     retry = {
         "max_attempts": policy.max_attempts,
         "base": f"{policy.retry_base_s}s",
         "max": f"{policy.retry_max_s}s",
     }
-    return Agent(model, config=AgentConfig(retry=retry, run=run or {}), **kw)
+    return {"retry": retry, "run": run or {}}
 
 
 class Harness:
@@ -75,7 +72,11 @@ class Harness:
     jitter draw."""
 
     def __init__(
-        self, tmp_path: Path, providers: list[Provider], policy: RetryPolicy, **kw: Any
+        self,
+        tmp_path: Path,
+        providers: list[Provider],
+        policy: RetryPolicy,
+        run: dict[str, Any] | None = None,
     ) -> None:
         self.sleeps: list[float] = []
         self.calls: list[dict[str, Any]] = []
@@ -99,13 +100,12 @@ class Harness:
         self.tool: Tool = make_tool(write)
         self.agent = make_agent(
             providers,
-            policy,
+            tmp_path,
+            settings=retry_settings(policy, run),
             tools=[self.tool],
-            root=tmp_path,
-            host=Host(on_event=self.events.append),
+            events=self.events,
             session=AgentSession(sink=self.writer),
             runtime=Runtime(sleep=sleep, rng=lambda: 0.5),
-            **kw,
         )
 
     def stored(self) -> list[Turn]:
@@ -341,7 +341,9 @@ async def test_auth_falls_back_but_context_overflow_does_not(tmp_path: Path) -> 
 async def test_a_model_list_is_the_fallback_chain(tmp_path: Path) -> None:
     with FaultServer([status(500), text("second")]) as server:
         agent = make_agent(
-            [openai(server), anthropic(server)], RetryPolicy(max_attempts=1), root=tmp_path
+            [openai(server), anthropic(server)],
+            tmp_path,
+            settings=retry_settings(RetryPolicy(max_attempts=1)),
         )
         assert agent.provider.name == "openai" and len(agent.chain) == 2
         assert (await agent.run("go")).text == "second"

@@ -14,7 +14,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from _provider_replay import (
+from google import genai
+from google.genai import types as gt
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kit.replay import (
     FIXTURES,
     Recorded,
     Server,
@@ -23,11 +28,6 @@ from _provider_replay import (
     run,
     simple_request,
 )
-from google import genai
-from google.genai import types as gt
-from hypothesis import given
-from hypothesis import strategies as st
-
 from tether.messages import (
     Provenance,
     TextBlock,

@@ -141,7 +141,7 @@ def test_the_grammar_refuses_the_values_the_schemas_refuse_and_admits_optional_o
 @given(
     st.one_of(st.none(), st.integers(-3000, 3000)),
     st.one_of(st.none(), st.integers(-3000, 3000)),
-    st.integers(-10**6, 10**6),
+    st.integers(-(10**6), 10**6),
 )
 def test_int_range_rule_admits_exactly_the_integers_in_range(
     lo: int | None, hi: int | None, n: int
@@ -171,8 +171,8 @@ def test_float_bounds_map_to_whole_numbers_inside_them(
         return
     assert a is not None and b is not None
     if a <= n <= b:
-        assert (n > lo if lo_key == "exclusiveMinimum" else n >= lo)
-        assert (n < hi if hi_key == "exclusiveMaximum" else n <= hi)
+        assert n > lo if lo_key == "exclusiveMinimum" else n >= lo
+        assert n < hi if hi_key == "exclusiveMaximum" else n <= hi
 
 
 def test_enum_and_pattern_go_through_the_converter() -> None:
@@ -198,7 +198,15 @@ def test_enum_and_pattern_go_through_the_converter() -> None:
 
 def test_a_bounded_number_at_the_root() -> None:
     g = schema_grammar({"type": "integer", "minimum": 2, "exclusiveMaximum": 5})
-    assert [admits(g, str(n)) for n in range(0, 7)] == [False, False, True, True, True, False, False]
+    assert [admits(g, str(n)) for n in range(0, 7)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 def test_a_calls_only_grammar_refuses_an_answer_and_admits_every_tool() -> None:
@@ -212,3 +220,39 @@ def test_a_calls_only_grammar_refuses_an_answer_and_admits_every_tool() -> None:
     assert admits(only_calls, call) and admits(full, call)
     # With no tool offered there is nothing to call: the answer stays.
     assert admits(action_grammar((), answer=False), answer)
+
+
+def test_local_refs_are_inlined_and_a_recursive_one_admits_any_value() -> None:
+    """A tool schema with `$defs` (pydantic writes them for nested models, like the todo tool's
+    items) nested in the reply's schema: its `#/$defs/...` would point at the wrong root."""
+    from tether.providers.local.grammar import inline_refs
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+            "definitions": {"type": "string"},
+        },
+        "$defs": {
+            "Item": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "next": {"$ref": "#/$defs/Item"}},
+            },
+        },
+    }
+    out = inline_refs(schema, depth=2)
+    item = out["properties"]["items"]["items"]
+    assert "$defs" not in out and "definitions" in out["properties"]
+    assert item["properties"]["text"] == {"type": "string"}
+    assert item["properties"]["next"]["properties"]["next"] == {}
+    assert schema["properties"]["items"]["items"] == {"$ref": "#/$defs/Item"}  # input unchanged
+
+
+def test_a_lone_surrogate_escape_is_refused_and_a_pair_admitted() -> None:
+    """Found by the catalog property: `\\uD800` alone parsed as JSON but failed the todo
+    tool's validation."""
+    regex = re.compile(_full_regex())
+    pair = '{"answer": "\\ud83d\\ude00"}'
+    assert regex.fullmatch(pair) and json.loads(pair) == {"answer": "\U0001f600"}
+    for lone in ('{"answer": "\\ud800"}', '{"answer": "\\udc00 x"}', '{"answer": "\\ud800\\u0041"}'):
+        assert not regex.fullmatch(lone), lone

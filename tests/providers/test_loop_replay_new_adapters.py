@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx2
 import yaml
-from _provider_replay import FIXTURES, Server, load_cassette, load_chunks, sse, sse_response
 from google import genai
 from google.genai import types as gt
 
+from kit.replay import FIXTURES, Server, load_cassette, load_chunks, sse, sse_response
 from tether.agent.agent import Agent
 from tether.messages import ThinkingBlock
 from tether.providers.google import GoogleProvider

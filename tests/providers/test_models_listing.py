@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kit.cli import run_cli
 from tether.errors import ConfigError
 from tether.providers.models import BUNDLED as KNOWN_MODELS
 from tether.providers.models import cache_path, list_models, read_cache
@@ -134,15 +132,7 @@ async def test_unknown_provider_is_config_error(tmp_path: Path) -> None:
 
 
 def test_cli_models_command(server: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["TETHER_HOME"] = str(tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-m", "tether.cli", "models", "ollama", "--base-url", server],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli(["models", "ollama", "--base-url", server], tmp_path, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     (line,) = out.stdout.splitlines()
     row = json.loads(line)
@@ -150,11 +140,5 @@ def test_cli_models_command(server: str, tmp_path: Path) -> None:
     assert row["models"] == ["llama3.1:latest", "qwen3:8b"]
     assert "2 models from provider" in out.stderr
     assert list((tmp_path / "cache" / "models").iterdir())  # cached under TETHER_HOME
-    bad = subprocess.run(
-        [sys.executable, "-m", "tether.cli", "models", "nope"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = run_cli(["models", "nope"], tmp_path, cwd=tmp_path)
     assert bad.returncode == 1 and "unknown provider" in bad.stderr

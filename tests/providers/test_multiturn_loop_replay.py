@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _provider_replay import ANTHROPIC_DIR, OPENAI_DIR, Server, load_cassette, sse_response
 
+from kit.replay import ANTHROPIC_DIR, OPENAI_DIR, Server, load_cassette, sse_response
 from tether.agent.agent import Agent
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.openai_chat import OpenAIChatProvider

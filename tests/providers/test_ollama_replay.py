@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import ollama
 import pytest
-from _provider_replay import FIXTURES, load_cassette, run, simple_request
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kit.replay import FIXTURES, load_cassette, run, simple_request
 from tether.messages import ThinkingBlock, ToolCallBlock, Turn, Usage, text_turn, tool_result
 from tether.providers.base import ModelRequest, StreamError, ToolSpec
 from tether.providers.ollama import DEFAULT_NUM_CTX, OllamaProvider, OllamaStreamTranslator

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from _provider_replay import (
+from kit.replay import (
     OPENAI_DIR,
     Recorded,
     Result,
@@ -21,7 +21,6 @@ from _provider_replay import (
     sse,
     sse_response,
 )
-
 from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, Usage
 from tether.providers.base import StreamError
 from tether.providers.openai_chat import OpenAIChatProvider

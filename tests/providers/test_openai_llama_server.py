@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _provider_replay import run
 
+from kit.replay import run
 from tether.messages import ToolCallBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest
 from tether.providers.openai_chat import OpenAIChatProvider

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _provider_replay import (
+from kit.replay import (
     FIXTURES,
     Recorded,
     Server,
@@ -21,7 +21,6 @@ from _provider_replay import (
     sse,
     sse_response,
 )
-
 from tether.messages import (
     Provenance,
     TextBlock,

@@ -16,7 +16,10 @@ from typing import Any
 import httpx
 import httpx2
 import ollama
-from _provider_replay import (
+from google import genai
+from google.genai import types as gt
+
+from kit.replay import (
     ANTHROPIC_DIR,
     FIXTURES,
     OPENAI_DIR,
@@ -27,9 +30,6 @@ from _provider_replay import (
     sse,
     sse_response,
 )
-from google import genai
-from google.genai import types as gt
-
 from tether.messages import (
     Provenance,
     RedactedThinkingBlock,

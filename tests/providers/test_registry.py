@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from kit.cli import run_cli
 from tether.errors import AuthError, ConfigError
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.openai_chat import OpenAIChatProvider
@@ -99,26 +97,10 @@ def test_gemini_key_wins_over_google_key(no_keys: None, monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize("model", ["google/gemini-2.5-flash", "openai-responses/gpt-5"])
 def test_cli_missing_key_exits_2(model: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in KEYS}
-    env["TETHER_HOME"] = str(tmp_path / "home")
-    env["TETHER_CONFIG_DIR"] = str(tmp_path / "config")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tether.cli",
-            "run",
-            "--model",
-            model,
-            "--no-session",
-            "--cwd",
-            str(tmp_path),
-            "hi",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    out = run_cli(
+        ["run", "--model", model, "--no-session", "--cwd", str(tmp_path), "hi"],
+        tmp_path / "home",
+        TETHER_CONFIG_DIR=str(tmp_path / "config"),
     )
     assert out.returncode == 2, out.stderr
     assert "API key" in out.stderr

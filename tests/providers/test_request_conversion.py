@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-from _provider_replay import Server, run, sse, sse_response
 
+from kit.replay import Server, run, sse, sse_response
 from tether.errors import ConfigError
 from tether.messages import (
     DocumentBlock,

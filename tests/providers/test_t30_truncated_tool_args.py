@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
-from _provider_replay import Result, Server, run, simple_request, sse, sse_response
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kit.replay import Result, Server, run, simple_request, sse, sse_response
 from tether.messages import ToolCallBlock
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.openai_chat import OpenAIChatProvider

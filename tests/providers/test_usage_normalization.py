@@ -14,7 +14,7 @@ from openai.types.completion_usage import CompletionUsage
 from openai.types.responses import ResponseUsage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cases_loader import load_case
+from kit.cases import load_case
 from tether.providers.anthropic import normalize_usage as anthropic_usage
 from tether.providers.google import normalize_usage as gemini_usage
 from tether.providers.openai_chat import normalize_usage as chat_usage

@@ -8,13 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-import clikit
-from cases_loader import CASES_DIR
+from kit.cases import CASES_DIR
+from kit.cli import Completed, run_cli
 from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession
 from tether.messages import TARGETS, Target, TextBlock, Turn, text_turn, tool_result
@@ -38,8 +37,8 @@ FORMATS = {
 }
 
 
-def tether(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return clikit.tether(["replay", *args], home, cwd=cwd, timeout=300)
+def tether(args: list[str], home: Path, cwd: Path) -> Completed:
+    return run_cli(["replay", *args], home, cwd=cwd)
 
 
 def findings(out: str) -> list[dict[str, object]]:
@@ -56,15 +55,17 @@ def test_every_transcript_format_is_imported() -> None:
     assert sum(len(t.tool_calls) for t in calls) == sum(len(t.tool_results) for t in calls) > 5
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
-def test_every_transcript_replays_to_every_target_without_violations(path: Path) -> None:
+def test_every_transcript_replays_to_every_target_without_violations(
+    path: Path, target: Target
+) -> None:
     turns = import_transcript(path).turns
     snapshot = repr(turns)
     assistant_turns = sum(1 for t in turns if t.role == "assistant")
-    for target in TARGETS:
-        report = replay_stored(turns, target)
-        assert report.count("violation") == 0, report.findings
-        assert report.requests == assistant_turns - (turns[0].role == "assistant")
+    report = replay_stored(turns, target)
+    assert report.count("violation") == 0, report.findings
+    assert report.requests == assistant_turns - (turns[0].role == "assistant")
     assert repr(turns) == snapshot  # the stored turns are never changed
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_processes import DAEMONS, settle
 
-from sandbox_kit import context, tool_folder, worker_sh
+from kit.sandbox import context, tool_folder, worker_sh
 from tether.sandbox.limits import ResourceLimits
 from tether.tools.exec import forkserver
 

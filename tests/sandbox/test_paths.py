@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import bash, call, context
+from kit.sandbox import bash, call, context
 from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 from tether.tools import ToolContext
 from tether.tools.builtin.files import ls

@@ -6,19 +6,16 @@ on first use: `tether trust --show` lists the files, `tether trust` approves the
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tether
-from faultserver import FaultServer, text, tool
-from sandbox_kit import WORKER_TOOL, sandbox_for
+from kit.cli import tether
+from kit.faultserver import FaultServer, text, tool
+from kit.sandbox import WORKER_TOOL, sandbox_for
 
-SRC = str(Path(tether.__file__).resolve().parents[1])
 PLANTED_TOOL = "from tether.tools import tool\n\n@tool\ndef planted() -> str:\n    return 'pwned'\n"
 PLANTED_SETTINGS = json.dumps({"tools": {"safe": True, "network": True}})
 GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n"
@@ -28,24 +25,20 @@ SH = (
     "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> .git/config"
 )
 
+pytestmark = pytest.mark.slow  # a `tether` process per step, under each OS sandbox
+
 
 def run_tether(args: list[str], tmp: Path, kind: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
-    env.update(
-        PYTHONPATH=SRC,
+    """`tether ARGS` as a process in `tmp/proj` under the OS sandbox `kind` (each run a new
+    process, as the next run after a planting one is)."""
+    return tether(
+        args,
+        tmp / "home",
+        cwd=tmp / "proj",
         TETHER_CONFIG_DIR=str(tmp / "cfg"),
-        TETHER_HOME=str(tmp / "home"),
         TETHER_SANDBOX=kind,
         OPENAI_API_KEY="sk-test",
         PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        cwd=tmp / "proj",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
 

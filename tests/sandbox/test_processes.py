@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import bash, context, sandbox_for, tool_folder, worker_sh
+from kit.sandbox import bash, context, sandbox_for, tool_folder, worker_sh
+from tether.sandbox.config import tmp_parent
 from tether.sandbox.limits import ResourceLimits
-from tether.sandbox.policy import tmp_parent
 
 DAEMONS = {
     "nohup": "nohup sleep {t} > /dev/null 2>&1 &",

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox_kit import sandbox_for
+from kit.sandbox import sandbox_for
 from tether.errors import ConfigError
-from tether.sandbox import landlock
-from tether.sandbox.base import SANDBOX_ENV, SandboxUnavailableError
+from tether.sandbox import landlock, launcher
+from tether.sandbox.base import SANDBOX_ENV, SandboxUnavailableError, launcher_prefix
 from tether.sandbox.bwrap import BwrapSandbox
+from tether.sandbox.config import SandboxConfig
 from tether.sandbox.detect import available, detect_sandbox
 from tether.sandbox.landlock_sandbox import LandlockSandbox
-from tether.sandbox.policy import SandboxConfig
 
 argvs = st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=12), min_size=1)
 BWRAP = BwrapSandbox("/usr/bin/bwrap")
@@ -30,7 +30,9 @@ def test_bwrap_argv_passes_the_command_verbatim(argv: list[str], net: bool) -> N
     cfg = SandboxConfig(root=root, network=net)
     out = BWRAP.wrap(argv, cfg)
     sep = out.index("--")
-    assert out[sep + 1 :] == argv  # even an argv starting with "-" is the command, not options
+    inner = out[sep + 1 :]  # the launcher supervising unix-socket connects, then the command
+    assert inner[:5] == launcher_prefix()
+    assert inner[inner.index("--") + 1 :] == argv  # an argv starting with "-" is the command
     opts = out[:sep]
     assert opts[0] == "/usr/bin/bwrap"
     assert ("--unshare-net" in opts) is not net
@@ -57,26 +59,29 @@ def test_bwrap_git_is_rebound_read_only_after_root(tmp_path: Path) -> None:
 def test_landlock_launcher_argv_round_trips(argv: list[str], net: bool, extra: list[str]) -> None:
     cfg = SandboxConfig(root=Path("/r"), network=net, extra_writable=tuple(map(Path, extra)))
     out = LANDLOCK.wrap(argv, cfg)
-    assert out[:5] == ["/usr/bin/python3", "-I", "-S", "-B", landlock.__file__]
-    parsed = landlock._parse(out[5:])  # pyright: ignore[reportPrivateUsage]
-    write, ro, hide, keep, network, tmp, command = parsed
-    assert command == argv and keep == []
-    assert hide == [str(p) for p in cfg.hidden_dirs()]
+    assert out[:5] == launcher_prefix("/usr/bin/python3")
+    lists, values, flags, command = launcher.parse(out[5:])
+    assert command == argv and lists["--keep"] == [] and "--landlock" in flags
+    assert lists["--hide"] == [str(p) for p in cfg.hidden_dirs()]
     # read-only: no `.git` under /r; only this harness's own interpreter/package if under /tmp
-    assert write == ["/r", *extra] and ro == [str(p) for p in cfg.readonly()] and network is net
-    assert all(Path(p).is_relative_to("/tmp") for p in ro)
-    assert tmp == str(LANDLOCK.tmp_dir)
+    assert lists["--write"] == ["/r", *extra] and lists["--ro"] == [str(p) for p in cfg.readonly()]
+    assert ("--net" in flags) is net
+    assert all(Path(p).is_relative_to("/tmp") for p in lists["--ro"])
+    assert values["--tmp"] == str(LANDLOCK.tmp_dir)
+    # the unix-socket guard: sockets in the writable folders and the private temp folder only
+    assert bytes.fromhex(values["--guard"]) and lists["--socket"][-1] == str(LANDLOCK.tmp_dir)
 
 
 def test_landlock_launcher_refuses_to_run_unconfined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(landlock, "abi_version", lambda: 0)
-    code = landlock.main(["--write", str(tmp_path), "--", "touch", str(tmp_path / "ran")])
-    assert code == 126 and not (tmp_path / "ran").exists()
+    args = ["--landlock", "--write", str(tmp_path), "--", "touch", str(tmp_path / "ran")]
+    assert launcher.main(args) == 126 and not (tmp_path / "ran").exists()
     assert "refusing to run unconfined" in capsys.readouterr().err
-    assert landlock.main(["--bogus"]) == 2
-    assert landlock.main(["--write", "/x"]) == 2  # no `--`
+    assert launcher.main(["--bogus"]) == 2
+    assert launcher.main(["--write", "/x"]) == 2  # no `--`
+    assert launcher.main(["--guard", "zz", "--", "true"]) == 2
 
 
 def test_landlock_launcher_exit_codes(tmp_path: Path) -> None:

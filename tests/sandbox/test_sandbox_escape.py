@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import sandbox_for
+from kit.sandbox import sandbox_for
 from tether.messages import ToolCallBlock, ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.env import DEFAULT_REFUSED

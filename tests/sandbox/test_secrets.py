@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import bash, call, context, sandbox_for, tool_folder, worker_sh
+from kit.sandbox import bash, call, context, sandbox_for, tool_folder, worker_sh
 from tether.sandbox.base import Sandbox
 from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.landlock_sandbox import LandlockSandbox
@@ -129,7 +129,9 @@ async def test_a_hard_link_made_by_bash_does_not_defeat_the_deny_list(
     (root / ".env.production").write_text(f"KEY={SECRET}\n")
     ctx = context(root, kind)
     r = await bash(ctx, "ln .env.production notes.txt && echo linked")
-    assert r.text == "linked", r.text
+    # the command sees an empty file mounted over the secret: it cannot link the real one
+    assert "Invalid cross-device link" in r.text and not (root / "notes.txt").exists(), r.text
+    os.link(root / ".env.production", root / "notes.txt")  # a link made outside the sandbox
     r = await call(ctx, "read", path="notes.txt")
     assert r.is_error and SECRET not in r.text and "hard link" in r.text, r.text
     r = await call(ctx, "grep", pattern="KEY")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import bash, call, context, tool_folder, worker_sh
+from kit.sandbox import bash, call, context, tool_folder, worker_sh
 from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 
 PLANTS = (

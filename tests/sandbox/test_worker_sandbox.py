@@ -5,12 +5,10 @@ inside it works — under each sandbox kind this machine has."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tether import AgentConfig
-from tether.agent.agent import Agent
+from kit.agents import make_agent
 from tether.sandbox.base import SandboxMechanism
 from tether.sandbox.detect import available
 from tether.testing import ScriptedProvider, call
@@ -31,10 +29,6 @@ def put(path: str, text: str) -> str:
     Path(path).write_text(text)
     return "written"
 '''
-
-
-def make_agent(provider: ScriptedProvider, *, sandbox: str, **kw: Any) -> Agent:
-    return Agent(provider, config=AgentConfig(tools={"sandbox": sandbox}), **kw)
 
 
 @pytest.mark.parametrize("kind", ["bwrap", "landlock"])
@@ -59,7 +53,7 @@ async def test_a_folder_tool_cannot_write_outside_the_project(
             "done",
         ]
     )
-    agent = make_agent(provider, tools=folders.registry, root=work, sandbox=sandbox.kind)
+    agent = make_agent(provider, work, tools=folders.registry, sandbox=sandbox.kind)
     await agent.run("go")
     out_result, tools_result, in_result = (agent.history[i].tool_results[0] for i in (2, 4, 6))
     # outside the project: hidden by the sandbox's private /tmp or refused, never written

@@ -26,7 +26,8 @@ def test_nothing_to_migrate_is_cheap_and_empty(tmp_path: Path) -> None:
     assert not (tmp_path / MIGRATE_LOCK).exists()  # no lock taken when nothing is legacy
 
 
-def test_both_legacy_layouts_are_folded_in(tmp_path: Path) -> None:
+def test_legacy_layouts_are_folded_in_but_persisted_outputs_stay(tmp_path: Path) -> None:
+    """Persisted outputs are named by absolute path in stored stubs: they never move."""
     root = tmp_path
     (root / "tool-results" / "s1").mkdir(parents=True)
     (root / "tool-results" / "s1" / "call_1.txt").write_text("one")
@@ -41,20 +42,12 @@ def test_both_legacy_layouts_are_folded_in(tmp_path: Path) -> None:
     (legacy / "tasks" / "nested" / "x").write_text("deep")
     (legacy / "mcp-warnings" / "w.json").write_text("{}")
     report = migrate_artifacts(root)
-    assert report.moved == 6 and report.conflicts == () and report.errors == ()
-    assert set(report.removed_dirs) == {
-        root / "tool-results" / "s1",
-        root / "tool-results" / "s2",
-        root / "tool-results",
-        legacy / "tool-results",
-        legacy / "tasks",
-        legacy / "mcp-warnings",
-        legacy,
-    }
+    assert report.moved == 3 and report.conflicts == () and report.errors == ()
+    assert set(report.removed_dirs) == {legacy / "tasks", legacy / "mcp-warnings"}
     assert _tree(root) == {
-        "s1/tool-results/call_1.txt": "one",
-        "s2/tool-results/call_2.txt": "two",
-        "s3/tool-results/c.txt": "three",
+        "tool-results/s1/call_1.txt": "one",
+        "tool-results/s2/call_2.txt": "two",
+        "s3.artifacts/tool-results/c.txt": "three",
         "s3/tasks/t.log": "log",
         "s3/tasks/nested/x": "deep",
         "s3/mcp-warnings/w.json": "{}",
@@ -66,26 +59,26 @@ def test_both_legacy_layouts_are_folded_in(tmp_path: Path) -> None:
 
 def test_conflicts_are_left_for_the_user_and_counted_on_every_run(tmp_path: Path) -> None:
     root = tmp_path
-    (root / "s1" / "tool-results").mkdir(parents=True)
-    (root / "s1" / "tool-results" / "call_1.txt").write_text("new")
-    (root / "tool-results" / "s1").mkdir(parents=True)
-    (root / "tool-results" / "s1" / "call_1.txt").write_text("old")
-    (root / "tool-results" / "s1" / "call_2.txt").write_text("only old")
+    (root / "s1" / "tasks").mkdir(parents=True)
+    (root / "s1" / "tasks" / "t1.log").write_text("new")
+    (root / "s1.artifacts" / "tasks").mkdir(parents=True)
+    (root / "s1.artifacts" / "tasks" / "t1.log").write_text("old")
+    (root / "s1.artifacts" / "tasks" / "t2.log").write_text("only old")
     report = migrate_artifacts(root)
-    src = root / "tool-results" / "s1" / "call_1.txt"
+    src = root / "s1.artifacts" / "tasks" / "t1.log"
     assert report.moved == 1 and report.conflicts == (src,)
     assert report.removed_dirs == ()  # the legacy folder still holds the conflict
-    assert (root / "s1" / "tool-results" / "call_1.txt").read_text() == "new"  # never replaced
+    assert (root / "s1" / "tasks" / "t1.log").read_text() == "new"  # never replaced
     assert src.read_text() == "old"
-    assert (root / "s1" / "tool-results" / "call_2.txt").read_text() == "only old"
+    assert (root / "s1" / "tasks" / "t2.log").read_text() == "only old"
     second = migrate_artifacts(root)
     assert second.moved == 0 and second.conflicts == (src,)
     # once the user removes the leftover, the next run cleans the empty legacy folders
     src.unlink()
     third = migrate_artifacts(root)
     assert third.moved == 0 and third.removed_dirs == (
-        root / "tool-results" / "s1",
-        root / "tool-results",
+        root / "s1.artifacts" / "tasks",
+        root / "s1.artifacts",
     )
 
 
@@ -127,21 +120,21 @@ def test_real_sessions_with_legacy_looking_names_are_left_alone(tmp_path: Path) 
 
 def test_store_runs_the_migration_when_opened(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
-    (root / "tool-results" / "s1").mkdir(parents=True)
-    (root / "tool-results" / "s1" / "call_1.txt").write_text("legacy output")
+    (root / "s1.artifacts" / "tasks").mkdir(parents=True)
+    (root / "s1.artifacts" / "tasks" / "t.log").write_text("legacy log")
     store = SessionStore(root)
     assert store.migration.moved == 1
-    assert (
-        store.artifact_subdir("s1", "tool-results", create=False) / "call_1.txt"
-    ).read_text() == ("legacy output")
+    assert (store.artifact_subdir("s1", "tasks", create=False) / "t.log").read_text() == (
+        "legacy log"
+    )
     assert SessionStore(root).migration == MigrationReport()
     assert SessionStore(tmp_path / "nowhere").migration == MigrationReport()
     assert not (tmp_path / "nowhere").exists()
     # opting out does no I/O at all
-    (root / "tool-results" / "s2").mkdir(parents=True)
-    (root / "tool-results" / "s2" / "f").write_text("x")
+    (root / "s2.artifacts" / "tasks").mkdir(parents=True)
+    (root / "s2.artifacts" / "tasks" / "f").write_text("x")
     assert SessionStore(root, migrate=False).migration == MigrationReport()
-    assert (root / "tool-results" / "s2" / "f").exists()
+    assert (root / "s2.artifacts" / "tasks" / "f").exists()
 
 
 def test_delete_removes_migrated_artifacts_and_is_idempotent_in_effect(tmp_path: Path) -> None:

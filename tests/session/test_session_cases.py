@@ -12,8 +12,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from session_helpers import header_line, neutral_to_tether, rich_turn, turn_line, user
 
+from kit.sessions import header_line, neutral_to_tether, rich_turn, turn_line, user
 from tether.session import SessionStore
 from tether.session.loader import assemble
 from tether.session.reader import scan_bytes

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from session_helpers import assistant, user
 
+from kit.sessions import assistant, user
 from tether.messages import TextBlock, ToolCallBlock, Turn, Usage, tool_result
 from tether.session import SessionStore
 from tether.session.index import INDEX_NAME

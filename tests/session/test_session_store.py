@@ -10,7 +10,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from session_helpers import (
+
+from kit.sessions import (
     assistant,
     entries,
     header_line,
@@ -19,7 +20,6 @@ from session_helpers import (
     turn_line,
     user,
 )
-
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
 from tether.messages import turn_to_json
 from tether.session import SessionStore, SessionWriter, default_root, validate_session_id
@@ -427,14 +427,14 @@ def test_the_writer_lock_dies_with_its_process(store: SessionStore) -> None:
         f"w = SessionStore(Path({str(store.root)!r})).open_for_append('s');"
         "print('locked', flush=True); time.sleep(60)"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
-        with pytest.raises(SessionBusyError):
-            store.open_for_append("s")
-    finally:
-        proc.kill()  # SIGKILL: no cleanup runs in the child
-        proc.wait()
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+            with pytest.raises(SessionBusyError):
+                store.open_for_append("s")
+        finally:
+            proc.kill()  # SIGKILL: no cleanup runs in the child
+            proc.wait()
     store.open_for_append("s").close()
 
 

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tether.messages import ToolCallBlock, ToolResultBlock
+from kit.calls import make_call
+from tether.messages import ToolResultBlock
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 
 Call = Callable[..., Awaitable[ToolResultBlock]]
-
-_ids = itertools.count()
-
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -33,9 +30,6 @@ def ctx(root: Path) -> ToolContext:
 def registry() -> ToolRegistry:
     return ToolRegistry(builtin_tools())
 
-
-def make_call(name: str, **arguments: Any) -> ToolCallBlock:
-    return ToolCallBlock(id=f"call_{next(_ids)}", name=name, arguments=arguments)
 
 
 @pytest.fixture

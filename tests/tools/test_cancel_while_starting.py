@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_tool_bash import marker, wait_no_survivors
 
-from sandbox_kit import SANDBOX_KINDS, sandbox_for
+from kit.sandbox import SANDBOX_KINDS, sandbox_for
 from tether.tools import ToolContext, scrubbed_env
 from tether.tools.builtin.bash import run_command
 

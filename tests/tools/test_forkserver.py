@@ -96,4 +96,6 @@ def test_fork_servers_are_on_by_default() -> None:
     limits (tests/sandbox/test_forkserver_reaper.py), so the fork server is the default."""
     import importlib
 
+    for server in forkserver._closing:  # pyright: ignore[reportPrivateUsage]
+        server.proc.wait(timeout=30)  # the reload forgets them: let none be left running
     assert importlib.reload(forkserver).enabled is True

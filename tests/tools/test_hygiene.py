@@ -184,3 +184,10 @@ def test_one_stale_read_notice_per_read_then_write() -> None:
     assert _notes(h, c("read", path="b.py")) == ()
     assert _notes(h, c("write", path="b.py"), error=True) == ()  # a failed write changes nothing
     assert len(_notes(h, c("write", path="b.py"))) == 1
+
+
+@pytest.mark.parametrize("cmd", ["echo \\\\", "echo \\ ", "echo a\\\\\\ ", "\\\\", "\\ "])
+def test_blanks_after_an_escaped_backslash_go_and_an_escaped_blank_stays(cmd: str) -> None:
+    """Found by the property above: a trailing `\\\\` is one backslash (the blanks after it are
+    not quoted), while `\\ ` is a blank the command means."""
+    assert canonical_shell(" " + cmd + "  ") == canonical_shell(cmd)

@@ -56,6 +56,7 @@ def _kill_after(proc: subprocess.Popen[str], chunks_seen: int) -> None:
         assert line.strip().isdigit(), line
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -signal.SIGKILL
+    proc.stdout.close()
 
 
 def test_sigkill_mid_write_leaves_no_half_file(tmp_path: Path) -> None:

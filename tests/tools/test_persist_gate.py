@@ -36,7 +36,7 @@ from tether.tools.exec.persist import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared cases loader
-from cases_loader import load_case
+from kit.cases import load_case
 
 STUB_PATH = re.compile(r'<persisted-output size_bytes="(\d+)" path="([^"]+)">')
 
@@ -338,7 +338,7 @@ async def test_a_long_bash_output_is_saved_whole_through_the_loop(tmp_path: Path
     match = STUB_PATH.search(stored)
     assert match is not None and stored.startswith(PERSISTED_OUTPUT_OPEN)
     saved = Path(match.group(2)).read_text()
-    assert saved == "\n".join(str(i) for i in range(1, 30001))  # bash drops the last newline
+    assert saved == "".join(f"{i}\n" for i in range(1, 30001))  # the command's bytes, exactly
     assert int(match.group(1)) == len(saved.encode())
     assert len(stored) < 5_000  # the request that follows carries the stub, not 190 KB
     assert stored in provider.requests[1].messages[-1].tool_results[0].text

@@ -10,15 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tether.messages import TextBlock, ToolCallBlock
+from kit.calls import make_call
+from tether.messages import TextBlock
 from tether.tools import TimedOut, ToolContext, ToolRegistry, tool
 from tether.tools.base import MAX_CALL_TIMEOUT_S
 from tether.tools.exec.run import call_limit_s, run_tool
 from tether.tools.scan import scan_tool_folders
-
-
-def make_call(name: str, **arguments: Any) -> ToolCallBlock:
-    return ToolCallBlock(id=f"id_{name}", name=name, arguments=arguments)
 
 
 async def test_timeout_argument_is_read_capped_and_stripped(ctx: ToolContext) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_kit import SANDBOX_KINDS, sandbox_for
+from kit.sandbox import SANDBOX_KINDS, sandbox_for
+from kit.waits import await_until
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.detect import available
@@ -109,11 +110,7 @@ async def test_cancel_kills_the_process_tree(
     m = marker()
     block = ToolCallBlock(id="c", name="bash", arguments={"command": f"sleep {m} & sleep {m}"})
     task = asyncio.create_task(run_tool_call(registry, block, ctx))
-    for _ in range(200):
-        if len(survivors(m)) >= 2:
-            break
-        await asyncio.sleep(0.02)
-    assert len(survivors(m)) >= 2
+    await await_until(lambda: len(survivors(m)) >= 2, timeout_s=10, what="both sleeps running")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -159,11 +156,9 @@ async def test_kill_9_of_the_harness_leaves_no_sandboxed_command_behind(root: Pa
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", KILL_SCRIPT, str(root), m)
     # both `sleep`s running: the sandbox is up (a kill -9 while bwrap itself is still setting up,
     # before its child armed --die-with-parent, is a window no harness code can close)
-    for _ in range(500):
-        if len(survivors(m, program="sleep")) >= 2:
-            break
-        await asyncio.sleep(0.02)
-    assert len(survivors(m, program="sleep")) >= 2
+    await await_until(
+        lambda: len(survivors(m, program="sleep")) >= 2, timeout_s=10, what="both sleeps running"
+    )
     proc.kill()
     await proc.wait()
     assert await wait_no_survivors(m) == []

@@ -3,12 +3,11 @@ system notes and display values, ToolOutput extras, the `timeout` parameter's sc
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from pydantic import BaseModel, Field
 
-from tether.messages import TextBlock, ToolCallBlock
+from kit.calls import make_call
+from tether.messages import TextBlock
 from tether.tools import ToolContext, ToolOutput, ToolRegistry, tool
 from tether.tools.exec.outcome import Outcome, to_outcome
 from tether.tools.exec.run import run_tool, system_note_block
@@ -25,9 +24,6 @@ class Shape(BaseModel):
     name: str
     points: list[Point]
 
-
-def make_call(name: str, **arguments: Any) -> ToolCallBlock:
-    return ToolCallBlock(id=f"id_{name}", name=name, arguments=arguments)
 
 
 async def test_pydantic_model_parameters(ctx: ToolContext) -> None:

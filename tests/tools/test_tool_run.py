@@ -8,13 +8,10 @@ import time
 
 import pytest
 
+from kit.calls import make_call
 from tether.messages import ImageBlock, TextBlock, ToolCallBlock
 from tether.tools import NO_OUTPUT, ToolContext, ToolError, ToolOutput, ToolRegistry, tool
 from tether.tools.exec.run import run_tool_call
-
-
-def make_call(name: str, **arguments: object) -> ToolCallBlock:
-    return ToolCallBlock(id=f"id_{name}", name=name, arguments=dict(arguments))
 
 
 async def test_unknown_tool_names_available(ctx: ToolContext) -> None:

@@ -9,11 +9,11 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tether.messages import ToolCallBlock
+from kit.calls import make_call
+from kit.waits import await_until
 from tether.sandbox.policy import PathPolicy
 from tether.tools import ToolContext, ToolRegistry, scrubbed_env
 from tether.tools.exec.run import run_tool
@@ -87,9 +87,6 @@ def registry(tmp_path: Path) -> ToolRegistry:
     return scan_tool_folders([folder]).registry
 
 
-def make_call(tool_name: str, /, **arguments: Any) -> ToolCallBlock:
-    return ToolCallBlock(id=f"id_{tool_name}", name=tool_name, arguments=arguments)
-
 
 async def test_result_system_notes_and_display_through_the_worker(
     registry: ToolRegistry, ctx: ToolContext
@@ -154,10 +151,7 @@ async def test_cancellation_kills_the_worker(
 ) -> None:
     pidfile = tmp_path / "pid"
     task = asyncio.create_task(run_tool(registry, make_call("sleeper", pidfile=str(pidfile)), ctx))
-    for _ in range(200):
-        if pidfile.exists() and pidfile.read_text():
-            break
-        await asyncio.sleep(0.05)
+    await await_until(lambda: pidfile.exists() and pidfile.read_text(), timeout_s=10)
     pid = int(pidfile.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from clikit import tether
-from faultserver import FaultServer, text, tool
+from kit.cli import tether
+from kit.faultserver import FaultServer, text, tool
 
 
 class _Collector(ThreadingHTTPServer):

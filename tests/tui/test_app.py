@@ -9,6 +9,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from kit.tui import SIZE, idle, notes, scripted_app, send, status
 from tether.messages import TextBlock, ThinkingBlock
 from tether.session import SessionStore
 from tether.testing import Reply, call
@@ -17,39 +18,10 @@ from tether.tui.app import TetherApp
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.widgets import (
     AssistantRow,
-    NoteRow,
-    PromptInput,
-    StatusBar,
     ThinkingRow,
     ToolRow,
     UserRow,
 )
-
-from .helpers import SIZE, scripted_app
-
-
-async def send(pilot: Pilot[int], text: str) -> None:
-    prompt = pilot.app.query_one(PromptInput)
-    prompt.text = text
-    await pilot.press("enter")
-    await pilot.pause()
-
-
-async def idle(app: TetherApp, pilot: Pilot[int]) -> None:
-    for _ in range(500):
-        await pilot.pause()
-        if not app.busy:
-            break
-        await asyncio.sleep(0.01)
-    await pilot.pause()
-
-
-def notes(app: TetherApp) -> str:
-    return "\n".join(str(n.render()) for n in app.query(NoteRow))
-
-
-def status(app: TetherApp) -> str:
-    return str(app.query_one(StatusBar).render())
 
 
 async def test_prompt_answer_thinking_and_tool_row(tmp_path: Path) -> None:

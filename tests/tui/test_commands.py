@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kit.tui import SIZE, idle, notes, scripted_app, send, status
 from tether.session import SessionStore
 from tether.tui.commands import context_bar, gauge_text, parse_command
 from tether.tui.panels import ContextScreen
 from tether.tui.widgets import MarkerRow, PromptInput, UserRow
-
-from .helpers import SIZE, scripted_app
-from .test_app import idle, notes, send, status
 
 
 def test_parse_command() -> None:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.widgets import DataTable, Input, Select, Static, Switch
 
+from kit.tui import SIZE, idle, notes, scripted_app, send, status
 from tether.compaction.pressure import estimate_tokens
 from tether.messages import (
     CompactSummaryBlock,
@@ -33,9 +34,6 @@ from tether.tui.panels import ContextScreen, TimelineScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.settings_view import flatten, setting_rows
 from tether.wire.markers import render_marker
-
-from .helpers import SIZE, scripted_app
-from .test_app import idle, notes, send, status
 
 
 def _table(screen: Any, selector: str = "DataTable") -> DataTable[str]:

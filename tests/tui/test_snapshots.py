@@ -10,6 +10,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from kit.tui import SIZE, scripted_app
 from tether.messages import TextBlock, ThinkingBlock, ToolCallBlock, Turn, text_turn, tool_result
 from tether.session import SessionStore
 from tether.testing import call
@@ -18,7 +19,6 @@ from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.widgets import PromptInput
 
-from .helpers import SIZE, scripted_app
 from .test_app import QUESTIONS
 
 Snap = Callable[..., bool]

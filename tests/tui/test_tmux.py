@@ -8,11 +8,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from kit.waits import wait_until
 from tether.session import SessionStore
 
 pytest.importorskip("llama_cpp")
@@ -35,16 +35,28 @@ def tmux(*args: str) -> str:
     ).stdout
 
 
+def screen_of(name: str) -> str:
+    return tmux("capture-pane", "-p", "-t", name)
+
+
 def wait_for(name: str, predicate: str | tuple[str, ...], timeout_s: float) -> str:
+    """The screen, once it shows every string of `predicate`."""
     wanted = (predicate,) if isinstance(predicate, str) else predicate
-    end = time.monotonic() + timeout_s
-    screen = ""
-    while time.monotonic() < end:
-        screen = tmux("capture-pane", "-p", "-t", name)
-        if all(w in screen for w in wanted):
-            return screen
-        time.sleep(0.5)
-    raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{screen}")
+    last = [""]
+
+    def shown() -> str:
+        last[0] = screen_of(name)
+        return last[0] if all(w in last[0] for w in wanted) else ""
+
+    try:
+        return wait_until(shown, timeout_s=timeout_s, every_s=0.2)
+    except AssertionError:
+        raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{last[0]}") from None
+
+
+def has_session(name: str) -> bool:
+    alive = ["tmux", "-L", SOCKET, "has-session", "-t", name]
+    return subprocess.run(alive, capture_output=True).returncode == 0
 
 
 def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
@@ -67,26 +79,15 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
         wait_for(name, "local/", 120)  # first paint: the footer names the model
         tmux("send-keys", "-t", name, "-l", "Read notes.txt and tell me what it says.")
         tmux("send-keys", "-t", name, "Enter")
-        screen = wait_for(name, "⚙ read", 300)
-        screen = wait_for(name, ("· ok", "ctx"), 300)
-        end = time.monotonic() + 300
-        while "working" in screen and time.monotonic() < end:
-            time.sleep(1)
-            screen = tmux("capture-pane", "-p", "-t", name)
-        assert "working" not in screen
+        wait_for(name, "⚙ read", 300)
+        wait_for(name, ("· ok", "ctx"), 300)
+        wait_until(lambda: "working" not in screen_of(name), timeout_s=300, every_s=0.2)
         tmux("send-keys", "-t", name, "-l", "/compact")
         tmux("send-keys", "-t", name, "Enter")
         wait_for(name, ("compacted", "tokens"), 300)
         tmux("send-keys", "-t", name, "-l", "/quit")
         tmux("send-keys", "-t", name, "Enter")
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
-            alive = ["tmux", "-L", SOCKET, "has-session", "-t", name]
-            if subprocess.run(alive, capture_output=True).returncode:
-                break
-            time.sleep(0.5)
-        else:
-            raise AssertionError("the TUI did not quit")
+        wait_until(lambda: not has_session(name), timeout_s=30, what="the TUI quit")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
     store = SessionStore(home / "sessions")

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
+from kit.tui import SIZE, idle, notes, scripted_app, send, until
 from tether.agent.subagents import TASK_TOOL
 from tether.messages import TextBlock, text_turn
 from tether.providers.base import ModelRequest
@@ -31,18 +32,6 @@ from tether.tui.widgets import (
     block_end,
     wrap_lines,
 )
-
-from .helpers import SIZE, scripted_app
-from .test_app import idle, notes, send
-
-
-async def until(pilot: object, check: object, tries: int = 300) -> None:
-    for _ in range(tries):
-        await pilot.pause()  # type: ignore[attr-defined]
-        if check():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition not reached")
 
 
 async def scroll_up_a_page(pilot: object, transcript: Transcript) -> None:
@@ -167,7 +156,7 @@ async def test_o_opens_a_persisted_output_a_page_at_a_time(tmp_path: Path) -> No
         row = app.query_one(ToolRow)
         assert row.persisted is not None and Path(row.persisted).is_file()
         assert "o: open" in str(row.title)
-        await pilot.press("shift+tab")  # from the editor to the row above it
+        await pilot.press("ctrl+up")  # from the editor to the row above it
         assert app.focused is row.query_one("CollapsibleTitle")
         await pilot.press("o")
         await until(pilot, lambda: isinstance(app.screen, FileViewer))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cases_loader import load_case, neutral_to_turns
+from kit.cases import load_case, neutral_to_turns
 from tether.errors import WireError
 from tether.messages import (
     TARGETS,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cases_loader import CASES_DIR
+from kit.cases import CASES_DIR
 from tether.messages import (
     TARGETS,
     ContentBlock,

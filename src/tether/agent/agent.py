@@ -18,8 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
-from tether.agent import build
+from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate, ApprovalMode
+from tether.agent.budget import Budget
 from tether.agent.build import ModelLike
 from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, WarningEvent
@@ -173,7 +174,10 @@ class Agent:
         `warning` event `untrusted_project`), the built-in tools plus the tool folders and the
         `task` tool (unless `agents.task_tool` is off), the `question` tool when the host can
         ask (`host.questions`), the credentials of the chain's providers (redacted from tool
-        output), automatic compaction.
+        output), automatic compaction, and tether's default system prompt over the session's
+        facts (`tether.agent.prompting`: the environment, the instruction files, the skills
+        listing and the `skill` tool; a resumed session's stored facts, else new ones
+        recorded when its file opens).
 
         Args:
             cwd: the project folder (settings, tool folders; the tools' working folder).
@@ -200,6 +204,14 @@ class Agent:
         if refused is not None:  # an unapproved project: its files were not loaded
             say(f"warning: {refused}")
             host.emit(WarningEvent(kind="untrusted_project", message=refused))
+        session = session or AgentSession()
+        facts = prompting.prepare_context(
+            root, cfg, chain, session, note=say, headless=host.approver is None
+        )
+        tools += prompting.context_tools(facts, tools)
+        report = prompting.context_report(facts)
+        if report is not None:
+            say(report)
         with_task_tool(tools, cfg.agents, say)
         if host.questions is not None and not any(t.name == question.name for t in tools):
             tools.append(question)
@@ -439,6 +451,20 @@ class Agent:
             return
         self.set_safe_mode(False)
         self.approval.mode = mode
+
+    @property
+    def plan_mode(self) -> bool:
+        """Plan mode: only safe tools; each prompt asks for a plan; a run ending with an
+        answer emits it as a `plan` event (the host approves it, then `set_plan_mode(False)`)."""
+        return self._controls.plan_mode
+
+    def set_plan_mode(self, on: bool) -> None:
+        """Turn plan mode on or off from the next request on."""
+        self._controls.plan_mode = on
+
+    def share_budget(self, budget: Budget | None) -> None:
+        """Count this agent's spending in `budget` (a subagent's: its caller's)."""
+        self._controls.parts = replace(self.parts, budget=budget)
 
     # -- during a run: one tool call, steering ----------------------------------------------------
 

@@ -17,16 +17,24 @@ Modes (like Codex's approval policies and Claude Code's permission modes):
 
 With no approver attached (a headless `tether run`), nothing is asked: `ask` and `auto-edit`
 behave as `auto`. A headless host that wants a gate passes `Agent(approver=...)`.
+
+Permission rules (`permissions` settings, `tether.permissions.rules`) come first, in every
+mode: a `deny` match is refused (the rule named), an `allow` match runs unasked, an `ask`
+match is asked even where the mode asks nothing (headless: refused, naming the rule to move
+to `permissions.allow`). The host's "always allow" answer (`ApprovalDecision.always`) adds
+the rules it shows to the live rules; writing them to the settings file is the host's part.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.permissions.rules import Decision, RuleError, Rules, suggest
 
 ApprovalMode = Literal["ask", "auto-edit", "read-only", "auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "read-only", "auto")
@@ -71,12 +79,16 @@ class ApprovalRequest:
         diff: for `write` / `edit`, the unified diff the call would make (None when it cannot
             be computed, e.g. the file is unreadable: the call then fails on its own).
         agent_path: which agent asks (`("main",)`, `("main", "task:<call id>")`).
+        suggested: the allow rules an "always allow" answer would add (`bash(pytest *)`).
+        reason: why it is asked when a permission rule says so (else empty).
     """
 
     call: ToolCallBlock
     kind: CallKind
     diff: str | None = None
     agent_path: tuple[str, ...] = ("main",)
+    suggested: tuple[str, ...] = ()
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,11 +100,18 @@ class ApprovalDecision:
         remember: with `allow`, allow every later call of this tool in this agent's session
             without asking.
         reason: with a denial, what the model is told (e.g. "use a branch instead").
+        rules: with `allow`, allow rules to add for good ("always allow"; the host writes them
+            to the user settings).
     """
 
     allow: bool
     remember: bool = False
     reason: str = ""
+    rules: tuple[str, ...] = ()
+
+    @classmethod
+    def always(cls, rules: tuple[str, ...]) -> ApprovalDecision:
+        return cls(allow=True, rules=rules)
 
     @classmethod
     def once(cls) -> ApprovalDecision:
@@ -121,13 +140,40 @@ def denied_result(call: ToolCallBlock, reason: str) -> ToolResultBlock:
     return ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True)
 
 
+def rule_denied_result(call: ToolCallBlock, decision: Decision) -> ToolResultBlock:
+    """The is_error result of a call a `deny` permission rule refused (it was not run)."""
+    text = (
+        f"denied: this `{call.name}` call is {decision.reason}; it was not run. Do not repeat "
+        "it; find another way or ask the user."
+    )
+    return ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True)
+
+
+def ask_refused_result(call: ToolCallBlock, decision: Decision) -> ToolResultBlock:
+    """The is_error result of a call a permission rule wants asked, in a run that cannot ask
+    anyone (headless): it names the rule to move to `permissions.allow`."""
+    if decision.rule is not None:
+        how = (
+            f"the permission rule {decision.rule.text} (permissions.ask) asks before this call"
+            f"{f' (`{decision.part}`)' if decision.part else ''} and no one can answer in this "
+            f"run; to let such calls run unattended, move {decision.rule.text} to "
+            "permissions.allow"
+        )
+    else:
+        how = f"{decision.reason} and no one can answer in this run; write it as simpler commands"
+    text = f"refused: {how}. It was not run."
+    return ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True)
+
+
 class ApprovalGate:
-    """Asks the host about calls its mode does not let through.
+    """Asks the host about calls its mode does not let through, after the permission rules.
 
     Args:
         mode: the approval mode (`read-only` is applied as safe mode by the agent).
         approver: the host's callback; None: nothing is asked (headless).
         agent_path: this agent's path, put in each request.
+        rules: the permission rules (default: none).
+        root: the working folder (paths in rules are relative to it).
     """
 
     def __init__(
@@ -136,10 +182,14 @@ class ApprovalGate:
         approver: Approver | None,
         *,
         agent_path: tuple[str, ...] = ("main",),
+        rules: Rules | None = None,
+        root: str = "",
     ) -> None:
         self.mode: ApprovalMode = mode
         self.approver = approver
         self.agent_path = agent_path
+        self.rules = rules if rules is not None else Rules()
+        self.root = root
         self.allowed_tools: set[str] = set()
         self._lock = asyncio.Lock()
 
@@ -162,18 +212,30 @@ class ApprovalGate:
             safe: whether the tool is read-only.
             diff: computes the edit preview, only when the host is actually asked.
         """
-        if not self.asks(call.name, safe=safe):
+        ruled = self.rules.decide(call.name, call.arguments, self.root)
+        if ruled.action == "deny":
+            return rule_denied_result(call, ruled)
+        if ruled.action == "allow":
+            return None
+        forced = ruled.action == "ask"
+        if forced and self.approver is None:
+            return ask_refused_result(call, ruled)
+        if not forced and not self.asks(call.name, safe=safe):
             return None
         approver = self.approver
         assert approver is not None
         async with self._lock:  # one prompt at a time; a remembered answer may land meanwhile
-            if call.name in self.allowed_tools:
+            if not forced and call.name in self.allowed_tools:
                 return None
+            if not forced and self.rules.decide(call.name, call.arguments, self.root).action:
+                return None  # an "always allow" answered meanwhile covers it
             request = ApprovalRequest(
                 call=call,
                 kind=call_kind(call.name),
                 diff=diff() if diff is not None else None,
                 agent_path=self.agent_path,
+                suggested=suggest(call.name, call.arguments, ruled, self.root),
+                reason=ruled.reason if forced else "",
             )
             try:
                 decision = await approver(request)
@@ -185,4 +247,7 @@ class ApprovalGate:
             return denied_result(call, decision.reason)
         if decision.remember:
             self.allowed_tools.add(call.name)
+        for rule in decision.rules:
+            with contextlib.suppress(RuleError):  # a host's bad rule is not the call's fault
+                self.rules.add_allow(rule)
         return None

@@ -2,9 +2,10 @@
 told, learn from context_overflow errors, restore recently read files, shape the view (tail).
 
 Owns: `AutoCompaction`, the driver the loop calls in a few places (`before_request`,
-`after_request`, `on_overflow`, `shape`) with the run's `RunState`; `RunawayGuard`, what stays
-of it when automatic compaction is off (the same monitor and runaway guard, 0.9 of the window
-in total or 0.4 in one turn, refusing at once since nothing can compact); and the compaction ladder:
+`after_request`, `on_overflow`, `shape`) with the run's `RunState`, restoring recently read
+files and the todo list's latest state after a summary; `RunawayGuard`, what stays of it when
+automatic compaction is off (the same monitor and runaway guard, 0.9 of the window in total or
+0.4 in one turn, refusing at once since nothing can compact); and the compaction ladder:
 LLM summary (through the run's request path: retries, Retry-After, fallback; its usage counted
 in the run's) → truncation marker (turns removed without a summary, still recallable) → a
 `context_overflow` `RunError`. A no-progress signal from the monitor (compactions that leave the
@@ -36,6 +37,7 @@ from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
 from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
+from tether.tools.builtin.todo import TODO_TOOL, latest_todo
 from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
 
@@ -296,32 +298,44 @@ class AutoCompaction:
     async def _restore(
         self, parts: RunParts, state: RunState, snap: Snapshot, scope: Scope
     ) -> tuple[str, ...]:
+        """Re-read recently read files (within the budget) and restate the todo list's latest
+        state when the summary replaced it: one synthetic call+results pair."""
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
-        if budget <= 0 or READ_TOOL not in parts.registry.names():
-            return ()
         kept = select(snap, scope).kept
-        paths = recent_read_paths(snap.history, kept, max_files=self.max_restore_files)
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []
-        spent = 0
-        for path in paths:
+        if budget > 0 and READ_TOOL in parts.registry.names():
+            paths = recent_read_paths(snap.history, kept, max_files=self.max_restore_files)
+            spent = 0
+            for path in paths:
+                call = ToolCallBlock(
+                    id=f"restore_{parts.new_id()}", name=READ_TOOL, arguments={"path": path}
+                )
+                result = await run_tool_call(
+                    parts.registry, call, parts.tool_context, timeout_s=30.0, redact=parts.redact
+                )
+                cost = text_tokens(result.text) + 8
+                if result.is_error or spent + cost > budget:
+                    continue
+                spent += cost
+                calls.append(call)
+                results.append(result)
+        items = latest_todo(snap.history)
+        if items is not None and latest_todo(kept) is None and TODO_TOOL in parts.registry:
             call = ToolCallBlock(
-                id=f"restore_{parts.new_id()}", name=READ_TOOL, arguments={"path": path}
+                id=f"restore_{parts.new_id()}", name=TODO_TOOL, arguments={"items": list(items)}
             )
             result = await run_tool_call(
                 parts.registry, call, parts.tool_context, timeout_s=30.0, redact=parts.redact
             )
-            cost = text_tokens(result.text) + 8
-            if result.is_error or spent + cost > budget:
-                continue
-            spent += cost
-            calls.append(call)
-            results.append(result)
+            if not result.is_error:
+                calls.append(call)
+                results.append(result)
         pair = restore_pair(calls, results, assistant_id=parts.new_id(), user_id=parts.new_id())
         if pair is None:
             return ()
         for t in pair:
             state.append(t)
-        return tuple(str(c.arguments["path"]) for c in calls)
+        return tuple(str(c.arguments["path"]) for c in calls if c.name == READ_TOOL)

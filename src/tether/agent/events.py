@@ -228,6 +228,35 @@ class CompactionEndEvent:
     usage: Usage | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointEvent:
+    """A snapshot of the working folder was recorded (`tether.agent.checkpoints`): `before` a
+    user turn's first change (`turn_id` names the turn), or `after` a run."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    at: Literal["before", "after"]
+    commit: str
+    turn_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TodoEvent:
+    """The todo list's latest state (a successful `todo` call): `items` as the tool took them,
+    `[{"text": str, "status": "pending"|"in_progress"|"done"}]`."""
+
+    type: Literal["todo"] = "todo"
+    items: tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanEvent:
+    """A run in plan mode ended with a plan (its final answer); the host may approve it and
+    pick the approval mode to carry it out in, or keep planning."""
+
+    type: Literal["plan"] = "plan"
+    text: str
+
+
 _OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `subagent`)
     SessionStartEvent
     | TurnStartEvent
@@ -244,6 +273,9 @@ _OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `sub
     | WarningEvent
     | CompactionStartEvent
     | CompactionEndEvent
+    | CheckpointEvent
+    | TodoEvent
+    | PlanEvent
     | DoneEvent
 )
 

@@ -213,6 +213,7 @@ async def run_shell_hook(
         if proc.returncode is None:
             kill_group(proc.pid)
         guard.finish()
+        await asyncio.shield(asyncio.to_thread(guard.sweep))
 
     def text(b: bytes) -> str:
         return b[:MAX_HOOK_OUTPUT_BYTES].decode("utf-8", "replace").strip()

@@ -27,10 +27,13 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tether.agent.budget import before_request as budget_check
+from tether.agent.budget import usage_minus
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
     ErrorEvent,
+    PlanEvent,
     SessionStartEvent,
     ToolCallEvent,
     TurnEndEvent,
@@ -43,6 +46,7 @@ from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession, interrupted_turn
 from tether.agent.state import RunResult, RunState, SentView
 from tether.agent.subagents import Subagents
+from tether.compaction.pressure import estimate_tokens
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, ToolSpec
@@ -68,6 +72,8 @@ class Controls:
         steering: user messages queued for the next request, oldest first.
         resumed: the history was not empty when the agent was built.
         warned_no_sandbox: the `no_sandbox` warning was sent (once per agent).
+        plan_mode: plan mode: only safe tools, the prompt tells the model to end with a plan,
+            and a run that ends with an answer emits it as a `plan` event.
     """
 
     parts: AgentParts
@@ -77,6 +83,16 @@ class Controls:
     steering: list[str] = field(default_factory=lambda: [])
     resumed: bool = False
     warned_no_sandbox: bool = False
+    plan_mode: bool = False
+
+
+PLAN_MODE_REMINDER = (
+    "<system-reminder>Plan mode is on: the user wants a plan before any change. Only read-only "
+    "tools are available: do not try to change files or run commands. Look at what you need, "
+    "then reply with a concise, numbered plan (the files to change, the steps, how to check "
+    "the result). The user will approve it or ask for changes.</system-reminder>"
+)
+"""Added to each prompt sent in plan mode (a text block after the user's)."""
 
 
 def close_interrupted(parts: AgentParts, state: RunState) -> Turn | None:
@@ -116,6 +132,8 @@ async def run_turns(
         if refusal is not None:
             return _prompt_denied(parts.emit, c.session.id, refusal)
         content = (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
+        if c.plan_mode:
+            content = (*content, TextBlock(text=PLAN_MODE_REMINDER))
         # A retry after a failed request repeats the message already stored: send it once.
         if not is_retried_message(state.history, content):
             state.append(Turn(id=parts.new_id(), role="user", content=content))
@@ -134,9 +152,16 @@ async def run_turns(
     last: Turn | None = None
     stop_reason: RunStopReason = "max_turns"
     n = 0
+    if parts.budget is not None and parts.agent_path == ("main",):
+        parts.budget.reset()  # a subagent's runs share their caller's spending
     try:
         for n in range(1, max_turns + 1):
             parts = c.parts  # a model switch or a settings change lands here
+            spent = state.usage  # summaries made before or during this request are added in
+            if parts.budget is not None and (stop := _over_budget(parts, state, last)):
+                parts.emit(WarningEvent(kind="max_budget", message=stop))
+                stop_reason = "max_budget"
+                break
             context = parts.compaction or parts.guard  # the guard holds with compaction off
             if context is not None and (stop := await context.before_request(parts, state)):
                 stop_reason = stop
@@ -145,13 +170,19 @@ async def run_turns(
                 state.append(text_turn(parts.new_id(), "user", c.steering.pop(0)))
             parts.emit(TurnStartEvent(turn=n))
             # per request: safe mode may switch, a compaction may add `recall` (cached)
-            specs = offered_specs(parts.registry, c.safe_mode)
+            specs = offered_specs(parts.registry, c.safe_mode or c.plan_mode)
             turn = await _request(parts, state, specs, n)
             context = parts.compaction or parts.guard
             if context is not None and state.sent is not None:
                 context.after_request(turn, state.sent)
             last = turn
             state.add_usage(turn.usage)
+            if parts.budget is not None:  # the reply by its model; summaries by the chain's
+                reply = turn.usage or Usage()
+                model = turn.provenance.model if turn.provenance else parts.provider.model
+                parts.budget.charge(reply, model)
+                summaries = usage_minus(usage_minus(state.usage, spent), reply)
+                parts.budget.charge(summaries, parts.provider.model)
             parts.emit(
                 TurnEndEvent(turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage)
             )
@@ -171,7 +202,7 @@ async def run_turns(
                 tuple(turn.tool_calls),
                 parts,
                 state,
-                safe_mode=c.safe_mode,
+                safe_mode=c.safe_mode or c.plan_mode,
                 timeout_s=parts.run.tool_timeout_s,
                 steered=lambda: bool(c.steering),  # waiting calls give way to the user
             )
@@ -192,6 +223,10 @@ async def run_turns(
         answer = continuations.answer or (last.text if last else "")
         children = c.subagents.take_usage()  # the `task` calls' runs, added in
         usage = state.usage if children is None else state.usage + children
+        if parts.checkpoints is not None:  # the tree this run left
+            parts.checkpoints.after_run(c.session)
+        if c.plan_mode and stop_reason in ("end_turn", "stop_sequence") and answer.strip():
+            parts.emit(PlanEvent(text=answer))
         # `done` closes every run's event stream, failed and cancelled ones included.
         parts.emit(
             DoneEvent(
@@ -213,6 +248,19 @@ async def run_turns(
         new_turns=tuple(state.new_turns),
         answer=answer,
         children_usage=children,
+    )
+
+
+def _over_budget(parts: AgentParts, state: RunState, last: Turn | None) -> str | None:
+    """The stop line when the next request's estimated cost would pass the budget."""
+    assert parts.budget is not None
+    prompt = estimate_tokens(parts.shape(parts.view(state.history)))
+    return budget_check(
+        parts.budget,
+        parts.provider.model,
+        prompt,
+        None if last is None else last.usage,
+        lambda text: parts.emit(WarningEvent(kind="budget_unpriced", message=text)),
     )
 
 
@@ -240,7 +288,7 @@ async def _request(
         return ModelRequest(
             model=provider.model,
             messages=shaped,
-            system=parts.run.system,
+            system=parts.run.system_for(provider),
             tools=specs,
             max_output_tokens=parts.run.max_output_tokens,
             temperature=parts.run.temperature,

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tether.agent import build
+from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate
 from tether.agent.attempts import Attempts, provenance_of, summary_call
+from tether.agent.budget import Budget
+from tether.agent.checkpoints import Checkpoints
 from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.gate import CallGate
@@ -35,11 +37,14 @@ from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
 from tether.errors import ConfigError
 from tether.messages import Turn
+from tether.permissions.rules import Rules
+from tether.prompt.facts import SessionContext
+from tether.prompt.system import compact_prompt, system_prompt
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
-from tether.sandbox.policy import limits_for, policy_for
+from tether.sandbox.policy import limits_for
 from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
@@ -58,10 +63,17 @@ SETTINGS_APPLIED_LIVE = ("run.", "context.", "retry.")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSettings:
-    """The per-request values of a run, from the config (`run.*`, `tools.timeout_s`).
+    """The per-request values of a run, from the config (`run.*`, `tools.timeout_s`) and the
+    session's facts.
 
     Attributes:
-        system: the system prompt (None: none sent).
+        system: the system prompt (None: none sent): `tether.prompt.system.system_prompt`
+            over the session's facts, `base` and `run.append_system`.
+        compact_system: the same facts in the embedded model's compact form (sent to a
+            provider whose `ModelInfo.compact_prompt` is true).
+        base: the system prompt given to the agent (`Agent(system=)`), replacing tether's
+            default (None: `run.system`, else the default).
+        context: the session's facts (`AgentSession.context`), or None (no default prompt).
         max_turns: requests per run at most.
         max_output_tokens: the output cap sent with each request (None: the provider's).
         temperature: sampling temperature (None: the provider's default).
@@ -71,6 +83,9 @@ class RunSettings:
     """
 
     system: str | None
+    compact_system: str | None
+    base: str | None
+    context: SessionContext | None
     max_turns: int
     max_output_tokens: int | None
     temperature: float | None
@@ -79,14 +94,22 @@ class RunSettings:
     thinking_decay: ThinkingDecay | None
 
     @classmethod
-    def of(cls, config: AgentConfig, system: str | None) -> RunSettings:
-        """The run settings of `config`, with `system` (None: `run.system`).
+    def of(
+        cls, config: AgentConfig, system: str | None, context: SessionContext | None = None
+    ) -> RunSettings:
+        """The run settings of `config`, with `system` (None: `run.system`) as the base of the
+        prompt rendered over `context`.
 
         Raises:
             ConfigError: an inconsistent `run.thinking` decay.
         """
+        base = system if system is not None else config.run.system
+        append = config.run.append_system
         return cls(
-            system=system if system is not None else config.run.system,
+            system=system_prompt(context, base=base, append=append),
+            compact_system=compact_prompt(context, base=base, append=append),
+            base=system,
+            context=context,
             max_turns=config.run.max_turns,
             max_output_tokens=config.run.max_output_tokens,
             temperature=config.run.temperature,
@@ -94,6 +117,11 @@ class RunSettings:
             max_continuations=config.run.continuation_limit,
             thinking_decay=build.thinking_decay(config),
         )
+
+    def system_for(self, provider: Provider) -> str | None:
+        """The prompt `provider` is sent: the compact form for one that asks for it (the
+        embedded model: `ModelInfo.compact_prompt`), else the full one."""
+        return self.compact_system if takes_compact_prompt(provider) else self.system
 
 
 class RepairReporter:
@@ -140,6 +168,10 @@ class AgentParts:
         root: the working folder (a real path).
         sandbox_missing: True when no OS sandbox works here (safe mode is then forced).
         library_hooks: the library hooks given (a subagent gets its caller's).
+        checkpoints: snapshots of the working folder before changes (the main agent, when
+            `checkpoints.enabled`), or None.
+        budget: the run's cost cap (`run.max_budget_usd`; a subagent shares its caller's), or
+            None.
     """
 
     config: AgentConfig
@@ -164,6 +196,8 @@ class AgentParts:
     id_factory: Callable[[], str] = field(repr=False)
     repairs: RepairReporter = field(repr=False)
     guard: RunawayGuard | None = None
+    checkpoints: Checkpoints | None = field(default=None, repr=False)
+    budget: Budget | None = field(default=None, repr=False)
 
     # -- what the loop's collaborators use (`tether.agent.state.RunParts`) --------------------
 
@@ -267,10 +301,14 @@ class AgentParts:
         elif guard is None or config.context != self.config.context:
             guard = build.runaway_guard(self.limits, config, fixed=fixed)
         retry = build.retry_policy(config, self.runtime.env)
+        budget = self.budget
+        if config.run.max_budget_usd != self.config.run.max_budget_usd:
+            budget = _budget(config)
         return replace(
             self,
             config=config,
-            run=RunSettings.of(config, self.run.system),
+            budget=budget,
+            run=RunSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
             guard=guard,
             retry=retry,
@@ -327,7 +365,7 @@ def assemble(
     rt = runtime or Runtime()
     root = Path(root).resolve()
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
-    run = RunSettings.of(config, system)
+    run = RunSettings.of(config, system, session.context)
     limits = _limits(chain, config, note)
     fixed = build.fixed_text(run.system, list(registry))
     if isinstance(compaction, AutoCompaction):
@@ -346,7 +384,7 @@ def assemble(
         root=root,
         env=scrubbed_env(env, refused, allowed),
         session_dir=session.session_dir,
-        policy=policy_for(config.tools, root),
+        policy=prompting.skill_policy(config, root, registry, session.context),
         wrap=rt.wrap,
         questions=host.questions,
         sandbox=sandbox,
@@ -365,10 +403,17 @@ def assemble(
     mode = config.tools.approval
     tool_calls = ToolCalls(
         hygiene=Hygiene(hygiene, root=str(root)),
+        notes=prompting.subfolder_notes(config, root, session.context),
         output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
         gate=CallGate(
             ApprovalGate(
-                "ask" if mode == "read-only" else mode, host.approver, agent_path=host.agent_path
+                "ask" if mode == "read-only" else mode,
+                host.approver,
+                agent_path=host.agent_path,
+                rules=Rules.of(
+                    config.permissions.allow, config.permissions.ask, config.permissions.deny
+                ),
+                root=str(root),
             ),
             hook_runner,
             spawn=config.agents.spawn,
@@ -405,11 +450,26 @@ def assemble(
         library_hooks=hooks,
         id_factory=rt.new_id or default_id_factory(),
         repairs=repairs,
+        checkpoints=Checkpoints(root, max_file_bytes=config.checkpoints.max_file_size, emit=emit)
+        if config.checkpoints.enabled and host.agent_path == ("main",)
+        else None,
+        budget=_budget(config),
     )
+
+
+def _budget(config: AgentConfig) -> Budget | None:
+    cap = config.run.max_budget_usd
+    return None if cap is None else Budget(cap)
 
 
 def _drop(_event: AgentEvent) -> None:
     return None
+
+
+def takes_compact_prompt(provider: Provider) -> bool:
+    """Whether `provider`'s model takes the compact form of the system prompt."""
+    info = info_of(provider)
+    return info is not None and info.compact_prompt
 
 
 def _registry(tools: Sequence[Tool]) -> ToolRegistry:

@@ -42,6 +42,7 @@ def mcp_tools(
         return None
     from tether.mcp import McpTools
     from tether.providers.models import default_cache_dir
+    from tether.sandbox.policy import policy_for
 
     return McpTools(
         settings.mcp.servers,
@@ -52,6 +53,7 @@ def mcp_tools(
         on_warning=on_warning,
         default_start=settings.mcp.start,
         cache_dir=default_cache_dir(),
+        policy=policy_for(settings.tools, root),
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tether.messages import ToolCallBlock, Turn
+from tether.prompt.facts import CONTEXT_EVENT, SessionContext
 from tether.session import EventEntry, SessionStore, SessionWriter
 from tether.session.store import LoadedSession
 from tether.wire import interrupt_results
@@ -33,6 +34,7 @@ __all__ = [
     "TurnSink",
     "interrupted_turn",
     "started_call_ids",
+    "stored_context",
 ]
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
@@ -97,6 +99,11 @@ class AgentSession:
         session_id: the id (known before the file exists, for a new session).
         loaded: the whole load of a resumed session (`header`, `report`, `events`), or None.
         writer: the session file's writer once opened (the host closes it: `close()`).
+        context: what the system prompt is rendered from (`tether.prompt.facts`): a resumed
+            session's last `context` event, or the facts taken at session start
+            (`Agent.from_settings`); None: no default prompt.
+        record_context: write `context` as a `context` event when the file is opened (set
+            when the facts were taken for this session, not read from it).
     """
 
     history: tuple[Turn, ...] = ()
@@ -106,6 +113,8 @@ class AgentSession:
     session_id: str | None = None
     loaded: LoadedSession | None = None
     writer: SessionWriter | None = None
+    context: SessionContext | None = None
+    record_context: bool = False
     _open: Callable[[], SessionWriter] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -129,6 +138,7 @@ class AgentSession:
             session_id=session_id,
             session_dir=store.session_dir(session_id),
             loaded=loaded,
+            context=stored_context(loaded.events),
             _open=lambda: store.open_for_append(session_id),
         )
 
@@ -140,10 +150,12 @@ class AgentSession:
         cwd: Path,
         session_id: str | None = None,
         caller: tuple[str, str, tuple[str, ...]] | None = None,
+        context: SessionContext | None = None,
     ) -> AgentSession:
         """A new session in `store` recorded as started in `cwd` (`session_id`, else a fresh
         id), created by `open()`. `caller` names a subagent's caller (see
-        `SessionStore.create`).
+        `SessionStore.create`); `context`, the facts its system prompt is rendered from
+        (recorded when the file is created).
 
         Raises:
             tether.errors.SessionError: an invalid `session_id` (a taken one is reported when
@@ -155,6 +167,8 @@ class AgentSession:
             session_id=sid,
             session_dir=session_dir,
             started=set(),  # a new session records every start
+            context=context,
+            record_context=context is not None,
             _open=lambda: store.create(sid, cwd=str(cwd), caller=caller),
         )
 
@@ -170,6 +184,9 @@ class AgentSession:
         self.writer = opener()
         self.sink = self.writer
         self.session_id = self.writer.id
+        if self.record_context and self.context is not None:
+            self.record_context = False
+            self.writer.append_event(CONTEXT_EVENT, self.context.to_json())
         if self.session_dir is None:
             self.session_dir = self.writer.session_dir
 
@@ -197,9 +214,26 @@ class AgentSession:
         if not isinstance(self.started, set):  # one copy, then O(1) per call
             self.started = set(self.started or ())
         self.started.add(call.id)
+        self.record_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+
+    def record_event(self, kind: str, data: dict[str, object]) -> None:
+        """Persist a session event (`{"type": "event", "kind": kind, "data": data}`) when the
+        sink takes events (a checkpoint, a `tool_call_started` record)."""
         append_event = getattr(self.sink, "append_event", None)
         if callable(append_event):
-            append_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+            append_event(kind, data)
+
+
+def stored_context(events: Sequence[EventEntry]) -> SessionContext | None:
+    """The last `context` event of a loaded session's `events` that this version reads, or
+    None (a session written before it had one)."""
+    for e in reversed(events):
+        if e.kind == CONTEXT_EVENT:
+            try:
+                return SessionContext.from_json(e.data)
+            except ValueError:
+                continue
+    return None
 
 
 def interrupted_turn(

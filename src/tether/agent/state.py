@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tether.agent.checkpoints import Checkpoints
 from tether.agent.events import AgentEvent
 from tether.agent.sessions import AgentSession
 from tether.compaction.summarize import SummaryCall
@@ -73,6 +74,11 @@ class RunParts(Protocol):
 
     async def before_compaction(self, reason: str) -> None:
         """The `before_compaction` hooks."""
+        ...
+
+    @property
+    def checkpoints(self) -> Checkpoints | None:
+        """Snapshots of the working folder before a user turn's first change (or None)."""
         ...
 
 

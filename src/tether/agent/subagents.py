@@ -31,6 +31,7 @@ from pydantic import Field
 
 from tether.agent import build
 from tether.agent.approval import ApprovalDecision, ApprovalMode, ApprovalRequest
+from tether.agent.budget import Budget
 from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
 from tether.agent.host import Host
 from tether.agent.parts import AgentParts
@@ -121,6 +122,8 @@ class Child(Protocol):
     async def run(self, prompt: str) -> RunResult: ...
 
     def set_approval_mode(self, mode: ApprovalMode) -> None: ...
+
+    def share_budget(self, budget: Budget | None) -> None: ...
 
 
 class Caller(Protocol):
@@ -306,6 +309,7 @@ class Subagents:
                 hooks=parts.library_hooks,
             )
             child.set_approval_mode(self.caller.approval_mode)
+            child.share_budget(parts.budget)  # the cap holds for the whole tree
         except BaseException:
             session.close()
             raise
@@ -321,15 +325,24 @@ class Subagents:
 
     def _session(self, call_id: str, path: tuple[str, ...]) -> AgentSession:
         """A new session beside the caller's (same store), naming it and the call, opened now
-        (so a failure is the `task` call's result); in memory without a caller's file."""
+        (so a failure is the `task` call's result); in memory without a caller's file. It
+        carries the caller's facts (`AgentSession.context`): the child's system prompt has the
+        same environment, instruction files and skills after its own base prompt."""
         caller = self.caller.session
-        file = getattr(caller.sink, "path", None)
         caller_id = caller.id
-        if caller_id is None or not isinstance(file, Path):
-            return AgentSession(started=set())
-        store = SessionStore(file.parent, migrate=False)
+        store = getattr(caller.sink, "store", None)  # a database store's writer names its store
+        if not isinstance(store, SessionStore):
+            file = getattr(caller.sink, "path", None)
+            if not isinstance(file, Path):
+                return AgentSession(started=set(), context=caller.context)
+            store = SessionStore(file.parent, migrate=False)
+        if caller_id is None:
+            return AgentSession(started=set(), context=caller.context)
         session = AgentSession.new(
-            store, cwd=self.caller.parts.root, caller=(caller_id, call_id, path)
+            store,
+            cwd=self.caller.parts.root,
+            caller=(caller_id, call_id, path),
+            context=caller.context,
         )
         session.open()
         return session

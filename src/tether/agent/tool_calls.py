@@ -1,9 +1,11 @@
 """Running one reply's tool calls for the loop: safe-mode refusal, loop hygiene, the call
 itself (timed, cancellable one by one), the output gate, events, and the results turn.
 
-Owns: `ToolCalls` (parallel calls, results in call order, system notes after all results,
-`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, calls
-skipped because the user steered while they waited, the `tool_call_started` record right
+Owns: `ToolCalls` (parallel calls, results in call order; calls that touch the same thing in
+the model's order, `tether.tools.exec.order`; a checkpoint before a call that may change files,
+`tether.agent.checkpoints`; the `todo` event after a successful `todo` call; system notes after
+all results, `cancel` of one call, `interrupted` results for calls a run-wide cancel cut short,
+calls skipped because the user steered while they waited, the `tool_call_started` record right
 before a call runs), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
 appends the results turn through the run's `RunState`.
@@ -16,17 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from tether.agent.approval import ApprovalGate
-from tether.agent.events import ToolResultEvent
+from tether.agent.events import TodoEvent, ToolResultEvent
 from tether.agent.gate import CallGate
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
 from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
+from tether.prompt.gather import SubfolderInstructions
+from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
 from tether.tools.exec.hygiene import Hygiene
+from tether.tools.exec.order import Footprint, footprint, waits
 from tether.tools.exec.persist import OutputLimits, gate_tool_result
 from tether.tools.exec.run import ToolRunResult, run_tool, system_note_block
 from tether.tools.preview import edit_diff
@@ -60,6 +65,8 @@ class ToolCalls:
         tracing: opens an `execute_tool` span per call and hands its trace context to the
             tool's subprocesses (`TRACEPARENT`); off by default.
         gate: the hooks + approval gate (`tether.agent.gate`; default: `approval` alone).
+        notes: adds the instruction file of a subfolder a call first touches, as a system
+            note after the results (`tether.prompt.gather.SubfolderInstructions`), or None.
     """
 
     def __init__(
@@ -70,8 +77,10 @@ class ToolCalls:
         approval: ApprovalGate | None = None,
         gate: CallGate | None = None,
         tracing: Tracing = NO_TRACING,
+        notes: SubfolderInstructions | None = None,
     ) -> None:
         self.gate = gate or CallGate(approval or ApprovalGate("auto", None))
+        self._subfolders = notes
         self._tracing = tracing
         self._hygiene = hygiene
         self._output_limits = output_limits
@@ -143,7 +152,11 @@ class ToolCalls:
                 persist([self._unfinished(calls[0])])
                 raise
         else:
-            tasks = [asyncio.ensure_future(one(c)) for c in calls]
+            # calls that touch the same thing run in the model's order (`tools.exec.order`)
+            tasks: list[asyncio.Task[ToolResultBlock]] = []
+            for call, before in zip(calls, self._waits(calls, parts), strict=True):
+                deps = [tasks[j] for j in before]
+                tasks.append(asyncio.ensure_future(_after(deps, call, one)))
             try:
                 await asyncio.gather(*tasks)
             except asyncio.CancelledError:
@@ -170,6 +183,14 @@ class ToolCalls:
             return done
         text = CANCELLED_RUNNING if call.id in self._started else INTERRUPTED
         return tool_result(call.id, text, is_error=True)
+
+    @staticmethod
+    def _waits(calls: tuple[ToolCallBlock, ...], parts: RunParts) -> tuple[tuple[int, ...], ...]:
+        prints: list[Footprint] = []
+        for c in calls:
+            tool = parts.registry.get(c.name)
+            prints.append(footprint(c.name, c.arguments, safe=tool is not None and tool.safe))
+        return waits(prints)
 
     def _content(self, results: list[ToolResultBlock]) -> tuple[ContentBlock, ...]:
         # system notes go after ALL results (tool_result blocks first in a user turn)
@@ -247,15 +268,24 @@ class ToolCalls:
         me = asyncio.current_task()
         cancels = me.cancelling() if me is not None else 0
         if run is None:  # not refused, replayed, blocked or denied: run it
+            tool = parts.registry.get(call.name)
+            if parts.checkpoints is not None and (tool is None or not tool.safe):
+                await parts.checkpoints.before_change(state.session, state.history)
             state.session.record_started(call)
             self._started.add(call.id)
             run = await self._run_cancellable(call, parts, timeout_s)
             tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
+            if self._subfolders is not None and not run.block.is_error:
+                found = self._subfolders.notes_for(call.name, call.arguments, state.history)
+                if found:
+                    run = replace(run, system_notes=(*run.system_notes, *found))
         # The call has finished: a cancel from here on must not lose its result. The output
         # gate (it may write the output to a file) runs shielded; then the result is kept.
         gating = asyncio.ensure_future(
-            gate_tool_result(run.block, parts.tool_context.session_dir, self._output_limits)
+            gate_tool_result(
+                run.block, parts.tool_context.session_dir, self._output_limits, run.raw
+            )
         )
         try:
             result = await asyncio.shield(gating)
@@ -275,6 +305,10 @@ class ToolCalls:
                 raise asyncio.CancelledError
             await self.gate.after(call, result)  # a cancel here keeps the result
         finally:
+            if call.name == TODO_TOOL and not result.is_error:
+                items = call.arguments.get("items")
+                if isinstance(items, list):
+                    parts.emit(TodoEvent(items=latest_todo_items(cast(list[Any], items))))
             parts.emit(
                 ToolResultEvent(
                     tool_call_id=call.id,
@@ -287,3 +321,13 @@ class ToolCalls:
             )
         return result
 
+
+async def _after(
+    deps: Sequence[asyncio.Future[ToolResultBlock]],
+    call: ToolCallBlock,
+    one: Callable[[ToolCallBlock], Coroutine[Any, Any, ToolResultBlock]],
+) -> ToolResultBlock:
+    """Run `call` once the calls it conflicts with are done (whatever their outcome)."""
+    if deps:
+        await asyncio.wait(deps)
+    return await one(call)

@@ -6,6 +6,7 @@ Owns: which flag sets which config field (flags win over the settings files):
     --network            tools.network
     --no-compact         context.auto_compact = false
     --context-window N   context.window
+    --max-budget-usd X   run.max_budget_usd   (set by `tether.cli.run`)
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
 Does not own: the rules that turn a config into an agent (`tether.agent.build`, used by

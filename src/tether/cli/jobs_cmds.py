@@ -1,14 +1,16 @@
 """`tether jobs ...`: the operator's commands for the jobs folder (`tether.jobs`).
 
     init | list | add FILE | run [ID] | dispatch [--once | --watch] [--enqueue-only] |
-    status | logs ID | cancel ID | enable | disable | worker [--id ID]
+    status [--cycles] | logs ID [--turns] | cancel ID | enable | disable | worker [--id ID] |
+    workers
 
 Output: JSON lines on stdout (one per task, run or workflow), one-line notes on stderr.
 `list`, `status`, `logs` and `cancel` never start an agent (`status`/`cancel` read the DBOS
 system database through a client that executes nothing). Exit codes: 0 ok · 1 usage, a bad
-task file, a disabled or missing jobs folder, a database that cannot be reached · 130
-interrupted (a run cut by the signal is recovered by the next `dispatch`/`worker` with the same
-executor id).
+task file, a disabled or missing jobs folder, a database that cannot be reached, an executor id
+a live worker has, a worker declared dead by the others (it exits at once) · 130 interrupted (a
+run cut by the signal is recovered by the next process with the same executor id, or by any
+live worker after `jobs.worker_timeout`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
+from tether.cli.jobs_views import redact_url
 from tether.cli.output import EXIT_USAGE, err
 
 if TYPE_CHECKING:
@@ -214,6 +217,7 @@ def dispatch(
     --enqueue-only) until they finish (--once, what a host cron or timer calls) or forever
     (--watch). A second pass over the same slot enqueues nothing."""
     from tether.jobs import engine, folder
+    from tether.settings.trust import check_trust
 
     if once and watch:
         err("--once and --watch cannot be combined")
@@ -221,46 +225,53 @@ def dispatch(
     root = _root(cwd)
     _require_enabled(root)
     cfg = _config(root, executor_id=executor_id, role="dispatch", runs=True)
-    _launch(cfg, listen=not enqueue_only)
+    _launch(cfg, listen=not enqueue_only, recovers=watch)
     try:
         if not watch:
-            found = folder.scan(root)
+            found, runs = engine.dispatch_scan(cfg, datetime.now(UTC))
             for r in found.rejected:
                 err(f"rejected {r.describe()}")
-            runs = engine.dispatch(cfg, found.tasks, datetime.now(UTC))
             new = sum(r.new for r in runs)
             err(f"{new} new run(s) enqueued, {len(runs) - new} already known")
             if not enqueue_only:
                 _run_and_wait(cfg, [r.workflow_id for r in runs])
             return
         stop = threading.Event()
+        refused_before = ""
 
         def tick() -> None:
-            if folder.is_enabled(root):
-                for r in engine.dispatch(cfg, folder.scan(root).tasks, datetime.now(UTC)):
-                    if r.new:
-                        err(f"enqueued {r.workflow_id}")
+            nonlocal refused_before
+            if not folder.is_enabled(root):
+                return
+            trust = check_trust(root)  # a task file added or edited since is run once approved
+            if not trust.trusted:
+                if trust.message() != refused_before:
+                    err(f"not dispatching: {trust.message()}; review, then `tether trust`")
+                refused_before = trust.message()
+                return
+            refused_before = ""
+            for r in engine.dispatch_scan(cfg, datetime.now(UTC))[1]:
+                if r.new:
+                    err(f"enqueued {r.workflow_id}")
 
         engine.serve(stop, tick, cfg.poll_interval_s)
     finally:
         engine.shutdown()
 
 
-def _launch(cfg: JobsConfig, *, listen: bool) -> None:
+def _launch(cfg: JobsConfig, *, listen: bool, recovers: bool = False) -> None:
     from tether.jobs import engine
+    from tether.jobs.liveness import WorkerAlive
 
     try:
-        engine.launch(cfg, listen=listen)
+        engine.launch(cfg, listen=listen, recovers=recovers)
+    except WorkerAlive as exc:
+        err(f"refused: {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
     except Exception as exc:  # the database cannot be reached or set up
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        err(f"jobs database {_redact_url(cfg.database_url)}: {first}")
+        err(f"jobs database {redact_url(cfg.database_url)}: {first}")
         raise typer.Exit(EXIT_USAGE) from None
-
-
-def _redact_url(url: str) -> str:
-    import re
-
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
 @jobs_app.command("run")
@@ -301,16 +312,27 @@ def run(
 
 
 @jobs_app.command("status")
-def status(cwd: Cwd = Path(".")) -> None:
-    """Every run of this project in the database: workflow id, status, executor, outcome."""
+def status(
+    cwd: Cwd = Path("."),
+    cycles: Annotated[
+        bool, typer.Option("--cycles", help="The dispatch scans instead: one row per scan.")
+    ] = False,
+) -> None:
+    """Every run of this project in the database: workflow id, status, executor, outcome;
+    with --cycles, the last 100 dispatch scans (tasks read, rejected, due, enqueued)."""
     from tether.jobs import engine
 
     root = _root(cwd)
     cfg = _config(root, role="status")
+    if cycles:
+        from tether.cli.jobs_views import print_cycles
+
+        print_cycles(cfg)
+        return
     try:
         rows = engine.workflows(cfg)
     except Exception as exc:
-        err(f"jobs database {_redact_url(cfg.database_url)}: {str(exc).splitlines()[0]}")
+        err(f"jobs database {redact_url(cfg.database_url)}: {str(exc).splitlines()[0]}")
         raise typer.Exit(EXIT_USAGE) from None
     counts: dict[str, int] = {}
     for w in rows:
@@ -329,9 +351,13 @@ def status(cwd: Cwd = Path(".")) -> None:
 def logs(
     task_id: Annotated[str, typer.Argument(help="The task.")],
     cwd: Cwd = Path("."),
+    turns: Annotated[
+        bool, typer.Option("--turns", help="Also each run's session turns, as JSON lines.")
+    ] = False,
 ) -> None:
-    """A task's run records (answer, stop reason, usage, session id), oldest first; read the
-    whole run with `tether sessions show <session_id>`."""
+    """A task's run records (answer, stop reason, usage, session id), oldest first; with
+    --turns, after each record (and for each run still going) its session's turns, read from
+    the jobs database on any machine (also `tether sessions show <session_id>`)."""
     from tether.jobs import folder
 
     root = _root(cwd)
@@ -341,6 +367,10 @@ def logs(
         raise typer.Exit(EXIT_USAGE)
     for rec in records:
         _print(rec)
+    if turns:
+        from tether.cli.jobs_views import print_run_sessions
+
+        print_run_sessions(_config(root, role="logs"), task_id, records)
     err(f"{len(records)} run(s) of {task_id}")
 
 
@@ -361,17 +391,30 @@ def cancel(
     err(f"cancelled {len(ids)} run(s) of {task_id}")
 
 
+@jobs_app.command("workers")
+def workers(cwd: Cwd = Path(".")) -> None:
+    """Every worker registered in the jobs database: executor id, host, pid, state, seconds
+    since its last heartbeat (by the database's clock), whether it is alive, and the runs it
+    holds (its PENDING workflows)."""
+    from tether.cli.jobs_views import print_workers
+
+    root = _root(cwd)
+    print_workers(_config(root, role="status"))
+
+
 @jobs_app.command("worker")
 def worker(cwd: Cwd = Path("."), executor_id: ExecutorId = None) -> None:
     """A long-lived worker: takes this project's runs from the queue (shared through
-    PostgreSQL across machines) and recovers its own unfinished ones on start."""
+    PostgreSQL across machines), recovers its own unfinished ones on start, beats into the
+    jobs database and recovers the runs of workers silent past `jobs.worker_timeout`. An id
+    a live worker has is refused (exit 1)."""
     from tether.jobs import engine
 
     root = _root(cwd)
     _require_enabled(root)
     cfg = _config(root, executor_id=executor_id, role="worker", runs=True)
-    _launch(cfg, listen=True)
-    err(f"worker {cfg.executor_id} on {_redact_url(cfg.database_url)} (queue {cfg.queue})")
+    _launch(cfg, listen=True, recovers=True)
+    err(f"worker {cfg.executor_id} on {redact_url(cfg.database_url)} (queue {cfg.queue})")
     try:
         engine.serve(threading.Event(), None, cfg.poll_interval_s)
     finally:

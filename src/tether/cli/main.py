@@ -20,6 +20,7 @@ import typer
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
+from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError, SessionError
@@ -39,6 +40,7 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(permissions_app, name="permissions")
 app.command()(login)
 app.command()(logout)
 
@@ -54,6 +56,9 @@ SafeOption = Annotated[
 ]
 NetworkOption = Annotated[
     bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
+]
+PlanOption = Annotated[
+    bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
 ]
 
 
@@ -71,6 +76,10 @@ def chat(
     resume: Annotated[
         str | None, typer.Option(help="Open this session and continue it.")
     ] = None,
+    continue_last: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
+    ] = False,
     cwd: CwdOption = Path("."),
     no_session: Annotated[
         bool, typer.Option("--no-session", help="Do not persist the session.")
@@ -84,6 +93,7 @@ def chat(
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Cap on model requests per prompt.")
     ] = None,
+    plan: PlanOption = False,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -91,12 +101,14 @@ def chat(
             model=model,
             base_url=base_url,
             resume=resume,
+            continue_last=continue_last,
             cwd=cwd,
             no_session=no_session,
             safe=safe,
             network=network,
             approval=approval,
             max_turns=max_turns,
+            plan=plan,
         )
     )
 
@@ -126,6 +138,17 @@ def _chat(**flags: Any) -> int:
     max_turns = flags.pop("max_turns", None)
     if max_turns is not None:
         overrides["run.max_turns"] = max_turns
+    if flags.pop("continue_last", False):
+        if flags.get("resume") or flags.get("no_session"):
+            err("--continue cannot be combined with --resume or --no-session")
+            return EXIT_USAGE
+        from tether.cli.run import latest_session
+
+        last = latest_session(cwd)
+        if last is None:
+            err(f"no session to continue in {cwd}")
+            return EXIT_USAGE
+        flags["resume"] = last
     resume = flags.get("resume")
     if resume:  # before the screen opens: one line, as `tether run --resume` says it
         from tether.session import SessionStore
@@ -164,7 +187,20 @@ def run(
     resume: Annotated[
         str | None, typer.Option(help="Replay this session, then continue it.")
     ] = None,
-    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    system: Annotated[
+        str | None, typer.Option(help="Replace tether's default system prompt with this text.")
+    ] = None,
+    append_system: Annotated[
+        str | None, typer.Option(help="Add this text at the end of the system prompt.")
+    ] = None,
+    print_system: Annotated[
+        bool,
+        typer.Option("--print-system", help="Print the system prompt the run would send; run nothing."),
+    ] = False,
+    continue_last: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
+    ] = False,
     cwd: CwdOption = Path("."),
     no_session: Annotated[
         bool, typer.Option("--no-session", help="Do not persist the run.")
@@ -177,6 +213,13 @@ def run(
     context_window: Annotated[
         int | None,
         typer.Option(min=256, help="The model's context window in tokens (default: known table)."),
+    ] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Plan mode: read-only tools; print the plan (an event).")
+    ] = False,
+    max_budget_usd: Annotated[
+        float | None,
+        typer.Option(min=0.000001, help="Stop before a request that would pass this many US dollars."),
     ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout, diagnostics on stderr."""
@@ -193,11 +236,16 @@ def run(
                 session_id=session,
                 resume=resume,
                 system=system,
+                append_system=append_system,
+                print_system=print_system,
+                continue_last=continue_last,
                 cwd=cwd,
                 no_session=no_session,
                 safe=safe,
                 network=network,
                 context=ContextOptions(enabled=not no_compact, context_window=context_window),
+                plan=plan,
+                max_budget_usd=max_budget_usd,
             )
         )
     )

@@ -41,23 +41,111 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
 @mcp_app.command("list")
 def mcp_list(
     cwd: Annotated[Path, typer.Option(help="The project folder.")] = Path("."),
+    connect: Annotated[
+        bool,
+        typer.Option(
+            "--connect",
+            help="Start the servers `run` would load (sandboxed) and list their tools now.",
+        ),
+    ] = False,
 ) -> None:
-    """Print the configured MCP servers as JSON lines (no server is started)."""
+    """Print the configured MCP servers as JSON lines: each one's tools as listed at its last
+    connection (`--connect`: now), and whether `tether run` loads it (a project's servers are
+    not loaded until the project is approved with `tether trust`)."""
+    from tether.agent.build import trusted_settings
     from tether.settings import load_settings
 
+    root = cwd.resolve()
     try:
-        settings = load_settings(cwd.resolve()).settings
+        every = load_settings(root).settings
+        loaded, refused = trusted_settings(root)
     except ConfigError as exc:
         raise fail(exc) from None
-    for name, s in settings.mcp.servers.items():
+    run_servers = loaded.settings.mcp.servers
+    live = _connect(loaded.settings, root) if connect else {}
+    for name, s in every.mcp.servers.items():
         row: dict[str, Any] = {"name": name, "enabled": s.enabled}
         if s.command is not None:
             row |= {"transport": "stdio", "command": [s.command, *s.args]}
         else:
             row |= {"transport": "http", "url": s.url, "oauth": s.oauth is not None}
+        if run_servers.get(name) != s:
+            row |= {"loaded": False, "why": f"project not approved (`tether trust` in {root})"}
+        else:
+            row["loaded"] = s.enabled
+            row |= live.get(name) or _last_listing(name, s, root)
         print(json.dumps(row, ensure_ascii=False))
-    if not settings.mcp.servers:
+    if not every.mcp.servers:
         err("no MCP servers configured (add one with `tether mcp add`)")
+    elif refused is not None:
+        err(refused)
+
+
+def _last_listing(name: str, settings: Any, root: Path) -> dict[str, Any]:
+    """`{"tools": [names]}` from the server's last connection (`{"tools": null}`: none yet)."""
+    from tether.mcp.config import resolve_server
+    from tether.mcp.tools import read_listing
+    from tether.providers.models import default_cache_dir
+
+    try:
+        spec = resolve_server(name, settings, root)
+    except ConfigError as exc:
+        return {"tools": None, "error": str(exc)}
+    listing = read_listing(default_cache_dir(), spec)
+    return {"tools": None if listing is None else [t.name for t in listing]}
+
+
+def _connect(config: Any, root: Path) -> dict[str, dict[str, Any]]:
+    """Start every enabled server of `config` now (as `tether run` would: stdio ones inside the
+    sandbox) and list its tools; `{name: {"tools": [...]} | {"tools": null, "error": ...}}`."""
+    import asyncio
+
+    from tether.agent.build import refused_env
+    from tether.mcp import McpTools
+    from tether.providers.models import default_cache_dir
+    from tether.sandbox.detect import detect_sandbox
+    from tether.sandbox.policy import policy_for
+
+    servers = {
+        n: s.model_copy(update={"start": "eager"})
+        for n, s in config.mcp.servers.items()
+        if s.enabled
+    }
+    errors: dict[str, str] = {}
+
+    def warned(_kind: str, message: str) -> None:
+        name = message.split("`")[1] if message.count("`") >= 2 else ""
+        errors[name] = message
+
+    async def run() -> dict[str, dict[str, Any]]:
+        kind = config.tools.sandbox
+        mcp = McpTools(
+            servers,
+            root=root,
+            sandbox=detect_sandbox(None if kind == "auto" else kind),
+            refused_env=refused_env(config),
+            on_warning=warned,
+            cache_dir=default_cache_dir(),
+            policy=policy_for(config.tools, root),
+        )
+        try:
+            await mcp.start()
+            return {
+                n: {"tools": [t.name for t in c.tools]}
+                for n, c in mcp.connections.items()
+                if c.running
+            }
+        finally:
+            await mcp.aclose()
+
+    try:
+        found = asyncio.run(run())
+    except ConfigError as exc:
+        raise fail(exc) from None
+    for name in servers:
+        if name not in found:
+            found[name] = {"tools": None, "error": errors.get(name, "not started")}
+    return found
 
 
 @mcp_app.command("add")

@@ -5,8 +5,8 @@ Owns: validating the run's inputs (prompt or stdin messages, `--session` / `--re
 it with SIGINT/SIGTERM as cancellation, the closing usage line, and the exit code.
 Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
-Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, or a
-`user_prompt` hook refused the prompt) ·
+Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
+`user_prompt` hook refused the prompt, or the next request would pass `--max-budget-usd`) ·
 2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
 persisted first).
 """
@@ -17,7 +17,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -60,15 +60,31 @@ class RunOptions:
     session_id: str | None = None
     resume: str | None = None
     system: str | None = None
+    append_system: str | None = None
+    print_system: bool = False
+    continue_last: bool = False
     cwd: Path = Path(".")
     no_session: bool = False
     safe: bool = False
     network: bool = False
     context: setup.ContextOptions = field(default_factory=setup.ContextOptions)
+    plan: bool = False
+    max_budget_usd: float | None = None
 
 
 def run_command(opts: RunOptions) -> int:
     """Run `tether run` with `opts`; returns the exit code (module docstring)."""
+    if opts.continue_last:
+        if opts.resume or opts.session_id or opts.no_session:
+            err("--continue cannot be combined with --resume, --session or --no-session")
+            return EXIT_USAGE
+        last = latest_session(opts.cwd.resolve())
+        if last is None:
+            err(f"no session to continue in {opts.cwd.resolve()}")
+            return EXIT_USAGE
+        opts = replace(opts, resume=last, continue_last=False)
+    if opts.print_system:
+        return print_system(opts)
     if opts.session_id and opts.resume:
         err("--session and --resume cannot be combined")
         return EXIT_USAGE
@@ -102,7 +118,7 @@ def run_command(opts: RunOptions) -> int:
         err(f"--cwd {opts.cwd} is not a folder")
         return EXIT_USAGE
     try:
-        agent, writer = _build(opts, root, stdin, new_id)
+        agent, writer, prompt = _build(opts, root, stdin, new_id, prompt)
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
@@ -153,15 +169,73 @@ def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) 
         raise MalformedInputError(why)
 
 
-def _build(
-    opts: RunOptions, root: Path, stdin: StdinInput, new_id: Callable[[], str]
-) -> tuple[Agent, SessionWriter | None]:
-    """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
-    credentials of `root`; its MCP servers start with the run). Raises ConfigError / AuthError /
-    SessionError before anything is written (the writer is opened last)."""
+def latest_session(root: Path) -> str | None:
+    """The id of the most recently changed session started in `root` (subagents' sessions
+    left out), or None."""
+    rows = [
+        i
+        for i in SessionStore().list()
+        if i.error is None and i.caller is None and i.cwd and Path(i.cwd) == root
+    ]
+    return max(rows, key=lambda i: i.modified_ms).id if rows else None
+
+
+def print_system(opts: RunOptions) -> int:
+    """`--print-system`: the system prompt the run would send (a resumed session's stored
+    one), on stdout; nothing is sent or written."""
+    root = opts.cwd.resolve()
+    if not root.is_dir():
+        err(f"--cwd {opts.cwd} is not a folder")
+        return EXIT_USAGE
+    overrides = _overrides(opts)
+    try:
+        session = AgentSession.resume(SessionStore(), opts.resume) if opts.resume else AgentSession()
+        agent = Agent.from_settings(
+            root,
+            model=opts.model,
+            base_url=opts.base_url,
+            overrides=overrides,
+            system=opts.system,
+            host=Host(note=err),
+            session=session,
+        )
+    except AuthError as exc:
+        err(str(exc))
+        return EXIT_AUTH
+    except (ConfigError, SessionError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    from tether.compaction.pressure import text_tokens
+
+    text = agent.system or ""
+    print(text)
+    err(f"system prompt: {len(text)} characters, ~{text_tokens(text)} tokens (estimated)")
+    return EXIT_OK
+
+
+def _overrides(opts: RunOptions) -> dict[str, Any]:
     overrides = setup.flag_overrides(
         max_turns=opts.max_turns, safe=opts.safe, network=opts.network, context=opts.context
     )
+    if opts.max_budget_usd is not None:
+        overrides["run.max_budget_usd"] = opts.max_budget_usd
+    if opts.append_system is not None:
+        overrides["run.append_system"] = opts.append_system
+    return overrides
+
+
+def _build(
+    opts: RunOptions,
+    root: Path,
+    stdin: StdinInput,
+    new_id: Callable[[], str],
+    prompt: str | None,
+) -> tuple[Agent, SessionWriter | None, str | None]:
+    """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
+    credentials of `root`; its MCP servers start with the run); a `/name args` prompt
+    expanded (its `model` taken unless `--model` pins one). Raises ConfigError / AuthError /
+    SessionError before anything is written (the writer is opened last)."""
+    overrides = _overrides(opts)
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
     store = SessionStore()
@@ -188,9 +262,33 @@ def _build(
         session=session,
         runtime=Runtime(new_id=new_id),
     )
-    check_input_fits(opts.prompt, stdin, agent.limits.context_window)
+    if prompt is not None:
+        prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
+    check_input_fits(prompt, stdin, agent.limits.context_window)
+    agent.set_plan_mode(opts.plan)
     session.open()  # last: a taken id is reported before anything runs
-    return agent, session.writer
+    return agent, session.writer, prompt
+
+
+def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
+    """`prompt`, or the prompt of the `/name args` command it is (switching to the command's
+    `model` unless the model is `pinned`).
+
+    Raises:
+        ConfigError: an unknown command (nothing is sent) or a model that does not resolve.
+    """
+    from tether.agent.prompting import session_commands
+    from tether.skills.commands import expand, resolve
+
+    found = resolve(prompt, session_commands(agent.root, agent.session.context, warn=err))
+    if found is None:
+        return prompt
+    if isinstance(found, str):
+        raise ConfigError(found)
+    command, args = found
+    if command.model and not pinned:
+        agent.switch_model(command.model)
+    return expand(command, args)
 
 
 async def _drive(agent: Agent, prompt: str | None) -> int:
@@ -227,6 +325,13 @@ async def _drive(agent: Agent, prompt: str | None) -> int:
     if result.stop_reason == "prompt_denied":  # a user_prompt hook refused it: nothing sent
         err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
         return EXIT_USAGE
+    if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
+        budget = agent.parts.budget
+        cap = f" ${budget.cap_usd:.2f}" if budget is not None else ""
+        err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
+        return EXIT_USAGE
+    if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
+        err("plan mode: nothing was changed; the plan is the `plan` event")
     if result.stop_reason == "max_turns":
         err(
             f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "

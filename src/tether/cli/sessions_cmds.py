@@ -1,6 +1,8 @@
 """`tether sessions ...`: the stored sessions (`tether.session`).
 
     list | show ID | timeline ID [--svg FILE] [--width N] [--height N] | delete ID
+    checkpoints ID | rewind ID --to N [--files|--conversation] [--force]
+    (the last two: `tether.cli.checkpoint_cmds`)
 
 Output: JSON lines on stdout (`list`: one per session; `show`: one per turn), the chart on
 stdout (`timeline`), one-line notes on stderr. Exit codes: 0 ok · 1 an unknown or invalid
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tether.cli.checkpoint_cmds import sessions_checkpoints, sessions_rewind
 from tether.cli.output import EXIT_USAGE, err
 from tether.errors import SessionError
 
@@ -24,8 +27,12 @@ if TYPE_CHECKING:  # the session stack loads with the commands that use it
     from tether.session import LoadedSession
 
 sessions_app = typer.Typer(
-    help="List, show, chart and delete stored sessions.", no_args_is_help=True, rich_markup_mode=None
+    help="List, show, chart, rewind and delete stored sessions.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
+sessions_app.command("checkpoints")(sessions_checkpoints)
+sessions_app.command("rewind")(sessions_rewind)
 
 
 @sessions_app.command("list")
@@ -53,10 +60,19 @@ def sessions_list() -> None:
 def _load_session(session_id: str) -> LoadedSession:
     """The stored session, its malformed lines reported on stderr; an unknown or invalid id
     is one line and exit 1."""
+    from tether.errors import SessionNotFoundError
     from tether.session import SessionStore
 
     try:
-        loaded = SessionStore().load(session_id)
+        try:
+            loaded = SessionStore().load(session_id)
+        except SessionNotFoundError:
+            from tether.cli.jobs_views import jobs_store_here
+
+            jobs = jobs_store_here() if session_id.startswith("job.") else None
+            if jobs is None:
+                raise
+            loaded = jobs.load(session_id)  # a Jobs run's session, from the jobs database
     except SessionError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from exc
@@ -107,12 +123,20 @@ def sessions_timeline(
 
 @sessions_app.command("delete")
 def sessions_delete(session_id: str) -> None:
-    """Delete a session's file and its whole artifact folder."""
+    """Delete a session's file, its whole artifact folder and its legacy artifact folders
+    (best effort: what cannot be removed is counted, named, and the exit code is 1)."""
     from tether.session import SessionStore
 
     try:
-        SessionStore().delete(session_id)
+        report = SessionStore().delete(session_id)
     except SessionError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from exc
+    if report.errors:
+        n = len(report.errors)
+        err(
+            f"deleted {session_id}, but {n} entr{'y' if n == 1 else 'ies'} could not be removed "
+            f"(first: {report.errors[0]})"
+        )
+        raise typer.Exit(EXIT_USAGE)
     err(f"deleted {session_id}")

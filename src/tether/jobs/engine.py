@@ -3,8 +3,8 @@ the concurrency limits, DBOS's recovery of pending workflows after a crash.
 
 Owns: the DBOS configuration (the system database: embedded SQLite under `TETHER_HOME` by
 default, PostgreSQL from `TETHER_JOBS_DATABASE_URL` / `jobs.database_url`), the workflow and its
-two steps, the queues, `dispatch` (enqueue each due task run once), `serve` (a worker), and the
-read-only views (`workflows`, through a `DBOSClient`: they never execute anything).
+two steps, the queues, `dispatch` (enqueue each due task run once) and `dispatch_scan` (one
+recorded cycle), `serve` (a worker), where runs keep their sessions, and the read-only views (`workflows`, through a `DBOSClient`: they never execute anything).
 Does not own: parsing (`tether.jobs.parse`), the folder (`tether.jobs.folder`), the agent run
 (`tether.jobs.runner`), the command line (`tether.cli.jobs_cmds`).
 
@@ -13,8 +13,11 @@ second dispatch of the same slot attaches to the existing workflow instead of en
 another. The workflow is two steps, `run` (the agent run: `tether.jobs.runner.run_task`,
 idempotent through its session, and the run record) and `archive` (run-once tasks; an atomic
 rename, idempotent). A process killed mid-step leaves its workflow PENDING under its executor
-id; DBOS recovers it when a process with that executor id launches again, and the step runs
-again, which continues the session instead of restarting it.
+id; DBOS recovers it when a process with that executor id launches again, or a live worker
+recovers it once the dead process has been silent for `jobs.worker_timeout`
+(`tether.jobs.liveness`), and the step runs again, which continues the session (kept in the
+jobs database, `session_store`, so any worker reads it) instead of restarting it. A run whose
+Jobs were disabled after it was enqueued does not start (`stop_reason: disabled`).
 
 DBOS is a per-process singleton: one `launch` per process (`shutdown` destroys it, after which
 `launch` may be called again, as tests do).
@@ -37,9 +40,11 @@ from typing import Any
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 
 from tether.agent.build import ModelLike
-from tether.jobs import folder
+from tether.jobs import db, folder
+from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
 from tether.jobs.runner import run_task
+from tether.session import SessionStore
 from tether.settings import AgentConfig
 
 APP_NAME = "tether-jobs"
@@ -61,8 +66,8 @@ class JobsConfig:
         database_url: DBOS's system database URL.
         executor_id: this process's DBOS executor id (unique among live processes; stable
             across restarts so the process recovers its own pending workflows).
-        concurrency / worker_concurrency / model_concurrency / poll_interval_s: as
-            `tether.settings.model.JobsSettings`.
+        concurrency / worker_concurrency / model_concurrency / poll_interval_s /
+            worker_timeout_s / sessions: as `tether.settings.model.JobsSettings`.
     """
 
     root: Path
@@ -73,6 +78,8 @@ class JobsConfig:
     worker_concurrency: int = 2
     model_concurrency: dict[str, int] = field(default_factory=dict[str, int])
     poll_interval_s: float = 1.0
+    worker_timeout_s: float = 30.0
+    sessions: str = "database"
 
     @property
     def queue(self) -> str:
@@ -127,7 +134,29 @@ def jobs_config(
         worker_concurrency=min(js.worker_concurrency, js.concurrency),
         model_concurrency=dict(js.model_concurrency),
         poll_interval_s=js.poll_interval_s,
+        worker_timeout_s=js.worker_timeout_s,
+        sessions=js.sessions,
     )
+
+
+def sessions_url(database_url: str) -> str:
+    """The database of the runs' sessions: the jobs database itself on PostgreSQL; beside an
+    embedded SQLite one, its own file `<name>.sessions.sqlite` (in WAL mode, so appends never
+    wait on DBOS's lock of the queue's file, nor on an fsync)."""
+    if database_url.startswith("sqlite:") and database_url.endswith(".sqlite"):
+        return database_url.removesuffix(".sqlite") + ".sessions.sqlite"
+    return database_url
+
+
+def session_store(cfg: JobsConfig) -> SessionStore:
+    """Where this project's runs keep their sessions: the jobs database (`jobs.sessions:
+    database`, the default: every worker reads them; `sessions_url`) or `TETHER_HOME`'s
+    files."""
+    if cfg.sessions == "files":
+        return SessionStore()
+    from tether.session.dbstore import DbSessionStore
+
+    return DbSessionStore(sessions_url(cfg.database_url))
 
 
 # ---- the workflow (module level: DBOS registers it at import) -----------------------------
@@ -139,6 +168,7 @@ class _Process:
 
     config: JobsConfig | None = None
     model: ModelLike | None = None
+    liveness: Liveness | None = None
 
 
 _PROCESS = _Process()
@@ -169,6 +199,19 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
         status = DBOS.get_workflow_status(wid)
         return status is not None and status.status == "CANCELLED"
 
+    if not folder.is_enabled(cfg.root):  # disabled after this run was enqueued: it never starts
+        skipped: dict[str, Any] = {
+            "task": task["id"],
+            "slot": slot,
+            "stop_reason": "disabled",
+            "answer": "",
+            "error": f"jobs are disabled in {cfg.root}",
+            "workflow_id": wid,
+            "executor_id": cfg.executor_id,
+            "finished_ms": int(time.time() * 1000),
+        }
+        folder.write_record(cfg.root, str(task["id"]), slot, skipped)
+        return skipped
     ended = threading.Event()
     with _LOCAL_LOCK:
         _LOCAL_RUNS[wid] = ended
@@ -181,6 +224,7 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
             model=_PROCESS.model,
             cancelled=cancelled,
             poll_s=max(0.2, cfg.poll_interval_s),
+            store=session_store(cfg),
         )
     finally:
         ended.set()
@@ -201,7 +245,12 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
     """One task run: the agent run (and its record), then the archive of a run-once task that
     ended well. Returns the run's outcome (`tether.jobs.runner.run_task`)."""
     outcome = _run_step(task, slot)
-    if task.get("once") and outcome.get("stop_reason") not in ("cancelled", "error", "timeout"):
+    if task.get("once") and outcome.get("stop_reason") not in (
+        "cancelled",
+        "error",
+        "timeout",
+        "disabled",
+    ):
         _archive_step(task)
     return outcome
 
@@ -209,17 +258,37 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
 # ---- lifecycle -----------------------------------------------------------------------------
 
 
-def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None) -> None:
+def launch(
+    cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None, recovers: bool = True
+) -> None:
     """Start DBOS in this process with `cfg` (the system database is created and migrated on
-    first use); register the project's queues. `listen=False`: this process only enqueues
-    (dequeues nothing, recovers nothing of its own). `model` overrides every task's model
-    (a provider object in tests).
+    first use); register the project's queues. `listen=True`: this process runs task runs: it
+    registers its executor id as a live worker first (`tether.jobs.liveness`), then beats and
+    recovers dead workers' runs until `shutdown`. `listen=False`: this process only enqueues
+    (dequeues nothing, recovers nothing). `recovers=False` (a short-lived listening process:
+    `dispatch --once`, `run`): it beats but leaves dead workers to the long-lived ones. `model`
+    overrides every task's model (a provider object in tests).
 
     Raises:
+        tether.jobs.liveness.WorkerAlive: a live worker has `cfg.executor_id` (nothing started).
         dbos.DBOSException / sqlalchemy errors: the database cannot be reached or set up.
     """
+    live: Liveness | None = None
+    if listen:
+        live = Liveness(
+            url=cfg.database_url,
+            executor_id=cfg.executor_id,
+            project=cfg.project,
+            timeout_s=cfg.worker_timeout_s,
+            recover=_recover,
+            busy=lambda: bool(_LOCAL_RUNS),
+            claims=recovers,
+        )
+        live.register()  # before DBOS: a refused id must not recover the live one's runs
+    db.prefer_wal(cfg.database_url)
     _PROCESS.config = cfg
     _PROCESS.model = model
+    _PROCESS.liveness = live
     config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": cfg.database_url,
@@ -248,11 +317,23 @@ def launch(cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = No
             polling_interval_sec=poll,
             on_conflict="always_update",
         )
+    if live is not None:
+        live.start()
+
+
+def _recover(executor_id: str) -> int:
+    """DBOS's recovery for a dead executor id (the call behind DBOS's admin recovery
+    endpoint): its PENDING workflows go back to their queues. Returns how many."""
+    return len(DBOS._recover_pending_workflows([executor_id]))  # pyright: ignore[reportPrivateUsage]
 
 
 def shutdown() -> None:
-    """Destroy this process's DBOS (running workflows stay PENDING: recovered later)."""
+    """Destroy this process's DBOS (running workflows stay PENDING: recovered later, by this
+    executor id's next process or, after `worker_timeout`, by any live worker)."""
+    live, _PROCESS.liveness = _PROCESS.liveness, None
     DBOS.destroy()
+    if live is not None:
+        live.stop()
     _PROCESS.config = None
 
 
@@ -273,13 +354,19 @@ def dispatch(
     """Enqueue each task's due run (`tether.jobs.parse.due_slot`) that has no workflow yet.
     Needs `launch` first. Idempotent: a run already enqueued, running or finished is left."""
     now = now or datetime.now(UTC)
+    due = [(task, slot) for task in tasks if (slot := due_slot(task, now)) is not None]
+    ids = [cfg.workflow_id(task.id, slot) for task, slot in due]
+    known = {  # one query for the scan, not one per task
+        w.workflow_id
+        for w in (
+            DBOS.list_workflows(workflow_ids=ids, load_input=False, load_output=False)
+            if ids
+            else []
+        )
+    }
     out: list[Dispatched] = []
-    for task in tasks:
-        slot = due_slot(task, now)
-        if slot is None:
-            continue
-        wid = cfg.workflow_id(task.id, slot)
-        if DBOS.get_workflow_status(wid) is not None:
+    for (task, slot), wid in zip(due, ids, strict=True):
+        if wid in known:
             out.append(Dispatched(task.id, slot, wid, False))
             continue
         with SetWorkflowID(wid):  # an id in use attaches to that workflow: never twice
@@ -288,6 +375,25 @@ def dispatch(
             )
         out.append(Dispatched(task.id, slot, wid, True))
     return out
+
+
+def dispatch_scan(
+    cfg: JobsConfig, now: datetime | None = None
+) -> tuple[folder.Scan, list[Dispatched]]:
+    """One dispatch cycle: scan the jobs folder, enqueue what is due (`dispatch`), and record
+    the cycle in the jobs database (`tether jobs status --cycles`). Needs `launch` first."""
+    found = folder.scan(cfg.root)
+    runs = dispatch(cfg, found.tasks, now)
+    db.record_cycle(
+        cfg.database_url,
+        project=cfg.project,
+        executor_id=cfg.executor_id,
+        tasks=len(found.tasks),
+        rejected=len(found.rejected),
+        due=len(runs),
+        enqueued=sum(r.new for r in runs),
+    )
+    return found, runs
 
 
 def wait(workflow_ids: Iterable[str], *, poll_s: float = 0.2) -> dict[str, str]:

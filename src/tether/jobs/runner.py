@@ -33,6 +33,7 @@ from tether.agent.state import RunResult
 from tether.errors import RunError
 from tether.messages import Turn, Usage
 from tether.session import SessionStore
+from tether.session.dbstore import DbSessionStore
 
 RUN_END_EVENT = "job_run_end"
 """The session event written when a task run ends: the outcome (`run_task`'s return value)."""
@@ -75,7 +76,8 @@ def run_task(
         model: overrides the task's and the settings' model (a provider object in tests).
         cancelled: polled every `poll_s` seconds while the agent runs; True cancels the run
             (a poll that raises is tried again at the next tick).
-        store: the sessions (default: `TETHER_HOME`'s).
+        store: the sessions (default: `TETHER_HOME`'s files; Jobs pass the jobs database's,
+            `tether.session.dbstore.DbSessionStore`, which this run takes over first).
 
     Returns:
         The outcome, as JSON values: `task`, `slot`, `session_id`, `answer` (the final text),
@@ -90,6 +92,8 @@ def run_task(
     """
     store = store or SessionStore()
     sid = session_id(project, str(task["id"]), slot)
+    if isinstance(store, DbSessionStore) and store.exists(sid):
+        store.take_over(sid)  # a writer this run replaces (a worker declared dead) adds nothing
     done = _finished(store, sid)
     if done is not None:
         return done

@@ -23,6 +23,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import tempfile
+import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -40,8 +42,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import Client, StdioServerParameters
 from tether.mcp.config import ServerSpec, server_env
+from tether.mcp.runtime import server_runtime, stderr_tail
 from tether.sandbox.base import Sandbox
-from tether.sandbox.policy import SandboxConfig
+from tether.sandbox.config import command_config
+from tether.sandbox.policy import PathPolicy
 from tether.tools.env import DEFAULT_REFUSED
 
 log = logging.getLogger(__name__)
@@ -56,23 +60,6 @@ stream the server holds open."""
 CLIENT_INFO = mt.Implementation(name="tether", version="0.1.0")
 
 
-
-def named_under_tmp(argv: Sequence[str]) -> tuple[Path, ...]:
-    """The folders of the existing files an stdio server's command line names by absolute path
-    under `/tmp` (the sandbox gives commands a private `/tmp`, which would hide a server
-    installed or checked out there); they stay visible read-only. Paths elsewhere are visible
-    already (the file system stays readable), so nothing else is added."""
-    tmp = Path("/tmp").resolve()
-    out: list[Path] = []
-    for arg in argv:
-        if not arg.startswith("/"):
-            continue
-        p = Path(arg).resolve()
-        if p.is_relative_to(tmp) and p.exists():
-            folder = p if p.is_dir() else p.parent
-            if folder != tmp and folder not in out:
-                out.append(folder)
-    return tuple(out)
 
 class McpServerError(Exception):
     """An MCP server is down, could not start, or broke the connection; the message names it."""
@@ -93,6 +80,8 @@ class ServerConnection:
         auth: the HTTP auth of a remote server (OAuth), or None.
         on_tools_changed: called with the new listing after tools/list_changed.
         max_restarts: restarts allowed after crashes.
+        policy: the tools' policy a stdio server is confined by (`tether.sandbox.policy`:
+            masked dotenv files, the unix sockets it may reach), or None.
     """
 
     def __init__(
@@ -106,6 +95,7 @@ class ServerConnection:
         auth: httpx2.Auth | None = None,
         on_tools_changed: ToolsChanged | None = None,
         max_restarts: int = MAX_RESTARTS,
+        policy: PathPolicy | None = None,
     ) -> None:
         self.spec = spec
         self.root = root
@@ -122,7 +112,9 @@ class ServerConnection:
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
         self._errlog: TextIO | None = None
+        self._log_start = 0
         self._refresh: asyncio.Task[None] | None = None
+        self.policy = policy
 
     @property
     def name(self) -> str:
@@ -137,27 +129,48 @@ class ServerConnection:
 
     def stdio_parameters(self) -> StdioServerParameters:
         """The SDK's launch parameters: the command inside the sandbox (writes only under the
-        working folder, network per `spec.network`), the scrubbed environment plus the
-        server's `env`, its cwd."""
+        working folder, network per `spec.network`, the tools' policy: trust roots read-only,
+        dotenv files masked, unix sockets per `tools.allow_unix_sockets`; its whole runtime
+        visible read-only: `tether.mcp.runtime.server_runtime`), the scrubbed environment plus
+        the server's `env`, its cwd."""
         argv = list(self.spec.command)
         cwd = self.spec.cwd or self.root
+        env = server_env(self.spec, self.refused_env)
         if self.sandbox is not None:
             readable = (cwd,) if not cwd.is_relative_to(self.root) else ()
-            readable += named_under_tmp(argv)
-            cfg = SandboxConfig(root=self.root, network=self.spec.network, extra_readable=readable)
+            readable += server_runtime(argv, env, cwd)
+            cfg, _ = command_config(
+                self.root, self.policy, network=self.spec.network, readable=readable
+            )
             argv = self.sandbox.wrap(argv, cfg)
-        env = server_env(self.spec, self.refused_env)
         return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
+
+    @property
+    def log_path(self) -> Path | None:
+        """Where a stdio server's stderr goes (`<log_dir>/<server>.log`), or None."""
+        return None if self.log_dir is None else self.log_dir / f"{self.spec.name}.log"
 
     def _open_errlog(self) -> TextIO:
         if self._errlog is None:
-            if self.log_dir is None:
-                self._errlog = open(os.devnull, "w")  # noqa: SIM115 - closed in aclose
+            path = self.log_path
+            if path is None:  # kept for the failure message only
+                self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
             else:
-                self.log_dir.mkdir(parents=True, exist_ok=True)
-                path = self.log_dir / f"{self.spec.name}.log"
-                self._errlog = open(path, "a", encoding="utf-8")  # noqa: SIM115
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._errlog = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - read on failure
         return self._errlog
+
+    def _start_failure(self, exc: BaseException) -> McpServerError:
+        """Why the server did not start: the error, its stderr's last lines and its log."""
+        text = f"MCP server `{self.name}` failed to start: {_describe(exc)}"
+        if self._errlog is not None and self.spec.url is None:
+            self._errlog.flush()
+            tail = stderr_tail(self._errlog.fileno(), self._log_start)
+            if tail:
+                text += "; its stderr ends with:\n" + textwrap.indent(tail, "  ")
+            if self.log_path is not None:
+                text += f"\n(its whole stderr: {self.log_path})"
+        return McpServerError(text)
 
     def _transport(self, stack: AsyncExitStack) -> Transport:
         if self.spec.url is None:
@@ -260,6 +273,8 @@ class ServerConnection:
                     "again in this run"
                 )
             self.starts += 1
+            if self.spec.url is None:
+                self._log_start = os.fstat(self._open_errlog().fileno()).st_size
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[Client] = loop.create_future()
             self._stop = stop = asyncio.Event()
@@ -278,9 +293,7 @@ class ServerConnection:
                 raise
             except Exception as exc:
                 await self._stop_task()
-                raise McpServerError(
-                    f"MCP server `{self.name}` failed to start: {_describe(exc)}"
-                ) from exc
+                raise self._start_failure(exc) from exc
             self._client = client
             return client
 

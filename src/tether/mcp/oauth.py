@@ -79,6 +79,7 @@ class CredentialTokenStorage:
             a stored or dynamically registered one.
         fresh: ignore what is stored (an explicit login starts over: a registration made for
             an earlier loopback port may not accept the new one); writes still go to the store.
+        clock: the current time (epoch seconds) an access token's lifetime counts from.
     """
 
     def __init__(
@@ -88,11 +89,13 @@ class CredentialTokenStorage:
         static_client: OAuthClientInformationFull | None = None,
         *,
         fresh: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.server = server
         self.url = url
         self.static_client = static_client
         self.fresh = fresh
+        self.clock = clock
         self.place: str | None = None
         self._written: set[str] = set()
 
@@ -138,7 +141,7 @@ class CredentialTokenStorage:
     async def set_tokens(self, tokens: OAuthToken) -> None:
         data = self._load()
         data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
-        data["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in else None
+        data["expires_at"] = self.clock() + tokens.expires_in if tokens.expires_in else None
         self._save(data)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
@@ -280,6 +283,7 @@ def build_auth(
     callback: LoopbackCallback | None = None,
     open_url: OpenUrl = print_url,
     fresh: bool = False,
+    clock: Callable[[], float] = time.time,
 ) -> TetherOAuthProvider | None:
     """The OAuth provider of a remote server, or None when the settings give an
     `Authorization` header (which bypasses OAuth) or the server is not remote.
@@ -291,6 +295,7 @@ def build_auth(
         open_url: shows the authorization URL to the user (interactive only).
         fresh: start over, ignoring stored tokens and registration (see
             `CredentialTokenStorage`).
+        clock: the current time (epoch seconds) for the stored token expiry.
     """
     if spec.url is None or spec.has_authorization:
         return None
@@ -316,7 +321,7 @@ def build_auth(
             token_endpoint_auth_method="client_secret_post" if secret else "none",
             scope=scope,
         )
-    storage = CredentialTokenStorage(spec.name, spec.url, static, fresh=fresh)
+    storage = CredentialTokenStorage(spec.name, spec.url, static, fresh=fresh, clock=clock)
     provider: TetherOAuthProvider | None = None
 
     async def redirect_handler(url: str) -> None:
@@ -350,11 +355,16 @@ def forget_tokens(server: str) -> list[str]:
 
 
 async def login(
-    spec: ServerSpec, root: Path, *, open_url: OpenUrl = print_url
+    spec: ServerSpec,
+    root: Path,
+    *,
+    open_url: OpenUrl = print_url,
+    clock: Callable[[], float] = time.time,
 ) -> tuple[int, str | None]:
     """Run the OAuth flow for a remote server now (`tether mcp login NAME`): listen on the
     loopback, connect, let the SDK discover, register, authorize (via `open_url`) and exchange
-    the code; the tokens land in the credential store. Then the tools are listed as a check.
+    the code; the tokens land in the credential store, their expiry counted from `clock()`
+    (epoch seconds). Then the tools are listed as a check.
 
     Returns:
         (the number of tools the server lists, where the tokens were stored, or None when the
@@ -376,7 +386,7 @@ async def login(
     callback = LoopbackCallback()
     await callback.start()
     try:
-        auth = build_auth(spec, callback=callback, open_url=open_url, fresh=True)
+        auth = build_auth(spec, callback=callback, open_url=open_url, fresh=True, clock=clock)
         assert auth is not None
         patient = dataclasses.replace(spec, startup_timeout_s=LOGIN_TIMEOUT_S)
         conn = ServerConnection(patient, root=root, auth=auth)

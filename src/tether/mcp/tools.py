@@ -37,6 +37,7 @@ from tether.mcp.connection import WARNINGS_DIR, McpServerError, ServerConnection
 from tether.mcp.convert import call_result_parts, describe_tool, resource_parts, tool_schema
 from tether.mcp.oauth import build_auth
 from tether.sandbox.base import Sandbox
+from tether.sandbox.policy import PathPolicy
 from tether.settings.model import McpServerSettings
 from tether.tools.base import Tool
 from tether.tools.context import ToolOutput
@@ -58,6 +59,36 @@ def _cache_key(spec: ServerSpec) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:12]
 
 
+def listing_path(cache_dir: Path, spec: ServerSpec) -> Path:
+    """Where the tool listing of `spec` from its last connection is cached (one file per
+    server name and launch description: command, URL, environment)."""
+    return cache_dir / "mcp-tools" / f"{spec.name}-{_cache_key(spec)}.json"
+
+
+def read_listing(cache_dir: Path, spec: ServerSpec) -> tuple[mt.Tool, ...] | None:
+    """The tools `spec`'s server listed at its last connection, or None (never connected
+    with this launch description, or an unreadable cache file)."""
+    path = listing_path(cache_dir, spec)
+    if not path.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(mt.Tool.model_validate(t) for t in raw)
+    except (OSError, ValueError, ValidationError, TypeError):
+        return None
+
+
+def write_listing(cache_dir: Path, spec: ServerSpec, tools: Sequence[mt.Tool]) -> None:
+    """Cache `tools` as `spec`'s listing (a failure is logged, not raised)."""
+    path = listing_path(cache_dir, spec)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+        path.write_text(json.dumps(data), encoding="utf-8")
+    except OSError as exc:
+        log.debug("MCP tool listing cache not written: %s", exc)
+
+
 class McpTools:
     """The MCP servers of a run and their tools.
 
@@ -74,6 +105,8 @@ class McpTools:
         lookup: resolves `${VAR}` (default: environment, then the credential store).
         allow_unsandboxed: start stdio servers even when `sandbox` is None (default: they are
             skipped with a warning, as a run without a sandbox is in safe mode anyway).
+        policy: the tools' policy stdio servers are confined by (`tools` settings:
+            `tether.sandbox.policy.policy_for`), or None.
     """
 
     def __init__(
@@ -89,6 +122,7 @@ class McpTools:
         cache_dir: Path | None = None,
         lookup: Lookup = default_lookup,
         allow_unsandboxed: bool = False,
+        policy: PathPolicy | None = None,
     ) -> None:
         self.root = root
         self.on_warning = on_warning
@@ -127,6 +161,7 @@ class McpTools:
                 log_dir=log_dir,
                 auth=auth,
                 on_tools_changed=self._changed_callback(name),
+                policy=policy,
             )
 
     def _warn(self, kind: str, message: str) -> None:
@@ -136,31 +171,12 @@ class McpTools:
 
     # --- listing cache ------------------------------------------------------------------
 
-    def _cache_file(self, spec: ServerSpec) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        return self.cache_dir / "mcp-tools" / f"{spec.name}-{_cache_key(spec)}.json"
-
     def _cached(self, spec: ServerSpec) -> tuple[mt.Tool, ...] | None:
-        path = self._cache_file(spec)
-        if path is None or not path.is_file():
-            return None
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            return tuple(mt.Tool.model_validate(t) for t in raw)
-        except (OSError, ValueError, ValidationError, TypeError):
-            return None
+        return None if self.cache_dir is None else read_listing(self.cache_dir, spec)
 
     def _store_cache(self, spec: ServerSpec, tools: Sequence[mt.Tool]) -> None:
-        path = self._cache_file(spec)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
-            path.write_text(json.dumps(data), encoding="utf-8")
-        except OSError as exc:
-            log.debug("MCP tool listing cache not written: %s", exc)
+        if self.cache_dir is not None:
+            write_listing(self.cache_dir, spec, tools)
 
     # --- tools --------------------------------------------------------------------------
 

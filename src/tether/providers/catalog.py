@@ -76,6 +76,8 @@ class ModelInfo:
             gets the ids it issued back verbatim (`tether.wire.ids`).
         source: `table` (this catalog) or `provider` (the provider's own figure: the local
             model's n_ctx, Ollama's num_ctx).
+        compact_prompt: the model takes the system prompt's facts in their compact form
+            (`tether.prompt.system.compact_prompt`: the embedded model).
         listed: the providers whose bundled model list (`tether models` when the provider
             cannot be asked) shows this model under its table name.
     """
@@ -88,6 +90,7 @@ class ModelInfo:
     vendor_endpoint: bool = False
     source: Literal["table", "provider"] = "table"
     listed: tuple[str, ...] = field(default=(), compare=False)
+    compact_prompt: bool = False
 
     @property
     def limits(self) -> ModelLimits:

@@ -52,16 +52,26 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
-import anthropic
 import httpx
-import openai
 
 from tether.durations import parse_duration
 from tether.providers.base import ErrorKind, StreamError
 
 _T = TypeVar("_T")
+
+
+def _loaded(name: str) -> tuple[type[BaseException], ...]:
+    """`anthropic.<name>` and `openai.<name>` of the SDKs this process has already imported.
+    An SDK never imported raised nothing, and importing one here would cost seconds and its
+    own dependencies (anthropic's pulls in opentelemetry) for a run that never uses it."""
+    found: list[type[BaseException]] = []
+    for sdk in ("anthropic", "openai"):
+        cls = getattr(sys.modules.get(sdk), name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
 
 
 def _http_error_types(name: str) -> tuple[type[BaseException], ...]:
@@ -295,19 +305,20 @@ def classify_exception(exc: BaseException) -> StreamError:
         Anything unrecognized is `provider`, with the exception type in the message.
     """
     # Status errors first: both SDKs' APIStatusError carry the response.
-    if isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
-        return _status_event(exc.status_code, exc.body, exc.response.headers, exc.message)
-    if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
-        timed_out = isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError)
+    sdk: Any = exc
+    if isinstance(exc, _loaded("APIStatusError")):
+        return _status_event(sdk.status_code, sdk.body, sdk.response.headers, sdk.message)
+    if isinstance(exc, _loaded("APIConnectionError")):
+        timed_out = isinstance(exc, _loaded("APITimeoutError"))
         what = "timed out" if timed_out else "connection error"
-        return StreamError(kind="network", message=f"{what}: {exc.message}")
-    if isinstance(exc, openai.APIError | anthropic.APIError):
+        return StreamError(kind="network", message=f"{what}: {sdk.message}")
+    if isinstance(exc, _loaded("APIError")):
         # openai: an error event inside an HTTP 200 stream (no status code; the body tells).
         return StreamError(
-            kind=classify_status(None, exc.body),
-            message=_message(exc.body, exc.message),
+            kind=classify_status(None, sdk.body),
+            message=_message(sdk.body, sdk.message),
             status_code=200,
-            code=error_code(exc.body),
+            code=error_code(sdk.body),
         )
     other = _other_sdk_error(exc)
     if other is not None:

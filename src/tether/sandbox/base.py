@@ -3,7 +3,7 @@ that runs `argv` confined, for any subprocess such as the tool worker; its `laun
 the cheapest way for a caller that spawns the process itself: `Launch`, with argv, env additions
 and a child-side `preexec`), the per-process private temp folder and its stale-folder cleanup,
 `SandboxMechanism` and `SandboxUnavailableError`.
-Does not own: what a command may touch (`tether.sandbox.policy.SandboxConfig`), the two kinds
+Does not own: what a command may touch (`tether.sandbox.config.SandboxConfig`), the two kinds
 (`tether.sandbox.bwrap`, `tether.sandbox.landlock_sandbox`), choosing one
 (`tether.sandbox.detect`), running processes (`tether.sandbox.proc`). See `tether.sandbox` for
 what is confined under both kinds.
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import logging
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -24,7 +27,9 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from tether.errors import ConfigError
-from tether.sandbox.policy import SandboxConfig, tmp_parent
+from tether.sandbox.config import SandboxConfig, tmp_parent
+
+log = logging.getLogger(__name__)
 
 SandboxMechanism = Literal["bwrap", "landlock"]
 """The OS mechanisms a `Sandbox` is made of (the settings' `sandbox` choice adds `auto`/`none`)."""
@@ -65,6 +70,8 @@ def clean_stale_tmp(parent: Path) -> list[Path]:
             continue  # held: its session is alive
         folder = lock.with_suffix("")
         shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            folder.with_name(folder.name + ".empty").unlink()
         with contextlib.suppress(OSError):
             lock.unlink()
         os.close(fd)
@@ -131,6 +138,8 @@ class Sandbox(ABC):
             def _remove() -> None:
                 shutil.rmtree(path, ignore_errors=True)
                 with contextlib.suppress(OSError):
+                    os.unlink(f"{path}.empty")
+                with contextlib.suppress(OSError):
                     os.unlink(f"{path}.lock")
                 with contextlib.suppress(OSError):
                     os.close(lock)
@@ -138,6 +147,47 @@ class Sandbox(ABC):
             atexit.register(_remove)
             self._tmp = path
         return self._tmp
+
+    @property
+    def empty_file(self) -> Path:
+        """An empty read-only file beside the private temp folder (`<tmp_dir>.empty`, outside
+        what commands may write): what covers a masked file (`SandboxConfig.masked`)."""
+        path = self.tmp_dir.with_name(self.tmp_dir.name + ".empty")
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
+            os.close(fd)
+        return path
+
+    def launcher_argv(
+        self, cfg: SandboxConfig, extra: Sequence[str] = (), python: str = sys.executable
+    ) -> list[str]:
+        """The start of a command line through the stdlib-only launcher
+        (`tether.sandbox.launcher`), run by `python` with `-I -S -B`, with `extra` options and
+        the unix-socket guard's options for `cfg` (`guard_options`); `--` and the command
+        follow."""
+        return [*launcher_prefix(python), *extra, *self.guard_options(cfg)]
+
+    def guard_options(self, cfg: SandboxConfig) -> list[str]:
+        """The launcher's unix-socket guard options for `cfg`: the program, where sockets may
+        be connected to, whether abstract sockets pass (`socket_folders`, `abstract_ok`).
+        None when `cfg.unix_guard` is off or the guard does not work here (a warning once)."""
+        if not cfg.unix_guard or (program := guard_program_or_warn()) is None:
+            return []
+        out = ["--guard", program.hex()]
+        for p in self.socket_folders(cfg):
+            out += ["--socket", str(p)]
+        if self.abstract_ok(cfg):
+            out.append("--abstract")
+        return out
+
+    def socket_folders(self, cfg: SandboxConfig) -> tuple[Path, ...]:
+        """Where a command's own unix sockets may be: `cfg.socket_folders()` (subclasses add
+        their private /tmp)."""
+        return cfg.socket_folders()
+
+    def abstract_ok(self, cfg: SandboxConfig) -> bool:
+        """Whether abstract unix sockets are kept to the sandbox (a network namespace)."""
+        return not cfg.network
 
     @abstractmethod
     def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]:
@@ -158,3 +208,21 @@ class Sandbox(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def launcher_prefix(python: str = sys.executable) -> list[str]:
+    """`python -I -S -B <tether/sandbox/launcher.py>`: the stdlib-only launcher, by path."""
+    return [python, "-I", "-S", "-B", str(Path(__file__).with_name("launcher.py"))]
+
+
+@functools.cache
+def guard_program_or_warn() -> bytes | None:
+    """The unix-socket guard's program (`tether.sandbox.seccomp.guard_program`), or None with
+    one warning (logged once per process) when it does not work here."""
+    from tether.sandbox import seccomp
+
+    why = seccomp.guard_unavailable()
+    if why is not None:
+        log.warning("unix sockets outside the sandbox stay reachable from commands: %s", why)
+        return None
+    return seccomp.guard_program()

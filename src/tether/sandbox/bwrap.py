@@ -11,9 +11,10 @@ import functools
 import shutil
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
-from tether.sandbox.base import PROBE_TIMEOUT_S, Sandbox
-from tether.sandbox.policy import SandboxConfig
+from tether.sandbox.base import PROBE_TIMEOUT_S, Sandbox, launcher_prefix
+from tether.sandbox.config import SandboxConfig
 
 
 class BwrapSandbox(Sandbox):
@@ -64,13 +65,28 @@ class BwrapSandbox(Sandbox):
         # tether's config/data folders and the other sessions' temp folders: empty, read-only
         for p in cfg.hidden_dirs():
             out += ["--tmpfs", str(p), "--remount-ro", str(p)]
+        # the files the read deny list refuses (dotenv): an empty read-only file in their place
+        for p in cfg.masked:
+            if p.is_dir():
+                out += ["--tmpfs", str(p), "--remount-ro", str(p)]
+            elif p.is_file():
+                out += ["--ro-bind", str(self.empty_file), str(p)]
+        # the unix sockets the user let in, where /tmp or /run hides them
+        for p in cfg.shown_sockets():
+            out += ["--bind-try", str(p), str(p)]
         if not cfg.network:
             out.append("--unshare-net")
         if cfg.isolate_pids:
             out.append("--unshare-pid")
         out.append("--")
+        guard = self.guard_options(cfg)
+        if guard:  # the launcher inside supervises the command's unix-socket connects
+            out += [*launcher_prefix(), *guard, "--"]
         out.extend(argv)
         return out
+
+    def socket_folders(self, cfg: SandboxConfig) -> tuple[Path, ...]:
+        return (*cfg.socket_folders(), Path("/tmp"))
 
 
 @functools.cache

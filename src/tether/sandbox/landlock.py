@@ -1,11 +1,11 @@
-"""Landlock (Linux ≥ 5.13) through raw syscalls, and the launcher the Landlock sandbox execs.
+"""Landlock (Linux ≥ 5.13) through raw syscalls: what the Landlock sandbox's launcher
+(`tether.sandbox.launcher`) and its in-child mode do to confine a command.
 
 Owns: `abi_version()` (0: no Landlock), `build_ruleset()` + `enter()` (the two halves of
-confining a process: a parent builds the ruleset, a forked child enters it), `confine()` (both),
-the one process reaper (`become_subreaper`, `wait_reaped`, `kill_descendants`; the fork keeper
-uses it too) and `main()`, the launcher: `python -I -S .../landlock.py [--write P]... [--ro P]...
-[--hide P]... [--keep P]... [--net] [--tmp DIR] -- argv...`.
-Does not own: choosing a sandbox, building the launcher's argv (`tether.sandbox.landlock_sandbox`).
+confining a process: a parent builds the ruleset, a forked child enters it), `confine()` (both).
+Does not own: choosing a sandbox, building the launcher's argv (`tether.sandbox.landlock_sandbox`),
+the launcher itself and its reaper (`tether.sandbox.launcher`, `tether.sandbox.reaper`), the
+unix-socket guard (`tether.sandbox.unixguard`).
 
 This module imports only the standard library, so the launcher starts with `python -I -S` in
 about 12 ms (no site-packages, no tether package import). Syscall numbers 444/445/446 are the
@@ -15,11 +15,13 @@ from the kernel's `include/uapi/linux/landlock.h` and Documentation/userspace-ap
 What the launcher enforces, in this order:
 1. A private mount namespace (as root; otherwise a user namespace mapping the caller's own
    uid/gid, so the identity does not change) in which the private temp folder (`--tmp`) is
-   mounted on /tmp (the working folder re-bound at its own path if it lies under /tmp) and each
-   `--ro` path (the project's `.git`) is re-mounted read-only; without `--net`, a new network
+   mounted on /tmp (the working folder re-bound at its own path if it lies under /tmp), each
+   `--ro` path (every `.git` of the project, `.tether`) is re-mounted read-only and each
+   `--mask` path (the dotenv files the file tools refuse) is covered by an empty read-only file
+   (a folder: an empty read-only tmpfs); without `--net`, a new network
    namespace (loopback only). If the kernel refuses namespaces (unprivileged user namespaces
-   disabled), this step is skipped: `.git` then stays writable, /tmp is not writable (`$TMPDIR`
-   is), and network-off relies on step 3 alone.
+   disabled), this step is skipped: `.git` then stays writable, the masked files readable,
+   /tmp is not writable (`$TMPDIR` is), and network-off relies on step 3 alone.
 2. As root: every capability is dropped from the bounding set, so the command runs without
    capabilities (it cannot load modules, remount, or bypass file permissions).
 3. `PR_SET_NO_NEW_PRIVS`, then one Landlock layer: every write right (write, truncate, create,
@@ -32,7 +34,7 @@ What the launcher enforces, in this order:
 A Landlock domain cannot be left, and a landlocked process cannot mount or unmount, so the
 read-only `.git` mount cannot be undone from inside.
 
-4. The launcher then runs the command as its child: PR_SET_CHILD_SUBREAPER, and with the PID
+4. The launcher then runs the command as its child (`tether.sandbox.launcher`): with the PID
    namespace of step 1 (root, or a user namespace) the command is that namespace's init. When
    the command exits, every process it left behind (nohup, setsid, double fork) is SIGKILLed
    and reaped; killing the launcher (the harness gone: PR_SET_PDEATHSIG) ends the namespace.
@@ -48,7 +50,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the launcher ~8 ms
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ DEVICE_DIRS = ("/dev/pts",)
 """Not /dev/shm: a file there outlives the command."""
 
 PR_SET_NO_NEW_PRIVS = 38
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWPID = 0x20000000
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
@@ -180,6 +179,8 @@ def _namespaces(
     pid_ns: bool = False,
     hidden: Sequence[str] = (),
     keep_ro: Sequence[str] = (),
+    masks: Sequence[str] = (),
+    empty: str | None = None,
 ) -> bool:
     """Step 1: a mount namespace where `tmp` is mounted on /tmp (the `keep` paths under /tmp,
     e.g. the working folder, re-bound at their own paths so they stay visible), `readonly`
@@ -188,8 +189,9 @@ def _namespaces(
     without `network`, and with `pid_ns` a PID namespace for the children forked next (tried
     without it when refused). Each `hidden` folder is covered by an empty read-only tmpfs (the
     `keep` paths and `tmp` inside one bound back; those in `keep_ro` read-only, since a bind
-    inside the writable private tmp would inherit its Landlock write right). Returns False when
-    the kernel refused; nothing changed then."""
+    inside the writable private tmp would inherit its Landlock write right). Each of `masks`
+    is covered read-only by the empty file `empty` (a folder: by an empty tmpfs). Returns
+    False when the kernel refused; nothing changed then."""
     net = 0 if network else CLONE_NEWNET
     uid, gid = os.geteuid(), os.getegid()
     # root may make namespaces directly; anyone else through a user namespace mapping their own
@@ -202,6 +204,8 @@ def _namespaces(
         _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
         _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private")
+    # the empty file may lie in a folder about to be hidden: hold it first
+    blank = os.open(empty, os.O_PATH | os.O_CLOEXEC) if empty is not None and masks else -1
     covered = [h for h in hidden if os.path.isdir(h)]
     if tmp is not None and not _is_under(tmp, "/tmp"):
         covered.append("/tmp")
@@ -233,7 +237,11 @@ def _namespaces(
         if os.path.isdir(h):
             b = os.fsencode(h)
             _check(_libc.mount(None, b, None, MS_REMOUNT | MS_RDONLY, None), f"remount {h}")
-    _empty_run(network)
+    _empty_run(network, [k for k in keep if _is_under(k, "/run")])
+    for p in masks:
+        _mask(p, f"/proc/self/fd/{blank}" if blank >= 0 else None)
+    if blank >= 0:
+        os.close(blank)
     for p in readonly:
         b = os.fsencode(p)
         _check(_libc.mount(b, b, None, MS_BIND | MS_REC, None), f"bind {p}")
@@ -250,18 +258,35 @@ def _namespaces(
     return True
 
 
-def _empty_run(network: bool) -> None:
-    """An empty tmpfs on /run (the resolver's folder bound back in when `network`)."""
+def _empty_run(network: bool, keep: Sequence[str] = ()) -> None:
+    """An empty tmpfs on /run (the resolver's folder bound back in when `network`, and each
+    of `keep`: unix sockets the user let in)."""
     if not os.path.isdir("/run"):
         return
-    resolver = "/run/systemd/resolve"
-    held = os.open(resolver, os.O_PATH | os.O_CLOEXEC) if network and os.path.isdir(resolver) else -1
+    wanted = [*(["/run/systemd/resolve"] if network else []), *keep]
+    held = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in wanted if os.path.exists(p)]
     _check(_libc.mount(b"tmpfs", b"/run", b"tmpfs", 0, b"mode=0755"), "tmpfs /run")
-    if held >= 0:
-        os.makedirs(resolver, exist_ok=True)
-        src = os.fsencode(f"/proc/self/fd/{held}")
-        _check(_libc.mount(src, os.fsencode(resolver), None, MS_BIND | MS_REC, None), "bind resolver")
-        os.close(held)
+    for p, fd in held:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(p, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o600))
+        src = os.fsencode(f"/proc/self/fd/{fd}")
+        _check(_libc.mount(src, os.fsencode(p), None, MS_BIND | MS_REC, None), f"bind {p}")
+        os.close(fd)
+
+
+def _mask(path: str, empty: str | None) -> None:
+    """Cover `path` read-only: a folder by an empty tmpfs, a file by the empty file `empty`."""
+    b = os.fsencode(path)
+    if os.path.isdir(path):
+        _check(_libc.mount(b"tmpfs", b, b"tmpfs", 0, b"mode=0555"), f"mask {path}")
+        _check(_libc.mount(None, b, None, MS_REMOUNT | MS_RDONLY, None), f"remount {path}")
+    elif empty is not None and os.path.lexists(path):
+        _check(_libc.mount(os.fsencode(empty), b, None, MS_BIND, None), f"mask {path}")
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+        _check(_libc.mount(None, b, None, flags, None), f"remount {path}")
 
 
 def _drop_capabilities() -> None:
@@ -370,7 +395,9 @@ def enter(
     pid_ns: bool = False,
     hidden: Sequence[str] = (),
     keep_ro: Sequence[str] = (),
-) -> None:
+    masks: Sequence[str] = (),
+    empty: str | None = None,
+) -> bool:
     """Steps 1-3 for the calling process: namespaces (when the kernel allows), no capabilities
     (as root), no new privileges, then the Landlock domain of `ruleset`. Irreversible.
 
@@ -379,15 +406,19 @@ def enter(
     only makes syscalls through ctypes, so no lock held by another thread at fork time is
     needed.
 
+    Returns:
+        Whether step 1 happened (namespaces: the private /tmp, the read-only and masked paths).
+
     Raises:
         OSError: a syscall failed (the caller must not run the command then).
     """
     ro = [p for p in readonly if os.path.exists(p)]
-    _namespaces(ro, network, tmp, keep, pid_ns, hidden, keep_ro)
+    mounted = _namespaces(ro, network, tmp, keep, pid_ns, hidden, keep_ro, masks, empty)
     if os.geteuid() == 0:
         _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
     _check(_libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+    return mounted
 
 
 def confine(
@@ -400,8 +431,12 @@ def confine(
     hidden: Sequence[str] = (),
     pid_ns: bool = False,
     keep: Sequence[str] = (),
-) -> None:
+    visible: Sequence[str] = (),
+    masks: Sequence[str] = (),
+    empty: str | None = None,
+) -> bool:
     """Confine the calling process (`build_ruleset` + `enter`); what it execs stays confined.
+    Returns whether the namespaces of step 1 were made.
 
     Args:
         writable: paths beneath which writes stay allowed.
@@ -414,6 +449,9 @@ def confine(
         pid_ns: make a PID namespace for the children forked next, where allowed.
         keep: further paths that must stay visible (not writable) under a private /tmp: the
             working folder when only some of its folders are writable.
+        visible: paths (unix sockets the user let in) bound back where the sandbox empties
+            their folder (/tmp, /run).
+        masks: paths covered read-only by the empty file `empty` (folders: by an empty tmpfs).
 
     Raises:
         OSError: Landlock is unavailable or a syscall failed.
@@ -423,177 +461,17 @@ def confine(
         allowed, network=network, abi=abi_version() if abi is None else abi, hidden=hidden
     )
     try:
-        enter(
+        return enter(
             ruleset,
             readonly=readonly,
             network=network,
             tmp=tmp,
-            keep=[*writable, *readonly],
+            keep=[*writable, *readonly, *visible],
             pid_ns=pid_ns,
             hidden=hidden,
             keep_ro=keep,
+            masks=masks,
+            empty=empty,
         )
     finally:
         os.close(ruleset)
-
-
-def _parse(
-    args: list[str],
-) -> tuple[list[str], list[str], list[str], list[str], bool, str | None, list[str]]:
-    write: list[str] = []
-    ro: list[str] = []
-    hide: list[str] = []
-    keep: list[str] = []
-    network = False
-    tmp: str | None = None
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            return write, ro, hide, keep, network, tmp, args[i + 1 :]
-        if a == "--net":
-            network = True
-            i += 1
-            continue
-        if a in ("--write", "--ro", "--hide", "--keep", "--tmp") and i + 1 < len(args):
-            value = args[i + 1]
-            if a == "--write":
-                write.append(value)
-            elif a == "--ro":
-                ro.append(value)
-            elif a == "--hide":
-                hide.append(value)
-            elif a == "--keep":
-                keep.append(value)
-            else:
-                tmp = value
-            i += 2
-            continue
-        raise ValueError(f"unexpected argument {a!r}")
-    raise ValueError("missing `-- command...`")
-
-
-def main(args: Sequence[str] | None = None) -> int:
-    """The launcher: confine, then run the command as a child and reap (module docstring).
-
-    Returns:
-        The command's exit status (a signal re-raised on the launcher); 2 for bad arguments,
-        126 when confinement failed, 127 when the command was not found.
-    """
-    try:
-        write, ro, hide, keep, network, tmp, command = _parse(
-            list(sys.argv[1:] if args is None else args)
-        )
-        if not command:
-            raise ValueError("empty command")
-    except ValueError as e:
-        sys.stderr.write(f"tether sandbox (landlock): {e}\n")
-        return 2
-    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # the harness gone (kill -9): end with it
-    try:
-        confine(
-            write, readonly=ro, network=network, tmp=tmp, hidden=hide, pid_ns=True, keep=keep
-        )
-    except OSError as e:
-        sys.stderr.write(f"tether sandbox (landlock): refusing to run unconfined: {e}\n")
-        return 126
-    if tmp:
-        os.environ["TMPDIR"] = tmp
-    return run_reaped(command)
-
-
-def become_subreaper() -> None:
-    """Make this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): orphaned descendants
-    are re-parented to it, so `kill_descendants` reaches them all."""
-    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def run_reaped(command: Sequence[str]) -> int:
-    """Run `command` as a child with this process as its subreaper; when it exits, SIGKILL
-    and reap every process it left behind (nohup, setsid, double fork: all re-parented here),
-    then return its status (re-raising a fatal signal on this process). In a PID namespace
-    made by `confine(pid_ns=True)` the child is its init, so the kernel also ends the rest
-    when it exits, and when this launcher is killed (the child has PR_SET_PDEATHSIG)."""
-    import signal
-
-    become_subreaper()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
-            # Python ignores these; an ignored signal stays ignored across exec (a write past
-            # RLIMIT_FSIZE must kill the writer, a closed pipe end a producer)
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-                signal.signal(sig, signal.SIG_DFL)
-            os.execvp(command[0], list(command))
-        except OSError as e:
-            sys.stderr.write(f"tether sandbox (landlock): {command[0]}: {e.strerror}\n")
-            os._exit(127 if isinstance(e, FileNotFoundError) else 126)
-    status = wait_reaped(pid)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-        return 128 + sig
-    return os.waitstatus_to_exitcode(status)
-
-
-def wait_reaped(pid: int) -> int:
-    """The one reaper (the launcher's and the fork keeper's): reap children until `pid` exits,
-    then SIGKILL and reap every descendant left; `pid`'s wait status (0: reaped elsewhere)."""
-    while True:
-        try:
-            done, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            status = 0
-            break
-        except InterruptedError:
-            continue
-        if done == pid:
-            break
-    kill_descendants()
-    return status
-
-
-def _children() -> list[int]:
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    out: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me:
-            out.append(int(name))
-    return out
-
-
-def kill_descendants() -> None:
-    """SIGKILL every child of this process until none is left, reaping them; with this
-    process a subreaper, that is every descendant (each killed one's children come here)."""
-    import time
-
-    while True:
-        for child in _children():
-            try:  # noqa: SIM105
-                os.kill(child, 9)
-            except OSError:
-                pass
-        try:
-            done, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done == 0:
-            time.sleep(0.001)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

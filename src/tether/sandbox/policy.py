@@ -1,22 +1,24 @@
-"""Sandbox policy: what tool subprocesses and the file tools may touch, as data and pure rules.
+"""Sandbox policy: what the file tools may touch and what the settings confine, as data and
+pure rules.
 
-Owns: `SandboxConfig` (what one confined command may touch) and `sandbox_config` / `wrap_argv`
-(a tool context's config, and an argv through its `wrap` hook or OS sandbox); `PathPolicy` (the
-file tools' deny list, as globs over root-relative paths, and their write scope) with
-`compile_glob`, `expand_write_paths`, `DEFAULT_POLICY` and the checks `check_policy`,
-`check_protected`, `check_hardlinks`; the `tools` settings as these shapes (`policy_for`,
-`limits_for`); tether's own folders no command may read (`secret_dirs`, `tmp_parent`); the
-package's source folder (`package_source_root`); safe mode's rule and `NO_SANDBOX_WARNING`.
-Does not own: containment by real path (`tether.sandbox.paths`), the OS mechanisms
-(`tether.sandbox.base` and its kinds), which tools a request offers (`tether.tools.safe_mode`).
+Owns: `PathPolicy` (the file tools' deny list, as globs over root-relative paths, their write
+scope, and the unix sockets commands may reach) with `compile_glob`, `expand_write_paths`,
+`DEFAULT_POLICY` and the checks `check_policy`, `check_protected`, `check_hardlinks`; the `tools`
+settings as these shapes (`policy_for`, `limits_for`, `unix_socket_paths`); safe mode's rule and
+`NO_SANDBOX_WARNING`.
+Does not own: what one confined command may touch (`tether.sandbox.config.SandboxConfig`),
+containment by real path (`tether.sandbox.paths`), the OS mechanisms (`tether.sandbox.base` and
+its kinds), which tools a request offers (`tether.tools.safe_mode`).
 
-The write scope of the file tools: `.git/`, `.tether/` and the policy's `protected` folders (tool
-folders) are read-only to `write`/`edit` unless the policy opts in (`allow_protected_writes`),
-and with `write_paths` set only paths matching one of its globs (or below a match) may be
-written — both by real path, so `output/../x` or a symlink into `.git` is refused. A file with
-more than one hard link is checked against the read deny list by inode too (`check_hardlinks`),
-so a hard link made by `bash` cannot defeat it. The deny list binds the file tools only; `bash`
-is confined by the OS sandbox instead (the same read-only and write-scope rules).
+The write scope of the file tools: `.git/` (at any depth: a nested repository's too),
+`.tether/` and the policy's `protected` folders (tool folders) are read-only to `write`/`edit`
+unless the policy opts in (`allow_protected_writes`), and with `write_paths` set only paths
+matching one of its globs (or below a match) may be written — both by real path, so
+`output/../x` or a symlink into `.git` is refused. A file with more than one hard link is
+checked against the read deny list by inode too (`check_hardlinks`), so a hard link made by
+`bash` cannot defeat it. Commands are held to the same rules by the OS sandbox
+(`tether.sandbox.config.confinement`): the same folders read-only, the files the read deny list
+refuses shown empty.
 
 Safe mode: with no OS sandbox, safe mode is forced (nothing could stop a write or a shell
 command from reaching outside the working folder); there is no opt-out.
@@ -27,16 +29,13 @@ Raises `tether.errors.PathDeniedError` from the checks.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
-import sys
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
@@ -86,7 +85,9 @@ def compile_glob(pattern: str, *, anchored: bool = False) -> re.Pattern[str]:
 
 PROTECTED_DIRS = (".git", ".tether")
 """Folders of the working folder that are read-only to every tool (the write scope): git's hooks and
-config run code for the user, `.tether/` holds the settings and tools the next run loads."""
+config run code for the user, `.tether/` holds the settings and tools the next run loads. A
+`.git` at any depth (a nested repository's) is read-only too."""
+GIT_DIR = ".git"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,11 @@ class PathPolicy:
         protected: further read-only folders (absolute real paths, e.g. tool folders), besides
             the root's `.git` and `.tether` (`PROTECTED_DIRS`).
         allow_protected_writes: the user's opt-in to let tools write the protected folders.
+        unix_sockets: unix sockets (or folders of them) outside the sandbox that commands may
+            connect to, as real absolute paths (settings `tools.allow_unix_sockets`).
+        read_roots: folders outside the working folder that `read` alone may open, read-only
+            (absolute real paths: the skill folders of the session's catalog); the deny list
+            applies to paths relative to each.
     """
 
     deny_read: tuple[str, ...] = ()
@@ -113,6 +119,8 @@ class PathPolicy:
     write_paths: tuple[str, ...] | None = None
     protected: tuple[str, ...] = ()
     allow_protected_writes: bool = False
+    unix_sockets: tuple[str, ...] = ()
+    read_roots: tuple[str, ...] = ()
     _read: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _write: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
@@ -158,6 +166,7 @@ class PathPolicy:
             "write_paths": None if self.write_paths is None else list(self.write_paths),
             "protected": list(self.protected),
             "allow_protected_writes": self.allow_protected_writes,
+            "unix_sockets": list(self.unix_sockets),
         }
 
     @classmethod
@@ -174,6 +183,7 @@ class PathPolicy:
             write_paths=None if raw.get("write_paths") is None else strs("write_paths"),
             protected=strs("protected"),
             allow_protected_writes=bool(raw.get("allow_protected_writes", False)),
+            unix_sockets=strs("unix_sockets"),
         )
 
 
@@ -243,6 +253,10 @@ def check_protected(policy: PathPolicy | None, root: Path, resolved: Path) -> No
     tops = [os.path.join(root_s, d) for d in PROTECTED_DIRS]
     if policy is not None:
         tops += list(policy.protected)
+    if is_inside(real, root_s):  # a nested repository's `.git`, existing or not
+        parts = os.path.relpath(real, root_s).split(os.sep)
+        if GIT_DIR in parts:
+            tops.append(os.path.join(root_s, *parts[: parts.index(GIT_DIR) + 1]))
     for top in tops:
         if is_inside(real, top):
             raise PathDeniedError(
@@ -277,8 +291,9 @@ def check_hardlinks(policy: PathPolicy | None, root: Path, st: os.stat_result) -
 
 def policy_for(tools: ToolsSettings, root: Path | None = None) -> PathPolicy:
     """The file tools' policy from the `tools` settings: the built-in dotenv rules plus
-    `deny_paths` (refused to read and to write), `write_paths`, `allow_protected_writes`, and,
-    with `root`, the tool folders (`root/<tools.folders>`, real paths) as protected."""
+    `deny_paths` (refused to read and to write), `write_paths`, `allow_protected_writes`,
+    `allow_unix_sockets`, and, with `root`, the tool folders (`root/<tools.folders>`, real
+    paths) as protected."""
     extra = tuple(tools.deny_paths)
     protected: tuple[str, ...] = ()
     if root is not None:
@@ -290,7 +305,14 @@ def policy_for(tools: ToolsSettings, root: Path | None = None) -> PathPolicy:
         write_paths=None if tools.write_paths is None else tuple(tools.write_paths),
         protected=protected,
         allow_protected_writes=tools.allow_protected_writes,
+        unix_sockets=unix_socket_paths(tools.allow_unix_sockets),
     )
+
+
+def unix_socket_paths(paths: Iterable[str]) -> tuple[str, ...]:
+    """`tools.allow_unix_sockets` as real absolute paths (`~` expanded, symlinks resolved:
+    the unix-socket guard compares the real path of the socket a command names)."""
+    return tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(p)) for p in paths))
 
 
 def limits_for(tools: ToolsSettings) -> ResourceLimits:
@@ -298,172 +320,3 @@ def limits_for(tools: ToolsSettings) -> ResourceLimits:
     return ResourceLimits(
         max_processes=tools.max_processes, max_file_size_bytes=tools.max_file_size
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SandboxConfig:
-    """What one confined command may touch.
-
-    Attributes:
-        root: the working folder (a real path); writable, except its `.git`.
-        network: True to allow network access.
-        extra_writable: further folders the command may write (e.g. a build cache).
-        extra_readable: folders that must stay visible, read-only, even where the sandbox
-            hides their parent (a private `/tmp`): e.g. a tool folder or the interpreter's
-            prefix for a tool worker.
-        isolate_pids: bwrap: a PID namespace (see the module docstring); the Landlock
-            launcher always makes one where the kernel allows and reaps every descendant.
-        write_paths: when set, the only writable folders or files of the root (it is bound
-            read-only otherwise): the settings' `tools.write_paths`, expanded.
-        protected: further read-only folders (tool folders), besides `root/.git` and
-            `root/.tether`.
-        hidden: folders no command may read (tether's config, data and cache folders, other
-            sessions' private temp folders); None: `secret_dirs()`.
-        writable_protected: the user's opt-in (`tools.allow_protected_writes`): `.git` and
-            `.tether` stay writable.
-    """
-
-    root: Path
-    network: bool = False
-    extra_writable: tuple[Path, ...] = ()
-    extra_readable: tuple[Path, ...] = ()
-    isolate_pids: bool = False
-    write_paths: tuple[Path, ...] | None = None
-    protected: tuple[Path, ...] = ()
-    hidden: tuple[Path, ...] | None = None
-    writable_protected: bool = False
-
-    def writable(self) -> tuple[Path, ...]:
-        """The writable paths: the root (or `write_paths`), then `extra_writable`."""
-        own = (self.root,) if self.write_paths is None else self.write_paths
-        return (*own, *self.extra_writable)
-
-    def readonly(self) -> tuple[Path, ...]:
-        """Paths kept read-only: `root/.git` and `root/.tether` when present, `protected`, then
-        `extra_readable` and this harness's own interpreter and package where they live under
-        `/tmp` (which the sandbox replaces by a private folder; a checkout or venv under
-        `/tmp` must still run) — existing ones, de-duplicated; the outside ones only when not
-        inside `root`."""
-        out: list[Path] = []
-        own = () if self.writable_protected else (self.root / ".git", self.root / ".tether")
-        for p in (*own, *self.protected):
-            if p.exists() and p not in out:
-                out.append(p)
-        for p in (*self.extra_readable, *_harness_under_tmp()):
-            if p.exists() and not p.is_relative_to(self.root) and p not in out:
-                out.append(p)
-        return tuple(out)
-
-    def hidden_dirs(self) -> tuple[Path, ...]:
-        """The existing hidden folders, minus any that holds the root or a writable path
-        (hiding those would hide the work itself)."""
-        keep = (self.root, *self.writable(), *self.extra_readable)
-        out: list[Path] = []
-        for p in secret_dirs() if self.hidden is None else self.hidden:
-            if p.is_dir() and not any(k.is_relative_to(p) for k in keep) and p not in out:
-                out.append(p)
-        return tuple(out)
-
-
-def secret_dirs() -> tuple[Path, ...]:
-    """tether's own folders, which no tool subprocess may read: the user config
-    folder (`TETHER_CONFIG_DIR` or platformdirs': settings, the credential file, approvals),
-    the sessions folder (`$TETHER_HOME/sessions` or platformdirs' data folder), the cache
-    folder, and the parent of every session's private temp folder (`tmp_parent()`). Real
-    paths; existing or not."""
-    import platformdirs
-
-    config = os.environ.get("TETHER_CONFIG_DIR", "")
-    home = os.environ.get("TETHER_HOME", "")
-    found = [
-        Path(config).expanduser() if config else platformdirs.user_config_path("tether"),
-        Path(home).expanduser() / "sessions" if home else platformdirs.user_data_path("tether"),
-        platformdirs.user_cache_path("tether"),
-        tmp_parent(),
-    ]
-    return tuple(Path(os.path.realpath(p)) for p in found)
-
-
-def tmp_parent() -> Path:
-    """The folder holding every session's private temp folder: `/var/tmp/tether-<uid>` (else
-    under the system temp folder), mode 0700. Not created here."""
-    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
-    return Path(os.path.realpath(base)) / f"tether-{os.getuid()}"
-
-
-@functools.cache
-def _harness_under_tmp() -> tuple[Path, ...]:
-    """The interpreter (venv and base prefix, the executable's folder) and the `tether`
-    package's folder, resolved, where they are under `/tmp`."""
-    found = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
-    found.append(package_source_root())
-    tmp = Path("/tmp").resolve()
-    return tuple(dict.fromkeys(p.resolve() for p in found if p.resolve().is_relative_to(tmp)))
-
-
-def package_source_root() -> Path:
-    """The folder holding the `tether` package (its `src/` in a checkout, `site-packages`
-    when installed), resolved: what a tool worker needs on its `PYTHONPATH`."""
-    return _package_source_root()
-
-
-@functools.cache
-def _package_source_root() -> Path:
-    import tether
-
-    return Path(tether.__file__).resolve().parents[1]
-
-
-class _Wraps(Protocol):
-    """The part of an OS sandbox `wrap_argv` uses (`tether.sandbox.base.Sandbox.wrap`)."""
-
-    def wrap(self, argv: Sequence[str], cfg: SandboxConfig) -> list[str]: ...
-
-
-class Confinable(Protocol):
-    """What `sandbox_config` and `wrap_argv` read of a tool context
-    (`tether.tools.context.ToolContext` has these attributes)."""
-
-    @property
-    def root(self) -> Path: ...
-    @property
-    def policy(self) -> PathPolicy | None: ...
-    @property
-    def network(self) -> bool: ...
-    @property
-    def wrap(self) -> Callable[[list[str]], list[str]] | None: ...
-    @property
-    def sandbox(self) -> _Wraps | None: ...
-
-
-def sandbox_config(ctx: Confinable, readable: Sequence[Path] = ()) -> SandboxConfig:
-    """What a subprocess of `ctx` may touch: writes beneath `ctx.root` (or only the policy's
-    `write_paths`), `.git`, `.tether` and the policy's protected folders read-only, tether's
-    own folders hidden, a PID namespace, network per `ctx.network`, `readable` folders kept
-    visible read-only."""
-    policy = ctx.policy
-    protected = () if policy is None else tuple(Path(p) for p in policy.protected)
-    write_paths = None
-    if policy is not None and policy.write_paths is not None:
-        write_paths = expand_write_paths(ctx.root, policy.write_paths)
-    if policy is not None and policy.allow_protected_writes:
-        protected = ()
-    return SandboxConfig(
-        root=ctx.root,
-        network=ctx.network,
-        extra_readable=tuple(readable),
-        isolate_pids=True,
-        write_paths=write_paths,
-        protected=protected,
-        writable_protected=policy is not None and policy.allow_protected_writes,
-    )
-
-
-def wrap_argv(ctx: Confinable, argv: Sequence[str], readable: Sequence[Path] = ()) -> list[str]:
-    """`argv` through `ctx.wrap`; without one, through `ctx.sandbox` (see `sandbox_config`);
-    unchanged when there is neither."""
-    if ctx.wrap is not None:
-        return ctx.wrap(list(argv))
-    if ctx.sandbox is not None:
-        return ctx.sandbox.wrap(list(argv), sandbox_config(ctx, readable))
-    return list(argv)

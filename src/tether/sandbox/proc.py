@@ -3,7 +3,7 @@ bounded output capture.
 
 Owns: `spawn_group` (a process group of its own whose start a cancel cannot cut in half),
 `kill_group`, `spawn_confined` (a process group inside a context's OS sandbox, under its
-resource limits), `HeadTail` (the first and last bytes of a stream, the rest counted), `pump`,
+resource limits) and its `CallGuard` (`swept_note`), `HeadTail` (the first and last bytes of a stream, the rest counted), `pump`,
 `output_cut_note` and `EXIT_GRACE_S`.
 Does not own: what a command may touch (`tether.sandbox.policy`), the sandboxes
 (`tether.sandbox.base`), reaping inside a sandbox (`tether.sandbox.landlock`'s reaper).
@@ -15,13 +15,17 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.sandbox.base import Launch, Sandbox
+from tether.sandbox.config import confinement
 from tether.sandbox.limits import LimitGuard, ResourceLimits
-from tether.sandbox.policy import PathPolicy, sandbox_config
+from tether.sandbox.policy import PathPolicy
+
+if TYPE_CHECKING:
+    from tether.sandbox.tree import TrustRoots
 
 HEAD_BYTES = 4_000_000
 TAIL_BYTES = 4_000_000
@@ -169,21 +173,59 @@ class Spawnable(Protocol):
     def limits(self) -> ResourceLimits | None: ...
 
 
+class CallGuard:
+    """What a confined call leaves to do once its processes have ended: `finish()` its limits
+    (`LimitGuard.finish`), then `sweep()` its trust roots (`tether.sandbox.tree.TrustRoots`).
+
+    Args:
+        limits: the call's limits.
+        roots: the trust roots before the call, or None (no sandbox, or the user opted in).
+    """
+
+    def __init__(self, limits: LimitGuard, roots: TrustRoots | None) -> None:
+        self.limits = limits
+        self.roots = roots
+        self.preexec = limits.preexec
+
+    def finish(self) -> bool:
+        """`LimitGuard.finish`: whether the process limit was hit."""
+        return self.limits.finish()
+
+    def sweep(self) -> tuple[str, ...]:
+        """Move aside the `.git`, `.tether` and tool folders the call created (blocking: a
+        cached walk of the working folder; run it in a thread). Returns their root-relative
+        paths."""
+        return () if self.roots is None else self.roots.sweep()
+
+
+def swept_note(moved: Sequence[str]) -> str:
+    """The note a tool appends when `CallGuard.sweep` moved something aside."""
+    names = ", ".join(moved)
+    return (
+        f"(moved aside what the command created where commands may not write: {names} → "
+        "<name>.refused-by-tether; every .git, .tether and the tool folders are read-only to "
+        "commands)"
+    )
+
+
 async def spawn_confined(
     argv: list[str], ctx: Spawnable, *, stdin: int, stderr: int
-) -> tuple[asyncio.subprocess.Process, LimitGuard]:
+) -> tuple[asyncio.subprocess.Process, CallGuard]:
     """Start `argv` as a process group of its own in `ctx.root` with `ctx.env`, inside
-    `ctx.sandbox` when set, under the tools' limits (`ctx.limits`), stdout piped. The caller
-    calls the guard's `finish()` once the process ended.
+    `ctx.sandbox` when set (`tether.sandbox.config.confinement`, whose walk of the working
+    folder runs in a thread), under the tools' limits (`ctx.limits`), stdout piped. The caller
+    calls the guard's `finish()` once the process ended, then `sweep()`.
 
     Raises:
         OSError / subprocess.SubprocessError: it could not start (the guard is finished).
         asyncio.CancelledError: while starting (whatever started is killed).
     """
     launch = Launch(argv=argv)
+    roots = None
     if ctx.sandbox is not None:
-        launch = ctx.sandbox.launch(launch.argv, sandbox_config(ctx))
-    guard = (ctx.limits or ResourceLimits()).start()
+        cfg, roots = await asyncio.to_thread(confinement, ctx)
+        launch = ctx.sandbox.launch(launch.argv, cfg)
+    guard = CallGuard((ctx.limits or ResourceLimits()).start(), roots)
     confine = launch.preexec
 
     def preexec() -> None:

@@ -1,17 +1,26 @@
-"""One-time migration of older artifact layouts into `<root>/<session_id>/<kind>/`.
+"""One-time migration of older artifact layouts into `<root>/<session_id>/<kind>/`, and where
+each session's legacy folders are (so `SessionStore.delete` reclaims them and the `read` tool
+still reads a legacy persisted output).
 
-Owns: `migrate_artifacts` and its `MigrationReport`. `SessionStore` runs it when it is opened;
-when nothing legacy exists it costs one `scandir` of the root.
-Does not own: the current layout (`tether.session.layout`), session files (never touched).
+Owns: `migrate_artifacts` and its `MigrationReport`; `legacy_folders` and
+`legacy_tool_results` (one session's legacy folders). `SessionStore` runs the migration when it
+is opened; when nothing legacy exists it costs one `scandir` of the root.
+Does not own: the current layout (`tether.session.layout`), session files (never touched),
+deleting (`tether.session.store`).
 
-Legacy layouts folded in (`<kind>` is `tool-results`, `tasks` or `mcp-warnings`):
+Legacy layouts (`<kind>` is `tool-results`, `tasks` or `mcp-warnings`):
 
-1. `<root>/tool-results/<session_id>/<file>` → `<root>/<session_id>/tool-results/<file>`
-   (skipped when `<root>/tool-results.jsonl` exists: then `<root>/tool-results/` is the
-   artifact folder of a session named `tool-results`).
+1. `<root>/tool-results/<session_id>/<file>` (not a legacy folder when `<root>/tool-results.jsonl`
+   exists: then `<root>/tool-results/` is the artifact folder of a session named
+   `tool-results`).
 2. `<root>/<session_id>.artifacts/<kind>/<file>` → `<root>/<session_id>/<kind>/<file>`
-   (skipped when `<root>/<session_id>.artifacts.jsonl` exists, for the same reason; sub-folders
-   that are not a known kind are left alone).
+   (not legacy when `<root>/<session_id>.artifacts.jsonl` exists, for the same reason;
+   sub-folders that are not a known kind are left alone).
+
+Persisted tool outputs (layout 1, and the `tool-results` kind of layout 2) are never moved:
+the stub stored in the session names its file by absolute path, so a moved file could no
+longer be read. They stay where they are, readable by the `read` tool of a resumed session,
+until the session is deleted. `tasks` and `mcp-warnings` of layout 2 are folded in.
 
 Rules: an entry is never moved onto an existing destination (it is reported as a conflict and
 left where it is, for the user to sort out); files are moved with `link` + `unlink` (atomic,
@@ -64,16 +73,40 @@ def _valid_id(name: str) -> bool:
     return True
 
 
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def legacy_folders(root: Path, session_id: str) -> tuple[Path, ...]:
+    """The legacy artifact folders of one session that exist (module docstring): what deleting
+    the session reclaims besides `<root>/<session_id>/`. Symlinks are not followed (a
+    symlinked legacy folder is listed; unlinking it is the caller's business)."""
+    out: list[Path] = []
+    one = root / LEGACY_TOOL_RESULTS / session_id
+    if not (root / (LEGACY_TOOL_RESULTS + SESSION_SUFFIX)).exists() and os.path.lexists(one):
+        out.append(one)
+    two = root / (session_id + LEGACY_SUFFIX)
+    if not (root / (two.name + SESSION_SUFFIX)).exists() and os.path.lexists(two):
+        out.append(two)
+    return tuple(out)
+
+
+def legacy_tool_results(session_dir: Path) -> tuple[Path, ...]:
+    """The legacy folders holding persisted outputs of the session whose artifact folder is
+    `session_dir` (`<root>/<session_id>`), existing real folders only."""
+    root, sid = session_dir.parent, session_dir.name
+    out: list[Path] = []
+    for folder in legacy_folders(root, sid):
+        sub = folder / "tool-results" if folder.name.endswith(LEGACY_SUFFIX) else folder
+        if _real_dir(folder) and _real_dir(sub):
+            out.append(sub)
+    return tuple(out)
+
+
 def _legacy_sources(root: Path, names: set[str]) -> list[tuple[Path, str, str, list[Path]]]:
-    """(legacy kind folder, session id, kind, [legacy folders to try removing, innermost first])."""
+    """(legacy kind folder, session id, kind, [legacy folders to try removing, innermost first]);
+    persisted tool outputs are not sources (module docstring)."""
     found: list[tuple[Path, str, str, list[Path]]] = []
-    if LEGACY_TOOL_RESULTS in names and LEGACY_TOOL_RESULTS + SESSION_SUFFIX not in names:
-        top = root / LEGACY_TOOL_RESULTS
-        if top.is_dir() and not top.is_symlink():
-            with os.scandir(top) as it:
-                for e in it:
-                    if e.is_dir(follow_symlinks=False) and _valid_id(e.name):
-                        found.append((Path(e.path), e.name, "tool-results", [Path(e.path), top]))
     for name in sorted(names):
         if not name.endswith(LEGACY_SUFFIX) or name + SESSION_SUFFIX in names:
             continue
@@ -82,6 +115,8 @@ def _legacy_sources(root: Path, names: set[str]) -> list[tuple[Path, str, str, l
         if not _valid_id(sid) or top.is_symlink() or not top.is_dir():
             continue
         for kind in ARTIFACT_KINDS:
+            if kind == "tool-results":
+                continue
             sub = top / kind
             if sub.is_dir() and not sub.is_symlink():
                 found.append((sub, sid, kind, [sub, top]))
@@ -128,7 +163,7 @@ def migrate_artifacts(root: Path) -> MigrationReport:
             names = {e.name for e in it}
     except (FileNotFoundError, NotADirectoryError):
         return MigrationReport()
-    if LEGACY_TOOL_RESULTS not in names and not any(n.endswith(LEGACY_SUFFIX) for n in names):
+    if not any(n.endswith(LEGACY_SUFFIX) for n in names):
         return MigrationReport()
     from filelock import FileLock  # imported on use: listing sessions needs no lock
 

@@ -18,7 +18,6 @@ import gc
 import json
 import os
 import secrets
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ from tether.session.layout import (
     wall_clock_ms,
 )
 from tether.session.loader import assemble, summarize
-from tether.session.migrate import MigrationReport, migrate_artifacts
+from tether.session.migrate import MigrationReport, legacy_folders, migrate_artifacts
 from tether.session.model import (
     LoadedSession,
     SessionHeader,
@@ -48,6 +47,7 @@ from tether.session.reader import (
     read_header,
     scan_bytes,
 )
+from tether.session.reclaim import DeleteReport, remove_all
 from tether.session.writer import SessionWriter
 
 if TYPE_CHECKING:  # filelock is imported when a session is opened for writing
@@ -192,23 +192,7 @@ class SessionStore:
             SessionNotFoundError: the parent session does not exist.
         """
         sid = validate_session_id(self._id_factory() if session_id is None else session_id)
-        header: dict[str, object] = {
-            "type": "session",
-            "version": FORMAT_VERSION,
-            "id": sid,
-            "created_ms": self._clock_ms(),
-            "cwd": cwd,
-        }
-        if parent is not None:
-            p_sid, p_entry = parent
-            loaded = self.load(p_sid)
-            known = {t.id for t in loaded.turns} | {e.id for e in loaded.events}
-            if p_entry not in known:
-                raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
-            header["parent_session"], header["parent_entry"] = p_sid, p_entry
-        if caller is not None:
-            header["caller_session"], header["caller_tool_call"] = caller[0], caller[1]
-            header["agent_path"] = list(caller[2])
+        header = self._header(sid, cwd=cwd, parent=parent, caller=caller)
         path = self.path(sid)
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -240,6 +224,35 @@ class SessionStore:
             sync_dir=True,
             lock=lock,
         )
+
+    def _header(
+        self,
+        sid: str,
+        *,
+        cwd: str,
+        parent: tuple[str, str] | None,
+        caller: tuple[str, str, tuple[str, ...]] | None,
+    ) -> dict[str, object]:
+        """A new session's header record (`create`'s arguments); a fork's parent is loaded to
+        check its fork point (SessionError when it lacks it)."""
+        header: dict[str, object] = {
+            "type": "session",
+            "version": FORMAT_VERSION,
+            "id": sid,
+            "created_ms": self._clock_ms(),
+            "cwd": cwd,
+        }
+        if parent is not None:
+            p_sid, p_entry = parent
+            loaded = self.load(p_sid)
+            known = {t.id for t in loaded.turns} | {e.id for e in loaded.events}
+            if p_entry not in known:
+                raise SessionError(f"cannot fork {p_sid}: it has no entry {p_entry!r}")
+            header["parent_session"], header["parent_entry"] = p_sid, p_entry
+        if caller is not None:
+            header["caller_session"], header["caller_tool_call"] = caller[0], caller[1]
+            header["agent_path"] = list(caller[2])
+        return header
 
     def open_for_append(self, session_id: str) -> SessionWriter:
         """Resume writing to an existing session.
@@ -318,7 +331,7 @@ class SessionStore:
         """Header, path, raw timeline (parent prefix + own items) and own torn-tail flag."""
         path = self.path(session_id)
         try:
-            data = path.read_bytes()
+            data = self._read_bytes(session_id, path)
         except FileNotFoundError:
             if seen:
                 raise SessionError(
@@ -350,6 +363,14 @@ class SessionStore:
             timeline.extend(p_timeline[: cut + 1])
         timeline.extend(scan.items)
         return scan.header, path, timeline, scan.torn_tail
+
+    def _read_bytes(self, session_id: str, path: Path) -> bytes:
+        """A session's whole contents (header line, then entry lines), as its file holds them.
+
+        Raises:
+            FileNotFoundError: no such session.
+        """
+        return path.read_bytes()
 
     def load(self, session_id: str) -> LoadedSession:
         """Read a session (and, for a fork, its parent chain). Never writes.
@@ -422,15 +443,23 @@ class SessionStore:
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
 
-    def delete(self, session_id: str) -> None:
-        """Remove the session file and its whole artifact folder (persisted tool outputs,
-        task logs, MCP warnings, the writer lock). Either one missing is fine; a symlinked
-        artifact folder is unlinked, never followed.
+    def delete(self, session_id: str) -> DeleteReport:
+        """Remove the session file, its whole artifact folder (persisted tool outputs, task
+        logs, MCP warnings, the writer lock) and its legacy artifact folders
+        (`tether.session.migrate.legacy_folders`: persisted outputs of older layouts, which the
+        migration leaves in place, and what a migration conflict left). Any of them missing is
+        fine; a symlink is unlinked, never followed.
 
-        Idempotent in effect: once both are gone, a repeat call changes nothing and raises
+        Best effort: an entry that cannot be removed (a permission error) does not stop the
+        rest; it is counted in the report's `errors`, and nothing raises for it.
+
+        Idempotent in effect: once all are gone, a repeat call changes nothing and raises
         `SessionNotFoundError` (as for any unknown session), so callers can tell "deleted"
         from "was never there". Forks of this session become unloadable (their parent is
         gone); this is not checked.
+
+        Returns:
+            A `DeleteReport` (what was removed, what could not be).
 
         Raises:
             SessionError: invalid id.
@@ -445,23 +474,11 @@ class SessionStore:
             else None
         )  # a session being written (a live run) is not deleted under it
         try:
-            self._remove(session_id, path, folder)
+            targets = [path, folder, *legacy_folders(self.root, session_id)]
+            if not any(os.path.lexists(t) for t in targets):
+                raise SessionNotFoundError(f"no session {session_id} in {self.root}")
+            # the artifacts first: a session file left behind still lists the session
+            return remove_all([*targets[1:], path])
         finally:
             if lock is not None:
                 lock.release()
-
-    def _remove(self, session_id: str, path: Path, folder: Path) -> None:
-        found = False
-        try:
-            path.unlink()
-            found = True
-        except FileNotFoundError:
-            pass
-        if folder.is_symlink():
-            folder.unlink()
-            found = True
-        elif folder.exists():
-            shutil.rmtree(folder)
-            found = True
-        if not found:
-            raise SessionNotFoundError(f"no session {session_id} in {self.root}")

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from tether.durations import format_duration, parse_duration
+from tether.settings.safety import CheckpointSettings, PermissionsSettings
 
 Duration = Annotated[
     float,
@@ -134,6 +135,9 @@ class ToolsSettings(_Section):
             though `refused_env` matches them (e.g. `DATABASE_URL` for a test database).
         allow_protected_writes: the opt-in that lets tools write `.git/`, `.tether/` and the
             tool folders (off: they are read-only to every tool).
+        allow_unix_sockets: unix sockets outside the sandbox that commands may connect to
+            (paths; `~` expanded; a folder lets in every socket below it), e.g.
+            `/run/user/1000/gnupg/S.gpg-agent`. The rest are refused (`tether.sandbox.unixguard`).
         max_processes: processes at once per tool call (a fork bomb is stopped); None: no
             limit. Enforced by a pids cgroup where tether may make one, else RLIMIT_NPROC.
         max_file_size: the largest file a tool command may write, bytes; None: no limit.
@@ -156,6 +160,7 @@ class ToolsSettings(_Section):
     write_paths: list[str] | None = None
     allow_env: list[str] = Field(default_factory=list[str])
     allow_protected_writes: bool = False
+    allow_unix_sockets: list[str] = Field(default_factory=list[str])
     max_processes: int | None = Field(default=1024, ge=1)
     max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
     sandbox: SandboxKind = "auto"
@@ -181,6 +186,11 @@ class ContextSettings(_Section):
         auto_compact: compact automatically when the threshold is crossed.
         window: the first model's context window in tokens, overriding `windows`, what the
             provider reports and the known-models table (`--context-window`); None: resolved.
+        instruction_files: the names of instruction files, in order of preference: in each
+            folder (the user config folder, then the project root down to the working folder)
+            the first found is loaded into the system prompt; empty: none.
+        instruction_max_bytes: the most bytes of instruction-file text in the system prompt
+            (what is over it is cut, with a note saying what).
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -192,6 +202,10 @@ class ContextSettings(_Section):
     runaway_growth: Fraction = 0.4
     auto_compact: bool = True
     window: int | None = Field(default=None, ge=256)
+    instruction_files: list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", "CLAUDE.md"],
+    )
+    instruction_max_bytes: int = Field(default=32 * 1024, ge=0)
 
 
 class ThinkingSettings(_Section):
@@ -220,7 +234,9 @@ class RunSettings(_Section):
         max_turns: cap on model requests per run.
         continuation_limit: how many times a reply cut at `max_tokens` is continued.
         thinking: the reasoning budget (see `ThinkingSettings`).
-        system: the system prompt (`--system`), or None for none.
+        system: replaces tether's default system prompt (`--system`); None: the default.
+            The instruction files and the skills listing follow either.
+        append_system: text added at the end of the system prompt (`--append-system`).
         max_output_tokens: cap on generated tokens per request, or None for the provider's.
         temperature: sampling temperature, or None for the provider default.
     """
@@ -229,8 +245,31 @@ class RunSettings(_Section):
     continuation_limit: int = Field(default=3, ge=0)
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     system: str | None = None
+    append_system: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
+    stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
+    no cap."""
+
+
+class SkillsSettings(_Section):
+    """`skills`: Agent Skills (agentskills.io folders with a `SKILL.md`; `tether.skills`).
+
+    Attributes:
+        enabled: False: no skills (none listed, no `skill` tool, no skill commands).
+        allow: only skills of these names (tether's own and an extension's are kept);
+            None: every skill found.
+        deny: skills of these names are left out.
+        listing_share: the share of the first model's window the system prompt's skills
+            listing may take (fraction, or a percentage above 1).
+    """
+
+    enabled: bool = True
+    allow: list[str] | None = None
+    deny: list[str] = Field(default_factory=list[str])
+    listing_share: Fraction = 0.02
 
 
 class McpOAuthSettings(_Section):
@@ -454,6 +493,13 @@ class JobsSettings(_Section):
             at once across all workers; tasks of such a model go to its own queue.
         poll_interval_s: how often `dispatch --watch` rescans the folder and the queue
             is polled, seconds (JSON key `poll_interval`).
+        worker_timeout_s: a worker (any process that runs tasks) whose last heartbeat in the
+            jobs database is older than this, by the database's clock, is dead: one live
+            worker recovers its unfinished runs. Workers beat every `min(5 s, timeout / 3)`.
+            Seconds (JSON key `worker_timeout`).
+        sessions: where a run's session is stored: `database` (the jobs database, so every
+            worker reads it: a run recovered on another machine resumes it) or `files`
+            (`TETHER_HOME`'s JSONL files, as `tether run` writes them).
     """
 
     database_url: str | None = Field(default=None, pattern=r"^(postgres(ql)?|sqlite)(\+\w+)?://")
@@ -464,6 +510,8 @@ class JobsSettings(_Section):
         default_factory=dict[str, int]
     )
     poll_interval_s: Duration = Field(default=1.0, alias="poll_interval", gt=0)
+    worker_timeout_s: Duration = Field(default=30.0, alias="worker_timeout", gt=0)
+    sessions: Literal["database", "files"] = "database"
 
 
 ModelSelection = str | list[str | ModelEntry] | None
@@ -474,7 +522,7 @@ class AgentConfig(_Section):
     into it (merged from the user and project files, see `tether.settings`), `tether run`'s
     flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
     it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
-    `run`, `mcp`, `agents`, `hooks` (later issues add theirs the same way: one `XSettings` section class, one field).
+    `run`, `mcp`, `agents`, `hooks`, `jobs`, `checkpoints`, `permissions` (later issues add theirs the same way: one `XSettings` section class, one field).
 
         AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
@@ -495,6 +543,9 @@ class AgentConfig(_Section):
     agents: AgentsSettings = Field(default_factory=AgentsSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""

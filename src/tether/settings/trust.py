@@ -8,8 +8,9 @@ Does not own: loading settings (`tether.settings.files`), scanning tool folders
 (`tether.tools.scan`), the command line (`tether.cli`).
 
 What needs approval: every file under the project's `.tether/` folder (settings, tool modules,
-their helpers; `*.lock`, `*.tmp`, `__pycache__` and what Jobs writes, `jobs/archive/` and
-`jobs/runs/`, left out) and under each tool folder that the
+command files, their helpers; `*.lock`, `*.tmp`, `__pycache__`, what Jobs writes,
+`jobs/archive/` and `jobs/runs/`, and the skills of `skills/`, text that loads without approval
+like `AGENTS.md`, left out) and under each tool folder that the
 project's settings file names in `tools.folders`. Files a project has none of need no approval:
 a project without `.tether/` runs as before, and a file that appears there later (planted by a
 tool call of an earlier run, or pulled from a repository) is new, hence unapproved. A removed
@@ -66,12 +67,14 @@ def _project_tool_folders(root: Path) -> list[Path]:
 
 # Written by tether itself (`tether.jobs.folder`): completed run-once tasks and run records.
 _TETHER_WRITTEN = (os.path.join("jobs", "archive"), os.path.join("jobs", "runs"))
+# Text that loads without approval (Agent Skills, like instruction files): not the trust's.
+_TEXT_ONLY = ("skills",)
 
 
 def _files_under(folder: Path) -> Iterator[Path]:
     skip: set[str] = set()
     if folder.name == PROJECT_DIR:
-        skip = {os.path.join(folder, d) for d in _TETHER_WRITTEN}
+        skip = {os.path.join(folder, d) for d in (*_TETHER_WRITTEN, *_TEXT_ONLY)}
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(
             d for d in dirnames if d != "__pycache__" and os.path.join(dirpath, d) not in skip

@@ -5,12 +5,13 @@ bridge and subagent spawner a call runs with), `ToolOutput` (a result with an ex
 flag), `Wrap` (a subprocess argv hook), `Spawner` (the `task` tool's subagent runner) and the
 question protocol (`QuestionBridge` with its `QuestionSpec` / `OptionSpec` / `Answer` shapes).
 Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subprocess may touch
-(`tether.sandbox.policy.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
+(`tether.sandbox.config.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
 
 Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
                 questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn)
-    ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display)
+    ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display,
+               raw: bytes | None)
 """
 
 from __future__ import annotations
@@ -45,12 +46,17 @@ class ToolOutput:
         is_error: True to mark the result as failed without raising.
         system: system notes for the model, appended after the turn's tool_results.
         display: a JSON-able value for the host only (never sent to the model nor stored).
+        raw: the exact bytes the content's output stands for, when the tool has them (a
+            command's stdout and stderr as written, without the tool's notes): the output
+            gate saves these, not the text, when it saves the output, and the stub's size
+            describes them (`tether.tools.exec.persist`). None: the text is the output.
     """
 
     content: ResultContent
     is_error: bool = False
     system: str | Sequence[str] | None = None
     display: Any = None
+    raw: bytes | None = None
 
 
 class Spawner(Protocol):

@@ -4,7 +4,9 @@ Owns: the screen (transcript, prompt editor, footer), turning agent events into 
 running the agent as a worker (Esc cancels it: the loop persists the partial turn), steering
 (a prompt sent while the agent works is queued with `Agent.steer` and shown as queued until
 the next turn boundary takes it), the slash commands (`tether.tui.commands`), the approval
-prompt (an `Approver`) and the question overlay (a `QuestionBridge`), Ctrl+K (cancel the
+prompt (an `Approver`; its "always allow" rules written to the user settings) and the question
+overlay (a `QuestionBridge`), the safety net's keys and panels (`tether.tui.safety`: Esc Esc
+rewinds, Shift+Tab cycles the modes, the plan approval after a plan mode run, the todo panel), Ctrl+K (cancel the
 running tool call), Ctrl+C twice (quit), Ctrl+Home / Ctrl+End / PageUp / PageDown (move in the
 transcript), a typed prompt too large for the window (refused, kept in the editor).
 Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
@@ -23,26 +25,38 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Collapsible
+from textual.widgets import Collapsible, TextArea
 from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.agent.events import AgentEvent
+from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
 from tether.compaction.pressure import effective_window, estimate_tokens
-from tether.errors import ConfigError, RunError
+from tether.errors import ConfigError, RunError, TetherError
+from tether.permissions.store import add_allow_rules
 from tether.providers.pricing import turns_usage_line
+from tether.skills.commands import Command
+from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
-from tether.tui.commands import complete_command, complete_path, gauge_text, parse_command
+from tether.tui.commands import COMMANDS, complete_path, gauge_text, parse_command
 from tether.tui.feed import Feed
 from tether.tui.handlers import run_command
 from tether.tui.opening import Factory, Opened
 from tether.tui.rows import history_rows, stored_subagents
+from tether.tui.safety import (
+    PLAN_APPROVED,
+    PlanScreen,
+    RewindScreen,
+    TodoPanel,
+    do_rewind,
+    next_mode,
+)
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.transcript import Transcript
+from tether.tui.user_commands import CommandRun, CompletionList, command_table, completion_lines
 from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
 
 QUIT_WINDOW_S = 2.0
@@ -78,6 +92,8 @@ class TetherApp(App[int]):
         Binding("ctrl+home", "transcript_start", "first turn", show=False),
         Binding("ctrl+end", "transcript_end", "last turn", show=False),
         Binding("f2", "settings", "settings", show=False),
+        Binding("shift+tab", "next_mode", "mode", priority=True, show=False),
+        Binding("ctrl+up", "focus_previous", "rows above", show=False),
     ]
 
     def __init__(
@@ -108,6 +124,8 @@ class TetherApp(App[int]):
         self._preopened: Opened | None = None
         self._preopen_failed = False
         self._pending_notes: list[str] = []
+        self._last_esc: float | None = None
+        self._plan: str | None = None  # a plan mode run's plan, shown once the run ends
         self.host = Host(
             on_event=self.on_agent_event,
             questions=_Bridge(self),
@@ -119,6 +137,8 @@ class TetherApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Transcript(id="transcript")
+        yield TodoPanel(id="todo")
+        yield CompletionList(id="completions")
         yield PromptInput(complete=self.complete)
         yield StatusBar(id="status")
 
@@ -178,6 +198,7 @@ class TetherApp(App[int]):
         agent = self.opened.agent
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
+        self.query_one(TodoPanel).show_items(latest_todo(agent.history))
         try:
             await self.opened.start()
         except Exception as exc:
@@ -203,7 +224,7 @@ class TetherApp(App[int]):
         ratio, approx = self._pressure()
         history = agent.history
         usage = turns_usage_line(history)
-        mode = "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
+        mode = "PLAN" if agent.plan_mode else "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
         busy = " · working" if self.busy else ""
         queued = f" · {len(self.queued)} queued" if self.queued else ""
         model = f"{agent.provider.name}/{agent.provider.model}"
@@ -246,6 +267,10 @@ class TetherApp(App[int]):
         """Called by the agent (same event loop) with each event (`Feed`). A display fault
         is a note, never the agent's problem (the agent would fail the call it came from)."""
         try:
+            if isinstance(event, TodoEvent):
+                self.query_one(TodoPanel).show_items(event.items)
+            elif isinstance(event, PlanEvent):
+                self._plan = event.text
             self.feed.on_event(event)
         except Exception as exc:
             self.note(f"display error on a {event.type} event: {type(exc).__name__}: {exc}")
@@ -282,17 +307,20 @@ class TetherApp(App[int]):
         self.transcript.add(UserRow(text))
         self.start_run(text)
 
-    def start_run(self, prompt: str | None) -> None:
-        """Run the agent on `prompt` as a worker."""
+    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None:
+        """Run the agent on `prompt` as a worker (for a `/name` command: with its `model` and
+        `allowed-tools` for this run)."""
         self.busy = True
         self.update_status()
-        self.worker = self.run_worker(self._run(prompt), group="agent", exit_on_error=False)
+        work = self._run(prompt, command)
+        self.worker = self.run_worker(work, group="agent", exit_on_error=False)
 
-    async def _run(self, prompt: str | None) -> None:
+    async def _run(self, prompt: str | None, command: Command | None = None) -> None:
         try:
             while True:
                 try:
-                    await self.agent.run(prompt)
+                    with CommandRun(self.agent, command):
+                        await self.agent.run(prompt)
                 except RunError as exc:
                     self.note(f"error: {exc}")
                     break
@@ -313,11 +341,35 @@ class TetherApp(App[int]):
             self.feed.end_blocks()
             self.busy = False
             self.update_status()
+            plan, self._plan = self._plan, None
+            if plan is not None and self.agent.plan_mode:
+                self.push_screen(PlanScreen(plan), callback=self._plan_done)
+
+    def _plan_done(self, mode: str | None) -> None:
+        """The plan approved in `mode` (carried out now), or kept planning (None)."""
+        if mode is None:
+            self.note("still planning: say what to change in the plan")
+            return
+        agent = self.agent
+        agent.set_plan_mode(False)
+        agent.set_approval_mode(mode)  # pyright: ignore[reportArgumentType]
+        self.transcript.add(UserRow(PLAN_APPROVED))
+        self.start_run(PLAN_APPROVED)
+
+    def command_table(self) -> list[tuple[str, str, str]]:
+        """Every command: (name, argument hint, description), built-in then the session's."""
+        return command_table(COMMANDS, self.opened.commands if self.opened else {})
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The completion list follows what is typed (a bare `/name`)."""
+        if isinstance(event.text_area, PromptInput):
+            lines = completion_lines(event.text_area.text, self.command_table())
+            self.query_one(CompletionList).show(lines)
 
     def complete(self, text: str) -> str | None:
         """Tab: complete a `/command` or the last `@path` word (inside the working folder)."""
         if text.startswith("/") and " " not in text:
-            found = complete_command(text)
+            found = [n for n, _h, _d in self.command_table() if n.startswith(text)]
             return _common(text, found)
         head, _, word = text.rpartition(" ")
         if not word.startswith("@") or self.opened is None:
@@ -354,6 +406,12 @@ class TetherApp(App[int]):
         done: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
 
         def finish(decision: ApprovalDecision | None) -> None:
+            if decision is not None and decision.rules:  # "always allow": saved for good
+                try:
+                    path = add_allow_rules(decision.rules)
+                    self.note(f"always allowed: {', '.join(decision.rules)} (saved to {path})")
+                except ConfigError as exc:
+                    self.note(f"the rule was not saved: {exc}")
             if not done.done():
                 done.set_result(decision or ApprovalDecision.deny())
 
@@ -374,8 +432,68 @@ class TetherApp(App[int]):
     # -- keys --------------------------------------------------------------------------------
 
     def action_cancel_request(self) -> None:
+        """Esc: cancel the request; when idle, Esc twice opens the rewind picker."""
         if self.busy and self.worker is not None:
             self.worker.cancel()
+            return
+        now = self.clock()
+        if self._last_esc is not None and now - self._last_esc <= QUIT_WINDOW_S:
+            self._last_esc = None
+            self.open_rewind()
+            return
+        self._last_esc = now
+
+    def action_next_mode(self) -> None:
+        """Shift+Tab: ask → auto-edit → plan."""
+        if self.opened is None:
+            return
+        try:
+            self.note(f"mode: {next_mode(self.agent)}")
+        except ConfigError as exc:
+            self.note(f"mode: {exc}")
+        self.update_status()
+
+    def open_rewind(self) -> None:
+        """The rewind picker over this session's messages (`tether.tui.safety`)."""
+        opened = self.opened
+        if opened is None or opened.store is None or opened.writer is None:
+            self.note("/rewind: this session is not stored")
+            return
+        if self.busy:
+            return
+        try:
+            loaded = opened.store.load(opened.writer.id)
+        except TetherError as exc:
+            self.note(f"/rewind: {exc}")
+            return
+        if not loaded.turns:
+            self.note("/rewind: nothing to rewind yet")
+            return
+        self.push_screen(RewindScreen(loaded, opened.store), callback=self._rewind_picked)
+
+    def _rewind_picked(self, choice: tuple[int, str] | None) -> None:
+        if choice is not None:
+            self.run_worker(self._rewind(*choice), group="agent")
+
+    async def _rewind(self, number: int, mode: str) -> None:
+        """Close this session (a rewind takes its writer lock), rewind, open the result."""
+        opened = self.opened
+        assert opened is not None and opened.store is not None and opened.writer is not None
+        store, sid = opened.store, opened.writer.id
+        await opened.aclose()
+        prompt = ""
+        try:
+            next_id, note, prompt = do_rewind(store.load(sid), store, number, mode)
+        except TetherError as exc:
+            next_id, note = sid, f"/rewind: {exc}"
+        await self.transcript.clear()
+        self.feed.clear()
+        await self.open_session(next_id)
+        self.note(note)
+        if prompt and mode != "files":  # the message rewound to, back in the editor to resend
+            editor = self.query_one(PromptInput)
+            editor.text = prompt
+            editor.move_cursor(editor.document.end)
 
     def action_cancel_tool(self) -> None:
         for call_id in reversed(list(self.feed.tool_rows)):

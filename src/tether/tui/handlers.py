@@ -1,6 +1,6 @@
-"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/model`, `/new`,
-`/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/help`, `/quit`)
-against the app's agent.
+"""Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
+`/model`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
+`/init`, `/help`, `/quit`, and the session's own `/name` commands) against the app's agent.
 
 Owns: `run_command`, the session switch (`switch`: close this session, open another or a
 new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
@@ -19,13 +19,18 @@ from tether.errors import ConfigError, RunError
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
+from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from textual.geometry import Size
     from textual.screen import Screen
     from textual.worker import Worker
 
     from tether.agent.agent import Agent
+    from tether.skills.commands import Command
     from tether.tui.feed import Feed
     from tether.tui.opening import Opened
     from tether.tui.transcript import Transcript
@@ -89,6 +94,18 @@ class CommandHost(Protocol):
         """Open session `resume` (None: a new one) and show its history."""
         ...
 
+    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None:
+        """Run the agent on `prompt` (for a `/name` command: with its model and tools)."""
+        ...
+
+    def suspend(self) -> AbstractContextManager[None]:
+        """Hand the terminal to another program (the editor) for the `with` block."""
+        ...
+
+    def open_rewind(self) -> None:
+        """Show the rewind picker (`tether.tui.safety`)."""
+        ...
+
 
 async def run_command(app: CommandHost, name: str, arg: str) -> None:
     """Run `/name arg` in `app`; the outcome is a note in the transcript."""
@@ -135,6 +152,13 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 return
             await switch(app, None)
             app.note("new session")
+        elif name == "plan":
+            _plan(app, arg)
+        elif name == "rewind":
+            if app.busy:
+                app.note("/rewind: wait until the agent is idle (or Esc)")
+                return
+            app.open_rewind()
         elif name in ("sessions", "fork"):
             await _session_command(app, name, arg)
         elif name == "usage":
@@ -144,7 +168,10 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             limits = agent.limits
             app.push_screen(
                 ContextScreen(
-                    context_rows_of(agent), limits.context_window, guessed=limits.source == "default"
+                    context_rows_of(agent),
+                    limits.context_window,
+                    context_lines(agent),
+                    guessed=limits.source == "default",
                 )
             )
         elif name == "timeline":
@@ -152,6 +179,18 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             app.push_screen(TimelineScreen(agent.history, width=w - 8, height=h - 14))
         elif name == "settings":
             app.action_settings()
+        elif name == "memory":
+            memory(app)
+        elif name == "init":
+            if app.busy:
+                app.note("/init: wait until the agent is idle (or Esc)")
+                return
+            app.transcript.add(UserRow("/init"))
+            app.start_run(INIT_PROMPT)
+        elif name in app.opened.commands:
+            if not app.busy:
+                app.transcript.add(UserRow(f"/{name} {arg}".rstrip()))
+            run_user_command(app, app.opened.commands[name], arg)
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
@@ -198,6 +237,23 @@ async def _session_command(app: CommandHost, name: str, arg: str) -> None:
     parent = writer.id
     await switch(app, fork.id)
     app.note(f"forked {parent} → {fork.id}")
+
+
+def _plan(app: CommandHost, arg: str) -> None:
+    """`/plan` (on), `/plan off`, `/plan GOAL` (on, and GOAL sent as the prompt)."""
+    agent = app.agent
+    if arg == "off":
+        agent.set_plan_mode(False)
+        app.note(f"plan mode off (approval: {agent.approval_mode})")
+        return
+    agent.set_plan_mode(True)
+    app.note("plan mode on: read-only tools; the agent ends with a plan for you to approve")
+    if arg and arg != "on":
+        if app.busy:
+            agent.steer(arg)
+            return
+        app.transcript.add(UserRow(arg))
+        app.start_run(arg)
 
 
 async def _compact(app: CommandHost, focus: str | None) -> None:

@@ -17,9 +17,11 @@ from typing import Any
 
 from tether.agent.agent import Agent
 from tether.agent.host import Host
+from tether.agent.prompting import session_commands
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
 from tether.session import SessionStore, SessionWriter
+from tether.skills.commands import Command
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +35,7 @@ class ChatOptions:
     no_session: bool = False
     safe: bool = False
     network: bool = False
+    plan: bool = False
     overrides: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
@@ -44,6 +47,8 @@ class Opened:
     writer: SessionWriter | None = None
     store: SessionStore | None = None
     """Where `/sessions` lists and `/fork` creates sessions (None: no session commands)."""
+    commands: dict[str, Command] = field(default_factory=dict[str, Command])
+    """The session's `/name` commands: prompt files and skills (`tether.skills.commands`)."""
 
     async def start(self) -> None:
         """Start the MCP servers (their tools join the agent's registry; `Agent.start`)."""
@@ -97,5 +102,7 @@ def open_agent(
         session=session,
         runtime=runtime,
     )
+    agent.set_plan_mode(opts.plan)
     session.open()  # a taken id is reported while the TUI opens
-    return Opened(agent, session.writer, store)
+    commands = session_commands(root, session.context, warn=host.note or (lambda _l: None))
+    return Opened(agent, session.writer, store, commands)

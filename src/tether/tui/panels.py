@@ -10,6 +10,7 @@ Does not own: the computations (`tether.tui.context_view`, `tether.session.timel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from rich.text import Text
@@ -60,10 +61,18 @@ class ContextScreen(_Panel):
     ContextScreen #turns { height: 1fr; }
     """
 
-    def __init__(self, rows: tuple[ContextRow, ...], window: int, *, guessed: bool = False) -> None:
+    def __init__(
+        self,
+        rows: tuple[ContextRow, ...],
+        window: int,
+        sources: Sequence[str] = (),
+        *,
+        guessed: bool = False,
+    ) -> None:
         super().__init__()
         self.rows = rows
         self.window = max(window, 1)
+        self.sources = tuple(sources)
         self.guessed = guessed
         """The window is a fallback guess (a model tether does not know): shown with `~`."""
 
@@ -79,6 +88,8 @@ class ContextScreen(_Panel):
                 ),
                 classes="title",
             )
+            if self.sources:
+                yield Static(Text("\n".join(self.sources)), id="sources")
             yield Static(Text("\n".join(context_bar(context_parts(self.rows), self.window))))
             yield DataTable(id="turns", cursor_type="row", zebra_stripes=True)
             yield Static(Text("↑↓ PgUp PgDn scroll · Esc close"), classes="keys")

@@ -2,6 +2,7 @@
 
 Owns: `ApprovalScreen` (shows the call: its kind, arguments, the diff of an edit; keys
 y = allow once, a = allow for this session, n = deny with a typed reason, Esc = deny) and
+r = always allow: the rules shown are added for good, the app writes them to the user settings;
 `QuestionScreen` (1-4 questions, each a header chip and 2-16 options; the highlighted
 option's preview is shown; Space toggles in a multi-select; a free-text row; Enter answers,
 Esc abandons). Each dismisses with its answer.
@@ -39,6 +40,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
         Binding("y", "once", "allow once"),
         Binding("a", "session", "allow for this session"),
+        Binding("r", "always", "always allow (saves the rule)"),
         Binding("n", "deny", "deny"),
         Binding("escape", "cancel", "deny"),
     ]
@@ -57,7 +59,12 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
                 else:
                     shown = json.dumps(call.arguments, indent=2, ensure_ascii=False)
                     yield Static(Text(shown))
-            yield Static(Text("[y] allow once   [a] allow for this session   [n] deny with a reason"))
+            if self.request.reason:
+                yield Static(Text(f"asked: {self.request.reason}", style="italic"))
+            keys = "[y] allow once   [a] allow for this session   [n] deny with a reason"
+            if self.request.suggested:
+                keys += f"\n[r] always allow: {', '.join(self.request.suggested)} (saved to your settings)"
+            yield Static(Text(keys))
             yield Input(placeholder="why not? (Enter sends the denial)", id="reason")
 
     def action_once(self) -> None:
@@ -65,6 +72,10 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
 
     def action_session(self) -> None:
         self.dismiss(ApprovalDecision.for_session())
+
+    def action_always(self) -> None:
+        if self.request.suggested:
+            self.dismiss(ApprovalDecision.always(self.request.suggested))
 
     def action_deny(self) -> None:
         reason = self.query_one("#reason", Input)

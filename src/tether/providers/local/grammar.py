@@ -29,8 +29,14 @@ from tether.providers.base import ToolSpec
 MAX_DIGITS = 15
 """Longest integer the grammar writes for a bound left open (JSON-safe: below 2**53)."""
 
-JSON_CHAR = r'[^"\\\x00-\x1F\x7F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
-"""A JSON string character (RFC 8259 §7): control characters only as escapes."""
+JSON_CHAR = (
+    r'[^"\\\x00-\x1F\x7F] | "\\" (["\\/bfnrt] | "u" ('
+    r"[0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | "
+    r'[dD] [89abAB] [0-9a-fA-F]{2} "\\" "u" [dD] [c-fC-F] [0-9a-fA-F]{2}))'
+)
+"""A JSON string character (RFC 8259 §7): control characters only as escapes; a `\\u` escape
+of a UTF-16 surrogate only as a high-low pair (§8.2: a lone surrogate is not a character, and
+decoders such as pydantic's refuse the string)."""
 
 _DROPPED_KEYS = ("title", "default", "$schema", "description", "examples")
 _BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
@@ -59,11 +65,50 @@ def action_schema(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> dict[s
 
 def arguments_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's argument schema as the grammar sees it: no titles, defaults or descriptions, and
-    no undeclared keys."""
-    out = _strip(schema)
+    no undeclared keys; local `$ref`s (`#/$defs/...`, `#/definitions/...`) inlined, since the
+    tool's schema is nested inside the reply's schema where its root no longer resolves them."""
+    out = _strip(inline_refs(schema))
     if out.get("type") == "object" or "properties" in out:
         out.setdefault("additionalProperties", False)
     return out
+
+
+def inline_refs(schema: dict[str, Any], *, depth: int = 8) -> dict[str, Any]:
+    """`schema` with every local `{"$ref": "#/<path>"}` replaced by what it points to (JSON
+    Pointer from the schema's root), its `$defs` / `definitions` dropped. A reference nested
+    deeper than `depth` (a recursive definition) becomes `{}`, any value: the grammar admits
+    more there and the tool's own validation still checks the call. Pure; unknown targets and
+    remote references also become `{}`."""
+    root = schema
+
+    def target(ref: str) -> dict[str, Any] | None:
+        if not ref.startswith("#/"):
+            return None
+        node: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = cast(dict[str, Any], node)[part]
+        return cast(dict[str, Any], node) if isinstance(node, dict) else None
+
+    def walk(node: Any, level: int) -> Any:
+        if isinstance(node, list):
+            return [walk(v, level) for v in cast(list[Any], node)]
+        if not isinstance(node, dict):
+            return node
+        d = cast(dict[str, Any], node)
+        ref = d.get("$ref")
+        if isinstance(ref, str):
+            found = target(ref) if level < depth else None
+            if found is None:
+                return {}
+            merged = {**found, **{k: v for k, v in d.items() if k != "$ref"}}
+            return walk(merged, level + 1)
+        return {k: walk(v, level) for k, v in d.items()}
+
+    body = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+    return cast(dict[str, Any], walk(body, 0))
 
 
 def _strip(schema: dict[str, Any]) -> dict[str, Any]:

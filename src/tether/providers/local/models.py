@@ -39,6 +39,7 @@ DEFAULT_CONTEXT_TOKENS = 8192
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
+_DECODE_LOCKS: dict[int, threading.Lock] = {}
 
 
 @dataclass(frozen=True)
@@ -246,3 +247,13 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
         )
         _MODELS[key] = model
         return model
+
+
+def decode_lock(llm: Any) -> threading.Lock:
+    """The lock a generation on `llm` (a loaded `llama_cpp.Llama`) holds from its prompt to its
+    last token. A `Llama` has one decoding context: two threads decoding in it at once crash the
+    process (seen when a cancelled reply's thread was still decoding as the next request began,
+    and when subagents share the embedded model). Models live for the process (`load_model`
+    caches them), so the lock is keyed by the object's identity."""
+    with _LOAD_LOCK:
+        return _DECODE_LOCKS.setdefault(id(llm), threading.Lock())

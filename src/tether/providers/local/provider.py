@@ -53,6 +53,7 @@ from tether.providers.local.grammar import action_grammar, action_schema
 from tether.providers.local.models import (
     DEFAULT_CONTEXT_TOKENS,
     NAMED_MODELS,
+    decode_lock,
     default_model_path,
     load_model,
     resolve_model_path,
@@ -218,11 +219,13 @@ class LocalProvider:
 
     @property
     def info(self) -> ModelInfo:
-        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill)."""
+        """The window it allocates (`n_ctx`) and its output cap, its own figures (no prefill);
+        it takes the system prompt's facts in their compact form."""
         return ModelInfo(
             context_window=self.n_ctx,
             max_output_tokens=self.max_output_tokens,
             source="provider",
+            compact_prompt=True,
         )
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
@@ -242,6 +245,13 @@ class LocalProvider:
         (`prompt.gave_up_answer`).
         """
         llm = load_model(self.model_path, self.n_ctx)
+        with decode_lock(llm):  # one generation at a time per model (`decode_lock`)
+            yield from self._generate_on(llm, request, stop)
+
+    def _generate_on(
+        self, llm: Any, request: ModelRequest, stop: threading.Event
+    ) -> Iterator[str | int]:
+        """`_generate` on the loaded model, its decode lock held."""
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
         yield f"\x00protocol:{protocol}"
         if protocol == "native":
@@ -300,15 +310,18 @@ class LocalProvider:
             stream = llm.create_completion(prompt=prompt, **options)
         else:
             stream = llm.create_chat_completion(messages=prompt, **options)
-        for chunk in stream:
-            if stop.is_set():
-                break
-            choice = chunk["choices"][0]
-            piece = choice["text"] if "text" in choice else choice["delta"].get("content")
-            if piece:
-                yield piece
-            if choice.get("finish_reason") is not None:
-                yield f"\x00finish:{choice['finish_reason']}"
+        try:
+            for chunk in stream:
+                if stop.is_set():
+                    break
+                choice = chunk["choices"][0]
+                piece = choice["text"] if "text" in choice else choice["delta"].get("content")
+                if piece:
+                    yield piece
+                if choice.get("finish_reason") is not None:
+                    yield f"\x00finish:{choice['finish_reason']}"
+        finally:  # a stream left behind is finalized later, by the collector, maybe mid-decode
+            stream.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Generate one reply; yields the normalized events (see `tether.providers.base`).

@@ -4,11 +4,13 @@ Owns: running the command as an asyncio subprocess in its own session (process g
 context's scrubbed environment and stdin from /dev/null; capturing stdout+stderr merged, in order;
 capping the output (head and tail kept, the cut counted); and killing the whole process group on
 timeout or cancellation.
-Does not own: path policy. A shell command is not path-checked: the deny list of the file tools is
-advisory for `bash`; the environment is scrubbed of secrets (`tether.tools.env`). When the
-context has a `sandbox`, the command runs inside it (`tether.sandbox`: writes confined to
-the working folder and a private temp folder, `.git` read-only, network per `ctx.network`); the
-process group kill covers the sandbox launcher (bwrap) and everything under it.
+Does not own: path policy. A shell command is not path-checked; the OS sandbox holds it to the
+same rules (`tether.sandbox.config.confinement`): writes confined to the working folder and a
+private temp folder, every `.git`, `.tether` and the tool folders read-only (one the command
+creates is moved aside once it ended, and a note says so), the files the read deny list
+refuses shown empty, unix sockets outside refused, network per `ctx.network`. The environment
+is scrubbed of secrets (`tether.tools.env`). The process group kill covers the sandbox
+launcher and everything under it.
 
 Inside an OS sandbox every process the command started ends with the call (a PID namespace
 under bwrap; the Landlock launcher reaps every descendant). A cancel that lands while
@@ -29,7 +31,14 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.sandbox.limits import FSIZE_EXIT, ResourceLimits, limit_note, nproc_hit_in
-from tether.sandbox.proc import EXIT_GRACE_S, HeadTail, kill_group, pump, spawn_confined
+from tether.sandbox.proc import (
+    EXIT_GRACE_S,
+    HeadTail,
+    kill_group,
+    pump,
+    spawn_confined,
+    swept_note,
+)
 from tether.tools.base import DEFAULT_TIMEOUT_S, tool
 from tether.tools.context import ToolContext, ToolOutput
 
@@ -62,8 +71,10 @@ async def run_command(
     the module docstring.
 
     Returns:
-        The output (capped) with a note of the exit code when it is not 0, or
-        `(no output, exit code N)`; is_error only when the command timed out.
+        The output (capped; its last newlines dropped) with a note of the exit code when it is
+        not 0, or `(no output, exit code N)` (a blank output: the count of its bytes), and as
+        `raw` the bytes the command wrote, exactly (what the output gate saves); is_error
+        only when the command timed out or hit a limit.
 
     Raises:
         asyncio.CancelledError: after killing the process group, when the command was still
@@ -113,27 +124,36 @@ async def run_command(
             pumping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pumping
-    text = sink.text().rstrip("\n")
+        # everything the command started has ended: move aside the trust roots it created
+        moved = await asyncio.shield(asyncio.to_thread(guard.sweep))
+    output = sink.text()
+    # the command's bytes as written (the gate saves these); the text drops the last newlines
+    raw = output.encode("utf-8", "surrogateescape") if sink.total else None
+    text = output.rstrip("\n")
     code = proc.returncode
     if timed_out:
         note = f"(timed out after {timeout_s:g} s; the command and its process group were killed)"
-        return ToolOutput(f"{text}\n{note}" if text.strip() else note, is_error=True)
+        return ToolOutput(f"{text}\n{note}" if text.strip() else note, is_error=True, raw=raw)
     status = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-    if not text.strip():
+    if not sink.total:
         text = f"(no output, {status})"
+    elif not text.strip():
+        text = f"(no visible output: {sink.total} bytes of blank space, {status})"
     elif code != 0:
         text += f"\n({status})"
+    if moved:
+        text += "\n" + swept_note(moved)
     nproc_hit = nproc_hit or nproc_hit_in(text)
     fsize_hit = code in (FSIZE_EXIT, -signal.SIGXFSZ) or "File size limit exceeded" in text or "File too large" in text
     if nproc_hit or fsize_hit:
         note = limit_note(limits, nproc=nproc_hit, fsize=fsize_hit)
-        return ToolOutput(f"{text}\n{note}", is_error=True)
+        return ToolOutput(f"{text}\n{note}", is_error=True, raw=raw)
     if leftovers_killed:
         text += (
             "\n(background processes still holding the output were killed; redirect their "
             "output, e.g. `cmd > log 2>&1 &`, to keep them running)"
         )
-    return ToolOutput(text)
+    return ToolOutput(text, raw=raw)
 
 
 @tool(timeout_s=MAX_TIMEOUT_S + 30)

@@ -23,7 +23,7 @@ from tether.sandbox.paths import atomic_write, open_inside, open_parent, resolve
 from tether.sandbox.policy import check_hardlinks, check_policy
 from tether.tools.base import tool
 from tether.tools.context import ToolContext
-from tether.tools.exec.persist import readable_results_dir
+from tether.tools.exec.persist import readable_results_dirs
 
 MAX_LINE_CHARS = 2000
 """A longer line is cut in `read` output (characters)."""
@@ -59,8 +59,10 @@ def guard(ctx: ToolContext, user_path: str, *, write: bool = False) -> Path:
 
 def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
     """`guard` for reading, which also lets through files below this session's
-    `tool-results/` folder (persisted outputs live outside the working folder; see
-    `tether.tools.exec.persist.readable_results_dir`). Read-only: only `read` uses it.
+    `tool-results/` folders (persisted outputs live outside the working folder; see
+    `tether.tools.exec.persist.readable_results_dirs`) and below the policy's `read_roots`
+    (the skill folders; their deny rules checked relative to the folder). Read-only: only
+    `read` uses it.
 
     Returns:
         (the folder to open from, the real absolute path, the name to show).
@@ -72,14 +74,26 @@ def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
     try:
         real = guard(ctx, user_path)
     except PathOutsideError as e:
-        results = readable_results_dir(ctx.session_dir)
-        if results is None or e.resolved is None:
+        if e.resolved is None:
             raise
-        base = str(results)
-        if not e.resolved.startswith(base + os.sep):
+        for results in readable_results_dirs(ctx.session_dir):
+            if e.resolved.startswith(str(results) + os.sep):
+                return results, Path(e.resolved), e.resolved
+        skill_root = _read_root(ctx, e.resolved)
+        if skill_root is None:
             raise
-        return results, Path(e.resolved), e.resolved
+        rel_path = os.path.relpath(e.resolved, skill_root)
+        check_policy(ctx.policy, skill_root, rel_path, Path(e.resolved), write=False)
+        return skill_root, Path(e.resolved), e.resolved
     return ctx.root, real, rel(ctx, real)
+
+
+def _read_root(ctx: ToolContext, resolved: str) -> Path | None:
+    """The policy's read root (a skill folder) holding `resolved`, or None."""
+    for root in ctx.policy.read_roots if ctx.policy is not None else ():
+        if resolved.startswith(root.rstrip(os.sep) + os.sep):
+            return Path(root)
+    return None
 
 
 def rel(ctx: ToolContext, path: str | Path) -> str:

@@ -57,7 +57,7 @@ def keep(
     the handshake, the worker (`entry` in a forked child), then every descendant killed; exits
     with the worker's status."""
     try:
-        from tether.sandbox.landlock import become_subreaper, wait_reaped
+        from tether.sandbox.reaper import become_subreaper, wait_reaped
 
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)

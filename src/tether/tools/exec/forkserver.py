@@ -7,7 +7,7 @@ a server, hand it one call's pipes, learn the worker's pid and exit status, kill
 entry point `WORKER_ENTRY` it is given as data).
 Does not own: the worker protocol spoken over the call's pipes (`tether.tools.exec.worker`).
 
-Sandbox: a server is started exactly as a worker is (`tether.sandbox.policy.wrap_argv` with the
+Sandbox: a server is started exactly as a worker is (`tether.sandbox.config.wrap_argv` with the
 tool's folder readable, the context's scrubbed environment, the working folder as cwd, a session
 of its own), so each forked worker runs in the same sandbox, with the same visibility and
 environment, as a freshly started worker; it still imports the tool file afresh per call. One
@@ -18,7 +18,7 @@ Per call the server forks a *keeper*, and the keeper forks the worker. The keepe
 leader and a child subreaper (`PR_SET_CHILD_SUBREAPER`): when the worker exits, or when the
 server sends the keeper SIGTERM (the harness's b"kill", or its call socket closing), the keeper
 SIGKILLs every descendant left (nohup, `setsid` daemons, double forks: all re-parented to it),
-with the reaper the Landlock launcher uses (`tether.sandbox.landlock.wait_reaped`), then exits
+with the reaper the Landlock launcher uses (`tether.sandbox.reaper.wait_reaped`), then exits
 with the worker's status. Before forking the worker it tells the harness its pid through a
 handshake socket with `SCM_CREDENTIALS` (the kernel translates the pid into the harness's PID
 namespace), so the harness puts it in the call's pids cgroup (`LimitGuard.enter`); the worker
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.sandbox.policy import wrap_argv
+from tether.sandbox.config import wrap_argv
 from tether.tools.context import ToolContext
 
 if TYPE_CHECKING:

@@ -95,19 +95,31 @@ def _tokens(cmd: str) -> list[tuple[str, int]]:
         pass
     rest = cmd[at:].lstrip()
     if _complete(rest):
-        rest = rest.rstrip()
+        rest = _rstrip_unescaped(rest)
     if rest:
         out.append((rest, len(cmd) - len(cmd[at:].lstrip())))
     return out
 
 
 def _complete(text: str) -> bool:
-    """Balanced quotes and no escape at the end (so trailing blanks are not quoted text)."""
+    """Balanced quotes and no dangling escape (so trailing blanks are not quoted text)."""
     try:
         shlex.split(text)
     except ValueError:
         return False
-    return not text.rstrip().endswith("\\")
+    return True
+
+
+def _rstrip_unescaped(text: str) -> str:
+    """`text` without its trailing blanks, up to one a backslash escapes (an odd run of
+    backslashes before it: `a\\ ` keeps its escaped blank, `a\\\\ ` does not)."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        body = text[: end - 1]
+        if (len(body) - len(body.rstrip("\\"))) % 2:
+            break
+        end -= 1
+    return text[:end]
 
 
 def _render(cmd: str, tokens: list[tuple[str, int]]) -> str:

@@ -14,6 +14,7 @@ a subprocess): both import this module.
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 import json
 from collections.abc import Mapping, Sequence
@@ -44,20 +45,23 @@ class Outcome:
         is_error: whether the result is a failure.
         system_notes: system notes for the model (appended after the turn's tool_results).
         display: a JSON-able value for the host only, or None.
+        raw: the exact output bytes the parts stand for (`ToolOutput.raw`), or None.
     """
 
     parts: tuple[Part, ...] = ()
     is_error: bool = False
     system_notes: tuple[str, ...] = ()
     display: Any = None
+    raw: bytes | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form (`from_json` reverses it)."""
+        """The JSON form (`from_json` reverses it; `raw` as base64)."""
         return {
             "parts": PARTS_CODEC.dump_python(self.parts, mode="json"),
             "is_error": self.is_error,
             "system_notes": list(self.system_notes),
             "display": self.display,
+            "raw": None if self.raw is None else base64.b64encode(self.raw).decode("ascii"),
         }
 
     @classmethod
@@ -68,11 +72,13 @@ class Outcome:
             pydantic.ValidationError, KeyError, TypeError: malformed data.
         """
         notes = cast("list[object]", data.get("system_notes") or [])
+        raw = data.get("raw")
         return cls(
             parts=PARTS_CODEC.validate_python(data["parts"]),
             is_error=bool(data.get("is_error", False)),
             system_notes=tuple(str(n) for n in notes),
             display=data.get("display"),
+            raw=base64.b64decode(str(raw)) if raw is not None else None,
         )
 
 
@@ -117,6 +123,7 @@ def to_outcome(raw: Any) -> Outcome:
     is_error = False
     notes: tuple[str, ...] = ()
     display: Any = None
+    exact: bytes | None = None
     if _is_envelope(raw):
         env = cast("dict[str, Any]", raw)
         notes, display = _notes(env.get("system")), _jsonable(env.get("display"))
@@ -126,8 +133,11 @@ def to_outcome(raw: Any) -> Outcome:
         notes += _notes(raw.system)
         if raw.display is not None:
             display = _jsonable(raw.display)
+        exact = raw.raw
         raw = raw.content
-    return Outcome(parts=_parts(raw), is_error=is_error, system_notes=notes, display=display)
+    return Outcome(
+        parts=_parts(raw), is_error=is_error, system_notes=notes, display=display, raw=exact
+    )
 
 
 def _parts(raw: Any) -> tuple[Part, ...]:

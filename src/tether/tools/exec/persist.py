@@ -21,7 +21,8 @@ What happens to a result (`session_dir` is the session's artifact folder, or Non
 - Output a tool cut before the gate (`tether.tools.exec.normalize.output_cut_note`, e.g. `bash` past
   8 MB) is described as what it is: the bytes produced, the bytes kept, and the line of the cut.
 - A text-only result longer than `threshold_chars` after normalization is saved raw (the exact
-  output) to `<session_dir>/tool-results/<call_id>.txt` and replaced by the stub (see
+  output: the tool's `raw` bytes when it gave them, e.g. `bash`'s stdout+stderr as written,
+  trailing newlines and all, without its exit-code note; else the text) to `<session_dir>/tool-results/<call_id>.txt` and replaced by the stub (see
   `tether.tools.exec.normalize.render_stub`). Without a session, or when the write fails, it is cut
   to head + tail with a notice instead (never dropped silently).
 - A text-only result that lost characters to normalization (cut lines) or whose raw text is
@@ -76,6 +77,7 @@ __all__ = [
     "gate_tool_result",
     "persist_tool_result",
     "readable_results_dir",
+    "readable_results_dirs",
     "result_file_name",
 ]
 
@@ -216,6 +218,20 @@ def readable_results_dir(session_dir: Path | None) -> Path | None:
     return candidate
 
 
+def readable_results_dirs(session_dir: Path | None) -> tuple[Path, ...]:
+    """Every folder of this session's persisted outputs the `read` tool may read:
+    `readable_results_dir`, then the session's legacy ones (older layouts, which the
+    migration leaves in place because stored stubs name their files by absolute path:
+    `tether.session.migrate.legacy_tool_results`)."""
+    if session_dir is None:
+        return ()
+    from tether.session.migrate import legacy_tool_results
+
+    own = readable_results_dir(session_dir)
+    legacy = legacy_tool_results(Path(os.path.realpath(session_dir)))
+    return (*((own,) if own is not None else ()), *legacy)
+
+
 def _save(session_dir: Path, call_id: str, suffix: str, data: bytes) -> Path | str:
     """Save `data`; returns the path, or the error text when the write failed."""
     path = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR / result_file_name(call_id, suffix)
@@ -226,8 +242,8 @@ def _save(session_dir: Path, call_id: str, suffix: str, data: bytes) -> Path | s
     return path
 
 
-def _binary(raw: str, call_id: str, session_dir: Path | None) -> str:
-    data = raw_bytes(raw)
+def _binary(raw: str, call_id: str, session_dir: Path | None, exact: bytes | None = None) -> str:
+    data = raw_bytes(raw) if exact is None else exact
     digest = hashlib.sha256(data).hexdigest()
     where = "not saved (no session)"
     if session_dir is not None:
@@ -243,18 +259,28 @@ def _lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _gate_text(raw: str, call_id: str, session_dir: Path | None, limits: OutputLimits) -> str:
-    """The text to store for a text-only result whose joined text is `raw`."""
+def _gate_text(
+    raw: str,
+    call_id: str,
+    session_dir: Path | None,
+    limits: OutputLimits,
+    exact: bytes | None = None,
+) -> str:
+    """The text to store for a text-only result whose joined text is `raw`; `exact` is the
+    output's own bytes when the tool gave them (`ToolOutput.raw`): what is saved then."""
     norm = normalize(raw, max_line_chars=limits.max_line_chars)
     if norm.binary:
-        return _binary(raw, call_id, session_dir)
+        return _binary(raw, call_id, session_dir, exact)
     text = norm.text
     over = len(text) > limits.threshold_chars
-    if not (over or norm.lossy or len(raw) > limits.threshold_chars):
+    big = len(raw) > limits.threshold_chars or (
+        exact is not None and len(exact) > limits.threshold_chars
+    )
+    if not (over or norm.lossy or big):
         return text
     why = "no session to save the full output to"
     if session_dir is not None:
-        data = raw_bytes(raw)
+        data = raw_bytes(raw) if exact is None else exact
         saved = _save(session_dir, call_id, ".txt", data)
         if isinstance(saved, Path):
             cut = find_output_cut(raw)
@@ -282,6 +308,7 @@ def persist_tool_result(
     result: ToolResultBlock,
     session_dir: Path | None,
     limits: OutputLimits = DEFAULT_OUTPUT_LIMITS,
+    raw: bytes | None = None,
 ) -> ToolResultBlock:
     """Gate one tool result (see the module docstring for the rules).
 
@@ -290,6 +317,11 @@ def persist_tool_result(
         session_dir: the session's artifact folder, or None without a session (nothing is
             written then).
         limits: the threshold and per-line cap.
+        raw: the exact bytes a text-only result's output stands for (`ToolOutput.raw`: a
+            command's output without the tool's notes), or None (the text is the output).
+            A saved file then holds exactly these bytes, and the stub's size and line count
+            (or the binary notice's size and sha256) describe them; an output over the
+            threshold in bytes is saved even when its text renders short (5 MB of `\\r`).
 
     Returns:
         The result to store and send: `result` itself when nothing changed, else a new block
@@ -301,9 +333,9 @@ def persist_tool_result(
         return result
     has_images = any(isinstance(p, ImageBlock) for p in result.content)
     if not has_images:
-        raw = texts[0].text if len(texts) == 1 else result.text
-        out = _gate_text(raw, result.tool_call_id, session_dir, limits)
-        if len(texts) == 1 and out == raw:
+        joined = texts[0].text if len(texts) == 1 else result.text
+        out = _gate_text(joined, result.tool_call_id, session_dir, limits, raw)
+        if len(texts) == 1 and out == joined:
             return result
         content: tuple[ResultPart, ...] = (TextBlock(text=out or "(no output)"),)
     else:
@@ -332,11 +364,12 @@ async def gate_tool_result(
     result: ToolResultBlock,
     session_dir: Path | None,
     limits: OutputLimits = DEFAULT_OUTPUT_LIMITS,
+    raw: bytes | None = None,
 ) -> ToolResultBlock:
     """`persist_tool_result` for async callers: small results are gated inline, results over
-    `INLINE_GATE_CHARS` characters in a worker thread (normalizing and writing megabytes would
-    stall the event loop)."""
+    `INLINE_GATE_CHARS` characters (or raw bytes) in a worker thread (normalizing and writing
+    megabytes would stall the event loop)."""
     size = sum(len(p.text) for p in result.content if isinstance(p, TextBlock))
-    if size <= INLINE_GATE_CHARS:
-        return persist_tool_result(result, session_dir, limits)
-    return await asyncio.to_thread(persist_tool_result, result, session_dir, limits)
+    if max(size, len(raw or b"")) <= INLINE_GATE_CHARS:
+        return persist_tool_result(result, session_dir, limits, raw)
+    return await asyncio.to_thread(persist_tool_result, result, session_dir, limits, raw)

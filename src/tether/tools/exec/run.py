@@ -60,11 +60,14 @@ class ToolRunResult:
             `<system-reminder>…</system-reminder>` text blocks (see `system_note_block`).
         display: a JSON-able value for the host (the `tool_result` event's `display` field);
             never sent to the model, never stored.
+        raw: the exact output bytes the block's text stands for (`ToolOutput.raw`, redacted
+            like the text), which the output gate saves; None: the text is the output.
     """
 
     block: ToolResultBlock
     system_notes: tuple[str, ...] = ()
     display: Any = None
+    raw: bytes | None = None
 
 
 def system_note_block(note: str) -> TextBlock:
@@ -81,18 +84,22 @@ def _error(call_id: str, text: str) -> ToolResultBlock:
 
 
 def finish(call_id: str, outcome: Outcome, redact: Redactor | None) -> ToolRunResult:
-    """Tie `outcome` to `call_id`: redact text, fill the empty-output placeholder."""
+    """Tie `outcome` to `call_id`: redact text (and the raw output), fill the empty-output
+    placeholder."""
     parts = outcome.parts
     notes = outcome.system_notes
+    raw = outcome.raw
     if redact is not None:
         parts = tuple(
             TextBlock(text=redact(p.text)) if isinstance(p, TextBlock) else p for p in parts
         )
         notes = tuple(redact(n) for n in notes)
+        if raw is not None:
+            raw = redact(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
     if not parts:
         parts = (TextBlock(text=NO_OUTPUT),)
     block = ToolResultBlock(tool_call_id=call_id, content=parts, is_error=outcome.is_error)
-    return ToolRunResult(block=block, system_notes=notes, display=outcome.display)
+    return ToolRunResult(block=block, system_notes=notes, display=outcome.display, raw=raw)
 
 
 def call_limit_s(tool: Tool, requested_s: float | None, default_s: float) -> float:

@@ -36,12 +36,21 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from tether.messages import TextBlock
+from tether.sandbox.config import confinement, package_source_root, wrap_argv
 from tether.sandbox.limits import ResourceLimits
-from tether.sandbox.policy import package_source_root, wrap_argv
-from tether.sandbox.proc import EXIT_GRACE_S, HeadTail, kill_group, pump, spawn_group
+from tether.sandbox.proc import (
+    EXIT_GRACE_S,
+    HeadTail,
+    kill_group,
+    pump,
+    spawn_group,
+    swept_note,
+)
 from tether.tools.base import TimedOut, Tool
 from tether.tools.context import ToolContext
 from tether.tools.exec.outcome import (
@@ -135,6 +144,28 @@ async def _settled(a: asyncio.Task[None], b: asyncio.Task[None], timeout_s: floa
 
 
 async def run_in_worker(
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    ctx: ToolContext,
+    *,
+    limit_s: float,
+    grace_s: float,
+) -> Outcome:
+    """`_run_in_worker`, then, in an OS sandbox, the trust roots the call created are moved
+    aside (`tether.sandbox.tree.TrustRoots.sweep`) and a note says so."""
+    roots = None
+    if ctx.sandbox is not None and ctx.wrap is None:
+        roots = (await asyncio.to_thread(confinement, ctx))[1]
+    outcome = await _run_in_worker(tool, arguments, ctx, limit_s=limit_s, grace_s=grace_s)
+    if roots is None:
+        return outcome
+    moved = await asyncio.shield(asyncio.to_thread(roots.sweep))
+    if not moved:
+        return outcome
+    return replace(outcome, parts=(*outcome.parts, TextBlock(text=swept_note(moved))))
+
+
+async def _run_in_worker(
     tool: Tool,
     arguments: Mapping[str, Any],
     ctx: ToolContext,

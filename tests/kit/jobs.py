@@ -10,15 +10,14 @@ any other prompt, the answer is `done <first word of the prompt>`."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import tether as tether_pkg
-from faultserver import FaultServer, Step, text, tool
+from kit import cli
+from kit.faultserver import FaultServer, Step, text, tool
 
 
 def _first_user_text(body: Any) -> str:
@@ -92,17 +91,8 @@ def task_file(root: Path, name: str, prompt: str, **front: Any) -> Path:
 
 
 def env(tmp: Path, **extra: str) -> dict[str, str]:
-    e = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "TETHER_JOBS_DATABASE_URL", "TETHER_JOBS_EXECUTOR_ID")
-    }
-    e |= {
-        "TETHER_HOME": str(tmp / "home"),
-        "TETHER_CONFIG_DIR": str(tmp / "cfg"),
-        "PYTHONPATH": str(Path(tether_pkg.__file__).resolve().parents[1]),
-    }
-    return e | extra
+    """`kit.cli.cli_env` with the home `tmp/home` and the user settings under `tmp/cfg`."""
+    return cli.cli_env(tmp / "home", TETHER_CONFIG_DIR=str(tmp / "cfg"), **extra)
 
 
 RUNS = ("dispatch", "run", "worker")
@@ -112,21 +102,15 @@ files as they are (`tether trust`, what its user does after reviewing them) befo
 
 def approve(tmp: Path, root: Path) -> None:
     """`tether trust` in `root` (the user approves the project's current files)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tether.cli", "trust"],
-        cwd=root,
-        env=env(tmp),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli.run_cli(["trust"], tmp / "home", cwd=root, TETHER_CONFIG_DIR=str(tmp / "cfg"))
     assert done.returncode == 0, done.stderr
 
 
 def tether(
     tmp: Path, root: Path, *args: str, timeout: float = 180, trust: bool = True, **extra: str
 ) -> subprocess.CompletedProcess[str]:
+    """`tether jobs ARGS` as a process in `root` (DBOS keeps process-wide state: each command
+    is a process of its own, as a user's is)."""
     if trust and args and args[0] in RUNS:
         approve(tmp, root)
     return subprocess.run(
@@ -143,19 +127,27 @@ def tether(
 def popen(
     tmp: Path, root: Path, *args: str, start_new_session: bool = False, **extra: str
 ) -> subprocess.Popen[str]:
+    """`tether jobs ARGS` started in `root` and left running (output discarded)."""
     if args and args[0] in RUNS:
         approve(tmp, root)
-    return subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "jobs", *args],
+    return cli.popen(
+        ["jobs", *args],
+        tmp / "home",
         cwd=root,
         env=env(tmp, **extra),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
         start_new_session=start_new_session,
     )
 
 
 def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(x) for x in out.splitlines() if x.strip()]
+
+
+def job_sessions(tmp: Path, root: Path, url: str | None = None) -> Any:
+    """The store holding `root`'s Jobs sessions: the jobs database (`url`, else the embedded
+    SQLite one under `tmp/home`), as any worker reads it."""
+    from tether.jobs.engine import default_project, sessions_url
+    from tether.session.dbstore import DbSessionStore
+
+    url = url or f"sqlite:///{tmp / 'home' / 'jobs' / default_project(root)}.sqlite"
+    return DbSessionStore(sessions_url(url), tmp / "home" / "sessions")

@@ -13,7 +13,7 @@ from typing import Any
 
 from tether.settings.model import McpServerSettings
 
-DEMO = Path(__file__).resolve().parent / "demo_server.py"
+DEMO = Path(__file__).resolve().parents[1] / "mcp" / "demo_server.py"
 
 
 def free_port() -> int:
@@ -22,7 +22,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 20) -> None:
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -35,9 +35,16 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 20) -
     raise RuntimeError("server did not listen in time")
 
 
+STARTUP_TIMEOUT = "60s"
+"""The demo server's start-up limit in tests: its interpreter imports the MCP SDK, which takes
+seconds on a loaded machine (the 10 s default then fails tests that are not about it)."""
+
+
 def stdio_settings(marks: Path, **kw: Any) -> McpServerSettings:
-    """The demo server as a stdio server writing its markers to `marks`."""
+    """The demo server as a stdio server writing its markers to `marks` (start-up limit
+    `STARTUP_TIMEOUT` unless `startup_timeout` is given)."""
     env = {"MARK_DIR": str(marks), **kw.pop("env", {})}
+    kw.setdefault("startup_timeout", STARTUP_TIMEOUT)
     return McpServerSettings.model_validate(
         {"command": sys.executable, "args": [str(DEMO)], "env": env, **kw}
     )

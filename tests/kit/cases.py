@@ -31,7 +31,7 @@ from tether.messages import (
     tool_result,
 )
 
-CASES_DIR = Path(__file__).resolve().parent / "cases"
+CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 _API_OF_PROVIDER = {

@@ -1,13 +1,18 @@
 
-"""Shared pieces of the TUI tests: an app over a scripted provider and a stored session."""
+"""The TUI tests' pieces: an app over a scripted provider and a stored session, and the Pilot
+helpers (send a prompt, wait for a condition or for the agent to go idle, read notes/status)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from textual.pilot import Pilot
 
 from tether import AgentConfig
 from tether.agent.agent import Agent
@@ -22,6 +27,7 @@ from tether.tools.builtin.question import question
 from tether.tools.builtin.toolset import builtin_tools
 from tether.tui.app import TetherApp
 from tether.tui.opening import Opened
+from tether.tui.widgets import NoteRow, PromptInput, StatusBar
 
 SIZE = (100, 30)
 
@@ -68,3 +74,42 @@ def scripted_app(
         return Opened(agent, writer, store=store)
 
     return TetherApp(factory, resume=resume), provider
+
+
+async def until(pilot: Pilot[Any], check: Callable[[], object], timeout_s: float = 10) -> None:
+    """Let the app run (`pilot.pause()`) until `check()` holds.
+
+    Raises:
+        AssertionError: it did not within `timeout_s` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        await pilot.pause()
+        if check():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached in {timeout_s}s")
+        await asyncio.sleep(0.005)
+
+
+async def idle(app: TetherApp, pilot: Pilot[Any]) -> None:
+    """Until the agent is no longer busy (and the screen caught up)."""
+    await until(pilot, lambda: not app.busy)
+    await pilot.pause()
+
+
+async def send(pilot: Pilot[Any], text: str) -> None:
+    """Type `text` into the prompt and press enter."""
+    prompt = pilot.app.query_one(PromptInput)
+    prompt.text = text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+def notes(app: TetherApp) -> str:
+    """The note rows' text, one per line."""
+    return "\n".join(str(n.render()) for n in app.query(NoteRow))
+
+
+def status(app: TetherApp) -> str:
+    """The status bar's text."""
+    return str(app.query_one(StatusBar).render())

@@ -1,6 +1,7 @@
-"""Shared helpers of the containment suite: the OS sandboxes (`sandbox_for`, one for every
-suite that runs under each kind), contexts, and one
-way to run each tool (file tools in-process, `bash`, a folder tool in its worker)."""
+"""The OS sandboxes for tests: `sandbox_or_skip` (any working one), `sandbox_for` (a given
+kind, for suites that run under each), and the containment suite's helpers: contexts, a
+folder tool, and one way to run each tool (file tools in-process, `bash`, a folder tool in
+its worker)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from tether.sandbox.policy import DEFAULT_POLICY, PathPolicy
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
 from tether.tools.scan import scan_tool_folders
 
-KINDS = ("bwrap", "landlock")
 _ids = itertools.count()
 
 WORKER_TOOL = '''
@@ -39,6 +39,15 @@ SANDBOX_KINDS = ("none", "bwrap", "landlock-child", "landlock")
 (`in_child=True`: no launcher, no reaping), and Landlock through the stdlib-only launcher
 (`Sandbox.wrap`, the default path of the bash tool and of any other subprocess such as a
 worker)."""
+
+
+def sandbox_or_skip() -> str:
+    """The kind of a working OS sandbox (bwrap, else Landlock); skips the test where none
+    works."""
+    found = available("bwrap") or available("landlock")
+    if found is None:
+        pytest.skip("no OS sandbox works on this machine")
+    return found.kind
 
 
 def sandbox_for(kind: str) -> Sandbox | None:

@@ -1,0 +1,168 @@
+"""Checkpoints inside a run: a snapshot of the working folder before each user turn's first call
+that may change files, and one when a run ends (the tree tether left).
+
+Owns: `Checkpoints` (one per main agent with a stored session: `before_change`, called by the
+tool calls before a call of a tool that is not `safe` runs — `write`, `edit`, `bash`, folder
+and MCP tools, `task`; `after_run`, called by the loop when a run ends, cancelled or failed
+runs included), `synthetic_user_turn` (the harness's own user messages, not numbered as user
+turns) and `checkpoint_store` (where a session's project keeps its shadow repository).
+Because `bash` can write only inside the working folder (the OS sandbox), one snapshot of the
+folder covers what shell commands change too.
+Does not own: the shadow repository (`tether.checkpoint.shadow`), the records' rules
+(`tether.checkpoint.timeline`), rewinding (`tether.checkpoint.rewind`).
+
+A snapshot that fails (git missing, the data folder not writable) is a `warning` event
+(`checkpoint_unavailable`) once, and checkpoints are off for the rest of the agent's life: the
+run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from tether.agent.events import AgentEvent, CheckpointEvent, WarningEvent
+from tether.agent.limits import CONTINUE_PROMPT
+from tether.agent.sessions import AgentSession
+from tether.checkpoint.shadow import CheckpointError, ShadowRepo, Snapshot
+from tether.checkpoint.timeline import (
+    CHECKPOINT_EVENT,
+    At,
+    checkpoint_data,
+    is_user_message,
+)
+from tether.messages import Turn
+
+STOP_HOOK_PREFIX = "A stop hook did not accept this as the final answer"
+"""How the loop's message after a refused stop begins (`tether.agent.loop.STOP_DENIED`)."""
+
+
+def synthetic_user_turn(turn: Turn) -> bool:
+    """Whether a user turn is the harness's own (a "Please continue." after a reply cut by
+    the output cap, a stop hook's message), not a message the user sent."""
+    text = turn.text
+    return text == CONTINUE_PROMPT or text.startswith(STOP_HOOK_PREFIX)
+
+
+def checkpoint_store(sessions_root: Path) -> Path:
+    """The shadow repositories' folder beside a session store's root (`<data>/sessions` →
+    `<data>/checkpoints`)."""
+    return sessions_root.parent / "checkpoints"
+
+
+def current_user_turn(history: list[Turn]) -> str | None:
+    """The id of the latest user message in `history` (looked for from the end)."""
+    for turn in reversed(history):
+        if is_user_message(turn) and not synthetic_user_turn(turn):
+            return turn.id
+    return None
+
+
+class Checkpoints:
+    """Snapshots for one agent (module docstring).
+
+    Args:
+        root: the working folder.
+        max_file_bytes: files larger than this are left out (`checkpoints.max_file_size`).
+        emit: where `checkpoint` and `warning` events go.
+        store: the shadow repositories' folder (None: beside the session's store).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        max_file_bytes: int,
+        emit: Callable[[AgentEvent], None],
+        store: Path | None = None,
+    ) -> None:
+        self.root = root
+        self.max_file_bytes = max_file_bytes
+        self.emit = emit
+        self.store = store
+        self.off = False
+        self._repo: ShadowRepo | None = None
+        self._taken_for: str | None = None
+        self._recorded = False
+        self._lock = asyncio.Lock()
+        self._warned: set[str] = set()
+
+    def _repo_for(self, session: AgentSession) -> ShadowRepo | None:
+        if self._repo is None:
+            store = self.store
+            if store is None:
+                if session.session_dir is None:
+                    return None
+                store = checkpoint_store(session.session_dir.parent)
+            self._repo = ShadowRepo(self.root, store=store, max_file_bytes=self.max_file_bytes)
+        return self._repo
+
+    @staticmethod
+    def _stored(session: AgentSession) -> bool:
+        return callable(getattr(session.sink, "append_event", None))
+
+    def _has_records(self, session: AgentSession) -> bool:
+        if self._recorded:
+            return True
+        loaded = session.loaded
+        return loaded is not None and any(e.kind == CHECKPOINT_EVENT for e in loaded.events)
+
+    async def before_change(self, session: AgentSession, history: list[Turn]) -> None:
+        """Snapshot the folder unless the current user turn has its snapshot already (a
+        thread does the work: the event loop keeps serving the host)."""
+        if self.off or not self._stored(session):
+            return
+        turn_id = current_user_turn(history)
+        if turn_id is None or turn_id == self._taken_for:
+            return
+        async with self._lock:
+            if turn_id == self._taken_for or self.off:
+                return
+            snap = await asyncio.to_thread(self._snapshot, session, f"before {turn_id}")
+            self._taken_for = turn_id
+            if snap is not None:
+                self._record(session, snap, "before", turn_id)
+
+    def after_run(self, session: AgentSession) -> None:
+        """At the end of a run that took or inherited a snapshot: record the tree it left
+        (synchronous: it may run while the run is being cancelled)."""
+        if self.off or not self._stored(session) or not self._has_records(session):
+            return
+        snap = self._snapshot(session, "after a run")
+        if snap is not None:
+            self._record(session, snap, "after", None)
+
+    def _snapshot(self, session: AgentSession, message: str) -> Snapshot | None:
+        repo = self._repo_for(session)
+        if repo is None:
+            return None
+        try:
+            return repo.snapshot(message)
+        except CheckpointError as exc:
+            self.off = True
+            self.emit(
+                WarningEvent(
+                    kind="checkpoint_unavailable",
+                    message=f"checkpoints are off for this session: {exc}",
+                )
+            )
+            return None
+
+    def _record(self, session: AgentSession, snap: Snapshot, at: At, turn_id: str | None) -> None:
+        session.record_event(
+            CHECKPOINT_EVENT, checkpoint_data(snap.commit, at, turn_id=turn_id, skipped=snap.skipped)
+        )
+        self._recorded = True
+        new = [p for p in snap.skipped if p not in self._warned]
+        if new:
+            self._warned.update(new)
+            shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+            self.emit(
+                WarningEvent(
+                    kind="checkpoint_skipped",
+                    message=f"not in checkpoints (larger than {self.max_file_bytes} bytes, or a "
+                    f"nested repository): {shown}",
+                )
+            )
+        self.emit(CheckpointEvent(at=at, commit=snap.commit, turn_id=turn_id))

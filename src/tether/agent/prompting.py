@@ -1,0 +1,239 @@
+"""The system prompt's facts at session start, for `Agent.from_settings` and its hosts.
+
+Owns: `prepare_context` (a resumed session's stored facts, or new ones taken now: the
+environment, the instruction files, the skill catalog; a note when an instruction file changed
+since the session started), `context_tools` (the `skill` tool over the catalog),
+`context_report` (the one line a host shows: which files and how many skills),
+`session_commands` (the `/name` commands of a session: prompt files and skills),
+`skills_budget_chars` (the listing's cap from the window), and for `assemble`:
+`skill_policy` (the path policy with the skill folders `read` may open) and
+`subfolder_notes` (the subfolder instruction files a session adds as it goes).
+Does not own: the data and the rendering (`tether.prompt`), the skills (`tether.skills`), the
+record of parts (`tether.agent.parts`: it renders the prompt from the session's facts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from tether.agent import build
+from tether.agent.sessions import AgentSession
+from tether.prompt.facts import SessionContext
+from tether.prompt.gather import (
+    SubfolderInstructions,
+    environment,
+    load_instructions,
+    project_root,
+)
+from tether.providers.base import Provider
+from tether.providers.catalog import info_of
+from tether.sandbox.detect import detect_sandbox
+from tether.sandbox.policy import PathPolicy, policy_for
+from tether.session.layout import default_root
+from tether.settings import AgentConfig, user_config_dir
+from tether.settings.trust import check_trust
+from tether.skills.catalog import entries, load_catalog
+from tether.skills.commands import Command, load_commands
+from tether.skills.spec import Skill
+from tether.skills.tool import SKILL_TOOL, skill_read_roots, skill_tool
+from tether.tools.base import Tool
+from tether.tools.registry import ToolRegistry
+
+CHARS_PER_TOKEN = 4
+
+
+def skills_budget_chars(config: AgentConfig, chain: Sequence[Provider]) -> int:
+    """The skills listing's cap: `skills.listing_share` of the first model's window, in
+    characters (at ~4 per token)."""
+    limits = build.model_limits(
+        chain[0],
+        config.context.window,
+        lambda _line: None,
+        configured=build.configured_windows(config),
+    )
+    return int(limits.context_window * config.skills.listing_share * CHARS_PER_TOKEN)
+
+
+def gather_context(
+    root: Path,
+    config: AgentConfig,
+    *,
+    budget_chars: int,
+    note: Callable[[str], None],
+    headless: bool = False,
+    builtin_skills: bool = True,
+    extensions: Sequence[Skill] = (),
+) -> SessionContext:
+    """The facts of a session starting now in `root` (runs `git`, reads the instruction files
+    and the skill folders; one note per invalid skill or refused import). `headless`: no
+    host asks for approval (the mode then is `auto` in effect); `builtin_skills`: add
+    tether's own skill; `extensions`: skills an extension adds (kept under `skills.allow`)."""
+    kind = config.tools.sandbox
+    try:
+        sandbox = detect_sandbox(None if kind == "auto" else kind)
+    except Exception:  # a forced kind that does not work: `assemble` reports it
+        sandbox = None
+    approval = "read-only" if config.tools.safe or sandbox is None else config.tools.approval
+    if headless and approval in ("ask", "auto-edit"):
+        approval = "auto"  # nobody to ask: `tether.agent.approval`
+    env = environment(
+        root,
+        sandbox="none" if sandbox is None else sandbox.kind,
+        network=config.tools.network,
+        approval=approval,
+    )
+    user_dir = user_config_dir()
+    home = Path.home()
+    loaded = load_instructions(
+        root,
+        names=config.context.instruction_files,
+        user_dir=user_dir,
+        home=home,
+        cap_bytes=config.context.instruction_max_bytes,
+    )
+    for problem in loaded.problems:
+        note(f"note: {problem}")
+    catalog = load_catalog(
+        root,
+        project_root(root),
+        user_dir=user_dir,
+        home=home,
+        enabled=config.skills.enabled,
+        allow=config.skills.allow,
+        deny=config.skills.deny,
+        builtin=builtin_skills,
+        extensions=extensions,
+        warn=note,
+    )
+    return SessionContext(
+        environment=env,
+        instructions=loaded.files,
+        instructions_note=loaded.note,
+        skills=entries(catalog),
+        skills_budget_chars=budget_chars,
+    )
+
+
+def changed_files(context: SessionContext) -> list[str]:
+    """The instruction files whose content on disk differs from what the session loaded."""
+    out: list[str] = []
+    for f in context.instructions:
+        try:
+            digest = hashlib.sha256(Path(f.path).read_bytes()).hexdigest()
+        except OSError:
+            digest = ""
+        if digest != f.sha256:
+            out.append(f.name)
+    return out
+
+
+def prepare_context(
+    root: Path,
+    config: AgentConfig,
+    chain: Sequence[Provider],
+    session: AgentSession,
+    *,
+    note: Callable[[str], None],
+    headless: bool = False,
+) -> SessionContext:
+    """The session's facts: the stored ones of a resumed session (a note names instruction
+    files changed since: the session keeps what it started with, so its prompt stays the
+    same), else new ones, set on `session` to be recorded when its file opens. tether's own
+    skill is left out for a model that takes the compact prompt (the embedded model: one tool
+    fewer to choose from)."""
+    if session.context is not None:
+        changed = changed_files(session.context)
+        if changed:
+            note(
+                f"note: {', '.join(changed)} changed since this session started; the session "
+                "keeps the version it started with (a new session reads the new one)"
+            )
+        return session.context
+    info = info_of(chain[0])
+    context = gather_context(
+        root,
+        config,
+        budget_chars=skills_budget_chars(config, chain),
+        note=note,
+        headless=headless,
+        builtin_skills=not (info is not None and info.compact_prompt),
+    )
+    session.context = context
+    session.record_context = True
+    return context
+
+
+def context_tools(context: SessionContext, tools: Sequence[Tool]) -> list[Tool]:
+    """The tools the facts add: `skill` when the catalog has skills (unless a tool of that
+    name is already offered)."""
+    if not context.skills or any(t.name == SKILL_TOOL for t in tools):
+        return []
+    return [skill_tool(context.skills, user_dir=user_config_dir())]
+
+
+def context_report(context: SessionContext) -> str | None:
+    """`context: instruction files AGENTS.md (2,112 bytes), ~/.config/tether/AGENTS.md (301
+    bytes); 3 skill(s)` (None when there are neither files nor skills)."""
+    parts: list[str] = []
+    if context.instructions:
+        files = ", ".join(f"{f.name} ({f.size_bytes:,} bytes)" for f in context.instructions)
+        parts.append(f"instruction files {files}")
+    if context.instructions_note:
+        parts.append(context.instructions_note)
+    if context.skills:
+        parts.append(f"{len(context.skills)} skill(s)")
+    return "context: " + "; ".join(parts) if parts else None
+
+
+def session_commands(
+    root: Path, context: SessionContext | None, *, warn: Callable[[str], None] = lambda _l: None
+) -> dict[str, Command]:
+    """The `/name` commands of a session in `root`: the project's prompt files (only in a
+    trusted project: `tether trust`), the user's, then the skills of `context`."""
+    trusted = check_trust(root).trusted
+    return load_commands(
+        root,
+        user_dir=user_config_dir(),
+        project_trusted=trusted,
+        skills=() if context is None else context.skills,
+        warn=warn,
+    )
+
+
+def instruction_paths(context: SessionContext | None) -> list[str]:
+    """The instruction files of `context` that exist now (for `/memory`)."""
+    if context is None:
+        return []
+    return [f.path for f in context.instructions if os.path.isfile(f.path)]
+
+
+def skill_policy(
+    config: AgentConfig, root: Path, registry: ToolRegistry, context: SessionContext | None
+) -> PathPolicy:
+    """The path policy of `config.tools`, plus the skill folders `read` may open read-only
+    when the `skill` tool is offered (never the home, config or data folder itself)."""
+    policy = policy_for(config.tools, root)
+    if context is None or not context.skills or registry.get(SKILL_TOOL) is None:
+        return policy
+    refused = [Path.home(), user_config_dir(), default_root().parent]
+    return replace(policy, read_roots=skill_read_roots(context.skills, refused))
+
+
+def subfolder_notes(
+    config: AgentConfig, root: Path, context: SessionContext | None
+) -> SubfolderInstructions | None:
+    """The subfolder instruction files of a session with facts (None without: a library
+    agent built without them gets none)."""
+    if context is None or not config.context.instruction_files:
+        return None
+    return SubfolderInstructions(
+        root,
+        names=config.context.instruction_files,
+        cap_bytes=config.context.instruction_max_bytes,
+        home=Path.home(),
+        user_dir=user_config_dir(),
+    )

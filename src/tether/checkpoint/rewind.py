@@ -1,0 +1,270 @@
+"""Rewinding a session: its files back to a user turn's checkpoint, its conversation forked
+there (the original session is kept), files changed outside tether since kept unless forced.
+
+Owns: `plan_rewind` (every check, nothing changed: the turn, the snapshot it goes back to),
+`rewind` (do it), `turn_rows` (what `tether sessions checkpoints` lists: per user turn, when,
+what it changed), `preview` (what going back to a turn would change now) and `RewindError`.
+Does not own: the snapshots (`tether.checkpoint.shadow`), the records and turn numbering
+(`tether.checkpoint.timeline`), the session files (`tether.session`).
+
+Order of a rewind, so that a refusal leaves everything as it was: validate the turn and its
+snapshot; open the session to write (a live run holding it refuses); snapshot the folder now
+(kept in the shadow repository's history: the rewind itself can be undone); fork the
+conversation; restore the files; record the tree it left as an `after` record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.checkpoint.restore import RestoreReport, restore
+from tether.checkpoint.shadow import Change, CheckpointError, ShadowRepo
+from tether.checkpoint.timeline import (
+    CHECKPOINT_EVENT,
+    Record,
+    UserTurn,
+    checkpoint_data,
+    point_for,
+    records,
+    span_of,
+    user_turns,
+)
+from tether.messages import Turn
+from tether.session import LoadedSession, SessionStore, SessionWriter
+
+
+class RewindError(CheckpointError):
+    """A rewind was refused before anything changed (a turn outside the session, no
+    checkpoint, an unknown snapshot)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewindPlan:
+    """A checked rewind: what it goes back to.
+
+    Attributes:
+        loaded: the session.
+        turn: the user turn (`--to N`).
+        target: the snapshot the files go back to (None for a conversation-only rewind).
+        repo: the project's shadow repository.
+        files: restore the files.
+        conversation: fork the conversation.
+    """
+
+    loaded: LoadedSession
+    turn: UserTurn
+    target: Record | None
+    repo: ShadowRepo
+    files: bool
+    conversation: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewindResult:
+    """What a rewind did.
+
+    Attributes:
+        plan: the plan it carried out.
+        session_id: the forked session (None for a files-only rewind).
+        report: the files written, removed, kept and refused (None: files untouched).
+        external: paths changed outside tether since the session's last record.
+        before: the snapshot of the folder taken just before the rewind (None: files
+            untouched); `git` history of the shadow repository keeps it.
+        prompt: the text of the turn rewound to (a host puts it back in the editor).
+    """
+
+    plan: RewindPlan
+    session_id: str | None
+    report: RestoreReport | None
+    external: tuple[str, ...]
+    before: str | None
+    prompt: str
+
+
+def repo_for(loaded: LoadedSession, store: Path, max_file_bytes: int | None = None) -> ShadowRepo:
+    """The shadow repository of the session's working folder (its header's `cwd`)."""
+    repo = ShadowRepo(Path(loaded.header.cwd or "."), store=store)
+    if max_file_bytes is not None:
+        repo.max_file_bytes = max_file_bytes
+    return repo
+
+
+def plan_rewind(
+    loaded: LoadedSession,
+    to: int,
+    *,
+    store: Path,
+    files: bool = True,
+    conversation: bool = True,
+    synthetic: Callable[[Turn], bool] = lambda _t: False,
+) -> RewindPlan:
+    """Check a rewind of `loaded` to user turn `to` (1-based); nothing is changed.
+
+    Raises:
+        RewindError: `to` outside the session's user turns; `files` and the session has no
+            checkpoint, or none covers that turn, or its snapshot is gone; neither `files`
+            nor `conversation`.
+    """
+    if not (files or conversation):
+        raise RewindError("nothing to rewind: give files, conversation or both")
+    turns = user_turns(loaded.turns, synthetic)
+    if not turns:
+        raise RewindError(f"session {loaded.header.id} has no user turn to rewind to")
+    if not 1 <= to <= len(turns):
+        raise RewindError(
+            f"--to {to} is outside session {loaded.header.id}'s user turns (1..{len(turns)})"
+        )
+    turn = turns[to - 1]
+    repo = repo_for(loaded, store)
+    target = None
+    if files:
+        recs = records(loaded.events)
+        if not recs:
+            raise RewindError(
+                f"session {loaded.header.id} has no checkpoint: nothing ran that changed files "
+                "(use --conversation to fork the conversation only)"
+            )
+        target = point_for(turn, recs)
+        if target is None:
+            raise RewindError(f"no checkpoint covers user turn {to} of {loaded.header.id}")
+        if not repo.has(target.commit):
+            raise RewindError(
+                f"the checkpoint of user turn {to} is missing from {repo.git_dir} "
+                "(the shadow repository was removed)"
+            )
+    return RewindPlan(
+        loaded=loaded, turn=turn, target=target, repo=repo, files=files, conversation=conversation
+    )
+
+
+def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> RewindResult:
+    """Carry out `plan` (module docstring for the order).
+
+    Args:
+        plan: from `plan_rewind`.
+        sessions: the store holding the session (the fork is created there).
+        force: also restore files changed outside tether since the session's last record.
+
+    Raises:
+        SessionError: the session is being written by a live run (nothing changed), the fork
+            cannot be created.
+        CheckpointError: git failed while restoring.
+    """
+    loaded, repo = plan.loaded, plan.repo
+    sid = loaded.header.id
+    # the session's writer lock: a live run on it refuses the rewind (files would change
+    # under it); a files-only rewind records the tree it left in this session
+    held = sessions.open_for_append(sid)
+    writer: SessionWriter | None = None if plan.conversation else held
+    try:
+        before: str | None = None
+        external: tuple[str, ...] = ()
+        keep: tuple[str, ...] = ()
+        if plan.target is not None:
+            now = repo.snapshot("before a rewind")
+            before = now.commit
+            recs = records(loaded.events)
+            external = tuple(c.path for c in repo.changes(recs[-1].commit, now.commit))
+            if not force:
+                touched = {c.path for c in repo.changes(now.commit, plan.target.commit)}
+                keep = tuple(p for p in external if p in touched)
+        if plan.conversation:
+            index = plan.turn.index
+            parent = (sid, loaded.turns[index - 1].id) if index > 0 else None
+            writer = sessions.create(None, cwd=loaded.header.cwd, parent=parent)
+        report = None
+        if plan.target is not None and before is not None:
+            report = restore(
+                repo, before, plan.target.commit, keep=keep, protect=plan.target.skipped
+            )
+            left = repo.snapshot("after a rewind")
+            assert writer is not None
+            writer.append_event(
+                CHECKPOINT_EVENT, {**checkpoint_data(left.commit, "after"), "rewound_from": before}
+            )
+        elif repo.exists() and writer is not None:  # conversation only: the tree as it is
+            left = repo.snapshot("a conversation rewind")
+            writer.append_event(CHECKPOINT_EVENT, checkpoint_data(left.commit, "after"))
+        new_id = writer.id if plan.conversation and writer is not None else None
+    finally:
+        if writer is not None and writer is not held:
+            writer.close()
+        held.close()
+    return RewindResult(
+        plan=plan,
+        session_id=new_id,
+        report=report,
+        external=external,
+        before=before,
+        prompt=plan.turn.text,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRow:
+    """One user turn as `tether sessions checkpoints` lists it.
+
+    Attributes:
+        turn: the user turn.
+        ts_ms: when it was sent (Unix milliseconds).
+        checkpoint: the snapshot a rewind to it goes back to (None: not covered).
+        changed: the paths it changed (from its checkpoint to the next turn's, or to the
+            session's last record); None when unknown.
+    """
+
+    turn: UserTurn
+    ts_ms: int
+    checkpoint: str | None
+    changed: tuple[str, ...] | None
+
+
+def turn_rows(
+    loaded: LoadedSession, repo: ShadowRepo, synthetic: Callable[[Turn], bool] = lambda _t: False
+) -> tuple[TurnRow, ...]:
+    """Every user turn of the session with its checkpoint and the files it changed.
+
+    Raises:
+        CheckpointError: git failed.
+    """
+    turns = user_turns(loaded.turns, synthetic)
+    recs = records(loaded.events)
+    rows: list[TurnRow] = []
+    for i, t in enumerate(turns):
+        start, end = span_of(t, turns[i + 1] if i + 1 < len(turns) else None, recs)
+        changed: tuple[str, ...] | None = None
+        if (
+            start is not None
+            and end is not None
+            and repo.has(start.commit)
+            and repo.has(end.commit)
+        ):
+            changed = tuple(c.path for c in repo.changes(start.commit, end.commit))
+        rows.append(
+            TurnRow(
+                turn=t,
+                ts_ms=loaded.turn_ts_ms[t.index] if t.index < len(loaded.turn_ts_ms) else 0,
+                checkpoint=None if start is None else start.commit,
+                changed=changed,
+            )
+        )
+    return tuple(rows)
+
+
+def preview(plan: RewindPlan) -> tuple[tuple[Change, ...], tuple[str, ...]]:
+    """What carrying out `plan` would change now: the changes from the folder as it is to the
+    target (taking a snapshot of the folder, nothing else), and the paths changed outside
+    tether since the session's last record (kept unless forced). Empty for a
+    conversation-only plan."""
+    if plan.target is None:
+        return (), ()
+    now = plan.repo.snapshot("a rewind preview")
+    recs = records(plan.loaded.events)
+    external = tuple(c.path for c in plan.repo.changes(recs[-1].commit, now.commit))
+    return plan.repo.changes(now.commit, plan.target.commit), external
+
+
+def user_turn_texts(turns: Sequence[UserTurn]) -> list[str]:
+    """`N  first line of the message` per turn (the pickers' labels)."""
+    return [f"{t.number:>3}  {(t.text.strip().splitlines() or [''])[0][:70]}" for t in turns]

@@ -1,0 +1,464 @@
+"""The shadow repository: snapshots of a working folder in a git repository tether owns.
+
+Owns: `ShadowRepo` (one per project, under the data folder: `<data>/checkpoints/<name>-<hash>`),
+`snapshot` (the working folder as a commit), `changes` (what differs between two snapshots), and
+`CheckpointError`. Putting files back: `tether.checkpoint.restore`. It drives the `git` command line with `GIT_DIR` / `GIT_WORK_TREE` set, so
+the project's own `.git` is never read or written (git never indexes a path named `.git`);
+the user's and the system's git configuration are not read either (`GIT_CONFIG_GLOBAL` is the
+null device, `GIT_CONFIG_NOSYSTEM` is set), so their hooks, signing and filters do not apply.
+Does not own: when snapshots are taken (`tether.agent.checkpoints`), which snapshot a rewind
+goes to (`tether.checkpoint.timeline`), the session entries that name them.
+
+Why the git CLI rather than dulwich: git's index keeps a stat cache, so an incremental
+snapshot hashes only the files whose stat changed (`git status` then `update-index` with the
+changed paths); dulwich would walk and stat the tree in Python. The measured cost is in
+`bench/checkpoints.py`.
+
+What a snapshot holds: every file of the working folder that the project's ignore rules
+(`.gitignore` files, `.git/info/exclude`) do not exclude, except files larger than
+`max_file_bytes` (listed in `Snapshot.skipped`, never deleted by a restore) and nested git
+repositories (listed too: their files are theirs). Empty folders are not recorded.
+Commits are chained (each has the previous snapshot as parent) on `refs/heads/main`, so every
+snapshot stays reachable and `git gc` never loses one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from filelock import FileLock
+
+from tether.errors import TetherError
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+"""Files larger than this (bytes) are left out of a snapshot, with a warning."""
+
+REF = "refs/heads/main"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+"""git's id of the empty tree (the snapshot of an empty folder)."""
+
+GITLINK, SYMLINK, EXEC = "160000", "120000", "100755"
+"""git modes: a nested repository, a symlink, an executable file."""
+_PACK_AT = 256
+"""New files from which a snapshot writes one pack rather than one object file per file."""
+
+
+class CheckpointError(TetherError):
+    """A snapshot or a restore failed (git missing or failing, the data folder unwritable)."""
+
+
+def default_store() -> Path:
+    """Where shadow repositories live: `$TETHER_HOME/checkpoints` when `TETHER_HOME` is set,
+    else `platformdirs.user_data_path("tether") / "checkpoints"` (not created here)."""
+    home = os.environ.get("TETHER_HOME", "")
+    if home:
+        return Path(home).expanduser() / "checkpoints"
+    return platformdirs.user_data_path("tether") / "checkpoints"
+
+
+def repo_name(root: Path) -> str:
+    """The shadow repository's folder name for a project: its folder name (made safe) and 16
+    hex digits of the SHA-256 of its real path (two projects named alike never share one)."""
+    real = os.path.realpath(root)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(real) or "root")[:40]
+    return f"{base}-{digest}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """One snapshot of the working folder.
+
+    Attributes:
+        commit: the commit id in the shadow repository.
+        tree: its tree id (equal trees: equal folders).
+        skipped: paths left out (over the size cap, or a nested repository), relative, `/`.
+        seconds: how long taking it took.
+    """
+
+    commit: str
+    tree: str
+    skipped: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+ChangeKind = Literal["added", "modified", "deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One path that differs from snapshot `a` to snapshot `b` (`added`: only in `b`)."""
+
+    path: str
+    kind: ChangeKind
+    mode: str = ""
+    """The mode in `b` (`100644`, `100755`, `120000` a symlink); empty for a deletion."""
+    blob: str = ""
+    """The content's id in `b`; empty for a deletion."""
+
+
+@dataclass(slots=True)
+class ShadowRepo:
+    """The shadow repository of the working folder `root`.
+
+    Args:
+        root: the working folder (resolved to its real path).
+        store: the folder holding shadow repositories (default `default_store()`).
+        max_file_bytes: files larger than this are left out of snapshots.
+        git: the git executable.
+
+    Raises (from the operations): CheckpointError: git is missing or failed, the store is not
+    writable.
+    """
+
+    root: Path
+    store: Path = field(default_factory=default_store)
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    git: str = "git"
+    _ready: bool = field(default=False, repr=False)
+    _trees: dict[str, str] = field(default_factory=dict[str, str], repr=False)
+    """Commit → tree, for the commits this object made or looked up."""
+
+    def __post_init__(self) -> None:
+        self.root = Path(os.path.realpath(self.root))
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository folder: `<store>/<repo_name(root)>`."""
+        return self.store / repo_name(self.root)
+
+    def exists(self) -> bool:
+        """Whether the repository was created (a snapshot was taken once)."""
+        return (self.git_dir / "HEAD").is_file()
+
+    # -- git ----------------------------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(
+            GIT_DIR=str(self.git_dir),
+            GIT_WORK_TREE=str(self.root),
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_TERMINAL_PROMPT="0",
+            GIT_AUTHOR_NAME="tether",
+            GIT_AUTHOR_EMAIL="tether@localhost",
+            GIT_COMMITTER_NAME="tether",
+            GIT_COMMITTER_EMAIL="tether@localhost",
+            LC_ALL="C",
+        )
+        return env
+
+    def _run(self, *args: str, data: bytes | None = None, ok: Sequence[int] = (0,)) -> bytes:
+        argv = [self.git, "-c", "core.quotepath=false"]
+        exclude = self.root / ".git" / "info" / "exclude"
+        if exclude.is_file():  # the project's own exclude list, as its git would read it
+            argv += ["-c", f"core.excludesFile={exclude}"]
+        try:
+            proc = subprocess.run(
+                [*argv, *args],
+                input=data,
+                capture_output=True,
+                env=self._env(),
+                cwd=self.root,
+                check=False,
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            raise CheckpointError(
+                f"checkpoints need git, and `{self.git}` was not found on PATH"
+            ) from None
+        except OSError as exc:
+            raise CheckpointError(f"cannot run git: {exc.strerror or exc}") from None
+        if proc.returncode not in ok:
+            msg = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise CheckpointError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")
+        return proc.stdout
+
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        try:
+            self.git_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot create the checkpoint store {self.git_dir}: {exc.strerror or exc}"
+            ) from None
+        if not self.exists():
+            self._run("init", "--quiet")
+            self._run("symbolic-ref", "HEAD", REF)
+            for key, value in (
+                ("core.autocrlf", "false"),
+                ("core.symlinks", "true"),
+                ("core.fileMode", "true"),
+                ("core.untrackedCache", "true"),
+                ("core.splitIndex", "false"),
+                ("gc.auto", "0"),
+                ("commit.gpgsign", "false"),
+            ):
+                self._run("config", key, value)
+            (self.git_dir / "tether-project").write_text(str(self.root) + "\n")
+        self._ready = True
+
+    def _lock(self) -> FileLock:
+        return FileLock(str(self.git_dir) + ".lock", timeout=60)
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot(self, message: str = "checkpoint") -> Snapshot:
+        """Record the working folder now (only what changed since the last snapshot is
+        hashed). Returns the previous commit when nothing changed.
+
+        Raises:
+            CheckpointError: git is missing or failed; the store is not writable.
+        """
+        started = time.perf_counter()
+        self._ensure()
+        with self._lock():
+            changed = False
+            skipped: list[str] = []
+            for _ in range(3):  # again when a file became a folder: its files show up then
+                add, drop, skipped, again = self._changed_paths()
+                if drop:
+                    self._run("update-index", "--force-remove", "-z", "--stdin", data=_z(drop))
+                if len(add) >= _PACK_AT:  # many new files: one pack, not a file per blob
+                    self._import(add)
+                elif add:
+                    self._run("update-index", "--add", "--remove", "-z", "--stdin", data=_z(add))
+                changed = changed or bool(add or drop)
+                if not again:
+                    break
+            head = self._head()
+            if head is not None and not changed:  # nothing changed: no new tree
+                commit, tree = head
+            else:
+                tree = self._run("write-tree").decode().strip()
+                if head is not None and head[1] == tree:
+                    commit = head[0]
+                else:
+                    args = ["commit-tree", tree, "-m", message]
+                    if head is not None:
+                        args += ["-p", head[0]]
+                    commit = self._run(*args).decode().strip()
+                    self._set_head(commit)
+            self._trees[commit] = tree
+        return Snapshot(
+            commit=commit,
+            tree=tree,
+            skipped=tuple(sorted(skipped)),
+            seconds=time.perf_counter() - started,
+        )
+
+    def _changed_paths(self) -> tuple[list[str], list[str], list[str], bool]:
+        """(paths to add or drop from the index, tracked paths grown past the cap, paths left
+        out, whether a tracked file became a folder: look again once it is dropped) since the
+        index was last written. `git status` in normal untracked mode (served
+        by the untracked cache) names a new folder once; its files are listed by `ls-files`."""
+        out = self._run(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=normal",
+            "--no-renames",
+            "--ignore-submodules=all",
+        )
+        entries: list[tuple[bytes, str]] = []
+        folders: list[str] = []
+        for entry in out.split(b"\0"):
+            if len(entry) < 4:
+                continue
+            code, path = entry[:2], os.fsdecode(entry[3:])
+            if code == b"??" and path.endswith("/"):
+                folders.append(path)
+            elif code == b"??" or code[1:2] != b" ":  # untracked, or changed in the folder
+                entries.append((code, path))
+        if folders:
+            listed = self._run("ls-files", "-z", "--others", "--exclude-standard", "--", *folders)
+            for raw in listed.split(b"\0"):
+                if raw:
+                    entries.append((b"??", os.fsdecode(raw)))
+        add: list[str] = []
+        drop: list[str] = []
+        skipped: list[str] = []
+        again = False
+        for code, path in entries:
+            if path.endswith("/"):  # a folder ls-files did not enter: a nested repository
+                skipped.append(path.rstrip("/"))
+                continue
+            try:
+                st = os.lstat(self.root / path)
+            except (FileNotFoundError, NotADirectoryError):
+                if code != b"??":
+                    add.append(path)  # `--remove` drops it from the index
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
+                skipped.append(path)
+                if code != b"??":
+                    drop.append(path)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if code != b"??":  # a tracked file is a folder now
+                    drop.append(path)
+                    again = True
+                continue
+            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or code != b"??":
+                add.append(path)
+        return add, drop, skipped, again
+
+    def _import(self, paths: Sequence[str]) -> None:
+        """Add `paths` to the index with their contents written as one pack (`git
+        fast-import`), then refresh their stat data: a first snapshot of 10,000 files makes a
+        few files instead of 10,000 loose objects."""
+        marks = self.git_dir / "tether-import.marks"
+        modes: list[tuple[str, str]] = []
+        with tempfile.TemporaryFile() as errors:
+            proc = subprocess.Popen(
+                [self.git, "fast-import", "--quiet", "--depth=0", f"--export-marks={marks}"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                env=self._env(),
+                cwd=self.root,
+            )
+            assert proc.stdin is not None
+            try:
+                for path in paths:
+                    full = self.root / path
+                    try:
+                        st = os.lstat(full)
+                        if stat.S_ISLNK(st.st_mode):
+                            data, mode = os.fsencode(os.readlink(full)), SYMLINK
+                        else:
+                            data = full.read_bytes()
+                            mode = EXEC if st.st_mode & 0o111 else "100644"
+                    except OSError:  # gone or unreadable since: left to `update-index`
+                        continue
+                    modes.append((path, mode))
+                    mark = len(modes)
+                    proc.stdin.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
+                    proc.stdin.write(data)
+                    proc.stdin.write(b"\n")
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            if proc.wait() != 0:
+                errors.seek(0)
+                tail = errors.read().decode(errors="replace").strip().splitlines()
+                raise CheckpointError(
+                    f"git fast-import failed: {tail[-1] if tail else proc.returncode}"
+                )
+        ids = {
+            int(k[1:]): v
+            for k, v in (line.split(" ", 1) for line in marks.read_text().splitlines())
+        }
+        marks.unlink(missing_ok=True)
+        info = b"".join(
+            f"{mode} {ids[i]}\t".encode() + os.fsencode(path) + b"\0"
+            for i, (path, mode) in enumerate(modes, 1)
+        )
+        self._run("update-index", "-z", "--index-info", data=info)
+        rest = sorted(set(paths) - {p for p, _ in modes})
+        if rest:
+            self._run("update-index", "--add", "--remove", "-z", "--stdin", data=_z(rest))
+        self._run("update-index", "-q", "--refresh", ok=(0, 1))
+
+    def _set_head(self, commit: str) -> None:
+        """Point the branch at `commit` (its loose ref file, replaced atomically; the
+        repository lock is held)."""
+        ref = self.git_dir / REF
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ref.with_name(f".{ref.name}.tmp")
+        tmp.write_text(commit + "\n")
+        os.replace(tmp, ref)
+
+    def _head(self) -> tuple[str, str] | None:
+        """The head commit and its tree, or None before the first snapshot (the loose ref
+        file is read directly: another process may have moved it since)."""
+        try:
+            commit = (self.git_dir / REF).read_text().strip()
+        except (FileNotFoundError, NotADirectoryError):
+            out = self._run("rev-parse", "--verify", "--quiet", REF, ok=(0, 1)).decode().strip()
+            if not out:
+                return None
+            commit = out
+        tree = self._trees.get(commit)
+        if tree is None:
+            tree = self._run("rev-parse", f"{commit}^{{tree}}").decode().strip()
+            self._trees[commit] = tree
+        return commit, tree
+
+    def has(self, commit: str) -> bool:
+        """Whether `commit` is a snapshot of this repository."""
+        if not self.exists():
+            return False
+        out = self._run("cat-file", "-t", commit, ok=(0, 1, 128)).decode().strip()
+        return out == "commit"
+
+    def changes(self, a: str, b: str) -> tuple[Change, ...]:
+        """The paths that differ from snapshot `a` to snapshot `b`, sorted by path.
+
+        Raises:
+            CheckpointError: an unknown snapshot.
+        """
+        if a == b:
+            return ()
+        self._ensure()
+        out = self._run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", a, b)
+        fields = out.split(b"\0")
+        found: list[Change] = []
+        for i in range(0, len(fields) - 1, 2):
+            head, path = fields[i].decode(), os.fsdecode(fields[i + 1])
+            if not head.startswith(":"):
+                continue
+            _mode_a, mode_b, _blob_a, blob_b, status = head[1:].split(" ")
+            if status == "D":
+                found.append(Change(path, "deleted"))
+            else:
+                kind: ChangeKind = "added" if status == "A" else "modified"
+                found.append(Change(path, kind, mode_b, blob_b))
+        return tuple(sorted(found, key=lambda c: c.path))
+
+    def files(self, commit: str) -> dict[str, bytes]:
+        """Every file of a snapshot and its content (for tests and small trees)."""
+        self._ensure()
+        out = self._run("ls-tree", "-r", "-z", commit)
+        entries = [e for e in out.split(b"\0") if e]
+        listed: list[tuple[str, str]] = []
+        for e in entries:
+            meta, path = e.split(b"\t", 1)
+            mode, _kind, blob = meta.decode().split(" ")
+            if mode != GITLINK:
+                listed.append((os.fsdecode(path), blob))
+        blobs = self.blobs([b for _, b in listed])
+        return {p: blobs[b] for p, b in listed}
+
+    def blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The contents of blobs by id (`git cat-file --batch`)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        out = self._run("cat-file", "--batch", data="".join(f"{i}\n" for i in wanted).encode())
+        found: dict[str, bytes] = {}
+        pos = 0
+        for blob in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].decode().split(" ")
+            if len(header) != 3:
+                raise CheckpointError(f"snapshot content {blob} is missing from {self.git_dir}")
+            size = int(header[2])
+            found[blob] = out[end + 1 : end + 1 + size]
+            pos = end + 1 + size + 1
+        return found
+
+def _z(paths: Sequence[str]) -> bytes:
+    return b"".join(os.fsencode(p) + b"\0" for p in paths)

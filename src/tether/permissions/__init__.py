@@ -1,0 +1,7 @@
+"""Permission rules: which tool calls run without asking, are asked, or are refused.
+
+`rules` (the grammar, the rule set, a call's decision, "always allow" suggestions; pure),
+`shell` (a command line split into the commands it runs, with tree-sitter-bash; pure),
+`store` (adding an allow rule to the user settings file). Where a decision is applied:
+`tether.agent.approval`.
+"""

@@ -1,0 +1,224 @@
+"""The TUI's commands that reach past the built-in list: the session's `/name args` commands
+(prompt files and skills), `/memory`, `/init`, and the completion list shown while a `/name` is
+typed.
+
+Owns: `CompletionList` (a list under the transcript: each matching command with its argument
+hint and description), `completion_lines` (pure), `run_user_command` (a command's prompt sent,
+with its `model` and `allowed-tools` for that run only), `memory` (the instruction files of the
+session, opened in `$VISUAL` / `$EDITOR`), `INIT_PROMPT` (what `/init` asks the agent).
+Does not own: the built-in commands (`tether.tui.commands`, `tether.tui.handlers`), loading
+the commands (`tether.skills.commands`, `tether.agent.prompting.session_commands`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from rich.text import Text
+from textual.app import SuspendNotSupported
+from textual.widgets import Static
+
+from tether.prompt.system import skills_listing
+from tether.skills.commands import Command, expand, skill_command
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from tether.agent.agent import Agent
+    from tether.providers.base import Provider
+
+INIT_PROMPT = """\
+Write an AGENTS.md for this project, in its root folder, for coding agents that will work here.
+First look at the project: its layout, README, build and package files, test setup, CI
+configuration, and any existing agent instruction files (AGENTS.md, CLAUDE.md, .cursorrules,
+.github/copilot-instructions.md). Then write a short file (under about 150 lines) with what an
+agent cannot guess: how to install, build, lint and run the tests (exact commands), the layout
+of the code, conventions the code follows, and what to avoid. Only facts you checked. If an
+AGENTS.md exists, improve it instead of replacing what is still true."""
+"""The prompt `/init` sends."""
+
+MAX_COMPLETIONS = 8
+
+
+def completion_lines(prefix: str, commands: Sequence[tuple[str, str, str]]) -> list[str]:
+    """The completion list for a typed `prefix` (`/re`): one line per command starting with
+    it, `/name hint  description`, at most `MAX_COMPLETIONS` (then a `… N more` line); none
+    when `prefix` is not a bare `/word`. `commands` are (name with slash, hint, description)."""
+    if not prefix.startswith("/") or " " in prefix or "\n" in prefix or prefix.startswith("//"):
+        return []
+    found = [c for c in commands if c[0].startswith(prefix)]
+    lines = [f"{name}{' ' + hint if hint else ''}  {desc}" for name, hint, desc in found]
+    if len(lines) > MAX_COMPLETIONS:
+        lines = [*lines[:MAX_COMPLETIONS], f"… {len(lines) - MAX_COMPLETIONS} more"]
+    return lines
+
+
+def command_table(
+    builtin: Sequence[tuple[str, str]], session: Mapping[str, Command]
+) -> list[tuple[str, str, str]]:
+    """Every command as (name with slash, argument hint, description): the built-in ones
+    (their help split at the first double space), then the session's."""
+    out: list[tuple[str, str, str]] = []
+    for name, help_text in builtin:
+        hint, sep, desc = help_text.partition("  ")
+        out.append((name, hint, desc) if sep else (name, "", help_text))
+    names = {n for n, _h, _d in out}
+    for name, c in sorted(session.items()):
+        if f"/{name}" not in names:
+            out.append((f"/{name}", c.argument_hint, f"{c.description} ({c.source})"))
+    return out
+
+
+class CompletionList(Static):
+    """The commands matching what is typed (hidden when nothing matches)."""
+
+    DEFAULT_CSS = """
+    CompletionList { height: auto; max-height: 10; padding: 0 1; color: $text-muted;
+        background: $panel; display: none; }
+    """
+
+    def show(self, lines: Sequence[str]) -> None:
+        """Show `lines` (hide the list when empty)."""
+        self.update(Text("\n".join(lines)))
+        self.display = bool(lines)
+
+
+class UserCommandHost(Protocol):
+    """The app as these commands see it."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    busy: bool
+
+    def note(self, text: str) -> None: ...
+
+    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None: ...
+
+    def suspend(self) -> AbstractContextManager[None]: ...
+
+
+def run_user_command(app: UserCommandHost, command: Command, args: str) -> None:
+    """Send `command`'s prompt for `args` (a skill's instructions read now); one note when it
+    cannot be sent."""
+    if app.busy:
+        app.note(f"/{command.name}: wait until the agent is idle (or Esc)")
+        return
+    got = skill_command(command)
+    if isinstance(got, str):
+        app.note(f"/{command.name}: {got}")
+        return
+    app.start_run(expand(got, args), command=got)
+
+
+class CommandRun:
+    """A command's `model` and `allowed-tools`, applied to the agent for one run and undone
+    after it (`with CommandRun(agent, command):`)."""
+
+    def __init__(self, agent: Agent, command: Command | None) -> None:
+        self.agent = agent
+        self.command = command
+        self._model: list[Provider] | None = None
+        self._added: set[str] = set()
+
+    def __enter__(self) -> CommandRun:
+        c = self.command
+        if c is None:
+            return self
+        if c.model:
+            self._model = list(self.agent.chain)
+            self.agent.switch_model(c.model)  # ConfigError: an unknown model, nothing sent
+        allowed = self.agent.approval.allowed_tools
+        self._added = set(c.allowed_tools) - allowed
+        allowed.update(self._added)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.agent.approval.allowed_tools.difference_update(self._added)
+        if self._model is not None:
+            self.agent.switch_model(self._model)
+
+
+def context_lines(agent: Agent) -> list[str]:
+    """What `/context` says the system prompt is made of: the base, the instruction files
+    (with sizes and the cap's note) and the skills listed."""
+    context = agent.session.context
+    if context is None:
+        return ["system prompt: only the one given (no session facts)"]
+    base = (
+        "tether's default"
+        if agent.parts.run.base is None and agent.config.run.system is None
+        else "given (--system)"
+    )
+    env = context.environment
+    lines = [f"system prompt: {base} + environment of {env.date} ({env.cwd})"]
+    if context.instructions:
+        files = ", ".join(f"{f.name} ({f.size_bytes:,} bytes)" for f in context.instructions)
+        lines.append(f"instruction files: {files}")
+    else:
+        lines.append("instruction files: none (/init asks the agent to write an AGENTS.md)")
+    if context.instructions_note:
+        lines.append(context.instructions_note)
+    listed, left = skills_listing(context.skills, context.skills_budget_chars)
+    names = ", ".join(s.name for s in listed) or "none"
+    lines.append(f"skills: {names}" + (f" (+{left} not listed for space)" if left else ""))
+    return lines
+
+
+def editor_command() -> list[str] | None:
+    """`$VISUAL`, else `$EDITOR`, as an argv (None when neither is set)."""
+    for var in ("VISUAL", "EDITOR"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            return shlex.split(value)
+    return None
+
+
+def _digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def memory(app: UserCommandHost) -> None:
+    """`/memory`: list the session's instruction files (the project's `AGENTS.md` when there
+    is none) and open them in the editor; say which changed (a new session reads them: this
+    one keeps its system prompt byte for byte)."""
+    agent = app.agent
+    context = agent.session.context
+    files = [f.path for f in context.instructions] if context is not None else []
+    if not files:
+        files = [str(agent.root / "AGENTS.md")]
+    lines = ["instruction files of this session:"]
+    if context is not None and context.instructions:
+        lines += [f"  {f.name}  {f.size_bytes:,} bytes  ({f.path})" for f in context.instructions]
+    else:
+        lines.append(f"  none loaded; /memory opens {files[0]} (/init asks the agent to write it)")
+    argv = editor_command()
+    if argv is None:
+        app.note("\n".join([*lines, "set $EDITOR (or $VISUAL) to edit them from here"]))
+        return
+    app.note("\n".join(lines))
+    before = {p: _digest(p) for p in files}
+    try:
+        try:
+            with app.suspend():
+                subprocess.run([*argv, *files], check=False)
+        except SuspendNotSupported:  # no terminal to hand over (a headless app): run it as is
+            subprocess.run([*argv, *files], check=False, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        app.note(f"/memory: cannot start the editor: {exc}")
+        return
+    changed = [p for p in files if _digest(p) != before[p]]
+    if changed:
+        app.note(
+            f"changed: {', '.join(changed)}; this session keeps the version it started with, "
+            "/new starts one that reads them"
+        )

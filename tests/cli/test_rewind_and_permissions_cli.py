@@ -1,0 +1,79 @@
+"""`tether sessions checkpoints` / `rewind` and `tether permissions check` as a user runs them:
+JSON lines on stdout, one-line errors with exit 1 that change nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kit.cli import run_cli as tether
+from tether import AgentConfig
+from tether.agent.agent import Agent
+from tether.agent.sessions import AgentSession
+from tether.session import SessionStore
+from tether.testing import ScriptedProvider, call, deterministic
+from tether.tools.builtin.toolset import builtin_tools
+
+
+def session_with_two_turns(home: Path, root: Path) -> str:
+    store = SessionStore(home / "sessions")
+    provider = ScriptedProvider(
+        [call("write", path="a.txt", content="1"), "ok", call("write", path="a.txt", content="2"), "ok"]
+    )
+    agent = Agent(
+        provider, config=AgentConfig(), tools=builtin_tools(), root=root,
+        session=AgentSession.new(store, cwd=root), runtime=deterministic(),
+    )
+    agent.run_sync("first")
+    agent.run_sync("second")
+    agent.session.close()
+    assert agent.session.id is not None
+    return agent.session.id
+
+
+def test_checkpoints_then_rewind_then_bad_input(tmp_path: Path) -> None:
+    home, root = tmp_path / "home", tmp_path / "work"
+    root.mkdir()
+    sid = session_with_two_turns(home, root)
+    out = tether(["sessions", "checkpoints", sid], home)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["turn"], r["files_changed"]) for r in rows] == [(1, ["a.txt"]), (2, ["a.txt"])]
+
+    out = tether(["sessions", "rewind", sid, "--to", "2"], home)
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["written"] == ["a.txt"] and (root / "a.txt").read_text() == "1"
+    assert "forked" in out.stderr and done["session"] != sid
+
+    for args, says in [
+        (["sessions", "rewind", sid, "--to", "9"], "outside"),
+        (["sessions", "rewind", "nope", "--to", "1"], "no session"),
+        (["sessions", "checkpoints", "nope"], "no session"),
+    ]:
+        out = tether(args, home)
+        assert out.returncode == 1 and says in out.stderr and len(out.stderr.splitlines()) == 1
+        assert "Traceback" not in out.stderr
+    assert (root / "a.txt").read_text() == "1"  # nothing changed
+
+
+def test_permissions_check_prints_the_decision_and_the_rule(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["bash(pytest *)"], "deny": ["bash(rm -rf *)"]}})
+    )
+    env = {"TETHER_CONFIG_DIR": str(config)}
+    out = tether(["permissions", "check", "bash(pytest -x && rm -rf build)"], home, **env)
+    assert out.returncode == 0, out.stderr
+    action, rule, source = out.stdout.strip().split("\t")
+    assert (action, rule, source) == ("deny", "bash(rm -rf *)", str(config / "settings.json"))
+    out = tether(["permissions", "check", "bash(make)"], home, **env)
+    assert out.stdout.startswith("none\t") and "no rule" in out.stderr
+    out = tether(["permissions", "check", "bash("], home, **env)
+    assert out.returncode == 1 and "does not parse" in out.stderr
+
+    (config / "settings.json").write_text(json.dumps({"permissions": {"allow": ["bash(("]}}))
+    out = tether(["permissions", "list"], home, **env)
+    assert out.returncode == 1 and "bash((" in out.stderr and len(out.stderr.splitlines()) == 1
