@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kit.agents import routed, subagent_agent
+from kit.agents import make_agent, routed, subagent_agent
 from kit.events import results
 from kit.hosts import ScriptedApprover
 from tether import ApprovalDecision, HookDecision, HookInput, Hooks, tool
