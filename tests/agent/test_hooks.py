@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kit.agents import routed, subagent_agent
+from kit.agents import make_agent, routed, subagent_agent
 from kit.events import results
 from kit.hosts import ScriptedApprover
 from tether import ApprovalDecision, HookDecision, HookInput, Hooks, tool
@@ -23,10 +24,11 @@ from tether.agent.hooks import ShellOutcome, parse_shell_outcome
 from tether.agent.host import Host
 from tether.agent.subagents import TASK_TOOL
 from tether.errors import RunError
-from tether.messages import TextBlock, Turn
+from tether.messages import TextBlock, ToolResultBlock, Turn
 from tether.providers.base import StreamError
 from tether.testing import ScriptedProvider, call
 from tether.tools.base import Tool
+from tether.wire import check_pairing
 
 
 def echo_tool(ran: list[str]) -> Tool:
@@ -181,6 +183,42 @@ def test_transform_context_changes_only_what_is_sent(tmp_path: Path) -> None:
     agent.run_sync("my password is pw123")
     assert provider.requests[0].messages[0].text == "my password is ***"
     assert agent.history[0].text == "my password is pw123"  # the stored turn is unchanged
+
+
+def _drop_results(view: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """A careless hook: tool results removed (their turns may end up empty)."""
+    out: list[Turn] = []
+    for t in view:
+        kept = tuple(b for b in t.content if not isinstance(b, ToolResultBlock))
+        out.append(replace(t, content=kept))
+    return tuple(out)
+
+
+def _drop_last_user(view: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """A careless hook: the last user turn removed (the view ends on the assistant)."""
+    last = max(i for i, t in enumerate(view) if t.role == "user")
+    return view[:last] + view[last + 1 :]
+
+
+@pytest.mark.parametrize("careless", [_drop_results, _drop_last_user])
+def test_a_transform_output_is_repaired_before_it_is_sent(tmp_path: Path, careless: Any) -> None:
+    """Every request stays one the provider accepts: each call answered right after it, a
+    user-terminated tail, whatever a `transform_context` hook returns."""
+
+    @tool(safe=True)
+    def probe() -> str:
+        """Probe."""
+        return "probed"
+
+    provider = ScriptedProvider([call("probe"), call("probe"), "done"])
+    agent = make_agent(provider, tmp_path, tools=[probe], hooks=Hooks(transform_context=[careless]))
+    assert agent.run_sync("go").text == "done"
+    assert len(provider.requests) == 3
+    for request in provider.requests:
+        view = tuple(request.messages)
+        assert check_pairing(view) == [], view
+        assert view[-1].role == "user"
+    assert agent.history[2].tool_results  # the stored turns are unchanged
 
 
 def test_a_failing_transform_is_reported_and_skipped(tmp_path: Path) -> None:

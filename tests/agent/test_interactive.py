@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from tether.agent.agent import Agent
+from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.host import Host
+from tether.agent.tool_calls import STEERED_SKIP
 from tether.errors import ConfigError
 from tether.providers.base import ModelRequest
-from tether.testing import ScriptedProvider, call, deterministic
+from tether.settings.model import AgentConfig
+from tether.testing import Reply, ScriptedProvider, call, deterministic
 from tether.tools.base import tool
 from tether.wire.markers import is_marker
 
@@ -81,3 +84,42 @@ async def test_compact_now_appends_a_marker_with_the_focus(tmp_path: Path) -> No
     await agent.run("d")  # the run goes on after the marker
     off = Agent(ScriptedProvider([]), root=tmp_path, compaction=False)
     assert not await off.compact_now()
+
+
+async def test_steering_skips_the_calls_still_waiting(tmp_path: Path) -> None:
+    """The user steers while the reply's calls wait for the approval prompt: the calls that
+    have not started are skipped with their own result (not "interrupted", not "never ran"),
+    the run goes on, and the model reads the message right after the results."""
+    ran: list[str] = []
+    agent_ref: list[Agent] = []
+
+    @tool()
+    def touch(name: str) -> str:
+        """Touch a file."""
+        ran.append(name)
+        return f"touched {name}"
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        if request.call.id == "c1":
+            agent_ref[0].steer("wait: use b.txt only")
+        return ApprovalDecision.once()
+
+    calls = (call("touch", id="c1", name="a.txt"), call("touch", id="c2", name="c.txt"))
+    provider = ScriptedProvider([Reply(blocks=calls), "ok"])
+    agent = Agent(
+        provider,
+        tools=[touch],
+        root=tmp_path,
+        runtime=deterministic(),
+        config=AgentConfig.model_validate({"tools": {"approval": "ask"}}),
+        host=Host(approver=approver),
+    )
+    agent_ref.append(agent)
+    result = await agent.run("touch a and c")
+    assert result.text == "ok" and ran == []
+    skipped = agent.history[2].tool_results
+    assert [r.tool_call_id for r in skipped] == ["c1", "c2"]
+    assert all(r.is_error and r.text == STEERED_SKIP for r in skipped)
+    second = provider.requests[1].messages
+    assert second[-1].role == "user" and "use b.txt only" in second[-1].text
+    assert agent.pending_steering == ()

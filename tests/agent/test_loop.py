@@ -13,7 +13,7 @@ from tether import AgentConfig
 from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.host import Host
-from tether.agent.sessions import INTERRUPTED, AgentSession
+from tether.agent.sessions import CANCELLED_RUNNING, AgentSession
 from tether.errors import RunError
 from tether.messages import TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
 from tether.providers.base import StreamError, TextDelta, TextStart, ToolCallDelta, ToolCallStart
@@ -172,7 +172,7 @@ async def test_cancel_during_tools_appends_interrupted_results(tmp_path: Path) -
     results = stored[-1].tool_results
     assert [r.tool_call_id for r in results] == ["q", "s"]
     assert results[0].text == "quick done" and not results[0].is_error
-    assert results[1].is_error and results[1].text == INTERRUPTED
+    assert results[1].is_error and results[1].text == CANCELLED_RUNNING  # killed while running
     assert any(isinstance(e, ToolResultEvent) and e.tool_call_id == "q" for e in events)
 
 

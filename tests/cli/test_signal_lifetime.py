@@ -15,7 +15,8 @@ import pytest
 
 from kit.agents import make_agent
 from kit.waits import wait_until
-from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
+from tether.cli import cancel
+from tether.cli.run import _drive, _set_handlers  # pyright: ignore[reportPrivateUsage]
 from tether.testing import ScriptedProvider
 
 
@@ -52,7 +53,12 @@ def test_a_signal_during_start_up_exits_130(tmp_path: Path, sig: int) -> None:
                 proc.wait()
 
 
-def test_the_handlers_are_put_back_after_the_run(tmp_path: Path) -> None:
+def test_after_the_run_a_signal_is_recorded_then_the_handlers_are_put_back(
+    tmp_path: Path,
+) -> None:
+    """While the run closes (the event loop, the session writer) a signal is only recorded
+    (the process exits 130 at the end: `tether.cli.entry.leave`), never raised in the middle
+    of it; `run_command` then puts the CLI's handlers back."""
     seen: list[int] = []
 
     def mine(signum: int, frame: FrameType | None) -> None:
@@ -62,6 +68,9 @@ def test_the_handlers_are_put_back_after_the_run(tmp_path: Path) -> None:
     try:
         agent = make_agent(ScriptedProvider(["the answer"]), tmp_path)
         assert asyncio.run(_drive(agent, "hi")) == 0
+        os.kill(os.getpid(), signal.SIGTERM)  # recorded, not raised
+        assert cancel.received() and seen == []
+        _set_handlers(dict.fromkeys(old, mine))
         assert signal.getsignal(signal.SIGTERM) is mine
         assert signal.getsignal(signal.SIGINT) is mine
     finally:

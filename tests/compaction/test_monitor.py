@@ -449,3 +449,49 @@ def test_measured_pressure_is_last_call_plus_appended_estimate(
     assert d.pressure.source == "measured"
     assert d.pressure.tokens == occupied_tokens(u) + estimate_tokens(appended)
     assert (view, appended) == before, "the input was mutated"
+
+
+def test_a_reply_without_usage_still_counts_as_a_request() -> None:
+    """A provider that reports no usage (llama-cpp-python's server): the request after a
+    compaction still ends the compaction's probation, so a later runaway gets a compaction
+    first instead of a refusal, and the pressure stays the estimate (marked approximate)."""
+    from tether.agent.context import AutoCompaction
+    from tether.agent.state import SentView
+
+    mon = ContextMonitor(LIMITS)
+    auto = AutoCompaction(mon)
+    mon.check([tok("u", 9_500)])
+    mon.compacted([tok("s", 1_000)])  # below the trigger
+    reply = tok("a", 10, "assistant")
+    auto.after_request(reply, SentView(1, mon.generation))
+    d = mon.check([tok("s", 1_000), reply, tok("r", 8_500)])
+    assert d.compact and d.runaway is None
+    assert d.pressure.source == "estimated" and d.pressure.is_approximate
+
+
+def test_a_guessed_window_makes_the_pressure_approximate() -> None:
+    """A model tether does not know gets a fallback window: even a measured figure is then no
+    exact share of the real window (the gauge shows `~`)."""
+    guessed = ModelLimits(context_window=10_000, max_output_tokens=0, source="default")
+    for limits, approximate in ((LIMITS, False), (guessed, True)):
+        mon = ContextMonitor(limits)
+        view = [tok("u", 1_000)]
+        mon.check(view)
+        mon.observe(view_len=1, usage=usage(1_500, 50), assistant_turn_id="a1", generation=0)
+        d = mon.check([*view, tok("a1", 10, "assistant")])
+        assert d.pressure.source == "measured"
+        assert d.pressure.is_approximate is approximate
+
+
+def test_without_compaction_a_runaway_is_refused_at_once() -> None:
+    """`compacts=False` (automatic compaction off): never `compact`, and the guard refuses a
+    runaway without waiting for a compaction that cannot come."""
+    mon = ContextMonitor(LIMITS, compacts=False)
+    d = mon.check([tok("u", 8_500)])  # past the trigger: nothing to do but go on
+    assert not d.compact and d.runaway is None
+    d = mon.check([tok("u", 9_200)])  # above 90 % of the window
+    assert not d.compact and d.runaway is not None and "compaction is off" in d.runaway
+    spike = ContextMonitor(LIMITS, compacts=False)
+    spike.check([tok("u", 1_000)])
+    d = spike.check([tok("u", 1_000), tok("r", 4_500)])  # one turn grew it by 45 %
+    assert d.runaway is not None and "one turn grew" in d.runaway

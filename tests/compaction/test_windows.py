@@ -232,6 +232,13 @@ WORDINGS = [
 ]
 
 
+def test_a_prompt_ollama_cut_teaches_its_real_window() -> None:
+    from tether.providers.ollama import overflow_message, truncation_message
+
+    assert parse_overflow_limit(truncation_message(160_689, 200_000, 16_387)) == 16_387
+    assert parse_overflow_limit(overflow_message(10_000, 2_048, 2_040)) is None
+
+
 @pytest.mark.parametrize(("message", "expected"), WORDINGS)
 def test_parse_overflow_limit_wordings(message: str, expected: int) -> None:
     assert parse_overflow_limit(message) == expected

@@ -8,6 +8,7 @@ interpreter with `llama_cpp` is available (this interpreter, or the project's `.
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import httpx
 import pytest
 
 from kit.replay import run
-from tether.messages import text_turn
+from tether.messages import ToolCallBlock, Turn, text_turn, tool_result
 from tether.providers.base import ModelRequest
 from tether.providers.openai_chat import OpenAIChatProvider
 
@@ -144,3 +145,60 @@ async def test_stream_text_and_usage(llama_server: str) -> None:
     if usage is not None:
         assert usage.input_tokens > 5
         assert 0 < usage.output_tokens <= 24
+
+
+async def test_a_history_with_tool_calls_is_accepted(llama_server: str) -> None:
+    """The request after a tool call: llama-cpp-python's server answers HTTP 500 to an
+    assistant message whose `content` is null beside `tool_calls` (OpenAI accepts both null
+    and ""), so tether sends "" (a text-less reply with two calls, answered in order)."""
+    provider = OpenAIChatProvider("smollm2", base_url=llama_server, name="local")
+    calls = (
+        ToolCallBlock(id="call_1", name="read", arguments={"path": "a.txt"}),
+        ToolCallBlock(id="call_2", name="read", arguments={"path": "b.txt"}),
+    )
+    request = ModelRequest(
+        model="smollm2",
+        messages=(
+            text_turn("u1", "user", "Read a.txt and b.txt."),
+            Turn(id="a1", role="assistant", content=calls),
+            Turn(
+                id="u2",
+                role="user",
+                content=(tool_result("call_1", "hello"), tool_result("call_2", "world")),
+            ),
+        ),
+        max_output_tokens=8,
+        temperature=0.0,
+    )
+    result = await run(provider, request)
+    assert result.assembler.error is None, result.assembler.error
+    assert result.assembler.done is not None
+
+
+def test_tether_run_says_usage_was_not_reported(llama_server: str, tmp_path: Path) -> None:
+    """The server sends no usage: `tether run` says so instead of `in 0 / 0 out`."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "run",
+            "--model",
+            "openai/smollm2",
+            "--base-url",
+            llama_server,
+            "--no-session",
+            "Say hello.",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+            "TETHER_HOME": str(tmp_path / "home"),
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage: not reported by the provider" in done.stderr
+    assert "in 0 / 0 out" not in done.stderr

@@ -187,7 +187,8 @@ async def test_openai_compatible_server_uses_max_tokens() -> None:
     assert body["messages"] == [{"role": "user", "content": "hi"}]
 
 
-async def test_openai_assistant_tool_call_only_has_null_content() -> None:
+async def test_openai_assistant_tool_call_only_has_empty_string_content() -> None:
+    """Never null: llama-cpp-python's server answers HTTP 500 to it (OpenAI accepts "")."""
     server = Server([sse_response(OPENAI_OK)])
     wire = (
         text_turn("u", "user", "go"),
@@ -202,7 +203,7 @@ async def test_openai_assistant_tool_call_only_has_null_content() -> None:
     msgs = server.requests[0]["messages"]
     assert msgs[1] == {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
         ],

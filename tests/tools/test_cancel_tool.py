@@ -10,7 +10,7 @@ from pathlib import Path
 from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolCallEvent
 from tether.agent.host import Host
-from tether.agent.sessions import INTERRUPTED
+from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
 from tether.agent.tool_calls import TOOL_CANCELLED
 from tether.messages import ToolCallBlock
 from tether.testing import Reply, ScriptedProvider
@@ -56,7 +56,7 @@ async def test_cancel_one_call_while_another_finishes(tmp_path: Path) -> None:
     results = {r.tool_call_id: r for r in agent.history[-2].tool_results}
     assert results["s1"].is_error and results["s1"].text == TOOL_CANCELLED
     assert results["q1"].text == "quick b" and not results["q1"].is_error
-    assert TOOL_CANCELLED != INTERRUPTED
+    assert len({TOOL_CANCELLED, INTERRUPTED, CANCELLED_RUNNING}) == 3
     assert [e.id for e in events if isinstance(e, ToolCallEvent)] == ["s1", "q1"]
     assert agent.cancel_tool("s1") is False  # finished calls cannot be cancelled
 
@@ -80,4 +80,4 @@ async def test_single_call_cancel_and_run_cancel_stay_distinct(tmp_path: Path) -
     with contextlib.suppress(asyncio.CancelledError):
         await run
     texts = [t.tool_results[0].text for t in agent.history if t.tool_results]
-    assert texts == [TOOL_CANCELLED, INTERRUPTED]
+    assert texts == [TOOL_CANCELLED, CANCELLED_RUNNING]

@@ -46,7 +46,7 @@ async def test_compact_help_usage_context_and_unknown(tmp_path: Path) -> None:
         await send(pilot, "/help")
         await send(pilot, "/nope")
         text = notes(app)
-        assert "usage: in" in text and "/compact" in text and "Ctrl+K" in text
+        assert "usage: not reported by the provider" in text and "/compact" in text and "Ctrl+K" in text
         assert "unknown command /nope" in text
 
 

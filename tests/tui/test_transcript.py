@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import cast
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from tether.providers.base import ModelRequest
 from tether.session import SessionStore
 from tether.testing import Response, call
 from tether.tools.base import tool
+from tether.tui.app import TetherApp
 from tether.tui.transcript import MAX_PAGES, PAGE, Transcript
 from tether.tui.viewer import FileViewer, read_page
 from tether.tui.widgets import (
@@ -241,3 +243,60 @@ async def test_a_subagents_calls_and_text_are_nested_under_its_task_row(tmp_path
         main_rows = [r.text for r in app.query(AssistantRow) if r.parent is app.transcript]
         assert main_rows == ["It read alpha."]
         assert not [n for n in app.query(NoteRow) if "error" in str(n.render())]
+
+
+def _rows(app: TetherApp) -> list[object]:
+    """The transcript as data: each row's kind and text; a tool row's name, status, edit diff
+    and nested rows (a subagent's, at any depth)."""
+
+    def one(row: object) -> object:
+        if isinstance(row, ToolRow):
+            nested = [one(r) for r in row.steps.children] if row.steps is not None else []
+            return ("tool", row.name_, row.status, row.diff, row.steps_count, nested)
+        if isinstance(row, UserRow | AssistantRow):
+            return (type(row).__name__, row.text)
+        return type(row).__name__
+
+    return [one(r) for r in app.transcript.children if not isinstance(r, NoteRow)]
+
+
+async def test_the_reloaded_transcript_is_the_live_one(tmp_path: Path) -> None:
+    """Edit diffs and a subagent's nested rows, as shown live, come back with `--resume`:
+    both transcripts are built from one definition."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "greet.py").write_text("def greet(name):\n    return name\n")
+    fix = call("edit", id="e1", path="greet.py", old_string="return name", new_string="return 1")
+    plan: dict[str, list[Response]] = {
+        "fix and look": [
+            fix,
+            call(TASK_TOOL, id="c1", name="reader", prompt="read a.txt"),
+            "Fixed; it read alpha.",
+        ],
+        "read a.txt": [call("read", id="k1", path="a.txt"), "The file says alpha."],
+    }
+
+    def respond(request: ModelRequest) -> Response:
+        steps = sum(1 for t in request.messages if t.role == "assistant")
+        return plan[_first_user_text(request)][steps]
+
+    store = SessionStore(tmp_path / "sessions")
+    settings = {"agents": {"spawn": "allow"}}
+    app, _ = scripted_app(tmp_path, respond, store=store, settings=settings, task=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "fix and look")
+        await idle(app, pilot)
+        live = _rows(app)
+        assert app.opened is not None
+        await app.opened.aclose()  # as quitting does: the session file is free again
+    edit_row = live[1]
+    assert isinstance(edit_row, tuple) and edit_row[1] == "edit"
+    assert edit_row[3] is not None and "-return name\n+return 1" in edit_row[3]
+    task_row = live[2]
+    assert isinstance(task_row, tuple) and task_row[4] == 1
+    assert len(cast(list[object], task_row[5])) == 2  # the subagent's text and its read call
+
+    again, _ = scripted_app(
+        tmp_path, [], store=store, settings=settings, task=True, resume="s1"
+    )
+    async with again.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: _rows(again) == live)

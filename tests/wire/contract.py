@@ -78,33 +78,44 @@ def view_problems(
     *,
     supports_prefill: bool = False,
     route: Provenance | None = None,
+    vendor_endpoint: bool = False,
 ) -> list[str]:
-    """Everything wrong with `view` as a request to `target` (empty list = valid)."""
+    """Everything wrong with `view` as a request to `target` (empty list = valid).
+
+    A compatible server (`vendor_endpoint` False) accepts the ids it issued, whatever their
+    shape, also repeated in later turns (Kimi K2's `functions.<name>:<k>`); the vendor's own
+    endpoint holds every id to the published rules."""
     problems = check_pairing(view) + pairing_problems(view)
     max_len = MAX_ID_LENGTH[target]
     charset = target in ("anthropic", "google")  # Anthropic's documented id pattern
 
-    def id_ok(cid: str, t: Turn) -> bool:
-        if not cid or (charset and not _ID.fullmatch(cid)):
-            return False
-        # A server accepts the (long) ids it issued.
-        native = (
-            target == "openai-chat"
+    def native(t: Turn) -> bool:
+        return (
+            not vendor_endpoint
             and t.role == "assistant"
             and issued_by_route(t.provenance, target, route)
         )
-        return len(cid) <= max_len or native
+
+    def id_ok(cid: str, t: Turn) -> bool:
+        if not cid:
+            return False
+        if native(t):
+            return True
+        return len(cid) <= max_len and not (charset and not _ID.fullmatch(cid))
 
     answered: dict[str, bool] = {}
     call_ids: list[str] = []
     for idx, t in enumerate(view):
         prov = t.provenance
         seen_reasoning = False
+        in_turn: set[str] = set()
         for k, b in enumerate(t.content):
             if isinstance(b, CompactSummaryBlock):
                 problems.append(f"turn {idx}: a marker block reached the wire")
             elif isinstance(b, ToolCallBlock):
-                call_ids.append(b.id)
+                if not native(t) or b.id in in_turn:
+                    call_ids.append(b.id)
+                in_turn.add(b.id)
                 answered[b.id] = id_ok(b.id, t)
                 if not answered[b.id]:
                     problems.append(f"turn {idx}: call id {b.id!r} invalid for {target}")
@@ -147,6 +158,8 @@ def view_problems(
                             seen_reasoning = True
     if len(set(call_ids)) != len(call_ids):
         problems.append("repeated tool-call ids in the view")
+    if vendor_endpoint and any(len(c) > max_len for c in call_ids):
+        problems.append(f"an id over {max_len} chars to the vendor's endpoint")
     if not supports_prefill:
         last = next((t for t in reversed(view) if t.role != "system"), None)
         if last is not None and last.role != "user":

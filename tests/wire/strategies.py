@@ -18,7 +18,20 @@ from tether.messages import (
     Turn,
 )
 
-ID_POOL = ["a", "b", "c", "call_1", "a.b", "a_b", "", "x" * 70, "toolu_01ABC", "b_2", "a_2"]
+ID_POOL = [
+    "a",
+    "b",
+    "c",
+    "call_1",
+    "a.b",
+    "a_b",
+    "",
+    "x" * 70,
+    "toolu_01ABC",
+    "b_2",
+    "a_2",
+    "functions.read:0",
+]
 PROVENANCES = [
     None,
     Provenance(provider="anthropic", api="anthropic", model="claude-a"),
@@ -39,7 +52,15 @@ call_blocks = st.builds(
     id=call_ids,
     name=st.sampled_from(["read", "bash"]),
     arguments=st.just({"x": 1}),
-    provider_meta=st.sampled_from([None, {"item_id": "fc_1"}, {"thoughtSignature": "g"}]),
+    provider_meta=st.sampled_from(
+        [
+            None,
+            {"item_id": "fc_1"},
+            {"thoughtSignature": "g"},
+            {"original_id": "functions.read:0"},  # re-minted at persist time
+            {"original_id": "y" * 50},
+        ]
+    ),
 )
 result_blocks = st.builds(
     ToolResultBlock,

@@ -27,21 +27,20 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 @SETTINGS
-@given(transcripts(), targets, st.booleans(), routes)
+@given(transcripts(), targets, st.booleans(), routes, st.booleans())
 def test_view_satisfies_contract(
-    turns: tuple[Turn, ...], target: Target, prefill: bool, route: Provenance | None
+    turns: tuple[Turn, ...], target: Target, prefill: bool, route: Provenance | None, vendor: bool
 ) -> None:
     before = copy.deepcopy(turns)
     repairs: list[Repair] = []
-    view = build_view(
-        turns, target, supports_prefill=prefill, route=route, on_repair=repairs.append
-    )
+    opts = {"supports_prefill": prefill, "route": route, "vendor_endpoint": vendor}
+    view = build_view(turns, target, on_repair=repairs.append, **opts)
     assert turns == before, "the input was mutated"
-    assert view_problems(view, target, supports_prefill=prefill, route=route) == []
-    again = build_view(view, target, supports_prefill=prefill, route=route)
+    assert view_problems(view, target, **opts) == []
+    again = build_view(view, target, **opts)
     assert again == view
     assert again is view, "a built view must come back as the same object"
-    assert build_view(turns, target, supports_prefill=prefill, route=route) == view  # deterministic
+    assert build_view(turns, target, **opts) == view  # deterministic
 
 
 @SETTINGS
@@ -99,13 +98,18 @@ def growth(draw: st.DrawFn) -> list[tuple[Turn, ...]]:
 
 
 @SETTINGS
-@given(growth(), targets, st.booleans(), routes)
+@given(growth(), targets, st.booleans(), routes, st.booleans())
 def test_view_builder_equals_build_view(
-    steps: list[tuple[Turn, ...]], target: Target, prefill: bool, route: Provenance | None
+    steps: list[tuple[Turn, ...]],
+    target: Target,
+    prefill: bool,
+    route: Provenance | None,
+    vendor: bool,
 ) -> None:
-    vb = ViewBuilder(target, supports_prefill=prefill, route=route)
+    opts = {"supports_prefill": prefill, "route": route, "vendor_endpoint": vendor}
+    vb = ViewBuilder(target, **opts)
     for seq in steps:
-        assert vb.view(seq) == build_view(seq, target, supports_prefill=prefill, route=route)
+        assert vb.view(seq) == build_view(seq, target, **opts)
 
 
 @settings(max_examples=60, deadline=None)

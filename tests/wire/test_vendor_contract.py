@@ -57,7 +57,12 @@ def _request(
     system: str | None,
 ) -> ModelRequest:
     if via_loop:
-        vb = ViewBuilder(target, route=route, supports_prefill=provider.info.supports_prefill)
+        vb = ViewBuilder(
+            target,
+            route=route,
+            supports_prefill=provider.info.supports_prefill,
+            vendor_endpoint=provider.info.vendor_endpoint,
+        )
         return ModelRequest(
             model=route.model,
             messages=vb.view(turns),
@@ -84,17 +89,27 @@ def _anthropic(thinking: bool, prefill: bool) -> Check:
     return check
 
 
-def _chat() -> Check:
-    provider = OpenAIChatProvider(CHAT.model, api_key="test-key", name=CHAT.provider)
+def _chat(base_url: str | None = None) -> Check:
+    """The official endpoint (`base_url` None: every id held to OpenAI's rules), or a
+    compatible server, which accepts the ids it issued (stored, or as it sent them before the
+    persist-time re-minting) whatever their length, also repeated across turns."""
+    provider = OpenAIChatProvider(
+        CHAT.model, api_key="test-key", base_url=base_url, name=CHAT.provider
+    )
+    assert provider.info.vendor_endpoint == (base_url is None)
 
     def check(turns: tuple[Turn, ...], via_loop: bool, system: str | None) -> list[str]:
         req = _request(provider, "openai-chat", CHAT, turns, via_loop, system)
-        own = frozenset(
-            c.id
-            for t in turns
-            if t.role == "assistant" and t.provenance == CHAT
-            for c in t.tool_calls
-        )
+        own: frozenset[str] = frozenset()
+        if base_url is not None:
+            own = frozenset(
+                i
+                for t in turns
+                if t.role == "assistant" and t.provenance == CHAT
+                for c in t.tool_calls
+                for i in (c.id, (c.provider_meta or {}).get("original_id"))
+                if isinstance(i, str)
+            )
         return rules.chat_problems(provider.request_messages(req), own_ids=own)
 
     return check
@@ -137,13 +152,14 @@ CHECKS: dict[str, Check] = {
     "anthropic-thinking": _anthropic(thinking=True, prefill=False),
     "anthropic-prefill": _anthropic(thinking=False, prefill=True),
     "openai-chat": _chat(),
+    "openai-chat-compat": _chat("http://127.0.0.1:9/v1"),
     "openai-responses": _responses(),
     "google": _google(),
     "ollama": _ollama(),
 }
 VARIANTS: dict[str, list[str]] = {
     "anthropic": ["anthropic", "anthropic-thinking", "anthropic-prefill"],
-    "openai-chat": ["openai-chat"],
+    "openai-chat": ["openai-chat", "openai-chat-compat"],
     "openai-responses": ["openai-responses"],
     "google": ["google"],
     "ollama": ["ollama"],

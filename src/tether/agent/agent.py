@@ -33,6 +33,7 @@ from tether.agent.servers import McpServers
 from tether.agent.sessions import AgentSession
 from tether.agent.state import RunResult, RunState
 from tether.agent.subagents import Subagents, with_task_tool
+from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import ModelLimits
 from tether.errors import ConfigError
 from tether.messages import ContentBlock, Turn
@@ -278,6 +279,13 @@ class Agent:
     def compaction(self) -> AutoCompaction | None:
         """Automatic compaction, or None when off."""
         return self.parts.compaction
+
+    @property
+    def context_monitor(self) -> ContextMonitor | None:
+        """The monitor measuring the context: the compaction's, or with compaction off the
+        runaway guard's (None only for parts built without either)."""
+        context = self.parts.compaction or self.parts.guard
+        return None if context is None else context.monitor
 
     @property
     def registry(self) -> ToolRegistry:

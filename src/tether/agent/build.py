@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from tether.agent.context import AutoCompaction
+from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
@@ -350,6 +350,18 @@ def auto_compaction(
     system_tokens = sum(text_tokens(x) for x in fixed)
     monitor = ContextMonitor(limits, compaction_policy(config), system_tokens=system_tokens)
     return AutoCompaction(monitor)
+
+
+def runaway_guard(
+    limits: ModelLimits, config: AgentConfig, *, fixed: Sequence[str] = ()
+) -> RunawayGuard:
+    """The runaway guard of an agent without automatic compaction (the `context` policy's
+    `runaway_total` and `runaway_growth`)."""
+    system_tokens = sum(text_tokens(x) for x in fixed)
+    monitor = ContextMonitor(
+        limits, compaction_policy(config), system_tokens=system_tokens, compacts=False
+    )
+    return RunawayGuard(monitor)
 
 
 def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:

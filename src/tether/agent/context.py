@@ -3,7 +3,9 @@ told, learn from context_overflow errors, restore recently read files, shape the
 
 Owns: `AutoCompaction`, the driver the loop calls in a few places (`before_request`,
 `after_request`, `on_overflow`, `shape`) with the run's `RunState`, restoring recently read
-files and the todo list's latest state after a summary, and the compaction ladder:
+files and the todo list's latest state after a summary; `RunawayGuard`, what stays of it when
+automatic compaction is off (the same monitor and runaway guard, 0.9 of the window in total or
+0.4 in one turn, refusing at once since nothing can compact); and the compaction ladder:
 LLM summary (through the run's request path: retries, Retry-After, fallback; its usage counted
 in the run's) → truncation marker (turns removed without a summary, still recallable) → a
 `context_overflow` `RunError`. A no-progress signal from the monitor (compactions that leave the
@@ -42,6 +44,38 @@ from tether.wire.markers import LiveTurns, is_marker
 MAX_COMPACTIONS_PER_REQUEST = 3
 """Compactions before one request at most (the monitor's no-progress guard normally stops
 earlier); then the request is sent and a context_overflow answer is handled once more."""
+
+
+class RunawayGuard:
+    """The context guard of an agent without automatic compaction (`--no-compact`,
+    `Agent(compaction=False)`): the monitor measures every request as with compaction on (the
+    TUI's gauge reads it), and a runaway (`CompactionPolicy.runaway_total` of the effective
+    window in total, or `runaway_growth` of it in one turn) stops the run with stop reason
+    `context_runaway` and an `error` event, since nothing can compact it.
+
+    Args:
+        monitor: a monitor built with `compacts=False`.
+    """
+
+    def __init__(self, monitor: ContextMonitor) -> None:
+        self.monitor = monitor
+
+    async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
+        """None to go on, or `context_runaway` (after an `error` event) to end the run."""
+        decision = self.monitor.check(parts.view(state.history))
+        if decision.runaway:
+            parts.emit(ErrorEvent(kind="context_overflow", message=decision.runaway))
+            return "context_runaway"
+        return None
+
+    def after_request(self, turn: Turn, sent: SentView) -> None:
+        """Tell the monitor a request was answered, with the usage it reported."""
+        self.monitor.observe(
+            view_len=sent.turns,
+            usage=turn.usage,
+            assistant_turn_id=turn.id,
+            generation=sent.generation,
+        )
 
 
 class AutoCompaction:
@@ -127,15 +161,15 @@ class AutoCompaction:
         return None
 
     def after_request(self, turn: Turn, sent: SentView) -> None:
-        """Feed the request's measured usage to the monitor; `sent` is the view it measured
-        (the one the answering provider was sent)."""
-        if turn.usage is not None:
-            self.monitor.observe(
-                view_len=sent.turns,
-                usage=turn.usage,
-                assistant_turn_id=turn.id,
-                generation=sent.generation,
-            )
+        """Tell the monitor a request was answered, with the usage it reported (None when the
+        provider reported none: the pressure stays an estimate); `sent` is the view it
+        measured (the one the answering provider was sent)."""
+        self.monitor.observe(
+            view_len=sent.turns,
+            usage=turn.usage,
+            assistant_turn_id=turn.id,
+            generation=sent.generation,
+        )
 
     async def on_overflow(self, message: str, parts: RunParts, state: RunState) -> bool:
         """The provider said the request was too long: learn the window, compact. Returns True

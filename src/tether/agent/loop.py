@@ -162,9 +162,8 @@ async def run_turns(
                 parts.emit(WarningEvent(kind="max_budget", message=stop))
                 stop_reason = "max_budget"
                 break
-            if parts.compaction is not None and (
-                stop := await parts.compaction.before_request(parts, state)
-            ):
+            context = parts.compaction or parts.guard  # the guard holds with compaction off
+            if context is not None and (stop := await context.before_request(parts, state)):
                 stop_reason = stop
                 break
             while c.steering:  # queued user messages join at the boundary
@@ -173,8 +172,9 @@ async def run_turns(
             # per request: safe mode may switch, a compaction may add `recall` (cached)
             specs = offered_specs(parts.registry, c.safe_mode or c.plan_mode)
             turn = await _request(parts, state, specs, n)
-            if parts.compaction is not None and state.sent is not None:
-                parts.compaction.after_request(turn, state.sent)
+            context = parts.compaction or parts.guard
+            if context is not None and state.sent is not None:
+                context.after_request(turn, state.sent)
             last = turn
             state.add_usage(turn.usage)
             if parts.budget is not None:  # the reply by its model; summaries by the chain's
@@ -204,6 +204,7 @@ async def run_turns(
                 state,
                 safe_mode=c.safe_mode or c.plan_mode,
                 timeout_s=parts.run.tool_timeout_s,
+                steered=lambda: bool(c.steering),  # waiting calls give way to the user
             )
     except RunError as exc:
         stop_reason = "error"
@@ -278,7 +279,11 @@ async def _request(
     sent: list[SentView] = []  # the view of the last request built: the one that answered
 
     def request_for(i: int, provider: Provider) -> ModelRequest:
-        shaped = parts.hooks.transform(parts.shape(parts.views[i].view(state.history)))
+        views = parts.views[i]
+        built = views.view(state.history)
+        shaped = parts.hooks.transform(parts.shape(built))
+        if shaped is not built:  # a hook or the tail strategy changed it: repair it again
+            shaped = views.repaired(shaped)
         sent.append(SentView(len(shaped), compaction.monitor.generation if compaction else 0))
         return ModelRequest(
             model=provider.model,

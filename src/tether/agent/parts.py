@@ -24,7 +24,7 @@ from tether.agent.approval import ApprovalGate
 from tether.agent.attempts import Attempts, provenance_of, summary_call
 from tether.agent.budget import Budget
 from tether.agent.checkpoints import Checkpoints
-from tether.agent.context import AutoCompaction
+from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.gate import CallGate
 from tether.agent.hooks import HookRunner, Hooks
@@ -154,6 +154,8 @@ class AgentParts:
         attempts: runs one request over the chain (retries, fallback, tracing spans).
         limits: the first model's context window and output cap, in tokens.
         compaction: automatic compaction, or None when off.
+        guard: the runaway guard when automatic compaction is off (else None: the
+            compaction holds the guard).
         tool_calls: runs a reply's tool calls (safe mode, hygiene, gate, output gate).
         hooks: the library and settings hooks.
         registry: the tools offered.
@@ -194,6 +196,7 @@ class AgentParts:
     library_hooks: Hooks | None
     id_factory: Callable[[], str] = field(repr=False)
     repairs: RepairReporter = field(repr=False)
+    guard: RunawayGuard | None = None
     checkpoints: Checkpoints | None = field(default=None, repr=False)
     budget: Budget | None = field(default=None, repr=False)
 
@@ -260,6 +263,8 @@ class AgentParts:
         limits = _limits(chain, self.config, note)
         if self.compaction is not None:
             self.compaction.monitor.set_limits(limits)
+        if self.guard is not None:
+            self.guard.monitor.set_limits(limits)
         return replace(
             self,
             chain=chain,
@@ -286,12 +291,16 @@ class AgentParts:
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"invalid setting: {exc}".splitlines()[0]) from None
         compaction = self.compaction
+        fixed = build.fixed_text(self.run.system, list(self.registry))
         if not config.context.auto_compact:
             compaction = None
         elif compaction is None or config.context != self.config.context:
-            compaction = build.auto_compaction(
-                self.limits, config, fixed=build.fixed_text(self.run.system, list(self.registry))
-            )
+            compaction = build.auto_compaction(self.limits, config, fixed=fixed)
+        guard = self.guard
+        if compaction is not None:
+            guard = None
+        elif guard is None or config.context != self.config.context:
+            guard = build.runaway_guard(self.limits, config, fixed=fixed)
         retry = build.retry_policy(config, self.runtime.env)
         budget = self.budget
         if config.run.max_budget_usd != self.config.run.max_budget_usd:
@@ -302,6 +311,7 @@ class AgentParts:
             budget=budget,
             run=RunSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
+            guard=guard,
             retry=retry,
             attempts=_attempts(self.chain, retry, self.runtime, self.emit, self.tracing),
         )
@@ -358,12 +368,11 @@ def assemble(
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
     run = RunSettings.of(config, system, session.context)
     limits = _limits(chain, config, note)
+    fixed = build.fixed_text(run.system, list(registry))
     if isinstance(compaction, AutoCompaction):
         auto: AutoCompaction | None = compaction
     elif compaction:
-        auto = build.auto_compaction(
-            limits, config, fixed=build.fixed_text(run.system, list(registry))
-        )
+        auto = build.auto_compaction(limits, config, fixed=fixed)
     else:
         auto = None
     env = os.environ if rt.env is None else rt.env
@@ -427,6 +436,7 @@ def assemble(
         attempts=_attempts(chain, retry, rt, emit, tracing),
         limits=limits,
         compaction=auto,
+        guard=None if auto is not None else build.runaway_guard(limits, config, fixed=fixed),
         tool_calls=tool_calls,
         hooks=hook_runner,
         registry=registry,
@@ -489,11 +499,17 @@ def _prefill(provider: Provider) -> bool:
     return info is not None and info.supports_prefill
 
 
+def _vendor(provider: Provider) -> bool:
+    info = info_of(provider)
+    return info is not None and info.vendor_endpoint
+
+
 def _views(chain: tuple[Provider, ...], repairs: RepairReporter) -> tuple[ViewBuilder, ...]:
     return tuple(
         ViewBuilder(
             p.target,
             route=provenance_of(p),
+            vendor_endpoint=_vendor(p),
             supports_prefill=_prefill(p),
             on_repair=repairs,
             # Within a run only the loop appends to the history; `run()` resets the builders

@@ -25,6 +25,7 @@ from tether.wire import interrupt_results
 from tether.wire.resume import drop_retried_user_turns, pending_tool_calls
 
 __all__ = [
+    "CANCELLED_RUNNING",
     "INTERRUPTED",
     "NEVER_RAN",
     "STARTED_EVENT",
@@ -37,7 +38,13 @@ __all__ = [
 ]
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
-"""The result of a call a run-wide cancel cut short (or that never started)."""
+"""The result of a call a run-wide cancel reached before it started."""
+CANCELLED_RUNNING = (
+    "cancelled while running: it may have had effects (the run was stopped while this call "
+    "ran, and the call was killed): check them before repeating it"
+)
+"""The result of a call a run-wide cancel (SIGINT / SIGTERM, `Task.cancel`) killed while it
+ran."""
 STARTED_LOST = (
     "interrupted: this call started but the run stopped before its result was saved; it may "
     "have had effects: check them before repeating it"

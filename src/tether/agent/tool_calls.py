@@ -3,9 +3,10 @@ itself (timed, cancellable one by one), the output gate, events, and the results
 
 Owns: `ToolCalls` (parallel calls, results in call order; calls that touch the same thing in
 the model's order, `tether.tools.exec.order`; a checkpoint before a call that may change files,
-`tether.agent.checkpoints`; the `todo` event after a successful `todo` call; system notes after all results,
-`cancel` of one call, `interrupted` results for calls a run-wide cancel cut short, the
-`tool_call_started` record right before a call runs) and `TOOL_CANCELLED`. It reads the tools,
+`tether.agent.checkpoints`; the `todo` event after a successful `todo` call; system notes after
+all results, `cancel` of one call, `interrupted` results for calls a run-wide cancel cut short,
+calls skipped because the user steered while they waited, the `tool_call_started` record right
+before a call runs), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
 appends the results turn through the run's `RunState`.
 Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
@@ -24,7 +25,7 @@ from typing import Any, cast
 from tether.agent.approval import ApprovalGate
 from tether.agent.events import TodoEvent, ToolResultEvent
 from tether.agent.gate import CallGate
-from tether.agent.sessions import INTERRUPTED
+from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
 from tether.agent.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.prompt.gather import SubfolderInstructions
@@ -39,6 +40,19 @@ from tether.tracing import NO_TRACING, Tracing
 
 TOOL_CANCELLED = "cancelled: the user stopped this call while it ran; it may have partly run"
 """The result of a call ended by `Agent.cancel_tool` (the run goes on)."""
+FINISHED_UNSAVED = (
+    "finished, but the run was cancelled twice before its output was saved; it had its "
+    "effects: check them before repeating it"
+)
+"""The result of a call whose tool returned but whose output gate a second cancel cut short."""
+STEERED_SKIP = (
+    "skipped: the user sent a new message before this call started, so it did not run; read "
+    "the message, then make the call again only if it still applies"
+)
+"""The result of a call still waiting (not started: queued behind the approval prompt, a
+hook or an earlier call) when the user steered (`Agent.steer`): the run goes on and the model
+reads the message first. The third kind of unrun call, beside `INTERRUPTED` (a cancel) and
+`NEVER_RAN` (found on resume)."""
 
 
 class ToolCalls:
@@ -73,6 +87,12 @@ class ToolCalls:
         self._running: dict[str, asyncio.Future[ToolRunResult]] = {}
         self._cancel_requested: set[str] = set()
         self._notes: dict[str, tuple[str, ...]] = {}
+        self._steered: Callable[[], bool] = lambda: False
+        """Whether the user steered (`run`'s `steered`, for the reply being run)."""
+        self._started: set[str] = set()
+        """The calls of the reply being run that started (their tool was called)."""
+        self._finished: dict[str, ToolResultBlock] = {}
+        """Results of calls whose tool returned before a run-wide cancel reached them."""
 
     @property
     def approval(self) -> ApprovalGate:
@@ -96,6 +116,7 @@ class ToolCalls:
         *,
         safe_mode: bool,
         timeout_s: float,
+        steered: Callable[[], bool] = lambda: False,
     ) -> None:
         """Run the calls (in parallel when several), then append one results turn in call
         order. On cancellation, finished results are kept, the rest become `INTERRUPTED`, the
@@ -107,45 +128,61 @@ class ToolCalls:
             state: the run (persistence, started calls).
             safe_mode: refuse calls of tools that are not `safe`.
             timeout_s: the default time limit of one call, in seconds.
+            steered: whether a steering message is queued: a call that has not started by
+                then is skipped (`STEERED_SKIP`), checked before its gate and again right
+                before it runs.
         """
 
         def persist(results: list[ToolResultBlock]) -> None:
             state.append(Turn(id=parts.new_id(), role="user", content=self._content(results)))
+
+        self._steered = steered  # one reply's calls at a time
 
         def one(call: ToolCallBlock) -> Coroutine[Any, Any, ToolResultBlock]:
             if self._tracing.enabled:
                 return self._traced(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
             return self._run_one(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
 
+        self._started.clear()
+        self._finished.clear()
         if len(calls) == 1:
             try:
                 results: list[ToolResultBlock] = [await one(calls[0])]
             except asyncio.CancelledError:
-                persist([tool_result(calls[0].id, INTERRUPTED, is_error=True)])
+                persist([self._unfinished(calls[0])])
                 raise
         else:
             # calls that touch the same thing run in the model's order (`tools.exec.order`)
-            tasks: list[asyncio.Future[ToolResultBlock]] = []
+            tasks: list[asyncio.Task[ToolResultBlock]] = []
             for call, before in zip(calls, self._waits(calls, parts), strict=True):
                 deps = [tasks[j] for j in before]
                 tasks.append(asyncio.ensure_future(_after(deps, call, one)))
             try:
                 await asyncio.gather(*tasks)
             except asyncio.CancelledError:
-                for t in tasks:
-                    t.cancel()
+                for t in tasks:  # gather cancelled them once; a second cancel loses outputs
+                    if not t.cancelling():
+                        t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 persist(
                     [
                         t.result()
                         if t.done() and not t.cancelled() and t.exception() is None
-                        else tool_result(c.id, INTERRUPTED, is_error=True)
+                        else self._unfinished(c)
                         for c, t in zip(calls, tasks, strict=True)
                     ]
                 )
                 raise
             results = [t.result() for t in tasks]
         persist(results)
+
+    def _unfinished(self, call: ToolCallBlock) -> ToolResultBlock:
+        """The stored result of a call a run-wide cancel reached: its own result when its tool
+        had returned, `CANCELLED_RUNNING` when it was running (killed), else `INTERRUPTED`."""
+        if (done := self._finished.get(call.id)) is not None:
+            return done
+        text = CANCELLED_RUNNING if call.id in self._started else INTERRUPTED
+        return tool_result(call.id, text, is_error=True)
 
     @staticmethod
     def _waits(calls: tuple[ToolCallBlock, ...], parts: RunParts) -> tuple[tuple[int, ...], ...]:
@@ -214,6 +251,8 @@ class ToolCalls:
     ) -> ToolResultBlock:
         started = time.perf_counter()
         refused = refuse_in_safe_mode(parts.registry, call, safe_mode)
+        if refused is None and self._steered():  # the user steered while it waited
+            refused = tool_result(call.id, STEERED_SKIP, is_error=True)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
         if run is None and call.invalid is None:  # hooks, then approval: one gate
             tool = parts.registry.get(call.name)
@@ -224,11 +263,16 @@ class ToolCalls:
                 diff=lambda c: edit_diff(ctx, c.name, c.arguments),
             )
             run = ToolRunResult(block=denied) if denied is not None else None
+            if run is None and self._steered():  # steered during the approval prompt
+                run = ToolRunResult(block=tool_result(call.id, STEERED_SKIP, is_error=True))
+        me = asyncio.current_task()
+        cancels = me.cancelling() if me is not None else 0
         if run is None:  # not refused, replayed, blocked or denied: run it
             tool = parts.registry.get(call.name)
             if parts.checkpoints is not None and (tool is None or not tool.safe):
                 await parts.checkpoints.before_change(state.session, state.history)
             state.session.record_started(call)
+            self._started.add(call.id)
             run = await self._run_cancellable(call, parts, timeout_s)
             tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
@@ -236,26 +280,45 @@ class ToolCalls:
                 found = self._subfolders.notes_for(call.name, call.arguments, state.history)
                 if found:
                     run = replace(run, system_notes=(*run.system_notes, *found))
-        result = await gate_tool_result(
-            run.block, parts.tool_context.session_dir, self._output_limits, run.raw
-        )
-        if run.system_notes:
-            self._notes[call.id] = run.system_notes
-        await self.gate.after(call, result)
-        if call.name == TODO_TOOL and not result.is_error:
-            items = call.arguments.get("items")
-            if isinstance(items, list):
-                parts.emit(TodoEvent(items=latest_todo_items(cast(list[Any], items))))
-        parts.emit(
-            ToolResultEvent(
-                tool_call_id=call.id,
-                name=call.name,
-                content=result.text,
-                is_error=result.is_error,
-                duration_ms=(time.perf_counter() - started) * 1e3,
-                display=run.display,
+        # The call has finished: a cancel from here on must not lose its result. The output
+        # gate (it may write the output to a file) runs shielded; then the result is kept.
+        gating = asyncio.ensure_future(
+            gate_tool_result(
+                run.block, parts.tool_context.session_dir, self._output_limits, run.raw
             )
         )
+        try:
+            result = await asyncio.shield(gating)
+        except asyncio.CancelledError:
+            try:
+                self._finished[call.id] = await gating
+            except asyncio.CancelledError:  # cancelled again: the output was not saved
+                gating.cancel()
+                self._finished[call.id] = tool_result(call.id, FINISHED_UNSAVED, is_error=True)
+            raise
+        self._finished[call.id] = result
+        if run.system_notes:
+            self._notes[call.id] = run.system_notes
+        try:
+            if me is not None and me.cancelling() > cancels:
+                # the cancel reached a tool that had finished (it returned its result): stop
+                raise asyncio.CancelledError
+            await self.gate.after(call, result)  # a cancel here keeps the result
+        finally:
+            if call.name == TODO_TOOL and not result.is_error:
+                items = call.arguments.get("items")
+                if isinstance(items, list):
+                    parts.emit(TodoEvent(items=latest_todo_items(cast(list[Any], items))))
+            parts.emit(
+                ToolResultEvent(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=result.text,
+                    is_error=result.is_error,
+                    duration_ms=(time.perf_counter() - started) * 1e3,
+                    display=run.display,
+                )
+            )
         return result
 
 

@@ -10,18 +10,29 @@ instant ends it with exit code 130 (never -2 / -15):
               puts the loop's cancellation in front (the partial turn is persisted first) and
               puts these handlers back afterwards;
     closing   (after the CLI returned) exit 130 at once again: everything is persisted.
+Every handler records the signal (`tether.cli.cancel`): when the CLI ends after one arrived,
+however it ended (a normal return because the cancel reached a run that had just finished, an
+error some library wrapped the `KeyboardInterrupt` in), the exit code is 130 and no traceback
+is printed. The process ends through `leave` (`os._exit` after the threads, the atexit
+handlers and the stdio flush), never through the interpreter's own shutdown, where a signal
+finds no handler that runs.
 Does not own: argument parsing or anything else of the CLI (`tether.cli.main`). Imports only
-the standard library.
+the standard library and `tether.cli.cancel`.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import NoReturn
+
+from tether.cli import cancel
 
 EXIT_CANCELLED = 130
 """The exit code of a process ended by SIGINT or SIGTERM."""
@@ -32,6 +43,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def exit_now(signum: int, frame: FrameType | None) -> None:
     """The handler at start-up and while closing: flush what was written, say `cancelled`
     on stderr, exit 130 now."""
+    cancel.note()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a reentrant flush or a closed pipe
             stream.flush()
@@ -42,6 +54,7 @@ def exit_now(signum: int, frame: FrameType | None) -> None:
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
     """The handler while the CLI runs: SIGTERM too becomes `KeyboardInterrupt` (exit 130)."""
+    cancel.note()
     raise KeyboardInterrupt
 
 
@@ -52,15 +65,57 @@ def install(handler: Callable[[int, FrameType | None], None]) -> None:
 
 
 def main() -> None:
-    """Console entry point: handlers, then `tether.cli.main.main`, then handlers again."""
+    """Console entry point: handlers, then `tether.cli.main.main`, then handlers again; exit
+    130 whenever a signal arrived (module docstring), through `leave`."""
     install(exit_now)
     from tether.cli.main import main as cli_main
 
     install(interrupt)
+    code = 0
     try:
         cli_main()
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
     except KeyboardInterrupt:
+        code = EXIT_CANCELLED
+    except BaseException:  # an error some library wrapped the KeyboardInterrupt in, or a bug
         install(exit_now)
-        sys.exit(EXIT_CANCELLED)
+        if not cancel.received():
+            raise  # a real fault: Python prints its traceback
+        code = 1  # `leave` makes it 130 and says `cancelled`
     finally:
         install(exit_now)
+    leave(code)
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    with contextlib.suppress(Exception):
+        print(code, file=sys.stderr)
+    return 1
+
+
+def leave(code: int) -> NoReturn:
+    """Exit with `code` (130 when a signal arrived) without the interpreter's own shutdown,
+    during which a signal finds a Python handler that never runs (exit 0) or, once the handlers
+    are reset, the default action (exit -2 / -15). What that shutdown does that matters here is
+    done first: waiting for non-daemon threads (executors), the atexit handlers (the span
+    exporter's flush), flushing stdout and stderr; a signal meanwhile exits 130 at once."""
+    wait_threads = getattr(threading, "_shutdown", None)
+    run_atexit = getattr(atexit, "_run_exitfuncs", None)
+    for step in (wait_threads, run_atexit):
+        if callable(step):
+            with contextlib.suppress(Exception):
+                step()
+    if cancel.received():
+        if code != EXIT_CANCELLED:  # the signal's cancel reached a run that had finished
+            with contextlib.suppress(OSError):
+                os.write(2, b"tether: cancelled\n")
+        code = EXIT_CANCELLED
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.agent import Agent
@@ -27,6 +28,7 @@ from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.cli import agent_setup as setup
+from tether.cli import cancel
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
@@ -40,7 +42,7 @@ from tether.cli.output import (
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import ContentBlock, ImageBlock
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
@@ -156,6 +158,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         err(str(exc))
         return EXIT_USAGE
     start = len(agent.history)
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     try:
         for turn in stdin.messages:
             agent.append(turn)
@@ -172,7 +175,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     finally:
         ran = agent.history[start:]
         sink.cost_usd = turns_cost_usd(ran)
-        err(f"usage: {usage_line(turns_usage(ran), sink.cost_usd)}")
+        err(f"usage: {turns_usage_line(ran)}")
         if writer is not None:
             sink.session_id = writer.id
             try:
@@ -182,6 +185,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
             finally:
                 writer.close()
             err(f"session {writer.id} ({writer.path})")
+        _set_handlers(previous)  # everything is persisted: the CLI's own handlers again
 
 
 def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) -> None:
@@ -352,9 +356,13 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        loop.add_signal_handler(sig, task.cancel)
+
+    def on_signal() -> None:
+        cancel.note()  # exit 130 even when the cancel reaches a run that just finished
+        task.cancel()
+
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, on_signal)
     try:
         await agent.start()
         result = await agent.run(prompt)
@@ -366,16 +374,10 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         return EXIT_CANCELLED
     finally:
         await agent.aclose()
-        # Put the previous handlers back (`tether.cli.entry`'s exit-130 handler in the CLI)
-        # with the signals blocked, so none lands on the default action in between.
-        signal.pthread_sigmask(signal.SIG_BLOCK, previous)
-        try:
-            for sig, handler in previous.items():
-                loop.remove_signal_handler(sig)
-                if handler is not None:
-                    signal.signal(sig, handler)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, previous)
+        # From here to the end of `run_command` a signal is only recorded (`tether.cli.cancel`:
+        # the process exits 130): an exception raised inside the closing event loop or the
+        # session writer's close would end in a traceback or be lost.
+        _set_handlers(dict.fromkeys(SIGNALS, _note_signal), loop)
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")
@@ -396,3 +398,30 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         )
         return EXIT_USAGE  # the run did not finish its task
     return EXIT_OK
+
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _note_signal(signum: int, frame: FrameType | None) -> None:
+    """The handler while a run closes: record the signal; the process exits 130 at the end."""
+    cancel.note()
+
+
+Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def _set_handlers(
+    handlers: dict[signal.Signals, Handler], loop: asyncio.AbstractEventLoop | None = None
+) -> None:
+    """Install `handlers` (after removing `loop`'s own), with the signals blocked meanwhile so
+    none lands on the default action in between."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        for sig, handler in handlers.items():
+            if loop is not None:
+                loop.remove_signal_handler(sig)
+            if handler is not None:
+                signal.signal(sig, handler)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)

@@ -89,12 +89,12 @@ def sessions_show(session_id: str) -> None:
     """Print a session's turns as JSON lines (malformed lines are reported on stderr), then the
     session's summed usage and cost on stderr."""
     from tether.messages import turn_to_dict
-    from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+    from tether.providers.pricing import turns_usage_line
 
     loaded = _load_session(session_id)
     for turn in loaded.turns:
         print(json.dumps(turn_to_dict(turn)))
-    err(f"usage: {usage_line(turns_usage(loaded.turns), turns_cost_usd(loaded.turns))}")
+    err(f"usage: {turns_usage_line(loaded.turns)}")
 
 
 @sessions_app.command("timeline")

@@ -37,8 +37,9 @@ Decision rules, in order (all figures in tokens; fractions of the effective wind
     4. Runaway (ratio > runaway_total, or one check-to-check growth > runaway_growth):
        compaction first. The guard refuses (`Decision.runaway` text) only when compaction could
        not help: the view is still a runaway right after a compaction, or the previous
-       decision asked for compaction and the caller sent the request without it.
-       runaway_total is never below the threshold.
+       decision asked for compaction and the caller sent the request without it, or the
+       caller cannot compact at all (`compacts=False`: automatic compaction is off, the guard
+       still holds). runaway_total is never below the threshold.
     5. No progress: after 3 compactions in a row that did not help (the view stayed at the
        trigger, or the next request overflowed), a triggered check returns no_progress=True
        and compact=False; a compaction that lands below the trigger and is followed by a
@@ -113,6 +114,8 @@ class ContextMonitor:
         system_tokens: tokens the request carries beyond the turns (system prompt, tool
             schemas), added to estimates; measured figures include them already.
         tokenizer: an exact per-text token counter to use instead of ceil(chars / 4).
+        compacts: whether the caller compacts when told to; False (automatic compaction off):
+            never `compact`, and a runaway is refused at once.
     """
 
     def __init__(
@@ -122,7 +125,9 @@ class ContextMonitor:
         *,
         system_tokens: int = 0,
         tokenizer: Tokenizer | None = None,
+        compacts: bool = True,
     ) -> None:
+        self.compacts = compacts
         self._limits = limits
         self._policy = policy
         self._system_tokens = max(0, system_tokens)
@@ -290,12 +295,15 @@ class ContextMonitor:
             and p.tokens < self._baseline + hysteresis * eff
         )
 
-        if (over_total or spike) and (self._just_compacted or self._compaction_skipped):
-            why = (
-                "compaction could not bring it down"
-                if self._just_compacted
-                else ("compaction was not done")
-            )
+        if (over_total or spike) and (
+            self._just_compacted or self._compaction_skipped or not self.compacts
+        ):
+            if not self.compacts:
+                why = "automatic compaction is off"
+            elif self._just_compacted:
+                why = "compaction could not bring it down"
+            else:
+                why = "compaction was not done"
             if over_total:
                 text = (
                     f"runaway guard: the context is {p.tokens:,} tokens, {_pct(p.ratio)} of the "
@@ -319,7 +327,7 @@ class ContextMonitor:
             self._pending_compact = False
             return Decision(pressure=p, compact=False, no_progress=True, reason=text)
 
-        compact = (triggered or over_total or spike) and not blocked
+        compact = (triggered or over_total or spike) and not blocked and self.compacts
         reason: str | None = None
         if compact:
             if self._force:
@@ -338,13 +346,20 @@ class ContextMonitor:
     # -- events from the loop --------------------------------------------------------------
 
     def observe(
-        self, *, view_len: int, usage: Usage, assistant_turn_id: str, generation: int
+        self, *, view_len: int, usage: Usage | None, assistant_turn_id: str, generation: int
     ) -> None:
-        """Record the provider usage of one completed request.
+        """Record one completed request and the provider usage it reported.
+
+        Call it after every request that got a reply, also when the reply carried no usage
+        (llama-cpp-python's server sends none): the request still counts as sent (a skipped
+        compaction, the end of a compaction's probation), while the pressure stays the
+        estimate (`Pressure.is_approximate`) and the calibration offset is left as it was.
 
         Args:
             view_len: the number of turns in the wire view the request carried.
-            usage: the normalized usage of that request (`Usage.prompt_tokens` + output).
+            usage: the normalized usage of that request (`Usage.prompt_tokens` + output), or
+                None when the provider reported none (a usage with no prompt tokens counts
+                as none).
             assistant_turn_id: the id of the reply turn, whose cost is the usage's output.
             generation: `self.generation` when the request's view was built. Usage from an
                 older generation (built before the latest compaction) is ignored (a stale
@@ -367,7 +382,7 @@ class ContextMonitor:
         if self._awaiting_ok and self._last_compaction_ok:
             self._failed_in_row = 0
         self._awaiting_ok = False
-        if usage.prompt_tokens <= 0:
+        if usage is None or usage.prompt_tokens <= 0:
             return  # the provider reported no usage: nothing measured
         self._measurement = _Measurement(
             generation=generation,

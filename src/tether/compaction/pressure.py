@@ -142,7 +142,9 @@ class Pressure:
         headroom: effective_window - tokens, in tokens (negative when over).
         source: "measured" when a provider usage for the current view's prefix is the base,
             "estimated" when the whole figure is the heuristic (+ calibration offset).
-        is_approximate: True when any part of `tokens` is estimated.
+        is_approximate: True when any part of `tokens` is estimated, or when the window itself
+            is a guess (`ModelLimits.source` "default": a model tether does not know), so a
+            host shows the ratio as approximate (`~42%`) either way.
     """
 
     tokens: int
@@ -220,7 +222,8 @@ def make_pressure(
     source: PressureSource,
     is_approximate: bool,
 ) -> Pressure:
-    """A Pressure for `tokens` (clamped >= 0) under `limits` and `policy`."""
+    """A Pressure for `tokens` (clamped >= 0) under `limits` and `policy`; approximate also
+    when the window is a fallback guess (`limits.source` "default")."""
     tokens = max(0, tokens)
     eff = effective_window(limits, policy)
     return Pressure(
@@ -229,7 +232,7 @@ def make_pressure(
         ratio=tokens / eff,
         headroom=eff - tokens,
         source=source,
-        is_approximate=is_approximate,
+        is_approximate=is_approximate or limits.source == "default",
     )
 
 

@@ -96,6 +96,9 @@ _OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"model with\s*" + _NUM + r"\s*maximum context length",
         # TGI: "`inputs` tokens + `max_new_tokens` must be <= 4096"
         r"must be <=\s*" + _NUM,
+        # tether's Ollama adapter, for a prompt Ollama cut silently (it evaluated what fit its
+        # real window): "Ollama evaluated only 16387 of the about 160689 prompt tokens sent"
+        r"evaluated only\s*" + _NUM + r"\s*of the about",
     )
 )
 
@@ -109,8 +112,10 @@ def parse_overflow_limit(message: str) -> int | None:
     number of tokens allowed (N)"), llama.cpp server ("available context size (N tokens)",
     `"n_ctx": N` in its error body), llama-cpp-python ("exceed context window of N"), vLLM
     ("(context length N)"), LM Studio ("context length of only N tokens"), Mistral ("model
-    with N maximum context length"), TGI ("must be <= N"). Ollama's "the input length exceeds
-    the context length" states no number (None). Numbers may carry "," or "_" separators; a
+    with N maximum context length"), TGI ("must be <= N"), tether's Ollama adapter for a prompt
+    Ollama cut below `num_ctx` ("evaluated only N of the about M": it evaluated what fit, so N
+    is about its real window). Ollama's "the input length exceeds the context length" states
+    no number (None). Numbers may carry "," or "_" separators; a
     stated maximum of 0 is not a window (None).
     """
     for pattern in _OVERFLOW_PATTERNS:

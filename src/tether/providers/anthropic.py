@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anthropic
 from anthropic import types as at
@@ -51,6 +51,7 @@ from tether.providers.base import (
     StreamDone,
     StreamEvent,
     UsageEvent,
+    is_vendor_url,
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 PRODUCER = "anthropic"
+ANTHROPIC_HOST = "api.anthropic.com"
+"""Anthropic's own endpoint (`ModelInfo.vendor_endpoint`)."""
 
 _STOP_REASONS: dict[str, ProviderStopReason] = {
     "end_turn": "end_turn",
@@ -280,6 +283,8 @@ class AnthropicProvider:
         self._client = client or anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=max_retries
         )
+        if is_vendor_url(str(self._client.base_url), ANTHROPIC_HOST):
+            self.info = replace(self.info, vendor_endpoint=True)
 
     def request_params(self, request: ModelRequest) -> MessagesParams:
         """The Messages parameters of `request` as `stream` sends them (built from its wire
@@ -289,7 +294,11 @@ class AnthropicProvider:
             ConfigError: as `build_params`.
         """
         view = wire_messages(
-            request, "anthropic", supports_prefill=self.info.supports_prefill, route=self._route
+            request,
+            "anthropic",
+            supports_prefill=self.info.supports_prefill,
+            route=self._route,
+            vendor_endpoint=self.info.vendor_endpoint,
         )
         return build_params(
             request,

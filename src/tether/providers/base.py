@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from tether.errors import ErrorKind
 from tether.messages import Provenance, ProviderStopReason, Target, ToolSpec, Turn, Usage
@@ -246,13 +247,26 @@ def wire_messages(
     *,
     supports_prefill: bool = False,
     route: Provenance | None = None,
+    vendor_endpoint: bool = False,
 ) -> tuple[Turn, ...]:
     """The messages an adapter sends: `request.messages` as they are when the loop already
     built the wire view (`is_wire_view`), else `tether.wire.build_view` of them for `target`
     (pairing repaired, reasoning sanitized, ids sanitized, user-terminated tail)."""
     if request.is_wire_view:
         return request.messages
-    return build_view(request.messages, target, supports_prefill=supports_prefill, route=route)
+    return build_view(
+        request.messages,
+        target,
+        supports_prefill=supports_prefill,
+        route=route,
+        vendor_endpoint=vendor_endpoint,
+    )
+
+
+def is_vendor_url(url: str, host: str) -> bool:
+    """Whether `url` (an SDK client's base URL) is on the API vendor's own `host`
+    (`api.openai.com`): a compatible server or gateway is not."""
+    return urlsplit(url).hostname == host
 
 
 @runtime_checkable

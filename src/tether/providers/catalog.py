@@ -70,6 +70,10 @@ class ModelInfo:
         supports_prefill: the model accepts a request ending with an assistant turn.
         allocates_window: the server allocates the window per request (Ollama `num_ctx`): the
             provider is told the resolved window (`WindowAllocator.use_context_window`).
+        vendor_endpoint: the provider sends to the API vendor's own endpoint (api.openai.com,
+            api.anthropic.com, Google's Gemini API), which holds every tool-call id to its
+            published rules; False for a compatible server (vLLM, llama.cpp, a gateway), which
+            gets the ids it issued back verbatim (`tether.wire.ids`).
         source: `table` (this catalog) or `provider` (the provider's own figure: the local
             model's n_ctx, Ollama's num_ctx).
         compact_prompt: the model takes the system prompt's facts in their compact form
@@ -86,6 +90,7 @@ class ModelInfo:
     price: Price | None = None
     supports_prefill: bool = False
     allocates_window: bool = False
+    vendor_endpoint: bool = False
     source: Literal["table", "provider"] = "table"
     listed: tuple[str, ...] = field(default=(), compare=False)
     compact_prompt: bool = False
@@ -358,7 +363,7 @@ def info_of(provider: Provider) -> ModelInfo | None:
 
 def catalog_info(model: str, **overrides: bool) -> ModelInfo:
     """The table's entry for `model` with the provider's own capabilities (`supports_prefill`,
-    `allocates_window`) set; an unknown model gets `DEFAULT_LIMITS`' figures."""
+    `allocates_window`, `vendor_endpoint`) set; an unknown model gets `DEFAULT_LIMITS`' figures."""
     info = lookup(model) or ModelInfo(
         context_window=DEFAULT_LIMITS.context_window,
         max_output_tokens=DEFAULT_LIMITS.max_output_tokens,

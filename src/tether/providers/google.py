@@ -38,7 +38,7 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from google import genai
@@ -302,6 +302,8 @@ class GoogleProvider:
         self.thinking_budget = thinking_budget
         self.include_thoughts = include_thoughts
         self._route = Provenance(provider=name, api="google", model=model)
+        if client is None and not base_url:  # Google's own endpoint
+            self.info = replace(self.info, vendor_endpoint=True)
         if client is None:
             key = api_key or _env_key()
             if not key:
@@ -315,7 +317,9 @@ class GoogleProvider:
     ) -> tuple[list[gt.Content], gt.GenerateContentConfig]:
         """The `contents` and `config` of `generate_content_stream` for `request`."""
         model = request.model or self.model
-        view = wire_messages(request, "google", route=self._route)
+        view = wire_messages(
+            request, "google", route=self._route, vendor_endpoint=self.info.vendor_endpoint
+        )
         contents, extra_system = to_gemini_contents(view)
         system = "\n\n".join([s for s in (request.system, *extra_system) if s])
         budget = request.thinking_budget_tokens

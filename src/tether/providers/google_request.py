@@ -20,9 +20,10 @@ the part that follows it (a function call first: a signature that arrived on a t
 an empty part right before an unsigned call is that call's), or on the text part before it when
 it was trailing. Gemini 3 validates that the first function call of each step of the current
 turn carries its signature (single call: on it; parallel calls: on the first; sequential
-calls: on each step's call); a call without one (another provider's turn, a lost or
-undecodable signature) gets the documented placeholder `skip_thought_signature_validator`
-("migrating from other models"), on every unsigned call. Unsigned thinking text (another
+calls: on each step's call); a step whose first call has none (another provider's turn, a
+lost or undecodable signature) gets the documented placeholder `skip_thought_signature_validator`
+("migrating from other models") on that first call only: with parallel calls Gemini signs
+only the first, so its siblings go out as they came, without a placeholder. Unsigned thinking text (another
 model's) is not sent. Model contents left adjacent once system turns are lifted out are
 merged (one step), so roles alternate.
 """
@@ -168,17 +169,20 @@ def _model_parts(turn: Turn) -> list[gt.Part]:
 
 
 def _sign_calls(parts: list[gt.Part]) -> list[gt.Part]:
-    """Every function-call part without a signature gets Gemini's documented placeholder
-    `skip_thought_signature_validator` (Gemini 3 validates that the first function call of
-    each step of the current turn carries a signature; a call another model made, or whose
-    signature was lost, has none: "Thought signatures" guide, migrating from other models)."""
-    skip = decode_signature(SKIP_SIGNATURE)
-    return [
-        p.model_copy(update={"thought_signature": skip})
-        if p.function_call is not None and not p.thought_signature
-        else p
-        for p in parts
-    ]
+    """The first function-call part of a step (one model content) without a signature gets
+    Gemini's documented placeholder `skip_thought_signature_validator` (Gemini 3 validates that
+    the first function call of each step of the current turn carries a signature; a call
+    another model made, or whose signature was lost, has none: "Thought signatures" guide,
+    migrating from other models). Its parallel siblings are left as they are: "only the first
+    functionCall part will contain the signature" (same guide), and a placeholder there is a
+    signature Gemini never issued."""
+    for k, p in enumerate(parts):
+        if p.function_call is not None:
+            if p.thought_signature:
+                return parts
+            skip = decode_signature(SKIP_SIGNATURE)
+            return [*parts[:k], p.model_copy(update={"thought_signature": skip}), *parts[k + 1 :]]
+    return parts
 
 
 def to_gemini_contents(messages: Sequence[Turn]) -> tuple[list[gt.Content], list[str]]:

@@ -20,10 +20,14 @@ stops with `context_overflow`); the reply is never kept and its token count neve
       `StreamError(kind="context_overflow")` is the whole stream (nothing is sent);
     * after the `done` frame: when the reported prompt (`prompt_eval_count`) reaches
       `FULL_WINDOW_RATIO` of `num_ctx` (the prompt was cut to the window, or filled it so that
-      no room was left for the reply), the stream ends with that error instead of `StreamDone`.
-A reported prompt below `TRUNCATION_RATIO` of the estimate that does not fill the window is only
-a `StreamWarning(kind="truncated_prompt")`: Ollama versions that count only the tokens not served
-from their prompt cache under-report too; the warning names both figures.
+      no room was left for the reply), or when it is far below the estimate of what was sent
+      (below `TRUNCATION_RATIO` of it and at least `TRUNCATION_MIN_TOKENS` short: 16,387 of
+      160,689, or 30,000 of 40,000; the window Ollama really allocated was smaller than
+      `num_ctx`, e.g. the model's own limit or `OLLAMA_CONTEXT_LENGTH`), the stream ends with
+      that error instead of `StreamDone`. The count includes the tokens served from Ollama's
+      prompt cache (its runner reports cached + evaluated, ollama/ollama#16428), so a cache hit
+      is not a cut. The reply and its count are dropped: the loop never calibrates its
+      estimate or measures its pressure from a truncated count.
 
 `num_ctx` is the window the run is configured with (`--context-window`, `context.windows`):
 `tether run` sets it from the resolved limits; `info` reports it back, so the
@@ -51,7 +55,6 @@ from tether.providers.base import (
     StreamDone,
     StreamError,
     StreamEvent,
-    StreamWarning,
     UsageEvent,
     wire_messages,
 )
@@ -68,7 +71,12 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192
 """`options.num_ctx` when none is given. Ollama's own default is small (2048-4096 tokens,
 depending on version) and it truncates silently beyond it, so tether always sends one."""
-TRUNCATION_RATIO = 0.5
+TRUNCATION_RATIO = 0.8
+"""A reported prompt below this share of the estimate of what was sent was cut (the estimate,
+ceil(chars / 4), is within a few tenths of real counts for text and code)."""
+TRUNCATION_MIN_TOKENS = 1_024
+"""... and at least this many tokens short of it (for small prompts the chat template's own
+tokens and the estimate's error are of that order)."""
 FULL_WINDOW_RATIO = 0.98
 """A reported prompt of at least this share of `num_ctx` filled the window: it was cut."""
 
@@ -81,6 +89,15 @@ def overflow_message(estimate: int, num_ctx: int, reported: int | None = None) -
     return (
         f"prompt is too long: the request holds about {estimate} tokens but Ollama's num_ctx "
         f"is {num_ctx}{seen} (Ollama cuts such prompts silently)"
+    )
+
+
+def truncation_message(estimate: int, num_ctx: int, reported: int) -> str:
+    """The context_overflow message for a prompt Ollama cut below `num_ctx`."""
+    return (
+        f"prompt is too long: Ollama evaluated only {reported} of the about {estimate} prompt "
+        f"tokens sent (num_ctx {num_ctx}): it cut the prompt silently, so its real window is "
+        "smaller (the model's own limit, or OLLAMA_CONTEXT_LENGTH)"
     )
 
 
@@ -105,27 +122,17 @@ class OllamaStreamTranslator:
     _overflow: str | None = None
 
     def overflow(self, reported: int | None) -> str | None:
-        """The context_overflow message when the reported prompt filled the window (at least
-        `FULL_WINDOW_RATIO` of `num_ctx`), else None."""
-        if reported is None or reported < self.num_ctx * FULL_WINDOW_RATIO:
+        """The context_overflow message when the reported prompt shows it was cut (it filled
+        `FULL_WINDOW_RATIO` of `num_ctx`, or fell far below the estimate: module docstring),
+        else None."""
+        if reported is None:
             return None
-        return overflow_message(self.estimated_prompt_tokens, self.num_ctx, reported)
-
-    def truncation(self, reported: int | None) -> StreamWarning | None:
-        """The truncation warning for a reported prompt size, or None (module docstring)."""
+        if reported >= self.num_ctx * FULL_WINDOW_RATIO:
+            return overflow_message(self.estimated_prompt_tokens, self.num_ctx, reported)
         estimate = self.estimated_prompt_tokens
-        if reported is None or reported >= estimate * TRUNCATION_RATIO or reported > self.num_ctx:
-            return None
-        return StreamWarning(
-            kind="truncated_prompt",
-            message=(
-                f"Ollama evaluated {reported} prompt tokens but the request holds about "
-                f"{estimate} (num_ctx {self.num_ctx}): the prompt was probably cut silently; "
-                "raise num_ctx or compact the session"
-            ),
-            estimated_prompt_tokens=estimate,
-            reported_prompt_tokens=reported,
-        )
+        if reported < estimate * TRUNCATION_RATIO and estimate - reported >= TRUNCATION_MIN_TOKENS:
+            return truncation_message(estimate, self.num_ctx, reported)
+        return None
 
     def on_item(self, frame: ollama.ChatResponse) -> Iterator[StreamEvent]:
         """Events for one NDJSON frame."""
@@ -153,9 +160,6 @@ class OllamaStreamTranslator:
             yield UsageEvent(
                 usage=Usage(input_tokens=prompt or 0, output_tokens=frame.eval_count or 0)
             )
-            warning = self.truncation(prompt)
-            if warning is not None:
-                yield warning
 
     def finish(self) -> StreamEvent:
         """`StreamDone` after the `done: true` frame, else a network `StreamError` (incomplete)."""
@@ -249,8 +253,8 @@ class OllamaProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`
-        (`context_overflow` when the request cannot fit `num_ctx` or Ollama cut it; a
-        `StreamWarning` when it may have). Cancellation propagates."""
+        (`context_overflow` when the request cannot fit `num_ctx` or Ollama cut it).
+        Cancellation propagates."""
         params = self.request_params(request)
         estimate = estimate_prompt_tokens(params["messages"], params.get("tools") or [])
         client = self._client

@@ -48,12 +48,15 @@ from tether.providers.base import (
     StreamEvent,
     ToolCallStart,
     UsageEvent,
+    is_vendor_url,
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.openai_chat_request import to_chat_messages, to_chat_tools
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
+OPENAI_HOST = "api.openai.com"
+"""OpenAI's own endpoint: ids over 40 chars are refused there, also its own route's."""
 COMPAT_PRODUCER = "openai-compat"
 """Producer tag of thinking blocks built from a compatible server's `reasoning_content`."""
 
@@ -201,9 +204,7 @@ class OpenAIChatProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.info = catalog_info(model)
         self._route = Provenance(provider=name, api="openai-chat", model=model)
-        self._compat = base_url is not None
         if client is None:
             try:
                 client = openai.AsyncOpenAI(
@@ -217,13 +218,16 @@ class OpenAIChatProvider:
                 client = openai.AsyncOpenAI(
                     api_key="not-needed", base_url=base_url, max_retries=max_retries
                 )
-        else:
-            self._compat = str(client.base_url).rstrip("/") != "https://api.openai.com/v1"
+        vendor = is_vendor_url(str(client.base_url), OPENAI_HOST)
+        self._compat = not vendor
+        self.info = catalog_info(model, vendor_endpoint=vendor)
         self._client = client
 
     def request_messages(self, request: ModelRequest) -> list[ChatCompletionMessageParam]:
         """The `messages` array `stream` sends for `request`, built from its wire view."""
-        view = wire_messages(request, "openai-chat", route=self._route)
+        view = wire_messages(
+            request, "openai-chat", route=self._route, vendor_endpoint=self.info.vendor_endpoint
+        )
         return to_chat_messages(view, request.system)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

@@ -8,7 +8,7 @@ Request shape (`POST /chat/completions`, `stream=true`, `stream_options.include_
     {"model", "messages": [
         {"role": "system", "content": <system prompt>},
         {"role": "user", "content": str | [{"type": "text"|"image_url"|"file", ...}]},
-        {"role": "assistant", "content": str | None,
+        {"role": "assistant", "content": str,   # "" beside calls: never null (below)
          "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": <JSON text>}}]},
         {"role": "tool", "tool_call_id", "content": str},  # one per tool result, in order
      ], "tools": [{"type": "function", "function": {"name", "description", "parameters"}}]}
@@ -130,7 +130,9 @@ def _assistant_message(turn: Turn) -> ChatCompletionMessageParam | None:
 
     Thinking and redacted thinking are not sent: Chat Completions has no field for them. A call
     whose arguments were invalid is replayed with the parsed arguments (`{}`), never the raw text:
-    compatible servers parse `arguments` when rendering their chat template.
+    compatible servers parse `arguments` when rendering their chat template. A reply with calls
+    and no text has `content: ""`, never null: OpenAI's API accepts both, but
+    llama-cpp-python's server answers HTTP 500 to null (its schema allows only a string there).
     """
     text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
     calls: list[ChatCompletionMessageFunctionToolCallParam] = [
@@ -145,7 +147,7 @@ def _assistant_message(turn: Turn) -> ChatCompletionMessageParam | None:
     if not text and not calls:
         return None
     if calls:
-        return {"role": "assistant", "content": text or None, "tool_calls": calls}
+        return {"role": "assistant", "content": text, "tool_calls": calls}
     return {"role": "assistant", "content": text}
 
 

@@ -66,10 +66,12 @@ from tether.providers.base import (
     StreamError,
     StreamEvent,
     UsageEvent,
+    is_vendor_url,
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.errors import classify_status, error_code
+from tether.providers.openai_chat import OPENAI_HOST
 from tether.providers.openai_responses_request import build_params
 from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
@@ -236,7 +238,6 @@ class OpenAIResponsesProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self.info = catalog_info(model)
         self.reasoning = reasoning
         self.reasoning_effort = reasoning_effort
         self.reasoning_summary = reasoning_summary
@@ -248,12 +249,20 @@ class OpenAIResponsesProvider:
             client = openai.AsyncOpenAI(
                 api_key=key or "not-needed", base_url=base_url, max_retries=max_retries
             )
+        self.info = catalog_info(
+            model, vendor_endpoint=is_vendor_url(str(client.base_url), OPENAI_HOST)
+        )
         self._client = client
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `client.responses.create` for `request` (without
         `stream`), built from its wire view."""
-        view = wire_messages(request, "openai-responses", route=self._route)
+        view = wire_messages(
+            request,
+            "openai-responses",
+            route=self._route,
+            vendor_endpoint=self.info.vendor_endpoint,
+        )
         return build_params(
             request,
             view,

@@ -1,7 +1,9 @@
 """The cost of a run or a session in US dollars.
 
 Owns: `cost_usd`, and the usage / cost of a list of stored turns (`turns_usage`,
-`turns_cost_usd`), and the usage line the hosts print. Pure: no I/O, no network.
+`turns_cost_usd`), which replies reported usage at all (`reported`), and the usage line the
+hosts print (`turns_usage_line`: "not reported" when no reply carried any, never a measured-
+looking `in 0 / 0 out`). Pure: no I/O, no network.
 Does not own: the prices (`tether.providers.catalog`: `ModelInfo.price`, `price_for`, their
 source and date), nor usage normalization (the adapters: `tether.messages.Usage` keeps input,
 cache read and cache write apart, which is what pricing needs, case T19).
@@ -59,3 +61,28 @@ def usage_line(usage: Usage, cost: float | None = None) -> str:
     """`in 52413 (cache 50000) / 4075 out`, plus ` · $0.1234` when the cost is known."""
     line = usage.summary_line()
     return f"{line} · ${cost:.4f}" if cost is not None else line
+
+
+NOT_REPORTED = "not reported by the provider"
+"""The usage line of replies none of which carried usage."""
+
+
+def reported(usage: Usage | None) -> bool:
+    """Whether a reply's usage is a report: present and counting something (a request always
+    has prompt tokens; llama-cpp-python's server sends no usage in its stream at all, and a
+    server that counts nothing sends zeros)."""
+    return usage is not None and (usage.prompt_tokens > 0 or usage.output_tokens > 0)
+
+
+def turns_usage_line(turns: Iterable[Turn]) -> str:
+    """The usage line of stored turns: `usage_line` of what their replies reported, with the
+    cost; `not reported by the provider` when no reply reported any, and `(N of M replies
+    reported no usage)` after the figures when only some did."""
+    replies = [t for t in turns if t.role == "assistant"]
+    missing = sum(1 for t in replies if not reported(t.usage))
+    if replies and missing == len(replies):
+        return NOT_REPORTED
+    line = usage_line(turns_usage(replies), turns_cost_usd(replies))
+    if missing:
+        line += f" ({missing} of {len(replies)} replies reported no usage)"
+    return line

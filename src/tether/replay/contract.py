@@ -45,6 +45,8 @@ class Checker:
         target: the wire target.
         route: the provider/api/model the requests are built for (as the loop records it).
         supports_prefill: whether an assistant-final request is allowed.
+        vendor_endpoint: the offline provider stands for the API vendor's own endpoint
+            (every id held to the published rules; all but Ollama's).
         check: a request (`is_wire_view=True`, as the loop sends it) → the problems the
             provider would reject it for (empty: accepted).
     """
@@ -53,6 +55,7 @@ class Checker:
     route: Provenance
     supports_prefill: bool
     check: Callable[[ModelRequest], list[str]]
+    vendor_endpoint: bool = True
 
 
 def checker(target: Target) -> Checker:
@@ -113,7 +116,9 @@ def checker(target: Target) -> Checker:
         def check_ollama(request: ModelRequest) -> list[str]:
             return contract.ollama_problems(ollama.request_params(request))
 
-        return Checker(target, _route(ollama.name, target, model), False, check_ollama)
+        return Checker(
+            target, _route(ollama.name, target, model), False, check_ollama, vendor_endpoint=False
+        )
     raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGETS)})")
 
 

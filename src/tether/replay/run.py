@@ -161,7 +161,11 @@ def replay_stored(
     report = ReplayReport(target=target, tools="stored")
     repairs = _Repairs(report)
     views = ViewBuilder(
-        target, route=chk.route, supports_prefill=chk.supports_prefill, on_repair=repairs
+        target,
+        route=chk.route,
+        vendor_endpoint=chk.vendor_endpoint,
+        supports_prefill=chk.supports_prefill,
+        on_repair=repairs,
     )
     specs = tool_specs(turns) if tools is None else tools
     history = tuple(turns)

@@ -40,7 +40,7 @@ from tether.compaction.pressure import effective_window, estimate_tokens
 from tether.errors import ConfigError, RunError, TetherError
 from tether.messages import ContentBlock, ImageBlock
 from tether.permissions.store import add_allow_rules
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import turns_usage_line
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
@@ -50,6 +50,7 @@ from tether.tui.feed import Feed
 from tether.tui.handlers import run_command
 from tether.tui.notify import notification, notify_mode
 from tether.tui.opening import Factory, Opened
+from tether.tui.rows import history_rows, stored_subagents
 from tether.tui.safety import (
     PLAN_APPROVED,
     PlanScreen,
@@ -60,7 +61,7 @@ from tether.tui.safety import (
 )
 from tether.tui.screens import ApprovalScreen, QuestionScreen
 from tether.tui.settings_screen import SettingsScreen
-from tether.tui.transcript import Transcript, history_rows
+from tether.tui.transcript import Transcript
 from tether.tui.user_commands import CommandRun, CompletionList, command_table, completion_lines
 from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
 
@@ -204,8 +205,10 @@ class TetherApp(App[int]):
             self.note(f"cannot open the session: {exc}")
             self.opened = None
             return
-        await self.transcript.show_history(history_rows(self.opened.agent.history))
-        self.query_one(TodoPanel).show_items(latest_todo(self.opened.agent.history))
+        agent = self.opened.agent
+        subagents = stored_subagents(self.opened.store, agent.session.id)
+        await self.transcript.show_history(history_rows(agent.history, subagents))
+        self.query_one(TodoPanel).show_items(latest_todo(agent.history))
         try:
             await self.opened.start()
         except Exception as exc:
@@ -230,7 +233,7 @@ class TetherApp(App[int]):
         agent = self.opened.agent
         ratio, approx = self._pressure()
         history = agent.history
-        usage = usage_line(turns_usage(history), turns_cost_usd(history))
+        usage = turns_usage_line(history)
         mode = "PLAN" if agent.plan_mode else "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
         busy = " · working" if self.busy else ""
         queued = f" · {len(self.queued)} queued" if self.queued else ""
@@ -242,11 +245,10 @@ class TetherApp(App[int]):
         (computed once per history: a 10,000-turn view takes ~0.1 s, so for a long history
         the first footer says `ctx –` and the figure follows after the first paint)."""
         agent = self.agent
-        compaction = agent.compaction
-        if compaction is None:
+        monitor = agent.context_monitor
+        if monitor is None:
             return None, True
-        monitor = compaction.monitor
-        if monitor.pressure is not None:
+        if monitor.pressure is not None:  # approximate: estimated, or a guessed window
             return monitor.pressure.ratio, monitor.pressure.is_approximate
         history = agent.history
         key = (len(history), history[-1].id if history else "")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent.approval import APPROVAL_MODES
 from tether.errors import ConfigError, RunError, SessionError
-from tether.providers.pricing import turns_cost_usd, turns_usage, usage_line
+from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
@@ -164,10 +164,17 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             await _session_command(app, name, arg)
         elif name == "usage":
             history = agent.history
-            app.note(f"usage: {usage_line(turns_usage(history), turns_cost_usd(history))}")
+            app.note(f"usage: {turns_usage_line(history)}")
         elif name == "context":
-            rows = context_rows_of(agent)
-            app.push_screen(ContextScreen(rows, agent.limits.context_window, context_lines(agent)))
+            limits = agent.limits
+            app.push_screen(
+                ContextScreen(
+                    context_rows_of(agent),
+                    limits.context_window,
+                    context_lines(agent),
+                    guessed=limits.source == "default",
+                )
+            )
         elif name == "timeline":
             w, h = app.size
             app.push_screen(TimelineScreen(agent.history, width=w - 8, height=h - 14))

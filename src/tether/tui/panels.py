@@ -62,12 +62,19 @@ class ContextScreen(_Panel):
     """
 
     def __init__(
-        self, rows: tuple[ContextRow, ...], window: int, sources: Sequence[str] = ()
+        self,
+        rows: tuple[ContextRow, ...],
+        window: int,
+        sources: Sequence[str] = (),
+        *,
+        guessed: bool = False,
     ) -> None:
         super().__init__()
         self.rows = rows
         self.window = max(window, 1)
         self.sources = tuple(sources)
+        self.guessed = guessed
+        """The window is a fallback guess (a model tether does not know): shown with `~`."""
 
     def compose(self) -> ComposeResult:
         total = sum(r.tokens for r in self.rows)
@@ -75,8 +82,9 @@ class ContextScreen(_Panel):
         with Vertical():
             yield Static(
                 Text(
-                    f"context: ~{total} tokens of {self.window} "
-                    f"({total / self.window:.0%}), {turns} turns in the wire view (estimated)"
+                    f"context: ~{total} tokens of {'~' if self.guessed else ''}{self.window} "
+                    f"({total / self.window:.0%}), {turns} turns in the wire view (estimated"
+                    f"{'; the window is a guess: set context.windows' if self.guessed else ''})"
                 ),
                 classes="title",
             )

@@ -1,7 +1,7 @@
 """The TUI's transcript: a scrolling column of rows that mounts only a window of the past.
 
-Owns: `history_rows` (a stored history → one cheap row maker per row, nothing built yet) and
-`Transcript`, the scrolling column. Past rows (a resumed session's) are mounted a page at a
+Owns: `Transcript`, the scrolling column (the row makers of a stored history:
+`tether.tui.rows.history_rows`). Past rows (a resumed session's) are mounted a page at a
 time: the last page at start; scrolling near the top mounts the page before it (the view keeps
 its place), near the bottom the page after it; at most `MAX_PAGES` pages are mounted (the
 farthest page is unmounted), so a 10,000-turn session costs what a few dozen rows cost.
@@ -14,24 +14,13 @@ Does not own: what a row shows (`tether.tui.widgets`), turning events into rows 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
-from functools import partial
+from collections.abc import Coroutine
 from typing import Any
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from tether.messages import (
-    ImageBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
-)
-from tether.tui.attach import image_chip
-from tether.tui.widgets import AssistantRow, MarkerRow, ThinkingRow, ToolRow, UserRow
-from tether.wire.markers import is_marker
+from tether.tui.rows import RowMaker
 
 PAGE = 30
 """Past rows mounted or unmounted at a time."""
@@ -42,42 +31,6 @@ EDGE = 3
 mounted at once when the rows do not fill the view: there is nothing to scroll)."""
 MAX_PAGES = 3
 """Past rows mounted at most: `PAGE * MAX_PAGES`."""
-
-RowMaker = Callable[[], Widget]
-"""Builds one transcript row (called only when the row is mounted)."""
-
-
-def _tool_row(block: ToolCallBlock, result: ToolResultBlock | None) -> ToolRow:
-    row = ToolRow(block.id, block.name, block.arguments)
-    if result is not None:
-        row.finish(result.text, is_error=result.is_error, duration_ms=None)
-    return row
-
-
-def history_rows(history: Sequence[Turn]) -> list[RowMaker]:
-    """One maker per row of a stored `history`, oldest first: user and assistant text (a user
-    turn with images: one row, its images as chips), thinking, tool calls (finished with their
-    results), compaction markers."""
-    results = {r.tool_call_id: r for turn in history for r in turn.tool_results}
-    makers: list[RowMaker] = []
-    for turn in history:
-        if is_marker(turn):
-            makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
-            continue
-        images = [image_chip(b) for b in turn.content if isinstance(b, ImageBlock)]
-        if turn.role == "user" and images:  # the text and its image chips in one row
-            makers.append(partial(UserRow, turn.text, images=images))
-            continue
-        for block in turn.content:
-            if isinstance(block, TextBlock) and block.text.strip():
-                kind = UserRow if turn.role == "user" else AssistantRow
-                makers.append(partial(kind, block.text))
-            elif isinstance(block, ThinkingBlock) and block.text:
-                makers.append(partial(ThinkingRow, block.text))
-            elif isinstance(block, ToolCallBlock):
-                makers.append(partial(_tool_row, block, results.get(block.id)))
-    return makers
-
 
 class Transcript(VerticalScroll):
     """The transcript column (see the module docstring)."""

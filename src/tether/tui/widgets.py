@@ -2,7 +2,8 @@
 
 Owns: `UserRow`, `AssistantRow` (streamed text rendered as Markdown, code highlighted; updates
 batched), `ThinkingRow` (dimmed, collapsible), `ToolRow` (collapsible: name, arguments
-summary, status, duration; its result inside; a persisted output's size and path),
+summary, status, duration; an edit's diff and its result inside; a persisted output's size and
+path),
 `MarkerRow` (a compaction divider with tokens before/after; the summary expands), `NoteRow`,
 `StatusBar` (the footer) and `PromptInput` (Enter sends, Shift+Enter / Ctrl+J new line, Up /
 Down history, Tab completion).
@@ -20,6 +21,7 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -32,6 +34,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static, TextArea
 
 from tether.agent.subagents import TASK_TOOL
+from tether.tools.preview import call_diff, diff_counts
 
 PERSISTED_RE = re.compile(
     r'<persisted-output size_bytes="(\d+)" path="([^"]*)">'
@@ -290,7 +293,9 @@ class ThinkingRow(Collapsible):
 class ToolRow(Collapsible):
     """One tool call: `name  args · status · duration`, its result inside (collapsed). A
     persisted output's size and path are in the title (`o` on the focused row opens the
-    file). A `task` call holds its subagent's rows (`nest`) above its result."""
+    file). A `write` / `edit` call shows the change its arguments state (`call_diff`: the
+    same whether the row is built live or from a stored session; `+added −removed` in the
+    title). A `task` call holds its subagent's rows (`nest`) above its result."""
 
     DEFAULT_CSS = """
     ToolRow { margin: 0; } ToolRow.error CollapsibleTitle { color: $error; }
@@ -314,6 +319,12 @@ class ToolRow(Collapsible):
         self.steps: Vertical | None = None
         self._waiting: list[Widget] = []
         children: list[Widget] = [self.body]
+        self.diff = call_diff(name, arguments)
+        self._change = ""
+        if self.diff is not None:
+            added, removed = diff_counts(self.diff)
+            self._change = f"  +{added} −{removed}"
+            children.insert(0, Static(Syntax(self.diff, "diff", theme="ansi_dark"), classes="diff"))
         if name == TASK_TOOL:
             self.steps = Vertical(classes="steps")
             children.insert(0, self.steps)
@@ -324,7 +335,7 @@ class ToolRow(Collapsible):
         agent = ""
         if self.agent_path is not None:
             agent = f"  · {'/'.join(self.agent_path)}: {self.steps_count} steps"
-        return f"⚙ {self.name_}  {self.summary}  · {self.status}{tail}{agent}"
+        return f"⚙ {self.name_}  {self.summary}{self._change}  · {self.status}{tail}{agent}"
 
     def nest(self, row: Widget, agent_path: tuple[str, ...], *, step: bool) -> None:
         """Show `row` (the subagent's text, tool call or note) inside this `task` row."""
@@ -333,9 +344,9 @@ class ToolRow(Collapsible):
         self.agent_path = agent_path
         self.steps_count += step
         self.title = self._heading(self._tail)
-        if self.steps.is_mounted:
+        if self.steps.is_mounted and not self._waiting:
             self.steps.mount(row)
-        else:  # the row itself is still being mounted
+        else:  # the row itself is still being mounted: after the rows nested before it
             self._waiting.append(row)
 
     def on_mount(self) -> None:

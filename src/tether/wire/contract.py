@@ -214,7 +214,8 @@ def chat_problems(messages: Sequence[Any], *, own_ids: frozenset[str] = frozense
     each 'tool_call_id'", "Invalid 'messages[N].tool_calls[0].id': string too long. Expected a
     string with maximum length 40", "[] is too short - 'messages'"). `own_ids`: ids the
     server itself issued (an OpenAI-compatible server accepts its own ids, whatever their
-    length)."""
+    length, and may repeat them in a later message: Kimi K2 numbers its calls
+    `functions.<name>:<k>` per turn)."""
     problems = conversation_problems([m.get("role", "") for m in messages])
     pending: set[str] = set()
     after_calls = False  # the previous message is an assistant with calls or a tool message
@@ -240,14 +241,21 @@ def chat_problems(messages: Sequence[Any], *, own_ids: frozenset[str] = frozense
             calls = _items(m.get("tool_calls"))
             if content is None and not calls:
                 problems.append(f"message {i}: assistant message without content or tool_calls")
+            elif content is None:
+                problems.append(
+                    f"message {i}: assistant content is null beside tool_calls (OpenAI accepts "
+                    'it, llama-cpp-python\'s server answers HTTP 500: send "")'
+                )
+            in_message: set[str] = set()
             for c in calls:
                 cid = c.get("id")
                 if not isinstance(cid, str) or not (1 <= len(cid) <= 40 or cid in own_ids):
                     problems.append(f"message {i}: tool_calls id {cid!r} invalid (1..40 chars)")
-                elif cid in ids:
+                elif cid in in_message or (cid in ids and cid not in own_ids):
                     problems.append(f"message {i}: duplicate tool call id {cid!r}")
                 else:
                     ids.add(cid)
+                    in_message.add(cid)
                     pending.add(cid)
                 try:
                     args = json.loads(c["function"]["arguments"])

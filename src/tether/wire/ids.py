@@ -28,10 +28,21 @@ Does not own: minting ids a provider did not send (the assembler does, by stream
     ollama            any string of 1..64 chars            ids are not sent (`/api/chat` has none)
     ================  ===================================  ======================================
 
-    An id is kept as is when it is not yet used in the view and the target accepts it. To
-    `openai-chat`, an id over 40 chars is kept too when the turn holding the call was issued by
-    the request's route (`issued_by_route`): the 40-char limit is OpenAI's, and an
-    OpenAI-compatible server (vLLM, llama.cpp, ...) accepts the ids it issued itself. Otherwise, for a charset-restricted target every character
+    The endpoint that issued an id gets it back verbatim: in a turn issued by the request's
+    route (`issued_by_route`), each call goes out with the id the provider sent (its
+    `provider_meta["original_id"]` when the persist-time re-minting changed it, else its stored
+    id), whatever its length or characters and also when the same id came in an earlier turn
+    (Kimi K2 numbers its calls `functions.<name>:<k>` and, served through OpenAI-compatible
+    routes, repeats them across turns; it needs them echoed exactly, vybestack/llxprt-code#712,
+    MoonshotAI/kimi-code#2503, sglang#9606); only a repeat inside one turn (two sibling calls
+    with one id) is renamed. Re-minting is for the other turns, whose ids the target must
+    accept from a stranger, unique in the view. The exception is `vendor_endpoint`: the API
+    vendor's own endpoint (api.openai.com, api.anthropic.com, Google's) holds every id to its
+    published rules, the ones its route stored included (a route's name and model are the same
+    after its base URL moved from a compatible server to the vendor: OpenAI then answers an id
+    over 40 chars with HTTP 400). So the official OpenAI endpoint never gets an id over 40
+    chars. Other ids are kept as they are when not yet used in the view and the target
+    accepts them. Otherwise, for a charset-restricted target every character
     outside the charset becomes `_`; an empty id becomes `call`; an over-long id is cut and ends
     with `_` + 8 hex digits of its SHA-256; and an id already used by an earlier call gets
     `_<k>` (k = 2, 3, ...) within the target's limit. A result is renamed like the most recent
@@ -146,6 +157,11 @@ def sanitize_id(raw: str, max_len: int, *, charset: bool = True) -> str:
 class IdMapper:
     """The streaming state of `sanitize_tool_ids`: feed turns front to back with `turn()`.
 
+    Args:
+        target, route: as for `sanitize_tool_ids`.
+        vendor_endpoint: the request goes to the API vendor's own endpoint, which holds every
+            id to its published rules (no verbatim echo; module docstring).
+
     Attributes:
         max_len: the target's id length limit.
         used: every id assigned so far in the view.
@@ -157,6 +173,7 @@ class IdMapper:
     __slots__ = (
         "answered",
         "charset",
+        "echo",
         "item_ids",
         "latest",
         "max_len",
@@ -165,9 +182,12 @@ class IdMapper:
         "used",
     )
 
-    def __init__(self, target: Target, route: Provenance | None = None) -> None:
+    def __init__(
+        self, target: Target, route: Provenance | None = None, *, vendor_endpoint: bool = False
+    ) -> None:
         self.target: Target = target
         self.route = route
+        self.echo = not vendor_endpoint
         self.max_len = MAX_ID_LENGTH[target]
         self.charset = target in CHARSET_RESTRICTED
         self.used: set[str] = set()
@@ -189,16 +209,27 @@ class IdMapper:
         self.used.add(s)
         return s
 
-    def _accepts(self, raw: str, turn: Turn) -> bool:
-        if not raw or (self.charset and not _VALID.fullmatch(raw)):
-            return False
-        if len(raw) <= self.max_len:
-            return True
-        return (
-            self.target == "openai-chat"
-            and turn.role == "assistant"
-            and issued_by_route(turn.provenance, self.target, self.route)
-        )
+    def _accepts(self, raw: str) -> bool:
+        return 0 < len(raw) <= self.max_len and (not self.charset or bool(_VALID.fullmatch(raw)))
+
+    def _echoed(self, turn: Turn) -> dict[int, str]:
+        """Position of each call → the id its issuer sent, for a turn issued by the request's
+        route (module docstring); empty otherwise. Ids repeated inside the turn are left out
+        (their calls get unique names like any other)."""
+        if not self.echo or turn.role != "assistant":
+            return {}
+        if not issued_by_route(turn.provenance, self.target, self.route):
+            return {}
+        issued: dict[int, str] = {}
+        for k, b in enumerate(turn.content):
+            if type(b) is ToolCallBlock:
+                meta = b.provider_meta
+                original = meta.get("original_id") if meta is not None else None
+                issued[k] = original if isinstance(original, str) and original else b.id
+        counts: dict[str, int] = {}
+        for cid in issued.values():
+            counts[cid] = counts.get(cid, 0) + 1
+        return {k: cid for k, cid in issued.items() if cid and counts[cid] == 1}
 
     def _unique_items(self, turn: Turn) -> Turn:
         """Drop repeated Responses server item ids (module docstring)."""
@@ -237,21 +268,32 @@ class IdMapper:
         answered = self.answered
         content = turn.content
         in_turn: set[str] | None = None
+        echoed: dict[int, str] | None = None
         for k, b in enumerate(content):
             if type(b) is ToolCallBlock:
                 raw = b.id
                 if in_turn is None:
                     in_turn = set()
+                    echoed = self._echoed(turn)
                 if raw not in in_turn:  # a new turn with this id: results now answer it
                     in_turn.add(raw)
                     latest[raw] = []
                     answered[raw] = 0
-                if raw not in used and self._accepts(raw, turn):
+                assert echoed is not None
+                issued = echoed.get(k)
+                if issued is not None:  # back to its issuer verbatim, repeats included
+                    used.add(issued)
+                    latest[raw].append(issued)
+                    if issued == raw:
+                        continue
+                    s = issued
+                elif raw not in used and self._accepts(raw):
                     used.add(raw)
                     latest[raw].append(raw)
                     continue
-                s = self._fresh(raw)
-                latest[raw].append(s)
+                else:
+                    s = self._fresh(raw)
+                    latest[raw].append(s)
                 nb: ContentBlock = replace(b, id=s)
             elif type(b) is ToolResultBlock:
                 raw = b.tool_call_id
@@ -276,17 +318,25 @@ class IdMapper:
 
 
 def sanitize_tool_ids(
-    turns: tuple[Turn, ...], target: Target, *, route: Provenance | None = None
+    turns: tuple[Turn, ...],
+    target: Target,
+    *,
+    route: Provenance | None = None,
+    vendor_endpoint: bool = False,
 ) -> tuple[Turn, ...]:
-    """Make every tool-call id acceptable to `target` and unique in the view (third wire pass).
+    """Make every tool-call id acceptable to `target` and unique in the view (third wire pass),
+    except that the route that issued an id gets it back verbatim (module docstring).
 
     Args:
         turns: the view so far, oldest first.
         target: the request's wire API (decides the id rules, module docstring table).
-        route: the request's provider/api/model: ids in turns it issued are kept as they are.
+        route: the request's provider/api/model: calls in turns it issued go out with the ids
+            it sent.
+        vendor_endpoint: the request goes to the API vendor's own endpoint: every id is held
+            to the published rules, its own route's too.
 
     Returns:
         The input tuple itself when every id is valid and unique; otherwise a new tuple where
         unchanged turns are the same objects. Calls and their results stay consistent.
     """
-    return map_turns(turns, IdMapper(target, route).turn)
+    return map_turns(turns, IdMapper(target, route, vendor_endpoint=vendor_endpoint).turn)

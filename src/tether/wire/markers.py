@@ -1,7 +1,8 @@
 """Marker elision: the wire cutoff for compact-summary markers (the first wire pass).
 
-Owns: deciding which stored turns a compaction hides from the wire, and how a marker's summary is
-rendered in their place.
+Owns: deciding which stored turns a compaction hides from the wire, how a marker's summary is
+rendered in their place, and which turns the newest marker preserved keep their thinking
+(`replayed_thinking_ids`, `without_thinking`).
 Does not own: deciding *when* to compact or *what* a marker replaces (`tether.compaction`), nor
 writing markers to the session (`tether.session`).
 
@@ -9,6 +10,8 @@ Shapes:
     marker = a Turn whose content holds at least one `CompactSummaryBlock`
     elide_markers(turns: tuple[Turn, ...]) -> tuple[Turn, ...]
     live_sequence(turns: tuple[Turn, ...]) -> tuple[Turn, ...]   # active markers kept as markers
+    replayed_thinking_ids(turns: Sequence[Turn]) -> frozenset[str]
+    without_thinking(turn: Turn) -> Turn
     LiveTurns().update(turns) -> tuple[Turn, ...]   # == live_sequence(turns), incrementally
 
 Rules:
@@ -23,6 +26,15 @@ Rules:
     * A marker turn never passes verbatim (its other blocks, if any, are dropped with it).
     * Every other turn passes by reference; with no marker the input tuple itself is returned.
 
+Preserved turns lose their replayed thinking: an assistant turn stored before the newest marker
+(a turn the compaction kept verbatim, or one an older compaction kept) is sent without its
+thinking and redacted_thinking blocks (`replayed_thinking_ids`, applied by the view after
+elision): the summary stands for that reasoning, and signed thinking replayed from before a
+compaction costs window on every request after it. Kept: the turns of the tool loop that was in
+progress when the marker was written (after the last plain user message before it), since
+Anthropic requires the running loop's thinking back intact ("a final assistant message must
+start with a thinking block" with thinking on); and every turn after the marker.
+
 The summary is labelled as a model-written summary of earlier context, so the model does not
 take it for something the user said (it is carried in a `user` turn only because every target
 accepts user text anywhere).
@@ -33,7 +45,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence, Set
 
-from tether.messages import CompactSummaryBlock, TextBlock, Turn
+from tether.messages import (
+    CompactSummaryBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.wire._util import with_content
 
 SUMMARY_HEADER = (
     "[Context summary] The earlier part of this conversation was compacted to save space. "
@@ -143,6 +163,54 @@ def elide_markers(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
             continue
         out.append(t)
     return tuple(out)
+
+
+def _has_thinking(turn: Turn) -> bool:
+    types = set(map(type, turn.content))
+    return ThinkingBlock in types or RedactedThinkingBlock in types
+
+
+def replayed_thinking_ids(turns: Sequence[Turn]) -> frozenset[str]:
+    """The ids of the assistant turns whose thinking is not replayed (module docstring): those
+    holding thinking, stored before the newest marker and before the tool loop that was in
+    progress when it was written. Empty without a marker.
+
+    Args:
+        turns: the stored turns, oldest first (not a view: the newest marker's stored position
+            decides).
+
+    Returns:
+        A set of turn ids; O(turns) (a reverse scan finds the newest marker).
+    """
+    newest = -1
+    for i in range(len(turns) - 1, -1, -1):
+        if CompactSummaryBlock in map(type, turns[i].content):
+            newest = i
+            break
+    if newest < 0:
+        return frozenset()
+    start = newest  # the first turn of the loop in progress when the marker was written
+    for j in range(newest - 1, -1, -1):
+        t = turns[j]
+        if t.role == "user" and (
+            CompactSummaryBlock in map(type, t.content)
+            or ToolResultBlock not in map(type, t.content)
+        ):
+            break  # a plain user message (or an older marker): the loop started after it
+        start = j
+    return frozenset(
+        t.id for t in turns[:start] if t.role == "assistant" and _has_thinking(t)
+    )
+
+
+def without_thinking(turn: Turn) -> Turn:
+    """`turn` without its thinking and redacted_thinking blocks (itself when it has none)."""
+    if not _has_thinking(turn):
+        return turn
+    kept = tuple(
+        b for b in turn.content if type(b) is not ThinkingBlock and type(b) is not RedactedThinkingBlock
+    )
+    return with_content(turn, kept)
 
 
 def live_sequence(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:

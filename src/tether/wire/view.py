@@ -7,13 +7,14 @@ vendor request format (`tether.providers`).
 
 Shapes:
     build_view(turns: tuple[Turn, ...], target, *, supports_prefill=False, route=None,
-               on_repair=None, strict=False) -> tuple[Turn, ...]
+               vendor_endpoint=False, on_repair=None, strict=False) -> tuple[Turn, ...]
     ViewBuilder(target, ...).view(turns) -> tuple[Turn, ...]   # == build_view(turns, ...)
 
 Passes, in this order (docs/architecture.md, "One turn"):
-    1. marker elision             `elide_markers`
+    1. marker elision             `elide_markers`; the turns the newest marker preserved
+                                  without their thinking (`replayed_thinking_ids`)
     2. reasoning wire action       `sanitize_history_for_provider(target, route)`
-    3. tool-id sanitation          `sanitize_tool_ids(target)`
+    3. tool-id sanitation          `sanitize_tool_ids(target, route, vendor_endpoint)`
     4. pairing repair              `repair_pairing(on_repair, strict)`
     5. user-terminated tail        `ensure_user_tail(supports_prefill)`
 Every pass is pure (data in, data out, no I/O, clock or random ids), never mutates its input,
@@ -27,7 +28,13 @@ from collections.abc import Sequence
 
 from tether.messages import Provenance, Target, Turn
 from tether.wire.ids import IdMapper, sanitize_tool_ids
-from tether.wire.markers import LiveTurns, elide_markers, is_marker
+from tether.wire.markers import (
+    LiveTurns,
+    elide_markers,
+    is_marker,
+    replayed_thinking_ids,
+    without_thinking,
+)
 from tether.wire.pairing import Pairing, RepairHook, Reporter, repair_pairing
 from tether.wire.reasoning import reason_turn, sanitize_history_for_provider
 from tether.wire.tail import ensure_user_tail, tail_turns
@@ -39,6 +46,7 @@ def build_view(
     *,
     supports_prefill: bool = False,
     route: Provenance | None = None,
+    vendor_endpoint: bool = False,
     on_repair: RepairHook | None = None,
     strict: bool = False,
 ) -> tuple[Turn, ...]:
@@ -49,7 +57,10 @@ def build_view(
         target: the request's wire API.
         supports_prefill: the model accepts a view ending with an assistant turn.
         route: the request's provider/api/model; provider-bound reasoning artifacts are replayed
-            only to the route that issued them (see `tether.wire.reasoning`).
+            only to the route that issued them (see `tether.wire.reasoning`), and its tool-call
+            ids go back to it verbatim (see `tether.wire.ids`).
+        vendor_endpoint: the request goes to the API vendor's own endpoint, which holds
+            every tool-call id to its published rules (no verbatim echo).
         on_repair: called with each pairing `Repair`.
         strict: raise `tether.errors.WireError` instead of repairing pairing faults.
 
@@ -58,11 +69,14 @@ def build_view(
         not touch are the stored objects themselves.
     """
     view = turns if isinstance(turns, tuple) else tuple(turns)
+    strip = replayed_thinking_ids(view)
     view = elide_markers(view)
+    if strip:
+        view = tuple(without_thinking(t) if t.id in strip else t for t in view)
     view = sanitize_history_for_provider(
         view, target, route=route, on_repair=on_repair, strict=strict
     )
-    view = sanitize_tool_ids(view, target, route=route)
+    view = sanitize_tool_ids(view, target, route=route, vendor_endpoint=vendor_endpoint)
     view = repair_pairing(view, on_repair=on_repair, strict=strict)
     return ensure_user_tail(view, supports_prefill=supports_prefill, target=target)
 
@@ -84,7 +98,8 @@ class ViewBuilder:
     listed in a marker's `replaces_turn_ids`.
 
     Args:
-        target, supports_prefill, route, on_repair, strict: as for `build_view`. Repairs are
+        target, supports_prefill, route, vendor_endpoint, on_repair, strict: as for
+            `build_view`. Repairs are
             reported when found: a repair in the last, still open segment is reported again on
             each call until a new segment starts; a full build reports every repair again.
         check_prefix: verify the whole previous prefix by identity (a C-level comparison of
@@ -101,6 +116,7 @@ class ViewBuilder:
         *,
         supports_prefill: bool = False,
         route: Provenance | None = None,
+        vendor_endpoint: bool = False,
         on_repair: RepairHook | None = None,
         strict: bool = False,
         check_prefix: bool = True,
@@ -108,6 +124,7 @@ class ViewBuilder:
         self.target: Target = target
         self.supports_prefill = supports_prefill
         self.route = route
+        self.vendor_endpoint = vendor_endpoint
         self.check_prefix = check_prefix
         self._reporter = Reporter(on_repair, strict)
         self.full_builds = 0
@@ -116,9 +133,25 @@ class ViewBuilder:
         self._input_last: Turn | None = None
         self._live = LiveTurns()  # the input's live turns, kept across full builds
         self._stage: list[Turn] = []
-        self._ids = IdMapper(target, route)
+        self._ids = IdMapper(target, route, vendor_endpoint=vendor_endpoint)
         self._pairing = Pairing(self._reporter)
         self._view: tuple[Turn, ...] = self._finish()  # of no turns: not empty (`tail`)
+
+    def repaired(self, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+        """`build_view(turns, ...)` with this builder's options, not incremental and without
+        touching its state: for a built view something changed afterwards (a
+        `transform_context` hook, the wire-only tail strategy), so what is sent still meets
+        the contract (every call answered right after it, a user-terminated tail, ids the
+        target accepts). Returns `turns` itself (as a tuple) when they are a valid view."""
+        return build_view(
+            turns,
+            self.target,
+            supports_prefill=self.supports_prefill,
+            route=self.route,
+            vendor_endpoint=self.vendor_endpoint,
+            on_repair=self._reporter.hook,
+            strict=self._reporter.strict,
+        )
 
     def reset(self) -> None:
         """Forget everything; the next `view()` does a full build."""
@@ -130,7 +163,7 @@ class ViewBuilder:
         self._input_len = 0
         self._input_last = None
         self._stage = []
-        self._ids = IdMapper(self.target, self.route)
+        self._ids = IdMapper(self.target, self.route, vendor_endpoint=self.vendor_endpoint)
         self._pairing = Pairing(self._reporter)
         self._view = self._finish()
 
@@ -194,8 +227,11 @@ class ViewBuilder:
         self.full_builds += 1
         target, route, mapper = self.target, self.route, self._ids
         report = self._reporter
+        strip = replayed_thinking_ids(seq)
         self._stage = [
-            mapper.turn(reason_turn(t, target, route, report))
+            mapper.turn(
+                reason_turn(without_thinking(t) if t.id in strip else t, target, route, report)
+            )
             for t in elide_markers(live if self._live.regular else _tuple(seq))
         ]
         self._pairing.run(self._stage, 0)

@@ -77,7 +77,9 @@ async def run_command(
         only when the command timed out or hit a limit.
 
     Raises:
-        asyncio.CancelledError: after killing the process group.
+        asyncio.CancelledError: after killing the process group, when the command was still
+            running; a cancel that lands once its output has ended returns the result (the
+            caller's own task still carries the cancel).
         OSError: bash could not be started.
         subprocess.SubprocessError: the sandbox confinement failed in the child (nothing ran).
     """
@@ -103,6 +105,13 @@ async def run_command(
             # after the kill, EOF follows unless a detached (setsid) child holds the pipe
             await asyncio.wait({pumping}, timeout=EXIT_GRACE_S)
             await proc.wait()
+    except asyncio.CancelledError:
+        if not pumping.done():
+            raise  # still running: killed below
+        # The command had ended (its output is whole) when the cancel came: its result is
+        # returned, and the caller, whose task carries the cancel, keeps it and stops.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_S)
     finally:
         if proc.returncode is None or timed_out or leftovers_killed:
             kill_group(proc.pid)

@@ -1,0 +1,152 @@
+"""Transcript rows from a stored session, built as the live feed builds them.
+
+Owns: `history_rows` (a stored history → one cheap row maker per row, nothing built yet),
+`nest_run` (a subagent's stored run under its `task` row) and `stored_subagents` (which
+stored session a `task` call ran, read from the store's subagent sessions). The rows are the
+live feed's (`tether.tui.feed`): a tool call is a `ToolRow` built from the call (its edit diff
+comes from the call's arguments, so it is the same live and read back), finished with its
+result; a subagent's text and tool calls are nested under its `task` row with `ToolRow.nest`,
+the text as one row per reply (`step=False`), each call as a step (`step=True`), to any depth.
+What only events carry is not stored and so not shown read back: durations, thinking a
+subagent streamed, notes and warnings.
+Does not own: the rows themselves (`tether.tui.widgets`), the scrolling column
+(`tether.tui.transcript`), the session files (`tether.session`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from textual.widget import Widget
+
+from tether.agent.subagents import TASK_TOOL
+from tether.errors import SessionError
+from tether.messages import (
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+)
+from tether.session import SessionStore
+from tether.tui.attach import image_chip
+from tether.tui.widgets import AssistantRow, MarkerRow, ThinkingRow, ToolRow, UserRow
+from tether.wire.markers import is_marker
+
+RowMaker = Callable[[], Widget]
+"""Builds one transcript row (called only when the row is mounted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentRun:
+    """The stored run of one `task` call: the subagent's agent path, its turns, and the runs of
+    its own `task` calls."""
+
+    agent_path: tuple[str, ...]
+    turns: tuple[Turn, ...]
+    children: Callable[[str], SubagentRun | None]
+
+
+def no_subagents(_call_id: str) -> SubagentRun | None:
+    """No stored subagent runs (a session without a store)."""
+    return None
+
+
+def _results(turns: Sequence[Turn]) -> dict[str, ToolResultBlock]:
+    return {r.tool_call_id: r for turn in turns for r in turn.tool_results}
+
+
+def _tool_row(
+    block: ToolCallBlock,
+    result: ToolResultBlock | None,
+    runs: Callable[[str], SubagentRun | None],
+) -> ToolRow:
+    row = ToolRow(block.id, block.name, block.arguments)
+    if block.name == TASK_TOOL and (run := runs(block.id)) is not None:
+        nest_run(row, run)
+    if result is not None:
+        row.finish(result.text, is_error=result.is_error, duration_ms=None)
+    return row
+
+
+def nest_run(host: ToolRow, run: SubagentRun) -> None:
+    """Nest a subagent's stored run under its `task` row, as the live feed nests its events:
+    each reply's text (`step=False`), each tool call finished with its result (`step=True`;
+    a `task` call with its own run nested), in order."""
+    results = _results(run.turns)
+    for turn in run.turns:
+        if turn.role != "assistant":
+            continue  # its prompt is the task call's; its results finish its calls
+        for block in turn.content:
+            if isinstance(block, TextBlock) and block.text.strip():
+                host.nest(AssistantRow(block.text), run.agent_path, step=False)
+            elif isinstance(block, ToolCallBlock):
+                row = _tool_row(block, results.get(block.id), run.children)
+                host.nest(row, run.agent_path, step=True)
+
+
+def history_rows(
+    history: Sequence[Turn], subagents: Callable[[str], SubagentRun | None] = no_subagents
+) -> list[RowMaker]:
+    """One maker per row of a stored `history`, oldest first: user and assistant text (a user
+    turn with images: one row, its images as chips), thinking, tool calls (with an edit's diff, finished with their results, a `task` call with
+    its subagent's stored run nested: `subagents` maps a call id to it), compaction markers."""
+    results = _results(history)
+    makers: list[RowMaker] = []
+    for turn in history:
+        if is_marker(turn):
+            makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
+            continue
+        images = [image_chip(b) for b in turn.content if isinstance(b, ImageBlock)]
+        if turn.role == "user" and images:  # the text and its image chips in one row
+            makers.append(partial(UserRow, turn.text, images=images))
+            continue
+        for block in turn.content:
+            if isinstance(block, TextBlock) and block.text.strip():
+                kind = UserRow if turn.role == "user" else AssistantRow
+                makers.append(partial(kind, block.text))
+            elif isinstance(block, ThinkingBlock) and block.text:
+                makers.append(partial(ThinkingRow, block.text))
+            elif isinstance(block, ToolCallBlock):
+                makers.append(partial(_tool_row, block, results.get(block.id), subagents))
+    return makers
+
+
+def stored_subagents(
+    store: SessionStore | None, session_id: str | None
+) -> Callable[[str], SubagentRun | None]:
+    """`task` call id → the stored run it started, for the session `session_id` of `store`:
+    the subagent sessions whose header names that session and call (`tether.agent.subagents`
+    writes them beside the caller's), read once when first asked; a session that cannot be
+    read is left out (its `task` row shows the result alone). `no_subagents` without a store
+    or a session."""
+    if store is None or session_id is None:
+        return no_subagents
+    runs: dict[str, SubagentRun] | None = None
+
+    def lookup(call_id: str) -> SubagentRun | None:
+        nonlocal runs
+        if runs is None:
+            runs = {}
+            for info in store.list():
+                if info.caller != session_id:
+                    continue
+                try:
+                    loaded = store.load(info.id)
+                except (SessionError, OSError):
+                    continue
+                header = loaded.header
+                call = header.caller_tool_call
+                if call is None:
+                    continue
+                runs[call] = SubagentRun(
+                    agent_path=header.agent_path or ("main", f"task:{call}"),
+                    turns=tuple(loaded.turns),
+                    children=stored_subagents(store, info.id),
+                )
+        return runs.get(call_id)
+
+    return lookup
