@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -175,3 +176,34 @@ def test_client_mcp_servers_become_valid_settings(names: list[str]) -> None:
     assert set(cfg.mcp.servers) == set(entries)
     assert cfg.mcp.servers["remote"].headers == {"Authorization": "Bearer t"}
     assert all(s.env == {"K": "v"} for k, s in cfg.mcp.servers.items() if k != "remote")
+
+
+def test_always_allow_adds_the_suggested_rules_else_allows_for_the_session() -> None:
+    ruled = convert.decision_for("allow_always", ("bash(pytest *)",))
+    assert ruled.allow and ruled.rules == ("bash(pytest *)",) and not ruled.remember
+    assert convert.decision_for("allow_always", ()).remember
+
+
+def test_a_sessions_commands_are_offered_and_a_slash_prompt_runs_one(tmp_path: Path) -> None:
+    """The commands of the project-context feature reach ACP clients: listed for
+    `available_commands_update`, expanded when a prompt is `/name args`."""
+    import os
+
+    from kit.agents import make_agent
+    from tether.acp.server import command_prompt, session_commands
+    from tether.errors import ConfigError
+    from tether.testing import ScriptedProvider
+
+    commands = Path(os.environ["TETHER_CONFIG_DIR"]) / "commands"
+    commands.mkdir(parents=True, exist_ok=True)
+    (commands / "greet.md").write_text(
+        "---\ndescription: Greets\nargument-hint: NAME\n---\nSay hello to $1."
+    )
+    agent = make_agent(ScriptedProvider([]), tmp_path)
+    offered = {c.name: c for c in session_commands(agent)}
+    assert offered["greet"].description == "Greets"
+    assert offered["greet"].input is not None and offered["greet"].input.root.hint == "NAME"
+    assert command_prompt(agent, "/greet Ada") == "Say hello to Ada."
+    assert command_prompt(agent, "plain words") == "plain words"
+    with pytest.raises(ConfigError, match="unknown command /nope"):
+        command_prompt(agent, "/nope")

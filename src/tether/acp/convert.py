@@ -329,13 +329,19 @@ def mode_state(current: ApprovalMode) -> SessionModeState:
     )
 
 
-def decision_for(option_id: str | None) -> ApprovalDecision:
+def decision_for(option_id: str | None, suggested: Sequence[str] = ()) -> ApprovalDecision:
     """The approval decision of a chosen permission option (None: the prompt was cancelled,
-    which denies the call)."""
+    which denies the call). "Always allow" adds the `suggested` permission rules
+    (`ApprovalRequest.suggested`, e.g. `bash(pytest *)`), as the TUI's prompt does; with none
+    suggested it allows the tool for the rest of the session."""
     if option_id == "allow_once":
         return ApprovalDecision.once()
     if option_id == "allow_always":
-        return ApprovalDecision.for_session()
+        return (
+            ApprovalDecision.always(tuple(suggested))
+            if suggested
+            else ApprovalDecision.for_session()
+        )
     if option_id is None:
         return ApprovalDecision.deny("the user cancelled the prompt")
     return ApprovalDecision.deny()

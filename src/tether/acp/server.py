@@ -16,7 +16,7 @@ on Ctrl+C. Updates are sent in order through one queue per session, and a prompt
 
 Seams for features landing elsewhere: a `todo` event (the todo tool's list) becomes a `plan`
 update (`convert.plan_update`); `session_commands` lists the commands and skills a session
-offers (none until they exist) and is sent as `available_commands_update`.
+offers, sent as `available_commands_update`, and a prompt that is `/name args` runs the command.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from tether.agent.sessions import AgentSession
 from tether.errors import AuthError, ConfigError, RunError, SessionError
 from tether.session import SessionStore
 
-__all__ = ["AcpSession", "TetherAcp", "serve", "session_commands"]
+__all__ = ["AcpSession", "TetherAcp", "command_prompt", "serve", "session_commands"]
 
 STDIO_LIMIT_BYTES = 50 * 1024 * 1024
 """The longest protocol line read (images arrive inline, base64)."""
@@ -78,10 +78,42 @@ AnyUpdate = convert.Update | AvailableCommandsUpdate
 
 
 def session_commands(agent: Agent) -> list[AvailableCommand]:
-    """The commands and skills a session offers the client (`available_commands_update`):
-    none yet (tether has no command or skill loader on this branch); the loader plugs in here."""
-    del agent
-    return []
+    """The `/name` commands a session offers the client (`available_commands_update`): its
+    prompt files and skills (`tether.agent.prompting.session_commands`), each with its
+    description and argument hint."""
+    from acp.schema import AvailableCommandInput, UnstructuredCommandInput
+
+    from tether.agent.prompting import session_commands as find_commands
+
+    found = find_commands(agent.root, agent.session.context, warn=_err)
+    return [
+        AvailableCommand(
+            name=c.name,
+            description=c.description or c.name,
+            input=AvailableCommandInput(root=UnstructuredCommandInput(hint=c.argument_hint))
+            if c.argument_hint
+            else None,
+        )
+        for c in found.values()
+    ]
+
+
+def command_prompt(agent: Agent, text: str) -> str:
+    """`text`, or the prompt of the `/name args` command it is (`tether.skills.commands`).
+
+    Raises:
+        ConfigError: an unknown or broken command (nothing is sent).
+    """
+    from tether.agent.prompting import session_commands as find_commands
+    from tether.skills.commands import expand, resolve
+
+    found = resolve(text, find_commands(agent.root, agent.session.context, warn=_err))
+    if found is None:
+        return text
+    if isinstance(found, str):
+        raise ConfigError(found)
+    command, args = found
+    return expand(command, args)
 
 
 def _kind(event: AgentEvent) -> str:
@@ -357,7 +389,16 @@ class TetherAcp:
         )
         outcome = response.outcome
         chosen: str | None = getattr(outcome, "option_id", None)
-        decision = convert.decision_for(chosen if outcome.outcome == "selected" else None)
+        decision = convert.decision_for(
+            chosen if outcome.outcome == "selected" else None, request.suggested
+        )
+        if decision.rules:  # "always allow": the rules saved for good, as the TUI does
+            from tether.permissions.store import add_allow_rules
+
+            try:
+                add_allow_rules(decision.rules)
+            except (OSError, ConfigError) as exc:
+                _err(f"tether: could not save {', '.join(decision.rules)}: {exc}")
         if decision.allow:
             s.updates.put_nowait(
                 ToolCallProgress(
@@ -382,6 +423,11 @@ class TetherAcp:
             if all(t is not None for t in texts)
             else blocks
         )
+        if isinstance(content, str):
+            try:
+                content = command_prompt(s.agent, content)
+            except ConfigError as exc:
+                raise acp.RequestError.invalid_params({"details": str(exc)}) from None
         run = s.run = asyncio.create_task(s.agent.run(content))
         try:
             await asyncio.wait({run})
