@@ -146,8 +146,12 @@ async def test_sdk_client_new_prompt_permission_cancel_load(project: Project) ->
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         loaded = await conn.load_session(cwd=str(project.work), session_id=sid, mcp_servers=[])
         assert loaded is not None and loaded.modes is not None
-    kinds = [u.session_update for u in reload.updates]
-    assert kinds[0] == "user_message_chunk"
+    kinds = [
+        u.session_update for u in reload.updates if u.session_update != "available_commands_update"
+    ]
+    assert kinds[0] == "user_message_chunk"  # the replay starts with the user's message
+    offered = [u for u in reload.updates if isinstance(u, schema.AvailableCommandsUpdate)]
+    assert offered and "write-skill" in {c.name for c in offered[0].available_commands}
     replayed = [u for u in reload.updates if isinstance(u, schema.ToolCallStart)]
     assert [u.title for u in replayed] == ["write hello.txt", "write never.txt"]
     final = {

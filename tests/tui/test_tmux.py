@@ -64,7 +64,10 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
     work.mkdir()
     (work / "notes.txt").write_text("Buy milk.\nCall Alice at 5pm.\n")
     name = f"tether-tui-{os.getpid()}"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # COLUMNS / LINES (set by some runners) would override the pane's 120x40 in Textual, and a
+    # narrower footer hides the "working" this test waits on
+    drop = ("COLUMNS", "LINES")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
     env.update(TETHER_HOME=str(home), TERM="xterm-256color")
     command = (
         f"{sys.executable} -m tether.cli chat --model local --cwd {work} "
