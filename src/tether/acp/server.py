@@ -104,16 +104,9 @@ def command_prompt(agent: Agent, text: str) -> str:
     Raises:
         ConfigError: an unknown or broken command (nothing is sent).
     """
-    from tether.agent.prompting import session_commands as find_commands
-    from tether.skills.commands import expand, resolve
+    from tether.agent.prompting import command_prompt as expanded
 
-    found = resolve(text, find_commands(agent.root, agent.session.context, warn=_err))
-    if found is None:
-        return text
-    if isinstance(found, str):
-        raise ConfigError(found)
-    command, args = found
-    return expand(command, args)
+    return expanded(agent.root, agent.session.context, text, warn=_err)[0]
 
 
 def _kind(event: AgentEvent) -> str:

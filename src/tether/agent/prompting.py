@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tether.agent import build
 from tether.agent.sessions import AgentSession
+from tether.errors import ConfigError
 from tether.prompt.facts import SessionContext
 from tether.prompt.gather import (
     SubfolderInstructions,
@@ -202,6 +203,26 @@ def session_commands(
         skills=() if context is None else context.skills,
         warn=warn,
     )
+
+
+def command_prompt(
+    root: Path, context: SessionContext | None, text: str, *, warn: Callable[[str], None]
+) -> tuple[str, Command | None]:
+    """`text` as it is sent: the expanded prompt of the `/name args` command it is (with that
+    command), else `text` itself (and None). The commands are `session_commands(root, context)`.
+
+    Raises:
+        ConfigError: an unknown or broken command (nothing is to be sent).
+    """
+    from tether.skills.commands import expand, resolve
+
+    found = resolve(text, session_commands(root, context, warn=warn))
+    if found is None:
+        return text, None
+    if isinstance(found, str):
+        raise ConfigError(found)
+    command, args = found
+    return expand(command, args), command
 
 
 def instruction_paths(context: SessionContext | None) -> list[str]:

@@ -336,18 +336,12 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
     Raises:
         ConfigError: an unknown command (nothing is sent) or a model that does not resolve.
     """
-    from tether.agent.prompting import session_commands
-    from tether.skills.commands import expand, resolve
+    from tether.agent.prompting import command_prompt
 
-    found = resolve(prompt, session_commands(agent.root, agent.session.context, warn=err))
-    if found is None:
-        return prompt
-    if isinstance(found, str):
-        raise ConfigError(found)
-    command, args = found
-    if command.model and not pinned:
+    text, command = command_prompt(agent.root, agent.session.context, prompt, warn=err)
+    if command is not None and command.model and not pinned:
         agent.switch_model(command.model)
-    return expand(command, args)
+    return text
 
 
 async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
