@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kit.acp import Project, SchemaLog
@@ -140,3 +141,30 @@ def _finish(proc: subprocess.Popen[str]) -> None:
     assert proc.stdin is not None
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
+
+
+def test_requests_from_a_file_and_replies_into_a_file(project: Project, tmp_path: Path) -> None:
+    """`tether acp < requests.jsonl > replies.jsonl`: regular files are not pipes, which
+    asyncio's pipe transports refuse (found by a new user: a traceback, exit 1)."""
+    import acp
+
+    requests = tmp_path / "requests.jsonl"
+    replies = tmp_path / "replies.jsonl"
+    hello = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+    requests.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n"
+    )
+    with requests.open("rb") as src, replies.open("wb") as dst:
+        done = subprocess.run(
+            project.argv(),
+            stdin=src,
+            stdout=dst,
+            stderr=subprocess.PIPE,
+            env=project.env(),
+            cwd=project.work,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    (line,) = replies.read_text().splitlines()
+    reply = json.loads(line)
+    assert reply["id"] == 1 and reply["result"]["protocolVersion"] == acp.PROTOCOL_VERSION

@@ -25,7 +25,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -490,19 +492,60 @@ def serve(*, model: str | None = None) -> int:
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     server = TetherAcp(model=model)
+    copiers: list[tuple[threading.Thread, Any]] = []
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=STDIO_LIMIT_BYTES)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        stdin, _ = _as_pipe(sys.stdin.buffer, reading=True)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        out, copier = _as_pipe(protocol_out, reading=False)
         transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), protocol_out
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), out
         )
+        copiers.extend([copier] if copier else [])
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
             await acp.run_agent(cast(acp.Agent, server), writer, reader)
         finally:
             await server.close()
+            transport.close()
 
     asyncio.run(main())
+    for thread, out in copiers:  # every reply written to the file before the process ends
+        with contextlib.suppress(OSError):
+            out.close()
+        thread.join(timeout=10)
     return 0
+
+
+def _as_pipe(stream: Any, *, reading: bool) -> tuple[Any, tuple[threading.Thread, Any] | None]:
+    """`stream` itself when asyncio's pipe transports take it (a pipe, socket or terminal);
+    for a regular file (`tether acp < requests.jsonl > replies.jsonl`), a pipe a daemon thread
+    copies the file into (`reading`) or out to the file; for writing, also (the thread, the
+    pipe's end) to close and join at the end."""
+    mode = os.fstat(stream.fileno()).st_mode
+    if not stat.S_ISREG(mode):
+        return stream, None
+    read_end, write_end = os.pipe()
+
+    def copy(src: int, dst: int) -> None:
+        try:
+            while chunk := os.read(src, 65536):
+                os.write(dst, chunk)
+        except OSError:
+            pass
+        finally:
+            os.close(write_end if reading else read_end)
+
+    if reading:
+        threading.Thread(
+            target=copy, args=(stream.fileno(), write_end), daemon=True, name="acp-stdin"
+        ).start()
+        return os.fdopen(read_end, "rb", buffering=0), None
+    thread = threading.Thread(
+        target=copy, args=(read_end, stream.fileno()), daemon=True, name="acp-stdout"
+    )
+    thread.start()
+    out = os.fdopen(write_end, "wb", buffering=0)
+    return out, (thread, out)
