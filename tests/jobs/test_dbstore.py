@@ -194,3 +194,34 @@ def test_a_jobs_runs_subagent_session_goes_to_the_same_database(
     assert len(children) == 1
     assert [t.text for t in store.load(children[0].id).turns] == ["count", "3"]
     assert not (tmp_path / "jobs-database").exists()  # no session files under the label
+
+
+def test_a_lost_table_creation_race_on_sqlite_is_tried_again(tmp_path: Path) -> None:
+    """Seen in CI: a worker and `dispatch --watch` both checked, both created, and the loser
+    raised SQLite's "table tether_jobs_workers already exists"."""
+    import sqlalchemy as sa
+    from sqlalchemy.exc import OperationalError
+
+    from tether.session.dbstore import create_tables
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'race.sqlite'}")
+    metadata = sa.MetaData()
+    sa.Table("t", metadata, sa.Column("x", sa.Integer, primary_key=True))
+    calls: list[int] = []
+    real = metadata.create_all
+
+    def racing(bind: sa.Engine, checkfirst: bool = True) -> None:
+        calls.append(1)
+        if len(calls) == 1:  # the other process won between our check and our CREATE
+            real(bind, checkfirst=checkfirst)
+            raise OperationalError("CREATE TABLE t", {}, Exception("table t already exists"))
+        real(bind, checkfirst=checkfirst)
+
+    metadata.create_all = racing  # type: ignore[method-assign]
+    create_tables(engine, metadata)
+    assert len(calls) == 2 and sa.inspect(engine).has_table("t")
+    metadata.create_all = lambda bind, checkfirst=True: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        OperationalError("CREATE TABLE t", {}, Exception("disk I/O error"))
+    )
+    with pytest.raises(OperationalError, match="disk I/O"):
+        create_tables(engine, metadata)  # another database error is not a race

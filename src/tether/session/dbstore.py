@@ -33,7 +33,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.exc import IntegrityError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
 from tether.session.layout import new_id, validate_session_id, wall_clock_ms
@@ -110,14 +110,16 @@ def _make_engine(url: str, wal: bool) -> sa.Engine:
 
 
 def create_tables(engine: sa.Engine, metadata: sa.MetaData) -> None:
-    """`metadata`'s tables, when missing. Two processes creating them at once on PostgreSQL can
-    collide in the catalog: the loser tries again once the winner committed."""
+    """`metadata`'s tables, when missing. Two processes creating them at once can collide (in
+    PostgreSQL's catalog; on SQLite as "table … already exists" after both checked): the loser
+    tries again once the winner committed."""
     for attempt in range(5):
         try:
             metadata.create_all(engine, checkfirst=True)
             return
-        except (IntegrityError, ProgrammingError):
-            if attempt == 4:
+        except (IntegrityError, ProgrammingError, OperationalError) as exc:
+            lost_race = not isinstance(exc, OperationalError) or "already exists" in str(exc)
+            if attempt == 4 or not lost_race:
                 raise
 
 
