@@ -225,7 +225,7 @@ def test_a_calls_only_grammar_refuses_an_answer_and_admits_every_tool() -> None:
 def test_local_refs_are_inlined_and_a_recursive_one_admits_any_value() -> None:
     """A tool schema with `$defs` (pydantic writes them for nested models, like the todo tool's
     items) nested in the reply's schema: its `#/$defs/...` would point at the wrong root."""
-    from tether.providers.local.grammar import inline_refs
+    from tether.providers.base import inline_refs
 
     schema = {
         "type": "object",

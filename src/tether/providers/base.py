@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
 from tether.errors import ErrorKind
@@ -286,3 +286,43 @@ class Provider(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send `request` and yield normalized events, ending with exactly one StreamDone/StreamError."""
         ...
+
+
+def inline_refs(schema: dict[str, Any], *, depth: int = 8) -> dict[str, Any]:
+    """A tool's parameter schema with every local `{"$ref": "#/<path>"}` replaced by what it
+    points to (JSON Pointer from the schema's root), its `$defs` / `definitions` dropped:
+    grammar-constrained local models and some providers do not follow references, and a
+    schema nested in another (the embedded model's reply schema) no longer resolves them. A
+    reference nested deeper than `depth` (a recursive definition) becomes `{}`, any value: a
+    grammar admits more there and the tool's own validation still checks the call. Pure;
+    unknown targets and remote references also become `{}`."""
+    root = schema
+
+    def target(ref: str) -> dict[str, Any] | None:
+        if not ref.startswith("#/"):
+            return None
+        node: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = cast(dict[str, Any], node)[part]
+        return cast(dict[str, Any], node) if isinstance(node, dict) else None
+
+    def walk(node: Any, level: int) -> Any:
+        if isinstance(node, list):
+            return [walk(v, level) for v in cast(list[Any], node)]
+        if not isinstance(node, dict):
+            return node
+        d = cast(dict[str, Any], node)
+        ref = d.get("$ref")
+        if isinstance(ref, str):
+            found = target(ref) if level < depth else None
+            if found is None:
+                return {}
+            merged = {**found, **{k: v for k, v in d.items() if k != "$ref"}}
+            return walk(merged, level + 1)
+        return {k: walk(v, level) for k, v in d.items()}
+
+    body = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+    return cast(dict[str, Any], walk(body, 0))

@@ -24,7 +24,7 @@ import math
 from typing import Any, cast
 
 from tether.errors import ConfigError
-from tether.providers.base import ToolSpec
+from tether.providers.base import ToolSpec, inline_refs
 
 MAX_DIGITS = 15
 """Longest integer the grammar writes for a bound left open (JSON-safe: below 2**53)."""
@@ -71,44 +71,6 @@ def arguments_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if out.get("type") == "object" or "properties" in out:
         out.setdefault("additionalProperties", False)
     return out
-
-
-def inline_refs(schema: dict[str, Any], *, depth: int = 8) -> dict[str, Any]:
-    """`schema` with every local `{"$ref": "#/<path>"}` replaced by what it points to (JSON
-    Pointer from the schema's root), its `$defs` / `definitions` dropped. A reference nested
-    deeper than `depth` (a recursive definition) becomes `{}`, any value: the grammar admits
-    more there and the tool's own validation still checks the call. Pure; unknown targets and
-    remote references also become `{}`."""
-    root = schema
-
-    def target(ref: str) -> dict[str, Any] | None:
-        if not ref.startswith("#/"):
-            return None
-        node: Any = root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = cast(dict[str, Any], node)[part]
-        return cast(dict[str, Any], node) if isinstance(node, dict) else None
-
-    def walk(node: Any, level: int) -> Any:
-        if isinstance(node, list):
-            return [walk(v, level) for v in cast(list[Any], node)]
-        if not isinstance(node, dict):
-            return node
-        d = cast(dict[str, Any], node)
-        ref = d.get("$ref")
-        if isinstance(ref, str):
-            found = target(ref) if level < depth else None
-            if found is None:
-                return {}
-            merged = {**found, **{k: v for k, v in d.items() if k != "$ref"}}
-            return walk(merged, level + 1)
-        return {k: walk(v, level) for k, v in d.items()}
-
-    body = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
-    return cast(dict[str, Any], walk(body, 0))
 
 
 def _strip(schema: dict[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 from pydantic import Field
 
 from tether.errors import ToolError
+from tether.providers.base import inline_refs
 from tether.tools.base import tool
 from tether.tools.context import QuestionSpec, ToolContext
 
@@ -59,24 +60,5 @@ async def _question(
     return json.dumps(out, ensure_ascii=False)
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with its `$ref: #/$defs/X` replaced by the definitions (no `$defs` left):
-    grammar-constrained local models and some providers do not follow references."""
-    defs: dict[str, Any] = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            items = cast(dict[str, Any], node)
-            ref = items.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return walk(defs[ref.removeprefix("#/$defs/")])
-            return {k: walk(v) for k, v in items.items() if k != "$defs"}
-        if isinstance(node, list):
-            return [walk(v) for v in cast(list[Any], node)]
-        return node
-
-    return walk(schema)
-
-
-question = replace(_question, parameters=_inline_refs(_question.parameters))
+question = replace(_question, parameters=inline_refs(_question.parameters))
 """The `question` tool (its schema self-contained: no `$ref`)."""
