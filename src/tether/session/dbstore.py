@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +39,7 @@ from tether.session.layout import new_id, validate_session_id, wall_clock_ms
 from tether.session.loader import summarize
 from tether.session.model import SessionInfo
 from tether.session.reader import parse_header, parse_line, scan_bytes
-from tether.session.reclaim import DeleteReport
+from tether.session.reclaim import DeleteReport, remove_all
 from tether.session.store import SessionStore
 from tether.session.writer import SYNCED_FOLDERS, SessionWriter
 
@@ -309,18 +308,9 @@ class DbSessionStore(SessionStore):
             gone = c.execute(sa.delete(ENTRIES).where(ENTRIES.c.session_id == sid)).rowcount
             c.execute(sa.delete(WRITERS).where(WRITERS.c.session_id == sid))
         folder = self.session_dir(sid)
-        if not folder.exists() and not folder.is_symlink():
-            if not gone:
-                raise SessionNotFoundError(f"no session {sid} in the jobs database")
-            return DeleteReport()
-        try:
-            if folder.is_symlink():
-                folder.unlink()
-            else:
-                shutil.rmtree(folder)
-        except OSError as exc:
-            return DeleteReport(errors=(f"{folder}: {type(exc).__name__}: {exc}",))
-        return DeleteReport(removed=(folder,))
+        if not gone and not (folder.exists() or folder.is_symlink()):
+            raise SessionNotFoundError(f"no session {sid} in the jobs database")
+        return remove_all([folder])
 
 
 class DbSessionWriter(SessionWriter):
