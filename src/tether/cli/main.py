@@ -268,7 +268,7 @@ def run(
 @app.command()
 def acp(model: ModelOption = None) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
-    from tether.acp.server import serve
+    from tether.acp.stdio import serve
 
     raise typer.Exit(serve(model=model))
 
