@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
 from tether.agent.events import (
     AgentEvent,
+    SubagentEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolCallEvent,
@@ -139,7 +140,6 @@ class AcpSession:
     updates: asyncio.Queue[AnyUpdate]
     pump: asyncio.Task[None]
     run: asyncio.Task[Any] | None = None
-    announced: set[str] = field(default_factory=set[str])
 
     async def flushed(self) -> None:
         """Wait until every queued update was sent."""
@@ -355,28 +355,46 @@ class TetherAcp:
         elif isinstance(event, ThinkingDeltaEvent):
             text = TextContentBlock(type="text", text=event.text)
             put(AgentThoughtChunk(session_update="agent_thought_chunk", content=text))
-        elif isinstance(event, ToolCallEvent):
-            change = convert.file_change(s.agent.tool_context, event.name, event.arguments)
-            s.announced.add(event.id)
-            put(
-                convert.call_start(
-                    event.id, event.name, event.arguments, s.agent.root, change=change
-                )
-            )
-        elif isinstance(event, ToolResultEvent):
-            put(convert.result_update(event.tool_call_id, event.content, is_error=event.is_error))
+        elif isinstance(event, ToolCallEvent | ToolResultEvent):
+            self._on_call(s, convert.MAIN_AGENT, event)
+        elif isinstance(event, SubagentEvent):
+            # a subagent's calls join the session's list of tool calls; its text reaches the
+            # parent as the `task` call's result, its plan stays its own
+            if isinstance(event.event, ToolCallEvent | ToolResultEvent):
+                self._on_call(s, event.agent_path, event.event)
+            elif isinstance(event.event, WarningEvent):
+                self.note(f"warning ({'/'.join(event.agent_path)}): {event.event.message}")
         elif isinstance(event, WarningEvent):
             self.note(f"warning: {event.message}")
         elif _kind(event) == "todo":  # the todo tool's list, where that tool exists
             items: Sequence[Mapping[str, str]] = getattr(event, "items", ())
             put(convert.plan_update(items))
 
+    def _on_call(
+        self, s: AcpSession, path: Sequence[str], event: ToolCallEvent | ToolResultEvent
+    ) -> None:
+        if isinstance(event, ToolResultEvent):
+            call_id = convert.agent_call_id(path, event.tool_call_id)
+            s.updates.put_nowait(
+                convert.result_update(call_id, event.content, is_error=event.is_error)
+            )
+            return
+        change = convert.file_change(s.agent.tool_context, event.name, event.arguments)
+        s.updates.put_nowait(
+            convert.call_start(
+                event.id, event.name, event.arguments, s.agent.root, change=change, agent_path=path
+            )
+        )
+
     async def _approve(self, s: AcpSession, request: ApprovalRequest) -> ApprovalDecision:
         call = request.call
         await s.flushed()  # the client has seen the `tool_call` this request is about
+        call_id = convert.agent_call_id(request.agent_path, call.id)
         update = ToolCallUpdate(
-            tool_call_id=call.id,
-            title=convert.tool_title(call.name, call.arguments),
+            tool_call_id=call_id,
+            title=convert.agent_title(
+                request.agent_path, convert.tool_title(call.name, call.arguments)
+            ),
             kind=convert.tool_kind(call.name),
             status="pending",
         )
@@ -398,7 +416,7 @@ class TetherAcp:
         if decision.allow:
             s.updates.put_nowait(
                 ToolCallProgress(
-                    session_update="tool_call_update", tool_call_id=call.id, status="in_progress"
+                    session_update="tool_call_update", tool_call_id=call_id, status="in_progress"
                 )
             )
         return decision

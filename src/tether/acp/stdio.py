@@ -118,7 +118,11 @@ async def _check_lines(
             if reply is None:
                 checked.feed_data(line if line.endswith(b"\n") else line + b"\n")
                 continue
-            print(f"tether acp: {reply['error']['message']} (ignored, {len(line)} bytes)", file=sys.stderr, flush=True)
+            print(
+                f"tether acp: {reply['error']['message']} (ignored, {len(line)} bytes)",
+                file=sys.stderr,
+                flush=True,
+            )
             writer.write(json.dumps(reply).encode() + b"\n")
             await writer.drain()
     finally:
