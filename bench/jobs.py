@@ -8,15 +8,16 @@ The model is the tests' loopback model (`tests/kit/jobs.py`), answering every re
 `delay` seconds (0 for the overhead part).
 
 1. Overhead (SQLite, 1 worker, no model delay). Baseline, measured in the same run: the same
-   agent run (`tether.jobs.runner.run_task`: settings, a fresh agent, its session, one request)
-   called N times in this process, no DBOS, its session in the same database store the
-   workers use. Then `tether jobs worker` processes (worker_concurrency 1) are started and
+   agent run (`tether.jobs.runner.run_task`: settings, a fresh agent, its session, one request,
+   on a kept loop with kept providers as a worker runs it) called N times in this process,
+   no DBOS, its session in the same database store the workers use. Then `tether jobs worker` processes (worker_concurrency 1) are started and
    warmed up (each has run a task), N tasks are enqueued by `tether jobs dispatch --once
    --enqueue-only`, and the time from the dispatch's start until the N run records exist is
    taken. Printed: the dispatch's wall time per task (process start-up included), the run time
    per task × workers and its excess over the baseline (the overhead per task: enqueue,
    dequeue, workflow and step records, the run record, the archive, the dispatch's start-up
-   amortized over N) with the ratio to the baseline.
+   amortized over N) with the ratio to the baseline; then the same from the first run's end to
+   the last's (the steady state: no process start-up, as a long-lived worker sees it).
 2. Scaling (PostgreSQL): `--tasks` tasks, the model taking `--delay` s per answer, with 1, 2 and
    4 workers (worker_concurrency 1 each): tasks per second between the first run's end and the
    last's (run records' times), and the ratio to 1 worker.
@@ -81,13 +82,15 @@ def baseline(model: LoopModel, n: int) -> float:
         os.environ.update(jobkit.env(tmp))
         from tether.jobs.parse import Task, parse_task
         from tether.jobs.runner import run_task
+        from tether.jobs.warm import Warm
 
         store = jobkit.job_sessions(tmp, root)
+        warm = Warm()  # a worker's kept loop and providers: the bare run is the worker's run
 
         def one(i: int) -> None:
             t = parse_task(f"b{i}.md", f"b{i} answer\n")
             assert isinstance(t, Task)
-            out = run_task(root, t.to_json(), "once", project="bench", store=store)
+            out = run_task(root, t.to_json(), "once", project="bench", store=store, warm=warm)
             assert out["stop_reason"] == "end_turn", out
 
         one(-1)
@@ -145,12 +148,14 @@ def overhead(model: LoopModel, n: int, polls: list[str]) -> None:
     base = baseline(model, n)
     print(f"baseline: agent run alone {base * 1e3:.1f} ms/task (n={n}, in process)", flush=True)
     for poll in polls:  # the queue's poll interval: a run waits half of one on average
-        d, total, _ = setup_run(model, n, 1, None, {"poll_interval": poll})
+        d, total, span = setup_run(model, n, 1, None, {"poll_interval": poll})
         r = total / n
+        steady = span / (n - 1)
         print(
             f"sqlite, 1 worker, poll {poll:>6}: dispatch {d * 1e3:7.1f} ms/task (process start "
             f"included) · run {r * 1e3:7.1f} ms/task/worker · overhead {(r - base) * 1e3:+7.1f} "
-            f"ms ({r / base:.2f}× the bare run)",
+            f"ms ({r / base:.2f}× the bare run) · between the first and the last end "
+            f"{steady * 1e3:7.1f} ms/task, overhead {(steady - base) * 1e3:+7.1f} ms",
             flush=True,
         )
 

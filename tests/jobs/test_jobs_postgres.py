@@ -101,3 +101,39 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
             assert loaded.turns[-1].text == f"done {name}"
             assert len([e for e in loaded.events if e.kind == "job_run_end"]) == 1
         assert len(list((root / ".tether" / "jobs" / "archive").glob("*.md"))) == N
+
+
+def test_a_worker_runs_its_own_projects_runs_only(tmp_path: Path, postgres_url: str) -> None:
+    """Two projects share one database: a worker of one takes its own project's queue and
+    leaves the other's (before, it took every queue of the database and ran the other
+    project's task in its own folder)."""
+    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    settings = {"poll_interval": "100ms", "worker_concurrency": 2}
+    with LoopModel() as model:
+        a_tmp, b_tmp = tmp_path / "a", tmp_path / "b"
+        a_tmp.mkdir()
+        b_tmp.mkdir()
+        a = project(a_tmp, model, jobs_settings=settings)
+        b = project(b_tmp, model, jobs_settings=settings)
+        task_file(b, "bee", "bee answer")
+        out = tether(b_tmp, b, "dispatch", "--once", "--enqueue-only", **db)
+        assert out.returncode == 0, out.stderr
+        task_file(a, "ant", "ant answer")
+        out = tether(a_tmp, a, "dispatch", "--once", "--enqueue-only", **db)
+        assert out.returncode == 0, out.stderr
+        worker = popen(a_tmp, a, "worker", "--id", "only-a", start_new_session=True, **db)
+        try:
+            deadline = time.monotonic() + 120
+            while not _records(a):
+                assert time.monotonic() < deadline, "project a's run never ran"
+                time.sleep(0.05)
+            time.sleep(2.0)  # twenty polls more: time to take b's run, were it listening
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=30)
+        assert [p.parent.name for p in _records(a)] == ["ant"]
+        assert _records(b) == []
+        asked = {str(r["body"]) for r in model.requests}
+        assert not any("bee answer" in body for body in asked)
+        status = lines(tether(b_tmp, b, "status", **db).stdout)
+        assert [r["status"] for r in status] == ["ENQUEUED"]

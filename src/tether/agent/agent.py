@@ -22,6 +22,7 @@ from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate, ApprovalMode
 from tether.agent.budget import Budget
 from tether.agent.build import ModelLike
+from tether.agent.chains import ChainCache
 from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, WarningEvent
 from tether.agent.hooks import Hooks
@@ -169,6 +170,7 @@ class Agent:
         session: AgentSession | None = None,
         runtime: Runtime | None = None,
         only_tools: Sequence[str] | None = None,
+        chains: ChainCache | None = None,
     ) -> Self:
         """The agent `tether run` builds in `cwd`: the user and project settings files
         (`tether.settings`; the project's files only once approved, `tether trust`: else a
@@ -186,6 +188,8 @@ class Agent:
             base_url: the endpoint for the model(s) (as `--base-url`).
             overrides: dotted config fields to replace (`{"tools.safe": True}`; as flags do).
             only_tools: offer only the tools of these names (a Job's `tools`).
+            chains: reuse the providers built before from the same model inputs
+                (`tether.agent.chains.ChainCache`, one per event loop).
             Others: as `Agent`.
 
         Raises:
@@ -200,7 +204,8 @@ class Agent:
                 host.note(line)
 
         root, cfg, chain, tools, refused = build.from_settings_files(
-            cwd, model=model, base_url=base_url, overrides=overrides, note=say
+            cwd, model=model, base_url=base_url, overrides=overrides, note=say,
+            resolve=None if chains is None else chains.resolve,
         )
         if refused is not None:  # an unapproved project: its files were not loaded
             say(f"warning: {refused}")

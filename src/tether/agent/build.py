@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
@@ -364,6 +364,20 @@ def runaway_guard(
     return RunawayGuard(monitor)
 
 
+class Resolver(Protocol):
+    """`resolve_models`'s signature: what turns a model argument and a config into a chain."""
+
+    def __call__(
+        self,
+        model: ModelLike | None,
+        config: AgentConfig,
+        *,
+        base_url: str | None = None,
+        note: Note = ...,
+        project_urls: Mapping[str, str] | None = None,
+    ) -> tuple[Provider, ...]: ...
+
+
 def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
     """The settings for the project `root`: the user's and the project's files when the user
     approved the project's files as they are now (`tether trust`), else the user's alone with
@@ -385,13 +399,15 @@ def from_settings_files(
     base_url: str | None,
     overrides: Mapping[str, Any] | None,
     note: Note,
+    resolve: Resolver | None = None,
 ) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
     """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
     `overrides`), the provider chain (`model` strict, else the selection; project base URLs
     noted), the tools (built-ins plus tool folders), and why the project's files were not
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
-    else the user settings alone are used.
+    else the user settings alone are used. `resolve`: what resolves the chain (default
+    `resolve_models`; `tether.agent.chains.ChainCache.resolve` reuses providers).
 
     Raises:
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.
@@ -399,7 +415,7 @@ def from_settings_files(
     root = Path(cwd).resolve()
     loaded, refused = trusted_settings(root)
     cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
-    chain = resolve_models(
+    chain = (resolve or resolve_models)(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
     )
     tools = folder_tools(cfg, root, note, project_tools=refused is None)

@@ -23,7 +23,9 @@ question bridge and approver (the host sees the child's `agent_path` in each req
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
@@ -76,9 +78,14 @@ def task_tool(agents: AgentsSettings | None = None) -> Tool:
     """The `task` tool; its description lists the named subagents of `agents`.
 
     The calling agent must be a `tether.Agent` (it puts its `Subagents.spawn` in the tool
-    context); elsewhere a call is an is_error result.
+    context); elsewhere a call is an is_error result. The tool's schema is built once per
+    process (a `Tool` is frozen and holds no per-agent state); only the description varies.
     """
+    return replace(_task_tool(), description=_describe(agents or AgentsSettings()))
 
+
+@functools.cache
+def _task_tool() -> Tool:
     async def task(
         name: Annotated[str, Field(min_length=1, max_length=80)],
         prompt: Annotated[str, Field(min_length=1)],
@@ -105,12 +112,7 @@ def task_tool(agents: AgentsSettings | None = None) -> Tool:
             call_id=ctx.call_id, name=name, prompt=prompt, agent=agent, tools=tools, model=model
         )
 
-    return tool(
-        task,
-        name=TASK_TOOL,
-        description=_describe(agents or AgentsSettings()),
-        timeout_s=TASK_TIMEOUT_S,
-    )
+    return tool(task, name=TASK_TOOL, description="", timeout_s=TASK_TIMEOUT_S)
 
 
 class Child(Protocol):

@@ -44,6 +44,7 @@ from tether.jobs import db, folder
 from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
 from tether.jobs.runner import run_task
+from tether.jobs.warm import Warm
 from tether.session import SessionStore
 from tether.settings import AgentConfig
 
@@ -169,6 +170,7 @@ class _Process:
     config: JobsConfig | None = None
     model: ModelLike | None = None
     liveness: Liveness | None = None
+    warm: Warm | None = None
 
 
 _PROCESS = _Process()
@@ -225,6 +227,7 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
             cancelled=cancelled,
             poll_s=max(0.2, cfg.poll_interval_s),
             store=session_store(cfg),
+            warm=_PROCESS.warm,
         )
     finally:
         ended.set()
@@ -289,6 +292,7 @@ def launch(
     _PROCESS.config = cfg
     _PROCESS.model = model
     _PROCESS.liveness = live
+    _PROCESS.warm = Warm() if listen else None
     config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": cfg.database_url,
@@ -298,8 +302,12 @@ def launch(
         "notification_listener_polling_interval_sec": 0.1,
     }
     DBOS(config=config)
-    if not listen:
-        DBOS.listen_queues([])
+    # only this project's queues (DBOS's own are always served): a database shared by several
+    # projects holds theirs too, whose runs belong to their own workers (and polling each of
+    # them every interval would cost CPU for nothing)
+    DBOS.listen_queues(
+        [cfg.queue, *(cfg.queue_for(m) for m in cfg.model_concurrency)] if listen else []
+    )
     DBOS.launch()
     poll = min(cfg.poll_interval_s, 1.0)
     DBOS.register_queue(
@@ -334,6 +342,9 @@ def shutdown() -> None:
     DBOS.destroy()
     if live is not None:
         live.stop()
+    warm, _PROCESS.warm = _PROCESS.warm, None
+    if warm is not None:
+        warm.close()
     _PROCESS.config = None
 
 

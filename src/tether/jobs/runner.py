@@ -31,6 +31,7 @@ from tether.agent.build import ModelLike
 from tether.agent.sessions import AgentSession
 from tether.agent.state import RunResult
 from tether.errors import RunError
+from tether.jobs.warm import Warm
 from tether.messages import Turn, Usage
 from tether.session import SessionStore
 from tether.session.dbstore import DbSessionStore
@@ -68,6 +69,7 @@ def run_task(
     cancelled: Callable[[], bool] | None = None,
     poll_s: float = 0.5,
     store: SessionStore | None = None,
+    warm: Warm | None = None,
 ) -> dict[str, Any]:
     """Run (or continue, or report) the run `slot` of `task` (`Task.to_json()`) in `root`.
 
@@ -78,6 +80,8 @@ def run_task(
             (a poll that raises is tried again at the next tick).
         store: the sessions (default: `TETHER_HOME`'s files; Jobs pass the jobs database's,
             `tether.session.dbstore.DbSessionStore`, which this run takes over first).
+        warm: run on this thread's kept event loop with its kept providers
+            (`tether.jobs.warm.Warm`, a worker's); default: a new loop and new providers.
 
     Returns:
         The outcome, as JSON values: `task`, `slot`, `session_id`, `answer` (the final text),
@@ -121,6 +125,7 @@ def run_task(
         overrides=overrides,
         session=session,
         only_tools=[str(n) for n in cast(list[object], wanted)] if isinstance(wanted, list) else None,
+        chains=None if warm is None else warm.chains(),
     )
     session.open()
     writer = session.writer
@@ -129,7 +134,8 @@ def run_task(
         has_prompt = any(t.role == "user" for t in history)
         prompt = None if has_prompt else str(task["prompt"])
         timeout = task.get("timeout_s")
-        outcome = asyncio.run(_drive(agent, prompt, timeout, cancelled, poll_s))
+        drive = _drive(agent, prompt, timeout, cancelled, poll_s)
+        outcome = asyncio.run(drive) if warm is None else warm.run(drive)
         outcome |= {
             "task": task["id"],
             "slot": slot,

@@ -79,12 +79,7 @@ def resolve_provider(
         from tether.providers.ollama import OllamaProvider
 
         return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
-    key = lookup_key(
-        name,
-        explicit=api_key,
-        type_=provider_name,
-        api_key_env=endpoint.api_key_env if endpoint else None,
-    )
+    key = api_key or key_for(spec, providers=providers)
     try:
         if provider_name == "openai":
             from tether.providers.openai_chat import OpenAIChatProvider
@@ -103,3 +98,24 @@ def resolve_provider(
         return AnthropicProvider(model_name, api_key=key, base_url=base_url, name=name)
     except AuthError as exc:
         raise AuthError(f"{exc}, or store one with `tether login {name}`") from None
+
+
+def key_for(model: str | None, *, providers: Mapping[str, ProviderSettings] | None = None) -> str | None:
+    """The API key `resolve_provider(model, providers=providers)` hands its adapter when no
+    explicit key is given (`tether.credentials.lookup_key` for the endpoint's name, type and
+    `api_key_env`), or None: none found, or the provider takes none (`local`, `ollama`, an
+    unknown name).
+
+    Raises:
+        ConfigError: the credential file is readable by others, or malformed.
+    """
+    provider_name = (model or "local").strip().partition("/")[0]
+    endpoint = (providers or {}).get(provider_name)
+    name = provider_name
+    if endpoint is not None:
+        provider_name = endpoint.type or provider_name
+    if provider_name in ("local", "ollama") or provider_name not in PROVIDERS:
+        return None
+    return lookup_key(
+        name, type_=provider_name, api_key_env=endpoint.api_key_env if endpoint else None
+    )

@@ -96,11 +96,39 @@ def project_files(root: Path) -> dict[str, str]:
         for f in _files_under(folder):
             real = Path(os.path.realpath(f))
             name = str(real.relative_to(root)) if real.is_relative_to(root) else str(real)
-            try:
-                out[name] = hashlib.sha256(real.read_bytes()).hexdigest()
-            except OSError:
-                out[name] = "unreadable"
+            out[name] = _digest(real)
     return out
+
+
+_DIGESTS: dict[str, tuple[tuple[int, ...], str]] = {}
+_SETTLED_NS = 2_000_000_000
+"""A file's digest is kept for its next check only once its status change time (which every
+write sets to the kernel's clock, and no user call can set back) was this long before it was
+read (git's rule for racy entries): a write in the same clock tick as the read cannot leave a
+stale digest behind."""
+
+
+def _digest(path: Path) -> str:
+    """The SHA-256 hex of the file at `path` (or `unreadable`), from this process's memory
+    when the file's status is unchanged since it was hashed (a long-lived Jobs worker checks
+    the project before each run; a project holds many task files)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return "unreadable"
+    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _DIGESTS.get(str(path))
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+    if time.time_ns() - st.st_ctime_ns > _SETTLED_NS:
+        if len(_DIGESTS) > 10_000:
+            _DIGESTS.clear()
+        _DIGESTS[str(path)] = (stamp, digest)
+    return digest
 
 
 def _read_store() -> dict[str, Any]:
