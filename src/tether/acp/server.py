@@ -60,6 +60,7 @@ from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
 from tether.agent.events import (
     AgentEvent,
+    ServerToolEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolCallEvent,
@@ -364,6 +365,8 @@ class TetherAcp:
             )
         elif isinstance(event, ToolResultEvent):
             put(convert.result_update(event.tool_call_id, event.content, is_error=event.is_error))
+        elif isinstance(event, ServerToolEvent):
+            put(convert.search_call(event.id, event.query, event.results, event.error))
         elif isinstance(event, WarningEvent):
             self.note(f"warning: {event.message}")
         elif _kind(event) == "todo":  # the todo tool's list, where that tool exists
