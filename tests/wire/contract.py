@@ -119,9 +119,8 @@ def view_problems(
                 # server_tool_use then the result naming it), only in an assistant turn.
                 producer = b.producer or (prov.api if prov else None)
                 raw_types = [r.get("type") for r in b.raw]
-                whole = (
-                    raw_types[:1] == ["server_tool_use"]
-                    and any(r.get("tool_use_id") == b.raw[0].get("id") for r in b.raw[1:])
+                whole = raw_types[:1] == ["server_tool_use"] and any(
+                    r.get("tool_use_id") == b.raw[0].get("id") for r in b.raw[1:]
                 )
                 if target != "anthropic":
                     problems.append(f"turn {idx}: a server tool block sent to {target}")

@@ -94,7 +94,12 @@ _RESULT = {
     "type": "web_search_tool_result",
     "tool_use_id": "srvtoolu_1",
     "content": [
-        {"type": "web_search_result", "url": "https://a.example", "title": "A", "encrypted_content": "E"}
+        {
+            "type": "web_search_result",
+            "url": "https://a.example",
+            "title": "A",
+            "encrypted_content": "E",
+        }
     ],
 }
 _ERROR = {
@@ -102,7 +107,12 @@ _ERROR = {
     "tool_use_id": "srvtoolu_1",
     "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
 }
-_CALL = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}
+_CALL = {
+    "type": "web_search_call",
+    "id": "ws_1",
+    "status": "completed",
+    "action": {"type": "search"},
+}
 server_blocks = st.builds(
     ServerToolBlock,
     name=st.just("web_search"),
