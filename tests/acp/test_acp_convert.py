@@ -3,6 +3,7 @@ plans, permission answers and MCP server entries out; each checked against the S
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,26 @@ def test_a_sessions_commands_are_offered_and_a_slash_prompt_runs_one(tmp_path: P
     assert command_prompt(agent, "plain words") == "plain words"
     with pytest.raises(ConfigError, match="unknown command /nope"):
         command_prompt(agent, "/nope")
+
+
+@given(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=4))
+def test_a_json_object_line_passes_the_line_check(message: dict[str, object]) -> None:
+    from tether.acp.stdio import bad_line_reply
+
+    assert bad_line_reply(json.dumps(message).encode() + b"\n") is None
+
+
+@given(st.text(max_size=40))
+def test_every_other_line_gets_one_jsonrpc_error_with_a_null_id(text: str) -> None:
+    from tether.acp.stdio import bad_line_reply
+
+    try:
+        is_object = isinstance(json.loads(text), dict)
+    except ValueError:
+        is_object = False
+    reply = bad_line_reply(text.encode())
+    if is_object or not text.encode().strip():
+        assert reply is None
+    else:
+        assert reply is not None and reply["id"] is None
+        assert reply["error"]["code"] in (-32700, -32600)

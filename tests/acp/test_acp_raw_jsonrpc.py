@@ -168,3 +168,40 @@ def test_requests_from_a_file_and_replies_into_a_file(project: Project, tmp_path
     (line,) = replies.read_text().splitlines()
     reply = json.loads(line)
     assert reply["id"] == 1 and reply["result"]["protocolVersion"] == acp.PROTOCOL_VERSION
+
+
+def test_lines_that_are_not_messages_get_a_jsonrpc_error_and_the_session_goes_on(
+    project: Project,
+) -> None:
+    """A line that is not JSON gets JSON-RPC's parse error (-32700) and a JSON value that is
+    not an object an invalid-request error (-32600), both with `"id": null`; stderr names each
+    in one line (the SDK alone logged a traceback and answered nothing); the next request is
+    answered as usual."""
+    import acp
+
+    hello = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+    lines = [
+        "this is not json",
+        "[1, 2]",
+        json.dumps({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": hello}),
+    ]
+    done = subprocess.run(
+        project.argv(),
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=project.env(),
+        cwd=project.work,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r.get("id"), r.get("error", {}).get("code")) for r in replies] == [
+        (None, -32700),
+        (None, -32600),
+        (7, None),
+    ]
+    assert replies[2]["result"]["protocolVersion"] == acp.PROTOCOL_VERSION
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("tether acp: Parse error") == 1
+    assert done.stderr.count("tether acp: Invalid Request") == 1

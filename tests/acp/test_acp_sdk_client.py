@@ -5,6 +5,7 @@ against the SDK's schema."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,52 @@ def test_stderr_has_diagnostics_only(project: Project, tmp_path: Path) -> None:
     assert "result" in out[0] and out[1]["error"]["code"] == -32602
     assert "is not a folder" in json.dumps(out[1]["error"])
     assert proc.returncode == 0
+
+
+async def test_a_subagents_calls_are_tool_calls_of_the_session(tmp_path: Path) -> None:
+    """A `task` call's subagent writes a file: its `write` is announced as a tool call of the
+    session with its own id (the fault server gives every call the id `call_1`, so the child's
+    call would collide with the parent's without the agent path), marked `› `, and its
+    permission request names that id; the subagent's text does not join the main answer."""
+    from kit.acp import acp_project
+    from kit.faultserver import Step, text, tool
+
+    task_args = {"name": "write a file", "prompt": "write sub.txt containing x"}
+    script = [
+        Step("tool", tool_name="task", tool_args=json.dumps(task_args)),
+        tool("write", path="sub.txt", content="x\n"),
+        text("the child wrote it"),
+        text("The subagent wrote sub.txt."),
+    ]
+    with acp_project(tmp_path, script) as project:
+        log = SchemaLog()
+        client = ScriptedClient(["allow_once", "allow_once"])
+        async with acp.spawn_agent_process(
+            client,
+            *project.argv(),
+            env=project.env(),
+            cwd=project.work,
+            observers=[_observer(log)],
+        ) as (conn, _proc):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            sid = (await conn.new_session(cwd=str(project.work), mcp_servers=[])).session_id
+            done = await conn.prompt(session_id=sid, prompt=[acp.text_block("delegate it")])
+        assert done.stop_reason == "end_turn"
+        assert (project.work / "sub.txt").read_text() == "x\n"
+    starts = [u for u in client.updates if isinstance(u, schema.ToolCallStart)]
+    assert [(u.tool_call_id, u.title) for u in starts] == [
+        ("call_1", "task write sub.txt containing x"),
+        ("task:call_1/call_1", "› write sub.txt"),
+    ]
+    assert [a.tool_call.tool_call_id for a in client.asked] == ["call_1", "task:call_1/call_1"]
+    assert client.asked[1].tool_call.title == "› write sub.txt"
+    final = {
+        u.tool_call_id: u.status for u in client.updates if isinstance(u, schema.ToolCallProgress)
+    }
+    assert final == {"call_1": "completed", "task:call_1/call_1": "completed"}
+    said = "".join(
+        u.content.text
+        for u in client.updates
+        if isinstance(u, schema.AgentMessageChunk) and isinstance(u.content, schema.TextContentBlock)
+    )
+    assert said == "The subagent wrote sub.txt."

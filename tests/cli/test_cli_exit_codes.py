@@ -45,6 +45,25 @@ def test_usage_and_auth_exit_codes(tmp_path: Path, args: list[str], code: int, s
 
 
 @pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["run", "--bogus"], "tether: run: No such option: --bogus (see `tether run --help`)"),
+        (["nope"], "tether: No such command 'nope'. (see `tether --help`)"),
+        (
+            ["sessions", "show"],
+            "tether: sessions show: Missing argument 'session_id'. "
+            "(see `tether sessions show --help`)",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line(tmp_path: Path, args: list[str], line: str) -> None:
+    """Click prints a usage error in three lines (usage, hint, error); tether in one."""
+    proc = _tether(args, tmp_path / "home")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [line]
+
+
+@pytest.mark.parametrize(
     ("args", "code"), [(["nope"], 1), (["run", "--model", "openai/gpt-4o", "hi"], 2)]
 )
 def test_the_exit_code_is_the_processs(tmp_path: Path, args: list[str], code: int) -> None:

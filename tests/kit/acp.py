@@ -102,13 +102,14 @@ class Project:
 
 
 @contextmanager
-def acp_project(tmp_path: Path) -> Iterator[Project]:
+def acp_project(tmp_path: Path, script: list[Step] | None = None) -> Iterator[Project]:
     """A home, a work folder and a config folder under `tmp_path`, the fault server playing
-    `SCRIPT`, and settings choosing it (`fake/m`) with a working OS sandbox (else: skip)."""
+    `script` (default `SCRIPT`), and settings choosing it (`fake/m`) with a working OS sandbox
+    (else: skip)."""
     home, work, config = tmp_path / "home", tmp_path / "work", tmp_path / "config"
     for d in (home, work, config):
         d.mkdir()
-    with FaultServer(SCRIPT) as server:
+    with FaultServer(SCRIPT if script is None else script) as server:
         settings = {
             "model": "fake/m",
             "providers": {"fake": {"type": "openai", "base_url": server.openai_url}},

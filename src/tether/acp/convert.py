@@ -235,6 +235,24 @@ def file_change(
     return str(real), old, old.replace(a, b)
 
 
+MAIN_AGENT: tuple[str, ...] = ("main",)
+
+
+def agent_call_id(agent_path: Sequence[str], call_id: str) -> str:
+    """The ACP tool call id of call `call_id` of the agent at `agent_path`: the call id itself
+    for the main agent; for a subagent its path and the id (`task:call_1/call_1`). ACP has
+    one flat list of tool calls per session, and a subagent's ids (from another model reply)
+    may repeat its parent's."""
+    if tuple(agent_path) == MAIN_AGENT:
+        return call_id
+    return "/".join([*agent_path[1:], call_id])
+
+
+def agent_title(agent_path: Sequence[str], title: str) -> str:
+    """A call's title, marked `› ` once per subagent level."""
+    return "› " * (len(agent_path) - 1) + title
+
+
 def call_start(
     call_id: str,
     name: str,
@@ -243,17 +261,19 @@ def call_start(
     *,
     change: tuple[str, str | None, str] | None = None,
     status: ToolCallStatus = "pending",
+    agent_path: Sequence[str] = MAIN_AGENT,
 ) -> ToolCallStart:
-    """The `tool_call` update announcing a call: kind, title, locations, the raw arguments,
-    and for an edit the diff (`change`, from `file_change`)."""
+    """The `tool_call` update announcing a call of the agent at `agent_path` (a subagent's
+    calls are announced in the same list, see `agent_call_id`): kind, title, locations, the
+    raw arguments, and for an edit the diff (`change`, from `file_change`)."""
     content: list[Any] | None = None
     if change is not None:
         path, old, new = change
         content = [FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)]
     return ToolCallStart(
         session_update="tool_call",
-        tool_call_id=call_id,
-        title=tool_title(name, arguments),
+        tool_call_id=agent_call_id(agent_path, call_id),
+        title=agent_title(agent_path, tool_title(name, arguments)),
         kind=tool_kind(name),
         status=status,
         locations=tool_locations(name, arguments, root) or None,

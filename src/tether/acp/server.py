@@ -3,8 +3,8 @@
 Owns: `TetherAcp`, the SDK's `Agent` side (initialize, session/new, session/load, session/prompt,
 session/cancel, session/set_mode, authenticate), one `AcpSession` per ACP session (an
 `Agent.from_settings` with this host's callbacks: its events become session updates, its
-approval requests become `session/request_permission`), and `serve`, which runs it over
-stdin/stdout with stdout kept for protocol messages only.
+approval requests become `session/request_permission`), and the session updates it sends;
+`tether.acp.stdio.serve` runs it over stdin/stdout.
 Does not own: the translations (`tether.acp.convert`), the agent (built through the front door:
 `tether.Agent.from_settings`, as `tether run` builds it).
 
@@ -23,15 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
-import stat
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from acp.schema import (
     AgentCapabilities,
@@ -61,6 +57,7 @@ from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequ
 from tether.agent.events import (
     AgentEvent,
     ServerToolEvent,
+    SubagentEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolCallEvent,
@@ -72,7 +69,12 @@ from tether.agent.sessions import AgentSession
 from tether.errors import AuthError, ConfigError, RunError, SessionError
 from tether.session import SessionStore
 
-__all__ = ["AcpSession", "TetherAcp", "command_prompt", "serve", "session_commands"]
+__all__ = [
+    "AcpSession",
+    "TetherAcp",
+    "command_prompt",
+    "session_commands",
+]
 
 STDIO_LIMIT_BYTES = 50 * 1024 * 1024
 """The longest protocol line read (images arrive inline, base64)."""
@@ -139,7 +141,6 @@ class AcpSession:
     updates: asyncio.Queue[AnyUpdate]
     pump: asyncio.Task[None]
     run: asyncio.Task[Any] | None = None
-    announced: set[str] = field(default_factory=set[str])
 
     async def flushed(self) -> None:
         """Wait until every queued update was sent."""
@@ -355,16 +356,15 @@ class TetherAcp:
         elif isinstance(event, ThinkingDeltaEvent):
             text = TextContentBlock(type="text", text=event.text)
             put(AgentThoughtChunk(session_update="agent_thought_chunk", content=text))
-        elif isinstance(event, ToolCallEvent):
-            change = convert.file_change(s.agent.tool_context, event.name, event.arguments)
-            s.announced.add(event.id)
-            put(
-                convert.call_start(
-                    event.id, event.name, event.arguments, s.agent.root, change=change
-                )
-            )
-        elif isinstance(event, ToolResultEvent):
-            put(convert.result_update(event.tool_call_id, event.content, is_error=event.is_error))
+        elif isinstance(event, ToolCallEvent | ToolResultEvent):
+            self._on_call(s, convert.MAIN_AGENT, event)
+        elif isinstance(event, SubagentEvent):
+            # a subagent's calls join the session's list of tool calls; its text reaches the
+            # parent as the `task` call's result, its plan stays its own
+            if isinstance(event.event, ToolCallEvent | ToolResultEvent):
+                self._on_call(s, event.agent_path, event.event)
+            elif isinstance(event.event, WarningEvent):
+                self.note(f"warning ({'/'.join(event.agent_path)}): {event.event.message}")
         elif isinstance(event, ServerToolEvent):
             put(convert.search_call(event.id, event.query, event.results, event.error))
         elif isinstance(event, WarningEvent):
@@ -373,12 +373,31 @@ class TetherAcp:
             items: Sequence[Mapping[str, str]] = getattr(event, "items", ())
             put(convert.plan_update(items))
 
+    def _on_call(
+        self, s: AcpSession, path: Sequence[str], event: ToolCallEvent | ToolResultEvent
+    ) -> None:
+        if isinstance(event, ToolResultEvent):
+            call_id = convert.agent_call_id(path, event.tool_call_id)
+            s.updates.put_nowait(
+                convert.result_update(call_id, event.content, is_error=event.is_error)
+            )
+            return
+        change = convert.file_change(s.agent.tool_context, event.name, event.arguments)
+        s.updates.put_nowait(
+            convert.call_start(
+                event.id, event.name, event.arguments, s.agent.root, change=change, agent_path=path
+            )
+        )
+
     async def _approve(self, s: AcpSession, request: ApprovalRequest) -> ApprovalDecision:
         call = request.call
         await s.flushed()  # the client has seen the `tool_call` this request is about
+        call_id = convert.agent_call_id(request.agent_path, call.id)
         update = ToolCallUpdate(
-            tool_call_id=call.id,
-            title=convert.tool_title(call.name, call.arguments),
+            tool_call_id=call_id,
+            title=convert.agent_title(
+                request.agent_path, convert.tool_title(call.name, call.arguments)
+            ),
             kind=convert.tool_kind(call.name),
             status="pending",
         )
@@ -400,7 +419,7 @@ class TetherAcp:
         if decision.allow:
             s.updates.put_nowait(
                 ToolCallProgress(
-                    session_update="tool_call_update", tool_call_id=call.id, status="in_progress"
+                    session_update="tool_call_update", tool_call_id=call_id, status="in_progress"
                 )
             )
         return decision
@@ -481,74 +500,3 @@ class TetherAcp:
         sessions, self.sessions = list(self.sessions.values()), {}
         for s in sessions:
             await s.close()
-
-
-def serve(*, model: str | None = None) -> int:
-    """Run `tether acp` on this process's stdin and stdout until the client closes stdin.
-
-    Stdout carries protocol messages only: the protocol writes to a duplicate of it, and file
-    descriptor 1 is pointed at stderr, so a stray write (a library's print, a child process
-    that inherits it) lands in the diagnostics. Returns the exit code (0).
-    """
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    sys.stdout.flush()
-    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    server = TetherAcp(model=model)
-    copiers: list[tuple[threading.Thread, Any]] = []
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=STDIO_LIMIT_BYTES)
-        stdin, _ = _as_pipe(sys.stdin.buffer, reading=True)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-        out, copier = _as_pipe(protocol_out, reading=False)
-        transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), out
-        )
-        copiers.extend([copier] if copier else [])
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        try:
-            await acp.run_agent(cast(acp.Agent, server), writer, reader)
-        finally:
-            await server.close()
-            transport.close()
-
-    asyncio.run(main())
-    for thread, out in copiers:  # every reply written to the file before the process ends
-        with contextlib.suppress(OSError):
-            out.close()
-        thread.join(timeout=10)
-    return 0
-
-
-def _as_pipe(stream: Any, *, reading: bool) -> tuple[Any, tuple[threading.Thread, Any] | None]:
-    """`stream` itself when asyncio's pipe transports take it (a pipe, socket or terminal);
-    for a regular file (`tether acp < requests.jsonl > replies.jsonl`), a pipe a daemon thread
-    copies the file into (`reading`) or out to the file; for writing, also (the thread, the
-    pipe's end) to close and join at the end."""
-    mode = os.fstat(stream.fileno()).st_mode
-    if not stat.S_ISREG(mode):
-        return stream, None
-    read_end, write_end = os.pipe()
-
-    def copy(src: int, dst: int) -> None:
-        try:
-            while chunk := os.read(src, 65536):
-                os.write(dst, chunk)
-        except OSError:
-            pass
-        finally:
-            os.close(write_end if reading else read_end)
-
-    if reading:
-        threading.Thread(
-            target=copy, args=(stream.fileno(), write_end), daemon=True, name="acp-stdin"
-        ).start()
-        return os.fdopen(read_end, "rb", buffering=0), None
-    thread = threading.Thread(
-        target=copy, args=(read_end, stream.fileno()), daemon=True, name="acp-stdout"
-    )
-    thread.start()
-    out = os.fdopen(write_end, "wb", buffering=0)
-    return out, (thread, out)

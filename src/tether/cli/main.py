@@ -49,7 +49,9 @@ app.command()(logout)
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
 ]
-BaseUrlOption = Annotated[str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")]
+BaseUrlOption = Annotated[
+    str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
+]
 CwdOption = Annotated[Path, typer.Option(help="Working folder the tools are confined to.")]
 SafeOption = Annotated[
     bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
@@ -73,9 +75,7 @@ def _default(ctx: typer.Context) -> None:
 def chat(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
-    resume: Annotated[
-        str | None, typer.Option(help="Open this session and continue it.")
-    ] = None,
+    resume: Annotated[str | None, typer.Option(help="Open this session and continue it.")] = None,
     continue_last: Annotated[
         bool,
         typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
@@ -195,7 +195,9 @@ def run(
     ] = None,
     print_system: Annotated[
         bool,
-        typer.Option("--print-system", help="Print the system prompt the run would send; run nothing."),
+        typer.Option(
+            "--print-system", help="Print the system prompt the run would send; run nothing."
+        ),
     ] = False,
     continue_last: Annotated[
         bool,
@@ -219,7 +221,9 @@ def run(
     ] = False,
     max_budget_usd: Annotated[
         float | None,
-        typer.Option(min=0.000001, help="Stop before a request that would pass this many US dollars."),
+        typer.Option(
+            min=0.000001, help="Stop before a request that would pass this many US dollars."
+        ),
     ] = None,
     image: Annotated[
         list[Path] | None,
@@ -268,7 +272,7 @@ def run(
 @app.command()
 def acp(model: ModelOption = None) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
-    from tether.acp.server import serve
+    from tether.acp.stdio import serve
 
     raise typer.Exit(serve(model=model))
 
@@ -324,7 +328,9 @@ def replay(
             "default: all)."
         ),
     ] = None,
-    system: Annotated[str | None, typer.Option(help="System prompt sent with each request.")] = None,
+    system: Annotated[
+        str | None, typer.Option(help="System prompt sent with each request.")
+    ] = None,
 ) -> None:
     """Re-run a stored session offline: check every request against each target's wire
     contract; print violations, repairs and tool-result differences as JSON lines.
@@ -408,6 +414,16 @@ def trust(
     err(f"approved {len(files)} file(s) of {root}")
 
 
+def usage_line(message: str, command_path: str) -> str:
+    """A usage error in one line: `run: No such option: --bogus (see `tether run --help`)`
+    (click prints three: the usage, a hint, the error)."""
+    first = message.strip().splitlines()[0] if message.strip() else "usage error"
+    if not command_path:
+        return first
+    sub = command_path.split(" ", 1)[1] if " " in command_path else ""
+    return f"{sub + ': ' if sub else ''}{first} (see `{command_path} --help`)"
+
+
 def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
@@ -418,9 +434,13 @@ def main() -> None:
         err("cancelled")
         sys.exit(EXIT_CANCELLED)
     except Exception as exc:
-        show = getattr(exc, "show", None)
-        if not callable(show):  # not a CLI usage error (typer vendors its own click)
+        format_message = getattr(exc, "format_message", None)
+        if not callable(format_message):  # not a CLI usage error (typer vendors its own click)
             raise
-        show()
+        err(
+            usage_line(
+                str(format_message()), getattr(getattr(exc, "ctx", None), "command_path", "")
+            )
+        )
         sys.exit(EXIT_USAGE)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
