@@ -56,6 +56,7 @@ PUBLIC_API: dict[str, str] = {
     "TextDeltaEvent": "tether.agent.events",
     "ThinkingDeltaEvent": "tether.agent.events",
     "ToolCallEvent": "tether.agent.events",
+    "ServerToolEvent": "tether.agent.events",
     "ToolResultEvent": "tether.agent.events",
     "TurnEndEvent": "tether.agent.events",
     "WireRepairEvent": "tether.agent.events",

@@ -13,6 +13,7 @@ from tether.agent.events import DoneEvent as DoneEvent
 from tether.agent.events import ErrorEvent as ErrorEvent
 from tether.agent.events import FallbackEvent as FallbackEvent
 from tether.agent.events import RetryEvent as RetryEvent
+from tether.agent.events import ServerToolEvent as ServerToolEvent
 from tether.agent.events import SessionStartEvent as SessionStartEvent
 from tether.agent.events import SubagentEvent as SubagentEvent
 from tether.agent.events import TextDeltaEvent as TextDeltaEvent
@@ -82,6 +83,7 @@ __all__ = [
     "RunError",
     "RunResult",
     "Runtime",
+    "ServerToolEvent",
     "SessionBusyError",
     "SessionError",
     "SessionNotFoundError",

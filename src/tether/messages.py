@@ -8,6 +8,7 @@ Shapes:
     Turn(id, role, content: tuple[ContentBlock, ...], usage, provenance, stop_reason)
     ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolCallBlock
                  | ToolResultBlock | ImageBlock | DocumentBlock | CompactSummaryBlock
+                 | ServerToolBlock
 
 Tool results live in `user` turns (the Anthropic shape); adapters for other targets split them
 into their own `tool` messages. This module imports nothing of tether's.
@@ -187,6 +188,49 @@ class CompactSummaryBlock:
     generation: int = 1
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchHit:
+    """One result of a server-side web search: its `url` and page `title` (may be empty)."""
+
+    url: str
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerToolBlock:
+    """A tool the provider ran on its own servers (web search), its call and result in one
+    block of an assistant turn. tether never executes it; it is stored so nothing is lost, and
+    the wire view sends `raw` back verbatim only to the API that produced it
+    (`tether.wire.server_tools`), as plain text to any other.
+
+    Attributes:
+        name: the server tool (`web_search`).
+        producer: the wire API that ran it (`anthropic`, `openai-responses`).
+        id: the provider's call id (Anthropic `srvtoolu_…`, OpenAI `ws_…`).
+        query: the search query (queries joined by ` | ` when the provider sent several).
+        results: the pages found, in the provider's order.
+        error: the provider's error code (`max_uses_exceeded`, `unavailable`, …), or None.
+        raw: the provider's own blocks, verbatim, in order (Anthropic: the `server_tool_use`
+            block and its `web_search_tool_result`, `encrypted_content` included; OpenAI: the
+            `web_search_call` item). Anthropic requires them back unchanged to continue.
+    """
+
+    type: Literal["server_tool"] = "server_tool"
+    name: str
+    producer: str
+    id: str
+    query: str = ""
+    results: tuple[SearchHit, ...] = ()
+    error: str | None = None
+    raw: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """`[web search: QUERY → url1, url2]` (or `→ error CODE`), the block as plain text."""
+        found = f"error {self.error}" if self.error else ", ".join(h.url for h in self.results)
+        return f"[{self.name.replace('_', ' ')}: {self.query} → {found or 'no results'}]"
+
+
 ContentBlock = Annotated[
     TextBlock
     | ThinkingBlock
@@ -195,7 +239,8 @@ ContentBlock = Annotated[
     | ToolResultBlock
     | ImageBlock
     | DocumentBlock
-    | CompactSummaryBlock,
+    | CompactSummaryBlock
+    | ServerToolBlock,
     Field(discriminator="type"),
 ]
 
@@ -208,12 +253,16 @@ class Usage:
     `prompt_tokens = input + cache_read + cache_write` is the whole prompt for every provider:
     Anthropic reports cache reads/writes beside `input_tokens` (they add to it); OpenAI reports
     `cached_tokens` inside `prompt_tokens` (adapters subtract it from input).
+    `web_search_requests` counts server-side web searches (Anthropic
+    `usage.server_tool_use.web_search_requests`; OpenAI: one per `web_search_call` item), billed
+    per search, not per token.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    web_search_requests: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -226,13 +275,17 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            web_search_requests=self.web_search_requests + other.web_search_requests,
         )
 
     def summary_line(self) -> str:
-        """`in 52413 (cache 50000) / 4075 out`; the cache part only when non-zero."""
+        """`in 52413 (cache 50000) / 4075 out`; the cache part only when non-zero, then
+        ` · 3 searches` when web searches ran."""
         cache = self.cache_read_tokens + self.cache_write_tokens
         cache_part = f" (cache {cache})" if cache else ""
-        return f"in {self.prompt_tokens}{cache_part} / {self.output_tokens} out"
+        n = self.web_search_requests
+        searches = f" · {n} search{'es' if n != 1 else ''}" if n else ""
+        return f"in {self.prompt_tokens}{cache_part} / {self.output_tokens} out{searches}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -284,6 +337,11 @@ class Turn:
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         """The tool_result blocks of this turn, in order."""
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+    @property
+    def server_tools(self) -> tuple[ServerToolBlock, ...]:
+        """The server-side tool blocks (web searches) of this turn, in order."""
+        return tuple(b for b in self.content if isinstance(b, ServerToolBlock))
 
     @property
     def text(self) -> str:

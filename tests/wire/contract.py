@@ -9,6 +9,7 @@ from tether.messages import (
     CompactSummaryBlock,
     Provenance,
     RedactedThinkingBlock,
+    ServerToolBlock,
     Target,
     TextBlock,
     ThinkingBlock,
@@ -112,6 +113,23 @@ def view_problems(
         for k, b in enumerate(t.content):
             if isinstance(b, CompactSummaryBlock):
                 problems.append(f"turn {idx}: a marker block reached the wire")
+            elif isinstance(b, ServerToolBlock):
+                # Written from the vendors' rules, not from tether.wire.server_tools: only
+                # Anthropic takes server-tool blocks back, only its own, only whole (a
+                # server_tool_use then the result naming it), only in an assistant turn.
+                producer = b.producer or (prov.api if prov else None)
+                raw_types = [r.get("type") for r in b.raw]
+                whole = raw_types[:1] == ["server_tool_use"] and any(
+                    r.get("tool_use_id") == b.raw[0].get("id") for r in b.raw[1:]
+                )
+                if target != "anthropic":
+                    problems.append(f"turn {idx}: a server tool block sent to {target}")
+                elif producer != "anthropic":
+                    problems.append(f"turn {idx}: {producer} server tool block sent to Anthropic")
+                elif not whole:
+                    problems.append(f"turn {idx}: server_tool_use without its result")
+                if t.role != "assistant":
+                    problems.append(f"turn {idx}: a server tool block in a {t.role} turn")
             elif isinstance(b, ToolCallBlock):
                 if not native(t) or b.id in in_turn:
                     call_ids.append(b.id)

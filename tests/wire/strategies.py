@@ -11,6 +11,8 @@ from tether.messages import (
     ImageBlock,
     Provenance,
     RedactedThinkingBlock,
+    SearchHit,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -87,10 +89,55 @@ redacted_blocks = st.builds(
     producer=st.sampled_from(["anthropic", None, "openai"]),
 )
 
-user_content = st.lists(st.one_of(text_blocks, result_blocks, result_blocks), max_size=4)
+_USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": 1}}
+_RESULT = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_1",
+    "content": [
+        {
+            "type": "web_search_result",
+            "url": "https://a.example",
+            "title": "A",
+            "encrypted_content": "E",
+        }
+    ],
+}
+_ERROR = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_1",
+    "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+}
+_CALL = {
+    "type": "web_search_call",
+    "id": "ws_1",
+    "status": "completed",
+    "action": {"type": "search"},
+}
+server_blocks = st.builds(
+    ServerToolBlock,
+    name=st.just("web_search"),
+    producer=st.sampled_from(["anthropic", "openai-responses", ""]),
+    id=st.sampled_from(["srvtoolu_1", "ws_1", ""]),
+    query=texts,
+    results=st.sampled_from([(), (SearchHit(url="https://a.example", title="A"),)]),
+    error=st.sampled_from([None, None, "max_uses_exceeded"]),
+    raw=st.sampled_from([(), (_USE,), (_USE, _RESULT), (_USE, _ERROR), (_CALL,), (_RESULT,)]),
+)
+"""Web searches the provider ran: complete, cut (a call without its result), an error result,
+another vendor's item, untagged, or a result without its call."""
+
+user_content = st.lists(
+    st.one_of(text_blocks, result_blocks, result_blocks, server_blocks), max_size=4
+)
 assistant_content = st.lists(
     st.one_of(
-        text_blocks, call_blocks, call_blocks, thinking_blocks, redacted_blocks, result_blocks
+        text_blocks,
+        call_blocks,
+        call_blocks,
+        thinking_blocks,
+        redacted_blocks,
+        result_blocks,
+        server_blocks,
     ),
     max_size=5,
 )

@@ -55,6 +55,8 @@ from tether.messages import (
     CompactSummaryBlock,
     ContentBlock,
     ImageBlock,
+    SearchHit,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -295,6 +297,26 @@ def result_update(call_id: str, text: str, *, is_error: bool) -> ToolCallProgres
     )
 
 
+def search_call(
+    call_id: str, query: str, results: Sequence[SearchHit], error: str | None
+) -> ToolCallStart:
+    """The `tool_call` of a web search the provider ran (it is over when announced): kind
+    `fetch` (external data), title `web_search: QUERY`, status `completed` (or `failed` with
+    the provider's error code), the results as `title — url` lines."""
+    lines = [f"error {error}"] if error else [f"{h.title} — {h.url}" if h.title else h.url
+                                               for h in results]
+    text = "\n".join(lines) or "no results"
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title=f"web_search: {query[:120]}",
+        kind="fetch",
+        status="failed" if error else "completed",
+        raw_input={"query": query},
+        content=[_text_content(text)],
+    )
+
+
 def _result_text(result: ToolResultBlock) -> str:
     return "\n".join(p.text for p in result.content if isinstance(p, TextBlock))
 
@@ -303,7 +325,7 @@ def replay_updates(turns: Sequence[Turn], root: Path) -> Iterator[Update]:
     """The updates that show a stored session, in order: user text as `user_message_chunk`,
     thinking as `agent_thought_chunk`, text as `agent_message_chunk`, each call as a
     `tool_call` with its final status and result (`completed`, `failed`, or `pending` when the
-    session holds no result), a compaction as one agent message naming it. Images are sent as
+    session holds no result), a web search as its `search_call`, a compaction as one agent message naming it. Images are sent as
     images."""
     results = {r.tool_call_id: r for t in turns for r in t.tool_results}
     for turn in turns:
@@ -322,6 +344,8 @@ def replay_updates(turns: Sequence[Turn], root: Path) -> Iterator[Update]:
                 yield AgentThoughtChunk(session_update="agent_thought_chunk", content=thought)
             elif isinstance(block, ToolCallBlock):
                 yield from _replayed_call(block, results.get(block.id), root)
+            elif isinstance(block, ServerToolBlock):
+                yield search_call(block.id, block.query, block.results, block.error)
             elif isinstance(block, CompactSummaryBlock):
                 note = TextContentBlock(
                     type="text",

@@ -56,6 +56,7 @@ from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
 from tether.agent.events import (
     AgentEvent,
+    ServerToolEvent,
     SubagentEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
@@ -364,6 +365,8 @@ class TetherAcp:
                 self._on_call(s, event.agent_path, event.event)
             elif isinstance(event.event, WarningEvent):
                 self.note(f"warning ({'/'.join(event.agent_path)}): {event.event.message}")
+        elif isinstance(event, ServerToolEvent):
+            put(convert.search_call(event.id, event.query, event.results, event.error))
         elif isinstance(event, WarningEvent):
             self.note(f"warning: {event.message}")
         elif _kind(event) == "todo":  # the todo tool's list, where that tool exists

@@ -123,4 +123,5 @@ def usage_minus(a: Usage, b: Usage) -> Usage:
         output_tokens=max(0, a.output_tokens - b.output_tokens),
         cache_read_tokens=max(0, a.cache_read_tokens - b.cache_read_tokens),
         cache_write_tokens=max(0, a.cache_write_tokens - b.cache_write_tokens),
+        web_search_requests=max(0, a.web_search_requests - b.web_search_requests),
     )

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import Field, TypeAdapter
 
 from tether.errors import ErrorKind
-from tether.messages import RunStopReason, StopReason, Turn, Usage
+from tether.messages import RunStopReason, SearchHit, StopReason, Turn, Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +54,27 @@ class ToolCallEvent:
     name: str
     arguments: dict[str, Any]
     invalid: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerToolEvent:
+    """A tool the provider ran on its servers (a web search) in the persisted assistant turn:
+    nothing runs locally and no `tool_result` follows.
+
+    Attributes:
+        id: the provider's call id (`srvtoolu_…`, `ws_…`).
+        name: the tool (`web_search`).
+        query: what was searched.
+        results: the pages found (`url`, `title`), in the provider's order.
+        error: the provider's error code (`max_uses_exceeded`, …), or None.
+    """
+
+    type: Literal["server_tool"] = "server_tool"
+    id: str
+    name: str
+    query: str
+    results: tuple[SearchHit, ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -263,6 +284,7 @@ _OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `sub
     | TextDeltaEvent
     | ThinkingDeltaEvent
     | ToolCallEvent
+    | ServerToolEvent
     | ToolResultEvent
     | TurnEndEvent
     | WireRepairEvent

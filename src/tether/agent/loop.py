@@ -34,6 +34,7 @@ from tether.agent.events import (
     DoneEvent,
     ErrorEvent,
     PlanEvent,
+    ServerToolEvent,
     SessionStartEvent,
     ToolCallEvent,
     TurnEndEvent,
@@ -46,6 +47,7 @@ from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession, interrupted_turn
 from tether.agent.state import RunResult, RunState, SentView
 from tether.agent.subagents import Subagents
+from tether.agent.web_search import web_search_for
 from tether.compaction.pressure import estimate_tokens
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
@@ -170,8 +172,9 @@ async def run_turns(
                 state.append(text_turn(parts.new_id(), "user", c.steering.pop(0)))
             parts.emit(TurnStartEvent(turn=n))
             # per request: safe mode may switch, a compaction may add `recall` (cached)
-            specs = offered_specs(parts.registry, c.safe_mode or c.plan_mode)
-            turn = await _request(parts, state, specs, n)
+            safe = c.safe_mode or c.plan_mode
+            specs = offered_specs(parts.registry, safe)
+            turn = await _request(parts, state, specs, n, safe=safe)
             context = parts.compaction or parts.guard
             if context is not None and state.sent is not None:
                 context.after_request(turn, state.sent)
@@ -270,6 +273,7 @@ async def _request(
     specs: tuple[ToolSpec, ...],
     n: int,
     *,
+    safe: bool = False,
     retried: bool = False,
 ) -> Turn:
     """The n-th request of the run over the chain; the reply persisted. Raises RunError when
@@ -294,6 +298,7 @@ async def _request(
             temperature=parts.run.temperature,
             is_wire_view=True,
             thinking_budget_tokens=thinking_budget_for_turn(parts.run.thinking_decay, n),
+            web_search=web_search_for(parts.config, provider, safe_mode=safe),
         )
 
     try:
@@ -305,7 +310,7 @@ async def _request(
         if exc.kind != "context_overflow" or compaction is None or retried:
             raise
         if await compaction.on_overflow(exc.message, parts, state):
-            return await _request(parts, state, specs, n, retried=True)
+            return await _request(parts, state, specs, n, safe=safe, retried=True)
         parts.emit(ErrorEvent(kind=exc.kind, message=exc.message))
         raise
     except asyncio.CancelledError:
@@ -322,6 +327,16 @@ async def _request(
 def _persist_assistant(parts: AgentParts, state: RunState, turn: Turn) -> Turn:
     turn = remint_tool_call_ids(turn, state.used_call_ids)
     state.append(turn)
+    for search in turn.server_tools:
+        parts.emit(
+            ServerToolEvent(
+                id=search.id,
+                name=search.name,
+                query=search.query,
+                results=search.results,
+                error=search.error,
+            )
+        )
     for call in turn.tool_calls:
         parts.emit(
             ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments, invalid=call.invalid)

@@ -46,6 +46,7 @@ from tether.messages import (
     ContentBlock,
     DocumentBlock,
     ImageBlock,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -282,6 +283,10 @@ def _block_parts(block: ContentBlock) -> tuple[list[str], int]:
         return texts, images * IMAGE_TOKENS
     if isinstance(block, CompactSummaryBlock):
         return [block.summary], 0
+    if isinstance(block, ServerToolBlock):
+        # The provider's blocks as sent back (the result pages' encrypted content is what
+        # they cost in the prompt); the text form when there are none.
+        return [json.dumps(block.raw, ensure_ascii=False) if block.raw else block.summary], 0
     if isinstance(block, ImageBlock):
         return [], IMAGE_TOKENS
     if isinstance(block, DocumentBlock):

@@ -16,6 +16,7 @@ from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
     ImageBlock,
+    ServerToolBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -82,6 +83,8 @@ def render_turn(turn: Turn, *, max_result_chars: int = DEFAULT_RESULT_CHARS) -> 
             parts.append(f"[document: {b.title or b.media_type}]")
         elif isinstance(b, CompactSummaryBlock):
             parts.append(f"[earlier summary]\n{b.summary}")
+        elif isinstance(b, ServerToolBlock):
+            parts.append(b.summary)
     return f"{turn.role}: " + "\n".join(parts)
 
 

@@ -19,12 +19,23 @@ Raw stream events (Messages streaming reference) → events:
                          it repeats, e.g. cache reads reported only at the end)
     message_stop         the stream is complete → StreamDone
 
-Server-side tool blocks (`server_tool_use`, `web_search_tool_result`, `code_execution_tool_result`,
-`bash_code_execution_tool_result`, `tool_search_tool_result`, ...) and unknown block types are
-skipped with their deltas: the server ran them, tether cannot execute or replay them, and the
-model's text after them carries the answer. A stream without `message_stop` or without a stop
-reason is incomplete (the SDK raises nothing, see `notes/sdk-fault-behaviour.md`):
-`StreamError(kind="network")`, never a `StreamDone`.
+Web search (Anthropic "Web search tool", `web_search_20250305`): a `server_tool_use` block named
+`web_search` (its `input.query` streamed as `input_json_delta`) and the `web_search_tool_result`
+that answers it (complete at its `content_block_start`: a list of `web_search_result`s with
+`url`, `title`, `encrypted_content`, or a `web_search_tool_result_error` with its `error_code`)
+become ONE `ServerToolUse` event (a `ServerToolBlock` keeping both blocks verbatim in `raw`) when
+the result arrives; a call left without its result is emitted, incomplete, at `message_delta`.
+`usage.server_tool_use.web_search_requests` → `Usage.web_search_requests`. `citations_delta` is
+not kept (the cited pages are the search block's results). Other server-side tool blocks
+(`code_execution_tool_result`, `web_fetch_tool_result`, ...) and unknown block types are skipped
+with their deltas: tether does not offer those tools.
+
+`stop_reason: pause_turn` (the server paused a long turn of server-tool use): `stream` sends the
+request again with the reply so far as a final assistant message, as the API asks ("provide the
+response back as-is in a subsequent request to let Claude continue"), at most
+`MAX_PAUSE_CONTINUATIONS` times; the events of every part form one turn (indices continue, usage
+summed). A stream without `message_stop` or without a stop reason is incomplete (the SDK raises
+nothing, see `notes/sdk-fault-behaviour.md`): `StreamError(kind="network")`, never a `StreamDone`.
 """
 
 from __future__ import annotations
@@ -33,21 +44,32 @@ import json
 import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import anthropic
 from anthropic import types as at
 
 from tether.errors import AuthError, ConfigError
-from tether.messages import Provenance, ProviderStopReason, Target, Usage
+from tether.messages import (
+    Provenance,
+    ProviderStopReason,
+    SearchHit,
+    ServerToolBlock,
+    Target,
+    Usage,
+)
 from tether.providers.anthropic_request import (
     MIN_THINKING_BUDGET,
     MessagesParams,
     build_params,
+    continue_paused,
     to_anthropic_messages,
     to_anthropic_tools,
 )
+from tether.providers.assemble import Assembler
 from tether.providers.base import (
     ModelRequest,
+    ServerToolUse,
     StreamDone,
     StreamEvent,
     UsageEvent,
@@ -70,6 +92,13 @@ __all__ = [
 PRODUCER = "anthropic"
 ANTHROPIC_HOST = "api.anthropic.com"
 """Anthropic's own endpoint (`ModelInfo.vendor_endpoint`)."""
+
+MAX_PAUSE_CONTINUATIONS = 4
+"""How many times one request is sent again after `stop_reason: pause_turn` (each part may run
+up to the server's own iteration limit, about 10 server-tool uses)."""
+
+WEB_SEARCH_TOOL = "web_search_20250305"
+"""The web search tool's type (Anthropic "Web search tool")."""
 
 _STOP_REASONS: dict[str, ProviderStopReason] = {
     "end_turn": "end_turn",
@@ -98,6 +127,41 @@ class AnthropicStreamTranslator:
     _usage: Usage = field(default_factory=Usage)
     _stop_reason: str | None = None
     _stopped: bool = False
+    base_usage: Usage = field(default_factory=Usage)
+    """Usage of the earlier parts of a paused turn, added to this part's."""
+    _searches: dict[int, _Search] = field(default_factory=lambda: {})
+    """Open `server_tool_use` blocks by Anthropic index."""
+    _calls: dict[str, dict[str, object]] = field(default_factory=lambda: {})
+    """Ended web-search calls awaiting their result, by call id (the raw block)."""
+
+    def continued(self) -> AnthropicStreamTranslator:
+        """The translator of the next part of a paused turn: indices go on, usage adds up."""
+        return AnthropicStreamTranslator(
+            _blocks=self._blocks, base_usage=self.base_usage + self._usage
+        )
+
+    def _usage_event(self) -> UsageEvent:
+        return UsageEvent(usage=self.base_usage + self._usage)
+
+    def _search_result(self, block: at.WebSearchToolResultBlock) -> Iterator[StreamEvent]:
+        call: dict[str, object] | None = self._calls.pop(block.tool_use_id, None)
+        if call is None:  # a result whose call was not seen: keep it anyway (nothing lost)
+            call = {
+                "type": "server_tool_use",
+                "id": block.tool_use_id,
+                "name": "web_search",
+                "input": {},
+            }
+        yield ServerToolUse(
+            index=self._blocks.new_index(),
+            block=search_block(call, block.model_dump(mode="json", exclude_none=True)),
+        )
+
+    def _flush_calls(self) -> Iterator[StreamEvent]:
+        """Web-search calls that got no result (a cut or paused stream): incomplete blocks."""
+        for call in self._calls.values():
+            yield ServerToolUse(index=self._blocks.new_index(), block=search_block(call, None))
+        self._calls.clear()
 
     def _complete_block(self, block: at.ContentBlock) -> Iterator[StreamEvent]:
         """A block that arrives whole (inside `message_start.message.content`)."""
@@ -114,8 +178,12 @@ class AnthropicStreamTranslator:
             yield from blocks.whole_call(
                 id=block.id, name=block.name, arguments=json.dumps(block.input), meta=_meta(block)
             )
+        elif isinstance(block, at.ServerToolUseBlock) and block.name == "web_search":
+            self._calls[block.id] = block.model_dump(mode="json", exclude_none=True)
+        elif isinstance(block, at.WebSearchToolResultBlock):
+            yield from self._search_result(block)
         else:
-            blocks.new_index()  # server-side blocks keep their place in the numbering
+            blocks.new_index()  # other server-side blocks keep their place in the numbering
 
     def _start(self, event: at.RawContentBlockStartEvent) -> Iterator[StreamEvent]:
         block, key, blocks = event.content_block, event.index, self._blocks
@@ -133,10 +201,19 @@ class AnthropicStreamTranslator:
             yield blocks.open_call(
                 key, id=block.id, name=block.name, meta=_meta(block), arguments=whole
             )
-        # server tool use / server tool results / unknown: skipped (module docstring)
+        elif isinstance(block, at.ServerToolUseBlock) and block.name == "web_search":
+            raw = block.model_dump(mode="json", exclude_none=True)
+            self._searches[key] = _Search(raw, [json.dumps(block.input)] if block.input else [])
+        elif isinstance(block, at.WebSearchToolResultBlock):
+            yield from self._search_result(block)
+        # other server tool use / results / unknown: skipped (module docstring)
 
     def _delta(self, event: at.RawContentBlockDeltaEvent) -> Iterator[StreamEvent]:
         key, delta, blocks = event.index, event.delta, self._blocks
+        search = self._searches.get(key)
+        if search is not None and isinstance(delta, at.InputJSONDelta):
+            search.parts.append(delta.partial_json)
+            return
         if not blocks.is_open(key):
             return
         if isinstance(delta, at.TextDelta):
@@ -147,7 +224,7 @@ class AnthropicStreamTranslator:
             blocks.sign(key, delta.signature, append=True)
         elif isinstance(delta, at.InputJSONDelta):
             yield from blocks.arguments(key, delta.partial_json)
-        # citations_delta: not kept.
+        # citations_delta: not kept (module docstring).
 
     def on_item(self, event: object) -> Iterator[StreamEvent]:
         """Events for one raw stream event; unknown event types are ignored."""
@@ -158,18 +235,22 @@ class AnthropicStreamTranslator:
                 self._stop_reason = message.stop_reason
             for block in message.content:
                 yield from self._complete_block(block)
-            yield UsageEvent(usage=self._usage)
+            yield self._usage_event()
         elif isinstance(event, at.RawContentBlockStartEvent):
             yield from self._start(event)
         elif isinstance(event, at.RawContentBlockDeltaEvent):
             yield from self._delta(event)
         elif isinstance(event, at.RawContentBlockStopEvent):
+            search = self._searches.pop(event.index, None)
+            if search is not None:
+                self._calls[str(search.raw["id"])] = search.whole()
             yield from self._blocks.close(event.index)
         elif isinstance(event, at.RawMessageDeltaEvent):
+            yield from self._flush_calls()
             if event.delta.stop_reason is not None:
                 self._stop_reason = event.delta.stop_reason
             self._usage = merge_delta_usage(self._usage, event.usage)
-            yield UsageEvent(usage=self._usage)
+            yield self._usage_event()
         elif isinstance(event, at.RawMessageStopEvent):
             self._stopped = True
 
@@ -180,6 +261,56 @@ class AnthropicStreamTranslator:
             return incomplete("message_stop / stop_reason")
         reason = self._stop_reason
         return StreamDone(stop_reason=_STOP_REASONS.get(reason, "other"), raw_stop_reason=reason)
+
+
+@dataclass(slots=True)
+class _Search:
+    """A streaming `server_tool_use` block: its start (raw) and its input's JSON fragments."""
+
+    raw: dict[str, object]
+    parts: list[str]
+
+    def whole(self) -> dict[str, object]:
+        """The raw block with its streamed input (`{}` when the fragments do not parse)."""
+        text = "".join(self.parts)
+        value: object
+        try:
+            value = json.loads(text) if text else {}
+        except ValueError:
+            value = {}
+        return {**self.raw, "input": cast(object, value) if isinstance(value, dict) else {}}
+
+
+def search_block(call: dict[str, object], result: dict[str, object] | None) -> ServerToolBlock:
+    """A `ServerToolBlock` of an Anthropic web search: the raw `server_tool_use` block `call`
+    and its raw `web_search_tool_result` (None: none arrived), both kept verbatim in `raw`."""
+    raw_input = call.get("input")
+    query = ""
+    if isinstance(raw_input, dict):
+        q = cast(dict[str, object], raw_input).get("query")
+        query = q if isinstance(q, str) else ""
+    hits: list[SearchHit] = []
+    error: str | None = None
+    content = result.get("content") if result is not None else None
+    if isinstance(content, list):
+        for item in cast(list[object], content):
+            if isinstance(item, dict):
+                d = cast(dict[str, object], item)
+                url, title = d.get("url"), d.get("title")
+                if isinstance(url, str):
+                    hits.append(SearchHit(url=url, title=title if isinstance(title, str) else ""))
+    elif isinstance(content, dict):
+        code = cast(dict[str, object], content).get("error_code")
+        error = str(code) if code is not None else "error"
+    return ServerToolBlock(
+        name=str(call.get("name") or "web_search"),
+        producer=PRODUCER,
+        id=str(call.get("id") or ""),
+        query=query,
+        results=tuple(hits),
+        error=error,
+        raw=(call,) if result is None else (call, result),
+    )
 
 
 def _meta(block: at.ToolUseBlock) -> dict[str, object] | None:
@@ -193,12 +324,15 @@ def _meta(block: at.ToolUseBlock) -> dict[str, object] | None:
 
 def normalize_usage(usage: at.Usage) -> Usage:
     """Anthropic usage → tether `Usage`. Anthropic reports cache reads/writes beside
-    `input_tokens` (they add to it), so the fields map one to one."""
+    `input_tokens` (they add to it), so the fields map one to one; web searches come from
+    `server_tool_use.web_search_requests`."""
+    server = usage.server_tool_use
     return Usage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_input_tokens or 0,
         cache_write_tokens=usage.cache_creation_input_tokens or 0,
+        web_search_requests=server.web_search_requests if server is not None else 0,
     )
 
 
@@ -214,6 +348,9 @@ def merge_delta_usage(current: Usage, delta: at.MessageDeltaUsage) -> Usage:
         cache_write_tokens=delta.cache_creation_input_tokens
         if delta.cache_creation_input_tokens is not None
         else current.cache_write_tokens,
+        web_search_requests=delta.server_tool_use.web_search_requests
+        if delta.server_tool_use is not None
+        else current.web_search_requests,
     )
 
 
@@ -321,12 +458,13 @@ class AnthropicProvider:
         """
         p = self.request_params(request)
         client = self._client
+        messages = p.messages
 
         async def open_stream() -> anthropic.AsyncStream[at.RawMessageStreamEvent]:
             return await client.messages.create(
                 model=request.model or self.model,
                 max_tokens=p.max_tokens,
-                messages=p.messages,
+                messages=messages,
                 stream=True,
                 system=p.system or anthropic.omit,
                 tools=p.tools or anthropic.omit,
@@ -335,5 +473,22 @@ class AnthropicProvider:
                 extra_body={"temperature": p.temperature} if p.temperature is not None else None,
             )
 
-        async for event in drive_stream(open_stream, AnthropicStreamTranslator()):
-            yield event
+        translator = AnthropicStreamTranslator()
+        so_far = Assembler("paused")  # the reply so far, to send back after a pause_turn
+        for part in range(MAX_PAUSE_CONTINUATIONS + 1):
+            paused = False
+            async for event in drive_stream(open_stream, translator):
+                so_far.feed(event)
+                if (
+                    isinstance(event, StreamDone)
+                    and event.raw_stop_reason == "pause_turn"
+                    and part < MAX_PAUSE_CONTINUATIONS
+                ):
+                    paused = True  # the stream is over: drive_stream returns after it
+                    continue
+                yield event
+            if not paused:
+                return
+            messages = continue_paused(p.messages, so_far.turn())
+            so_far.done = None
+            translator = translator.continued()

@@ -12,7 +12,12 @@ Request shape (`POST /v1/messages`, `stream: true`):
         {"type": "text", "text"}, {"type": "image"|"document", "source": {"type": "base64", ...}},
         {"type": "thinking", "thinking", "signature"}, {"type": "redacted_thinking", "data"},
         {"type": "tool_use", "id", "name", "input"},
+        {"type": "server_tool_use", ...}, {"type": "web_search_tool_result", ...} (verbatim),
         {"type": "tool_result", "tool_use_id", "is_error", "content": [text|image parts]}]}]}
+    plus, with `ModelRequest.web_search`, the server tool `{"type": "web_search_20250305",
+    "name": "web_search", "max_uses"?, "allowed_domains" | "blocked_domains"?}` after the
+    function tools (Anthropic "Web search tool": the two domain lists cannot be combined; an
+    allow list wins, as it already excludes every other host).
 
 Prompt caching (Anthropic "Prompt caching" guide): a `cache_control: {"type": "ephemeral"}`
 breakpoint caches the whole prefix up to and including its block (order: tools, system,
@@ -55,13 +60,14 @@ from tether.messages import (
     DocumentBlock,
     ImageBlock,
     RedactedThinkingBlock,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
     Turn,
 )
-from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.base import ModelRequest, ToolSpec, WebSearch
 from tether.providers.images import fit_image
 from tether.wire import thinking_must_be_disabled
 
@@ -171,6 +177,10 @@ def _assistant_content(turn: Turn) -> list[at.ContentBlockParam]:
             out.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
             )
+        elif isinstance(block, ServerToolBlock):
+            # The provider's own blocks, unchanged (the wire view keeps only complete ones of
+            # Anthropic's making: `tether.wire.server_tools`).
+            out.extend(cast(at.ContentBlockParam, dict(r)) for r in block.raw)
     return out
 
 
@@ -210,6 +220,20 @@ def to_anthropic_messages(messages: Sequence[Turn]) -> tuple[list[at.MessagePara
     if out and out[-1]["role"] == "assistant":
         _strip_final(cast(list[at.ContentBlockParam], out[-1]["content"]))
     return out, system
+
+
+def continue_paused(messages: list[at.MessageParam], reply: Turn) -> list[at.MessageParam]:
+    """The messages of the request that continues a reply paused by `stop_reason: pause_turn`:
+    `messages` (as first sent) and the reply so far as a final assistant message, its blocks
+    as they came (Anthropic "Web search tool", "Pause turn": "provide the response back as-is
+    in a subsequent request to let Claude continue its turn"). The last text block is
+    right-stripped (a final assistant message cannot end with whitespace). Does not modify
+    `messages`."""
+    content = _assistant_content(reply)
+    if not content:
+        return list(messages)
+    _strip_final(content)
+    return [*messages, {"role": "assistant", "content": content}]
 
 
 def _message(
@@ -252,7 +276,7 @@ def loop_lacks_thinking(messages: Sequence[at.MessageParam]) -> bool:
     return False
 
 
-def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolParam]:
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolUnionParam]:
     """Tools → `[{"name", "description", "input_schema"}]`."""
     return [
         cast(
@@ -261,6 +285,20 @@ def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[at.ToolParam]:
         )
         for t in tools
     ]
+
+
+def web_search_tool(search: WebSearch) -> at.WebSearchTool20250305Param:
+    """The server tool `web_search_20250305` (Anthropic "Web search tool"): `max_uses` when
+    capped; `allowed_domains` when an allow list is given, else `blocked_domains` when a deny
+    list is (the API refuses both at once)."""
+    tool: at.WebSearchTool20250305Param = {"type": "web_search_20250305", "name": "web_search"}
+    if search.max_uses is not None:
+        tool["max_uses"] = search.max_uses
+    if search.allowed_domains:
+        tool["allowed_domains"] = list(search.allowed_domains)
+    elif search.blocked_domains:
+        tool["blocked_domains"] = list(search.blocked_domains)
+    return tool
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +362,7 @@ class MessagesParams:
 
     messages: list[at.MessageParam]
     system: list[at.TextBlockParam] | None
-    tools: list[at.ToolParam] | None
+    tools: list[at.ToolUnionParam] | None
     max_tokens: int
     thinking: at.ThinkingConfigEnabledParam | None
     temperature: float | None
@@ -359,7 +397,10 @@ def build_params(
     system: list[at.TextBlockParam] | None = (
         [{"type": "text", "text": system_text}] if system_text else None
     )
-    tools = to_anthropic_tools(request.tools) or None
+    tools = to_anthropic_tools(request.tools)
+    if request.web_search is not None:
+        tools.append(web_search_tool(request.web_search))
+    tools = tools or None
     max_tokens = request.max_output_tokens or default_max_tokens
     asked = request.thinking_budget_tokens
     budget = default_thinking_budget if asked is None else max(asked, MIN_THINKING_BUDGET)
@@ -380,7 +421,10 @@ def build_params(
     if prompt_caching:
         left = MAX_CACHE_BREAKPOINTS
         if tools:
-            tools = [*tools[:-1], cast(at.ToolParam, {**tools[-1], "cache_control": EPHEMERAL})]
+            tools = [
+                *tools[:-1],
+                cast(at.ToolUnionParam, {**tools[-1], "cache_control": EPHEMERAL}),
+            ]
             left -= 1
         if system:
             system = [{"type": "text", "text": system_text, "cache_control": EPHEMERAL}]

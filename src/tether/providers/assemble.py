@@ -24,6 +24,7 @@ from tether.messages import (
     ContentBlock,
     Provenance,
     RedactedThinkingBlock,
+    ServerToolBlock,
     StopReason,
     TextBlock,
     ThinkingBlock,
@@ -33,6 +34,7 @@ from tether.messages import (
 )
 from tether.providers.base import (
     RedactedThinking,
+    ServerToolUse,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -107,7 +109,9 @@ class Assembler:
     def __init__(self, turn_id: str, provenance: Provenance | None = None) -> None:
         self.turn_id = turn_id
         self.provenance = provenance
-        self._blocks: dict[int, _Text | _Thinking | _Call | RedactedThinkingBlock] = {}
+        self._blocks: dict[
+            int, _Text | _Thinking | _Call | RedactedThinkingBlock | ServerToolBlock
+        ] = {}
         self.usage: Usage | None = None
         self.done: StreamDone | None = None
         self.error: StreamError | None = None
@@ -146,6 +150,8 @@ class Assembler:
                     b.summary = event.summary or b.summary
             case RedactedThinking(index=i, data=d):
                 blocks[i] = RedactedThinkingBlock(data=d)
+            case ServerToolUse(index=i, block=b):
+                blocks[i] = b
             case ToolCallStart(index=i):
                 existing = blocks.get(i)
                 if isinstance(existing, _Call):

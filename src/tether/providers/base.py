@@ -7,8 +7,9 @@ the loop before the request reaches an adapter), or assembling events into a tur
 
 Event contract of `Provider.stream(request)`:
     any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
-    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, UsageEvent and StreamWarning
-    events, each block keyed by an `index` unique within the stream, then EXACTLY ONE terminal
+    RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, ServerToolUse (a web search
+    the provider ran, whole), UsageEvent and StreamWarning events, each block keyed by an
+    `index` unique within the stream, then EXACTLY ONE terminal
     event: `StreamDone` or `StreamError`. Provider faults are values (an `StreamError`), never raised; an
     adapter raises only for configuration mistakes and bugs.
 """
@@ -21,7 +22,15 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
 from tether.errors import ErrorKind
-from tether.messages import Provenance, ProviderStopReason, Target, ToolSpec, Turn, Usage
+from tether.messages import (
+    Provenance,
+    ProviderStopReason,
+    ServerToolBlock,
+    Target,
+    ToolSpec,
+    Turn,
+    Usage,
+)
 from tether.wire import build_view
 
 __all__ = [
@@ -29,6 +38,7 @@ __all__ = [
     "ModelRequest",
     "Provider",
     "RedactedThinking",
+    "ServerToolUse",
     "StreamDone",
     "StreamError",
     "StreamEvent",
@@ -45,8 +55,25 @@ __all__ = [
     "ToolSpec",
     "UsageEvent",
     "WarningKind",
+    "WebSearch",
     "wire_messages",
 ]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebSearch:
+    """The provider's server-side web search, offered with a request (`ModelRequest.web_search`).
+
+    Attributes:
+        max_uses: searches per request at most (Anthropic `max_uses`), or None for no cap.
+        allowed_domains: when not empty, only results from these hosts (and their subdomains).
+        blocked_domains: results from these hosts never appear. Anthropic takes one list or the
+            other, never both ("cannot be used alongside"); OpenAI takes only an allow list.
+    """
+
+    max_uses: int | None = None
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequest:
@@ -67,6 +94,9 @@ class ModelRequest:
             thinking-budget decay sets it per turn), or None for the provider's own setting
             (Anthropic `thinking.budget_tokens`, Gemini `thinkingConfig.thinkingBudget`;
             adapters whose API has no budget ignore it).
+        web_search: the provider's own web search tool to offer beside `tools`, or None (the
+            loop sets it only for a model whose catalog entry has one; an adapter whose API has
+            none ignores it).
     """
 
     model: str
@@ -77,6 +107,7 @@ class ModelRequest:
     temperature: float | None = None
     is_wire_view: bool = False
     thinking_budget_tokens: int | None = None
+    web_search: WebSearch | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,6 +193,16 @@ class ToolCallEnd:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ServerToolUse:
+    """A tool the provider ran on its servers (a web search), call and result as one complete
+    block: it has no deltas."""
+
+    type: Literal["server_tool"] = "server_tool"
+    index: int
+    block: ServerToolBlock
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UsageEvent:
     """Cumulative usage of the request so far (normalized; see `tether.messages.Usage`).
     A later UsageEvent replaces an earlier one."""
@@ -234,6 +275,7 @@ StreamEvent = (
     | ToolCallStart
     | ToolCallDelta
     | ToolCallEnd
+    | ServerToolUse
     | UsageEvent
     | StreamWarning
     | StreamDone

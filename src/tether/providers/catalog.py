@@ -51,12 +51,14 @@ SETTINGS_HINT = 'settings.json: {"context": {"windows": {"<model>": {"context_wi
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Price:
-    """USD per million tokens of each kind."""
+    """USD per million tokens of each kind; `per_search`: USD per server-side web search
+    (`Usage.web_search_requests`), 0 for a model without one."""
 
     input: float
     output: float
     cache_read: float
     cache_write: float
+    per_search: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +85,10 @@ class ModelInfo:
         image_input: the model takes images: True, False (a prompt with an image is refused
             before anything is sent), or None when unknown (assumed to take them). From the
             vendors' model pages (`TEXT_ONLY`, `WITH_IMAGES`).
+        web_search: the model can use its vendor's server-side web search (`WEB_SEARCH`): the
+            `web_search_20250305` tool on the Anthropic Messages API, `web_search` on the OpenAI
+            Responses API. Set for exact table matches only (a family prefix says nothing of a
+            variant: `gpt-4.1-nano` has none).
     """
 
     context_window: int
@@ -95,6 +101,7 @@ class ModelInfo:
     listed: tuple[str, ...] = field(default=(), compare=False)
     compact_prompt: bool = False
     image_input: bool | None = None
+    web_search: bool = False
 
     @property
     def limits(self) -> ModelLimits:
@@ -243,13 +250,48 @@ TEXT_ONLY = frozenset(
 )
 """Table keys whose models take text only (the same pages; the embedded models read text)."""
 
-KNOWN_MODELS: Mapping[str, ModelInfo] = MappingProxyType(
+WEB_SEARCH = frozenset(
     {
-        key: replace(info, image_input=key in WITH_IMAGES)
-        if key in WITH_IMAGES | TEXT_ONLY
-        else info
-        for key, info in _TABLE.items()
+        "claude-opus-4-5",
+        "claude-opus-4-1",
+        "claude-opus-4",
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-20250514",
+        "claude-haiku-4-5",
+        "claude-3-7-sonnet",
+        "claude-3-5-haiku-latest",
+        "gpt-5.1",
+        "gpt-5",
+        "gpt-5-mini",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "o3",
+        "o4-mini",
     }
+)
+"""Table keys whose models have their vendor's server-side web search (Anthropic "Web search
+tool", supported models; OpenAI "Web search" guide: not `gpt-4.1-nano`, not `gpt-5` with
+`minimal` reasoning, no chat-only model)."""
+
+WEB_SEARCH_USD = 0.01
+"""USD per web search: Anthropic $10 per 1,000 searches ("Pricing", server tools); OpenAI $10
+per 1,000 `web_search` tool calls (openai.com/api/pricing, built-in tools); as of
+`PRICES_AS_OF`. The result pages a search adds to the prompt are billed as input tokens."""
+
+
+def _known(key: str, info: ModelInfo) -> ModelInfo:
+    if key in WITH_IMAGES | TEXT_ONLY:
+        info = replace(info, image_input=key in WITH_IMAGES)
+    if key in WEB_SEARCH:
+        price = info.price and replace(info.price, per_search=WEB_SEARCH_USD)
+        info = replace(info, web_search=True, price=price)
+    return info
+
+
+KNOWN_MODELS: Mapping[str, ModelInfo] = MappingProxyType(
+    {key: _known(key, info) for key, info in _TABLE.items()}
 )
 """The bundled table: model name (or family prefix) -> `ModelInfo` (source `table`)."""
 
@@ -313,9 +355,13 @@ def _match(model: str) -> tuple[str, bool] | None:
 
 
 def lookup(model: str) -> ModelInfo | None:
-    """The table's entry for `model` (exact, else its family by prefix), or None."""
+    """The table's entry for `model` (exact, else its family by prefix, without `web_search`),
+    or None."""
     hit = _match(model)
-    return KNOWN_MODELS[hit[0]] if hit is not None else None
+    if hit is None:
+        return None
+    info = KNOWN_MODELS[hit[0]]
+    return info if hit[1] or not info.web_search else replace(info, web_search=False)
 
 
 def table_limits(model: str) -> ModelLimits | None:

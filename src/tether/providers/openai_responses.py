@@ -18,7 +18,10 @@ Stream events → events:
     response.function_call_arguments.delta → ToolCallDelta
     response.output_item.done      ThinkingEnd(encrypted_content, summary) · TextEnd ·
                                    ToolCallEnd (the item's whole `arguments` when no delta came)
-    response.completed             usage → StreamDone(tool_use when a call was made, else end_turn)
+    response.output_item.done      web_search_call → one ServerToolUse (a `ServerToolBlock`: the
+                                   query, the sources found, the item verbatim in `raw`)
+    response.completed             usage (+ one web search per `web_search_call`) →
+                                   StreamDone(tool_use when a call was made, else end_turn)
     response.incomplete            StreamDone(max_tokens | refusal | other)
     response.failed / error        StreamError, classified from the error's code and message
 Reasoning items are `ThinkingBlock`s whose `encrypted_content` is the opaque payload (the field
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import openai
@@ -40,6 +43,7 @@ from openai.types.responses import (
     ResponseFailedEvent,
     ResponseFunctionCallArgumentsDeltaEvent,
     ResponseFunctionToolCall,
+    ResponseFunctionWebSearch,
     ResponseIncompleteEvent,
     ResponseOutputItemAddedEvent,
     ResponseOutputItemDoneEvent,
@@ -57,11 +61,14 @@ from tether.errors import AuthError
 from tether.messages import (
     Provenance,
     ProviderStopReason,
+    SearchHit,
+    ServerToolBlock,
     Target,
     Usage,
 )
 from tether.providers.base import (
     ModelRequest,
+    ServerToolUse,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -81,6 +88,32 @@ _INCOMPLETE_STOP: dict[str, ProviderStopReason] = {
     "max_output_tokens": "max_tokens",
     "content_filter": "refusal",
 }
+
+def web_search_block(item: ResponseFunctionWebSearch) -> ServerToolBlock:
+    """A `web_search_call` item as a `ServerToolBlock`: its query (several joined by ` | `),
+    the sources it lists (only with `include: ["web_search_call.action.sources"]`), an
+    `open_page` / `find_in_page` action's url as its one result, `failed` as the error, the
+    item verbatim in `raw`."""
+    action = item.action
+    query, urls = "", list[str]()
+    if action.type == "search":
+        queries = action.queries or ([action.query] if action.query else [])
+        query = " | ".join(queries)
+        urls = [src.url for src in action.sources or ()]
+    elif action.type == "open_page":
+        query, urls = "open page", [action.url] if action.url else []
+    else:
+        query, urls = f"find {action.pattern!r}", [action.url]
+    return ServerToolBlock(
+        name="web_search",
+        producer=PRODUCER,
+        id=item.id,
+        query=query,
+        results=tuple(SearchHit(url=u) for u in urls),
+        error="failed" if item.status == "failed" else None,
+        raw=(item.model_dump(mode="json", exclude_none=True),),
+    )
+
 
 def normalize_usage(usage: ResponseUsage) -> Usage:
     """Responses usage → tether `Usage`: `input_tokens` includes
@@ -111,6 +144,12 @@ class ResponsesStreamTranslator:
     _parts: dict[int, int] = field(default_factory=lambda: {})
     """A reasoning item's `output_index` → the last summary index seen."""
     _calls: int = 0
+    _searches: int = 0
+    """`web_search_call` items seen (each one search, billed per call)."""
+
+    def _usage(self, usage: ResponseUsage) -> UsageEvent:
+        u = normalize_usage(usage)
+        return UsageEvent(usage=replace(u, web_search_requests=self._searches))
 
     def _added(self, event: ResponseOutputItemAddedEvent) -> Iterator[StreamEvent]:
         raw, key = event.item, event.output_index
@@ -133,6 +172,9 @@ class ResponsesStreamTranslator:
             )
         elif isinstance(raw, ResponseFunctionToolCall):
             yield from self._blocks.close(key, arguments=raw.arguments)
+        elif isinstance(raw, ResponseFunctionWebSearch):
+            self._searches += 1
+            yield ServerToolUse(index=self._blocks.new_index(), block=web_search_block(raw))
         else:
             yield from self._blocks.close(key)
 
@@ -163,12 +205,12 @@ class ResponsesStreamTranslator:
             yield from self._blocks.arguments(event.output_index, event.delta)
         elif isinstance(event, ResponseCompletedEvent):
             if event.response.usage is not None:
-                yield UsageEvent(usage=normalize_usage(event.response.usage))
+                yield self._usage(event.response.usage)
             stop = "tool_use" if self._calls else "end_turn"
             yield StreamDone(stop_reason=stop, raw_stop_reason="completed")
         elif isinstance(event, ResponseIncompleteEvent):
             if event.response.usage is not None:
-                yield UsageEvent(usage=normalize_usage(event.response.usage))
+                yield self._usage(event.response.usage)
             details = event.response.incomplete_details
             reason = details.reason if details is not None else None
             yield StreamDone(

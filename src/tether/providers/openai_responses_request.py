@@ -11,7 +11,9 @@ Request shape (`POST /responses`, OpenAI "Responses API" reference):
     {"model", "instructions": <system prompt>, "stream": true, "store": false,
      "include": ["reasoning.encrypted_content"],          # reasoning models only
      "reasoning"?: {"effort", "summary"}, "max_output_tokens"?, "temperature"?,
-     "tools": [{"type": "function", "name", "description", "parameters", "strict": false}],
+     "tools": [{"type": "function", "name", "description", "parameters", "strict": false},
+               {"type": "web_search", "filters"?: {"allowed_domains"}}],   # `web_search` set
+     "include"?: [..., "web_search_call.action.sources"],                 # `web_search` set
      "input": [
         {"role": "user", "content": [{"type": "input_text"|"input_image"|"input_file", ...}]},
         {"role": "system", "content": str},
@@ -20,6 +22,12 @@ Request shape (`POST /responses`, OpenAI "Responses API" reference):
         {"role": "assistant", "content": str},
         {"type": "function_call", "call_id", "name", "arguments": <JSON text>, "id"?: "fc_…"},
         {"type": "function_call_output", "call_id", "output": str}]}
+
+Web search (OpenAI "Web search" guide): the `web_search` tool takes an allow list only
+(`filters.allowed_domains`, subdomains included); it has no deny list, so a request whose
+`WebSearch` has blocked domains and no allow list does not offer the tool (denied hosts are
+never searched behind the user's back). Earlier searches reach this API as text (the wire view,
+`tether.wire.server_tools`), never as `web_search_call` items.
 """
 
 from __future__ import annotations
@@ -161,6 +169,10 @@ def to_responses_input(messages: Sequence[Turn]) -> list[dict[str, Any]]:
     return out
 
 
+WEB_SEARCH_SOURCES = "web_search_call.action.sources"
+"""The `include` value that makes a `web_search_call` item list the pages it found."""
+
+
 def to_responses_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     """Tools → `[{"type": "function", "name", "description", "parameters", "strict": false}]`
     (non-strict: tether's schemas are not written for strict mode's rules)."""
@@ -192,6 +204,14 @@ def build_params(
     if request.system:
         params["instructions"] = request.system
     tools = to_responses_tools(request.tools)
+    include: list[str] = []
+    search = request.web_search
+    if search is not None and (search.allowed_domains or not search.blocked_domains):
+        tool: dict[str, Any] = {"type": "web_search"}
+        if search.allowed_domains:
+            tool["filters"] = {"allowed_domains": list(search.allowed_domains)}
+        tools.append(tool)
+        include.append(WEB_SEARCH_SOURCES)
     if tools:
         params["tools"] = tools
     if request.max_output_tokens is not None:
@@ -199,7 +219,7 @@ def build_params(
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if reasoning if reasoning is not None else is_reasoning_model(model):
-        params["include"] = [ENCRYPTED_REASONING]
+        include.insert(0, ENCRYPTED_REASONING)
         config = {
             k: v
             for k, v in (("effort", reasoning_effort), ("summary", reasoning_summary))
@@ -207,4 +227,6 @@ def build_params(
         }
         if config:
             params["reasoning"] = config
+    if include:
+        params["include"] = include
     return params

@@ -20,7 +20,8 @@ from tether.providers.catalog import price_for
 def cost_usd(usage: Usage, model: str) -> float | None:
     """The cost of `usage` on `model` in US dollars, or None when the model has no price.
 
-    Each field is priced separately (input, output, cache read, cache write; case T19).
+    Each field is priced separately (input, output, cache read, cache write; case T19), and
+    each server-side web search at `Price.per_search`.
     """
     price = price_for(model)
     if price is None:
@@ -30,7 +31,7 @@ def cost_usd(usage: Usage, model: str) -> float | None:
         + usage.output_tokens * price.output
         + usage.cache_read_tokens * price.cache_read
         + usage.cache_write_tokens * price.cache_write
-    ) / 1_000_000
+    ) / 1_000_000 + usage.web_search_requests * price.per_search
 
 
 def turns_usage(turns: Iterable[Turn]) -> Usage:

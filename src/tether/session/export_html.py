@@ -24,6 +24,7 @@ from tether.messages import (
     DocumentBlock,
     ImageBlock,
     RedactedThinkingBlock,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -136,12 +137,32 @@ def _block(block: object, names: dict[str, str], md: MarkdownIt, redact: Redacto
         return _image(block)
     if isinstance(block, DocumentBlock):
         return f'<span class="chip">document: {escape(block.title or block.media_type)}</span>'
+    if isinstance(block, ServerToolBlock):
+        return _search(block, redact)
     if isinstance(block, CompactSummaryBlock):
         return (
             f'<section class="compaction"><h2>{escape(compaction_label(block))}</h2>'
             f"{md.render(redact(block.summary))}</section>"
         )
     return ""
+
+
+def _search(block: ServerToolBlock, redact: Redactor) -> str:
+    """A server-side web search: the query as the summary, the results as links (their href
+    only when http(s)), or the error."""
+    if block.error:
+        body = f"<p>error {escape(block.error)}</p>"
+    else:
+        items: list[str] = []
+        for h in block.results:
+            url, title = escape(redact(h.url)), escape(redact(h.title or h.url))
+            safe = h.url.startswith(("https://", "http://"))
+            items.append(f'<li><a href="{url}">{title}</a></li>' if safe else f"<li>{title}</li>")
+        body = f"<ul>{''.join(items)}</ul>" if items else "<p>no results</p>"
+    return (
+        f'<details class="call"><summary>Web search <code>{escape(redact(block.query))}</code> '
+        f'<span class="usage">{escape(block.id)}</span></summary>{body}</details>'
+    )
 
 
 def _turn(turn: Turn, names: dict[str, str], md: MarkdownIt, redact: Redactor) -> str:

@@ -22,6 +22,7 @@ from tether.messages import (
     DocumentBlock,
     ImageBlock,
     RedactedThinkingBlock,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -98,6 +99,16 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
+def _md_search(block: ServerToolBlock, redact: Redactor) -> str:
+    """A server-side web search: `**Web search** `query` (id)`, then one `- [title](url)` line
+    per result (or the error)."""
+    head = f"**Web search** `{redact(block.query)}` ({block.id})"
+    if block.error:
+        return f"{head} — error {block.error}"
+    lines = [f"- [{redact(h.title or h.url)}]({redact(h.url)})" for h in block.results]
+    return "\n".join([head, "", *lines]) if lines else f"{head} — no results"
+
+
 def _md_turn(turn: Turn, names: dict[str, str], redact: Redactor) -> list[str]:
     out: list[str] = []
     for block in turn.content:
@@ -124,6 +135,8 @@ def _md_turn(turn: Turn, names: dict[str, str], redact: Redactor) -> list[str]:
             out.append(f"[image: {image_label(block)}]")
         elif isinstance(block, DocumentBlock):
             out.append(f"[document: {block.title or block.media_type}]")
+        elif isinstance(block, ServerToolBlock):
+            out.append(_md_search(block, redact))
         else:
             out.append(f"> **{compaction_label(block)}**\n>\n" + _quote(redact(block.summary)))
     return out

@@ -93,17 +93,23 @@ class RetrySettings(_Section):
 
 
 class WebSettings(_Section):
-    """`tools.web`: the `web_fetch` tool (`tether.tools.builtin.web`).
+    """`tools.web`: the `web_fetch` tool (`tether.tools.builtin.web`) and the provider's own
+    web search (`web_search`, `tether.agent.web_search`).
 
     Attributes:
         fetch: offer `web_fetch` to the agent `tether run` builds.
+        search: offer the provider's server-side `web_search` where the model has one
+            (Anthropic, OpenAI Responses; not in safe or plan mode, not when a permission rule
+            denies or asks for `web_search`). Each search is billed by the provider ($0.01).
+        search_max_uses: searches per request at most (Anthropic `max_uses`; OpenAI has no
+            cap); None: no cap.
         allow_private: let it reach private, loopback, link-local and other non-global
             addresses (off: every address a host resolves to is checked, at each redirect hop,
             and one such address refuses the fetch; the server-side request forgery guard).
         allowed_domains: when not empty, only these hosts and their subdomains are fetched
-            (`example.com` also allows `docs.example.com`).
+            (`example.com` also allows `docs.example.com`) or searched.
         denied_domains: these hosts and their subdomains are refused (checked before
-            `allowed_domains`).
+            `allowed_domains`), and left out of search results.
         timeout_s: the time limit of each request (connect and each read), seconds (JSON key
             `timeout`).
         max_bytes: the most bytes of a body read; a longer page is cut there (noted).
@@ -111,6 +117,8 @@ class WebSettings(_Section):
     """
 
     fetch: bool = True
+    search: bool = True
+    search_max_uses: int | None = Field(default=5, ge=1)
     allow_private: bool = False
     allowed_domains: list[str] = Field(default_factory=list[str])
     denied_domains: list[str] = Field(default_factory=list[str])

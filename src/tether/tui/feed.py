@@ -19,6 +19,7 @@ from tether.agent.events import (
     DiscardEvent,
     DoneEvent,
     ErrorEvent,
+    ServerToolEvent,
     SubagentEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
@@ -29,6 +30,7 @@ from tether.agent.events import (
     WarningEvent,
 )
 from tether.agent.subagents import TASK_TOOL
+from tether.tui.rows import search_text
 from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow
 
 if TYPE_CHECKING:
@@ -107,6 +109,9 @@ class Feed:
             if event.name == TASK_TOOL:
                 self.hosts[(*MAIN, f"task:{event.id}")] = row
             transcript.add(row)
+        elif isinstance(event, ServerToolEvent):
+            self.end_blocks()
+            transcript.add(NoteRow(search_text(event.query, event.results, event.error)))
         elif isinstance(event, ToolResultEvent):
             if (row := self.tool_rows.pop(event.tool_call_id, None)) is not None:
                 row.finish(event.content, is_error=event.is_error, duration_ms=event.duration_ms)

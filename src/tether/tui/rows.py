@@ -25,6 +25,8 @@ from tether.agent.subagents import TASK_TOOL
 from tether.errors import SessionError
 from tether.messages import (
     ImageBlock,
+    SearchHit,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -33,7 +35,7 @@ from tether.messages import (
 )
 from tether.session import SessionStore
 from tether.tui.attach import image_chip
-from tether.tui.widgets import AssistantRow, MarkerRow, ThinkingRow, ToolRow, UserRow
+from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow, UserRow
 from tether.wire.markers import is_marker
 
 RowMaker = Callable[[], Widget]
@@ -93,7 +95,8 @@ def history_rows(
 ) -> list[RowMaker]:
     """One maker per row of a stored `history`, oldest first: user and assistant text (a user
     turn with images: one row, its images as chips), thinking, tool calls (with an edit's diff, finished with their results, a `task` call with
-    its subagent's stored run nested: `subagents` maps a call id to it), compaction markers."""
+    its subagent's stored run nested: `subagents` maps a call id to it), server-side web
+    searches (`search_text`), compaction markers."""
     results = _results(history)
     makers: list[RowMaker] = []
     for turn in history:
@@ -112,7 +115,22 @@ def history_rows(
                 makers.append(partial(ThinkingRow, block.text))
             elif isinstance(block, ToolCallBlock):
                 makers.append(partial(_tool_row, block, results.get(block.id), subagents))
+            elif isinstance(block, ServerToolBlock):
+                text = search_text(block.query, block.results, block.error)
+                makers.append(partial(NoteRow, text))
     return makers
+
+
+def search_text(query: str, results: Sequence[SearchHit], error: str | None) -> str:
+    """The transcript line of a server-side web search: `searched: QUERY`, then one
+    `  title — url` line per result (or `  error CODE`, `  no results`)."""
+    lines = [f"searched: {query}"]
+    if error:
+        lines.append(f"  error {error}")
+    elif not results:
+        lines.append("  no results")
+    lines += [f"  {h.title} — {h.url}" if h.title else f"  {h.url}" for h in results]
+    return "\n".join(lines)
 
 
 def stored_subagents(

@@ -44,6 +44,7 @@ from tether.wire.resume import (
     interrupted_results_turn,
     pending_tool_calls,
 )
+from tether.wire.server_tools import ServerToolAction, server_tool_action, server_tool_turn
 from tether.wire.tail import ensure_user_tail
 from tether.wire.view import ViewBuilder, build_view
 
@@ -59,6 +60,7 @@ __all__ = [
     "Repair",
     "RepairHook",
     "RepairKind",
+    "ServerToolAction",
     "TailState",
     "ViewBuilder",
     "build_view",
@@ -82,6 +84,8 @@ __all__ = [
     "sanitize_history_for_provider",
     "sanitize_id",
     "sanitize_tool_ids",
+    "server_tool_action",
+    "server_tool_turn",
     "thinking_must_be_disabled",
     "tool_call_ids",
 ]

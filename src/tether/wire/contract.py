@@ -24,7 +24,7 @@ import binascii
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from tether.wire._util import blank
 
@@ -103,6 +103,7 @@ def anthropic_problems(
         if _blank(b.get("text")):
             problems.append("system: text content blocks must contain non-whitespace text")
     seen_ids: set[str] = set()
+    server_uses: set[Any] = set()
     for i, (role, blocks) in enumerate(merged):
         for b in blocks:
             kind = b.get("type")
@@ -141,6 +142,23 @@ def anthropic_problems(
                         problems.append(f"message {i}: empty text in a tool_result")
             elif kind in ("image", "document") and role != "user":
                 problems.append(f"message {i}: {kind} in a {role} message")
+            elif kind == "server_tool_use":
+                # "Web search tool": server tool blocks are the assistant's, passed back as is.
+                if role != "assistant":
+                    problems.append(f"message {i}: server_tool_use in a {role} message")
+                server_uses.add(b.get("id"))
+            elif kind == "web_search_tool_result":
+                if role != "assistant":
+                    problems.append(f"message {i}: web_search_tool_result in a {role} message")
+                if b.get("tool_use_id") not in server_uses:
+                    problems.append(
+                        f"message {i}: web_search_tool_result without its server_tool_use before it"
+                    )
+                content = b.get("content")
+                if isinstance(content, list) and any(
+                    not r.get("encrypted_content") for r in cast(list[dict[str, Any]], content)
+                ):
+                    problems.append(f"message {i}: web_search_result without encrypted_content")
         # "tool_use ids were found without tool_result blocks immediately after"; "each
         # tool_result block must have a corresponding tool_use block in the previous message";
         # tool guide: "tool_result blocks must come FIRST in the content array".

@@ -68,6 +68,7 @@ from tether.messages import (
     DocumentBlock,
     ImageBlock,
     RedactedThinkingBlock,
+    ServerToolBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -95,7 +96,7 @@ PLACEHOLDER_TEXT = "(no content)"
 CONTINUE_TEXT = "Continue from where you stopped."
 
 _ASSISTANT: frozenset[type] = frozenset(
-    {TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolCallBlock}
+    {TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolCallBlock, ServerToolBlock}
 )
 CARRIED: dict[str, frozenset[type]] = {
     "user": frozenset({TextBlock, ImageBlock, DocumentBlock}),

@@ -55,6 +55,8 @@ Rules (with their source):
         to `google` must be base64 (the API's `thoughtSignature` is a bytes field); one that is
         not is dropped and reported as an `invalid_signature` repair, never sent.
 Kept blocks are the stored objects themselves, in their stored order (byte-exact replay: signatures verify).
+Server-side tool blocks (a provider's web search) go through `tether.wire.server_tools` first,
+in the same per-turn pass (`reason_turn`).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from tether.messages import (
     ContentBlock,
     Provenance,
     RedactedThinkingBlock,
+    ServerToolBlock,
     Target,
     TextBlock,
     ThinkingBlock,
@@ -77,6 +80,7 @@ from tether.messages import (
 )
 from tether.wire._util import blank, map_turns, with_content
 from tether.wire.pairing import RepairHook, Reporter
+from tether.wire.server_tools import server_tool_turn
 
 GEMINI_SIGNATURE_KEY = "thought_signature"
 """The `provider_meta` key of a Gemini function call's signature."""
@@ -237,6 +241,10 @@ def reason_turn(
     """
     content = turn.content
     types = set(map(type, content))
+    if ServerToolBlock in types:  # the server-tool wire action rides on this per-turn pass
+        turn = server_tool_turn(turn, target)
+        content = turn.content
+        types = set(map(type, content))
     if ThinkingBlock not in types and RedactedThinkingBlock not in types:
         if ToolCallBlock not in types:
             return turn

@@ -13,7 +13,9 @@ Shapes:
 Passes, in this order (docs/architecture.md, "One turn"):
     1. marker elision             `elide_markers`; the turns the newest marker preserved
                                   without their thinking (`replayed_thinking_ids`)
-    2. reasoning wire action       `sanitize_history_for_provider(target, route)`
+    2. reasoning wire action       `sanitize_history_for_provider(target, route)`, with the
+                                  server-tool wire action (`server_tools`: a web search kept
+                                  verbatim for the API that ran it, else plain text)
     3. tool-id sanitation          `sanitize_tool_ids(target, route, vendor_endpoint)`
     4. pairing repair              `repair_pairing(on_repair, strict)`
     5. user-terminated tail        `ensure_user_tail(supports_prefill)`
