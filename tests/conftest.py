@@ -12,10 +12,16 @@ Scripted replies are used up: a `ScriptedProvider` given to `kit.agents.make_age
 answered with all its scripted replies by the end of a passing test.
 
 Hypothesis runs without its per-example deadline: speed is measured in `bench/`, not in tests,
-and a deadline turns a loaded machine (CI, parallel work) into false failures."""
+and a deadline turns a loaded machine (CI, parallel work) into false failures.
+
+OpenMP threads wait passively (`OMP_WAIT_POLICY=PASSIVE`, for this process and every child): the
+embedded model's llama.cpp otherwise spins a thread at each barrier while its sibling waits for
+a core, and the suite keeps both cores busy (900 prompt tokens of SmolLM2 on a loaded machine:
+24 s of CPU spinning, 16 s passive)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +32,7 @@ from keyring.backends import fail
 
 from kit import agents, netguard
 
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp's OpenMP starts
 settings.register_profile("tether", deadline=None)
 settings.load_profile("tether")
 netguard.install()
