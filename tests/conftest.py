@@ -14,6 +14,11 @@ answered with all its scripted replies by the end of a passing test.
 Hypothesis runs without its per-example deadline: speed is measured in `bench/`, not in tests,
 and a deadline turns a loaded machine (CI, parallel work) into false failures.
 
+Slow tests start first: the `slow` tier's tests (minutes each: real processes, the embedded
+model) are moved to the front of the collection, in their order, so xdist hands them out
+before the quick ones, and the quick ones fill the workers around them instead of a long test
+starting last while the other worker idles.
+
 OpenMP threads wait passively (`OMP_WAIT_POLICY=PASSIVE`, for this process and every child): the
 embedded model's llama.cpp otherwise spins a thread at each barrier while its sibling waits for
 a core, and the suite keeps both cores busy (900 prompt tokens of SmolLM2 on a loaded machine:
@@ -36,6 +41,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp's OpenMP
 settings.register_profile("tether", deadline=None)
 settings.load_profile("tether")
 netguard.install()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow first
 
 
 @pytest.hookimpl(wrapper=True)
