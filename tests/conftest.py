@@ -12,10 +12,21 @@ Scripted replies are used up: a `ScriptedProvider` given to `kit.agents.make_age
 answered with all its scripted replies by the end of a passing test.
 
 Hypothesis runs without its per-example deadline: speed is measured in `bench/`, not in tests,
-and a deadline turns a loaded machine (CI, parallel work) into false failures."""
+and a deadline turns a loaded machine (CI, parallel work) into false failures.
+
+Slow tests start first: the `slow` tier's tests (minutes each: real processes, the embedded
+model) are moved to the front of the collection, in their order, so xdist hands them out
+before the quick ones, and the quick ones fill the workers around them instead of a long test
+starting last while the other worker idles.
+
+OpenMP threads wait passively (`OMP_WAIT_POLICY=PASSIVE`, for this process and every child): the
+embedded model's llama.cpp otherwise spins a thread at each barrier while its sibling waits for
+a core, and the suite keeps both cores busy (900 prompt tokens of SmolLM2 on a loaded machine:
+24 s of CPU spinning, 16 s passive)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,9 +37,14 @@ from keyring.backends import fail
 
 from kit import agents, netguard
 
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp's OpenMP starts
 settings.register_profile("tether", deadline=None)
 settings.load_profile("tether")
 netguard.install()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow first
 
 
 @pytest.hookimpl(wrapper=True)

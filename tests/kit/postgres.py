@@ -1,12 +1,16 @@
 """A private PostgreSQL server for tests and benchmarks: Debian's `postgresql` binaries
 (/usr/lib/postgresql/<version>/bin, not on PATH; `.ci/run` installs them), a fresh cluster in a
 temp folder listening only on a unix socket there, run as the `postgres` user when we are root
-(initdb and postgres refuse root), stopped and removed on exit."""
+(initdb and postgres refuse root), stopped and removed on exit.
+
+A cluster costs seconds (initdb, start); a database in it costs milliseconds: the tests start
+one server per test process and give each test a database of its own (`fresh_database`)."""
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import os
 import pwd
 import shutil
@@ -14,6 +18,8 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+import sqlalchemy as sa
 
 
 class Unavailable(Exception):
@@ -68,3 +74,23 @@ def postgres() -> Iterator[str]:
             timeout=60,
         )
         shutil.rmtree(base, ignore_errors=True)
+
+
+_DATABASES = itertools.count(1)
+
+
+def fresh_database(server_url: str) -> str:
+    """A new empty database on the server at `server_url` (a URL `postgres()` yielded); returns
+    its URL (the same server, the database `t<n>`)."""
+    name = f"t{next(_DATABASES)}"
+    admin = sa.create_engine(
+        server_url.replace("postgresql://", "postgresql+psycopg://", 1),
+        isolation_level="AUTOCOMMIT",
+        poolclass=sa.NullPool,
+    )
+    try:
+        with admin.connect() as c:
+            c.exec_driver_sql(f"CREATE DATABASE {name}")
+    finally:
+        admin.dispose()
+    return server_url.replace("@/postgres?", f"@/{name}?", 1)
