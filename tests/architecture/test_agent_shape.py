@@ -11,6 +11,7 @@ import re
 import typing
 from pathlib import Path
 
+from kit.source import parse_file
 from tether.agent.agent import Agent
 from tether.agent.state import RunState
 
@@ -36,7 +37,7 @@ def test_run_state_is_plain_data_without_callbacks() -> None:
 
 
 def test_the_loop_knows_nothing_of_the_agent_object() -> None:
-    tree = ast.parse((AGENT_PACKAGE / "loop.py").read_text())
+    tree = parse_file(AGENT_PACKAGE / "loop.py")
     imported = {
         n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
     }
@@ -55,7 +56,7 @@ def agent_attribute_assignments(path: Path) -> list[str]:
     """`agent.x = ...` (also augmented and annotated) where the object assigned on holds an
     agent, as `file:line`."""
     out: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):

@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from kit.source import parse_file
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "tether"
 
@@ -64,7 +66,7 @@ def import_graph() -> dict[str, set[str]]:
     known = modules()
     graph: dict[str, set[str]] = {}
     for name, path in known.items():
-        tree = ast.parse(path.read_text(), str(path))
+        tree = parse_file(path)
         is_package = path.name == "__init__.py"
         graph[name] = {
             t

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kit.source import parse_file
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
 
 PURE_COMPACTION = (
@@ -47,7 +49,7 @@ BELOW_AGENT = (
 def tether_imports(path: Path) -> set[str]:
     """The `tether.*` modules a file imports (any nesting, TYPE_CHECKING blocks included)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif isinstance(node, ast.Import):
@@ -122,7 +124,7 @@ def test_the_sandbox_imports_neither_tools_nor_agent(path: Path) -> None:
 def _run_time_imports(path: Path) -> set[str]:
     """The `tether.*` modules a file imports when it runs (imports inside functions included,
     `if TYPE_CHECKING:` blocks not), with `from M import N` also naming `M.N`."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parse_file(path)
     typing_only = {
         id(inner)
         for node in ast.walk(tree)
@@ -179,7 +181,7 @@ LAUNCHER = ("launcher", "landlock", "reaper", "unixguard")
 def test_the_sandbox_launcher_imports_only_the_standard_library(name: str) -> None:
     import sys
 
-    tree = ast.parse((SRC / "sandbox" / f"{name}.py").read_text())
+    tree = parse_file(SRC / "sandbox" / f"{name}.py")
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -221,9 +223,9 @@ def test_the_public_api_is_listed_in_one_place_and_every_name_exists_and_is_docu
     # modules, and `__init__.py` imports none of them itself
     assert not any(
         isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tether.")
-        for node in ast.walk(ast.parse((SRC / "__init__.py").read_text()))
+        for node in ast.walk(parse_file(SRC / "__init__.py"))
     )
-    tree = ast.parse((SRC / "__init__.pyi").read_text())
+    tree = parse_file(SRC / "__init__.pyi")
     typed = {
         (alias.asname or alias.name, node.module)
         for node in ast.walk(tree)
