@@ -74,6 +74,13 @@ def test_permissions_check_prints_the_decision_and_the_rule(tmp_path: Path) -> N
     out = tether(["permissions", "check", "bash("], home, **env)
     assert out.returncode == 1 and "does not parse" in out.stderr
 
+    (config / "settings.json").write_text(json.dumps({}))
+    out = tether(["permissions", "list"], home, **env)
+    assert out.returncode == 0 and out.stdout == ""
+    assert out.stderr.strip() == (
+        "tether: no permission rules (permissions.allow / ask / deny in a settings file)"
+    )
+
     (config / "settings.json").write_text(json.dumps({"permissions": {"allow": ["bash(("]}}))
     out = tether(["permissions", "list"], home, **env)
     assert out.returncode == 1 and "bash((" in out.stderr and len(out.stderr.splitlines()) == 1

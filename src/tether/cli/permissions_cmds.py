@@ -108,6 +108,10 @@ def permissions_list(
         raise typer.Exit(EXIT_USAGE) from None
     if refused is not None:
         err(f"note: {refused}")
+    listed = 0
     for action in ("deny", "ask", "allow"):
         for rule in rules.listed(action):
+            listed += 1
             print(f"{action}\t{rule.text}\t{sources.get(f'{action}:{rule.text}', '-')}")
+    if not listed:  # stdout stays empty for scripts; a person is told why
+        err("no permission rules (permissions.allow / ask / deny in a settings file)")

@@ -166,7 +166,9 @@ def _decode(data: bytes) -> Image:
     try:
         img = Image.open(io.BytesIO(data))
         img.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as exc:
+    except UnidentifiedImageError:  # its message names the BytesIO object, not the file
+        raise ValueError("not a readable image (not a format Pillow reads)") from None
+    except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
         raise ValueError(f"not a readable image ({exc})".splitlines()[0]) from None
     return img
 
