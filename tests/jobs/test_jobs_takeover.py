@@ -82,6 +82,13 @@ def _started(store: Any, workflow_id: str) -> bool:
     )
 
 
+def _prompted(store: Any, workflow_id: str) -> bool:
+    """The run's session holds its prompt (a session that exists may hold only its header:
+    a run taken over then has no history to resume, and starts anew)."""
+    sid = _sid(workflow_id)
+    return store.exists(sid) and any(t.role == "user" for t in store.load(sid).turns)
+
+
 def _stop(*procs: subprocess.Popen[str]) -> None:
     for p in procs:
         if p.poll() is None:
@@ -204,7 +211,7 @@ def test_a_worker_that_comes_back_after_being_declared_dead_runs_nothing_twice(
             while True:  # A runs it: the prompt is in the session
                 flows = _flows(postgres_url)
                 wid = next(iter(flows), "")
-                if wid and flows[wid] == ("PENDING", "A") and store.exists(_sid(wid)):
+                if wid and flows[wid] == ("PENDING", "A") and _prompted(store, wid):
                     break
                 assert time.monotonic() < deadline and wa.poll() is None, "A never ran"
                 time.sleep(0.05)
