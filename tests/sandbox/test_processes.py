@@ -148,13 +148,21 @@ def test_a_killed_sessions_private_tmp_is_removed_at_the_next_start(kind: str) -
     sb = sandbox_for(kind)
     mine = sb.tmp_dir
     code = (
-        "import os, signal; from tether.sandbox.detect import available; "
-        f"sb = available({kind!r}); print(sb.tmp_dir, flush=True); "
-        "os.kill(os.getpid(), signal.SIGKILL)"
+        "import sys; from tether.sandbox.detect import available; "
+        f"sb = available({kind!r}); print(sb.tmp_dir, flush=True); sys.stdin.read()"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    left = Path(proc.stdout.strip())
-    assert proc.returncode == -9 and left.is_dir() and left.parent == tmp_parent()
+    # The folder is checked while its owner lives: once the owner is dead, any sandbox started
+    # by a test on the other xdist worker may sweep it first (a clean-clone CI run saw that).
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    left = Path(proc.stdout.readline().strip())
+    assert left.is_dir() and left.parent == tmp_parent()
+    proc.kill()
+    assert proc.wait() == -9
+    proc.stdin.close()
+    proc.stdout.close()
     fresh = type(sb)() if kind == "bwrap" else type(sb)(sb.abi)  # type: ignore[call-arg,attr-defined]
     assert fresh.tmp_dir.is_dir()
     assert not left.exists()
