@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +23,18 @@ from llama_cpp import Llama
 from tether.messages import TextBlock, Turn
 from tether.providers.base import ModelRequest, UsageEvent
 from tether.providers.local.models import default_model_path
-from tether.providers.local.prompt_cache import MIN_SAVE, PromptCache, build_digest
+from tether.providers.local.prompt_cache import (
+    MIN_SAVE,
+    ORPHAN_S,
+    PromptCache,
+    build_digest,
+)
 from tether.providers.local.provider import LocalProvider
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prompt-cache")]
 
 N_CTX = 2048
-PROMPT = "Notes:\n" + "\n".join(f"- item {i}: the {i}th widget is blue" for i in range(40))
+PROMPT = "Notes:\n" + "\n".join(f"- item {i}: the {i}th widget is blue" for i in range(25))
 
 
 def _model() -> Any:
@@ -73,7 +80,7 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
     provider = LocalProvider(n_ctx=N_CTX, max_output_tokens=16)
     request = ModelRequest(
         model=provider.model,
-        messages=(Turn(id="u1", role="user", content=(TextBlock(text=PROMPT + "\nSay hi."),)),),
+        messages=(Turn(id="u1", role="user", content=(TextBlock(text=PROMPT[:300] + "\nSay hi."),)),),
     )
     share = tmp_path / "_cache" / "tether" / "prompts"
     if share.is_symlink():
@@ -136,10 +143,17 @@ def test_a_longer_state_replaces_the_one_it_extends_and_the_cap_evicts_the_oldes
     (kept,) = tmp_path.glob("*.tokens")
     assert kept != short and not short.with_suffix(".state").exists()
 
-    other = "Unrelated:\n" + "\n".join(f"* row {i} holds {i * 7} apples" for i in range(40))
+    leftovers = [tmp_path / "0123.state", tmp_path / ".x.tmp", tmp_path / "fresh.state"]
+    for p in leftovers:
+        p.write_bytes(b"x" * 100)
+    old = time.time() - ORPHAN_S - 1
+    for p in leftovers[:2]:
+        os.utime(p, (old, old))  # a killed writer's, long ago; `fresh` may be a live writer's
+    other = "Unrelated:\n" + "\n".join(f"* row {i} holds {i * 7} apples" for i in range(25))
     llm.reset()
     _complete(llm, cache, other)
     cache.max_bytes = 1  # over the cap: all but the newest go
     assert cache.save()
     (left,) = tmp_path.glob("*.tokens")
     assert left != kept and cache.cache_size > 1
+    assert [p.exists() for p in leftovers] == [False, False, True]

@@ -39,12 +39,16 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from llama_cpp.llama_cache import BaseLlamaCache
 
+ORPHAN_S = 600.0
+"""Age in seconds after which a state without its tokens file, or a temporary file, is a
+killed writer's leftover."""
 DIGEST = 32
 """Bytes of the sha256 of the state at the start of a `.tokens` file."""
 MIN_REUSE = 64
@@ -224,7 +228,16 @@ class PromptCache(BaseLlamaCache):
         self.loaded_tokens = 0
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def _evict(self) -> None:
+    def _evict(self, now: float | None = None) -> None:
+        """Remove what a killed writer left (a state without its tokens, a temporary file:
+        after `ORPHAN_S`, so a writer between its two renames is not robbed), then the least
+        recently used entries while the folder exceeds `max_bytes`."""
+        now = time.time() if now is None else now
+        for p in self.folder.iterdir():
+            orphan = p.suffix == ".state" and not p.with_suffix(".tokens").exists()
+            if (orphan or p.name.endswith(".tmp")) and now - _mtime(p) > ORPHAN_S:
+                with contextlib.suppress(OSError):
+                    p.unlink()
         entries = sorted(self._entries(), key=lambda e: _mtime(e[0]))
         total = self.cache_size
         for path, _tokens in entries[:-1]:  # the newest stays, however large
