@@ -84,10 +84,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated_user_config(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "_tether_user_config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "_cache"))  # caches: the test's own
-    prompts.share(tmp_path / "_cache" / "tether")  # but the prompt cache: the session's
+    # caches: the test's own, beside its tmp_path (inside it, they would be files the test
+    # did not write, in the folder a sandbox confines); the prompt cache: the session's
+    cache = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    prompts.share(cache / "tether")
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # subprocesses
     before = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())

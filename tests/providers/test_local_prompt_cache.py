@@ -82,7 +82,7 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
         model=provider.model,
         messages=(Turn(id="u1", role="user", content=(TextBlock(text=PROMPT[:300] + "\nSay hi."),)),),
     )
-    share = tmp_path / "_cache" / "tether" / "prompts"
+    share = Path(os.environ["XDG_CACHE_HOME"]) / "tether" / "prompts"
     if share.is_symlink():
         share.unlink()  # this test's own cache, not the session's
 
