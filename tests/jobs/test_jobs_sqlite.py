@@ -7,10 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dbos import DBOSClient
 
 from kit.jobs import LoopModel, job_sessions, lines, project, task_file, tether
+from tether.jobs.engine import APP_NAME, default_project
 
 pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
+
+def _jobs_url(tmp: Path, root: Path) -> str:
+    return f"sqlite:///{tmp / 'home' / 'jobs' / default_project(root)}.sqlite"
+
 
 FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}
 
@@ -64,6 +70,14 @@ def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path:
             loaded = store.load(r["session_id"])
             assert loaded.report.ok
             assert [t.role for t in loaded.turns] == ["user", "assistant"]
+        # one DBOS step per run, the archive of a run-once task included (it is no step)
+        client = DBOSClient(system_database_url=_jobs_url(tmp_path, root), application_name=APP_NAME)
+        try:
+            for r in rows:
+                steps = client.list_workflow_steps(r["workflow_id"])
+                assert [s["function_name"] for s in steps] == ["tether_job_agent_run"], steps
+        finally:
+            client.destroy()
 
         n = len(model.requests)
         second = tether(tmp_path, root, "dispatch", "--once")

@@ -10,9 +10,9 @@ Does not own: parsing (`tether.jobs.parse`), the folder (`tether.jobs.folder`), 
 
 Exactly once: a run's workflow id is `<project>:<task id>:<slot>` (`tether.jobs.parse`), so a
 second dispatch of the same slot attaches to the existing workflow instead of enqueuing
-another. The workflow is two steps, `run` (the agent run: `tether.jobs.runner.run_task`,
-idempotent through its session, and the run record) and `archive` (run-once tasks; an atomic
-rename, idempotent). A process killed mid-step leaves its workflow PENDING under its executor
+another. The workflow is one step, `run` (the agent run: `tether.jobs.runner.run_task`,
+idempotent through its session, and the run record), then the archive of a run-once task (an
+atomic rename, idempotent: in the workflow's body, not a step). A process killed mid-step leaves its workflow PENDING under its executor
 id; DBOS recovers it when a process with that executor id launches again, or a live worker
 recovers it once the dead process has been silent for `jobs.worker_timeout`
 (`tether.jobs.liveness`), and the step runs again, which continues the session (kept in the
@@ -238,15 +238,15 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
     return outcome
 
 
-@DBOS.step(name="tether_job_archive")
-def _archive_step(task: dict[str, Any]) -> bool:
-    return folder.archive(_config().root, str(task["file"]), str(task["digest"]))
-
-
 @DBOS.workflow(name=WORKFLOW_NAME)
 def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any]:
-    """One task run: the agent run (and its record), then the archive of a run-once task that
-    ended well. Returns the run's outcome (`tether.jobs.runner.run_task`)."""
+    """One task run: the agent run (and its record), one step; then the archive of a run-once
+    task that ended well. Returns the run's outcome (`tether.jobs.runner.run_task`).
+
+    The archive is no step of its own: it is an idempotent rename (`folder.archive`), so it
+    runs in the workflow's body, again whenever DBOS runs the body again (a recovery replays
+    the recorded step and archives what is still there). A step would cost two more commits
+    of the system database per run (its check and its record) for nothing."""
     outcome = _run_step(task, slot)
     if task.get("once") and outcome.get("stop_reason") not in (
         "cancelled",
@@ -254,7 +254,7 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
         "timeout",
         "disabled",
     ):
-        _archive_step(task)
+        folder.archive(_config().root, str(task["file"]), str(task["digest"]))
     return outcome
 
 
@@ -301,6 +301,9 @@ def launch(
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.1,
     }
+    own = db.system_engine(cfg.database_url)
+    if own is not None:
+        config["system_database_engine"] = own
     DBOS(config=config)
     # only this project's queues (DBOS's own are always served): a database shared by several
     # projects holds theirs too, whose runs belong to their own workers (and polling each of
