@@ -267,11 +267,11 @@ def attach_cache(llm: Any, path: Path, n_ctx: int, max_bytes: int) -> PromptCach
     with _LOAD_LOCK:
         cache = _CACHES.get(id(llm))
         if cache is None:
-            cache = PromptCache(Path(), llm, max_bytes)
-            cache.digest = build_digest(llm, path, n_ctx)
+            cache = PromptCache(Path(build_digest(llm, path, n_ctx)), llm, max_bytes)
             llm.set_cache(cache)
             _CACHES[id(llm)] = cache
-        cache.folder = default_cache_dir() / "prompts" / cache.digest  # TETHER_HOME as it is now
+        # under TETHER_HOME as it is now; the folder's name is the model build's digest
+        cache.folder = default_cache_dir() / "prompts" / cache.folder.name
         cache.max_bytes = max_bytes
         return cache
 

@@ -102,8 +102,6 @@ class PromptCache(BaseLlamaCache):
     def __init__(self, folder: Path, llm: Any, max_bytes: int) -> None:
         super().__init__(capacity_bytes=max_bytes)
         self.folder = folder
-        self.digest = folder.name
-        """The model build's folder name (`build_digest`)."""
         self.llm = llm
         self.max_bytes = max_bytes
         self._armed = False
@@ -141,9 +139,15 @@ class PromptCache(BaseLlamaCache):
                 continue
         return out
 
-    def _best(self, tokens: np.ndarray[Any, Any]) -> tuple[Path | None, int]:
+    def _best(
+        self,
+        tokens: np.ndarray[Any, Any],
+        entries: list[tuple[Path, np.ndarray[Any, Any]]] | None = None,
+    ) -> tuple[Path | None, int]:
+        """The entry sharing the longest prefix with `tokens`, and that prefix's length, among
+        `entries` (read from the folder when not given)."""
         best: tuple[Path | None, int] = (None, 0)
-        for path, stored in self._entries():
+        for path, stored in self._entries() if entries is None else entries:
             shared = _common(stored, tokens)
             if shared > best[1]:
                 best = (path, shared)
@@ -199,12 +203,13 @@ class PromptCache(BaseLlamaCache):
         if n < MIN_SAVE:
             return False
         tokens = np.asarray(self.llm.input_ids[:n], dtype="<i4")
-        extended = [
-            p for p, stored in self._entries() if _common(stored, tokens) >= SUPERSEDED * len(stored)
-        ]
-        _, shared = self._best(tokens)
+        entries = self._entries()  # read once: the folder is read after every reply
+        _, shared = self._best(tokens, entries)
         if n < GROWTH * shared:
             return False
+        extended = [
+            p for p, stored in entries if _common(stored, tokens) >= SUPERSEDED * len(stored)
+        ]
         try:
             size = llama_cpp.llama_state_get_size(self.llm.ctx)
             buf = (ctypes.c_uint8 * size)()
