@@ -188,6 +188,11 @@ def test_tether_run_says_usage_was_not_reported(llama_server: str, tmp_path: Pat
             "--base-url",
             llama_server,
             "--no-session",
+            # what is checked is the usage line, not the reply: a one-line system prompt keeps
+            # the server's prompt evaluation to a second (tether's default one, ~800 tokens
+            # with the tool list, took ~20 s of the 2 cores)
+            "--system",
+            "Reply in one short sentence.",
             "Say hello.",
         ],
         capture_output=True,

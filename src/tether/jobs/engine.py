@@ -35,18 +35,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 
-from tether.agent.build import ModelLike
 from tether.jobs import db, folder
 from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
-from tether.jobs.runner import run_task
-from tether.jobs.warm import Warm
 from tether.session import SessionStore
 from tether.settings import AgentConfig
+
+if TYPE_CHECKING:  # the agent's stack is imported by the processes that run tasks only
+    from tether.agent.build import ModelLike
+    from tether.jobs.warm import Warm
 
 APP_NAME = "tether-jobs"
 APP_VERSION = "tether-jobs-1"
@@ -214,6 +215,8 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
         }
         folder.write_record(cfg.root, str(task["id"]), slot, skipped)
         return skipped
+    from tether.jobs.runner import run_task  # the agent's stack (~1 s of imports): runs only
+
     ended = threading.Event()
     with _LOCAL_LOCK:
         _LOCAL_RUNS[wid] = ended
@@ -292,7 +295,12 @@ def launch(
     _PROCESS.config = cfg
     _PROCESS.model = model
     _PROCESS.liveness = live
-    _PROCESS.warm = Warm() if listen else None
+    if listen:
+        from tether.jobs.warm import Warm
+
+        _PROCESS.warm = Warm()
+    else:
+        _PROCESS.warm = None
     config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": cfg.database_url,
