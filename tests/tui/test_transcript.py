@@ -133,8 +133,11 @@ async def test_streamed_text_ends_as_markdown(tmp_path: Path) -> None:
 
 
 async def test_a_prompt_too_large_for_the_window_is_refused_and_kept(tmp_path: Path) -> None:
-    app, provider = scripted_app(tmp_path, ["never"])
+    # an 8,000-token window: the prompt editor holding twice a 200,000-token window's words
+    # (2 MB) took ~12 s of CPU to lay out, and the refusal is the same at any size
+    app, provider = scripted_app(tmp_path, ["never"], settings={"context": {"window": 8_000}})
     async with app.run_test(size=SIZE) as pilot:
+        assert app.agent.limits.context_window == 8_000
         big = "word " * (app.agent.limits.context_window * 2)
         await send(pilot, big)
         assert "not sent" in notes(app) and "context window" in notes(app)
