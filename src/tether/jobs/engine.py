@@ -40,10 +40,9 @@ from typing import Any
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 
 from tether.agent.build import ModelLike
-from tether.jobs import db, folder
+from tether.jobs import db, folder, pull
 from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
-from tether.jobs.pull import Puller
 from tether.jobs.runner import run_task
 from tether.jobs.warm import Warm
 from tether.session import SessionStore
@@ -172,7 +171,7 @@ class _Process:
     model: ModelLike | None = None
     liveness: Liveness | None = None
     warm: Warm | None = None
-    puller: Puller | None = None
+    puller: pull.Puller | None = None
 
 
 _PROCESS = _Process()
@@ -317,8 +316,11 @@ def launch(
     DBOS(config=config)
     # DBOS polls none of the projects' queues (its own are always served): a listening
     # process polls its own project's queues itself (`tether.jobs.pull`: every interval, and
-    # at once when one of its runs ends), never those of other projects sharing the database
-    DBOS.listen_queues([])
+    # at once when one of its runs ends), never those of other projects sharing the database;
+    # with a DBOS lacking what that loop calls, DBOS polls this project's queues as before
+    queues = [cfg.queue, *(cfg.queue_for(m) for m in cfg.model_concurrency)]
+    pulls = listen and pull.supported()
+    DBOS.listen_queues(queues if listen and not pulls else [])
     DBOS.launch()
     poll = min(cfg.poll_interval_s, 1.0)
     DBOS.register_queue(
@@ -336,8 +338,8 @@ def launch(
             polling_interval_sec=poll,
             on_conflict="always_update",
         )
-    if listen:
-        puller = Puller([cfg.queue, *(cfg.queue_for(m) for m in cfg.model_concurrency)], poll)
+    if pulls:
+        puller = pull.Puller(queues, poll)
         _PROCESS.puller = puller
         puller.start()
     if live is not None:

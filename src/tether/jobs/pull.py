@@ -31,6 +31,31 @@ CLAIM_S = 10.0
 """How long a claimed run counts as this worker's before its thread started it."""
 
 
+def supported() -> bool:
+    """True when this DBOS has the internals the loop calls (checked before DBOS is told not
+    to poll the queues itself: a DBOS without them keeps its own polling)."""
+    try:
+        from dbos import _core, _dbos, _sys_db, _utils  # pyright: ignore[reportPrivateUsage]
+    except ImportError:
+        return False
+    return (
+        hasattr(_core, "execute_dequeued_workflow")
+        and hasattr(_core.ActiveWorkflowById, "count_for_queue")
+        and hasattr(_dbos, "_get_dbos_instance")
+        and hasattr(_utils, "GlobalParams")
+        and hasattr(_utils, "generate_uuid")
+        and all(
+            hasattr(_sys_db.SystemDatabase, f)
+            for f in (
+                "get_queue",
+                "start_queued_workflows",
+                "get_workflow_statuses",
+                "get_workflow_status",
+            )
+        )
+    )
+
+
 class Puller:
     """Polls `queues` for this process every `poll_s` seconds and whenever `wake` is called.
 
@@ -80,53 +105,27 @@ class Puller:
             self._thread.join(timeout=30)
 
     def _loop(self) -> None:
-        from dbos._core import execute_dequeued_workflow
         from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
-        from dbos._utils import GlobalParams, generate_uuid
 
         dbos = _get_dbos_instance()
-        sysdb: Any = dbos._sys_db  # pyright: ignore[reportPrivateUsage]
-        active: Any = dbos._active_workflows_set  # pyright: ignore[reportPrivateUsage]
-        queues: dict[str, Any] = {}
+        queues: dict[str, Any] = {}  # the queues' settings, read again at every full poll
+        waiting: list[str] = []  # queues full at a wake: looked at again every RETRY_S
         retry_left = 0.0
         while not self._stop.is_set():
             woken = self._wake.is_set()
             self._wake.clear()
-            full = False
-            for name in self.queues:
+            names = waiting if retry_left > 0 and not woken else self.queues
+            full: list[str] = []
+            for name in names:
                 try:
-                    if retry_left <= 0 or name not in queues:  # the settings, read again
-                        queues[name] = sysdb.get_queue(name)
-                    queue = queues[name]
-                    if queue is None:
-                        continue
-                    running = int(active.count_for_queue(name)) + self._pending(name)
-                    limit = queue._worker_concurrency  # pyright: ignore[reportPrivateUsage]
-                    if limit is not None and running >= limit:
-                        full = True
-                        continue
-                    owner = generate_uuid()
-                    ids, _ = sysdb.start_queued_workflows(
-                        queue,
-                        GlobalParams.executor_id,
-                        GlobalParams.app_version,
-                        None,
-                        running,
-                        owner_xid=owner,
-                    )
-                    if not ids:
-                        continue
-                    with self._lock:
-                        for wid in ids:
-                            self._claimed[wid] = (name, time.monotonic())
-                    found = {s["workflow_uuid"]: s for s in sysdb.get_workflow_statuses(ids)}
-                    for wid in ids:
-                        status = found.get(wid) or sysdb.get_workflow_status(wid)
-                        if status is not None:
-                            execute_dequeued_workflow(dbos, status, owner)
+                    if name not in queues or not waiting or woken:
+                        queues[name] = dbos._sys_db.get_queue(name)  # pyright: ignore[reportPrivateUsage]
+                    if queues[name] is not None and self._claim(dbos, name, queues[name]):
+                        full.append(name)
                 except Exception as exc:  # a locked database, a conflict: the next poll retries
                     if not self._stop.is_set():
                         log.warning("tether jobs: polling %s failed: %s", name, exc)
+            waiting = full
             if woken and full:  # the run that ended still holds its slot, for a moment
                 retry_left = self.poll_s
             if full and retry_left > 0:
@@ -134,4 +133,39 @@ class Puller:
                 self._wake.wait(RETRY_S)
                 continue
             retry_left = 0.0
+            waiting = []
             self._wake.wait(self.poll_s)
+
+    def _claim(self, dbos: Any, name: str, queue: Any) -> bool:
+        """Claim and start what `queue` lets this worker run now; True when its
+        `worker_concurrency` is used up (nothing claimed)."""
+        from dbos._core import execute_dequeued_workflow
+        from dbos._utils import GlobalParams, generate_uuid
+
+        running = int(dbos._active_workflows_set.count_for_queue(name)) + self._pending(name)
+        limit = queue._worker_concurrency
+        if limit is not None and running >= limit:
+            return True
+        owner = generate_uuid()
+        sysdb = dbos._sys_db
+        ids: list[str] = list(
+            sysdb.start_queued_workflows(
+                queue,
+                GlobalParams.executor_id,
+                GlobalParams.app_version,
+                None,
+                running,
+                owner_xid=owner,
+            )[0]
+        )
+        if not ids:
+            return False
+        with self._lock:
+            for wid in ids:
+                self._claimed[wid] = (name, time.monotonic())
+        found: dict[str, Any] = {s["workflow_uuid"]: s for s in sysdb.get_workflow_statuses(ids)}
+        for wid in ids:
+            status = found.get(wid) or sysdb.get_workflow_status(wid)
+            if status is not None:
+                execute_dequeued_workflow(dbos, status, owner)
+        return False
