@@ -1,7 +1,8 @@
 """Suite-wide setup (tests/README.md has the rules; the shared helpers are in `tests/kit/`).
 
-Isolation: no test reads or writes the developer's real settings, credential file or system
-keyring (a stored `tether login` key would otherwise change what tests see). Its presence also
+Isolation: no test reads or writes the developer's real settings, credential file, caches or
+system keyring (a stored `tether login` key would otherwise change what tests see); the
+embedded model's prompt cache is one per test session (`kit.prompts`). Its presence also
 puts `tests/` on sys.path (pytest's prepend import mode), so tests in any folder import the kit
 as `kit`.
 
@@ -27,6 +28,8 @@ a core, and the suite keeps both cores busy (900 prompt tokens of SmolLM2 on a l
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,12 +38,29 @@ import pytest
 from hypothesis import settings
 from keyring.backends import fail
 
-from kit import agents, netguard
+from kit import agents, netguard, prompts
 
+_PROMPTS_MADE = pytest.StashKey[str]()
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp's OpenMP starts
 settings.register_profile("tether", deadline=None)
 settings.load_profile("tether")
 netguard.install()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's shared prompt cache (`kit.prompts`), made once, before xdist's workers
+    start (they inherit the environment)."""
+    if prompts.SHARED_ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="tether-test-prompts-")
+        os.environ[prompts.SHARED_ENV] = folder
+        config.stash[_PROMPTS_MADE] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_PROMPTS_MADE, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop(prompts.SHARED_ENV, None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -64,8 +84,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated_user_config(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "_tether_user_config"))
+    # caches: the test's own, beside its tmp_path (inside it, they would be files the test
+    # did not write, in the folder a sandbox confines); the prompt cache: the session's
+    cache = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    prompts.share(cache / "tether")
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # subprocesses
     before = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())

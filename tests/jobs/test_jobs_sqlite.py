@@ -9,14 +9,10 @@ from pathlib import Path
 import pytest
 from dbos import DBOSClient
 
-from kit.jobs import LoopModel, job_sessions, lines, project, task_file, tether
-from tether.jobs.engine import APP_NAME, default_project
+from kit.jobs import LoopModel, job_sessions, jobs_url, lines, project, task_file, tether
+from tether.jobs.engine import APP_NAME
 
 pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
-
-def _jobs_url(tmp: Path, root: Path) -> str:
-    return f"sqlite:///{tmp / 'home' / 'jobs' / default_project(root)}.sqlite"
-
 
 FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}
 
@@ -71,7 +67,7 @@ def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path:
             assert loaded.report.ok
             assert [t.role for t in loaded.turns] == ["user", "assistant"]
         # one DBOS step per run, the archive of a run-once task included (it is no step)
-        client = DBOSClient(system_database_url=_jobs_url(tmp_path, root), application_name=APP_NAME)
+        client = DBOSClient(system_database_url=jobs_url(tmp_path, root), application_name=APP_NAME)
         try:
             for r in rows:
                 steps = client.list_workflow_steps(r["workflow_id"])

@@ -16,4 +16,5 @@
     postgres     a private PostgreSQL server
     mcp          the demo MCP server over stdio or streamable HTTP
     tui          the TUI app over a scripted provider
+    prompts      the embedded model's prompt cache shared by the whole test session
 """

@@ -4,7 +4,8 @@ process (`tether`, `popen`), both with one environment (`cli_env`).
 `cli_env(home)` is the test process's environment without provider keys (`*_API_KEY`,
 `*_AUTH_TOKEN`), OpenTelemetry settings, retry overrides or Jobs database settings, plus
 `TETHER_HOME=home`, quick retries (10 ms base, 50 ms cap) and a `PYTHONPATH` naming the tether
-under test (whatever the working folder).
+under test (whatever the working folder); `home/cache/prompts` is the session's shared prompt
+cache (`kit.prompts`).
 
 `run_cli(args, home)` calls the CLI's own entry (`tether.cli.main.main`, which the console
 script runs after installing its signal handlers) with that environment in `os.environ`, the
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tether as tether_pkg
+from kit import prompts
 
 SRC = str(Path(tether_pkg.__file__).resolve().parents[1])
 """The folder holding the `tether` package under test (a child's `PYTHONPATH`)."""
@@ -45,6 +47,7 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
         if not k.endswith(("_API_KEY", "_AUTH_TOKEN")) and not k.startswith(_DROPPED_PREFIXES)
     }
     env |= {"TETHER_HOME": str(home), "TETHER_RETRY_BASE": "10ms", "TETHER_RETRY_MAX": "50ms"}
+    prompts.share(home / "cache")  # the embedded model's prompt cache, one per test session
     env |= extra
     env["PYTHONPATH"] = SRC
     return env

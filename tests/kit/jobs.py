@@ -143,11 +143,17 @@ def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(x) for x in out.splitlines() if x.strip()]
 
 
+def jobs_url(tmp: Path, root: Path) -> str:
+    """The embedded SQLite jobs database of `root` under `tmp/home` (`default_database_url`)."""
+    from tether.jobs.engine import default_project
+
+    return f"sqlite:///{tmp / 'home' / 'jobs' / default_project(root)}.sqlite"
+
+
 def job_sessions(tmp: Path, root: Path, url: str | None = None) -> Any:
     """The store holding `root`'s Jobs sessions: the jobs database (`url`, else the embedded
     SQLite one under `tmp/home`), as any worker reads it."""
-    from tether.jobs.engine import default_project, sessions_url
+    from tether.jobs.engine import sessions_url
     from tether.session.dbstore import DbSessionStore
 
-    url = url or f"sqlite:///{tmp / 'home' / 'jobs' / default_project(root)}.sqlite"
-    return DbSessionStore(sessions_url(url), tmp / "home" / "sessions")
+    return DbSessionStore(sessions_url(url or jobs_url(tmp, root)), tmp / "home" / "sessions")

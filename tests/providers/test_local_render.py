@@ -227,7 +227,7 @@ def _fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, passes: list[li
     monkeypatch.setattr(local, "load_model", lambda *_a, **_k: FakeLlama())
     gguf = tmp_path / "fake.gguf"
     gguf.write_bytes(b"GGUF")
-    return local.LocalProvider(gguf)
+    return local.LocalProvider(gguf, prompt_cache_bytes=0)  # no state to save
 
 
 LS = ToolSpec(name="ls", description="List.", parameters={"type": "object", "properties": {"path": {"type": "string"}}})

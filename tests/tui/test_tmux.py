@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kit import prompts
 from kit.waits import wait_until
 from tether.session import SessionStore
 
@@ -69,6 +70,7 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
     drop = ("COLUMNS", "LINES")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
     env.update(TETHER_HOME=str(home), TERM="xterm-256color")
+    prompts.share(home / "cache")
     command = (
         f"{sys.executable} -m tether.cli chat --model local --cwd {work} "
         "--approval auto --max-turns 4"

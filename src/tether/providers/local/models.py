@@ -25,19 +25,26 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
 from tether.errors import ConfigError
 from tether.providers.models import default_cache_dir
 
+if TYPE_CHECKING:
+    from tether.providers.local.prompt_cache import PromptCache
+
 CHUNK = 1 << 20
 
 DEFAULT_CONTEXT_TOKENS = 8192
 """n_ctx for the embedded model, in tokens (SmolLM2 was trained with an 8,192-token window)."""
 
+DEFAULT_PROMPT_CACHE_BYTES = 512 * 2**20
+"""The prompt cache's size cap on disk, in bytes (about 22,000 tokens of SmolLM2-135M state)."""
+
 _MODELS: dict[tuple[str, int], Any] = {}
+_CACHES: dict[int, PromptCache] = {}
 _LOAD_LOCK = threading.Lock()
 _DECODE_LOCKS: dict[int, threading.Lock] = {}
 
@@ -247,6 +254,26 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
         )
         _MODELS[key] = model
         return model
+
+
+def attach_cache(llm: Any, path: Path, n_ctx: int, max_bytes: int) -> PromptCache | None:
+    """The prompt cache of a loaded model (`tether.providers.local.prompt_cache`), made and
+    given to the model on first use, its folder under `default_cache_dir()/prompts`; None
+    when `max_bytes` is 0 (a cache given earlier stays unarmed, so it is never consulted)."""
+    if max_bytes <= 0:
+        return None
+    from tether.providers.local.prompt_cache import PromptCache, build_digest
+
+    with _LOAD_LOCK:
+        cache = _CACHES.get(id(llm))
+        if cache is None:
+            cache = PromptCache(Path(build_digest(llm, path, n_ctx)), llm, max_bytes)
+            llm.set_cache(cache)
+            _CACHES[id(llm)] = cache
+        # under TETHER_HOME as it is now; the folder's name is the model build's digest
+        cache.folder = default_cache_dir() / "prompts" / cache.folder.name
+        cache.max_bytes = max_bytes
+        return cache
 
 
 def decode_lock(llm: Any) -> threading.Lock:

@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import json
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import ConfigError
 from tether.messages import Target, Usage
@@ -52,7 +53,9 @@ from tether.providers.catalog import ModelInfo
 from tether.providers.local.grammar import action_grammar, action_schema
 from tether.providers.local.models import (
     DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_PROMPT_CACHE_BYTES,
     NAMED_MODELS,
+    attach_cache,
     decode_lock,
     default_model_path,
     load_model,
@@ -78,6 +81,9 @@ from tether.providers.local.prompt import (
     render_messages,
     repeats_last_call,
 )
+
+if TYPE_CHECKING:
+    from tether.providers.local.prompt_cache import PromptCache
 
 __all__ = [
     "NAMED_MODELS",
@@ -192,6 +198,9 @@ class LocalProvider:
         protocol: `json` (generic `{"tool": …}` replies) or `native` (the model's own chat
             template with `<tool_call>` blocks, when it declares one); None: chosen per model
             family (`native.choose_protocol`).
+        prompt_cache_bytes: the size cap of the prompt cache on disk, in bytes
+            (`tether.providers.local.prompt_cache`: evaluated prompt prefixes kept across
+            processes under the user cache, `default_cache_dir()/prompts`); 0: none.
 
     `target` is `openai-chat`: this model accepts no reasoning blocks, like Chat Completions.
     """
@@ -207,6 +216,7 @@ class LocalProvider:
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         repeat_penalty: float = 1.1,
         protocol: Protocol | None = None,
+        prompt_cache_bytes: int = DEFAULT_PROMPT_CACHE_BYTES,
     ) -> None:
         self.model_path = resolve_model_path(model_path) or default_model_path()
         if not self.model_path.is_file():
@@ -216,6 +226,7 @@ class LocalProvider:
         self.max_output_tokens = max_output_tokens
         self.repeat_penalty = repeat_penalty
         self.protocol: Protocol | None = protocol
+        self.prompt_cache_bytes = prompt_cache_bytes
 
     @property
     def info(self) -> ModelInfo:
@@ -232,7 +243,8 @@ class LocalProvider:
 
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
         """Blocking generation: yields `\x00protocol:<json|native>`, text pieces,
-        `\x00finish:<reason>`, `\x00reset` (drop what came before), then the prompt+completion
+        `\x00finish:<reason>`, `\x00reset` (drop what came before), `\x00cached:<n>` (prompt tokens
+        loaded from the prompt cache), then the prompt+completion
         token count.
 
         Right after a failed round the grammar admits only a tool call
@@ -248,10 +260,13 @@ class LocalProvider:
         """
         llm = load_model(self.model_path, self.n_ctx)
         with decode_lock(llm):  # one generation at a time per model (`decode_lock`)
-            yield from self._generate_on(llm, request, stop)
+            cache = attach_cache(llm, self.model_path, self.n_ctx, self.prompt_cache_bytes)
+            yield from self._generate_on(llm, request, stop, cache)
+            if cache is not None and not stop.is_set():
+                cache.save()
 
     def _generate_on(
-        self, llm: Any, request: ModelRequest, stop: threading.Event
+        self, llm: Any, request: ModelRequest, stop: threading.Event, cache: PromptCache | None
     ) -> Iterator[str | int]:
         """`_generate` on the loaded model, its decode lock held."""
         protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
@@ -264,10 +279,12 @@ class LocalProvider:
         grammar = _grammar(request.tools, protocol, answer=not must_call(request.messages))
         for again in (False, True):
             pieces: list[str] = []
-            for item in self._pass(llm, prompt, request, grammar, stop):
+            for item in self._pass(llm, prompt, request, grammar, stop, cache):
                 if not item.startswith("\x00"):
                     pieces.append(item)
                 yield item
+            if cache is not None and cache.loaded_tokens and not again:
+                yield f"\x00cached:{cache.loaded_tokens}"
             if stop.is_set():
                 break
             text = "".join(pieces)
@@ -298,9 +315,12 @@ class LocalProvider:
         request: ModelRequest,
         grammar: Any,
         stop: threading.Event,
+        cache: PromptCache | None = None,
     ) -> Iterator[str]:
         """One generation: chat messages through llama.cpp's chat handler (json protocol), or
-        an already rendered prompt text (native protocol)."""
+        an already rendered prompt text (native protocol). The prompt cache (when given) is
+        consulted for its prefix; a saved state that fails to load is dropped with the whole
+        cache folder and the prompt evaluated from scratch."""
         options: dict[str, Any] = {
             "temperature": request.temperature if request.temperature is not None else 0.0,
             "max_tokens": request.max_output_tokens or self.max_output_tokens,
@@ -308,12 +328,30 @@ class LocalProvider:
             "grammar": grammar,
             "stream": True,
         }
-        if isinstance(prompt, str):
-            stream = llm.create_completion(prompt=prompt, **options)
-        else:
-            stream = llm.create_chat_completion(messages=prompt, **options)
+
+        def open_stream() -> Generator[Any, None, None]:
+            if isinstance(prompt, str):
+                return llm.create_completion(prompt=prompt, **options)
+            return llm.create_chat_completion(messages=prompt, **options)
+
+        if cache is not None:
+            cache.arm()
+        stream = open_stream()
         try:
-            for chunk in stream:
+            first = next(stream, None)
+        except RuntimeError:
+            if cache is None or not cache.loaded_tokens:
+                raise
+            stream.close()
+            cache.clear()  # written by another build after all: never trusted again
+            llm.reset()
+            stream = open_stream()
+            first = next(stream, None)
+        finally:
+            if cache is not None:
+                cache.disarm()
+        try:
+            for chunk in itertools.chain(() if first is None else (first,), stream):
                 if stop.is_set():
                     break
                 choice = chunk["choices"][0]
@@ -363,6 +401,7 @@ class LocalProvider:
         total_tokens = 0
         completion_tokens = 0  # every generated token, both passes
         pass_tokens = 0  # tokens of the pass whose reply is kept (its prompt is n_tokens - this)
+        cached = 0  # prompt tokens loaded from the prompt cache on disk
         try:
             while True:
                 item = await queue.get()
@@ -381,6 +420,9 @@ class LocalProvider:
                 if item.startswith("\x00protocol:"):
                     protocol = "native" if item.endswith("native") else "json"
                     streamer = NativeStreamer() if protocol == "native" else AnswerStreamer()
+                    continue
+                if item.startswith("\x00cached:"):
+                    cached = int(item.removeprefix("\x00cached:"))
                     continue
                 if item.startswith("\x00finish:"):
                     finish = item.removeprefix("\x00finish:")
@@ -416,8 +458,9 @@ class LocalProvider:
             yield event
         yield UsageEvent(
             usage=Usage(
-                input_tokens=max(total_tokens - pass_tokens, 0),
+                input_tokens=max(total_tokens - pass_tokens - cached, 0),
                 output_tokens=completion_tokens,
+                cache_read_tokens=cached,
             )
         )
         yield StreamDone(
