@@ -225,3 +225,51 @@ def test_a_lost_table_creation_race_on_sqlite_is_tried_again(tmp_path: Path) -> 
     )
     with pytest.raises(OperationalError, match="disk I/O"):
         create_tables(engine, metadata)  # another database error is not a race
+
+
+def test_a_connection_goes_back_to_the_pool_with_no_query_open_on_sqlite(tmp_path: Path) -> None:
+    """Seen in the Jobs durability test: a resumed run's first append failed at once with
+    "database is locked", and its workflow ended in ERROR. `open_for_append` had left its query
+    of the last entries open as its connection went back to the pool: that connection kept
+    seeing the database as it was then (WAL mode), so a writer it was handed to next, after
+    another connection had committed, was refused at once (SQLITE_BUSY_SNAPSHOT, which no busy
+    timeout waits out). Each connection is probed as it comes back to the pool: another
+    connection commits, then the returned one must be able to start a write."""
+    import sqlite3
+
+    path = tmp_path / "jobs.sessions.sqlite"
+    store = DbSessionStore(f"sqlite:///{path}", tmp_path / "db")
+    with store.create("job.a", cwd="/w") as w:
+        for i in range(4):
+            w.append(_turn(i))
+    other = sqlite3.connect(path, timeout=30, isolation_level=None)
+    other.execute("CREATE TABLE probe (x INTEGER)")
+    refused: list[str] = []
+
+    def probe(dbapi_conn: sqlite3.Connection, _record: object) -> None:
+        other.execute("INSERT INTO probe VALUES (1)")
+        try:
+            dbapi_conn.execute("BEGIN IMMEDIATE")
+            dbapi_conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            refused.append(str(exc))
+
+    sa.event.listen(store.engine, "checkin", probe)
+    try:
+        with store.open_for_append("job.a") as w:  # reads the last entries, newest first
+            assert w.last_entry_id == "t3"
+            w.append(_turn(4, "assistant"))
+        store.take_over("job.a")
+        assert store.exists("job.a") and len(store.load("job.a").turns) == 5
+        assert [i.id for i in store.list()] == ["job.a"]
+        assert refused == []
+        # any query left unread is closed as its connection goes back (reading it then fails)
+        with store.engine.connect() as c:
+            rows = c.execute(sa.select(ENTRIES.c.line))
+            assert rows.fetchone() is not None
+        assert refused == []
+        with pytest.raises(sa.exc.ProgrammingError, match="closed cursor"):
+            rows.fetchone()
+    finally:
+        sa.event.remove(store.engine, "checkin", probe)
+        other.close()

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 
-from tether.jobs import db, folder
+from tether.jobs import db, folder, pull
 from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
 from tether.session import SessionStore
@@ -172,6 +172,7 @@ class _Process:
     model: ModelLike | None = None
     liveness: Liveness | None = None
     warm: Warm | None = None
+    puller: pull.Puller | None = None
 
 
 _PROCESS = _Process()
@@ -250,7 +251,15 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
     runs in the workflow's body, again whenever DBOS runs the body again (a recovery replays
     the recorded step and archives what is still there). A step would cost two more commits
     of the system database per run (its check and its record) for nothing."""
-    outcome = _run_step(task, slot)
+    puller = _PROCESS.puller
+    wid = DBOS.workflow_id
+    if puller is not None and wid is not None:
+        puller.started(wid)
+    try:
+        outcome = _run_step(task, slot)
+    finally:
+        if puller is not None:
+            puller.wake()  # this run's slot frees as the workflow ends: take the next run
     if task.get("once") and outcome.get("stop_reason") not in (
         "cancelled",
         "error",
@@ -313,12 +322,13 @@ def launch(
     if own is not None:
         config["system_database_engine"] = own
     DBOS(config=config)
-    # only this project's queues (DBOS's own are always served): a database shared by several
-    # projects holds theirs too, whose runs belong to their own workers (and polling each of
-    # them every interval would cost CPU for nothing)
-    DBOS.listen_queues(
-        [cfg.queue, *(cfg.queue_for(m) for m in cfg.model_concurrency)] if listen else []
-    )
+    # DBOS polls none of the projects' queues (its own are always served): a listening
+    # process polls its own project's queues itself (`tether.jobs.pull`: every interval, and
+    # at once when one of its runs ends), never those of other projects sharing the database;
+    # with a DBOS lacking what that loop calls, DBOS polls this project's queues as before
+    queues = [cfg.queue, *(cfg.queue_for(m) for m in cfg.model_concurrency)]
+    pulls = listen and pull.supported()
+    DBOS.listen_queues(queues if listen and not pulls else [])
     DBOS.launch()
     poll = min(cfg.poll_interval_s, 1.0)
     DBOS.register_queue(
@@ -336,6 +346,10 @@ def launch(
             polling_interval_sec=poll,
             on_conflict="always_update",
         )
+    if pulls:
+        puller = pull.Puller(queues, poll)
+        _PROCESS.puller = puller
+        puller.start()
     if live is not None:
         live.start()
 
@@ -350,6 +364,9 @@ def shutdown() -> None:
     """Destroy this process's DBOS (running workflows stay PENDING: recovered later, by this
     executor id's next process or, after `worker_timeout`, by any live worker)."""
     live, _PROCESS.liveness = _PROCESS.liveness, None
+    puller, _PROCESS.puller = _PROCESS.puller, None
+    if puller is not None:
+        puller.stop()
     DBOS.destroy()
     if live is not None:
         live.stop()

@@ -2,7 +2,8 @@
 
 Owns: `DbSessionStore` (a `SessionStore` whose session files are rows), `DbSessionWriter`, the
 two tables, and `open_engine` (one SQLAlchemy engine per database URL per process, SQLite set
-up as DBOS sets it up: `BEGIN IMMEDIATE`, a 30 s busy timeout).
+up as DBOS sets it up: `BEGIN IMMEDIATE`, a 30 s busy timeout; a SQLite connection goes back
+to the pool with no query left open, `_close_left_open`).
 Does not own: the entry format, the header, salvage and loader rules: a session's rows joined
 by newlines are exactly the bytes a JSONL session file would hold, and they are read by the
 same `tether.session.reader.scan_bytes` and `tether.session.loader.assemble`.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,9 @@ WRITERS = sa.Table(
     sa.Column("session_id", sa.String(128), primary_key=True),
     sa.Column("token", sa.String(64), nullable=False),
 )
+
+_OPEN_CURSORS = "tether_open_cursors"
+"""The key, in a pooled SQLite connection's `info`, of the cursors its queries ran on."""
 
 _ENGINES: dict[str, sa.Engine] = {}
 _READY: set[str] = set()
@@ -105,7 +110,31 @@ def _make_engine(url: str, wal: bool) -> sa.Engine:
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
             dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
+    @event.listens_for(engine, "after_cursor_execute")
+    def _opened(conn: sa.Connection, cursor: Any, *_: Any) -> None:  # pyright: ignore[reportUnusedFunction]
+        conn.info.setdefault(_OPEN_CURSORS, weakref.WeakSet()).add(cursor)
+
+    @event.listens_for(engine, "reset")
+    def _returned(_dbapi_conn: Any, record: Any, _state: Any) -> None:  # pyright: ignore[reportUnusedFunction]
+        _close_left_open(record.info)
+
     return engine
+
+
+def _close_left_open(info: dict[Any, Any]) -> None:
+    """Close the cursors of a SQLite connection's checkout that are still open (a result not
+    read to its end): done as the connection goes back to the pool.
+
+    A query still open keeps its read transaction, so the connection keeps seeing the
+    database as it was then (in WAL mode). Whoever takes that connection from the pool next
+    and writes after another connection committed is refused at once with "database is
+    locked" (SQLite's SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out: the snapshot
+    can never become current). A result read after its connection went back fails."""
+    cursors: weakref.WeakSet[Any] | None = info.get(_OPEN_CURSORS)
+    if cursors:
+        for cursor in list(cursors):
+            cursor.close()
+        cursors.clear()
 
 
 def create_tables(engine: sa.Engine, metadata: sa.MetaData) -> None:
@@ -218,18 +247,18 @@ class DbSessionStore(SessionStore):
             if head is None:
                 raise SessionNotFoundError(f"no session {sid} in the jobs database")
             token = _take(c, sid)
-            rows = c.execute(
+            last_seq, last_id = 0, None
+            with c.execute(  # closed at the loop's break (see `_close_left_open`)
                 sa.select(ENTRIES.c.seq, ENTRIES.c.line)
                 .where(ENTRIES.c.session_id == sid, ENTRIES.c.seq > 0)
                 .order_by(ENTRIES.c.seq.desc())
-            )
-            last_seq, last_id = 0, None
-            for seq, raw in rows:
-                last_seq = max(last_seq, int(seq))
-                entries, _ = parse_line(bytes(raw), path, int(seq) + 1)
-                if entries:
-                    last_id = entries[-1].id
-                    break
+            ) as rows:
+                for seq, raw in rows:
+                    last_seq = max(last_seq, int(seq))
+                    entries, _ = parse_line(bytes(raw), path, int(seq) + 1)
+                    if entries:
+                        last_id = entries[-1].id
+                        break
         try:
             header = parse_header(bytes(head), path)
         except SessionError:

@@ -448,8 +448,9 @@ class JobsSettings(_Section):
         worker_concurrency: task runs at once in one worker process (≥ 1).
         model_concurrency: per model (`provider/model` as a task's `model` names it), runs
             at once across all workers; tasks of such a model go to its own queue.
-        poll_interval_s: how often `dispatch --watch` rescans the folder and the queue
-            is polled, seconds (JSON key `poll_interval`).
+        poll_interval_s: how often `dispatch --watch` rescans the folder and an idle
+            worker polls the queue (at most every 1 s; a worker whose run ends polls at
+            once), seconds (JSON key `poll_interval`).
         worker_timeout_s: a worker (any process that runs tasks) whose last heartbeat in the
             jobs database is older than this, by the database's clock, is dead: one live
             worker recovers its unfinished runs. Workers beat every `min(5 s, timeout / 3)`.
