@@ -31,7 +31,9 @@ def test_kill_9_at_random_points_then_every_task_completes_exactly_once(tmp_path
         )
         names = [f"t{i:02d}" for i in range(40)]
         for i, name in enumerate(names):
-            sched = {"schedule": {"every": "6h"}} if i % 2 else {}
+            # a scheduled task (never archived) whose slot is fixed: an `at` time passed, so a
+            # run crossing a slot boundary (every 6 h: 00, 06, 12, 18 UTC) does not see new slots
+            sched = {"schedule": {"at": "2026-01-01T00:00:00Z"}} if i % 2 else {}
             task_file(root, name, f"{name} TOOL then answer", **sched)
         kills = 0
         for _ in range(KILLS + 8):
