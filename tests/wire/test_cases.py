@@ -355,6 +355,41 @@ def test_t05_kind_legacy_history_with_repeated_ids_gets_unique_wire_ids(target: 
     assert view[2].tool_results[0].text == "1-first" and view[4].tool_results[0].text == "2-first"
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_t05_kind_an_issued_id_repeated_in_its_turn_is_echoed_once_and_stays_so(
+    target: Target,
+) -> None:
+    """A route's own turn where one call's issued id (its `original_id`) is a sibling's stored
+    id, or two siblings issued one id: the first call gets the id back, the others unique
+    names that no later sibling's echo takes (before: two calls went out as `q`), and the pass
+    gives the same view on its own output (found by Hypothesis: the first pass renamed the
+    sibling, the second then echoed)."""
+    route = Provenance(provider="p", api=target, model="m")
+    kimi = "functions.read:0"
+    turn = Turn(
+        id="a",
+        role="assistant",
+        content=(
+            ToolCallBlock(id="a", name="read", provider_meta={"original_id": kimi}),
+            ToolCallBlock(id=kimi, name="read"),
+            ToolCallBlock(id="q", name="read", provider_meta={"original_id": kimi}),
+            ToolCallBlock(id="q", name="read"),
+        ),
+        provenance=route,
+    )
+    results = Turn(
+        id="r", role="user", content=tuple(tool_result(c, c) for c in ("a", kimi, "q", "q"))
+    )
+    session = (text_turn("u", "user", "go"), turn, results)
+    view = build_view(session, target, route=route)
+    ids = [c.id for c in view[1].tool_calls]
+    assert len(set(ids)) == 4, ids
+    assert build_view(view, target, route=route) == view
+    assert build_view(session, target) == build_view(build_view(session, target), target)
+    assert ids[0] == kimi and ids[3] == "q"  # echoed to the route that issued them
+    assert [r.tool_call_id for r in view[2].tool_results] == ids
+
+
 # -- T07: thinking replay must be byte-exact ------------------------------------------------
 
 

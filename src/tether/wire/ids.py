@@ -34,8 +34,8 @@ Does not own: minting ids a provider did not send (the assembler does, by stream
     id), whatever its length or characters and also when the same id came in an earlier turn
     (Kimi K2 numbers its calls `functions.<name>:<k>` and, served through OpenAI-compatible
     routes, repeats them across turns; it needs them echoed exactly, vybestack/llxprt-code#712,
-    MoonshotAI/kimi-code#2503, sglang#9606); only a repeat inside one turn (two sibling calls
-    with one id) is renamed. Re-minting is for the other turns, whose ids the target must
+    MoonshotAI/kimi-code#2503, sglang#9606); only a repeat inside one turn (the later of two
+    sibling calls with one id) is renamed. Re-minting is for the other turns, whose ids the target must
     accept from a stranger, unique in the view. The exception is `vendor_endpoint`: the API
     vendor's own endpoint (api.openai.com, api.anthropic.com, Google's) holds every id to its
     published rules, the ones its route stored included (a route's name and model are the same
@@ -214,8 +214,10 @@ class IdMapper:
 
     def _echoed(self, turn: Turn) -> dict[int, str]:
         """Position of each call → the id its issuer sent, for a turn issued by the request's
-        route (module docstring); empty otherwise. Ids repeated inside the turn are left out
-        (their calls get unique names like any other)."""
+        route (module docstring); empty otherwise. An id repeated inside the turn is echoed
+        for its first call only (the others get unique names like any other): a rule that
+        gives the same answer on the pass's own output, where the first call carries the id
+        and the others their new names."""
         if not self.echo or turn.role != "assistant":
             return {}
         if not issued_by_route(turn.provenance, self.target, self.route):
@@ -226,10 +228,13 @@ class IdMapper:
                 meta = b.provider_meta
                 original = meta.get("original_id") if meta is not None else None
                 issued[k] = original if isinstance(original, str) and original else b.id
-        counts: dict[str, int] = {}
-        for cid in issued.values():
-            counts[cid] = counts.get(cid, 0) + 1
-        return {k: cid for k, cid in issued.items() if cid and counts[cid] == 1}
+        echoed: dict[int, str] = {}
+        seen: set[str] = set()
+        for k, cid in issued.items():
+            if cid and cid not in seen:
+                seen.add(cid)
+                echoed[k] = cid
+        return echoed
 
     def _unique_items(self, turn: Turn) -> Turn:
         """Drop repeated Responses server item ids (module docstring)."""
@@ -275,6 +280,9 @@ class IdMapper:
                 if in_turn is None:
                     in_turn = set()
                     echoed = self._echoed(turn)
+                    # reserved before any call of the turn is named: a sibling renamed before
+                    # the call that echoes an id must not be given that id
+                    used.update(echoed.values())
                 if raw not in in_turn:  # a new turn with this id: results now answer it
                     in_turn.add(raw)
                     latest[raw] = []
