@@ -61,5 +61,6 @@ def test_a_worker_takes_the_next_run_when_its_run_ends(tmp_path: Path) -> None:
         gaps = [b[0] - a[1] for a, b in itertools.pairwise(spans)]
         assert all(g >= 0 for g in gaps), spans  # one at a time
         # polling alone: a run of ~0.1 s, then the wait for the next poll, 1 s after the one
-        # that took it (about 900 ms); taken as the run ends: tens of ms
-        assert sum(gaps) / len(gaps) < 250, gaps
+        # that took it (about 900 ms); taken as the run ends: tens of ms (the bound leaves room
+        # for a loaded machine and still tells the two apart)
+        assert sum(gaps) / len(gaps) < 500, gaps

@@ -163,9 +163,21 @@ class Puller:
         with self._lock:
             for wid in ids:
                 self._claimed[wid] = (name, time.monotonic())
-        found: dict[str, Any] = {s["workflow_uuid"]: s for s in sysdb.get_workflow_statuses(ids)}
+        # every claimed run is started, whatever happens to another (one that cannot be
+        # started stays PENDING under this executor, recovered as DBOS recovers any: as its
+        # own queue thread does)
+        try:
+            found: dict[str, Any] = {
+                s["workflow_uuid"]: s for s in sysdb.get_workflow_statuses(ids)
+            }
+        except Exception as exc:
+            log.warning("tether jobs: reading the claimed runs failed: %s", exc)
+            found = {}
         for wid in ids:
-            status = found.get(wid) or sysdb.get_workflow_status(wid)
-            if status is not None:
-                execute_dequeued_workflow(dbos, status, owner)
+            try:
+                status = found.get(wid) or sysdb.get_workflow_status(wid)
+                if status is not None:
+                    execute_dequeued_workflow(dbos, status, owner)
+            except Exception as exc:
+                log.error("tether jobs: starting run %s failed: %s", wid, exc)
         return False
