@@ -283,7 +283,11 @@ class ServerConnection:
                 async with asyncio.timeout(self.spec.startup_timeout_s):
                     client = await asyncio.shield(ready)
             except TimeoutError:
-                await self._stop_task()
+                # still in its handshake, it would not see the stop: cancelled at once (waiting
+                # out `_stop_task`'s 10 s first made a 1 s start-up timeout cost 13 s); nobody
+                # awaits `ready` now ("Future exception was never retrieved" on stderr)
+                ready.cancel()
+                await self._stop_task(cancel=True)
                 raise McpServerError(
                     f"MCP server `{self.name}` did not start within "
                     f"{self.spec.startup_timeout_s:g} s"
@@ -297,12 +301,19 @@ class ServerConnection:
             self._client = client
             return client
 
-    async def _stop_task(self) -> None:
+    async def _stop_task(self, *, cancel: bool = False) -> None:
+        """End the supervising task: ask it to stop and wait up to 10 s, then cancel it
+        (`cancel`: at once); either way its transport closes and the SDK ends the process."""
         task, self._task = self._task, None
         if self._stop is not None:
             self._stop.set()
         self._client = None
         if task is None:
+            return
+        if cancel:
+            task.cancel()
+            # `wait`, not `await task`: the task's own cancellation is not this caller's
+            await asyncio.wait({task}, timeout=10)
             return
         try:
             async with asyncio.timeout(10):
