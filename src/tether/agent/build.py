@@ -39,8 +39,8 @@ from tether.providers.catalog import WindowAllocator, info_of, resolve_limits
 from tether.providers.fallback import ModelRef, check_provider_names
 from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
-from tether.settings import AgentConfig, LoadedSettings, load_settings
-from tether.settings.trust import check_trust
+from tether.settings import AgentConfig, LoadedSettings
+from tether.settings.trust import trusted_settings
 from tether.tools.base import Tool
 from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
@@ -376,20 +376,6 @@ class Resolver(Protocol):
         note: Note = ...,
         project_urls: Mapping[str, str] | None = None,
     ) -> tuple[Provider, ...]: ...
-
-
-def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
-    """The settings for the project `root`: the user's and the project's files when the user
-    approved the project's files as they are now (`tether trust`), else the user's alone with
-    the one-line reason (None: loaded as approved).
-
-    Raises:
-        ConfigError: a settings file that is loaded is malformed or invalid.
-    """
-    trust = check_trust(root)
-    if trust.trusted:
-        return load_settings(root), None
-    return load_settings(None), trust.message()
 
 
 def from_settings_files(

@@ -26,6 +26,7 @@ from tether.compaction.summarize import (
 )
 from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.session import SessionStore
+from tether.settings.trust import trusted_settings
 
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
 
@@ -50,7 +51,7 @@ def compact_command(
     root = Path.cwd()
     try:
         check_flags(model, base_url)
-        cfg, refused = build.trusted_settings(root)
+        cfg, refused = trusted_settings(root)
         if refused is not None:  # the project's files are not loaded: say so, as `tether run`
             err(f"warning: {refused}")
         chain = build.resolve_models(

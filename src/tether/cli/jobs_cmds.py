@@ -55,8 +55,8 @@ def _config(
     `runs` (dispatch, run, worker): a project whose files (task files included) are not
     approved (`tether trust`) is refused, exit 1, nothing enqueued or run; the other commands
     only warn."""
-    from tether.agent.build import trusted_settings
     from tether.errors import ConfigError
+    from tether.settings.trust import trusted_settings
 
     try:
         from tether.jobs.engine import jobs_config

@@ -106,8 +106,8 @@ def jobs_store_here() -> SessionStore | None:
     """The session store of the Jobs project in the current folder (`tether sessions show` of
     a `job.…` session not among `TETHER_HOME`'s files), or None when it has no jobs folder,
     its settings do not load, or its database does not open."""
-    from tether.agent.build import trusted_settings
     from tether.jobs import engine, folder
+    from tether.settings.trust import trusted_settings
 
     root = Path.cwd()
     if not folder.jobs_dir(root).is_dir():

@@ -52,8 +52,8 @@ def mcp_list(
     """Print the configured MCP servers as JSON lines: each one's tools as listed at its last
     connection (`--connect`: now), and whether `tether run` loads it (a project's servers are
     not loaded until the project is approved with `tether trust`)."""
-    from tether.agent.build import trusted_settings
     from tether.settings import load_settings
+    from tether.settings.trust import trusted_settings
 
     root = cwd.resolve()
     try:

@@ -45,8 +45,8 @@ def call_arguments(tool: str, argument: str | None) -> dict[str, Any]:
 
 def _rules_with_sources(cwd: Path) -> tuple[Any, dict[str, str], str | None]:
     """The merged rules, each rule's file, and the untrusted-project note (or None)."""
-    from tether.agent.build import trusted_settings
     from tether.permissions.rules import Rules
+    from tether.settings.trust import trusted_settings
 
     loaded, refused = trusted_settings(cwd)
     sources: dict[str, str] = {}

@@ -41,7 +41,14 @@ from typing import Any, cast
 
 from filelock import FileLock
 
-from tether.settings.files import PROJECT_DIR, SETTINGS_FILE, user_config_dir, write_atomic
+from tether.settings.files import (
+    PROJECT_DIR,
+    SETTINGS_FILE,
+    LoadedSettings,
+    load_settings,
+    user_config_dir,
+    write_atomic,
+)
 
 TRUST_FILE = "trusted-projects.json"
 _SKIP_SUFFIXES = (".lock", ".tmp", ".pyc")
@@ -231,3 +238,17 @@ def approve(root: Path) -> dict[str, str]:
             path, (json.dumps(store, indent=2, sort_keys=True) + "\n").encode(), mode=0o600
         )
     return files
+
+
+def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
+    """The settings for the project `root`: the user's and the project's files when the user
+    approved the project's files as they are now (`tether trust`), else the user's alone with
+    the one-line reason (None: loaded as approved).
+
+    Raises:
+        ConfigError: a settings file that is loaded is malformed or invalid.
+    """
+    trust = check_trust(root)
+    if trust.trusted:
+        return load_settings(root), None
+    return load_settings(None), trust.message()

@@ -27,11 +27,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static, Switch
 
-from tether.agent import build
 from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES
 from tether.errors import ConfigError
 from tether.settings import save_setting, settings_path
+from tether.settings.trust import trusted_settings
 from tether.tui.settings_view import (
     SESSION_KEYS,
     SettingRow,
@@ -83,7 +83,7 @@ def _sources(
 ) -> tuple[dict[str, Any] | None, list[tuple[Literal["user", "project"], dict[str, Any]]]]:
     """The config the settings files give and the files read (named), for `setting_rows`."""
     try:
-        loaded, _ = build.trusted_settings(agent.root)
+        loaded, _ = trusted_settings(agent.root)
     except ConfigError:
         return None, []
     project = settings_path("project", agent.root)
