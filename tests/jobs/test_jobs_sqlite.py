@@ -4,6 +4,7 @@ archived, a second `dispatch --once` runs nothing new; `list`/`status` start no 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,25 @@ def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path:
         logs = tether(tmp_path, root, "logs", "cron0")
         (rec,) = lines(logs.stdout)
         assert rec["answer"] == "done cron0" and rec["usage"]["output_tokens"] > 0
+
+
+def test_a_task_with_an_unknown_model_fails_its_run_with_the_reason(tmp_path: Path) -> None:
+    """A task file naming a provider that does not exist: no traceback, the run's record and
+    `jobs logs` say why, the task is not archived, the other task runs."""
+    with LoopModel() as model:
+        root = project(tmp_path, model)
+        task_file(root, "bad", "bad go", model="nosuchprovider/xyz")
+        task_file(root, "good", "good go")
+        done = tether(tmp_path, root, "dispatch", "--once")
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        (record,) = (root / ".tether" / "jobs" / "runs" / "bad").glob("*.json")
+        outcome = json.loads(record.read_text())
+        assert outcome["stop_reason"] == "error" and "nosuchprovider" in outcome["error"]
+        assert (root / ".tether" / "jobs" / "bad.md").is_file()  # not archived: it failed
+        assert model.finals() == {"good": 1}
+        logs = tether(tmp_path, root, "logs", "bad")
+        assert logs.returncode == 0 and "nosuchprovider" in logs.stdout + logs.stderr
 
 
 def test_disabled_jobs_dispatch_nothing_and_say_so(tmp_path: Path) -> None:

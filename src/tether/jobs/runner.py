@@ -30,7 +30,7 @@ from tether.agent.agent import Agent
 from tether.agent.build import ModelLike
 from tether.agent.sessions import AgentSession
 from tether.agent.state import RunResult
-from tether.errors import RunError
+from tether.errors import ConfigError, RunError
 from tether.jobs.warm import Warm
 from tether.messages import Turn, Usage
 from tether.session import SessionStore
@@ -119,14 +119,30 @@ def run_task(
     if task.get("safe"):
         overrides["tools.safe"] = True
     wanted = task.get("tools")
-    agent = Agent.from_settings(
-        root,
-        model=model if model is not None else task.get("model"),
-        overrides=overrides,
-        session=session,
-        only_tools=[str(n) for n in cast(list[object], wanted)] if isinstance(wanted, list) else None,
-        chains=None if warm is None else warm.chains(),
-    )
+    try:
+        agent = Agent.from_settings(
+            root,
+            model=model if model is not None else task.get("model"),
+            overrides=overrides,
+            session=session,
+            only_tools=[str(n) for n in cast(list[object], wanted)]
+            if isinstance(wanted, list)
+            else None,
+            chains=None if warm is None else warm.chains(),
+        )
+    except ConfigError as exc:  # a task's unknown model, a missing key: its run's error
+        return {
+            "answer": "",
+            "stop_reason": "error",
+            "usage": _usage_json(Usage()),
+            "turns": 0,
+            "error": f"config: {exc}",
+            "task": task["id"],
+            "slot": slot,
+            "session_id": sid,
+            "resumed": bool(history),
+            "finished_ms": int(time.time() * 1000),
+        }
     session.open()
     writer = session.writer
     assert writer is not None
