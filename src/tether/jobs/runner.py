@@ -131,18 +131,7 @@ def run_task(
             chains=None if warm is None else warm.chains(),
         )
     except ConfigError as exc:  # a task's unknown model, a missing key: its run's error
-        return {
-            "answer": "",
-            "stop_reason": "error",
-            "usage": _usage_json(Usage()),
-            "turns": 0,
-            "error": f"config: {exc}",
-            "task": task["id"],
-            "slot": slot,
-            "session_id": sid,
-            "resumed": bool(history),
-            "finished_ms": int(time.time() * 1000),
-        }
+        return _failed(f"config: {exc}") | _run_fields(task, slot, sid, bool(history))
     session.open()
     writer = session.writer
     assert writer is not None
@@ -152,18 +141,34 @@ def run_task(
         timeout = task.get("timeout_s")
         drive = _drive(agent, prompt, timeout, cancelled, poll_s)
         outcome = asyncio.run(drive) if warm is None else warm.run(drive)
-        outcome |= {
-            "task": task["id"],
-            "slot": slot,
-            "session_id": sid,
-            "resumed": bool(history),
-            "finished_ms": int(time.time() * 1000),
-        }
+        outcome |= _run_fields(task, slot, sid, bool(history))
         writer.append_event(RUN_END_EVENT, outcome)
         writer.sync()  # on disk before the durable engine records the task as done
         return outcome
     finally:
         writer.close()
+
+
+def _failed(error: str) -> dict[str, Any]:
+    """The outcome of a run that failed before or without an answer."""
+    return {
+        "answer": "",
+        "stop_reason": "error",
+        "usage": _usage_json(Usage()),
+        "turns": 0,
+        "error": error,
+    }
+
+
+def _run_fields(task: dict[str, Any], slot: str, sid: str, resumed: bool) -> dict[str, Any]:
+    """What every outcome `run_task` returns carries beside the run's own result."""
+    return {
+        "task": task["id"],
+        "slot": slot,
+        "session_id": sid,
+        "resumed": resumed,
+        "finished_ms": int(time.time() * 1000),
+    }
 
 
 def _answered(turn: Turn) -> bool:
@@ -187,12 +192,7 @@ def _outcome_of(
         "usage": _usage_json(sum((t.usage for t in replies if t.usage), Usage())),
         "turns": len(replies),
         "error": None,
-        "task": task["id"],
-        "slot": slot,
-        "session_id": sid,
-        "resumed": True,
-        "finished_ms": int(time.time() * 1000),
-    }
+    } | _run_fields(task, slot, sid, True)
 
 
 async def _drive(
@@ -246,13 +246,7 @@ async def _drive(
             "error": None,
         }
     except RunError as exc:
-        return {
-            "answer": "",
-            "stop_reason": "error",
-            "usage": _usage_json(Usage()),
-            "turns": 0,
-            "error": f"{exc.kind}: {exc.message}",
-        }
+        return _failed(f"{exc.kind}: {exc.message}")
     finally:
         watcher.cancel()
         await agent.aclose()
