@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kit.jobs import LoopModel, approve, job_sessions, lines, popen, project, task_file, tether
+from kit.zygote import Forked
 from tether.jobs import db, folder
 from tether.jobs.engine import default_project
 
@@ -38,7 +39,7 @@ def _wait(cond: Callable[[], bool], what: str, timeout: float = 240) -> None:
         time.sleep(0.1)
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def _stop(proc: Forked) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kit.jobs import LoopModel, job_sessions, lines, popen, project, task_file, tether
+from kit.zygote import Forked
 
 pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
 
@@ -44,7 +45,7 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
         assert f"{N} new run(s) enqueued" in out.stderr
         assert model.requests == []  # enqueue-only runs nothing
 
-        workers: dict[str, subprocess.Popen[str]] = {}
+        workers: dict[str, Forked] = {}
         try:
             for wid in ("w1", "w2", "w3"):
                 workers[wid] = popen(

@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,9 @@ from typing import Any
 import pytest
 from dbos import DBOSClient
 
-from kit.jobs import LoopModel, approve, env, job_sessions, lines, project, task_file, tether
+from kit import zygote
+from kit.jobs import LoopModel, env, job_sessions, lines, popen, project, task_file, tether
+from kit.zygote import Forked
 from tether.jobs.liveness import workers
 
 pytestmark = pytest.mark.slow
@@ -42,19 +43,17 @@ def _machine(tmp: Path, name: str, first: Path) -> Path:
     return here
 
 
-def _worker(machine: Path, root: Path, wid: str, url: str) -> subprocess.Popen[str]:
-    approve(machine, root)
-    with (machine / f"{wid}.err").open("w") as err:  # the child keeps its own copy
-        return subprocess.Popen(
-            [sys.executable, "-m", "tether.cli", "jobs", "worker", "--id", wid],
-            cwd=root,
-            env=env(machine, TETHER_JOBS_DATABASE_URL=url),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            text=True,
-            start_new_session=True,
-        )
+def _worker(machine: Path, root: Path, wid: str, url: str) -> Forked:
+    return popen(
+        machine,
+        root,
+        "worker",
+        "--id",
+        wid,
+        start_new_session=True,
+        stderr=machine / f"{wid}.err",
+        TETHER_JOBS_DATABASE_URL=url,
+    )
 
 
 def _flows(url: str) -> dict[str, tuple[str, str | None]]:
@@ -77,9 +76,7 @@ def _sid(workflow_id: str) -> str:
 def _started(store: Any, workflow_id: str) -> bool:
     """The run's session has its tool call's start recorded."""
     sid = _sid(workflow_id)
-    return store.exists(sid) and any(
-        e.kind == "tool_call_started" for e in store.load(sid).events
-    )
+    return store.exists(sid) and any(e.kind == "tool_call_started" for e in store.load(sid).events)
 
 
 def _prompted(store: Any, workflow_id: str) -> bool:
@@ -89,7 +86,7 @@ def _prompted(store: Any, workflow_id: str) -> bool:
     return store.exists(sid) and any(t.role == "user" for t in store.load(sid).turns)
 
 
-def _stop(*procs: subprocess.Popen[str]) -> None:
+def _stop(*procs: Forked) -> None:
     for p in procs:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGCONT)
@@ -139,7 +136,9 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
         wb = _worker(b, root, "B", postgres_url)
         try:
             deadline = time.monotonic() + 300
-            while not any(r["alive"] for r in workers(postgres_url, 3)[1] if r["executor_id"] == "A"):
+            while not any(
+                r["alive"] for r in workers(postgres_url, 3)[1] if r["executor_id"] == "A"
+            ):
                 assert time.monotonic() < deadline and wa.poll() is None, "A never started"
                 time.sleep(0.05)
             again = tether(b, root, "worker", "--id", "A", **db)  # A is alive: refused
@@ -147,7 +146,9 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
             assert "refused: worker id A is alive" in again.stderr
             assert len(again.stderr.strip().splitlines()) == 1
             while True:  # A holds a run whose tool call started
-                held = [w for w, (s, e) in _flows(postgres_url).items() if (s, e) == ("PENDING", "A")]
+                held = [
+                    w for w, (s, e) in _flows(postgres_url).items() if (s, e) == ("PENDING", "A")
+                ]
                 if any(_started(store, w) for w in held):
                     break
                 assert time.monotonic() < deadline and wa.poll() is None, "A never ran"
@@ -180,14 +181,7 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
         assert logs.returncode == 0, logs.stderr
         turns = [r for r in lines(logs.stdout) if "turn" in r]
         assert turns and turns[-1]["turn"]["content"][0]["text"] == f"done {name}"
-        shown = subprocess.run(
-            [sys.executable, "-m", "tether.cli", "sessions", "show", _sid(held[0])],
-            cwd=root,
-            env=env(b, **db),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        shown = zygote.run(["sessions", "show", _sid(held[0])], env=env(b, **db), cwd=root)
         assert shown.returncode == 0, shown.stderr
         assert len(lines(shown.stdout)) == len(turns)
 
@@ -204,7 +198,7 @@ def test_a_worker_that_comes_back_after_being_declared_dead_runs_nothing_twice(
         assert tether(a, root, "dispatch", "--once", "--enqueue-only", **db).returncode == 0
         store = job_sessions(a, root, postgres_url)
         wa = _worker(a, root, "A", postgres_url)
-        wb: subprocess.Popen[str] | None = None
+        wb: Forked | None = None
         try:
             deadline = time.monotonic() + 300
             wid = ""
@@ -232,9 +226,7 @@ def test_a_worker_that_comes_back_after_being_declared_dead_runs_nothing_twice(
         assert '"executor_id": "B"' in record.read_text()
 
 
-def test_two_live_workers_racing_recover_a_dead_one_once(
-    tmp_path: Path, postgres_url: str
-) -> None:
+def test_two_live_workers_racing_recover_a_dead_one_once(tmp_path: Path, postgres_url: str) -> None:
     db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
     with LoopModel(delay_s=2.0) as model:
         a = tmp_path / "a"
@@ -250,7 +242,9 @@ def test_two_live_workers_racing_recover_a_dead_one_once(
             deadline = time.monotonic() + 300
             held: list[str] = []
             while not any(_started(store, w) for w in held):
-                held = [w for w, (s, e) in _flows(postgres_url).items() if (s, e) == ("PENDING", "A")]
+                held = [
+                    w for w, (s, e) in _flows(postgres_url).items() if (s, e) == ("PENDING", "A")
+                ]
                 assert time.monotonic() < deadline and wa.poll() is None, "A never ran"
                 time.sleep(0.05)
             os.killpg(wa.pid, signal.SIGSTOP)  # silent from now on: B and C race to claim it

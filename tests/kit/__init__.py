@@ -13,6 +13,7 @@
     cases        the bug-report cases in tests/cases/
     sessions     turn builders and raw session-line helpers
     jobs         the Jobs tests' content-driven model, projects, task files, `tether jobs`
+    zygote       real `tether` processes forked from a warmed interpreter (imports paid once)
     postgres     a private PostgreSQL server
     mcp          the demo MCP server over stdio or streamable HTTP
     tui          the TUI app over a scripted provider

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from kit import cli
+from kit import cli, zygote
 from kit.faultserver import FaultServer, Step, text, tool
 
 
@@ -110,33 +109,38 @@ def tether(
     tmp: Path, root: Path, *args: str, timeout: float = 180, trust: bool = True, **extra: str
 ) -> subprocess.CompletedProcess[str]:
     """`tether jobs ARGS` as a process in `root` (DBOS keeps process-wide state: each command
-    is a process of its own, as a user's is)."""
+    is a process of its own, as a user's is), forked from the warmed interpreter
+    (`kit.zygote`)."""
     if trust and args and args[0] in RUNS:
         approve(tmp, root)
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", "jobs", *args],
-        cwd=root,
-        env=env(tmp, **extra),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return zygote.run(["jobs", *args], env=env(tmp, **extra), cwd=root, timeout=timeout)
 
 
 def popen(
-    tmp: Path, root: Path, *args: str, start_new_session: bool = False, **extra: str
-) -> subprocess.Popen[str]:
-    """`tether jobs ARGS` started in `root` and left running (output discarded)."""
+    tmp: Path,
+    root: Path,
+    *args: str,
+    start_new_session: bool = False,
+    stderr: Path | None = None,
+    **extra: str,
+) -> zygote.Forked:
+    """`tether jobs ARGS` started in `root` and left running (forked from the warmed
+    interpreter, `kit.zygote`); stdout discarded, stderr written to the file `stderr` or
+    discarded."""
     if args and args[0] in RUNS:
         approve(tmp, root)
-    return cli.popen(
-        ["jobs", *args],
-        tmp / "home",
-        cwd=root,
-        env=env(tmp, **extra),
-        start_new_session=start_new_session,
-    )
+    if stderr is None:
+        return zygote.start(
+            ["jobs", *args], env=env(tmp, **extra), cwd=root, start_new_session=start_new_session
+        )
+    with stderr.open("w") as err:  # the child has its own copy
+        return zygote.start(
+            ["jobs", *args],
+            env=env(tmp, **extra),
+            cwd=root,
+            stderr=err.fileno(),
+            start_new_session=start_new_session,
+        )
 
 
 def lines(out: str) -> list[dict[str, Any]]:

@@ -1,0 +1,144 @@
+"""The warmed interpreter behind `kit.zygote` (run as a script, not imported by tests).
+
+It imports what a `tether jobs` command imports, then waits on the control socket whose file
+descriptor is its first argument. Each request (a JSON message with four descriptors: a status
+socket, then the child's stdin, stdout and stderr) is answered by a fork: the child takes the
+request's arguments, environment, working folder and standard streams and runs
+`python -m tether.cli ARGS` as the interpreter would (`runpy`, `sys.path[0]` the working
+folder), then exits the way an interpreter does (threads joined, `atexit`, streams flushed).
+The child writes `pid N` on the status socket once it is set up; the server writes `exit CODE`
+when it reaps the child (`CODE` as `subprocess` gives it: negative for a signal). The server exits when the control
+socket closes (the test process is gone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+WARM = (
+    "tether.cli.entry",
+    "tether.cli.main",
+    "tether.jobs.engine",
+    "tether.jobs.runner",
+    "tether.jobs.warm",
+    "tether.jobs.pull",
+    "tether.jobs.liveness",
+    "tether.providers.openai_chat",
+    "tether.tools.builtin.toolset",
+    "tether.session.dbstore",
+    "dbos._sys_db_sqlite",
+    "dbos._sys_db_postgres",
+    "sqlalchemy.dialects.sqlite",
+    "sqlalchemy.dialects.postgresql",
+    "psycopg",
+    "keyring",
+)
+"""The modules imported once here (a child imports anything else itself)."""
+
+
+def _warm() -> None:
+    for name in WARM:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    # a fork copies only the calling thread: the imports must have started none
+    assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
+
+
+def _serve(
+    ctl: socket.socket,
+) -> tuple[dict[str, Any], socket.socket, list[int]] | None:
+    """Serve requests; returns in a child (its request, status socket and standard streams),
+    or None in the server when the control socket closes."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    pending: dict[int, socket.socket] = {}
+    while True:
+        ready, _, _ = select.select([ctl, wake_r], [], [])
+        if wake_r in ready:
+            while True:
+                try:
+                    if not os.read(wake_r, 512):
+                        break
+                except BlockingIOError:
+                    break
+        while pending:
+            try:
+                pid, code = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = pending.pop(pid, None)
+            if conn is not None:
+                with contextlib.suppress(OSError):
+                    conn.sendall(f"exit {os.waitstatus_to_exitcode(code)}\n".encode())
+                conn.close()
+        if ctl not in ready:
+            continue
+        msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 4)
+        if not msg:
+            return None
+        request = json.loads(msg)
+        status = socket.socket(fileno=fds[0])
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for conn in (ctl, *pending.values()):
+                conn.close()
+            os.close(wake_r)
+            os.close(wake_w)
+            return request, status, fds[1:]
+        for fd in fds[1:]:
+            os.close(fd)
+        pending[pid] = status
+
+
+def _child(request: dict[str, Any], status: socket.socket, stdio: list[int]) -> None:
+    """Become `python -m tether.cli ARGS` with the request's streams, environment and folder;
+    `pid N` goes on the status socket once the child is set up (as `Popen` returns once the
+    child has exec'd), `error ...` instead if it cannot be."""
+    try:
+        if request["new_session"]:
+            os.setsid()
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+    except OSError as exc:
+        status.sendall(f"error {exc!r}\n".encode())
+        os._exit(127)
+    status.sendall(f"pid {os.getpid()}\n".encode())
+    status.close()
+    sys.path[0] = os.getcwd()  # `python -m`: the working folder first
+    sys.argv = ["tether", *request["args"]]
+    runpy.run_module("tether.cli", run_name="__main__", alter_sys=True)
+
+
+def main() -> None:
+    ctl = socket.socket(fileno=int(sys.argv[1]))
+    _warm()
+    ctl.send(b"ready")
+    got = _serve(ctl)
+    if got is None:
+        return
+    _child(*got)
+
+
+if __name__ == "__main__":
+    main()
