@@ -136,6 +136,16 @@ def test_progress_line_only_for_long_replies_and_rate_from_the_first_token(
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "tether: generating… 6 tokens (5.0 tokens/s)"
     assert err[-1].startswith("tether: generated 11 tokens")
+    late = _Progress(0.0)
+    late.token(7.0)  # the first token after 7 s of prompt processing: no rate yet
+    assert capsys.readouterr().err == ""
+    for i in range(1, 6):
+        late.token(7.0 + i * 0.25)  # 4 tokens/s, measured over 1 s at the fifth
+    late.finish(8.25)
+    assert capsys.readouterr().err.splitlines() == [
+        "tether: generating… 5 tokens (4.0 tokens/s)",
+        "tether: generated 6 tokens (4.0 tokens/s)",
+    ]
 
 
 def _round(k: int, *, failed: bool) -> tuple[Turn, Turn]:

@@ -102,6 +102,9 @@ DEFAULT_MAX_OUTPUT_TOKENS = 512
 PROGRESS_EVERY_S = 5.0
 """While a reply generates for longer than this, a progress line goes to stderr this often."""
 
+RATE_OVER_S = 1.0
+"""A progress line waits until the generation rate has been measured over this long."""
+
 PROTOCOL_OVERRIDE: Protocol | None = None
 """Forces the protocol of every `LocalProvider` without its own (set by `bench/tasks.py
 --protocol` to compare the two on the same model); None: per model family."""
@@ -159,7 +162,9 @@ def model_protocol(llm: Any, forced: Protocol | None = None) -> Protocol:
 class _Progress:
     """Prints `tether: generating… N tokens (R tokens/s)` to stderr every `PROGRESS_EVERY_S`
     while a reply is long; a closing line once it ends, if any progress line was printed. The
-    rate counts from the first token (prompt processing excluded)."""
+    rate counts from the first token (prompt processing excluded), and no line is printed before
+    it has been measured over `RATE_OVER_S` (a first token after a long prompt would otherwise
+    print `1 tokens (0.0 tokens/s)`)."""
 
     def __init__(self, started: float) -> None:
         self.first: float | None = None
@@ -171,7 +176,7 @@ class _Progress:
         self.tokens += 1
         if self.first is None:
             self.first = now
-        if now >= self.next_at:
+        if now >= self.next_at and now - self.first >= RATE_OVER_S:
             self.next_at = now + PROGRESS_EVERY_S
             self.printed = True
             print(self.line(now, "generating…"), file=sys.stderr, flush=True)
