@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 from dbos import DBOSClient
 
-from kit.jobs import LoopModel, job_sessions, jobs_url, lines, project, task_file, tether
+from kit.jobs import (
+    LoopModel,
+    approve,
+    job_sessions,
+    jobs_url,
+    lines,
+    project,
+    task_file,
+    tether,
+)
 from tether.jobs.engine import APP_NAME
 
 pytestmark = pytest.mark.slow  # `tether jobs` processes (DBOS), one interpreter each
@@ -137,3 +146,26 @@ def test_add_checks_the_file_and_refuses_a_duplicate_id(tmp_path: Path) -> None:
         out = tether(tmp_path, root, "add", str(bad))
         assert out.returncode == 1 and "schedule" in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_the_views_of_a_project_never_dispatched_show_nothing_and_an_unknown_task_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Before the first dispatch there is no jobs database: every view shows nothing, exit 0
+    (as `status` does); a task id that names no file, record or run is refused by `cancel` as
+    by `logs` (exit 1), and an existing task with nothing to cancel is not."""
+    with LoopModel() as model:
+        root = project(tmp_path, model, jobs_settings=FAST)
+        task_file(root, "real", "real go")
+        approve(tmp_path, root)
+        for args in (["status"], ["status", "--cycles"], ["workers"]):
+            out = tether(tmp_path, root, *args)
+            assert (out.returncode, out.stdout) == (0, ""), (args, out.stderr)
+            assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert not list((tmp_path / "home" / "jobs").glob("*.sqlite"))  # views create nothing
+        for args in (["cancel", "nothing"], ["logs", "nothing"]):
+            out = tether(tmp_path, root, *args)
+            assert out.returncode == 1 and "no task nothing" in out.stderr, (args, out.stderr)
+        out = tether(tmp_path, root, "cancel", "real")
+        assert out.returncode == 0 and "cancelled 0 run(s) of real" in out.stderr
+        assert model.requests == []

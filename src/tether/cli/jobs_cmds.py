@@ -380,15 +380,31 @@ def cancel(
     cwd: Cwd = Path("."),
 ) -> None:
     """Cancel a task's queued and running runs (a running agent is interrupted; its partial
-    turn is persisted)."""
+    turn is persisted). A task id with no file, no record and no run is refused (exit 1)."""
     from tether.jobs import engine
+
+    from tether.jobs import folder
 
     root = _root(cwd)
     cfg = _config(root, role="cancel")
     ids = engine.cancel(cfg, task_id)
+    if not ids and not _known(root, cfg, task_id):
+        err(f"no task {task_id} in {folder.jobs_dir(root)} and no runs of it")
+        raise typer.Exit(EXIT_USAGE)
     for wid in ids:
         _print({"workflow_id": wid, "status": "CANCELLED"})
     err(f"cancelled {len(ids)} run(s) of {task_id}")
+
+
+def _known(root: Path, cfg: JobsConfig, task_id: str) -> bool:
+    """A task file of that id, a run record of it, or a workflow of it in the database."""
+    from tether.jobs import engine, folder
+
+    return (
+        any(t.id == task_id for t in folder.scan(root).tasks)
+        or bool(folder.read_records(root, task_id))
+        or bool(engine.workflows(cfg, task_id))
+    )
 
 
 @jobs_app.command("workers")

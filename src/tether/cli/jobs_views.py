@@ -1,6 +1,7 @@
 """The read-only views of `tether jobs` over the jobs database: `workers`, `status --cycles`,
-`logs --turns`. JSON lines on stdout, a one-line summary on stderr; a database that cannot
-be read is one line and exit 1. Nothing here executes a run."""
+`logs --turns`. JSON lines on stdout, a one-line summary on stderr; a database not created yet
+shows nothing (exit 0), one that cannot be read is one line and exit 1. Nothing here executes a
+run."""
 
 from __future__ import annotations
 
@@ -32,17 +33,23 @@ def redact_url(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
-def _read(cfg: JobsConfig, read: Callable[[], T]) -> T:
-    """`read()`, or one line and exit 1 when the jobs database cannot be read."""
+def _absent(cfg: JobsConfig) -> bool:
+    """True, with one line on stderr, when the project's SQLite jobs database does not exist
+    yet: the view shows nothing and exits 0, as `jobs status` does ("no runs yet")."""
     url = cfg.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         err(f"no jobs database yet ({redact_url(url)}): nothing was dispatched")
-        raise typer.Exit(EXIT_USAGE)
+        return True
+    return False
+
+
+def _read(cfg: JobsConfig, read: Callable[[], T]) -> T:
+    """`read()`, or one line and exit 1 when the jobs database cannot be read."""
     try:
         return read()
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        err(f"jobs database {redact_url(url)}: {first}")
+        err(f"jobs database {redact_url(cfg.database_url)}: {first}")
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -58,6 +65,8 @@ def print_workers(cfg: JobsConfig) -> None:
                 running.setdefault(w.executor_id, []).append(w.workflow_id)
         return rows, running
 
+    if _absent(cfg):
+        return
     rows, running = _read(cfg, read)
     for row in rows:
         _print(row | {"running": running.get(str(row["executor_id"]), [])})
@@ -69,6 +78,8 @@ def print_cycles(cfg: JobsConfig) -> None:
     """One row per dispatch scan of the project (the last 100)."""
     from tether.jobs import db
 
+    if _absent(cfg):
+        return
     rows = _read(cfg, lambda: db.cycles(cfg.database_url, cfg.project))
     for row in rows:
         _print(row)
@@ -84,6 +95,8 @@ def print_run_sessions(cfg: JobsConfig, task_id: str, records: list[dict[str, An
     from tether.jobs.runner import session_id
     from tether.messages import turn_to_dict
 
+    if _absent(cfg):
+        return
     sids = [str(r["session_id"]) for r in records if r.get("session_id")]
     for w in _read(cfg, lambda: engine.workflows(cfg, task_id)):
         slot = w.workflow_id.rsplit(":", 1)[-1]
