@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.agent.build import model_refs
+from tether.agent.build import check_only_tools, model_refs
 from tether.errors import ConfigError
 from tether.settings import (
     AgentConfig,
@@ -27,6 +27,7 @@ from tether.settings import (
     settings_path,
 )
 from tether.settings.merge import set_dotted, split_dotted
+from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED, scrubbed_env
 
 
@@ -473,3 +474,12 @@ def test_set_dotted_sets_only_that_key(data: dict[str, Any], path: list[str], va
     assert {k: v for k, v in out.items() if k != path[0]} == {
         k: v for k, v in data.items() if k != path[0]
     }
+
+
+def test_tools_only_names_are_checked_against_the_tools_there_are() -> None:
+    tools = builtin_tools()
+    check_only_tools(None, tools)
+    # built-in names, MCP names (their servers list them once started), and `recall`
+    check_only_tools(["read", "bash", "mcp__demo__add", "mcp_read_resource", "recall"], tools)
+    with pytest.raises(ConfigError, match=r"tools.only: nosuchtool, reed \(the tools: .*read"):
+        check_only_tools(["nosuchtool", "read", "reed"], tools)

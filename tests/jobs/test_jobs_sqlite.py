@@ -99,23 +99,33 @@ def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path:
         assert rec["answer"] == "done cron0" and rec["usage"]["output_tokens"] > 0
 
 
-def test_a_task_with_an_unknown_model_fails_its_run_with_the_reason(tmp_path: Path) -> None:
-    """A task file naming a provider that does not exist: no traceback, the run's record and
-    `jobs logs` say why, the task is not archived, the other task runs."""
+@pytest.mark.parametrize(
+    ("front", "reason"),
+    [({"model": "nosuchprovider/xyz"}, "nosuchprovider"), ({"tools": ["nosuchtool"]}, "nosuchtool")],
+    ids=["model", "tool"],
+)
+def test_a_task_with_an_unknown_model_or_tool_fails_its_run_with_the_reason(
+    tmp_path: Path, front: dict[str, object], reason: str
+) -> None:
+    """A task file naming a provider or a tool that does not exist: no traceback, the run's
+    record and `jobs logs` say why, the task is not archived, the other task runs with the tools
+    its `tools` names and no others."""
     with LoopModel() as model:
         root = project(tmp_path, model)
-        task_file(root, "bad", "bad go", model="nosuchprovider/xyz")
-        task_file(root, "good", "good go")
+        task_file(root, "bad", "bad go", **front)
+        task_file(root, "good", "good TOOL", tools=["bash"])
         done = tether(tmp_path, root, "dispatch", "--once")
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr
         (record,) = (root / ".tether" / "jobs" / "runs" / "bad").glob("*.json")
         outcome = json.loads(record.read_text())
-        assert outcome["stop_reason"] == "error" and "nosuchprovider" in outcome["error"]
+        assert outcome["stop_reason"] == "error" and reason in outcome["error"]
         assert (root / ".tether" / "jobs" / "bad.md").is_file()  # not archived: it failed
         assert model.finals() == {"good": 1}
+        offered = {t["function"]["name"] for r in model.requests for t in r["body"]["tools"]}
+        assert offered == {"bash"}
         logs = tether(tmp_path, root, "logs", "bad")
-        assert logs.returncode == 0 and "nosuchprovider" in logs.stdout + logs.stderr
+        assert logs.returncode == 0 and reason in logs.stdout + logs.stderr
 
 
 def test_disabled_jobs_dispatch_nothing_and_say_so(tmp_path: Path) -> None:

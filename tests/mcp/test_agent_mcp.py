@@ -86,3 +86,23 @@ def test_a_failing_server_is_a_warning(tmp_path: Path) -> None:
     warnings = [e for e in events if isinstance(e, WarningEvent)]
     assert [w.kind for w in warnings] == ["mcp_server_failed"]
     assert "broken" in warnings[0].message
+
+
+def test_tools_only_limits_the_servers_tools_as_it_limits_the_others(tmp_path: Path) -> None:
+    """`tools.only` (a Job's `tools`) names the tools offered whatever their kind: an MCP
+    server's tools not named are not offered (nor `mcp_read_resource`), like built-in ones."""
+    demo = demo_server(tmp_path)
+    provider = ScriptedProvider([call("mcp__demo__add", a=2, b=3), "five"])
+    events: list[AgentEvent] = []
+    root = tmp_path / "work"
+    root.mkdir(exist_ok=True)
+    agent = make_agent(
+        provider,
+        root,
+        settings={"mcp": {"servers": {"demo": demo}}, "tools": {"only": ["read", "mcp__demo__add"]}},
+        builtins=True,
+        events=events,
+    )
+    assert agent.run_sync("add").text == "five"
+    assert sorted(t.name for t in provider.requests[0].tools) == ["mcp__demo__add", "read"]
+    assert [r.is_error for r in results(events)] == [False]

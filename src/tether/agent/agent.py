@@ -169,7 +169,6 @@ class Agent:
         host: Host | None = None,
         session: AgentSession | None = None,
         runtime: Runtime | None = None,
-        only_tools: Sequence[str] | None = None,
         chains: ChainCache | None = None,
     ) -> Self:
         """The agent `tether run` builds in `cwd`: the user and project settings files
@@ -186,14 +185,15 @@ class Agent:
             cwd: the project folder (settings, tool folders; the tools' working folder).
             model: pins the model (as `--model`; strict), else the settings' selection.
             base_url: the endpoint for the model(s) (as `--base-url`).
-            overrides: dotted config fields to replace (`{"tools.safe": True}`; as flags do).
-            only_tools: offer only the tools of these names (a Job's `tools`).
+            overrides: dotted config fields to replace (`{"tools.safe": True}`; as flags do;
+                `{"tools.only": [...]}` for a Job's `tools`).
             chains: reuse the providers built before from the same model inputs
                 (`tether.agent.chains.ChainCache`, one per event loop).
             Others: as `Agent`.
 
         Raises:
-            ConfigError: (AuthError included) a settings file or model that is invalid.
+            ConfigError: (AuthError included) a settings file or model that is invalid, or a
+                `tools.only` name that is no tool of these settings (`check_only_tools`).
         """
         host = host or Host()
         early: list[str] = []
@@ -223,8 +223,7 @@ class Agent:
             tools.append(question)
         if cfg.tools.web.fetch and not any(t.name == web_fetch.name for t in tools):
             tools.append(web_fetch)
-        if only_tools is not None:
-            tools = [t for t in tools if t.name in only_tools]
+        build.check_only_tools(cfg.tools.only, tools)
         agent = cls(
             chain,
             config=cfg,

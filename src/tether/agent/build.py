@@ -31,6 +31,7 @@ from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
+from tether.compaction.recall import RECALL_TOOL
 from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
 from tether.errors import ConfigError
@@ -262,6 +263,26 @@ def folder_tools(
     for problem in scanned.problems:
         note(f"note: tool file {problem.file} skipped: {problem.message}")
     return list(scanned.registry)
+
+
+def check_only_tools(only: Sequence[str] | None, tools: Sequence[Tool]) -> None:
+    """Refuse a `tools.only` name that names none of `tools` (the tools these settings give)
+    and is not an MCP name (`mcp__<server>__<tool>`, `mcp_read_resource`: their servers list
+    them only once started) or `recall` (offered once compaction elides turns, named or not).
+
+    Raises:
+        ConfigError: one line naming the unknown names and the tools there are.
+    """
+    if only is None:
+        return
+    have = {t.name for t in tools}
+    later = {RECALL_TOOL}
+    unknown = [n for n in only if n not in have | later and not n.startswith("mcp_")]
+    if unknown:
+        raise ConfigError(
+            f"unknown tools in tools.only: {', '.join(unknown)} "
+            f"(the tools: {', '.join(sorted(have))}, and MCP tools as mcp__<server>__<tool>)"
+        )
 
 
 def compaction_policy(config: AgentConfig) -> CompactionPolicy:

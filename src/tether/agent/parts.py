@@ -338,7 +338,8 @@ def assemble(
     Args:
         config: the configuration (turns, timeouts, retries, tool policy, compaction, hooks).
         chain: the providers in fallback order (`tether.agent.build.resolve_models`).
-        tools: the tools offered (a registry is used as is; a sequence is copied into one).
+        tools: the tools offered (a registry is used as is; a sequence is copied into one,
+            keeping only the names in `config.tools.only` when it is set).
         root: the working folder (resolved); file tools are confined to it.
         session: the agent's session (its folder holds persisted tool outputs; hooks see its
             id).
@@ -365,7 +366,7 @@ def assemble(
     emit = host.on_event or _drop
     rt = runtime or Runtime()
     root = Path(root).resolve()
-    registry = tools if isinstance(tools, ToolRegistry) else _registry(tools)
+    registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, config.tools.only)
     run = RunSettings.of(config, system, session.context)
     limits = _limits(chain, config, note)
     fixed = build.fixed_text(run.system, list(registry))
@@ -474,10 +475,11 @@ def takes_compact_prompt(provider: Provider) -> bool:
     return info is not None and info.compact_prompt
 
 
-def _registry(tools: Sequence[Tool]) -> ToolRegistry:
+def _registry(tools: Sequence[Tool], only: Sequence[str] | None) -> ToolRegistry:
     registry = ToolRegistry()
     for t in tools:
-        registry.add(t)
+        if only is None or t.name in only:
+            registry.add(t)
     return registry
 
 

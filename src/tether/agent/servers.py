@@ -54,6 +54,7 @@ def mcp_tools(
         default_start=settings.mcp.start,
         cache_dir=default_cache_dir(),
         policy=policy_for(settings.tools, root),
+        only=settings.tools.only,
     )
 
 

@@ -381,9 +381,7 @@ def cancel(
 ) -> None:
     """Cancel a task's queued and running runs (a running agent is interrupted; its partial
     turn is persisted). A task id with no file, no record and no run is refused (exit 1)."""
-    from tether.jobs import engine
-
-    from tether.jobs import folder
+    from tether.jobs import engine, folder
 
     root = _root(cwd)
     cfg = _config(root, role="cancel")

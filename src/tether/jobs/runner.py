@@ -119,18 +119,17 @@ def run_task(
     if task.get("safe"):
         overrides["tools.safe"] = True
     wanted = task.get("tools")
+    if isinstance(wanted, list):
+        overrides["tools.only"] = [str(n) for n in cast(list[object], wanted)]
     try:
         agent = Agent.from_settings(
             root,
             model=model if model is not None else task.get("model"),
             overrides=overrides,
             session=session,
-            only_tools=[str(n) for n in cast(list[object], wanted)]
-            if isinstance(wanted, list)
-            else None,
             chains=None if warm is None else warm.chains(),
         )
-    except ConfigError as exc:  # a task's unknown model, a missing key: its run's error
+    except ConfigError as exc:  # a task's unknown model or tool, a missing key: its run's error
         return _failed(f"config: {exc}") | _run_fields(task, slot, sid, bool(history))
     session.open()
     writer = session.writer

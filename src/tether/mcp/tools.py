@@ -23,7 +23,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,7 @@ class McpTools:
             skipped with a warning, as a run without a sandbox is in safe mode anyway).
         policy: the tools' policy stdio servers are confined by (`tools` settings:
             `tether.sandbox.policy.policy_for`), or None.
+        only: offer only the tools of these (offered) names, `tools.only`; None: all.
     """
 
     def __init__(
@@ -123,8 +124,10 @@ class McpTools:
         lookup: Lookup = default_lookup,
         allow_unsandboxed: bool = False,
         policy: PathPolicy | None = None,
+        only: Collection[str] | None = None,
     ) -> None:
         self.root = root
+        self._only = None if only is None else frozenset(only)
         self.on_warning = on_warning
         self.cache_dir = cache_dir
         self.connections: dict[str, ServerConnection] = {}
@@ -216,14 +219,18 @@ class McpTools:
                 continue
             self._offer(conn, listing, used)
             used |= set(self._offered[conn.name])
-        if self._offered:
+        if self._offered and self._allowed(READ_RESOURCE_TOOL):
             self._tools[READ_RESOURCE_TOOL] = self._read_resource_tool()
         return list(self._tools.values())
+
+    def _allowed(self, name: str) -> bool:
+        return self._only is None or name in self._only
 
     def _offer(self, conn: ServerConnection, listing: Sequence[mt.Tool], used: set[str]) -> None:
         self._listings[conn.name] = tuple(listing)
         by_name = {t.name: t for t in listing}
         offered = tool_names(conn.name, list(by_name), used)
+        offered = {n: o for n, o in offered.items() if self._allowed(n)}
         self._offered[conn.name] = offered
         for name, original in offered.items():
             self._tools[name] = self._make_tool(conn, name, by_name[original])
@@ -274,11 +281,12 @@ class McpTools:
             used |= set(self._registry.names())
         read_tool = self._tools.pop(READ_RESOURCE_TOOL, None)
         self._offer(conn, listing, used)
-        self._tools[READ_RESOURCE_TOOL] = read_tool or self._read_resource_tool()
+        if self._allowed(READ_RESOURCE_TOOL):
+            self._tools[READ_RESOURCE_TOOL] = read_tool or self._read_resource_tool()
         if self._registry is not None:
             for name in self._offered[server]:
                 self._registry.add(self._tools[name])
-            if READ_RESOURCE_TOOL not in self._registry:
+            if READ_RESOURCE_TOOL in self._tools and READ_RESOURCE_TOOL not in self._registry:
                 self._registry.add(self._tools[READ_RESOURCE_TOOL])
         self._store_cache(conn.spec, listing)
 

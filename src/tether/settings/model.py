@@ -164,6 +164,11 @@ class ToolsSettings(_Section):
             `read-only` (safe mode), `auto` (nothing asked). Only a host with an approver
             (the TUI, `Agent(approver=...)`) asks; headless, `ask` runs calls unasked.
         web: the `web_fetch` tool's policy (`WebSettings`).
+        only: the only tools offered, by name, whatever their kind (built-in, tool folders,
+            `skill`, `task`, MCP `mcp__<server>__<tool>` and `mcp_read_resource`); None: all.
+            A Job's `tools` field sets it. A name that is no tool the settings give, and not
+            an MCP name (known only once its server starts), is refused (`ConfigError`).
+            `recall` stays offered once compaction elides turns.
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
@@ -182,6 +187,7 @@ class ToolsSettings(_Section):
     sandbox: SandboxKind = "auto"
     approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
     web: WebSettings = Field(default_factory=WebSettings)
+    only: list[str] | None = None
 
 
 class ModelWindow(_Section):
