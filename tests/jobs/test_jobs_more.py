@@ -59,7 +59,8 @@ def test_queued_runs_do_not_start_once_jobs_are_disabled(tmp_path: Path, how: st
         for name in names:
             task_file(root, name, f"{name} go")
         assert tether(tmp_path, root, "dispatch", "--once", "--enqueue-only").returncode == 0
-        worker = popen(tmp_path, root, "worker", "--id", "w", start_new_session=True)
+        log = tmp_path / "worker.err"
+        worker = popen(tmp_path, root, "worker", "--id", "w", start_new_session=True, stderr=log)
         try:
             _wait(lambda: len(model.requests) >= 1, "the first run never started")
             if how == "disable":  # what `tether jobs disable` does, without its start-up time
@@ -74,6 +75,13 @@ def test_queued_runs_do_not_start_once_jobs_are_disabled(tmp_path: Path, how: st
         skipped = [n for n in names if recs[n]["stop_reason"] == "disabled"]
         assert len(started) == 1 and len(skipped) == 2, recs  # the one running finished
         assert set(model.finals()) == set(started)  # the others never asked the model
+        # the worker says each run it finished, one line each
+        finished = sorted(line for line in log.read_text().splitlines() if "finished" in line)
+        assert len(finished) == 3, log.read_text()
+        for n in names:
+            wid = recs[n]["workflow_id"]
+            (line,) = [x for x in finished if f"finished {wid}: " in x]
+            assert line.split(": ", 2)[2].startswith(recs[n]["stop_reason"]), line
         store = job_sessions(tmp_path, root)
         assert not any(f".{n}." in info.id for info in store.list() for n in skipped)
         # a skipped run-once task is not archived: it stays to be run again

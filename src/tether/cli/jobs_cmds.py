@@ -225,7 +225,7 @@ def dispatch(
     root = _root(cwd)
     _require_enabled(root)
     cfg = _config(root, executor_id=executor_id, role="dispatch", runs=True)
-    _launch(cfg, listen=not enqueue_only, recovers=watch)
+    _launch(cfg, listen=not enqueue_only, recovers=watch, long_lived=watch)
     try:
         if not watch:
             found, runs = engine.dispatch_scan(cfg, datetime.now(UTC))
@@ -259,12 +259,28 @@ def dispatch(
         engine.shutdown()
 
 
-def _launch(cfg: JobsConfig, *, listen: bool, recovers: bool = False) -> None:
+def _finished(outcome: dict[str, Any]) -> None:
+    """One stderr line per run a long-lived process (`worker`, `dispatch --watch`) finishes."""
+    line = f"finished {outcome.get('workflow_id')}: {outcome.get('stop_reason')}"
+    line += f", {outcome.get('turns', 0)} turn(s)"
+    if outcome.get("error"):
+        line += f" ({str(outcome['error']).splitlines()[0]})"
+    err(line)
+
+
+def _launch(
+    cfg: JobsConfig, *, listen: bool, recovers: bool = False, long_lived: bool = False
+) -> None:
     from tether.jobs import engine
     from tether.jobs.liveness import WorkerAlive
 
     try:
-        engine.launch(cfg, listen=listen, recovers=recovers)
+        engine.launch(
+            cfg,
+            listen=listen,
+            recovers=recovers,
+            on_outcome=_finished if long_lived else None,
+        )
     except WorkerAlive as exc:
         err(f"refused: {exc}")
         raise typer.Exit(EXIT_USAGE) from None
@@ -421,13 +437,13 @@ def worker(cwd: Cwd = Path("."), executor_id: ExecutorId = None) -> None:
     """A long-lived worker: takes this project's runs from the queue (shared through
     PostgreSQL across machines), recovers its own unfinished ones on start, beats into the
     jobs database and recovers the runs of workers silent past `jobs.worker_timeout`. An id
-    a live worker has is refused (exit 1)."""
+    a live worker has is refused (exit 1). Each run it finishes is one line on stderr."""
     from tether.jobs import engine
 
     root = _root(cwd)
     _require_enabled(root)
     cfg = _config(root, executor_id=executor_id, role="worker", runs=True)
-    _launch(cfg, listen=True, recovers=True)
+    _launch(cfg, listen=True, recovers=True, long_lived=True)
     err(f"worker {cfg.executor_id} on {redact_url(cfg.database_url)} (queue {cfg.queue})")
     try:
         engine.serve(threading.Event(), None, cfg.poll_interval_s)

@@ -173,6 +173,7 @@ class _Process:
     liveness: Liveness | None = None
     warm: Warm | None = None
     puller: pull.Puller | None = None
+    on_outcome: Callable[[dict[str, Any]], None] | None = None
 
 
 _PROCESS = _Process()
@@ -215,7 +216,7 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
             "finished_ms": int(time.time() * 1000),
         }
         folder.write_record(cfg.root, str(task["id"]), slot, skipped)
-        return skipped
+        return _told(skipped)
     from tether.jobs.runner import run_task  # the agent's stack (~1 s of imports): runs only
 
     ended = threading.Event()
@@ -239,6 +240,13 @@ def _run_step(task: dict[str, Any], slot: str) -> dict[str, Any]:
             _LOCAL_RUNS.pop(wid, None)
     outcome = outcome | {"workflow_id": wid, "executor_id": cfg.executor_id}
     folder.write_record(cfg.root, str(task["id"]), slot, outcome)
+    return _told(outcome)
+
+
+def _told(outcome: dict[str, Any]) -> dict[str, Any]:
+    """`outcome`, after this process's `on_outcome` (if any) was told it."""
+    if _PROCESS.on_outcome is not None:
+        _PROCESS.on_outcome(outcome)
     return outcome
 
 
@@ -274,7 +282,12 @@ def job_workflow(project: str, task: dict[str, Any], slot: str) -> dict[str, Any
 
 
 def launch(
-    cfg: JobsConfig, *, listen: bool = True, model: ModelLike | None = None, recovers: bool = True
+    cfg: JobsConfig,
+    *,
+    listen: bool = True,
+    model: ModelLike | None = None,
+    recovers: bool = True,
+    on_outcome: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     """Start DBOS in this process with `cfg` (the system database is created and migrated on
     first use); register the project's queues. `listen=True`: this process runs task runs: it
@@ -282,7 +295,8 @@ def launch(
     recovers dead workers' runs until `shutdown`. `listen=False`: this process only enqueues
     (dequeues nothing, recovers nothing). `recovers=False` (a short-lived listening process:
     `dispatch --once`, `run`): it beats but leaves dead workers to the long-lived ones. `model`
-    overrides every task's model (a provider object in tests).
+    overrides every task's model (a provider object in tests). `on_outcome` is told each run
+    this process finishes (its outcome, as recorded), on the run's thread.
 
     Raises:
         tether.jobs.liveness.WorkerAlive: a live worker has `cfg.executor_id` (nothing started).
@@ -303,6 +317,7 @@ def launch(
     db.prefer_wal(cfg.database_url)
     _PROCESS.config = cfg
     _PROCESS.model = model
+    _PROCESS.on_outcome = on_outcome
     _PROCESS.liveness = live
     if listen:
         from tether.jobs.warm import Warm
