@@ -81,3 +81,41 @@ def test_a_command_in_a_session_of_its_own_is_killed_with_its_group(tmp_path: Pa
         assert worker.wait(timeout=30) == -signal.SIGKILL
         assert worker.poll() == -signal.SIGKILL
     assert env(tmp_path)["TETHER_HOME"] == str(tmp_path / "home")
+
+
+def test_a_ctrl_c_to_the_group_leaves_the_server_and_a_dead_server_is_replaced(
+    tmp_path: Path,
+) -> None:
+    e = cli.cli_env(tmp_path / "home")
+    assert zygote.run(["--help"], env=e, cwd=tmp_path).returncode == 0
+    server = zygote._server  # pyright: ignore[reportPrivateUsage]
+    assert server is not None
+    os.kill(server.pid, signal.SIGINT)  # what a Ctrl-C at the terminal sends the whole group
+    assert zygote.run(["--help"], env=e, cwd=tmp_path).returncode == 0
+    assert server.poll() is None
+    with LoopModel() as model:
+        root = project(tmp_path, model, jobs_settings={"poll_interval": "100ms"})
+        worker = popen(tmp_path, root, "worker", "--id", "w", start_new_session=True)
+        server.kill()  # the server dies while the worker runs
+        server.wait()
+        assert worker.poll() is None
+        worker.kill()  # still reaches the worker (through its pidfd)
+        with pytest.raises(RuntimeError, match=r"exit of .* is unknown"):
+            worker.wait(timeout=30)
+    assert zygote.run(["--help"], env=e, cwd=tmp_path).returncode == 0  # a new server
+    assert zygote._server is not server  # pyright: ignore[reportPrivateUsage]
+
+
+def test_relative_folders_large_environments_and_missing_folders_as_popen_has_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "settings.json").write_text(json.dumps({"tools": {"timeout": "7m"}}))
+    monkeypatch.chdir(tmp_path)
+    e = cli.cli_env(tmp_path / "home") | {f"BIG{k}": "x" * 100_000 for k in range(3)}
+    done = zygote.run(["config", "show"], env=e, cwd=Path("."))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["settings"]["tools"]["timeout"] == "7m"
+    with pytest.raises(FileNotFoundError) as info:
+        zygote.run(["--help"], env=e, cwd=tmp_path / "nowhere")
+    assert info.value.filename == str(tmp_path / "nowhere")

@@ -1,14 +1,18 @@
 """The warmed interpreter behind `kit.zygote` (run as a script, not imported by tests).
 
 It imports what a `tether jobs` command imports, then waits on the control socket whose file
-descriptor is its first argument. Each request (a JSON message with four descriptors: a status
-socket, then the child's stdin, stdout and stderr) is answered by a fork: the child takes the
-request's arguments, environment, working folder and standard streams and runs
-`python -m tether.cli ARGS` as the interpreter would (`runpy`, `sys.path[0]` the working
-folder), then exits the way an interpreter does (threads joined, `atexit`, streams flushed).
-The child writes `pid N` on the status socket once it is set up; the server writes `exit CODE`
-when it reaps the child (`CODE` as `subprocess` gives it: negative for a signal). The server exits when the control
-socket closes (the test process is gone).
+descriptor is its first argument. Each request is a message with four descriptors (a status
+socket, then the child's stdin, stdout and stderr), then the request itself on the status
+socket (8 bytes of length, then JSON: arguments, environment, working folder, new session).
+The server forks; the child takes the request's arguments, environment, working folder and
+standard streams and runs `python -m tether.cli ARGS` as the interpreter would (`runpy`,
+`sys.path[0]` the working folder, Python's own SIGINT handler), then exits the way an
+interpreter does (threads joined, `atexit`, streams flushed). The child writes `pid N` on the
+status socket once it is set up, with a pidfd of itself (`errno message` instead if it cannot
+be set up); the server writes `exit CODE` when it reaps the child (`CODE` as `subprocess`
+gives it: negative for a signal). The server ignores SIGINT (a Ctrl-C at the terminal reaches
+the whole process group: the test process handles it) and exits when the control socket
+closes (the test process is gone).
 """
 
 from __future__ import annotations
@@ -88,11 +92,16 @@ def _serve(
                 conn.close()
         if ctl not in ready:
             continue
-        msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 4)
+        msg, fds, _, _ = socket.recv_fds(ctl, 64, 4)
         if not msg:
             return None
-        request = json.loads(msg)
         status = socket.socket(fileno=fds[0])
+        try:
+            request = json.loads(_read_request(status))
+        except (OSError, ValueError):  # the test process went away mid-request
+            for fd in fds:
+                os.close(fd)
+            continue
         pid = os.fork()
         if pid == 0:
             signal.set_wakeup_fd(-1)
@@ -107,10 +116,24 @@ def _serve(
         pending[pid] = status
 
 
+def _read_request(status: socket.socket) -> bytes:
+    def exactly(n: int) -> bytes:
+        got = b""
+        while len(got) < n:
+            chunk = status.recv(n - len(got))
+            if not chunk:
+                raise OSError("the request was cut")
+            got += chunk
+        return got
+
+    return exactly(int.from_bytes(exactly(8), "big"))
+
+
 def _child(request: dict[str, Any], status: socket.socket, stdio: list[int]) -> None:
     """Become `python -m tether.cli ARGS` with the request's streams, environment and folder;
-    `pid N` goes on the status socket once the child is set up (as `Popen` returns once the
-    child has exec'd), `error ...` instead if it cannot be."""
+    `pid N` and a pidfd go on the status socket once the child is set up (as `Popen` returns
+    once the child has exec'd), `errno message` instead if it cannot be."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter has it
     try:
         if request["new_session"]:
             os.setsid()
@@ -121,9 +144,11 @@ def _child(request: dict[str, Any], status: socket.socket, stdio: list[int]) -> 
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
     except OSError as exc:
-        status.sendall(f"error {exc!r}\n".encode())
+        status.sendall(f"{exc.errno or 0} {exc.strerror or exc}\n".encode())
         os._exit(127)
-    status.sendall(f"pid {os.getpid()}\n".encode())
+    pidfd = os.pidfd_open(os.getpid())
+    socket.send_fds(status, [f"pid {os.getpid()}\n".encode()], [pidfd])
+    os.close(pidfd)
     status.close()
     sys.path[0] = os.getcwd()  # `python -m`: the working folder first
     sys.argv = ["tether", *request["args"]]
@@ -131,6 +156,7 @@ def _child(request: dict[str, Any], status: socket.socket, stdio: list[int]) -> 
 
 
 def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     ctl = socket.socket(fileno=int(sys.argv[1]))
     _warm()
     ctl.send(b"ready")

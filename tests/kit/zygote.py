@@ -13,11 +13,24 @@ planted `.pth` files and import-time behaviour need `kit.cli.tether`).
 `run(args, env=, cwd=)` is `subprocess.run(..., capture_output=True, text=True)`;
 `start(args, env=, cwd=)` returns a `Forked`, the part of `subprocess.Popen` the tests use
 (`pid`, `poll`, `wait`, `kill`, `returncode`).
+
+What a forked command has from the server, not from its request: whatever the interpreter
+reads as it starts (`PYTHONHASHSEED` and the hash secret, `PYTHONIOENCODING`, `PYTHONUTF8`,
+the locale, `PYTHONPATH` beyond `sys.path[0]`), the modules already imported, the first
+milliseconds of start-up (a signal there finds `tether`'s handlers installed, where a fresh
+interpreter would still be importing), three frames of the server in a crash's traceback, and
+its `/proc/<pid>/cmdline` and `environ` (`os.environ` is the request's). A test about any of
+these uses `kit.cli.tether`.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import errno
+import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -35,8 +48,12 @@ _server: subprocess.Popen[bytes] | None = None
 
 
 def _control() -> socket.socket:
-    """The server's control socket (the server started at the first call)."""
+    """The server's control socket (the server started at the first call, and again if it
+    has died)."""
     global _ctl, _server
+    if _server is not None and _server.poll() is not None and _ctl is not None:
+        _ctl.close()
+        _ctl = None
     if _ctl is None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {
@@ -59,26 +76,58 @@ def _control() -> socket.socket:
     return _ctl
 
 
+@atexit.register
+def _stop_server() -> None:
+    """Close the control socket (the server exits) and reap the server."""
+    global _ctl
+    if _ctl is not None:
+        _ctl.close()
+        _ctl = None
+    if _server is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            _server.wait(timeout=10)
+
+
 class Forked:
     """A command forked by the server: `pid`, `returncode` (None while it runs), `poll()`,
-    `wait(timeout)` (raises `subprocess.TimeoutExpired`), `kill()`, `send_signal(sig)`."""
+    `wait(timeout)` (raises `subprocess.TimeoutExpired`), `kill()`, `send_signal(sig)`.
+
+    Signals go through a pidfd of the child (`signal.pidfd_send_signal`): never to a process
+    that took its pid after it ended, and still delivered if the server has died. The exit code
+    comes from the server; if the server has died, `wait` and `poll` raise `RuntimeError`
+    once the child has ended (`poll` returns None while it runs)."""
 
     def __init__(self, args: list[str], status: socket.socket) -> None:
         self.args = args
         self._status = status
         self._buf = b""
         self.returncode: int | None = None
-        first = self._line(None)
+        first, fds = self._first()
         if not first.startswith("pid "):
-            raise RuntimeError(f"{args} could not start: {first}")
+            status.close()
+            code, _, message = first.partition(" ")
+            raise OSError(int(code), message)
         self.pid = int(first.removeprefix("pid "))
+        self._pidfd = fds[0]
 
-    def _line(self, timeout: float | None) -> str:
+    def _first(self) -> tuple[str, list[int]]:
+        got: list[int] = []
+        while b"\n" not in self._buf:
+            chunk, fds, _, _ = socket.recv_fds(self._status, 256, 1)
+            got += fds
+            if not chunk:
+                raise RuntimeError(f"the zygote server went away while {self.args} started")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode(), got
+
+    def _line(self, timeout: float | None) -> str | None:
+        """The next line, or None at EOF (the server died)."""
         self._status.settimeout(timeout)
         while b"\n" not in self._buf:
             chunk = self._status.recv(64)
             if not chunk:
-                raise RuntimeError(f"the zygote server went away while {self.args} ran")
+                return None
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
         return line.decode()
@@ -89,8 +138,14 @@ class Forked:
                 line = self._line(timeout)
             except (TimeoutError, BlockingIOError):
                 raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+            if line is None:  # the server died: the child's end is all there is to know
+                if not select.select([self._pidfd], [], [], timeout)[0]:
+                    raise subprocess.TimeoutExpired(self.args, timeout or 0)
+                self._status.close()
+                raise RuntimeError(f"the zygote server died: the exit of {self.args} is unknown")
             self.returncode = int(line.removeprefix("exit "))
             self._status.close()
+            os.close(self._pidfd)
         return self.returncode
 
     def poll(self) -> int | None:
@@ -100,8 +155,9 @@ class Forked:
             return None
 
     def send_signal(self, sig: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, sig)
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # it has ended
+                signal.pidfd_send_signal(self._pidfd, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -117,9 +173,12 @@ def start(
     start_new_session: bool = False,
 ) -> Forked:
     """`python -m tether.cli ARGS` forked from the server, stdin empty; `stdout` / `stderr` a
-    file descriptor, or `subprocess.DEVNULL` (the default: discarded)."""
-    import json
+    file descriptor, or `subprocess.DEVNULL` (the default: discarded).
 
+    Raises:
+        OSError: the child cannot be set up (`FileNotFoundError` for a missing `cwd`), as
+            `Popen` raises it.
+    """
     ours, theirs = socket.socketpair()
     devnull = os.open(os.devnull, os.O_RDWR)
     fds = [
@@ -128,14 +187,27 @@ def start(
         devnull if stdout == subprocess.DEVNULL else stdout,
         devnull if stderr == subprocess.DEVNULL else stderr,
     ]
-    request = {"args": args, "env": env, "cwd": str(cwd), "new_session": start_new_session}
+    request = json.dumps(
+        {
+            "args": args,
+            "env": env,
+            "cwd": os.path.abspath(cwd),
+            "new_session": start_new_session,
+        }
+    ).encode()
     try:
         with _lock:
-            socket.send_fds(_control(), [json.dumps(request).encode()], fds)
+            socket.send_fds(_control(), [b"go"], fds)
+        ours.sendall(len(request).to_bytes(8, "big") + request)
     finally:
         theirs.close()
         os.close(devnull)
-    return Forked(args, ours)
+    try:
+        return Forked(args, ours)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            exc.filename = os.path.abspath(cwd)
+        raise
 
 
 def run(
