@@ -72,12 +72,9 @@ def _serve(
     while True:
         ready, _, _ = select.select([ctl, wake_r], [], [])
         if wake_r in ready:
-            while True:
-                try:
-                    if not os.read(wake_r, 512):
-                        break
-                except BlockingIOError:
-                    break
+            with contextlib.suppress(BlockingIOError):
+                while os.read(wake_r, 512):
+                    pass
         while pending:
             try:
                 pid, code = os.waitpid(-1, os.WNOHANG)
@@ -99,7 +96,8 @@ def _serve(
         try:
             request = json.loads(_read_request(status))
         except (OSError, ValueError):  # the test process went away mid-request
-            for fd in fds:
+            status.close()  # owns fds[0]
+            for fd in fds[1:]:
                 os.close(fd)
             continue
         pid = os.fork()

@@ -101,31 +101,26 @@ class Forked:
         self.args = args
         self._status = status
         self._buf = b""
+        self._fds: list[int] = []
         self.returncode: int | None = None
-        first, fds = self._first()
+        first = self._line(None)
+        if first is None:
+            status.close()
+            raise RuntimeError(f"the zygote server went away while {args} started")
         if not first.startswith("pid "):
             status.close()
             code, _, message = first.partition(" ")
             raise OSError(int(code), message)
         self.pid = int(first.removeprefix("pid "))
-        self._pidfd = fds[0]
-
-    def _first(self) -> tuple[str, list[int]]:
-        got: list[int] = []
-        while b"\n" not in self._buf:
-            chunk, fds, _, _ = socket.recv_fds(self._status, 256, 1)
-            got += fds
-            if not chunk:
-                raise RuntimeError(f"the zygote server went away while {self.args} started")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
-        return line.decode(), got
+        self._pidfd = self._fds[0]  # sent with the pid line
 
     def _line(self, timeout: float | None) -> str | None:
-        """The next line, or None at EOF (the server died)."""
+        """The next line (descriptors sent with it go to `_fds`), or None at EOF (the server
+        died)."""
         self._status.settimeout(timeout)
         while b"\n" not in self._buf:
-            chunk = self._status.recv(64)
+            chunk, fds, _, _ = socket.recv_fds(self._status, 256, 1)
+            self._fds += fds
             if not chunk:
                 return None
             self._buf += chunk
