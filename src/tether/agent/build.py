@@ -276,8 +276,8 @@ def check_only_tools(only: Sequence[str] | None, tools: Sequence[Tool]) -> None:
     if only is None:
         return
     have = {t.name for t in tools}
-    later = {RECALL_TOOL}
-    unknown = [n for n in only if n not in have | later and not n.startswith("mcp_")]
+    known = have | {RECALL_TOOL}
+    unknown = [n for n in only if n not in known and not n.startswith("mcp_")]
     if unknown:
         raise ConfigError(
             f"unknown tools in tools.only: {', '.join(unknown)} "

@@ -378,7 +378,7 @@ def logs(
 
     root = _root(cwd)
     records = folder.read_records(root, task_id)
-    if not records and not any(t.id == task_id for t in folder.scan(root).tasks):
+    if not _named(root, task_id, records):
         err(f"no task {task_id} in {folder.jobs_dir(root)} and no run records of it")
         raise typer.Exit(EXIT_USAGE)
     for rec in records:
@@ -402,7 +402,11 @@ def cancel(
     root = _root(cwd)
     cfg = _config(root, role="cancel")
     ids = engine.cancel(cfg, task_id)
-    if not ids and not _known(root, cfg, task_id):
+    if (
+        not ids
+        and not _named(root, task_id, folder.read_records(root, task_id))
+        and not engine.workflows(cfg, task_id)
+    ):
         err(f"no task {task_id} in {folder.jobs_dir(root)} and no runs of it")
         raise typer.Exit(EXIT_USAGE)
     for wid in ids:
@@ -410,15 +414,11 @@ def cancel(
     err(f"cancelled {len(ids)} run(s) of {task_id}")
 
 
-def _known(root: Path, cfg: JobsConfig, task_id: str) -> bool:
-    """A task file of that id, a run record of it, or a workflow of it in the database."""
-    from tether.jobs import engine, folder
+def _named(root: Path, task_id: str, records: list[dict[str, Any]]) -> bool:
+    """A task of that id in the jobs folder, or run records of it (`records`)."""
+    from tether.jobs import folder
 
-    return (
-        any(t.id == task_id for t in folder.scan(root).tasks)
-        or bool(folder.read_records(root, task_id))
-        or bool(engine.workflows(cfg, task_id))
-    )
+    return bool(records) or any(t.id == task_id for t in folder.scan(root).tasks)
 
 
 @jobs_app.command("workers")
