@@ -1,7 +1,7 @@
 """A worker takes its next queued run as soon as its run ends (`tether.jobs.pull`), not at its
-queue's next poll: with `worker_concurrency` 1 and `poll_interval` 1s, twelve short queued
+queue's next poll: with `worker_concurrency` 1 and `poll_interval` 3s, twelve short queued
 runs follow one another with a mean gap (one run's end to the next one's start, from their
-sessions) far below the ~900 ms that polling alone leaves (one run per poll)."""
+sessions) far below the ~2.9 s that polling alone leaves (one run per poll)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_a_worker_takes_the_next_run_when_its_run_ends(tmp_path: Path) -> None:
         root = project(
             tmp_path,
             model,
-            jobs_settings={"poll_interval": "1s", "worker_concurrency": 1, "concurrency": 1},
+            jobs_settings={"poll_interval": "3s", "worker_concurrency": 1, "concurrency": 1},
         )
         for i in range(N):
             task_file(root, f"t{i:02d}", f"t{i:02d} go")
@@ -60,7 +60,8 @@ def test_a_worker_takes_the_next_run_when_its_run_ends(tmp_path: Path) -> None:
         spans.sort()
         gaps = [b[0] - a[1] for a, b in itertools.pairwise(spans)]
         assert all(g >= 0 for g in gaps), spans  # one at a time
-        # polling alone: a run of ~0.1 s, then the wait for the next poll, 1 s after the one
-        # that took it (about 900 ms); taken as the run ends: tens of ms (the bound leaves room
-        # for a loaded machine and still tells the two apart)
+        # polling alone: a run of ~0.1 s, then the wait for the next poll, 3 s after the one
+        # that took it (about 2.9 s); taken as the run ends: tens of ms (the bound leaves room
+        # for a loaded machine, and a poll of 3 s keeps polling alone far above it even if a
+        # loaded machine's runs take a second or more)
         assert sum(gaps) / len(gaps) < 500, gaps
