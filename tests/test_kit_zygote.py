@@ -102,6 +102,8 @@ def test_a_ctrl_c_to_the_group_leaves_the_server_and_a_dead_server_is_replaced(
         worker.kill()  # still reaches the worker (through its pidfd)
         with pytest.raises(RuntimeError, match=r"exit of .* is unknown"):
             worker.wait(timeout=30)
+        with pytest.raises(RuntimeError, match=r"exit of .* is unknown"):  # and again
+            worker.poll()
     assert zygote.run(["--help"], env=e, cwd=tmp_path).returncode == 0  # a new server
     assert zygote._server is not server  # pyright: ignore[reportPrivateUsage]
 

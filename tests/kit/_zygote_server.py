@@ -148,13 +148,16 @@ def _child(request: dict[str, Any], status: socket.socket, stdio: list[int]) -> 
     socket.send_fds(status, [f"pid {os.getpid()}\n".encode()], [pidfd])
     os.close(pidfd)
     status.close()
-    sys.path[0] = os.getcwd()  # `python -m`: the working folder first
+    sys.path.insert(0, os.getcwd())  # `python -m`: the working folder first
     sys.argv = ["tether", *request["args"]]
     runpy.run_module("tether.cli", run_name="__main__", alter_sys=True)
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # this script's folder (tests/kit, with its own `mcp.py` and `acp.py`) must not shadow
+    # the packages of those names for the imports here and in the children
+    del sys.path[0]
     ctl = socket.socket(fileno=int(sys.argv[1]))
     _warm()
     ctl.send(b"ready")

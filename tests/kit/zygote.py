@@ -102,6 +102,7 @@ class Forked:
         self._status = status
         self._buf = b""
         self._fds: list[int] = []
+        self._lost = False  # the server died before it reported the exit
         self.returncode: int | None = None
         first = self._line(None)
         if first is None:
@@ -128,6 +129,8 @@ class Forked:
         return line.decode()
 
     def wait(self, timeout: float | None = None) -> int:
+        if self._lost:
+            raise RuntimeError(f"the zygote server died: the exit of {self.args} is unknown")
         if self.returncode is None:
             try:
                 line = self._line(timeout)
@@ -137,7 +140,9 @@ class Forked:
                 if not select.select([self._pidfd], [], [], timeout)[0]:
                     raise subprocess.TimeoutExpired(self.args, timeout or 0)
                 self._status.close()
-                raise RuntimeError(f"the zygote server died: the exit of {self.args} is unknown")
+                os.close(self._pidfd)
+                self._lost = True
+                return self.wait()
             self.returncode = int(line.removeprefix("exit "))
             self._status.close()
             os.close(self._pidfd)
@@ -150,7 +155,7 @@ class Forked:
             return None
 
     def send_signal(self, sig: int) -> None:
-        if self.returncode is None:
+        if self.returncode is None and not self._lost:
             with contextlib.suppress(ProcessLookupError):  # it has ended
                 signal.pidfd_send_signal(self._pidfd, sig)
 
