@@ -4,8 +4,10 @@ asyncio or rich — each command imports what it runs on when it runs."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 PROBE = """
 import contextlib, io, json, sys
@@ -23,13 +25,15 @@ HEAVY = ("pydantic", "pydantic_core", "asyncio", "rich", "ssl", "httpx", "textua
 HEAVY_TETHER = ("tether.agent", "tether.settings", "tether.providers", "tether.tools", "tether.tui")
 
 
-def loaded(*argv: str) -> list[str]:
+def loaded(*argv: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> list[str]:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(list(argv))],
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
+        cwd=cwd,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -52,3 +56,16 @@ def test_command_help_imports_no_tether_stack() -> None:
     # typer itself coerces a command's parameters through pydantic (typer._adapters)
     for argv in (["run", "--help"], ["mcp", "--help"], ["config", "--help"]):
         assert heavy(loaded(*argv), allow=("pydantic", "pydantic_core")) == [], argv
+
+
+def test_jobs_views_import_no_agent_stack(tmp_path: Path) -> None:
+    """`tether jobs status` and the other views run no task: they import neither the agent
+    nor a provider SDK (the Jobs tests fork their commands from an interpreter that has all of
+    it imported, `kit.zygote`, so only a fresh process shows this)."""
+    (tmp_path / "p" / ".tether" / "jobs").mkdir(parents=True)
+    env = {**os.environ, "TETHER_HOME": str(tmp_path / "home")}
+    for argv in (["jobs", "status"], ["jobs", "workers"], ["jobs", "logs", "x"]):
+        mods = loaded(*argv, cwd=tmp_path / "p", env=env)
+        assert "tether.jobs.folder" in mods, argv  # the probe really ran the command
+        stack = [m for m in mods if m.startswith(("tether.agent", "tether.providers"))]
+        assert stack == [] and "openai" not in mods and "tether.jobs.runner" not in mods, argv
