@@ -40,6 +40,8 @@ from keyring.backends import fail
 
 from kit import agents, netguard, prompts
 
+pytest_plugins = ["kit.crashsafe"]  # a test that kills its xdist worker fails; the run goes on
+
 _PROMPTS_MADE = pytest.StashKey[str]()
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp's OpenMP starts
 settings.register_profile("tether", deadline=None)
