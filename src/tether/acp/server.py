@@ -3,7 +3,8 @@
 Owns: `TetherAcp`, the SDK's `Agent` side (initialize, session/new, session/load, session/prompt,
 session/cancel, session/set_mode, authenticate), one `AcpSession` per ACP session (an
 `Agent.from_settings` with this host's callbacks: its events become session updates, its
-approval requests become `session/request_permission`), and the session updates it sends;
+approval requests become `session/request_permission`, its `question` tool a form or a
+permission prompt: `tether.acp.questions`), and the session updates it sends;
 `tether.acp.stdio.serve` runs it over stdin/stdout.
 Does not own: the translations (`tether.acp.convert`), the agent (built through the front door:
 `tether.Agent.from_settings`, as `tether run` builds it).
@@ -52,6 +53,7 @@ from acp.schema import (
 
 import acp
 from tether.acp import convert
+from tether.acp.questions import AcpQuestions
 from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
 from tether.agent.events import (
@@ -133,6 +135,8 @@ class AcpSession:
         updates: session updates waiting to be sent, in order.
         pump: the task that sends them.
         run: the running prompt's task, or None.
+        question_call: the ACP id of the latest `question` call (what a question prompt is
+            about), or None.
     """
 
     id: str
@@ -141,6 +145,7 @@ class AcpSession:
     updates: asyncio.Queue[AnyUpdate]
     pump: asyncio.Task[None]
     run: asyncio.Task[Any] | None = None
+    question_call: str | None = None
 
     async def flushed(self) -> None:
         """Wait until every queued update was sent."""
@@ -300,7 +305,18 @@ class TetherAcp:
         async def approve(request: ApprovalRequest) -> ApprovalDecision:
             return await self._approve(holder[0], request)
 
-        host = Host(on_event=on_event, approver=approve, note=self.note)
+        async def flushed() -> None:
+            if holder:
+                await holder[0].flushed()
+
+        questions = AcpQuestions(
+            conn=lambda: self.conn,
+            session_id=session.id or "",
+            capabilities=lambda: self.client_capabilities,
+            call_id=lambda: holder[0].question_call if holder else None,
+            flushed=flushed,
+        )
+        host = Host(on_event=on_event, approver=approve, note=self.note, questions=questions)
         try:
             agent = Agent.from_settings(
                 root, model=self.model, overrides=overrides, host=host, session=session
@@ -382,6 +398,8 @@ class TetherAcp:
                 convert.result_update(call_id, event.content, is_error=event.is_error)
             )
             return
+        if event.name == "question":
+            s.question_call = convert.agent_call_id(path, event.id)
         change = convert.file_change(s.agent.tool_context, event.name, event.arguments)
         s.updates.put_nowait(
             convert.call_start(
