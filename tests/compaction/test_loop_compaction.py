@@ -379,5 +379,37 @@ async def test_a_compaction_never_scans_the_whole_history_for_the_generation(
     assert (await agent.run(TASK)).text == "done"
     ends = _compactions(events)
     assert len(ends) >= 2
-    gens = [b.generation for t in agent.history for b in t.content if isinstance(b, CompactSummaryBlock)]
+    gens = [
+        b.generation for t in agent.history for b in t.content if isinstance(b, CompactSummaryBlock)
+    ]
     assert gens == list(range(1, len(ends) + 1))
+
+
+async def test_a_file_that_cannot_be_read_back_is_skipped_and_the_rest_restored(
+    tmp_path: Path,
+) -> None:
+    """Restoration failure isolation: of three recently read files, one deleted and one made
+    unreadable before the compaction, the third is restored; the compaction completes and the
+    run goes on (no error result in the restored pair)."""
+    for name in ("gone.txt", "locked.txt", "kept.txt"):
+        (tmp_path / name).write_text(f"{name.upper()}-CONTENT\n")
+
+    def script(request: ModelRequest, k: int) -> Response:
+        if k <= 3:
+            return call("read", path=("gone.txt", "locked.txt", "kept.txt")[k - 1])
+        if k == 4:
+            (tmp_path / "gone.txt").unlink()
+            (tmp_path / "locked.txt").unlink()
+            (tmp_path / "locked.txt").mkdir()  # now a folder: `read` refuses it
+        return call("dump", n=k) if k <= 14 else "done"
+
+    agent, events, _ = compacting_agent(tmp_path, measured(script))
+    result = await agent.run(TASK)
+    assert result.text == "done"
+    ends = _compactions(events)
+    assert ends and ends[0].restored_files == ("kept.txt",)
+    restored = [
+        r for t in agent.history for r in t.tool_results if r.tool_call_id.startswith("restore_")
+    ]
+    assert restored and not any(r.is_error for r in restored)
+    assert "KEPT.TXT-CONTENT" in restored[0].text

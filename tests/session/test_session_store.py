@@ -501,3 +501,32 @@ def test_fork_report_names_parent_lines_before_the_fork_point(store: SessionStor
     report = store.load("f").report
     assert [(s.path.name, s.line) for s in report.skipped] == [("p.jsonl", 3)]
     assert report.describe() == f"skipped 1 malformed line (3) of {store.path('p')}"
+
+
+def test_unknown_fields_on_an_entry_a_turn_and_a_block_are_ignored_not_refused(
+    store: SessionStore,
+) -> None:
+    """A session written by a newer tether (extra fields on the entry, the turn, a content
+    block, the usage) loads with those fields ignored, every turn kept and nothing reported."""
+    with store.create("s", cwd="/") as w:
+        w.append(user("u1", "hello"))
+        w.append(rich_turn("a1"))
+    path = store.path("s")
+    lines = path.read_bytes().splitlines()
+    widened: list[bytes] = [lines[0]]
+    for raw in lines[1:]:
+        entry = json.loads(raw)
+        entry["written_by"] = "tether 9.0"
+        turn = entry.get("turn", entry)
+        turn["mood"] = "curious"
+        for block in turn.get("content", []):
+            block["future_field"] = {"nested": [1, 2]}
+        if isinstance(turn.get("usage"), dict):
+            turn["usage"]["quantum_tokens"] = 7
+        widened.append(json.dumps(entry).encode())
+    path.write_bytes(b"\n".join(widened) + b"\n")
+    loaded = store.load("s")
+    assert loaded.report.ok
+    assert [t.id for t in loaded.turns] == ["u1", "a1"]
+    assert loaded.turns[0].text == "hello"
+    assert loaded.turns[1] == rich_turn("a1")
