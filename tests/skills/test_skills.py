@@ -90,7 +90,9 @@ def test_settings_enabled_allow_deny_and_extensions(tmp_path: Path) -> None:
     assert names(merge(found, [ext], enabled=True, allow=None, deny=[])) == ["a", "b", "ext"]
     assert names(merge(found, [ext], enabled=True, allow=["a"], deny=[])) == ["a", "ext"]
     assert names(merge(found, [ext], enabled=True, allow=None, deny=["a", "ext"])) == ["b"]
-    assert merge(found, [ext], enabled=False, allow=None, deny=[]) == []
+    # skills disabled: the user's skills go, tether's authoring skill stays unless denied
+    assert names(merge(found, [ext], enabled=False, allow=None, deny=[])) == ["ext"]
+    assert merge(found, [ext], enabled=False, allow=None, deny=["ext"]) == []
     builtin = load_catalog(tmp_path, tmp_path, user_dir=tmp_path / "c", home=tmp_path, enabled=True, allow=["zzz"], deny=[])
     assert [f.skill.name for f in builtin] == ["write-skill"]  # tether's own, kept under an allowlist
 

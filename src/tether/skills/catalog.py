@@ -100,12 +100,13 @@ def merge(
     allow: Sequence[str] | None,
     deny: Sequence[str],
 ) -> list[Found]:
-    """The catalog: none when not `enabled`; else the skills found, kept when `allow` (None:
-    every name) names them and `deny` does not, then the extensions' skills not already
-    found (kept under an allowlist; `deny` still removes them), in that order."""
-    if not enabled:
-        return []
+    """The catalog: the skills found, kept when `enabled`, `allow` (None: every name) names
+    them and `deny` does not, then the extensions' skills not already found (tether's own
+    authoring skill: kept under an allowlist and with skills disabled, so a user can still ask
+    for a skill to be written; `deny` still removes them), in that order."""
     denied = set(deny)
+    if not enabled:
+        return [Found(skill=s, source="extension") for s in extensions if s.name not in denied]
     allowed = None if allow is None else set(allow)
     out = {
         f.skill.name: f
