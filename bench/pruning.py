@@ -37,7 +37,7 @@ from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.host import Host
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
-from tether.compaction.prune import PRUNE_TAG, prune_policy
+from tether.compaction.prune import PRUNE_TAG, PrunePolicy, prune_policy
 from tether.messages import TextBlock, Turn, Usage, turn_to_dict
 from tether.providers.base import ModelRequest
 from tether.testing import Reply, Response, ScriptedProvider, call
@@ -144,14 +144,14 @@ def shared_prefix(prev: bytes, nxt: bytes) -> int:
     return lo
 
 
-def run(prune: bool) -> dict[str, float]:
+def run(prune: bool, policy: PrunePolicy | None = None) -> dict[str, float]:
     prov = model()
     events: list[AgentEvent] = []
     summarizer = ScriptedProvider(lambda r: SUMMARY)
     manager = AutoCompaction(
         ContextMonitor(LIMITS, POLICY),
         summarizer=summarizer,
-        prune=prune_policy(POLICY.threshold) if prune else None,
+        prune=(policy or prune_policy(POLICY.threshold)) if prune else None,
     )
     with tempfile.TemporaryDirectory() as root:
         agent = Agent(
@@ -171,10 +171,13 @@ def run(prune: bool) -> dict[str, float]:
     tokens = [estimate_tokens(r.messages) for r in prov.requests]
     shares: list[float] = []
     uncached = tokens[0]
+    cached = 0
     for i in range(1, len(blobs)):
         common = shared_prefix(blobs[i - 1], blobs[i])
         shares.append(common / len(blobs[i - 1]))
-        uncached += max(0, tokens[i] - common // 4)
+        hit = min(tokens[i], common * tokens[i] // max(1, len(blobs[i])))
+        cached += hit
+        uncached += tokens[i] - hit
     ends = [e for e in events if isinstance(e, CompactionEndEvent)]
     summary_tokens = sum(estimate_tokens(r.messages) for r in summarizer.requests)
     return {
@@ -184,6 +187,8 @@ def run(prune: bool) -> dict[str, float]:
         "compactions": len(ends),
         "input_tokens": sum(tokens) + summary_tokens,
         "uncached_tokens": uncached + summary_tokens,
+        # Anthropic's prices relative to input: a cache write 1.25, a cache read 0.1
+        "priced_tokens": 1.25 * uncached + 0.1 * cached + summary_tokens,
         "share_mean": statistics.mean(shares),
         "share_median": statistics.median(shares),
         "share_ge99": sum(1 for s in shares if s >= 0.99) / len(shares),
@@ -205,6 +210,7 @@ def main() -> None:
         ("requests (model)", "requests", "{:.0f}"),
         ("input tokens sent (incl. summary calls)", "input_tokens", "{:,.0f}"),
         ("uncached input tokens (ideal prefix cache)", "uncached_tokens", "{:,.0f}"),
+        ("priced input (write 1.25x, read 0.1x)", "priced_tokens", "{:,.0f}"),
         ("largest request (tokens)", "max_request", "{:,.0f}"),
         ("prefix share vs previous request: mean", "share_mean", "{:.2%}"),
         ("prefix share: median", "share_median", "{:.2%}"),

@@ -182,7 +182,7 @@ def test_waits_when_too_little_can_be_pruned() -> None:
 
 def test_default_policy_follows_the_summary_threshold() -> None:
     p = prune_policy(0.8)
-    assert (round(p.trigger, 3), p.target, p.min_chunk) == (0.6, 0.4, 0.1)
+    assert (round(p.trigger, 3), round(p.target, 3), p.min_chunk) == (0.6, 0.2, 0.1)
     assert prune_policy(0.5).trigger < 0.5  # pruning still comes before the summary
 
 
