@@ -22,6 +22,7 @@ from tether.settings import AgentConfig
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
 from tether.tui.context_view import cache_line
+from tether.tui.panels import context_rows_of
 
 STEPS = 40
 LIMITS = ModelLimits(context_window=60_000, max_output_tokens=4_000)
@@ -232,3 +233,15 @@ def test_cache_hit_rate_in_the_usage_line_and_context() -> None:
     ]
     assert cache_line(turns).startswith("prompt cache: 45 % hit (900 of 2,000 prompt tokens")
     assert cache_line([]) == "prompt cache: no usage reported yet"
+
+
+async def test_context_rows_show_the_view_as_sent(tmp_path: Path) -> None:
+    """`/context` counts the pruned view (what is sent), and says which results are pruned."""
+    model = Model()
+    agent = _agent(tmp_path, model, [])
+    await agent.run("dump the records")  # type: ignore[attr-defined]
+    rows = context_rows_of(agent)  # type: ignore[arg-type]
+    pruned = [r for r in rows if "pruned (recall brings them back)" in r.label]
+    assert len(pruned) >= 10
+    sent = estimate_tokens(model.provider.requests[-1].messages)
+    assert sum(r.tokens for r in rows if r.index is not None) < sent + 2_000

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.compaction.pressure import estimate_tokens
+from tether.compaction.prune import PRUNE_TAG
 from tether.messages import Turn, Usage
 from tether.session.timeline import persisted_output
 from tether.wire.markers import SUMMARY_HEADER, is_marker
@@ -89,7 +90,12 @@ def _row(index: int, turn: Turn) -> ContextRow:
             label = f"{n} tool result(s), {len(saved)} persisted ({size / 1024:.1f} KB on disk)"
         else:
             kind = "results"
-            label = f"{n} tool result(s): " + _preview(turn.tool_results[0].text)
+            pruned = sum(1 for r in turn.tool_results if r.text.startswith(PRUNE_TAG))
+            label = f"{n} tool result(s)" + (
+                f", {pruned} pruned (recall brings them back)"
+                if pruned
+                else ": " + _preview(turn.tool_results[0].text)
+            )
     elif turn.role == "assistant":
         kind = "assistant"
         calls = ", ".join(c.name for c in turn.tool_calls)
