@@ -1,5 +1,6 @@
 """Context management inside the tool loop: ask the monitor before every request, compact when
-told, learn from context_overflow errors, restore recently read files, shape the view (tail).
+told, learn from context_overflow errors, restore recently read files, shape the view (pruned
+old tool results, tail), compact after an idle pause that outlived the prompt cache.
 
 Owns: `AutoCompaction`, the driver the loop calls in a few places (`before_request`,
 `after_request`, `on_overflow`, `shape`) with the run's `RunState`, restoring recently read
