@@ -197,3 +197,28 @@ def test_stub_names_the_turn_that_holds_the_result(sizes: list[int]) -> None:
             if r_new.text.startswith(PRUNE_TAG):
                 assert f"recall turn {old.id} " in r_new.text
                 assert r_old.tool_call_id in ids
+
+
+@given(
+    st.lists(st.integers(0, 3_000), min_size=1, max_size=30),
+    st.lists(st.integers(1, 30), min_size=1, max_size=6),
+    st.integers(0, 6),
+)
+def test_incremental_shape_equals_the_full_pass(
+    sizes: list[int], cuts: list[int], keep: int
+) -> None:
+    """`Pruner.shape` over a growing view (with prune steps between) gives what `apply_prune`
+    gives from scratch, and the turns it shaped before stay the same objects."""
+    policy = PrunePolicy(keep_recent_turns=keep, min_result_bytes=100, min_chunk=0.0)
+    pruner = Pruner(policy)
+    full = rounds(sizes)
+    for cut in sorted(cuts):
+        view = full[: min(len(full), 2 * cut + 1)]
+        pruner.step(view, tokens=10**9, effective_window=10**9 // 2)
+        shaped = pruner.shape(view)
+        assert shaped == apply_prune(view, pruner.ids, policy)
+        longer = full[: len(view) + 2]  # one more round, no prune step
+        grown = pruner.shape(longer)
+        assert grown == apply_prune(longer, pruner.ids, policy)
+        end = max(0, len(view) - keep)
+        assert all(a is b for a, b in zip(shaped[:end], grown[:end], strict=True))

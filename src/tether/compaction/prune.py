@@ -164,6 +164,32 @@ def _stub_turn(turn: Turn, ids: frozenset[str], calls: dict[str, ToolCallBlock])
     return replace(turn, content=tuple(blocks)) if changed else turn
 
 
+def _shape_range(
+    seq: tuple[Turn, ...],
+    lo: int,
+    hi: int,
+    pruned: frozenset[str],
+    memo: dict[str, tuple[Turn, Turn]] | None,
+) -> list[Turn]:
+    """The turns `seq[lo:hi]` with the results of `pruned` calls stubbed."""
+    calls: dict[str, ToolCallBlock] | None = None
+    out: list[Turn] = []
+    for i in range(lo, hi):
+        t = seq[i]
+        if memo is not None and (hit := memo.get(t.id)) is not None and hit[0] is t:
+            out.append(hit[1])
+            continue
+        stubbed = t
+        if any(isinstance(b, ToolResultBlock) and b.tool_call_id in pruned for b in t.content):
+            if calls is None:
+                calls = _calls(seq, hi)
+            stubbed = _stub_turn(t, pruned, calls)
+        if memo is not None and stubbed is not t:
+            memo[t.id] = (t, stubbed)
+        out.append(stubbed)
+    return out
+
+
 def apply_prune(
     view: Sequence[Turn],
     pruned: frozenset[str],
@@ -185,25 +211,10 @@ def apply_prune(
     if not pruned:
         return seq
     end = _recent_start(seq, policy)
-    calls: dict[str, ToolCallBlock] | None = None
-    out = list(seq)
-    changed = False
-    for i in range(end):
-        t = seq[i]
-        if memo is not None and (hit := memo.get(t.id)) is not None and hit[0] is t:
-            out[i] = hit[1]
-            changed = changed or hit[1] is not t
-            continue
-        stubbed = t
-        if any(isinstance(b, ToolResultBlock) and b.tool_call_id in pruned for b in t.content):
-            if calls is None:
-                calls = _calls(seq, end)
-            stubbed = _stub_turn(t, pruned, calls)
-        if memo is not None and stubbed is not t:
-            memo[t.id] = (t, stubbed)
-        out[i] = stubbed
-        changed = changed or stubbed is not t
-    return tuple(out) if changed else seq
+    head = _shape_range(seq, 0, end, pruned, memo)
+    if all(x is y for x, y in zip(head, seq, strict=False)):
+        return seq
+    return (*head, *seq[end:])
 
 
 def _saving(turn: Turn, result: ToolResultBlock, call: ToolCallBlock | None) -> int:
@@ -293,6 +304,7 @@ class Pruner:
         self.policy = policy
         self._ids: frozenset[str] = frozenset()
         self._memo: dict[str, tuple[Turn, Turn]] = {}
+        self._last: tuple[tuple[Turn, ...], tuple[Turn, ...]] = ((), ())  # (view, shaped)
 
     @property
     def ids(self) -> frozenset[str]:
@@ -300,8 +312,25 @@ class Pruner:
         return self._ids
 
     def shape(self, view: Sequence[Turn]) -> tuple[Turn, ...]:
-        """`view` with the pruned results stubbed (`apply_prune`)."""
-        return apply_prune(view, self._ids, self.policy, memo=self._memo)
+        """`view` with the pruned results stubbed (`apply_prune`).
+
+        Incremental: when `view` extends the view shaped last (its prefix holds the same
+        turns, compared at C speed), only the turns that left the recent window since are
+        looked at, so a request costs O(new turns) Python work."""
+        seq = view if isinstance(view, tuple) else tuple(view)
+        if not self._ids:
+            return seq
+        last_in, last_out = self._last
+        n = len(last_in)
+        if n and len(seq) >= n and seq[:n] == last_in:
+            # equal turns stub equally: the shaped prefix of the last call stands
+            old_end, new_end = _recent_start(last_in, self.policy), _recent_start(seq, self.policy)
+            fresh = _shape_range(seq, old_end, new_end, self._ids, self._memo)
+            out = (*last_out[:old_end], *fresh, *seq[new_end:])
+        else:
+            out = apply_prune(seq, self._ids, self.policy, memo=self._memo)
+        self._last = (seq, out)
+        return out
 
     def step(
         self, view: Sequence[Turn], *, tokens: int, effective_window: int, everything: bool = False
@@ -319,4 +348,5 @@ class Pruner:
             return False
         self._ids = ids
         self._memo.clear()
+        self._last = ((), ())
         return True
