@@ -278,11 +278,20 @@ class Usage:
             web_search_requests=self.web_search_requests + other.web_search_requests,
         )
 
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The share of the prompt served from the cache: cache_read / prompt_tokens, in
+        [0, 1]; None when the usage counts no prompt tokens."""
+        prompt = self.prompt_tokens
+        return max(0, self.cache_read_tokens) / prompt if prompt > 0 else None
+
     def summary_line(self) -> str:
-        """`in 52413 (cache 50000) / 4075 out`; the cache part only when non-zero, then
-        ` · 3 searches` when web searches ran."""
+        """`in 52413 (cache 50000, 95 % hit) / 4075 out`; the cache part only when non-zero
+        (the hit rate is `cache_hit_rate`), then ` · 3 searches` when web searches ran."""
         cache = self.cache_read_tokens + self.cache_write_tokens
-        cache_part = f" (cache {cache})" if cache else ""
+        rate = self.cache_hit_rate
+        hit = f", {rate:.0%} hit".replace("%", " %") if rate is not None else ""
+        cache_part = f" (cache {cache}{hit})" if cache else ""
         n = self.web_search_requests
         searches = f" · {n} search{'es' if n != 1 else ''}" if n else ""
         return f"in {self.prompt_tokens}{cache_part} / {self.output_tokens} out{searches}"

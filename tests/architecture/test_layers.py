@@ -25,6 +25,8 @@ PURE_COMPACTION = (
     "prompt",
     "tail",
     "restore",
+    "prune",
+    "idle",
 )
 """The compaction policy modules (pure); `summarize` (the call) and `recall` (a tool) are edges."""
 

@@ -162,7 +162,7 @@ def test_the_html_page_parses_and_shows_every_part(loaded: LoadedSession) -> Non
     assert sections == [{"class": "compaction"}]
     assert "Compaction 1: a summary replaces 2 earlier turns" in parsed.text
     assert any(a.get("class") == "hl" for t, a in parsed.tags if t == "pre")  # highlighted
-    assert "in 3100 (cache 900) / 70 out · $" in page  # the session's usage and cost
+    assert "in 3100 (cache 900, 29 % hit) / 70 out · $" in page  # the session's usage and cost
     assert SECRET not in page and ENV_VALUE not in page and "[REDACTED]" in page
 
 

@@ -29,8 +29,10 @@ from typing import Any, Protocol, cast
 
 from tether.agent.context import AutoCompaction, RunawayGuard
 from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
+from tether.compaction.idle import IdlePolicy
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
+from tether.compaction.prune import prune_policy
 from tether.compaction.recall import RECALL_TOOL
 from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
@@ -369,8 +371,16 @@ def auto_compaction(
     if not config.context.auto_compact:
         return None
     system_tokens = sum(text_tokens(x) for x in fixed)
-    monitor = ContextMonitor(limits, compaction_policy(config), system_tokens=system_tokens)
-    return AutoCompaction(monitor)
+    policy = compaction_policy(config)
+    monitor = ContextMonitor(limits, policy, system_tokens=system_tokens)
+    ctx = config.context
+    return AutoCompaction(
+        monitor,
+        prune=prune_policy(policy.threshold) if ctx.prune else None,
+        idle=IdlePolicy(min_tokens=ctx.idle_compact_tokens, lifetime_s=ctx.cache_ttl_s)
+        if ctx.idle_compact
+        else None,
+    )
 
 
 def runaway_guard(

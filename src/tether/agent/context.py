@@ -1,5 +1,6 @@
 """Context management inside the tool loop: ask the monitor before every request, compact when
-told, learn from context_overflow errors, restore recently read files, shape the view (tail).
+told, learn from context_overflow errors, restore recently read files, shape the view (pruned
+old tool results, tail), compact after an idle pause that outlived the prompt cache.
 
 Owns: `AutoCompaction`, the driver the loop calls in a few places (`before_request`,
 `after_request`, `on_overflow`, `shape`) with the run's `RunState`, restoring recently read
@@ -17,10 +18,15 @@ Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorEvent
 from tether.agent.state import RunParts, RunState, SentView
+from tether.compaction.idle import IdlePolicy, IdleWatch, cache_lifetime_s
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import estimate_tokens, text_tokens
+from tether.compaction.prune import PrunePolicy, Pruner
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
 from tether.compaction.rounds import CompactInvalidInputError, Scope, select
@@ -94,8 +100,13 @@ class AutoCompaction:
         summary_max_tokens: the summary's output cap (default: min(4096, window / 4, max output)).
         offer_recall: add the `recall` tool (`tether.compaction.recall`) to the agent's tools
             once the history holds a marker (after the first compaction, or at once for a
-            resumed session that has one), so nothing a compaction elided is out of reach.
+            resumed session that has one) or a tool result was pruned, so nothing a compaction
+            elided is out of reach.
             Not offered before: it would cost tokens on every request for nothing.
+        prune: progressive pruning of old tool results before the summary pass
+            (`tether.compaction.prune`, wire view only), or None to leave them.
+        idle: cache-aware idle compaction (`tether.compaction.idle`), or None (off).
+        clock: the clock idle compaction reads, in seconds (injected by tests).
     """
 
     def __init__(
@@ -111,7 +122,13 @@ class AutoCompaction:
         timeout_s: float = 120.0,
         summary_max_tokens: int | None = None,
         offer_recall: bool = True,
+        prune: PrunePolicy | None = None,
+        idle: IdlePolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.pruner = Pruner(prune) if prune is not None else None
+        self.idle = IdleWatch(idle) if idle is not None else None
+        self.clock = clock
         self.offer_recall = offer_recall
         self.monitor = monitor
         self.summarizer = summarizer
@@ -129,8 +146,36 @@ class AutoCompaction:
     # -- the loop's hooks -------------------------------------------------------------------
 
     def shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
-        """The view as sent: the tail strategy applied when enabled (pure, byte-stable)."""
+        """The view as sent: pruned results stubbed, then the tail strategy, when enabled
+        (pure, byte-stable)."""
+        if self.pruner is not None:
+            view = self.pruner.shape(view)
         return view if self.tail is None else shorten_old_results(view, self.tail)
+
+    async def _prune_or_idle(self, parts: RunParts, state: RunState) -> None:
+        """Before the pressure check: prune old tool results in a chunk when the view nears
+        the trigger; after an idle pause that outlived the provider's prompt cache, prune all
+        that may be pruned and compact when the view is still large (the next request re-sends
+        it uncached anyway)."""
+        view = parts.view(state.history)
+        p = self.monitor.peek(self.shape(view))
+        now = self.clock()
+        idle = self.idle is not None and self.idle.due(
+            now,
+            lifetime_s=cache_lifetime_s(parts.provider.name, parts.provider.target),
+            tokens=p.tokens,
+        )
+        if self.pruner is not None and self.pruner.step(
+            view, tokens=p.tokens, effective_window=p.effective_window, everything=idle
+        ):
+            shaped = self.shape(view)
+            self.monitor.reshaped(shaped)
+            self._ensure_recall(parts, state)
+            p = self.monitor.peek(shaped)
+        if idle and self.idle is not None:
+            self.idle.replied(now)  # once per pause, whatever comes of it
+            if p.tokens > self.idle.policy.min_tokens:
+                await self.compact(parts, state, reason="idle")
 
     async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         """Check pressure before a request; compact when the monitor says so.
@@ -142,6 +187,8 @@ class AutoCompaction:
             RunError: `context_overflow` when compactions make no progress or cannot be done.
         """
         self._ensure_recall(parts, state)
+        if self.pruner is not None or self.idle is not None:
+            await self._prune_or_idle(parts, state)
         for compacted in range(MAX_COMPACTIONS_PER_REQUEST + 1):
             decision = self.monitor.check(self.shape(parts.view(state.history)))
             if decision.no_progress:
@@ -164,6 +211,8 @@ class AutoCompaction:
         """Tell the monitor a request was answered, with the usage it reported (None when the
         provider reported none: the pressure stays an estimate); `sent` is the view it
         measured (the one the answering provider was sent)."""
+        if self.idle is not None:
+            self.idle.replied(self.clock())
         self.monitor.observe(
             view_len=sent.turns,
             usage=turn.usage,
@@ -253,7 +302,8 @@ class AutoCompaction:
         seen, self._recall_scanned = self._recall_scanned, len(history)
         if seen > len(history):  # the history was replaced: look at all of it
             seen = 0
-        if any(is_marker(t) for t in history[seen:]):
+        pruned = self.pruner is not None and bool(self.pruner.ids)
+        if pruned or any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
 
     def _scope(self, snap: Snapshot) -> Scope | None:

@@ -152,7 +152,8 @@ class ContextMonitor:
 
     @property
     def generation(self) -> int:
-        """Compactions recorded by this monitor (0 before the first); a counter local to the
+        """Compactions (and prunes, `reshaped`) recorded by this monitor (0 before the first):
+        the version of the view that usage is measured against; a counter local to the
         monitor, not `CompactSummaryBlock.generation`."""
         return self._generation
 
@@ -422,6 +423,30 @@ class ContextMonitor:
         else:
             self._baseline = p.tokens
             self._last_compaction_ok = True
+
+    def peek(self, turns: Sequence[Turn]) -> Pressure:
+        """The pressure `check(turns)` would see, without recording anything (no decision, no
+        growth step): for a caller that shapes the view before checking it (pruning)."""
+        return self._measure(turns)[0]
+
+    def reshaped(self, turns_after: Sequence[Turn]) -> None:
+        """Record that the view changed inside its prefix without a compaction (old tool
+        results pruned, `tether.compaction.prune`): usage measured for the old view no longer
+        describes it, so the generation steps and the pressure is re-estimated from
+        `turns_after`; the compaction guards (hysteresis baseline, no-progress count, runaway
+        probation) are left as they were.
+
+        Args:
+            turns_after: the wire view as it will be sent from now on.
+        """
+        self._generation += 1
+        self._measurement = None
+        keep = {t.id for t in turns_after}
+        self._cache = {k: v for k, v in self._cache.items() if k in keep}
+        p, estimate = self._measure(turns_after)
+        self._pressure = p
+        self._last_tokens = p.tokens
+        self._last_check = (self._generation, len(turns_after), estimate)
 
     def overflow(self, message: str) -> int | None:
         """Record a context_overflow error: learn the window it states (custom models

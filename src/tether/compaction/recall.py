@@ -1,4 +1,5 @@
-"""The `recall` tool: the verbatim text of turns a compaction elided (an edge: a tool).
+"""The `recall` tool: the verbatim text of turns a compaction elided or whose tool results
+were pruned from the wire view (an edge: a tool).
 
 Owns: `recall_text` (pure: turns by id or id range, rendered in full, paged by characters) and
 `recall_tool(history)` (the tool the model calls). It reads the agent's full stored history,
@@ -74,8 +75,9 @@ def recall_tool(history: Callable[[], Sequence[Turn]]) -> Tool:
         offset: Annotated[int, Field(ge=0)] = 0,
         limit: Annotated[int, Field(ge=1, le=100_000)] = DEFAULT_LIMIT,
     ) -> str:
-        """Read earlier turns verbatim that a context summary replaced. The summary names the
-        turn ids it covers ("Turns covered: <first>…<last>").
+        """Read earlier turns verbatim that a context summary replaced, or a tool result
+        that was pruned from the context. The summary names the turn ids it covers ("Turns
+        covered: <first>…<last>"); a pruned result says "recall turn <id>".
 
         Args:
             turn_id: the id of the turn to read (or the first of a range).

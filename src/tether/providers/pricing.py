@@ -59,7 +59,7 @@ def turns_cost_usd(turns: Iterable[Turn]) -> float | None:
 
 
 def usage_line(usage: Usage, cost: float | None = None) -> str:
-    """`in 52413 (cache 50000) / 4075 out`, plus ` · $0.1234` when the cost is known."""
+    """`in 52413 (cache 50000, 95 % hit) / 4075 out`, plus ` · $0.1234` when the cost is known."""
     line = usage.summary_line()
     return f"{line} · ${cost:.4f}" if cost is not None else line
 

@@ -214,6 +214,14 @@ class ContextSettings(_Section):
             the first found is loaded into the system prompt; empty: none.
         instruction_max_bytes: the most bytes of instruction-file text in the system prompt
             (what is over it is cut, with a note saying what).
+        prune: before the summary pass, replace old tool results in the request with short
+            stubs that `recall` brings back (oldest first, in chunks; docs/compaction.md).
+        idle_compact: after a pause longer than the provider's prompt-cache lifetime, make the
+            context smaller (prune, then compact) before the next request when it would
+            re-send more than `idle_compact_tokens` tokens uncached.
+        idle_compact_tokens: the size (tokens) above which an idle session is compacted.
+        cache_ttl_s: the prompt-cache lifetime in seconds for `idle_compact`; None: the
+            provider's documented one (Anthropic, OpenAI, Gemini: 5 minutes).
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -229,6 +237,10 @@ class ContextSettings(_Section):
         default_factory=lambda: ["AGENTS.md", "CLAUDE.md"],
     )
     instruction_max_bytes: int = Field(default=32 * 1024, ge=0)
+    prune: bool = True
+    idle_compact: bool = False
+    idle_compact_tokens: int = Field(default=50_000, ge=0)
+    cache_ttl_s: float | None = Field(default=None, gt=0)
 
 
 class ThinkingSettings(_Section):

@@ -3,7 +3,7 @@
 Owns: `context_rows` (one row for the system prompt, one for the tool schemas, one per turn of
 the wire view, each with its estimated tokens and a kind: `user`, `assistant`, `results`,
 `persisted`, `summary`), `context_parts` (the rows summed per kind, in a fixed order, for the
-bar) and `ContextRow`.
+bar), `ContextRow` and `cache_line` (the session's prompt-cache hit rate).
 Does not own: the token estimate (`tether.compaction.pressure.estimate_tokens`, the one the
 compaction pressure uses: additive, so the rows of the turns sum to the view's estimate), the
 bar's drawing (`tether.tui.commands.context_bar`), the screen (`tether.tui.panels`).
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.compaction.pressure import estimate_tokens
-from tether.messages import Turn
+from tether.compaction.prune import PRUNE_TAG
+from tether.messages import Turn, Usage
 from tether.session.timeline import persisted_output
 from tether.wire.markers import SUMMARY_HEADER, is_marker
 
@@ -89,7 +90,12 @@ def _row(index: int, turn: Turn) -> ContextRow:
             label = f"{n} tool result(s), {len(saved)} persisted ({size / 1024:.1f} KB on disk)"
         else:
             kind = "results"
-            label = f"{n} tool result(s): " + _preview(turn.tool_results[0].text)
+            pruned = sum(1 for r in turn.tool_results if r.text.startswith(PRUNE_TAG))
+            label = f"{n} tool result(s)" + (
+                f", {pruned} pruned (recall brings them back)"
+                if pruned
+                else ": " + _preview(turn.tool_results[0].text)
+            )
     elif turn.role == "assistant":
         kind = "assistant"
         calls = ", ".join(c.name for c in turn.tool_calls)
@@ -127,3 +133,20 @@ def context_parts(rows: Sequence[ContextRow]) -> list[tuple[str, int]]:
     for row in rows:
         sums[row.kind] += row.tokens
     return [(PART_LABELS[k], n) for k, n in sums.items()]
+
+
+def cache_line(turns: Sequence[Turn]) -> str:
+    """The session's prompt-cache hit rate for `/context`: cache reads / all prompt tokens,
+    summed over the replies' usage (`Usage.cache_hit_rate`)."""
+    total = Usage()
+    for t in turns:
+        if t.role == "assistant" and t.usage is not None:
+            total = total + t.usage
+    rate = total.cache_hit_rate
+    if rate is None:
+        return "prompt cache: no usage reported yet"
+    return (
+        f"prompt cache: {rate:.0%} hit".replace("%", " %")
+        + f" ({total.cache_read_tokens:,} of {total.prompt_tokens:,} prompt tokens read from the"
+        " cache this session)"
+    )

@@ -19,6 +19,7 @@ from tether.agent.approval import APPROVAL_MODES
 from tether.errors import ConfigError, RunError, SessionError
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
+from tether.tui.context_view import cache_line
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
 from tether.tui.widgets import UserRow
@@ -171,7 +172,7 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 ContextScreen(
                     context_rows_of(agent),
                     limits.context_window,
-                    context_lines(agent),
+                    [*context_lines(agent), cache_line(agent.history)],
                     guessed=limits.source == "default",
                 )
             )

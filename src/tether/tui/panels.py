@@ -31,10 +31,11 @@ from tether.tui.context_view import ContextRow, context_parts, context_rows
 
 def context_rows_of(agent: Agent) -> tuple[ContextRow, ...]:
     """The `/context` rows of `agent` now: its system prompt, its tool schemas and each turn
-    of its current wire view (`Agent.current_view`)."""
+    of its current wire view (`Agent.current_view`) as sent (pruned results stubbed)."""
     system = text_tokens(agent.system or "")
     tools = sum(text_tokens(str(t.spec())) for t in agent.registry)
-    return context_rows(agent.current_view(), system_tokens=system, tools_tokens=tools)
+    view = agent.parts.shape(agent.current_view())
+    return context_rows(view, system_tokens=system, tools_tokens=tools)
 
 
 class _Panel(ModalScreen[None]):
