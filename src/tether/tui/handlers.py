@@ -1,6 +1,7 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
 `/model`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
-`/init`, `/help`, `/quit`, and the session's own `/name` commands) against the app's agent.
+`/init`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against
+the app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
 Owns: `run_command`, the session switch (`switch`: close this session, open another or a
 new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
@@ -20,6 +21,7 @@ from tether.errors import ConfigError, RunError, SessionError
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.shell_commands import run_bang, tasks
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
 from tether.tui.widgets import UserRow
 
@@ -194,6 +196,10 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             run_user_command(app, app.opened.commands[name], arg)
         elif name == "export":
             _export(app, arg)
+        elif name == "!":
+            run_bang(app, arg)
+        elif name == "tasks":
+            await tasks(app, arg)
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
