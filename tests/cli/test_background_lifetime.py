@@ -93,6 +93,7 @@ def test_a_run_that_started_a_background_shell_leaves_nothing(tmp_path: Path, ki
     assert _left(mark) == [], f"a background shell outlived `tether run` under {kind}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_tether_ended_mid_run_takes_its_background_shells(
     tmp_path: Path, kind: str, sig: signal.Signals
@@ -120,6 +121,7 @@ def test_tether_ended_mid_run_takes_its_background_shells(
     assert _left(mark) == [], f"a background shell outlived tether's {sig.name} under {kind}"
 
 
+@pytest.mark.slow
 def test_a_tether_process_exits_and_leaves_nothing(tmp_path: Path, kind: str) -> None:
     """The real process, start to end: exit 0, nothing left."""
     mark = _marker()
