@@ -85,3 +85,36 @@ async def test_no_listing_when_no_shell_runs(tmp_path: Path) -> None:
         await agent.run(p)
     assert await agent.compact_now()
     assert _restored_listing(agent) is None
+
+
+async def test_the_setting_caps_the_agent_and_a_subagent_starts_none(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    from tether import AgentConfig
+    from tether.agent.host import Host
+
+    mark = f"{os.getpid() % 9000 + 1000}902"
+    script = [
+        call("bash", id="b1", command=f"sleep {mark}", run_in_background=True),
+        call("bash", id="b2", command=f"sleep {mark}", run_in_background=True),
+        "done",
+    ]
+    config = AgentConfig.model_validate({"tools": {"max_background": 1}})
+    agent = Agent(
+        ScriptedProvider(script), config=config, tools=builtin_tools(), root=tmp_path,
+        runtime=deterministic(),
+    )
+    try:
+        await agent.run("two servers")
+        results = {r.tool_call_id: r for t in agent.history for r in t.tool_results}
+        assert not results["b1"].is_error
+        assert results["b2"].is_error and "(tools.max_background)" in results["b2"].text
+    finally:
+        await agent.aclose()
+    child = Agent(
+        ScriptedProvider([call("bash", id="c1", command="true", run_in_background=True), "ok"]),
+        tools=builtin_tools(), root=tmp_path, runtime=deterministic(),
+        host=Host(agent_path=("main", "task_1")),
+    )
+    await child.run("go")
+    (result,) = [r for t in child.history for r in t.tool_results]
+    assert result.is_error and "only the main agent" in result.text

@@ -211,3 +211,9 @@ async def test_a_killed_shell_takes_its_escapees_with_it(
     finally:
         await ctx.shells.aclose()
         settle(mark)
+
+
+async def test_a_cap_of_zero_turns_background_shells_off(root: Path, kind: str, tmp_path: Path) -> None:
+    ctx = with_shells(context(root, kind), tmp_path / "session", n=0)
+    r = await call(ctx, "bash", command="echo x", run_in_background=True)
+    assert r.is_error and "background shells are off here (tools.max_background is 0)" in r.text

@@ -44,6 +44,9 @@ class ShellHost(Protocol):
 
 BANG_TIMEOUT_S = 120.0
 """The time limit of a `!cmd` (s); Esc stops it sooner."""
+SHOWN_CHARS = 8000
+"""How much of a `!cmd`'s output the transcript shows (the conversation gets up to
+`tools.output_threshold_chars`)."""
 BANG_LEAD = (
     "The user ran this command in the sandbox themselves (they saw its output). It is context "
     "for their next message, not a request: do not act on it unless they ask."
@@ -84,7 +87,10 @@ async def _bang(app: ShellHost, command: str) -> None:
         out = await run_command(command, agent.tool_context, BANG_TIMEOUT_S)
         assert isinstance(out.content, str)
         text = agent.redact(out.content)
-        app.note(text)
+        shown = text
+        if len(shown) > SHOWN_CHARS:
+            shown = f"{shown[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters)"
+        app.note(shown)
         cap = agent.config.tools.output_threshold_chars
         body = bang_context(command, text, cap)
         agent.append(Turn(id=agent.parts.new_id(), role="user", content=(TextBlock(text=body),)))

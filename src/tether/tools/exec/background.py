@@ -181,6 +181,8 @@ class BackgroundShells:
             TooManyShells: `max_running` shells are running.
             OSError / subprocess.SubprocessError: it could not start.
         """
+        if self.max_running == 0:
+            raise TooManyShells("background shells are off here (tools.max_background is 0)")
         if len(self.running()) >= self.max_running:
             raise TooManyShells(
                 f"{self.max_running} background shells are running already "
