@@ -190,16 +190,16 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 return
             app.transcript.add(UserRow("/init"))
             app.start_run(INIT_PROMPT)
+        elif name == "!":
+            run_bang(app, arg)
+        elif name == "tasks":
+            await tasks(app, arg)
         elif name in app.opened.commands:
             if not app.busy:
                 app.transcript.add(UserRow(f"/{name} {arg}".rstrip()))
             run_user_command(app, app.opened.commands[name], arg)
         elif name == "export":
             _export(app, arg)
-        elif name == "!":
-            run_bang(app, arg)
-        elif name == "tasks":
-            await tasks(app, arg)
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
