@@ -24,7 +24,7 @@ from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.registry import ToolRegistry
 from tether.tools.safe_mode import offered_specs, refuse_in_safe_mode
 
-SAFE_BUILTINS = ["read", "ls", "glob", "grep", "todo"]
+SAFE_BUILTINS = ["read", "ls", "glob", "grep", "shell_output", "shell_kill", "todo"]
 
 
 def safe_agent(

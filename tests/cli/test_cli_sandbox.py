@@ -54,7 +54,7 @@ def _run(tmp_path: Path, args: list[str], sandbox: str) -> tuple[Completed, list
     return proc, tools
 
 
-SAFE = ["read", "ls", "glob", "grep", "todo", "skill"]
+SAFE = ["read", "ls", "glob", "grep", "shell_output", "shell_kill", "todo", "skill"]
 
 
 def test_no_sandbox_forces_safe_mode_with_one_warning(tmp_path: Path) -> None:

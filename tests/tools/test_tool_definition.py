@@ -82,7 +82,9 @@ def test_parse_docstring_without_args() -> None:
 
 def test_registry() -> None:
     reg = ToolRegistry(builtin_tools())
-    assert reg.names() == ("read", "write", "edit", "ls", "glob", "grep", "bash", "todo")
+    assert reg.names() == (
+        "read", "write", "edit", "ls", "glob", "grep", "bash", "shell_output", "shell_kill", "todo"
+    )
     specs = reg.specs()
     assert specs is reg.specs()  # cached: asked every turn
     assert [s.name for s in specs] == list(reg.names())
@@ -91,8 +93,8 @@ def test_registry() -> None:
     extra = tool(lambda: "x", name="extra")
     reg.add(extra)
     assert reg.specs()[-1].name == "extra" and reg.get("extra") is extra
-    assert reg.get("nope") is None and "extra" in reg and len(reg) == 9
+    assert reg.get("nope") is None and "extra" in reg and len(reg) == 11
     reg.remove("extra")
     assert "extra" not in reg.names()
     safe = {t.name for t in reg if t.safe}
-    assert safe == {"read", "ls", "glob", "grep", "todo"}
+    assert safe == {"read", "ls", "glob", "grep", "shell_output", "shell_kill", "todo"}

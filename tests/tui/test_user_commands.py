@@ -86,7 +86,7 @@ async def test_typing_a_slash_lists_commands_with_hints_and_descriptions(tmp_pat
         prompt.text = "/"
         await pilot.pause()
         shown = str(app.query_one(CompletionList).render())
-        assert "/compact [focus]" in shown and "… 12 more" in shown
+        assert "/compact [focus]" in shown and "… 13 more" in shown
         prompt.text = "/greet Ada"  # past the name: arguments, no list
         await pilot.pause()
         assert not app.query_one(CompletionList).display

@@ -579,9 +579,11 @@ class Agent:
         await self._mcp.start(self.parts.registry, self.parts.tool_context)
 
     async def aclose(self) -> None:
-        """Stop the MCP servers (their tools leave the registry); idempotent. `async with
-        agent:` calls it on exit; `run_sync` after each run."""
+        """Stop the MCP servers (their tools leave the registry) and the background shells;
+        idempotent. `async with agent:` calls it on exit; `run_sync` after each run."""
         await self._mcp.aclose(self.parts.registry)
+        if self.parts.tool_context.shells is not None:
+            await self.parts.tool_context.shells.aclose()
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -43,6 +43,7 @@ from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
 from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
+from tether.tools.builtin.shells import SHELL_OUTPUT_TOOL
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo
 from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
@@ -348,8 +349,9 @@ class AutoCompaction:
     async def _restore(
         self, parts: RunParts, state: RunState, snap: Snapshot, scope: Scope
     ) -> tuple[str, ...]:
-        """Re-read recently read files (within the budget) and restate the todo list's latest
-        state when the summary replaced it: one synthetic call+results pair."""
+        """Re-read recently read files (within the budget), restate the todo list's latest
+        state when the summary replaced it, and list the background shells still running: one
+        synthetic call+results pair."""
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
@@ -383,6 +385,15 @@ class AutoCompaction:
             if not result.is_error:
                 calls.append(call)
                 results.append(result)
+        shells = parts.tool_context.shells
+        if shells is not None and shells.running() and SHELL_OUTPUT_TOOL in parts.registry:
+            # the background shells still running: listed (nothing of their output is read)
+            call = ToolCallBlock(id=f"restore_{parts.new_id()}", name=SHELL_OUTPUT_TOOL)
+            result = await run_tool_call(
+                parts.registry, call, parts.tool_context, timeout_s=30.0, redact=parts.redact
+            )
+            calls.append(call)
+            results.append(result)
         pair = restore_pair(calls, results, assistant_id=parts.new_id(), user_id=parts.new_id())
         if pair is None:
             return ()

@@ -49,6 +49,7 @@ from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
+from tether.tools.exec.background import BackgroundShells
 from tether.tools.exec.hygiene import Hygiene, HygieneConfig
 from tether.tools.exec.persist import OutputLimits
 from tether.tools.fetch import WebPolicy
@@ -394,6 +395,10 @@ def assemble(
         limits=limits_for(config.tools),
         spawn=spawn,
         web=WebPolicy.of(config.tools.web),
+        # the main agent's only: a subagent's would outlive its `task` call
+        shells=BackgroundShells(config.tools.max_background)
+        if host.agent_path == ("main",)
+        else None,
     )
     hook_runner = HookRunner(
         library=hooks,

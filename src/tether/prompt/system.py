@@ -41,8 +41,9 @@ otherwise decide and say what you assumed.
 are not readable.
 - Each `bash` call is a new `bash -c` process in the working folder: only files carry over \
 between calls (write `cd dir && cmd`). stdin is empty, secret variables are removed, and \
-nothing a call starts outlives it, so no server keeps running after the call. The time \
-limit is 120 s by default (`timeout_s`, at most 600).
+what a call leaves running is killed when it ends. For a server or watcher that must keep \
+running, set `run_in_background`; read it with `shell_output`, stop it with `shell_kill`. \
+The time limit is 120 s by default (`timeout_s`, at most 600).
 - A long result is saved to a file; you get a preview and the file's path. `read` the path \
 (`offset`, `limit`) or `grep` it instead of running the command again.
 - The conversation is stored append-only. When the context window fills, older turns are \

@@ -156,6 +156,8 @@ class ToolsSettings(_Section):
         max_processes: processes at once per tool call (a fork bomb is stopped); None: no
             limit. Enforced by a pids cgroup where tether may make one, else RLIMIT_NPROC.
         max_file_size: the largest file a tool command may write, bytes; None: no limit.
+        max_background: background shells (`bash` with `run_in_background`) running at once
+            per session; a start past it is refused.
         sandbox: the OS sandbox for tool subprocesses: `auto` (`TETHER_SANDBOX`, else bwrap,
             else Landlock, else none), `bwrap`, `landlock`, or `none` (no sandbox: safe mode
             is then forced).
@@ -184,6 +186,7 @@ class ToolsSettings(_Section):
     allow_unix_sockets: list[str] = Field(default_factory=list[str])
     max_processes: int | None = Field(default=1024, ge=1)
     max_file_size: int | None = Field(default=512 * 1024 * 1024, ge=1)
+    max_background: int = Field(default=8, ge=0)
     sandbox: SandboxKind = "auto"
     approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
     web: WebSettings = Field(default_factory=WebSettings)

@@ -10,7 +10,7 @@ Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subp
 Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
                 questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn,
-                web: WebPolicy | None)
+                web: WebPolicy | None, shells: BackgroundShells | None)
     ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display,
                raw: bytes | None)
 """
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tether.sandbox.base import Sandbox
     from tether.sandbox.limits import ResourceLimits
     from tether.sandbox.policy import PathPolicy
+    from tether.tools.exec.background import BackgroundShells
     from tether.tools.fetch import WebPolicy
 
 Wrap = Callable[[list[str]], list[str]]
@@ -158,6 +159,9 @@ class ToolContext:
             agent), or None.
         web: what `web_fetch` may reach (`tether.tools.fetch.WebPolicy`, from `tools.web`);
             None: the defaults (private addresses refused).
+        shells: the agent's background shells (`bash` with `run_in_background`,
+            `shell_output`, `shell_kill`; `tether.tools.exec.background`), or None: none
+            may be started.
     """
 
     root: Path
@@ -173,6 +177,7 @@ class ToolContext:
     call_id: str | None = None
     spawn: Spawner | None = field(default=None, repr=False, compare=False)
     web: WebPolicy | None = None
+    shells: BackgroundShells | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(
@@ -187,6 +192,7 @@ class ToolContext:
         sandbox: Sandbox | None = None,
         network: bool = False,
         limits: ResourceLimits | None = None,
+        shells: BackgroundShells | None = None,
     ) -> ToolContext:
         """A context with `root` resolved to its real path and, unless `env` is given, the
         current process environment scrubbed of secrets.
@@ -202,6 +208,7 @@ class ToolContext:
             sandbox: the OS sandbox for subprocesses, or None.
             network: whether sandboxed subprocesses may use the network.
             limits: process-count and file-size limits (None: the defaults).
+            shells: the background shells (None: `run_in_background` is refused).
 
         Raises:
             NotADirectoryError: `root` is not an existing directory.
@@ -221,4 +228,5 @@ class ToolContext:
             sandbox=sandbox,
             network=network,
             limits=limits,
+            shells=shells,
         )

@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/settings", "the effective settings; change this session's (F2)"),
     ("/usage", "this session's tokens and cost"),
     ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
+    ("/tasks", "[stop ID]  the background shells: list them, or stop one"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )
@@ -41,6 +42,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Up / Down", "previous / next prompt (on the first / last line)"),
     ("Tab", "complete a /command or an @path"),
     ("Ctrl+V", "attach the clipboard's image (without one: paste text)"),
+    ("!command", "run it in the sandbox; it and its output go with your next message"),
     ("Esc", "cancel the current request (the partial turn is saved)"),
     ("Esc Esc", "when idle: rewind to before a message (/rewind)"),
     ("Ctrl+K", "cancel the running tool call (it returns `cancelled`; the run goes on)"),
@@ -65,9 +67,12 @@ class Command:
 
 
 def parse_command(line: str) -> Command | None:
-    """`"/compact keep names"` → `Command("compact", "keep names")`; None for a line that is
-    not a command (no leading slash, or `//...` which sends a literal slash)."""
+    """`"/compact keep names"` → `Command("compact", "keep names")`; `"!ls -la"` →
+    `Command("!", "ls -la")` (a shell command, `tether.tui.shell_commands`); None for a line
+    that is not a command (no leading slash or `!`, or `//...` which sends a literal slash)."""
     text = line.strip()
+    if text.startswith("!"):
+        return Command("!", text[1:].strip())
     if not text.startswith("/") or text.startswith("//") or len(text) == 1:
         return None
     name, _, arg = text[1:].partition(" ")

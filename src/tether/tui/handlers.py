@@ -1,6 +1,7 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
 `/model`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
-`/init`, `/help`, `/quit`, and the session's own `/name` commands) against the app's agent.
+`/init`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against
+the app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
 Owns: `run_command`, the session switch (`switch`: close this session, open another or a
 new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
@@ -21,6 +22,7 @@ from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.context_view import cache_line
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.shell_commands import run_bang, tasks
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
 from tether.tui.widgets import UserRow
 
@@ -189,6 +191,10 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 return
             app.transcript.add(UserRow("/init"))
             app.start_run(INIT_PROMPT)
+        elif name == "!":
+            run_bang(app, arg)
+        elif name == "tasks":
+            await tasks(app, arg)
         elif name in app.opened.commands:
             if not app.busy:
                 app.transcript.add(UserRow(f"/{name} {arg}".rstrip()))

@@ -19,6 +19,11 @@ command leaves running are left alone if they let go of the output pipe (e.g.
 `server > log 2>&1 &`); those still holding it 1 s after the shell exits are killed.
 Resource limits (`tether.sandbox.limits`) apply to every command; hitting one is an is_error
 result naming it.
+
+With `run_in_background: true` the command is started as a background shell
+(`tether.tools.exec.background`: same confinement, its own process group) and the call
+returns at once with the shell's id; `shell_output` and `shell_kill`
+(`tether.tools.builtin.shells`) read and stop it.
 """
 
 from __future__ import annotations
@@ -156,10 +161,33 @@ async def run_command(
     return ToolOutput(text, raw=raw)
 
 
+async def start_background(command: str, ctx: ToolContext) -> ToolOutput:
+    """Start `command` as a background shell of `ctx.shells`; the result names its id (an
+    is_error result when background shells are not available or the cap is reached)."""
+    from tether.tools.exec.background import TooManyShells
+
+    if ctx.shells is None:
+        return ToolOutput(
+            "background shells are not available here (only the main agent may start them); "
+            "run the command without run_in_background",
+            is_error=True,
+        )
+    try:
+        shell = await ctx.shells.start(command, ctx, ctx.session_dir)
+    except TooManyShells as e:
+        return ToolOutput(f"not started: {e}", is_error=True)
+    return ToolOutput(
+        f"started background shell {shell.id}; it keeps running while you work. Read what it "
+        f"writes with shell_output(shell_id={shell.id!r}), stop it with "
+        f"shell_kill(shell_id={shell.id!r}). It is stopped when this session ends."
+    )
+
+
 @tool(timeout_s=MAX_TIMEOUT_S + 30)
 async def bash(
     command: str,
     timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)] = DEFAULT_TIMEOUT_S,
+    run_in_background: bool = False,
     *,
     ctx: ToolContext,
 ) -> ToolOutput:
@@ -173,5 +201,10 @@ async def bash(
     Args:
         command: the command line.
         timeout_s: the time limit in seconds (at most 600).
+        run_in_background: for a command that keeps running (a server, a watcher): return
+            at once with a shell id for shell_output / shell_kill (`&` does not outlive the
+            call).
     """
+    if run_in_background:
+        return await start_background(command, ctx)
     return await run_command(command, ctx, timeout_s)

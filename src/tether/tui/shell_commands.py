@@ -1,0 +1,144 @@
+"""The TUI's shell commands: `!cmd` (run a command in the sandbox; it and its output go with the
+next message) and `/tasks` (the background shells: list them, stop one).
+
+Owns: `run_bang`, `tasks`, and the context text a `!cmd` adds (`bang_context`, Claude Code's
+`<bash-input>` / `<bash-stdout>` shape).
+Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
+and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
+dispatching commands (`tether.tui.handlers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tether.messages import TextBlock, Turn
+from tether.sandbox.proc import output_cut_note
+from tether.tools.builtin.bash import run_command
+from tether.tui.widgets import UserRow
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from textual.worker import Worker
+
+    from tether.agent.agent import Agent
+    from tether.tui.transcript import Transcript
+
+
+class ShellHost(Protocol):
+    """What these commands need of the app (`tether.tui.handlers.CommandHost` has it)."""
+
+    busy: bool
+    worker: Worker[None] | None
+
+    @property
+    def agent(self) -> Agent: ...
+    @property
+    def transcript(self) -> Transcript: ...
+    def note(self, text: str) -> None: ...
+    def update_status(self) -> None: ...
+    def run_worker(self, work: Coroutine[Any, Any, None], *, group: str) -> Worker[None]: ...
+
+BANG_TIMEOUT_S = 120.0
+"""The time limit of a `!cmd` (s); Esc stops it sooner."""
+SHOWN_CHARS = 8000
+"""How much of a `!cmd`'s output the transcript shows (the conversation gets up to
+`tools.output_threshold_chars`)."""
+BANG_LEAD = (
+    "The user ran this command in the sandbox themselves (they saw its output). It is context "
+    "for their next message, not a request: do not act on it unless they ask."
+)
+
+
+def bang_context(command: str, output: str, cap: int) -> str:
+    """The text a `!cmd` adds to the conversation: a lead line, `<bash-input>` and
+    `<bash-stdout>` (stdout and stderr merged; past `cap` characters the middle is cut)."""
+    if len(output) > cap:
+        head, tail = output[: cap // 2], output[-(cap // 2) :]
+        output = f"{head}{output_cut_note(len(output) - len(head) - len(tail), len(output))}{tail}"
+    return f"{BANG_LEAD}\n<bash-input>{command}</bash-input>\n<bash-stdout>{output}</bash-stdout>"
+
+
+def run_bang(app: ShellHost, command: str) -> None:
+    """`!command`: run it in the sandbox (a worker: Esc stops it), show its output, and store
+    the command and its output in the session as a user message, sent with the next
+    prompt (no model turn)."""
+    if not command:
+        app.note("usage: !command  (runs it in the sandbox; its output goes with your next message)")
+        return
+    if app.busy:
+        app.note("!: wait until the agent is idle (or Esc)")
+        return
+    if app.agent.tool_context.sandbox is None:
+        app.note("!: no OS sandbox here (safe mode), so tether runs no commands; use your terminal")
+        return
+    app.transcript.add(UserRow(f"!{command}"))
+    app.busy = True
+    app.update_status()
+    app.worker = app.run_worker(_bang(app, command), group="agent")
+
+
+async def _bang(app: ShellHost, command: str) -> None:
+    agent = app.agent
+    try:
+        out = await run_command(command, agent.tool_context, BANG_TIMEOUT_S)
+        assert isinstance(out.content, str)
+        text = agent.redact(out.content)
+        shown = text
+        if len(shown) > SHOWN_CHARS:
+            shown = f"{shown[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters)"
+        app.note(shown)
+        cap = agent.config.tools.output_threshold_chars
+        body = bang_context(command, text, cap)
+        agent.append(Turn(id=agent.parts.new_id(), role="user", content=(TextBlock(text=body),)))
+    except asyncio.CancelledError:
+        app.note("!: stopped (nothing was added to the conversation)")
+        raise
+    except (OSError, subprocess.SubprocessError) as exc:
+        app.note(f"!: the command could not start: {exc}")
+    finally:
+        app.busy = False
+        app.update_status()
+
+
+async def tasks(app: ShellHost, arg: str) -> None:
+    """`/tasks`: the background shells with their state and output file; `/tasks stop ID`
+    stops one (`stop` alone: the only one running)."""
+    shells = app.agent.tool_context.shells
+    if shells is None:
+        app.note("/tasks: no background shells in this session")
+        return
+    verb, _, shell_id = arg.partition(" ")
+    if verb in ("stop", "kill"):
+        shell_id = shell_id.strip()
+        if not shell_id:
+            running = shells.running()
+            if len(running) != 1:
+                app.note("usage: /tasks stop ID  (/tasks lists the ids)")
+                return
+            shell_id = running[0].id
+        shell = shells.get(shell_id)
+        if shell is None:
+            app.note(f"/tasks: no background shell {shell_id!r}")
+            return
+        if not shell.running:
+            app.note(f"{shell.id} had already ended ({shell.state()})")
+            return
+        await shells.kill(shell_id)
+        app.note(f"stopped {shell.id} ({shell.state()})")
+        return
+    if arg:
+        app.note("usage: /tasks [stop ID]")
+        return
+    if not len(shells):
+        app.note("no background shells (the agent starts them with bash run_in_background)")
+        return
+    lines = ["background shells (/tasks stop ID stops one):"]
+    for s in shells.all():
+        lines.append(f"  {s.id:<8} {s.state():<18} {s.command}")
+        if s.log is not None:
+            lines.append(f"           output: {s.log}")
+    app.note("\n".join(lines))

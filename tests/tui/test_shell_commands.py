@@ -1,0 +1,133 @@
+"""Issue 40 items 2 and 3 in the TUI: `!cmd` runs in the sandbox, shows its output and adds
+command and output to the conversation for the next message (no model turn of its own);
+`/tasks` lists the background shells and stops one; leaving the TUI stops the rest."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from pathlib import Path
+
+from kit.sandbox import sandbox_or_skip
+from kit.tui import SIZE, idle, notes, scripted_app, send, until
+from tether.messages import TextBlock
+from tether.testing import call
+from tether.tui.commands import parse_command
+from tether.tui.shell_commands import bang_context
+from tether.tui.widgets import UserRow
+
+_n = itertools.count(1)
+
+
+def _marker() -> str:
+    return f"{os.getpid() % 9000 + 1000}{next(_n) + 500:03d}"
+
+
+def _alive(mark: str) -> list[int]:
+    out: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        if f"sleep {mark}" in cmd and ") Z" not in stat:
+            out.append(int(name))
+    return out
+
+
+def _gone(mark: str) -> bool:
+    for _ in range(60):
+        if not _alive(mark):
+            return True
+        time.sleep(0.05)
+    for pid in _alive(mark):
+        os.kill(pid, 9)
+    return False
+
+
+def test_a_bang_line_is_a_shell_command() -> None:
+    c = parse_command("!git status --short")
+    assert c is not None and (c.name, c.arg) == ("!", "git status --short")
+    c = parse_command("!")
+    assert c is not None and (c.name, c.arg) == ("!", "")
+
+
+def test_the_bang_context_cuts_long_output_in_the_middle() -> None:
+    text = bang_context("seq 1 100000", "x" * 1000 + "y" * 1000, cap=200)
+    assert "<bash-input>seq 1 100000</bash-input>" in text
+    assert text.count("x") >= 100 and text.count("y") >= 100 and len(text) < 700
+    assert "bytes of output cut" in text
+
+
+async def test_bang_runs_in_the_sandbox_and_goes_with_the_next_message(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    app, provider = scripted_app(tmp_path, ["noted"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "!echo hello-from-bang; touch made-by-bang; touch ~/outside-$$ && echo WROTE-HOME")
+        await idle(app, pilot)
+        await until(pilot, lambda: "hello-from-bang" in notes(app))
+        assert (tmp_path / "made-by-bang").exists()  # the working folder is writable
+        assert "WROTE-HOME" not in notes(app)  # the home folder is not: the sandbox held it
+        assert any(r.text.startswith("!echo hello-from-bang") for r in app.query(UserRow))
+        assert provider.requests == []  # no model turn of its own
+        last = app.agent.history[-1]
+        assert last.role == "user"
+        (block,) = last.content
+        assert isinstance(block, TextBlock)
+        assert "<bash-input>echo hello-from-bang;" in block.text
+        assert "hello-from-bang" in block.text.split("<bash-stdout>")[1]
+        await send(pilot, "what did it print?")
+        await idle(app, pilot)
+        (request,) = provider.requests
+        sent = str(request)
+        assert "hello-from-bang" in sent and "what did it print?" in sent
+
+
+async def test_bang_with_no_sandbox_runs_nothing(tmp_path: Path) -> None:
+    app, provider = scripted_app(tmp_path, [], settings={"tools": {"sandbox": "none"}})
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "!touch should-not-exist")
+        await idle(app, pilot)
+        assert "no OS sandbox" in notes(app)
+        assert not (tmp_path / "should-not-exist").exists()
+        assert provider.requests == [] and app.agent.history == []
+
+
+async def test_tasks_lists_and_stops_a_background_shell(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    mark = _marker()
+    script = [call("bash", command=f"echo up; sleep {mark}", run_in_background=True), "started"]
+    app, _ = scripted_app(tmp_path, script)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/tasks")
+        assert "no background shells" in notes(app)
+        await send(pilot, "start the server")
+        await idle(app, pilot)
+        await until(pilot, lambda: bool(_alive(mark)))
+        await send(pilot, "/tasks")
+        text = notes(app)
+        assert "bash_1" in text and "running" in text and f"sleep {mark}" in text
+        await send(pilot, "/tasks stop bash_9")
+        assert "no background shell 'bash_9'" in notes(app)
+        await send(pilot, "/tasks stop bash_1")
+        await until(pilot, lambda: "stopped bash_1 (killed)" in notes(app))
+        assert _gone(mark)
+        await send(pilot, "/tasks")
+        assert "killed" in notes(app).splitlines()[-1] or "killed" in notes(app)
+
+
+async def test_leaving_the_tui_stops_the_background_shells(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    mark = _marker()
+    script = [call("bash", command=f"sleep {mark}", run_in_background=True), "started"]
+    app, _ = scripted_app(tmp_path, script)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "start it")
+        await idle(app, pilot)
+        await until(pilot, lambda: bool(_alive(mark)))
+        await app.action_quit()
+    assert _gone(mark), "a background shell outlived the TUI"
