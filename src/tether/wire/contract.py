@@ -195,6 +195,10 @@ def anthropic_problems(
             and last[-1]["text"] != last[-1]["text"].rstrip()
         ):
             problems.append("final assistant content cannot end with trailing whitespace")
+        if last and last[-1].get("type") in ("thinking", "redacted_thinking"):
+            # "messages.N: The final block in an assistant message cannot be `thinking`"
+            # (HTTP 400, tailcallhq/forgecode#2107); redacted_thinking alike (issue 39)
+            problems.append("The final block in an assistant message cannot be `thinking`")
     if thinking is not None:
         budget = thinking.get("budget_tokens", 0)
         if budget < 1024 or budget >= max_tokens:
