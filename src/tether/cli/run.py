@@ -15,6 +15,7 @@ persisted first).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -351,12 +352,17 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     loop = asyncio.get_running_loop()
     assert task is not None
 
-    def on_signal() -> None:
-        cancel.note()  # exit 130 even when the cancel reaches a run that just finished
-        task.cancel()
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        # A Python-level handler, not `loop.add_signal_handler`: the signal is recorded the
+        # instant it arrives (exit 130 even when the cancel reaches a run that just finished).
+        # With the loop's own handlers, a signal delivered while the run closed synchronously
+        # (the final answer and the closing checkpoint written, `done` emitted) waited in the
+        # loop's self-pipe, and removing the handlers below dropped it: exit 0 (issue 39).
+        cancel.note()
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select
 
-    for sig in SIGNALS:
-        loop.add_signal_handler(sig, on_signal)
+    _set_handlers(dict.fromkeys(SIGNALS, on_signal))
     try:
         await agent.start()
         result = await agent.run(prompt)
@@ -367,11 +373,14 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         err("cancelled")
         return EXIT_CANCELLED
     finally:
-        await agent.aclose()
-        # From here to the end of `run_command` a signal is only recorded (`tether.cli.cancel`:
-        # the process exits 130): an exception raised inside the closing event loop or the
-        # session writer's close would end in a traceback or be lost.
-        _set_handlers(dict.fromkeys(SIGNALS, _note_signal), loop)
+        try:
+            await agent.aclose()
+        finally:
+            # From here to the end of `run_command` a signal is only recorded
+            # (`tether.cli.cancel`: the process exits 130): an exception raised inside the
+            # closing event loop or the session writer's close would end in a traceback or be
+            # lost.
+            _set_handlers(dict.fromkeys(SIGNALS, _note_signal))
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
         return exit_code_for("context_overflow")
@@ -405,16 +414,12 @@ def _note_signal(signum: int, frame: FrameType | None) -> None:
 Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
-def _set_handlers(
-    handlers: dict[signal.Signals, Handler], loop: asyncio.AbstractEventLoop | None = None
-) -> None:
-    """Install `handlers` (after removing `loop`'s own), with the signals blocked meanwhile so
-    none lands on the default action in between."""
+def _set_handlers(handlers: dict[signal.Signals, Handler]) -> None:
+    """Install `handlers` with the signals blocked meanwhile, so a signal arriving during the
+    swap is delivered (to the new handler) once both are in, never in between."""
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
         for sig, handler in handlers.items():
-            if loop is not None:
-                loop.remove_signal_handler(sig)
             if handler is not None:
                 signal.signal(sig, handler)
     finally:
