@@ -5,7 +5,7 @@ breakpoints, and the `thinking` / `temperature` parameters.
 Does not own: the stream (`tether.providers.anthropic`), the wire passes (`tether.wire`).
 
 Request shape (`POST /v1/messages`, `stream: true`):
-    {"model", "max_tokens", "system": [{"type": "text", "text", "cache_control"?}],
+    {"model", "max_tokens", "system": str | [{"type": "text", "text", "cache_control"}],
      "thinking": {"type": "enabled", "budget_tokens"},
      "tools": [{"name", "description", "input_schema", "cache_control"?}],
      "messages": [{"role": "user"|"assistant", "content": [
@@ -361,7 +361,7 @@ class MessagesParams:
     `temperature` are None when omitted)."""
 
     messages: list[at.MessageParam]
-    system: list[at.TextBlockParam] | None
+    system: str | list[at.TextBlockParam] | None
     tools: list[at.ToolUnionParam] | None
     max_tokens: int
     thinking: at.ThinkingConfigEnabledParam | None
@@ -394,9 +394,9 @@ def build_params(
     """
     messages, extra_system = to_anthropic_messages(view)
     system_text = "\n\n".join([s for s in (request.system, *extra_system) if s])
-    system: list[at.TextBlockParam] | None = (
-        [{"type": "text", "text": system_text}] if system_text else None
-    )
+    # A plain string unless a block must carry `cache_control`: some Anthropic-compatible
+    # servers (llama-cpp-python's behind the LiteLLM proxy) reject a list as the system prompt
+    system: str | list[at.TextBlockParam] | None = system_text or None
     tools = to_anthropic_tools(request.tools)
     if request.web_search is not None:
         tools.append(web_search_tool(request.web_search))
