@@ -134,6 +134,11 @@ async def test_the_system_prompt_is_a_string_unless_it_carries_a_breakpoint() ->
     assert server.requests[0]["system"] == [
         {"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}
     ]
+    # a compatible server (the LiteLLM proxy's `anthropic/` route): a string, caching on
+    compatible = AnthropicProvider(MODEL, api_key="k", base_url="http://127.0.0.1:9")
+    assert not compatible.info.vendor_endpoint
+    params = compatible.request_params(req)
+    assert params.system == "s" and breakpoints({"messages": params.messages}) != []
     p = build_params(
         ModelRequest(model=MODEL, messages=tool_loop_history()),
         tool_loop_history(),
