@@ -128,9 +128,13 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         except MalformedInputError as exc:
             err(f"malformed input: {exc}")
             return EXIT_MALFORMED
-    if prompt is None and not stdin.messages and not opts.resume:
-        err("no prompt: give one as an argument or on stdin")
-        return EXIT_USAGE
+    if prompt is None and not opts.resume:
+        if not stdin.messages:
+            err("no prompt: give one as an argument or on stdin")
+            return EXIT_USAGE
+        if all(t.role == "system" for t in stdin.messages):  # nothing to answer: refused alike
+            err("no prompt: the stdin context holds only system messages; add a user message")
+            return EXIT_USAGE
     root = opts.cwd.resolve()
     if not root.is_dir():
         err(f"--cwd {opts.cwd} is not a folder")
