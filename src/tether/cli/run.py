@@ -42,7 +42,7 @@ from tether.cli.output import (
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
-from tether.messages import ContentBlock, ImageBlock
+from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -387,6 +387,9 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
             _set_handlers(dict.fromkeys(SIGNALS, _note_signal))
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
+        hint = fork_hint(agent.session.id, agent.history)
+        if hint:
+            err(hint)
         return exit_code_for("context_overflow")
     if result.stop_reason == "prompt_denied":  # a user_prompt hook refused it: nothing sent
         err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
@@ -405,6 +408,26 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         )
         return EXIT_USAGE  # the run did not finish its task
     return EXIT_OK
+
+
+def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
+    """The way on after the runaway guard stopped a run (issue 39): each resume would compact
+    once and stop again when the last user message alone is too large, so the line names the
+    fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
+    a user message."""
+    from tether.agent.checkpoints import synthetic_user_turn
+    from tether.checkpoint.timeline import user_turns
+
+    if session_id is None:
+        return None
+    turns = user_turns(history, synthetic_user_turn)
+    if not turns:
+        return None
+    n = turns[-1].number
+    return (
+        f"to go on without user message {n} (resuming stops here again), fork before it: "
+        f"tether sessions fork {session_id} --before {n}"
+    )
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
