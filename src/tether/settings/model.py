@@ -127,6 +127,39 @@ class WebSettings(_Section):
     max_redirects: int = Field(default=5, ge=0)
 
 
+class LoopRuleSettings(_Section):
+    """`tools.loop_breaker.<tool>`: how repeated identical calls of one tool are handled
+    (`tether.tools.exec.hygiene`).
+
+    Attributes:
+        policy: `block` (more than `after` identical consecutive calls are refused without
+            running), `replay` (an identical call gets the earlier result, marked) or `off`.
+        after: for `block`, the identical consecutive calls that run before the next ones are
+            refused.
+        reason: what the refusal tells the model to do instead (None: "Change the input or
+            take a different approach.").
+        skip: regular expressions; a call whose command (shell tools: its canonical form) or,
+            for other tools, its arguments as canonical JSON match one is opted out: never
+            counted, blocked nor replayed (e.g. `^gh run view` for a deliberate poll).
+    """
+
+    policy: Literal["block", "replay", "off"] = "block"
+    after: int = Field(default=5, ge=1)
+    reason: str | None = None
+    skip: list[str] = Field(default_factory=list[str])
+
+    @model_validator(mode="after")
+    def _patterns(self) -> Self:
+        import re
+
+        for pattern in self.skip:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"skip: {pattern!r} is not a regular expression ({exc})") from None
+        return self
+
+
 class ToolsSettings(_Section):
     """`tools`: limits and policy for tool calls.
 
@@ -164,6 +197,8 @@ class ToolsSettings(_Section):
             `read-only` (safe mode), `auto` (nothing asked). Only a host with an approver
             (the TUI, `Agent(approver=...)`) asks; headless, `ask` runs calls unasked.
         web: the `web_fetch` tool's policy (`WebSettings`).
+        loop_breaker: per tool, the rule for repeated identical calls (`LoopRuleSettings`),
+            over the built-in one (`bash`: blocked after 5 identical consecutive commands).
         only: the only tools offered, by name, whatever their kind (built-in, tool folders,
             `skill`, `task`, MCP `mcp__<server>__<tool>` and `mcp_read_resource`); None: all.
             A Job's `tools` field sets it. A name that is no tool the settings give, and not
@@ -188,6 +223,7 @@ class ToolsSettings(_Section):
     approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
     web: WebSettings = Field(default_factory=WebSettings)
     only: list[str] | None = None
+    loop_breaker: dict[str, LoopRuleSettings] = Field(default_factory=dict[str, LoopRuleSettings])
 
 
 class ModelWindow(_Section):
