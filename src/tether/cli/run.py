@@ -8,7 +8,8 @@ Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
 `user_prompt` hook refused the prompt, the next request would pass `--max-budget-usd`, an image
 that cannot be attached or a model that reads text only) ·
-2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
+2 auth · 3 network · 4 provider error · 5 malformed input · 124 the run's time limit passed
+(`--timeout`, `run.timeout`; cancelled as by a signal) · 130 cancelled (the partial turn is
 persisted first).
 """
 
@@ -75,6 +76,12 @@ class RunOptions:
     max_budget_usd: float | None = None
     images: tuple[Path, ...] = ()
     output_format: str | None = None
+    tools: str | None = None
+    timeout: str | None = None
+
+
+EXIT_TIMEOUT = 124
+"""The exit code of a run stopped by `--timeout` / `run.timeout` (as `timeout(1)`)."""
 
 
 def run_command(opts: RunOptions) -> int:
@@ -277,6 +284,24 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
     if opts.append_system is not None:
         overrides["run.append_system"] = opts.append_system
+    if opts.tools is not None:
+        names = [n.strip() for n in opts.tools.split(",") if n.strip()]
+        if not names:
+            raise ConfigError("--tools is empty: name at least one tool")
+        overrides["tools.only"] = names
+    if opts.timeout is not None:
+        from tether.durations import DurationError, parse_duration
+
+        value = opts.timeout.strip()
+        if value.replace(".", "", 1).isdigit():  # a bare number on the command line: seconds
+            value += "s"
+        try:
+            seconds = parse_duration(value)
+        except DurationError as exc:
+            raise ConfigError(f"--timeout: {exc}") from None
+        if seconds <= 0:
+            raise ConfigError("--timeout must be above 0")
+        overrides["run.timeout_s"] = value  # a string, as in the file (a number is ms there)
     return overrides
 
 
@@ -367,9 +392,18 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
             loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select
 
     _set_handlers(dict.fromkeys(SIGNALS, on_signal))
+    limit = agent.config.run.timeout_s
+    deadline = asyncio.timeout(limit)  # `run.timeout` / `--timeout`: the whole run
     try:
         await agent.start()
-        result = await agent.run(prompt)
+        async with deadline:
+            result = await agent.run(prompt)
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        assert limit is not None
+        err(f"stopped: the run's time limit ({limit:g} s, --timeout) passed; exit {EXIT_TIMEOUT}")
+        return EXIT_TIMEOUT
     except RunError as exc:
         err(str(exc))
         return exit_code_for(exc.kind)

@@ -298,6 +298,8 @@ class RunSettings(_Section):
         append_system: text added at the end of the system prompt (`--append-system`).
         max_output_tokens: cap on generated tokens per request, or None for the provider's.
         temperature: sampling temperature, or None for the provider default.
+        timeout_s: the time limit of a whole `tether run` (JSON key `timeout`, `--timeout`):
+            past it the run is cancelled (the partial turn persisted) and exits 124; None: none.
         output_format: what `tether run` prints on stdout (`--output-format`): `stream-json`
             (every event as a JSON line, as it comes), `json` (one result object at the end),
             `text` (the answer only).
@@ -311,6 +313,7 @@ class RunSettings(_Section):
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
+    timeout_s: Duration | None = Field(default=None, alias="timeout")
     """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
     stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
     no cap."""
