@@ -5,7 +5,8 @@ exit codes, signal handling. The command groups are `tether.cli.sessions_cmds`,
 `settings_cmds`, `mcp_cmds` and `jobs_cmds`.
 
 Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
-130 cancelled (SIGINT/SIGTERM; the partial turn is persisted first).
+124 `tether run --timeout` passed · 130 cancelled (SIGINT/SIGTERM; the partial turn is persisted
+first).
 """
 
 from __future__ import annotations
