@@ -121,3 +121,28 @@ def test_a_prompt_far_over_the_window_is_refused_before_sending(tmp_path: Path) 
     assert "context window is 4096 tokens" in proc.stderr
     _one_clean_line(proc.stderr)
     _no_sessions(home)
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        '{"messages": []}',
+        '{"messages": [{"role": "system", "content": "be brief"}]}',
+        '[{"role": "system", "content": "a"}, {"role": "system", "content": "b"}]',
+        '{"role": "system", "content": "be brief"}',
+    ],
+    ids=["empty", "one-system", "list-of-systems", "one-line-system"],
+)
+def test_a_stdin_context_without_a_user_or_assistant_message_is_refused(
+    tmp_path: Path, stdin: str
+) -> None:
+    """Issue 39: only system messages went out with a placeholder user turn and exit 0, while
+    an empty message list exits 1: one rule, one line, nothing sent, no session."""
+    home = tmp_path / "home"
+    with FaultServer([text("never sent")]) as server:
+        proc = _tether(["run", "--model", "openai/m", "--base-url", server.openai_url], home, stdin)
+        assert server.requests == []
+    assert proc.returncode == 1, proc.stderr
+    assert "no prompt" in proc.stderr and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    _no_sessions(home)

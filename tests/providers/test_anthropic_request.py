@@ -108,9 +108,11 @@ async def test_breakpoint_skips_thinking_blocks() -> None:
     provider = AnthropicProvider(MODEL, client=server.anthropic(), supports_prefill=True)
     await run(provider, ModelRequest(model=MODEL, messages=history))
     (body,) = server.requests
-    last = body["messages"][-1]
-    assert last["role"] == "assistant"
-    assert "cache_control" in last["content"][0] and "cache_control" not in last["content"][1]
+    # a prefill ending in thinking is not sent as one (issue 39): the Continue turn follows
+    reply, last = body["messages"][-2:]
+    assert last["role"] == "user" and "cache_control" in last["content"][-1]
+    assert reply["role"] == "assistant" and reply["content"][1]["type"] == "redacted_thinking"
+    assert all("cache_control" not in b for b in reply["content"])
 
 
 async def test_caching_off_sends_no_breakpoint() -> None:
@@ -118,6 +120,32 @@ async def test_caching_off_sends_no_breakpoint() -> None:
     req = ModelRequest(model=MODEL, messages=tool_loop_history(), system="s", tools=TOOLS)
     await run(AnthropicProvider(MODEL, client=server.anthropic(), prompt_caching=False), req)
     assert breakpoints(server.requests[0]) == []
+
+
+async def test_the_system_prompt_is_a_string_unless_it_carries_a_breakpoint() -> None:
+    """Issue 39: a block list only when a block needs `cache_control` (llama-cpp-python's
+    server behind the LiteLLM proxy rejects a list as the system prompt)."""
+    req = ModelRequest(model=MODEL, messages=tool_loop_history(), system="s", tools=TOOLS)
+    server = Server([sse_response(ANTHROPIC_OK)])
+    await run(AnthropicProvider(MODEL, client=server.anthropic(), prompt_caching=False), req)
+    assert server.requests[0]["system"] == "s"
+    server = Server([sse_response(ANTHROPIC_OK)])
+    await run(AnthropicProvider(MODEL, client=server.anthropic()), req)
+    assert server.requests[0]["system"] == [
+        {"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}
+    ]
+    # a compatible server (the LiteLLM proxy's `anthropic/` route): a string, caching on
+    compatible = AnthropicProvider(MODEL, api_key="k", base_url="http://127.0.0.1:9")
+    assert not compatible.info.vendor_endpoint
+    params = compatible.request_params(req)
+    assert params.system == "s" and breakpoints({"messages": params.messages}) != []
+    p = build_params(
+        ModelRequest(model=MODEL, messages=tool_loop_history()),
+        tool_loop_history(),
+        default_max_tokens=1000,
+        default_thinking_budget=None,
+    )
+    assert p.system is None
 
 
 _blocks = st.lists(

@@ -249,7 +249,7 @@ async def test_anthropic_request_body() -> None:
         "model": "the-model",
         "max_tokens": 512,
         "stream": True,
-        "system": [{"type": "text", "text": "Be brief."}],
+        "system": "Be brief.",  # a plain string: nothing needs cache_control (issue 39)
         "temperature": 0.2,
         "tools": [
             {"name": "get_weather", "description": "Weather for a city.", "input_schema": SCHEMA}

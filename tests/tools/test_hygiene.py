@@ -11,13 +11,16 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tether.messages import TextBlock, ToolCallBlock, tool_result
+from tether.settings.model import AgentConfig
 from tether.tools.exec.hygiene import (
     BLOCKED,
+    DEFAULT_REASON,
     DedupRule,
     Hygiene,
     HygieneConfig,
     canonical_shell,
     default_key,
+    loop_breaker_config,
     shell_key,
 )
 from tether.tools.exec.run import ToolRunResult
@@ -42,6 +45,9 @@ def ok(call: ToolCallBlock, text: str = "ok", *, error: bool = False) -> ToolRun
         ("ls -la", "  ls    -la  "),
         ("ls -la", "cd /repo && ls -la"),
         ("ls -la", 'cd "my dir" && cd sub && ls\t-la'),
+        ("ls -la", "cd /repo; ls -la"),  # issue 39: the `;` form too
+        ("ls -la", "cd /repo ; cd sub && ls -la"),
+        ("pytest -q", "cd /repo;pytest -q & sleep 5"),
         ("npm start", "npm start & sleep 5; curl localhost:3000"),
         ("npm start", "cd app && npm  start & sleep 2.5; tail -n 5 log; cat x"),
         ("make", "make; sleep 10; cat out"),
@@ -101,6 +107,7 @@ def test_whitespace_around_the_command_does_not_matter(cmd: str, ws: str) -> Non
 @given(st.from_regex(r"[a-z][a-z0-9 ]{0,15}", fullmatch=True), st.sampled_from(["/r", "'x y'"]))
 def test_a_leading_cd_does_not_matter(body: str, folder: str) -> None:
     assert canonical_shell(f"cd {folder} && {body}") == canonical_shell(body)
+    assert canonical_shell(f"cd {folder}; {body}") == canonical_shell(body)
 
 
 @given(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=4))
@@ -125,7 +132,8 @@ def test_block_after_n_is_sticky_until_the_input_changes() -> None:
             assert pre.block.text.startswith("Blocked: ")
             outcomes.append("blocked")
     assert outcomes == ["ran", "ran", "blocked", "blocked", "ran", "ran", "blocked", "ran"]
-    assert BLOCKED.format(name="bash", n=2).startswith("Blocked: this `bash` call repeats")
+    blocked = BLOCKED.format(name="bash", n=2, reason=DEFAULT_REASON)
+    assert blocked.startswith("Blocked: this `bash` call repeats")
 
 
 def test_other_tools_do_not_break_a_streak_and_unruled_tools_pass() -> None:
@@ -191,3 +199,51 @@ def test_blanks_after_an_escaped_backslash_go_and_an_escaped_blank_stays(cmd: st
     """Found by the property above: a trailing `\\\\` is one backslash (the blanks after it are
     not quoted), while `\\ ` is a blank the command means."""
     assert canonical_shell(" " + cmd + "  ") == canonical_shell(cmd)
+
+
+def _blocked(h: Hygiene, calls: list[ToolCallBlock]) -> list[bool]:
+    out: list[bool] = []
+    for call in calls:
+        pre = h.check(call)
+        if pre is None:
+            h.record(call, ok(call), safe=False)
+        out.append(pre is not None)
+    return out
+
+
+def test_the_settings_section_tunes_the_loop_breaker() -> None:
+    """Issue 39: `tools.loop_breaker` sets the threshold, the reason and the opted-out calls
+    (a skip pattern), adds rules for other tools and turns the built-in one off."""
+    config = AgentConfig(
+        tools={
+            "loop_breaker": {
+                "bash": {"after": 2, "reason": "Poll with `watch` instead.", "skip": ["^gh run"]},
+                "grep": {"after": 1},
+            }
+        }
+    )
+    h = Hygiene(loop_breaker_config(config.tools.loop_breaker))
+    calls = [c("bash", command=x) for x in ["make", "cd /r; make", "make", "make"]]
+    assert _blocked(h, calls) == [False, False, True, True]
+    pre = h.check(c("bash", command="make"))
+    assert pre is not None and pre.block.text.endswith("Poll with `watch` instead.")
+    polls = [c("bash", command="gh run view 1") for _ in range(6)]  # opted out: never blocked
+    assert _blocked(h, polls) == [False] * 6
+    assert _blocked(h, [c("grep", pattern="x"), c("grep", pattern="x")]) == [False, True]
+    off = Hygiene(
+        loop_breaker_config(AgentConfig(tools={"loop_breaker": {"bash": {"policy": "off"}}}).tools.loop_breaker)
+    )
+    assert _blocked(off, [c("bash", command="ls") for _ in range(8)]) == [False] * 8
+    default = Hygiene(loop_breaker_config({}))
+    assert _blocked(default, [c("bash", command="ls") for _ in range(6)]) == [False] * 5 + [True]
+    with pytest.raises(ValueError, match="not a regular expression"):
+        AgentConfig(tools={"loop_breaker": {"bash": {"skip": ["("]}}})
+
+
+def test_a_hasher_returning_none_opts_a_call_out() -> None:
+    def key(name: str, arguments: dict[str, Any]) -> str | None:
+        return None if arguments.get("poll") else default_key(name, arguments)
+
+    h = Hygiene(HygieneConfig(dedup={"t": DedupRule(policy="block", after=1, key=key)}))
+    assert _blocked(h, [c("t", poll=True) for _ in range(3)]) == [False] * 3
+    assert _blocked(h, [c("t", x=1), c("t", x=1)]) == [False, True]

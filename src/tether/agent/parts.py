@@ -50,7 +50,7 @@ from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.exec.background import BackgroundShells
-from tether.tools.exec.hygiene import Hygiene, HygieneConfig
+from tether.tools.exec.hygiene import Hygiene, HygieneConfig, loop_breaker_config
 from tether.tools.exec.persist import OutputLimits
 from tether.tools.fetch import WebPolicy
 from tether.tools.registry import ToolRegistry
@@ -410,7 +410,7 @@ def assemble(
     )
     mode = config.tools.approval
     tool_calls = ToolCalls(
-        hygiene=Hygiene(hygiene, root=str(root)),
+        hygiene=Hygiene(hygiene or loop_breaker_config(config.tools.loop_breaker), root=str(root)),
         notes=prompting.subfolder_notes(config, root, session.context),
         output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
         gate=CallGate(

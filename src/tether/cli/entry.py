@@ -8,8 +8,12 @@ instant ends it with exit code 130 (never -2 / -15):
               exit 130 after `finally` blocks ran (a terminal whose echo `login` turned off is
               restored, the session writer is closed); during the agent run `tether.cli.run`
               puts the loop's cancellation in front (the partial turn is persisted first) and
-              puts these handlers back afterwards;
-    closing   (after the CLI returned) exit 130 at once again: everything is persisted.
+              puts these handlers back afterwards (it records a signal the instant it
+              arrives: a Python-level handler, not the event loop's, whose self-pipe a
+              closing run could leave unread);
+    closing   (after the CLI returned or raised) `interrupt` only records (`_closing`), then
+              exit 130 at once again: everything is persisted. A `KeyboardInterrupt` never
+              escapes while the CLI's exit code is read.
 Every handler records the signal (`tether.cli.cancel`): when the CLI ends after one arrived,
 however it ended (a normal return because the cancel reached a run that had just finished, an
 error some library wrapped the `KeyboardInterrupt` in), the exit code is 130 and no traceback
@@ -52,10 +56,18 @@ def exit_now(signum: int, frame: FrameType | None) -> None:
     os._exit(EXIT_CANCELLED)
 
 
+_closing = False
+"""Set the instant the CLI has returned or raised: from then on `interrupt` only records."""
+
+
 def interrupt(signum: int, frame: FrameType | None) -> None:
-    """The handler while the CLI runs: SIGTERM too becomes `KeyboardInterrupt` (exit 130)."""
+    """The handler while the CLI runs: SIGTERM too becomes `KeyboardInterrupt` (exit 130).
+    Once the CLI has ended (`_closing`) it only records the signal: a `KeyboardInterrupt`
+    raised while `main` reads the CLI's outcome would escape it as a traceback and death by
+    SIGINT (issue 39)."""
     cancel.note()
-    raise KeyboardInterrupt
+    if not _closing:
+        raise KeyboardInterrupt
 
 
 def install(handler: Callable[[int, FrameType | None], None]) -> None:
@@ -71,9 +83,15 @@ def main() -> None:
     from tether.cli.main import main as cli_main
 
     install(interrupt)
+    global _closing
     code = 0
     try:
-        cli_main()
+        try:
+            cli_main()
+        finally:
+            # one statement: a `KeyboardInterrupt` can be raised before it (and is handled
+            # below like any from the CLI), never after it
+            _closing = True
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt:

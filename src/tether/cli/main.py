@@ -5,7 +5,8 @@ exit codes, signal handling. The command groups are `tether.cli.sessions_cmds`,
 `settings_cmds`, `mcp_cmds` and `jobs_cmds`.
 
 Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
-130 cancelled (SIGINT/SIGTERM; the partial turn is persisted first).
+124 `tether run --timeout` passed · 130 cancelled (SIGINT/SIGTERM; the partial turn is persisted
+first).
 """
 
 from __future__ import annotations
@@ -236,6 +237,20 @@ def run(
             "end) | text (the answer only). Setting: run.output_format."
         ),
     ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools", help="Offer only these tools, comma-separated (setting: tools.only)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--timeout",
+            help="Time limit of the whole run: 600 (seconds) or 10m; past it the run is cancelled and "
+            "exits 124 (setting: run.timeout).",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -264,6 +279,8 @@ def run(
                 max_budget_usd=max_budget_usd,
                 images=tuple(image or ()),
                 output_format=output_format,
+                tools=tools,
+                timeout=timeout,
             )
         )
     )

@@ -8,13 +8,15 @@ Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
 `user_prompt` hook refused the prompt, the next request would pass `--max-budget-usd`, an image
 that cannot be attached or a model that reads text only) ·
-2 auth · 3 network · 4 provider error · 5 malformed input · 130 cancelled (the partial turn is
+2 auth · 3 network · 4 provider error · 5 malformed input · 124 the run's time limit passed
+(`--timeout`, `run.timeout`; cancelled as by a signal) · 130 cancelled (the partial turn is
 persisted first).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -41,7 +43,7 @@ from tether.cli.output import (
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
-from tether.messages import ContentBlock, ImageBlock
+from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -74,6 +76,12 @@ class RunOptions:
     max_budget_usd: float | None = None
     images: tuple[Path, ...] = ()
     output_format: str | None = None
+    tools: str | None = None
+    timeout: str | None = None
+
+
+EXIT_TIMEOUT = 124
+"""The exit code of a run stopped by `--timeout` / `run.timeout` (as `timeout(1)`)."""
 
 
 def run_command(opts: RunOptions) -> int:
@@ -127,9 +135,13 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         except MalformedInputError as exc:
             err(f"malformed input: {exc}")
             return EXIT_MALFORMED
-    if prompt is None and not stdin.messages and not opts.resume:
-        err("no prompt: give one as an argument or on stdin")
-        return EXIT_USAGE
+    if prompt is None and not opts.resume:
+        if not stdin.messages:
+            err("no prompt: give one as an argument or on stdin")
+            return EXIT_USAGE
+        if all(t.role == "system" for t in stdin.messages):  # nothing to answer: refused alike
+            err("no prompt: the stdin context holds only system messages; add a user message")
+            return EXIT_USAGE
     root = opts.cwd.resolve()
     if not root.is_dir():
         err(f"--cwd {opts.cwd} is not a folder")
@@ -272,6 +284,24 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
     if opts.append_system is not None:
         overrides["run.append_system"] = opts.append_system
+    if opts.tools is not None:
+        names = [n.strip() for n in opts.tools.split(",") if n.strip()]
+        if not names:
+            raise ConfigError("--tools is empty: name at least one tool")
+        overrides["tools.only"] = names
+    if opts.timeout is not None:
+        from tether.durations import DurationError, parse_duration
+
+        value = opts.timeout.strip()
+        if value.replace(".", "", 1).isdigit():  # a bare number on the command line: seconds
+            value += "s"
+        try:
+            seconds = parse_duration(value)
+        except DurationError as exc:
+            raise ConfigError(f"--timeout: {exc}") from None
+        if seconds <= 0:
+            raise ConfigError("--timeout must be above 0")
+        overrides["run.timeout_s"] = value  # a string, as in the file (a number is ms there)
     return overrides
 
 
@@ -351,15 +381,29 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     loop = asyncio.get_running_loop()
     assert task is not None
 
-    def on_signal() -> None:
-        cancel.note()  # exit 130 even when the cancel reaches a run that just finished
-        task.cancel()
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        # A Python-level handler, not `loop.add_signal_handler`: the signal is recorded the
+        # instant it arrives (exit 130 even when the cancel reaches a run that just finished).
+        # With the loop's own handlers, a signal delivered while the run closed synchronously
+        # (the final answer and the closing checkpoint written, `done` emitted) waited in the
+        # loop's self-pipe, and removing the handlers below dropped it: exit 0 (issue 39).
+        cancel.note()
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select
 
-    for sig in SIGNALS:
-        loop.add_signal_handler(sig, on_signal)
+    _set_handlers(dict.fromkeys(SIGNALS, on_signal))
+    limit = agent.config.run.timeout_s
+    deadline = asyncio.timeout(limit)  # `run.timeout` / `--timeout`: the whole run
     try:
         await agent.start()
-        result = await agent.run(prompt)
+        async with deadline:
+            result = await agent.run(prompt)
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        assert limit is not None
+        err(f"stopped: the run's time limit ({limit:g} s, --timeout) passed; exit {EXIT_TIMEOUT}")
+        return EXIT_TIMEOUT
     except RunError as exc:
         err(str(exc))
         return exit_code_for(exc.kind)
@@ -367,13 +411,19 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         err("cancelled")
         return EXIT_CANCELLED
     finally:
-        await agent.aclose()
-        # From here to the end of `run_command` a signal is only recorded (`tether.cli.cancel`:
-        # the process exits 130): an exception raised inside the closing event loop or the
-        # session writer's close would end in a traceback or be lost.
-        _set_handlers(dict.fromkeys(SIGNALS, _note_signal), loop)
+        try:
+            await agent.aclose()
+        finally:
+            # From here to the end of `run_command` a signal is only recorded
+            # (`tether.cli.cancel`: the process exits 130): an exception raised inside the
+            # closing event loop or the session writer's close would end in a traceback or be
+            # lost.
+            _set_handlers(dict.fromkeys(SIGNALS, _note_signal))
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
         err("stopped: context_overflow: the context ran away (see the error event); exit 4")
+        hint = fork_hint(agent.session.id, agent.history)
+        if hint:
+            err(hint)
         return exit_code_for("context_overflow")
     if result.stop_reason == "prompt_denied":  # a user_prompt hook refused it: nothing sent
         err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
@@ -394,6 +444,26 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     return EXIT_OK
 
 
+def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
+    """The way on after the runaway guard stopped a run (issue 39): each resume would compact
+    once and stop again when the last user message alone is too large, so the line names the
+    fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
+    a user message."""
+    from tether.agent.checkpoints import synthetic_user_turn
+    from tether.checkpoint.timeline import user_turns
+
+    if session_id is None:
+        return None
+    turns = user_turns(history, synthetic_user_turn)
+    if not turns:
+        return None
+    n = turns[-1].number
+    return (
+        f"to go on without user message {n} (resuming stops here again), fork before it: "
+        f"tether sessions fork {session_id} --before {n}"
+    )
+
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -405,16 +475,12 @@ def _note_signal(signum: int, frame: FrameType | None) -> None:
 Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
-def _set_handlers(
-    handlers: dict[signal.Signals, Handler], loop: asyncio.AbstractEventLoop | None = None
-) -> None:
-    """Install `handlers` (after removing `loop`'s own), with the signals blocked meanwhile so
-    none lands on the default action in between."""
+def _set_handlers(handlers: dict[signal.Signals, Handler]) -> None:
+    """Install `handlers` with the signals blocked meanwhile, so a signal arriving during the
+    swap is delivered (to the new handler) once both are in, never in between."""
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
         for sig, handler in handlers.items():
-            if loop is not None:
-                loop.remove_signal_handler(sig)
             if handler is not None:
                 signal.signal(sig, handler)
     finally:

@@ -1,6 +1,7 @@
 """`tether sessions ...`: the stored sessions (`tether.session`).
 
     list | show ID | timeline ID [--svg FILE] [--width N] [--height N] | delete ID
+    fork ID [--before N]
     checkpoints ID | rewind ID --to N [--files|--conversation] [--force]
     (the last two: `tether.cli.checkpoint_cmds`)
     export ID [--format md|html|jsonl] [-o FILE]
@@ -8,7 +9,7 @@
 Output: JSON lines on stdout (`list`: one per session; `show`: one per turn), the chart on
 stdout (`timeline`), the export on stdout or in a file (`export`), one-line notes on stderr.
 Exit codes: 0 ok · 1 an unknown or invalid session id, an unknown export format, an SVG or
-export file that cannot be written.
+export file that cannot be written, a `fork --before N` outside the session's user messages.
 """
 
 from __future__ import annotations
@@ -122,6 +123,52 @@ def sessions_timeline(
             err(f"cannot write {svg}: {exc.strerror or exc}")
             raise typer.Exit(EXIT_USAGE) from exc
         err(f"wrote {svg}")
+
+
+@sessions_app.command("fork")
+def sessions_fork(
+    session_id: str,
+    before: Annotated[
+        int | None,
+        typer.Option(
+            "--before",
+            help="Fork before user message N (1: the first); the whole session without it.",
+        ),
+    ] = None,
+) -> None:
+    """Fork a session into a new one (the original stays as it is): its whole history, or with
+    --before N its history up to user message N, left out with everything after it. The way on
+    when a message can never be sent (one too large for the model's window, which each resume
+    compacts and stops at). Prints the new session as a JSON line; resume it with
+    `tether run --resume NEW_ID`."""
+    from tether.agent.checkpoints import synthetic_user_turn
+    from tether.checkpoint.timeline import user_turns
+    from tether.session import SessionStore
+
+    loaded = _load_session(session_id)
+    sid = loaded.header.id
+    parent: tuple[str, str] | None = None
+    kept = len(loaded.turns)
+    if before is None:
+        if loaded.last_entry_id is not None:
+            parent = (sid, loaded.last_entry_id)
+    else:
+        turns = user_turns(loaded.turns, synthetic_user_turn)
+        if not 1 <= before <= len(turns):
+            span = f"1..{len(turns)}" if turns else "none"
+            err(f"--before {before} is outside session {sid}'s user messages ({span})")
+            raise typer.Exit(EXIT_USAGE)
+        kept = turns[before - 1].index
+        if kept > 0:
+            parent = (sid, loaded.turns[kept - 1].id)
+    try:
+        writer = SessionStore().create(None, cwd=loaded.header.cwd or ".", parent=parent)
+    except SessionError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from exc
+    writer.close()
+    print(json.dumps({"session": writer.id, "parent": sid, "before": before, "turns": kept}))
+    err(f"forked {sid} into {writer.id} ({kept} turns); go on with: tether run --resume {writer.id}")
 
 
 @sessions_app.command("delete")

@@ -443,6 +443,7 @@ class AnthropicProvider:
             default_max_tokens=self.max_output_tokens,
             default_thinking_budget=self.thinking_budget,
             prompt_caching=self.prompt_caching,
+            cache_system=self.info.vendor_endpoint,
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

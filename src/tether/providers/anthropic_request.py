@@ -5,7 +5,7 @@ breakpoints, and the `thinking` / `temperature` parameters.
 Does not own: the stream (`tether.providers.anthropic`), the wire passes (`tether.wire`).
 
 Request shape (`POST /v1/messages`, `stream: true`):
-    {"model", "max_tokens", "system": [{"type": "text", "text", "cache_control"?}],
+    {"model", "max_tokens", "system": str | [{"type": "text", "text", "cache_control"}],
      "thinking": {"type": "enabled", "budget_tokens"},
      "tools": [{"name", "description", "input_schema", "cache_control"?}],
      "messages": [{"role": "user"|"assistant", "content": [
@@ -22,7 +22,8 @@ Request shape (`POST /v1/messages`, `stream: true`):
 Prompt caching (Anthropic "Prompt caching" guide): a `cache_control: {"type": "ephemeral"}`
 breakpoint caches the whole prefix up to and including its block (order: tools, system,
 messages). tether sets at most `MAX_CACHE_BREAKPOINTS` (4, the API's limit): the last tool, the
-system prompt's last block, the last block of the last message, and the last block of the user
+system prompt's last block (on Anthropic's own endpoint only: to a compatible server the system
+prompt goes as a plain string), the last block of the last message, and the last block of the user
 message before it (so the next request, which appends after the last message, still hits the
 prefix written one request earlier). Thinking and redacted_thinking blocks cannot carry
 `cache_control` (the API rejects it), nor can empty text; the breakpoint goes on the last block
@@ -361,7 +362,7 @@ class MessagesParams:
     `temperature` are None when omitted)."""
 
     messages: list[at.MessageParam]
-    system: list[at.TextBlockParam] | None
+    system: str | list[at.TextBlockParam] | None
     tools: list[at.ToolUnionParam] | None
     max_tokens: int
     thinking: at.ThinkingConfigEnabledParam | None
@@ -375,6 +376,7 @@ def build_params(
     default_max_tokens: int,
     default_thinking_budget: int | None,
     prompt_caching: bool = True,
+    cache_system: bool = True,
 ) -> MessagesParams:
     """Build the Messages parameters of one request from its wire view.
 
@@ -384,6 +386,10 @@ def build_params(
         default_max_tokens: `max_tokens` when the request sets none (Anthropic requires one).
         default_thinking_budget: the provider's budget, or None for thinking off.
         prompt_caching: place `cache_control` breakpoints (module docstring).
+        cache_system: with `prompt_caching`, also one on the system prompt (which makes it a
+            block list). Off for a compatible server (not Anthropic's own endpoint): some
+            reject a list as the system prompt (llama-cpp-python's behind the LiteLLM proxy),
+            and the breakpoints on the messages cache the prefix through the system prompt.
 
     A per-request budget (`request.thinking_budget_tokens`, e.g. from a decay policy) below
     Anthropic's minimum is raised to it (decay floors are generic; the minimum is this API's).
@@ -394,9 +400,9 @@ def build_params(
     """
     messages, extra_system = to_anthropic_messages(view)
     system_text = "\n\n".join([s for s in (request.system, *extra_system) if s])
-    system: list[at.TextBlockParam] | None = (
-        [{"type": "text", "text": system_text}] if system_text else None
-    )
+    # A plain string unless a block must carry `cache_control`: some Anthropic-compatible
+    # servers (llama-cpp-python's behind the LiteLLM proxy) reject a list as the system prompt
+    system: str | list[at.TextBlockParam] | None = system_text or None
     tools = to_anthropic_tools(request.tools)
     if request.web_search is not None:
         tools.append(web_search_tool(request.web_search))
@@ -426,7 +432,7 @@ def build_params(
                 cast(at.ToolUnionParam, {**tools[-1], "cache_control": EPHEMERAL}),
             ]
             left -= 1
-        if system:
+        if system and cache_system:
             system = [{"type": "text", "text": system_text, "cache_control": EPHEMERAL}]
             left -= 1
         messages, _ = cache_messages(messages, min(2, left))

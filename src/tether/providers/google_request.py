@@ -195,7 +195,9 @@ def to_gemini_contents(messages: Sequence[Turn]) -> tuple[list[gt.Content], list
         a function call always follows a user or function-response content (Gemini: "function
         call turn comes immediately after a user turn or after a function response turn").
     """
-    names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
+    # A result names its call from the assistant turn right before it (where the view puts
+    # it), never from the whole history: an id a later turn reuses must not lend its name.
+    names: dict[str, str] = {}
     out: list[gt.Content] = []
     system: list[str] = []
     for turn in messages:
@@ -204,6 +206,7 @@ def to_gemini_contents(messages: Sequence[Turn]) -> tuple[list[gt.Content], list
                 system.append(turn.text)
             continue
         if turn.role == "assistant":
+            names = {c.id: c.name for c in turn.tool_calls}
             parts = _model_parts(turn)
             role = "model"
         else:

@@ -89,13 +89,18 @@ def _assistant_message(turn: Turn) -> dict[str, Any] | None:
 
 def to_ollama_messages(messages: Sequence[Turn], system: str | None = None) -> list[dict[str, Any]]:
     """Convert a wire view (target `ollama`) into `/api/chat` messages (shapes in the module
-    docstring). Tool calls are sent with their arguments as an object, as Ollama requires."""
-    names = {b.id: b.name for t in messages for b in t.content if isinstance(b, ToolCallBlock)}
+    docstring). Tool calls are sent with their arguments as an object, as Ollama requires. A
+    `tool` message names the call it answers, taken from the assistant turn right before it
+    (the view puts every result there), never from the whole history: an id a later turn
+    reuses (local models often repeat `call_0`) must not lend its name to an earlier result,
+    as Ollama has no call ids and matches results to calls by name."""
+    names: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
     for turn in messages:
         if turn.role == "assistant":
+            names = {c.id: c.name for c in turn.tool_calls}
             msg = _assistant_message(turn)
             if msg is not None:
                 out.append(msg)

@@ -31,39 +31,94 @@ HEAD_BYTES = 4_000_000
 TAIL_BYTES = 4_000_000
 """Output kept from the start and the end of a command (bytes). Generous on purpose: the tool
 output gate (`tether.tools.exec.persist`) saves a long result whole to the session's `tool-results/`
-folder and puts a stub on the wire, so only output past 8 MB is cut here."""
+folder and puts a stub on the wire, so only output past 8 MB is cut here, and then, with a
+session, the whole output is streamed to a spill file the gate saves (`HeadTail(spill=...)`)."""
 EXIT_GRACE_S = 1.0
 """How long output may keep flowing after the shell exits before the leftovers are killed (s)."""
 
 
 class HeadTail:
-    """Keeps the first `head` and last `tail` bytes of a stream and counts the rest.
+    """Keeps the first `head` and last `tail` bytes of a stream and counts the rest; with
+    `spill`, a stream that outgrows them is also written whole to that file.
 
     Args:
         head: bytes kept from the start.
         tail: bytes kept from the end.
+        spill: a file to create (mode 0o600, its folder must exist) once the stream passes
+            `head + tail` bytes, holding every byte of it from the first (`spilled`); None:
+            the middle is only counted. A write failure stops the spill (the file is removed)
+            and never the stream.
     """
 
-    __slots__ = ("_head", "_head_max", "_tail", "_tail_max", "total")
+    __slots__ = ("_fd", "_head", "_head_max", "_spill", "_tail", "_tail_max", "total")
 
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+    def __init__(
+        self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, spill: Path | None = None
+    ) -> None:
         self._head = bytearray()
         self._tail = bytearray()
         self._head_max = head
         self._tail_max = tail
+        self._spill = spill
+        self._fd: int | None = None
         self.total = 0
 
     def feed(self, data: bytes) -> None:
         """Append a chunk."""
         self.total += len(data)
+        if self._fd is not None:
+            self._write(data)
         room = self._head_max - len(self._head)
         if room > 0:
             self._head += data[:room]
             data = data[room:]
         if data:
             self._tail += data
+            over = self.total > self._head_max + self._tail_max  # (nothing dropped yet)
+            if over and self._spill is not None and self._fd is None:
+                self._start_spill()
             if len(self._tail) > 2 * self._tail_max:
                 del self._tail[: -self._tail_max]
+
+    def _start_spill(self) -> None:
+        assert self._spill is not None
+        try:
+            self._fd = os.open(self._spill, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except OSError:
+            self._spill = None
+            return
+        self._write(bytes(self._head))
+        self._write(bytes(self._tail))
+
+    def _write(self, data: bytes) -> None:
+        fd = self._fd
+        assert fd is not None
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            self.discard()
+
+    def spilled(self) -> Path | None:
+        """The spill file holding the whole stream when the stream outgrew head + tail (closed
+        now; the caller owns it), else None."""
+        if self._fd is None:
+            return None
+        os.close(self._fd)
+        self._fd = None
+        return self._spill
+
+    def discard(self) -> None:
+        """Close and remove the spill file, if any (nothing is spilled afterwards)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        if self._spill is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._spill)
+        self._spill = None
 
     def text(self) -> str:
         """The kept output as text: UTF-8 with undecodable bytes kept as `surrogateescape`

@@ -127,6 +127,39 @@ class WebSettings(_Section):
     max_redirects: int = Field(default=5, ge=0)
 
 
+class LoopRuleSettings(_Section):
+    """`tools.loop_breaker.<tool>`: how repeated identical calls of one tool are handled
+    (`tether.tools.exec.hygiene`).
+
+    Attributes:
+        policy: `block` (more than `after` identical consecutive calls are refused without
+            running), `replay` (an identical call gets the earlier result, marked) or `off`.
+        after: for `block`, the identical consecutive calls that run before the next ones are
+            refused.
+        reason: what the refusal tells the model to do instead (None: "Change the input or
+            take a different approach.").
+        skip: regular expressions; a call whose command (shell tools: its canonical form) or,
+            for other tools, its arguments as canonical JSON match one is opted out: never
+            counted, blocked nor replayed (e.g. `^gh run view` for a deliberate poll).
+    """
+
+    policy: Literal["block", "replay", "off"] = "block"
+    after: int = Field(default=5, ge=1)
+    reason: str | None = None
+    skip: list[str] = Field(default_factory=list[str])
+
+    @model_validator(mode="after")
+    def _patterns(self) -> Self:
+        import re
+
+        for pattern in self.skip:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"skip: {pattern!r} is not a regular expression ({exc})") from None
+        return self
+
+
 class ToolsSettings(_Section):
     """`tools`: limits and policy for tool calls.
 
@@ -166,6 +199,8 @@ class ToolsSettings(_Section):
             `read-only` (safe mode), `auto` (nothing asked). Only a host with an approver
             (the TUI, `Agent(approver=...)`) asks; headless, `ask` runs calls unasked.
         web: the `web_fetch` tool's policy (`WebSettings`).
+        loop_breaker: per tool, the rule for repeated identical calls (`LoopRuleSettings`),
+            over the built-in one (`bash`: blocked after 5 identical consecutive commands).
         only: the only tools offered, by name, whatever their kind (built-in, tool folders,
             `skill`, `task`, MCP `mcp__<server>__<tool>` and `mcp_read_resource`); None: all.
             A Job's `tools` field sets it. A name that is no tool the settings give, and not
@@ -191,6 +226,7 @@ class ToolsSettings(_Section):
     approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
     web: WebSettings = Field(default_factory=WebSettings)
     only: list[str] | None = None
+    loop_breaker: dict[str, LoopRuleSettings] = Field(default_factory=dict[str, LoopRuleSettings])
 
 
 class ModelWindow(_Section):
@@ -277,6 +313,8 @@ class RunSettings(_Section):
         append_system: text added at the end of the system prompt (`--append-system`).
         max_output_tokens: cap on generated tokens per request, or None for the provider's.
         temperature: sampling temperature, or None for the provider default.
+        timeout_s: the time limit of a whole `tether run` (JSON key `timeout`, `--timeout`):
+            past it the run is cancelled (the partial turn persisted) and exits 124; None: none.
         output_format: what `tether run` prints on stdout (`--output-format`): `stream-json`
             (every event as a JSON line, as it comes), `json` (one result object at the end),
             `text` (the answer only).
@@ -290,6 +328,7 @@ class RunSettings(_Section):
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
+    timeout_s: Duration | None = Field(default=None, alias="timeout")
     """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
     stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
     no cap."""

@@ -52,14 +52,16 @@ class ToolOutput:
         raw: the exact bytes the content's output stands for, when the tool has them (a
             command's stdout and stderr as written, without the tool's notes): the output
             gate saves these, not the text, when it saves the output, and the stub's size
-            describes them (`tether.tools.exec.persist`). None: the text is the output.
+            describes them (`tether.tools.exec.persist`). None: the text is the output. A
+            path: a file holding those bytes (an output too large to hold in memory, spilled
+            to the session's `tool-results/` folder); the gate moves it into place.
     """
 
     content: ResultContent
     is_error: bool = False
     system: str | Sequence[str] | None = None
     display: Any = None
-    raw: bytes | None = None
+    raw: bytes | Path | None = None
 
 
 class Spawner(Protocol):

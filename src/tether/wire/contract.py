@@ -69,7 +69,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def anthropic_problems(
     messages: Sequence[Any],
     *,
-    system: Sequence[Any] | None,
+    system: str | Sequence[Any] | None,
     tools: Sequence[Any] | None,
     thinking: dict[str, Any] | None,
     temperature: float | None,
@@ -98,6 +98,10 @@ def anthropic_problems(
     breakpoints = 0
     for t in tools or ():
         breakpoints += "cache_control" in t
+    if isinstance(system, str):
+        if _blank(system):
+            problems.append("system: text content blocks must contain non-whitespace text")
+        system = None
     for b in system or ():
         breakpoints += "cache_control" in b
         if _blank(b.get("text")):
@@ -191,6 +195,10 @@ def anthropic_problems(
             and last[-1]["text"] != last[-1]["text"].rstrip()
         ):
             problems.append("final assistant content cannot end with trailing whitespace")
+        if last and last[-1].get("type") in ("thinking", "redacted_thinking"):
+            # "messages.N: The final block in an assistant message cannot be `thinking`"
+            # (HTTP 400, tailcallhq/forgecode#2107); redacted_thinking alike (issue 39)
+            problems.append("The final block in an assistant message cannot be `thinking`")
     if thinking is not None:
         budget = thinking.get("budget_tokens", 0)
         if budget < 1024 or budget >= max_tokens:
@@ -443,6 +451,18 @@ def gemini_problems(contents: Sequence[dict[str, Any]]) -> list[str]:
                     f"contents[{k}]: the number of function response parts is not equal to the "
                     "number of function call parts of the function call turn"
                 )
+            by_id = {
+                p["functionCall"].get("id"): p["functionCall"].get("name")
+                for p in _items(prev.get("parts") if prev is not None else None)
+                if "functionCall" in p and p["functionCall"].get("id")
+            }
+            for r in responses:
+                rid = r.get("id")
+                if rid and rid in by_id and by_id[rid] != r.get("name"):
+                    problems.append(
+                        f"contents[{k}]: functionResponse {rid!r} names {r.get('name')!r}, "
+                        f"its call is {by_id[rid]!r} (responses are matched by name and id)"
+                    )
         elif calls:
             nxt = contents[k + 1] if k + 1 < len(contents) else None
             if nxt is None or not any("functionResponse" in p for p in _items(nxt.get("parts"))):
@@ -476,10 +496,13 @@ def ollama_problems(params: dict[str, Any]) -> list[str]:
     """Problems of an `/api/chat` request (Ollama API reference, "Generate a chat completion":
     `messages[].role` is system/user/assistant/tool, `content` a string, `images` base64 strings,
     `tool_calls[].function.arguments` an object; a `tool` message answers a call of the
-    assistant message before it)."""
+    assistant message before it and, as there are no call ids, names it by `tool_name`: the
+    k-th `tool` message after an assistant message answers its k-th call, so it must carry
+    that call's name, else the model reads the result as another tool's)."""
     messages: list[dict[str, Any]] = list(_items(params.get("messages")))
     problems = conversation_problems([m.get("role", "") for m in messages])
     budget = 0  # tool messages still expected after the last assistant message with calls
+    asked: list[Any] = []  # the names of those calls, in order
     for i, m in enumerate(messages):
         role = m.get("role")
         if role not in ("system", "user", "assistant", "tool"):
@@ -492,6 +515,13 @@ def ollama_problems(params: dict[str, Any]) -> list[str]:
         if role == "tool":
             if budget <= 0:
                 problems.append(f"message {i}: tool message without a preceding call")
+            else:
+                want = asked[len(asked) - budget]
+                if m.get("tool_name") != want:
+                    problems.append(
+                        f"message {i}: tool message names {m.get('tool_name')!r}, "
+                        f"the call it answers is {want!r}"
+                    )
             budget -= 1
             continue
         budget = 0
@@ -501,4 +531,5 @@ def ollama_problems(params: dict[str, Any]) -> list[str]:
                 if not isinstance(c.get("function", {}).get("arguments"), dict):
                     problems.append(f"message {i}: tool call arguments must be an object")
             budget = len(calls)
+            asked = [c.get("function", {}).get("name") for c in calls]
     return problems

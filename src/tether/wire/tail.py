@@ -8,7 +8,10 @@ Rule (source: Anthropic "This model does not support assistant message prefill. 
 must end with a user message."): when the last non-system turn is an assistant turn and
 the model does not support prefill, a synthetic user turn `Continue from where you stopped.`
 (id `<last id>~continue`) is appended; the partial assistant text stays in history. With
-prefill allowed, an assistant-final view is kept; to Anthropic its last text block is then
+prefill allowed, an assistant-final view is kept, unless that turn ends in a thinking or
+redacted_thinking block (Anthropic: "The final block in an assistant message cannot be
+`thinking`"; a prefill is the answer's start, and one that is only reasoning has none): it then
+gets the same `Continue` turn. To Anthropic a kept prefill's last text block is
 right-stripped ("final assistant content cannot end with trailing whitespace"), also when
 system turns follow it (adapters lift those out of the messages). Runs after pairing repair,
 so the last assistant turn never holds unanswered calls and carries only blocks the adapter
@@ -19,9 +22,11 @@ rejects a request without messages. A no-op on an already user-terminated view.
 
 from __future__ import annotations
 
-from tether.messages import Target, TextBlock, Turn
+from tether.messages import RedactedThinkingBlock, Target, TextBlock, ThinkingBlock, Turn
 from tether.wire._util import with_content
 from tether.wire.pairing import CONTINUE_TEXT, PLACEHOLDER_TEXT
+
+_THINKING: frozenset[type] = frozenset({ThinkingBlock, RedactedThinkingBlock})
 
 
 def continue_turn(last: Turn) -> Turn:
@@ -64,7 +69,7 @@ def tail_turns(
     last = turns[i]
     if last.role != "assistant":
         return 0, ()
-    if not supports_prefill:
+    if not supports_prefill or (last.content and type(last.content[-1]) in _THINKING):
         return 0, (continue_turn(last),)
     if target != "anthropic":
         return 0, ()

@@ -2,7 +2,8 @@
 
 Owns: running the command as an asyncio subprocess in its own session (process group), with the
 context's scrubbed environment and stdin from /dev/null; capturing stdout+stderr merged, in order;
-capping the output (head and tail kept, the cut counted); and killing the whole process group on
+capping the output (head and tail kept, the cut counted; with a session the whole output streamed
+to a file the output gate saves); and killing the whole process group on
 timeout or cancellation.
 Does not own: path policy. A shell command is not path-checked; the OS sandbox holds it to the
 same rules (`tether.sandbox.config.confinement`): writes confined to the working folder and a
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
@@ -46,6 +48,7 @@ from tether.sandbox.proc import (
 )
 from tether.tools.base import DEFAULT_TIMEOUT_S, tool
 from tether.tools.context import ToolContext, ToolOutput
+from tether.tools.exec.persist import spill_file
 
 MAX_TIMEOUT_S = 600.0
 
@@ -96,7 +99,7 @@ async def run_command(
         stderr=asyncio.subprocess.STDOUT,
     )
     assert proc.stdout is not None
-    sink = HeadTail()
+    sink = HeadTail(spill=spill_file(ctx.session_dir))  # past 8 MB: all of it to a file
     pumping = asyncio.create_task(pump(proc.stdout, sink))
     timed_out = leftovers_killed = False
     try:
@@ -131,9 +134,14 @@ async def run_command(
                 await pumping
         # everything the command started has ended: move aside the trust roots it created
         moved = await asyncio.shield(asyncio.to_thread(guard.sweep))
+        if proc.returncode is None:  # cancelled: no result, no saved output
+            sink.discard()
     output = sink.text()
-    # the command's bytes as written (the gate saves these); the text drops the last newlines
-    raw = output.encode("utf-8", "surrogateescape") if sink.total else None
+    # the command's bytes as written (the gate saves these: the spill file holding all of
+    # them past 8 MB); the text drops the last newlines
+    raw: bytes | Path | None = sink.spilled() or (
+        output.encode("utf-8", "surrogateescape") if sink.total else None
+    )
     text = output.rstrip("\n")
     code = proc.returncode
     if timed_out:
@@ -194,7 +202,7 @@ async def bash(
     """Run a shell command with `bash -c` in the working folder; stdout and stderr are merged.
 
     The exit code is reported when it is not 0. Long output is saved to a file and shown as a
-    preview with its path; past 8 MB only its head and tail are kept. On timeout
+    preview with its path (all of it, however long). On timeout
     the command and every process it started are killed. stdin is empty; secrets are not in the
     environment.
 

@@ -24,13 +24,17 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.tools.exec.run import ToolRunResult
 
-Hasher = Callable[[str, Mapping[str, Any]], str]
-"""(tool name, arguments) → a key; equal keys mean "the same call"."""
+if TYPE_CHECKING:
+    from tether.settings.model import LoopRuleSettings
+
+Hasher = Callable[[str, Mapping[str, Any]], str | None]
+"""(tool name, arguments) → a key; equal keys mean "the same call"; None opts the call out
+of its tool's rule (it is neither counted nor blocked nor replayed, and breaks no streak)."""
 
 REPLAYED = (
     "(replayed: this call is identical to the earlier call {call_id}; the tool was not run "
@@ -38,8 +42,10 @@ REPLAYED = (
 )
 BLOCKED = (
     "Blocked: this `{name}` call repeats the previous {n} `{name}` calls with the same input; "
-    "it was not run. Change the input or take a different approach."
+    "it was not run. {reason}"
 )
+DEFAULT_REASON = "Change the input or take a different approach."
+"""The end of `BLOCKED` unless a rule gives its own `reason`."""
 STALE_READ = (
     "file {path} changed since you read it (your `{tool}` call just modified it): the earlier "
     "`read` output of this file in the conversation is out of date; read it again before "
@@ -135,17 +141,22 @@ def _render(cmd: str, tokens: list[tuple[str, int]]) -> str:
     return "".join(out)
 
 
+_CD_THEN = frozenset({"&&", ";"})
+
+
 def canonical_shell(command: str) -> str:
     """A shell command in a canonical form for repeat detection (not for running): whitespace
-    outside quotes collapsed, every leading `cd DIR &&` removed, and a trailing poll
-    (`& sleep N; …`, `&& sleep N …`, `; sleep N …`) cut off. Idempotent."""
+    outside quotes collapsed, every leading `cd DIR &&` or `cd DIR;` removed, and a trailing
+    poll (`& sleep N; …`, `&& sleep N …`, `; sleep N …`) cut off. Idempotent."""
     tokens = _tokens(command)
     words = [t for t, _ in tokens]
     first = 0
     while words[first : first + 1] == ["cd"]:
-        if words[first + 1 : first + 2] == ["&&"]:
+        if words[first + 1 : first + 2] in (["&&"], [";"]):
             skip = 2
-        elif words[first + 2 : first + 3] == ["&&"] and _CD_DIR.fullmatch(words[first + 1]):
+        elif words[first + 2 : first + 3] and words[first + 2] in _CD_THEN and _CD_DIR.fullmatch(
+            words[first + 1]
+        ):
             skip = 3
         else:
             break
@@ -182,12 +193,15 @@ class DedupRule:
         policy: `replay` (answer an identical call with the earlier result) or `block`.
         after: for `block`, how many identical consecutive calls run before the next ones are
             blocked (≥ 1).
-        key: the hasher deciding what "identical" means.
+        key: the hasher deciding what "identical" means (None for a call: opted out).
+        reason: for `block`, what the refusal tells the model to do instead (default
+            `DEFAULT_REASON`).
     """
 
     policy: Literal["replay", "block"]
     after: int = 3
     key: Hasher = default_key
+    reason: str = DEFAULT_REASON
 
     def __post_init__(self) -> None:
         if self.after < 1:
@@ -214,6 +228,49 @@ class HygieneConfig:
     writes: Mapping[str, str] = field(default_factory=lambda: {"write": "path", "edit": "path"})
 
 
+def _skipping(key: Hasher, patterns: list[re.Pattern[str]], shell: bool) -> Hasher:
+    """`key`, opting out (None) a call whose command (`shell`: canonical) or canonical JSON
+    arguments match one of `patterns`."""
+
+    def hasher(name: str, arguments: Mapping[str, Any]) -> str | None:
+        command = arguments.get("command")
+        if shell and isinstance(command, str):
+            subject = canonical_shell(command)
+        else:
+            subject = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+        if any(p.search(subject) for p in patterns):
+            return None
+        return key(name, arguments)
+
+    return hasher
+
+
+SHELL_TOOLS = frozenset({"bash"})
+"""Tools whose calls are compared by their canonical `command` (`shell_key`)."""
+
+
+def loop_breaker_config(rules: Mapping[str, LoopRuleSettings]) -> HygieneConfig:
+    """The hygiene rules the settings' `tools.loop_breaker` section gives, over the built-in
+    ones (a tool's entry replaces its built-in rule; `off` removes it).
+
+    Raises:
+        re.error: a `skip` pattern that is not a regular expression.
+    """
+    dedup = dict(_default_dedup())
+    for tool, rule in rules.items():
+        if rule.policy == "off":
+            dedup.pop(tool, None)
+            continue
+        shell = tool in SHELL_TOOLS
+        key: Hasher = shell_key if shell else default_key
+        if rule.skip:
+            key = _skipping(key, [re.compile(p) for p in rule.skip], shell)
+        dedup[tool] = DedupRule(
+            policy=rule.policy, after=rule.after, key=key, reason=rule.reason or DEFAULT_REASON
+        )
+    return HygieneConfig(dedup=dedup)
+
+
 class Hygiene:
     """The hygiene state of one agent (calls are checked in call order).
 
@@ -233,7 +290,8 @@ class Hygiene:
         rule = self.config.dedup.get(call.name)
         if rule is None or call.invalid is not None:
             return None
-        return rule, rule.key(call.name, call.arguments)
+        key = rule.key(call.name, call.arguments)
+        return None if key is None else (rule, key)
 
     def check(self, call: ToolCallBlock) -> ToolRunResult | None:
         """Decide before running `call`: None to run it, else the result to use instead
@@ -256,7 +314,7 @@ class Hygiene:
         self._streaks[call.name] = (key, n)
         if n <= rule.after:
             return None
-        text = BLOCKED.format(name=call.name, n=n - 1)
+        text = BLOCKED.format(name=call.name, n=n - 1, reason=rule.reason)
         return ToolRunResult(
             block=ToolResultBlock(
                 tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True
@@ -279,7 +337,8 @@ class Hygiene:
         if ok and rule is not None and rule.policy == "replay" and call.invalid is None:
             # hashed only here, for replay rules (a `block` rule's key is not needed again)
             key = rule.key(call.name, call.arguments)
-            self._replay[f"{call.name}\0{key}"] = (call.id, result.block)
+            if key is not None:
+                self._replay[f"{call.name}\0{key}"] = (call.id, result.block)
         if not ok:
             return result
         read = self._path(call, self.config.reads.get(call.name))

@@ -19,6 +19,7 @@ import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
@@ -45,14 +46,15 @@ class Outcome:
         is_error: whether the result is a failure.
         system_notes: system notes for the model (appended after the turn's tool_results).
         display: a JSON-able value for the host only, or None.
-        raw: the exact output bytes the parts stand for (`ToolOutput.raw`), or None.
+        raw: the exact output bytes the parts stand for (`ToolOutput.raw`: bytes, or a file
+            holding them), or None.
     """
 
     parts: tuple[Part, ...] = ()
     is_error: bool = False
     system_notes: tuple[str, ...] = ()
     display: Any = None
-    raw: bytes | None = None
+    raw: bytes | Path | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (`from_json` reverses it; `raw` as base64)."""
@@ -61,7 +63,7 @@ class Outcome:
             "is_error": self.is_error,
             "system_notes": list(self.system_notes),
             "display": self.display,
-            "raw": None if self.raw is None else base64.b64encode(self.raw).decode("ascii"),
+            "raw": None if self.raw is None else _raw_json(self.raw),
         }
 
     @classmethod
@@ -78,8 +80,21 @@ class Outcome:
             is_error=bool(data.get("is_error", False)),
             system_notes=tuple(str(n) for n in notes),
             display=data.get("display"),
-            raw=base64.b64decode(str(raw)) if raw is not None else None,
+            raw=None if raw is None else _raw_from_json(raw),
         )
+
+
+def _raw_json(raw: bytes | Path) -> str | dict[str, str]:
+    """`raw` as JSON: bytes as base64, a file as `{"file": path}`."""
+    if isinstance(raw, Path):
+        return {"file": str(raw)}
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _raw_from_json(raw: object) -> bytes | Path:
+    if isinstance(raw, dict):
+        return Path(str(cast("dict[str, object]", raw)["file"]))
+    return base64.b64decode(str(raw))
 
 
 def error_outcome(text: str) -> Outcome:
@@ -123,7 +138,7 @@ def to_outcome(raw: Any) -> Outcome:
     is_error = False
     notes: tuple[str, ...] = ()
     display: Any = None
-    exact: bytes | None = None
+    exact: bytes | Path | None = None
     if _is_envelope(raw):
         env = cast("dict[str, Any]", raw)
         notes, display = _notes(env.get("system")), _jsonable(env.get("display"))

@@ -78,7 +78,9 @@ __all__ = [
     "persist_tool_result",
     "readable_results_dir",
     "readable_results_dirs",
+    "redact_file",
     "result_file_name",
+    "spill_file",
 ]
 
 TOOL_RESULTS_DIR = "tool-results"
@@ -206,6 +208,86 @@ def atomic_write_file(path: Path, data: bytes, *, durable: bool = True) -> None:
         os.close(dfd)
 
 
+_spill_names = itertools.count()
+
+
+def spill_file(session_dir: Path | None) -> Path | None:
+    """A fresh path for an output too large to hold in memory (`tether.sandbox.proc.HeadTail`'s
+    spill): `<session_dir>/tool-results/.spill-<pid>-<n>.tmp`, its folder created; None
+    without a session or when the folder cannot be made. The gate moves the file into place
+    as the call's saved output (`persist_tool_result`)."""
+    if session_dir is None:
+        return None
+    folder = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder / f".spill-{os.getpid()}-{next(_spill_names)}.tmp"
+
+
+REDACT_BLOCK_BYTES = 1 << 20
+"""`redact_file` redacts a file in blocks of about this many bytes, cut at line ends."""
+
+
+def redact_file(path: Path, redact: Callable[[str], str]) -> None:
+    """Redact a spilled output in place, block by block (each block ends at a line end, so a
+    secret on one line is always whole in one block); the file is replaced atomically. A
+    failure removes the file (an unredacted output is never kept)."""
+    out = path.with_name(path.name + ".r")
+    try:
+        with open(path, "rb") as src, open(out, "wb") as dst:
+            carry = b""
+            while True:
+                block = src.read(REDACT_BLOCK_BYTES)
+                data = carry + block
+                if block:
+                    cut = data.rfind(b"\n") + 1
+                    if cut == 0:
+                        carry = data
+                        continue
+                    data, carry = data[:cut], data[cut:]
+                else:
+                    carry = b""
+                text = data.decode("utf-8", "surrogateescape")
+                dst.write(redact(text).encode("utf-8", "surrogateescape"))
+                if not block:
+                    break
+        os.chmod(out, 0o600)
+        os.replace(out, path)
+    except OSError:
+        for leftover in (out, path):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
+
+
+def _file_stats(path: Path) -> tuple[int, int, str]:
+    """A file's size, line count and sha256, read in blocks."""
+    size = lines = 0
+    last = b""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(WRITE_CHUNK_BYTES):
+            size += len(block)
+            lines += block.count(b"\n")
+            digest.update(block)
+            last = block[-1:]
+    return size, lines + (1 if size and last != b"\n" else 0), digest.hexdigest()
+
+
+def _move(session_dir: Path, call_id: str, suffix: str, src: Path) -> Path | str:
+    """Move a spilled output into place as a call's saved output; returns the path, or the
+    error text when the move failed (the spill file is then removed)."""
+    path = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR / result_file_name(call_id, suffix)
+    try:
+        os.replace(src, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(src)
+        return f"{type(e).__name__}: {e}"
+    return path
+
+
 def readable_results_dir(session_dir: Path | None) -> Path | None:
     """The real path of `<session_dir>/tool-results/` when it is a real folder (not a
     symlink, not reached through one below the session folder), else None. The `read` tool
@@ -264,10 +346,16 @@ def _gate_text(
     call_id: str,
     session_dir: Path | None,
     limits: OutputLimits,
-    exact: bytes | None = None,
+    exact: bytes | Path | None = None,
 ) -> str:
     """The text to store for a text-only result whose joined text is `raw`; `exact` is the
     output's own bytes when the tool gave them (`ToolOutput.raw`): what is saved then."""
+    if isinstance(exact, Path):
+        if session_dir is not None and exact.is_file():
+            return _gate_spilled(raw, call_id, session_dir, limits, exact)
+        with contextlib.suppress(OSError):
+            exact.unlink()
+        exact = None
     norm = normalize(raw, max_line_chars=limits.max_line_chars)
     if norm.binary:
         return _binary(raw, call_id, session_dir, exact)
@@ -304,11 +392,35 @@ def _gate_text(
     return head_tail(text, limits.threshold_chars, why) if over else text
 
 
+def _gate_spilled(
+    raw: str, call_id: str, session_dir: Path, limits: OutputLimits, spilled: Path
+) -> str:
+    """`_gate_text` for an output the tool streamed whole to `spilled` (over 8 MB: `raw` holds
+    only its head and tail): the file is moved into place as the saved output, byte for byte,
+    and the stub describes all of it."""
+    norm = normalize(raw, max_line_chars=limits.max_line_chars)
+    try:
+        size, lines, digest = _file_stats(spilled)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            spilled.unlink()
+        return _gate_text(raw, call_id, None, limits) + f"\n[the full output was lost: {e}]"
+    if norm.binary:
+        saved = _move(session_dir, call_id, ".bin", spilled)
+        where = f"saved to {saved}" if isinstance(saved, Path) else f"not saved ({saved[:150]})"
+        return binary_notice(size, digest, where)
+    saved = _move(session_dir, call_id, ".txt", spilled)
+    if isinstance(saved, Path):
+        return render_stub(norm.text, path=str(saved), size_bytes=size, lines=lines)
+    why = f"the full output could not be saved ({saved[:150]})"
+    return head_tail(norm.text, limits.threshold_chars, why)
+
+
 def persist_tool_result(
     result: ToolResultBlock,
     session_dir: Path | None,
     limits: OutputLimits = DEFAULT_OUTPUT_LIMITS,
-    raw: bytes | None = None,
+    raw: bytes | Path | None = None,
 ) -> ToolResultBlock:
     """Gate one tool result (see the module docstring for the rules).
 
@@ -322,6 +434,8 @@ def persist_tool_result(
             A saved file then holds exactly these bytes, and the stub's size and line count
             (or the binary notice's size and sha256) describe them; an output over the
             threshold in bytes is saved even when its text renders short (5 MB of `\\r`).
+            A path: a file holding those bytes (a spilled output over 8 MB): it is moved into
+            place as the saved output, whole.
 
     Returns:
         The result to store and send: `result` itself when nothing changed, else a new block
@@ -330,8 +444,14 @@ def persist_tool_result(
     """
     texts = [p for p in result.content if isinstance(p, TextBlock)]
     if not texts:
+        if isinstance(raw, Path):
+            with contextlib.suppress(OSError):
+                raw.unlink()
         return result
     has_images = any(isinstance(p, ImageBlock) for p in result.content)
+    if has_images and isinstance(raw, Path):  # not persisted: the spill file is not kept
+        with contextlib.suppress(OSError):
+            raw.unlink()
     if not has_images:
         joined = texts[0].text if len(texts) == 1 else result.text
         out = _gate_text(joined, result.tool_call_id, session_dir, limits, raw)
@@ -364,12 +484,12 @@ async def gate_tool_result(
     result: ToolResultBlock,
     session_dir: Path | None,
     limits: OutputLimits = DEFAULT_OUTPUT_LIMITS,
-    raw: bytes | None = None,
+    raw: bytes | Path | None = None,
 ) -> ToolResultBlock:
     """`persist_tool_result` for async callers: small results are gated inline, results over
     `INLINE_GATE_CHARS` characters (or raw bytes) in a worker thread (normalizing and writing
     megabytes would stall the event loop)."""
     size = sum(len(p.text) for p in result.content if isinstance(p, TextBlock))
-    if max(size, len(raw or b"")) <= INLINE_GATE_CHARS:
+    if not isinstance(raw, Path) and max(size, len(raw or b"")) <= INLINE_GATE_CHARS:
         return persist_tool_result(result, session_dir, limits, raw)
     return await asyncio.to_thread(persist_tool_result, result, session_dir, limits, raw)

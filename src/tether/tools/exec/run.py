@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,6 +41,7 @@ from tether.tools.exec.outcome import (
     timed_out_outcome,
     to_outcome,
 )
+from tether.tools.exec.persist import redact_file
 from tether.tools.registry import ToolRegistry
 
 NO_OUTPUT = "(no output)"
@@ -61,13 +63,14 @@ class ToolRunResult:
         display: a JSON-able value for the host (the `tool_result` event's `display` field);
             never sent to the model, never stored.
         raw: the exact output bytes the block's text stands for (`ToolOutput.raw`, redacted
-            like the text), which the output gate saves; None: the text is the output.
+            like the text: bytes, or a file holding them), which the output gate saves; None:
+            the text is the output.
     """
 
     block: ToolResultBlock
     system_notes: tuple[str, ...] = ()
     display: Any = None
-    raw: bytes | None = None
+    raw: bytes | Path | None = None
 
 
 def system_note_block(note: str) -> TextBlock:
@@ -94,7 +97,9 @@ def finish(call_id: str, outcome: Outcome, redact: Redactor | None) -> ToolRunRe
             TextBlock(text=redact(p.text)) if isinstance(p, TextBlock) else p for p in parts
         )
         notes = tuple(redact(n) for n in notes)
-        if raw is not None:
+        if isinstance(raw, Path):
+            redact_file(raw, redact)
+        elif raw is not None:
             raw = redact(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
     if not parts:
         parts = (TextBlock(text=NO_OUTPUT),)

@@ -1,0 +1,53 @@
+"""`tether run --tools` and `--timeout` (issue 39, audit row 4: headless runs could not be
+narrowed or time-limited from the command line)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from kit.cli import Completed, run_cli
+from kit.faultserver import FaultServer, text, tool
+from tether.agent.sessions import CANCELLED_RUNNING
+from tether.session import SessionStore
+
+
+def _run(server: FaultServer, home: Path, *args: str) -> Completed:
+    return run_cli(
+        ["run", "--model", "openai/m", "--base-url", server.openai_url, *args],
+        home,
+        OPENAI_API_KEY="sk-test",
+    )
+
+
+def test_tools_offers_only_the_named_tools(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with FaultServer([text("ok")]) as server:
+        proc = _run(server, home, "--no-session", "--tools", "read, grep", "hi")
+        assert proc.returncode == 0, proc.stderr
+        offered = {t["function"]["name"] for t in server.requests[0]["body"]["tools"]}
+    assert offered == {"read", "grep"}
+    with FaultServer([text("never sent")]) as server:
+        for bad in ("nosuch", " , "):
+            proc = _run(server, home, "--no-session", "--tools", bad, "hi")
+            assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+            assert len(proc.stderr.strip().splitlines()) <= 2, proc.stderr  # + the sandbox note
+        assert server.requests == []
+
+
+def test_timeout_stops_the_whole_run_with_124_and_keeps_the_partial_turn(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with FaultServer([tool("bash", command="sleep 30"), text("never sent")]) as server:
+        start = time.monotonic()
+        proc = _run(server, home, "--session", "t1", "--timeout", "1.5", "sleep please")
+        took = time.monotonic() - start
+    assert proc.returncode == 124, proc.stderr
+    assert "--timeout" in proc.stderr and took < 20
+    turns = SessionStore(home / "sessions").load("t1").turns
+    assert [t.role for t in turns] == ["user", "assistant", "user"], proc.stderr + proc.stdout
+    (result,) = turns[-1].tool_results
+    assert result.is_error and result.text == CANCELLED_RUNNING
+    with FaultServer([text("never sent")]) as server:
+        bad = _run(server, home, "--no-session", "--timeout", "soon", "hi")
+        assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr
+        assert server.requests == []
