@@ -42,6 +42,7 @@ from tether.prompt.facts import SessionContext
 from tether.prompt.system import compact_prompt, system_prompt
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
+from tether.providers.effort import Effort
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import limits_for
@@ -81,6 +82,7 @@ class RunSettings:
         tool_timeout_s: the default time limit of one tool call, in seconds.
         max_continuations: "Please continue." resumes of a reply cut by `max_tokens`.
         thinking_decay: the thinking budget per turn (None: none set).
+        effort: the reasoning effort sent with each request (`run.effort`; None: none).
     """
 
     system: str | None
@@ -93,6 +95,7 @@ class RunSettings:
     tool_timeout_s: float
     max_continuations: int
     thinking_decay: ThinkingDecay | None
+    effort: Effort | None = None
 
     @classmethod
     def of(
@@ -117,6 +120,7 @@ class RunSettings:
             tool_timeout_s=config.tools.timeout_s,
             max_continuations=config.run.continuation_limit,
             thinking_decay=build.thinking_decay(config),
+            effort=config.run.effort,
         )
 
     def system_for(self, provider: Provider) -> str | None:

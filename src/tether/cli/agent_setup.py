@@ -8,6 +8,7 @@ Owns: which flag sets which config field (flags win over the settings files):
     --context-window N   context.window
     --max-budget-usd X   run.max_budget_usd   (set by `tether.cli.run`)
     --output-format F    run.output_format
+    --effort LEVEL       run.effort            (`effort_override`)
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
 Does not own: the rules that turn a config into an agent (`tether.agent.build`, used by
@@ -76,3 +77,20 @@ def flag_overrides(
     if output_format is not None:
         out["run.output_format"] = output_format
     return out
+
+
+def effort_override(effort: str | None) -> dict[str, Any]:
+    """`{"run.effort": level}` for `--effort LEVEL` (nothing when not given).
+
+    Raises:
+        ConfigError: not a level (one line naming the flag and the levels).
+    """
+    if effort is None:
+        return {}
+    from tether.providers.effort import EFFORTS, parse_effort
+
+    level = parse_effort(effort)
+    if level is None:
+        raise ConfigError(f"--effort {effort!r}: give one of {', '.join(EFFORTS)}")
+    return {"run.effort": level}
+

@@ -59,6 +59,10 @@ SafeOption = Annotated[
 NetworkOption = Annotated[
     bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
 ]
+EffortOption = Annotated[
+    str | None,
+    typer.Option(help="Reasoning effort: low | medium | high | max (setting: run.effort)."),
+]
 PlanOption = Annotated[
     bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
 ]
@@ -94,6 +98,7 @@ def chat(
         int | None, typer.Option(min=1, help="Cap on model requests per prompt.")
     ] = None,
     plan: PlanOption = False,
+    effort: EffortOption = None,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -109,13 +114,14 @@ def chat(
             approval=approval,
             max_turns=max_turns,
             plan=plan,
+            effort=effort,
         )
     )
 
 
 def _chat(**flags: Any) -> int:
     """Open the TUI (Textual is imported only here: `tether --help` stays light)."""
-    from tether.cli.agent_setup import check_flags
+    from tether.cli.agent_setup import check_flags, effort_override
 
     try:
         check_flags(flags.get("model"), flags.get("base_url"))
@@ -138,6 +144,11 @@ def _chat(**flags: Any) -> int:
     max_turns = flags.pop("max_turns", None)
     if max_turns is not None:
         overrides["run.max_turns"] = max_turns
+    try:
+        overrides.update(effort_override(flags.pop("effort", None)))
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
     if flags.pop("continue_last", False):
         if flags.get("resume") or flags.get("no_session"):
             err("--continue cannot be combined with --resume or --no-session")
@@ -236,6 +247,7 @@ def run(
             "end) | text (the answer only). Setting: run.output_format."
         ),
     ] = None,
+    effort: EffortOption = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -264,6 +276,7 @@ def run(
                 max_budget_usd=max_budget_usd,
                 images=tuple(image or ()),
                 output_format=output_format,
+                effort=effort,
             )
         )
     )

@@ -74,6 +74,7 @@ class RunOptions:
     max_budget_usd: float | None = None
     images: tuple[Path, ...] = ()
     output_format: str | None = None
+    effort: str | None = None
 
 
 def run_command(opts: RunOptions) -> int:
@@ -83,6 +84,11 @@ def run_command(opts: RunOptions) -> int:
     fmt = opts.output_format
     if fmt is not None and fmt not in OUTPUT_FORMATS:
         err(f"--output-format {fmt!r}: give one of {', '.join(OUTPUT_FORMATS)}")
+        return EXIT_USAGE
+    try:
+        setup.effort_override(opts.effort)
+    except ConfigError as exc:
+        err(str(exc))
         return EXIT_USAGE
     sink = OutputSink(fmt)
     code = _run_command(opts, sink)
@@ -270,6 +276,7 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
     )
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
+    overrides.update(setup.effort_override(opts.effort))
     if opts.append_system is not None:
         overrides["run.append_system"] = opts.append_system
     return overrides

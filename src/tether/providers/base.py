@@ -31,6 +31,7 @@ from tether.messages import (
     Turn,
     Usage,
 )
+from tether.providers.effort import Effort
 from tether.wire import build_view
 
 __all__ = [
@@ -97,6 +98,9 @@ class ModelRequest:
         web_search: the provider's own web search tool to offer beside `tools`, or None (the
             loop sets it only for a model whose catalog entry has one; an adapter whose API has
             none ignores it).
+        effort: the reasoning effort (`tether.providers.effort`: each adapter maps it onto its
+            API's field, for a model that reasons; it wins over `thinking_budget_tokens`), or
+            None for the provider's own setting.
     """
 
     model: str
@@ -108,6 +112,7 @@ class ModelRequest:
     is_wire_view: bool = False
     thinking_budget_tokens: int | None = None
     web_search: WebSearch | None = None
+    effort: Effort | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -54,6 +54,7 @@ from tether.providers.base import (
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
+from tether.providers.effort import gemini_budget
 from tether.providers.google_request import (
     SIGNATURE_KEY,
     encode_signature,
@@ -328,6 +329,8 @@ class GoogleProvider:
         thoughts = self.include_thoughts
         if thoughts is None:
             thoughts = is_thinking_model(model)
+        if request.effort is not None and thoughts:  # the effort wins
+            budget = gemini_budget(request.effort)
         # Models that do not think reject `thinkingConfig`: a budget is sent only to those that do.
         thinking = (
             gt.ThinkingConfig(include_thoughts=True, thinking_budget=budget) if thoughts else None
