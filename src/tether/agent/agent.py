@@ -390,8 +390,8 @@ class Agent:
 
     def apply_settings(self, values: Mapping[str, Any]) -> None:
         """Change dotted settings for this session, from the next request on: `model`,
-        `tools.approval`, `tools.safe`, and the `run.*`, `context.*`, `retry.*` keys
-        (`AgentParts.with_settings`). All are checked against the schema before any is
+        `tools.approval`, `tools.safe`, `tools.add_dirs`, `run.*`, `context.*`, `retry.*`
+        (`AgentParts.with_settings`, `user_controls`). All are checked against the schema before any is
         applied; `config` stays the config the agent was built with.
 
         Raises:
@@ -415,7 +415,7 @@ class Agent:
             self.set_safe_mode(bool(values["tools.safe"]))
         if rest:
             self._controls.parts = self.parts.with_settings(rest)
-        user_controls.record(self, values)
+        self._controls.parts = user_controls.applied(self.parts, self.session, values)
 
     # -- safe mode and approval -------------------------------------------------------------------
 
@@ -595,5 +595,5 @@ class Agent:
         await self.aclose()
 
 
-_CONTROL_KEYS = ("model", "tools.approval", "tools.safe")
+_CONTROL_KEYS = ("model", "tools.approval", "tools.safe", "tools.add_dirs")
 """Settings `apply_settings` hands to the agent's controls rather than to the parts."""

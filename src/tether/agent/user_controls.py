@@ -1,10 +1,12 @@
 """What a user changes on a live agent beside the model and the modes: the reasoning effort
 (`--effort`, `/effort`, `agent.apply_settings({"run.effort": "high"})`), kept in the session
-so a resume keeps it.
+so a resume keeps it, and the extra folders (`--add-dir`, `/add-dir`,
+`agent.apply_settings({"tools.add_dirs": [...]})`).
 
-Owns: recording the effort in the session (`adopt`, `record`: an `effort` event when it
+Owns: recording the effort in the session (`adopt`, `applied`: an `effort` event when it
 changes), the one line for a model without reasoning (`say`), `set_effort` (the TUI's
-`/effort`), `with_stored_effort` (a resumed session's effort as an override).
+`/effort`), `with_stored_effort` (a resumed session's effort as an override), the extra
+folders applied mid-session (`applied`, `add_dir`: each checked, `checked_add_dir`).
 Does not own: the mapping of a level per provider (`tether.providers.effort`), the setting
 (`run.effort`), the session's events (`tether.agent.sessions`), the `Agent` facade.
 """
@@ -12,11 +14,16 @@ Does not own: the mapping of a level per provider (`tether.providers.effort`), t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tether.agent.parts import with_add_dirs
 from tether.agent.sessions import EFFORT_EVENT, AgentSession, stored_effort
+from tether.errors import ConfigError
 from tether.providers.catalog import effort_note
 from tether.providers.effort import Effort
+from tether.sandbox.config import check_add_dir
+from tether.sandbox.policy import READ_ONLY_SUFFIX, parse_add_dir
 
 if TYPE_CHECKING:
     from tether.agent.parts import AgentParts
@@ -52,10 +59,44 @@ def adopt(agent: Controlled) -> None:
     say(agent, agent._note)  # pyright: ignore[reportPrivateUsage]
 
 
-def record(agent: Controlled, values: Mapping[str, Any]) -> None:
-    """After `apply_settings(values)`: an `effort` event when they set `run.effort`."""
+def applied(parts: AgentParts, session: AgentSession, values: Mapping[str, Any]) -> AgentParts:
+    """After `Agent.apply_settings(values)`: an `effort` event when they set `run.effort`;
+    `parts` with the extra folders when they set `tools.add_dirs`.
+
+    Raises:
+        ConfigError: an extra folder that is no folder or holds tether's own folders.
+    """
     if "run.effort" in values:
-        agent.session.record_event(EFFORT_EVENT, {"effort": effort_of(agent)})
+        session.record_event(EFFORT_EVENT, {"effort": parts.run.effort})
+    if "tools.add_dirs" in values:
+        entries = [checked_add_dir(str(e), parts.root) for e in values["tools.add_dirs"]]
+        parts = with_add_dirs(parts, entries)
+    return parts
+
+
+def checked_add_dir(entry: str, base: Path) -> str:
+    """`PATH[:ro]` as its real path (relative ones from `base`), `:ro` kept.
+
+    Raises:
+        ConfigError: not a folder, or one holding tether's own folders.
+    """
+    path, writable = parse_add_dir(entry, base)
+    why = check_add_dir(path)
+    if why is not None:
+        raise ConfigError(why)
+    return path if writable else path + READ_ONLY_SUFFIX
+
+
+def add_dir(agent: Controlled, entry: str) -> str:
+    """`/add-dir PATH[:ro]`: one more extra folder from the next call on; returns its real
+    path (`:ro` kept).
+
+    Raises:
+        ConfigError: not a folder, or one holding tether's own folders.
+    """
+    checked = checked_add_dir(entry, agent.parts.root)
+    agent.apply_settings({"tools.add_dirs": [*agent.parts.config.tools.add_dirs, checked]})
+    return checked
 
 
 def say(agent: Controlled, note: Callable[[str], None]) -> str | None:

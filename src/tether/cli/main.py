@@ -63,6 +63,13 @@ EffortOption = Annotated[
     str | None,
     typer.Option(help="Reasoning effort: low | medium | high | max (setting: run.effort)."),
 ]
+AddDirOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--add-dir",
+        help="Also let the tools use this folder (repeatable; PATH:ro read-only).",
+    ),
+]
 PlanOption = Annotated[
     bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
 ]
@@ -99,6 +106,7 @@ def chat(
     ] = None,
     plan: PlanOption = False,
     effort: EffortOption = None,
+    add_dir: AddDirOption = None,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -115,13 +123,14 @@ def chat(
             max_turns=max_turns,
             plan=plan,
             effort=effort,
+            add_dir=add_dir,
         )
     )
 
 
 def _chat(**flags: Any) -> int:
     """Open the TUI (Textual is imported only here: `tether --help` stays light)."""
-    from tether.cli.agent_setup import check_flags, effort_override
+    from tether.cli.agent_setup import add_dir_override, check_flags, effort_override
 
     try:
         check_flags(flags.get("model"), flags.get("base_url"))
@@ -146,6 +155,7 @@ def _chat(**flags: Any) -> int:
         overrides["run.max_turns"] = max_turns
     try:
         overrides.update(effort_override(flags.pop("effort", None)))
+        overrides.update(add_dir_override(flags.pop("add_dir", None), cwd))
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -248,6 +258,7 @@ def run(
         ),
     ] = None,
     effort: EffortOption = None,
+    add_dir: AddDirOption = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -277,17 +288,24 @@ def run(
                 images=tuple(image or ()),
                 output_format=output_format,
                 effort=effort,
+                add_dirs=tuple(add_dir or ()),
             )
         )
     )
 
 
 @app.command()
-def acp(model: ModelOption = None) -> None:
+def acp(model: ModelOption = None, add_dir: AddDirOption = None) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
     from tether.acp.stdio import serve
+    from tether.cli.agent_setup import add_dir_override
 
-    raise typer.Exit(serve(model=model))
+    try:
+        overrides = add_dir_override(add_dir, Path.cwd())
+    except ConfigError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(serve(model=model, overrides=overrides))
 
 
 @app.command()

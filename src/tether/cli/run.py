@@ -75,6 +75,7 @@ class RunOptions:
     images: tuple[Path, ...] = ()
     output_format: str | None = None
     effort: str | None = None
+    add_dirs: tuple[str, ...] = ()
 
 
 def run_command(opts: RunOptions) -> int:
@@ -87,6 +88,7 @@ def run_command(opts: RunOptions) -> int:
         return EXIT_USAGE
     try:
         setup.effort_override(opts.effort)
+        setup.add_dir_override(opts.add_dirs, opts.cwd.resolve())
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -277,6 +279,7 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
     overrides.update(setup.effort_override(opts.effort))
+    overrides.update(setup.add_dir_override(opts.add_dirs, opts.cwd.resolve()))
     if opts.append_system is not None:
         overrides["run.append_system"] = opts.append_system
     return overrides

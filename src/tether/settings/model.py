@@ -189,6 +189,11 @@ class ToolsSettings(_Section):
     approval: Literal["ask", "auto-edit", "read-only", "auto"] = "ask"
     web: WebSettings = Field(default_factory=WebSettings)
     only: list[str] | None = None
+    add_dirs: list[str] = Field(default_factory=list[str])
+    """Folders outside the working folder the tools may use too (`--add-dir`, `/add-dir`;
+    Claude Code's `additionalDirectories`): the file tools read and write there and commands
+    may write there; `PATH:ro` adds one read-only. Absolute, `~/…`, or relative to the working
+    folder; a folder that holds tether's own (settings, sessions) is refused."""
 
 
 class ModelWindow(_Section):

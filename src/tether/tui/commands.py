@@ -21,6 +21,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/rewind", "files and/or conversation back to before a message (Esc Esc); a picker"),
     ("/model", "provider/model  switch the model from the next request on"),
     ("/effort", "[low|medium|high|max|default]  reasoning effort (Ctrl+T cycles it)"),
+    ("/add-dir", "PATH[:ro]  let the tools use this folder too (:ro read-only)"),
     ("/new", "start a new session"),
     ("/sessions", "[id]  list the stored sessions, or resume one"),
     ("/fork", "continue in a new session branched from this one (this one is kept)"),

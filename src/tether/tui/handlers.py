@@ -1,5 +1,5 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
-`/model`, `/effort`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
+`/model`, `/effort`, `/add-dir`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
 `/init`, `/help`, `/quit`, and the session's own `/name` commands) against the app's agent.
 
 Owns: `run_command`, the session switch (`switch`: close this session, open another or a
@@ -151,6 +151,12 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             app.note(f"model: {agent.provider.name}/{agent.provider.model}")
         elif name == "effort":
             effort_command(app, arg)
+        elif name == "add-dir":
+            if not arg:
+                shown = ", ".join(agent.parts.config.tools.add_dirs) or "none"
+                app.note(f"extra folders: {shown} (usage: /add-dir PATH[:ro])")
+                return
+            app.note(f"added {user_controls.add_dir(agent, arg)}: the tools may use it too")
         elif name == "new":
             if app.busy:
                 app.note("/new: wait until the agent is idle (or Esc)")
