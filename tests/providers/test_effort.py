@@ -8,11 +8,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tether.effort import EFFORTS, Effort, anthropic_budget, next_effort, parse_effort
 from tether.messages import text_turn
 from tether.providers.anthropic_request import build_params as anthropic_params
 from tether.providers.base import ModelRequest
 from tether.providers.catalog import effort_note, reasons
-from tether.providers.effort import EFFORTS, Effort, anthropic_budget, next_effort, parse_effort
 from tether.providers.google import GoogleProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai_chat_request import reasoning_effort

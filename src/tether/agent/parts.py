@@ -35,6 +35,7 @@ from tether.agent.sessions import AgentSession
 from tether.agent.tool_calls import ToolCalls
 from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
+from tether.effort import Effort
 from tether.errors import ConfigError
 from tether.messages import Turn
 from tether.permissions.rules import Rules
@@ -42,7 +43,6 @@ from tether.prompt.facts import SessionContext
 from tether.prompt.system import compact_prompt, system_prompt
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
-from tether.providers.effort import Effort
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import add_dir_entries, limits_for

@@ -7,7 +7,7 @@ Owns: recording the effort in the session (`adopt`, `applied`: an `effort` event
 changes), the one line for a model without reasoning (`say`), `set_effort` (the TUI's
 `/effort`), `with_stored_effort` (a resumed session's effort as an override), the extra
 folders applied mid-session (`applied`, `add_dir`: each checked, `checked_add_dir`).
-Does not own: the mapping of a level per provider (`tether.providers.effort`), the setting
+Does not own: the mapping of a level per provider (`tether.effort`), the setting
 (`run.effort`), the session's events (`tether.agent.sessions`), the `Agent` facade.
 """
 
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent.parts import with_add_dirs
 from tether.agent.sessions import EFFORT_EVENT, AgentSession, stored_effort
+from tether.effort import Effort
 from tether.errors import ConfigError
 from tether.providers.catalog import effort_note
-from tether.providers.effort import Effort
 from tether.sandbox.config import check_add_dir
 from tether.sandbox.policy import READ_ONLY_SUFFIX, parse_add_dir
 

@@ -90,7 +90,7 @@ def effort_override(effort: str | None) -> dict[str, Any]:
     """
     if effort is None:
         return {}
-    from tether.providers.effort import EFFORTS, parse_effort
+    from tether.effort import EFFORTS, parse_effort
 
     level = parse_effort(effort)
     if level is None:

@@ -54,6 +54,7 @@ from typing import Any, Literal, cast
 
 from anthropic import types as at
 
+from tether.effort import anthropic_budget
 from tether.errors import ConfigError
 from tether.messages import (
     CompactSummaryBlock,
@@ -69,7 +70,6 @@ from tether.messages import (
 )
 from tether.providers.base import ModelRequest, ToolSpec, WebSearch
 from tether.providers.catalog import reasons
-from tether.providers.effort import anthropic_budget
 from tether.providers.images import fit_image
 from tether.wire import thinking_must_be_disabled
 
@@ -382,7 +382,7 @@ def build_params(
 
     Args:
         request: the request (`thinking_budget_tokens` wins over `default_thinking_budget`;
-            its `effort`, for a model that reasons, over both: `tether.providers.effort`).
+            its `effort`, for a model that reasons, over both: `tether.effort`).
         view: the wire view for target `anthropic`.
         default_max_tokens: `max_tokens` when the request sets none (Anthropic requires one).
         default_thinking_budget: the provider's budget, or None for thinking off.

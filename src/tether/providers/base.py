@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
+from tether.effort import Effort
 from tether.errors import ErrorKind
 from tether.messages import (
     Provenance,
@@ -31,7 +32,6 @@ from tether.messages import (
     Turn,
     Usage,
 )
-from tether.providers.effort import Effort
 from tether.wire import build_view
 
 __all__ = [
@@ -98,7 +98,7 @@ class ModelRequest:
         web_search: the provider's own web search tool to offer beside `tools`, or None (the
             loop sets it only for a model whose catalog entry has one; an adapter whose API has
             none ignores it).
-        effort: the reasoning effort (`tether.providers.effort`: each adapter maps it onto its
+        effort: the reasoning effort (`tether.effort`: each adapter maps it onto its
             API's field, for a model that reasons; it wins over `thinking_budget_tokens`), or
             None for the provider's own setting.
     """

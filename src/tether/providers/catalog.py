@@ -41,8 +41,8 @@ from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
 from tether.compaction.pressure import ModelLimits
+from tether.effort import Effort
 from tether.providers.base import Provider
-from tether.providers.effort import Effort
 
 PRICES_AS_OF = "2025-11"
 
@@ -91,7 +91,7 @@ class ModelInfo:
             Responses API. Set for exact table matches only (a family prefix says nothing of a
             variant: `gpt-4.1-nano` has none).
         reasoning: the model reasons (thinks before answering) and takes a reasoning effort
-            (`REASONING`; `tether.providers.effort`).
+            (`REASONING`; `tether.effort`).
     """
 
     context_window: int

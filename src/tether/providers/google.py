@@ -44,6 +44,7 @@ from typing import Any, cast
 from google import genai
 from google.genai import types as gt
 
+from tether.effort import gemini_budget
 from tether.errors import AuthError
 from tether.messages import Provenance, ProviderStopReason, Target, Usage
 from tether.providers.base import (
@@ -54,7 +55,6 @@ from tether.providers.base import (
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
-from tether.providers.effort import gemini_budget
 from tether.providers.google_request import (
     SIGNATURE_KEY,
     encode_signature,

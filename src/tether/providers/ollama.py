@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import ollama
 
+from tether.effort import ollama_think
 from tether.messages import (
     Provenance,
     ProviderStopReason,
@@ -59,7 +60,6 @@ from tether.providers.base import (
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, lookup, reasons
-from tether.providers.effort import ollama_think
 from tether.providers.ollama_request import (
     estimate_prompt_tokens,
     to_ollama_messages,

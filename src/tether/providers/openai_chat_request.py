@@ -31,6 +31,7 @@ from openai.types.chat.chat_completion_message_function_tool_call_param import (
     ChatCompletionMessageFunctionToolCallParam,
 )
 
+from tether.effort import openai_effort
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -42,7 +43,6 @@ from tether.messages import (
 )
 from tether.providers.base import ModelRequest, ToolSpec
 from tether.providers.catalog import reasons
-from tether.providers.effort import openai_effort
 from tether.providers.images import fit_image
 
 
@@ -197,7 +197,7 @@ def to_chat_tools(tools: Sequence[ToolSpec]) -> list[ChatCompletionToolParam]:
 
 def reasoning_effort(request: ModelRequest, model: str) -> Literal["low", "medium", "high"] | None:
     """`reasoning_effort` for a request with an effort sent to a model that reasons
-    (`tether.providers.effort`; other models reject the field), else None (not sent)."""
+    (`tether.effort`; other models reject the field), else None (not sent)."""
     if request.effort is None or not reasons(model):
         return None
     return openai_effort(request.effort)

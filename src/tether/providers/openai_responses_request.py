@@ -39,6 +39,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from tether.effort import openai_effort
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -50,7 +51,6 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ModelRequest, ToolSpec
-from tether.providers.effort import openai_effort
 from tether.providers.images import fit_image
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"

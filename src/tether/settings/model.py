@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from tether.providers.effort import Effort
+from tether.effort import Effort
 from tether.settings.base import Duration, Fraction
 from tether.settings.base import Section as _Section
 from tether.settings.mcp import McpOAuthSettings as McpOAuthSettings
@@ -288,7 +288,7 @@ class RunSettings(_Section):
     output_format: OutputFormat = "stream-json"
     effort: Effort | None = None
     """The reasoning effort (`--effort`, `/effort`): `low`, `medium`, `high` or `max`, mapped
-    per provider (`tether.providers.effort`: Anthropic's thinking budget, OpenAI's
+    per provider (`tether.effort`: Anthropic's thinking budget, OpenAI's
     `reasoning.effort`, Gemini's thinking budget, Ollama's `think`); it wins over
     `run.thinking`'s budget. None: the provider's own setting. Not sent to a model that
     does not reason (one line says so). A session keeps the level it was last run with."""

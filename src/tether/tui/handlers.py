@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent import user_controls
 from tether.agent.approval import APPROVAL_MODES
+from tether.effort import EFFORTS, Effort, next_effort, parse_effort
 from tether.errors import ConfigError, RunError, SessionError
-from tether.providers.effort import EFFORTS, Effort, next_effort, parse_effort
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
