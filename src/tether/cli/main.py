@@ -70,6 +70,15 @@ AddDirOption = Annotated[
         help="Also let the tools use this folder (repeatable; PATH:ro read-only).",
     ),
 ]
+WorktreeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--worktree",
+        "-w",
+        help="Work in a new git worktree .tether/worktrees/NAME on branch tether/NAME; "
+        "removed at exit when unchanged.",
+    ),
+]
 PlanOption = Annotated[
     bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
 ]
@@ -107,6 +116,7 @@ def chat(
     plan: PlanOption = False,
     effort: EffortOption = None,
     add_dir: AddDirOption = None,
+    worktree: WorktreeOption = None,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -124,6 +134,7 @@ def chat(
             plan=plan,
             effort=effort,
             add_dir=add_dir,
+            worktree=worktree,
         )
     )
 
@@ -190,8 +201,20 @@ def _chat(**flags: Any) -> int:
     from tether.tui.opening import ChatOptions
 
     flags["overrides"] = overrides
+    name = flags.pop("worktree", None)
+    if name is None:
+        return run_tui(ChatOptions(cwd=cwd, **flags))
+    from tether.worktrees import WorktreeError, close, create, folder_in
 
-    return run_tui(ChatOptions(cwd=cwd, **flags))
+    try:
+        tree = create(cwd, name)
+    except WorktreeError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    try:
+        return run_tui(ChatOptions(cwd=folder_in(tree, cwd), **flags))
+    finally:
+        err(close(tree))
 
 
 @app.command()
@@ -259,6 +282,7 @@ def run(
     ] = None,
     effort: EffortOption = None,
     add_dir: AddDirOption = None,
+    worktree: WorktreeOption = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -289,6 +313,7 @@ def run(
                 output_format=output_format,
                 effort=effort,
                 add_dirs=tuple(add_dir or ()),
+                worktree=worktree,
             )
         )
     )

@@ -76,6 +76,7 @@ class RunOptions:
     output_format: str | None = None
     effort: str | None = None
     add_dirs: tuple[str, ...] = ()
+    worktree: str | None = None
 
 
 def run_command(opts: RunOptions) -> int:
@@ -93,7 +94,31 @@ def run_command(opts: RunOptions) -> int:
         err(str(exc))
         return EXIT_USAGE
     sink = OutputSink(fmt)
+    if opts.worktree is not None:
+        return _in_worktree(opts, sink)
     code = _run_command(opts, sink)
+    sink.finish(code)
+    return code
+
+
+def _in_worktree(opts: RunOptions, sink: OutputSink) -> int:
+    """`--worktree NAME`: the run in a new git worktree (`tether.worktrees`), removed at the
+    end when nothing changed, else kept; one stderr line says which."""
+    from tether.worktrees import WorktreeError, close, create, folder_in
+
+    assert opts.worktree is not None
+    cwd = opts.cwd.resolve()
+    try:
+        tree = create(cwd, opts.worktree)
+    except WorktreeError as exc:
+        sink.error = f"usage: {exc}"
+        err(str(exc))
+        sink.finish(EXIT_USAGE)
+        return EXIT_USAGE
+    try:
+        code = _run_command(replace(opts, cwd=folder_in(tree, cwd), worktree=None), sink)
+    finally:
+        err(close(tree))
     sink.finish(code)
     return code
 

@@ -354,12 +354,16 @@ class SubagentSettings(_Section):
         tools: the names of the tools it is offered (a subset of its caller's); None: all of
             its caller's tools.
         model: its model (`"provider/model"`, as `--model`); None: its caller's chain.
+        isolation: `worktree`: it works in a git worktree of its own (`tether.worktrees`,
+            branch `tether/<name>-<call>`), removed after it when unchanged, else kept (its
+            answer ends with a line saying where); `none`: in its caller's folder.
     """
 
     description: str = ""
     system: str | None = None
     tools: list[str] | None = None
     model: str | None = Field(default=None, min_length=1)
+    isolation: Literal["none", "worktree"] = "none"
 
 
 _AGENTS_KEYS = frozenset({"task_tool", "spawn", "max_depth", "max_concurrent", "named"})
