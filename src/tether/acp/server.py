@@ -173,6 +173,7 @@ class TetherAcp:
         model: pins the model (`--model`), else the settings' selection (as `tether run`).
         store: where sessions are stored (default: the user data folder).
         note: where one-line diagnostics go (default: stderr).
+        overrides: dotted config fields for every session's agent (`--add-dir`).
     """
 
     def __init__(
@@ -181,8 +182,10 @@ class TetherAcp:
         model: str | None = None,
         store: SessionStore | None = None,
         note: Callable[[str], None] = _err,
+        overrides: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
+        self.overrides = dict(overrides or {})
         self.store = store or SessionStore()
         self.note = note
         self.sessions: dict[str, AcpSession] = {}
@@ -294,6 +297,7 @@ class TetherAcp:
         for line in notes:
             self.note(line)
         overrides = {f"mcp.servers.{name}": value for name, value in servers.items()}
+        overrides |= self.overrides  # `tether acp --add-dir`
         session = make_session()
         holder: list[AcpSession] = []
         queue: asyncio.Queue[AnyUpdate] = asyncio.Queue()

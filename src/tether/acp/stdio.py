@@ -17,6 +17,7 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any, cast
 
 import acp
@@ -25,7 +26,7 @@ from tether.acp.server import STDIO_LIMIT_BYTES, TetherAcp
 __all__ = ["bad_line_reply", "serve"]
 
 
-def serve(*, model: str | None = None) -> int:
+def serve(*, model: str | None = None, overrides: Mapping[str, Any] | None = None) -> int:
     """Run `tether acp` on this process's stdin and stdout until the client closes stdin.
 
     Stdout carries protocol messages only: the protocol writes to a duplicate of it, and file
@@ -36,7 +37,7 @@ def serve(*, model: str | None = None) -> int:
     sys.stdout.flush()
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
-    server = TetherAcp(model=model)
+    server = TetherAcp(model=model, overrides=overrides)
     copiers: list[tuple[threading.Thread, Any]] = []
 
     async def main() -> None:

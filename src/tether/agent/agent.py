@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
-from tether.agent import build, prompting
+from tether.agent import build, prompting, user_controls
 from tether.agent.approval import ApprovalGate, ApprovalMode
 from tether.agent.budget import Budget
 from tether.agent.build import ModelLike
@@ -156,6 +156,7 @@ class Agent:
             resumed=bool(self._history),
         )
         self._mcp = McpServers(cfg, parts.emit, self._note)
+        user_controls.adopt(self)
 
     @classmethod
     def from_settings(
@@ -197,6 +198,7 @@ class Agent:
         """
         host = host or Host()
         early: list[str] = []
+        overrides = user_controls.with_stored_effort(overrides, session)
 
         def say(line: str) -> None:
             early.append(line)
@@ -384,11 +386,12 @@ class Agent:
         """
         chain = build.resolve_models(model, self.parts.config, note=self._note)
         self._controls.parts = self.parts.with_model(chain, self._note)
+        user_controls.say(self, self._note)
 
     def apply_settings(self, values: Mapping[str, Any]) -> None:
         """Change dotted settings for this session, from the next request on: `model`,
-        `tools.approval`, `tools.safe`, and the `run.*`, `context.*`, `retry.*` keys
-        (`AgentParts.with_settings`). All are checked against the schema before any is
+        `tools.approval`, `tools.safe`, `tools.add_dirs`, `run.*`, `context.*`, `retry.*`
+        (`AgentParts.with_settings`, `user_controls`). All are checked against the schema before any is
         applied; `config` stays the config the agent was built with.
 
         Raises:
@@ -412,6 +415,7 @@ class Agent:
             self.set_safe_mode(bool(values["tools.safe"]))
         if rest:
             self._controls.parts = self.parts.with_settings(rest)
+        self._controls.parts = user_controls.applied(self.parts, self.session, values)
 
     # -- safe mode and approval -------------------------------------------------------------------
 
@@ -593,5 +597,5 @@ class Agent:
         await self.aclose()
 
 
-_CONTROL_KEYS = ("model", "tools.approval", "tools.safe")
+_CONTROL_KEYS = ("model", "tools.approval", "tools.safe", "tools.add_dirs")
 """Settings `apply_settings` hands to the agent's controls rather than to the parts."""

@@ -6,8 +6,10 @@ tool calls before a call of a tool that is not `safe` runs — `write`, `edit`, 
 and MCP tools, `task`; `after_run`, called by the loop when a run ends, cancelled or failed
 runs included), `synthetic_user_turn` (the harness's own user messages, not numbered as user
 turns) and `checkpoint_store` (where a session's project keeps its shadow repository).
-Because `bash` can write only inside the working folder (the OS sandbox), one snapshot of the
-folder covers what shell commands change too.
+Because `bash` can write only inside the working folder and the extra folders (the OS
+sandbox), a snapshot of the folder and one of each writable extra folder (`--add-dir`, each in
+its own shadow repository, named in the record's `extra`) cover what shell commands change
+too.
 Does not own: the shadow repository (`tether.checkpoint.shadow`), the records' rules
 (`tether.checkpoint.timeline`), rewinding (`tether.checkpoint.rewind`).
 
@@ -67,6 +69,8 @@ class Checkpoints:
         max_file_bytes: files larger than this are left out (`checkpoints.max_file_size`).
         emit: where `checkpoint` and `warning` events go.
         store: the shadow repositories' folder (None: beside the session's store).
+        extra: the writable extra folders (`tools.add_dirs`), snapshotted with the root; the
+            attribute may be replaced (`/add-dir`).
     """
 
     def __init__(
@@ -76,8 +80,10 @@ class Checkpoints:
         max_file_bytes: int,
         emit: Callable[[AgentEvent], None],
         store: Path | None = None,
+        extra: tuple[Path, ...] = (),
     ) -> None:
         self.root = root
+        self.extra = extra
         self.max_file_bytes = max_file_bytes
         self.emit = emit
         self.store = store
@@ -122,7 +128,7 @@ class Checkpoints:
             snap = await asyncio.to_thread(self._snapshot, session, f"before {turn_id}")
             self._taken_for = turn_id
             if snap is not None:
-                self._record(session, snap, "before", turn_id)
+                self._record(session, *snap, "before", turn_id)
 
     def after_run(self, session: AgentSession) -> None:
         """At the end of a run that took or inherited a snapshot: record the tree it left
@@ -131,14 +137,24 @@ class Checkpoints:
             return
         snap = self._snapshot(session, "after a run")
         if snap is not None:
-            self._record(session, snap, "after", None)
+            self._record(session, *snap, "after", None)
 
-    def _snapshot(self, session: AgentSession, message: str) -> Snapshot | None:
+    def _snapshot(
+        self, session: AgentSession, message: str
+    ) -> tuple[Snapshot, dict[str, str]] | None:
+        """The root's snapshot and the extra folders' commits (folder → commit)."""
         repo = self._repo_for(session)
         if repo is None:
             return None
         try:
-            return repo.snapshot(message)
+            snap = repo.snapshot(message)
+            extra = {
+                str(d): ShadowRepo(d, store=repo.store, max_file_bytes=self.max_file_bytes)
+                .snapshot(message)
+                .commit
+                for d in self.extra
+            }
+            return snap, extra
         except CheckpointError as exc:
             self.off = True
             self.emit(
@@ -149,10 +165,18 @@ class Checkpoints:
             )
             return None
 
-    def _record(self, session: AgentSession, snap: Snapshot, at: At, turn_id: str | None) -> None:
-        session.record_event(
-            CHECKPOINT_EVENT, checkpoint_data(snap.commit, at, turn_id=turn_id, skipped=snap.skipped)
+    def _record(
+        self,
+        session: AgentSession,
+        snap: Snapshot,
+        extra: dict[str, str],
+        at: At,
+        turn_id: str | None,
+    ) -> None:
+        data = checkpoint_data(
+            snap.commit, at, turn_id=turn_id, skipped=snap.skipped, extra=extra
         )
+        session.record_event(CHECKPOINT_EVENT, data)
         self._recorded = True
         new = [p for p in snap.skipped if p not in self._warned]
         if new:

@@ -299,6 +299,7 @@ async def _request(
             is_wire_view=True,
             thinking_budget_tokens=thinking_budget_for_turn(parts.run.thinking_decay, n),
             web_search=web_search_for(parts.config, provider, safe_mode=safe),
+            effort=parts.run.effort,
         )
 
     try:

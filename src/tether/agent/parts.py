@@ -35,6 +35,7 @@ from tether.agent.sessions import AgentSession
 from tether.agent.tool_calls import ToolCalls
 from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
+from tether.effort import Effort
 from tether.errors import ConfigError
 from tether.messages import Turn
 from tether.permissions.rules import Rules
@@ -44,7 +45,7 @@ from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
-from tether.sandbox.policy import limits_for
+from tether.sandbox.policy import add_dir_entries, limits_for
 from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
@@ -82,6 +83,7 @@ class RunSettings:
         tool_timeout_s: the default time limit of one tool call, in seconds.
         max_continuations: "Please continue." resumes of a reply cut by `max_tokens`.
         thinking_decay: the thinking budget per turn (None: none set).
+        effort: the reasoning effort sent with each request (`run.effort`; None: none).
     """
 
     system: str | None
@@ -94,6 +96,7 @@ class RunSettings:
     tool_timeout_s: float
     max_continuations: int
     thinking_decay: ThinkingDecay | None
+    effort: Effort | None = None
 
     @classmethod
     def of(
@@ -108,7 +111,9 @@ class RunSettings:
         base = system if system is not None else config.run.system
         append = config.run.append_system
         return cls(
-            system=system_prompt(context, base=base, append=append),
+            system=system_prompt(
+                context, base=base, append=append, extra_dirs=_extra_dirs(config, context)
+            ),
             compact_system=compact_prompt(context, base=base, append=append),
             base=system,
             context=context,
@@ -118,12 +123,51 @@ class RunSettings:
             tool_timeout_s=config.tools.timeout_s,
             max_continuations=config.run.continuation_limit,
             thinking_decay=build.thinking_decay(config),
+            effort=config.run.effort,
         )
 
     def system_for(self, provider: Provider) -> str | None:
         """The prompt `provider` is sent: the compact form for one that asks for it (the
         embedded model: `ModelInfo.compact_prompt`), else the full one."""
         return self.compact_system if takes_compact_prompt(provider) else self.system
+
+
+def extra_writable(tool_context: ToolContext) -> tuple[Path, ...]:
+    """The writable extra folders of a tool context's policy (`tools.add_dirs`)."""
+    policy = tool_context.policy
+    return () if policy is None else tuple(Path(p) for p in policy.add_dirs)
+
+
+def with_add_dirs(parts: AgentParts, entries: list[str]) -> AgentParts:
+    """`parts` with the extra folders `entries` (`tools.add_dirs`: paths, `:ro` kept): the
+    file tools' policy, the sandbox of commands, the environment block and the checkpoints
+    take them from the next call on."""
+    config = parts.config.with_values({"tools.add_dirs": entries})
+    context = parts.tool_context
+    if context.policy is not None:
+        added = add_dir_entries(config.tools.add_dirs, parts.root)
+        policy = replace(
+            context.policy,
+            add_dirs=tuple(p for p, writable in added if writable),
+            add_dirs_ro=tuple(p for p, writable in added if not writable),
+        )
+        context = replace(context, policy=policy)
+    if parts.checkpoints is not None:
+        parts.checkpoints.extra = extra_writable(context)
+    return replace(
+        parts,
+        config=config,
+        tool_context=context,
+        run=RunSettings.of(config, parts.run.base, parts.run.context),
+    )
+
+
+def _extra_dirs(config: AgentConfig, context: SessionContext | None) -> tuple[tuple[str, bool], ...]:
+    """`tools.add_dirs` for the environment block (relative ones from the session's folder)."""
+    if not config.tools.add_dirs:
+        return ()
+    base = Path(context.environment.cwd) if context is not None else Path.cwd()
+    return add_dir_entries(config.tools.add_dirs, base)
 
 
 class RepairReporter:
@@ -458,7 +502,12 @@ def assemble(
         library_hooks=hooks,
         id_factory=rt.new_id or default_id_factory(),
         repairs=repairs,
-        checkpoints=Checkpoints(root, max_file_bytes=config.checkpoints.max_file_size, emit=emit)
+        checkpoints=Checkpoints(
+            root,
+            max_file_bytes=config.checkpoints.max_file_size,
+            emit=emit,
+            extra=extra_writable(tool_context),
+        )
         if config.checkpoints.enabled and host.agent_path == ("main",)
         else None,
         budget=_budget(config),

@@ -26,6 +26,7 @@ from tether.wire.resume import drop_retried_user_turns, pending_tool_calls
 
 __all__ = [
     "CANCELLED_RUNNING",
+    "EFFORT_EVENT",
     "INTERRUPTED",
     "NEVER_RAN",
     "STARTED_EVENT",
@@ -35,6 +36,7 @@ __all__ = [
     "interrupted_turn",
     "started_call_ids",
     "stored_context",
+    "stored_effort",
 ]
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
@@ -57,6 +59,9 @@ NEVER_RAN = (
 writes them."""
 STARTED_EVENT = "tool_call_started"
 """The session event persisted right before a call runs: `{"tool_call_id": str, "name": str}`."""
+EFFORT_EVENT = "effort"
+"""The session event persisted when the reasoning effort changes: `{"effort": str | null}`
+(`run.effort`); a resume takes the last one (`stored_effort`)."""
 
 
 class TurnSink(Protocol):
@@ -116,6 +121,9 @@ class AgentSession:
     context: SessionContext | None = None
     record_context: bool = False
     _open: Callable[[], SessionWriter] | None = field(default=None, repr=False)
+    _pending: list[tuple[str, dict[str, object]]] = field(
+        default_factory=list[tuple[str, dict[str, object]]], repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.session_dir is None:
@@ -189,6 +197,9 @@ class AgentSession:
             self.writer.append_event(CONTEXT_EVENT, self.context.to_json())
         if self.session_dir is None:
             self.session_dir = self.writer.session_dir
+        pending, self._pending = self._pending, []
+        for kind, data in pending:
+            self.writer.append_event(kind, data)
 
     def close(self) -> None:
         """Close the session file, if one was opened (idempotent)."""
@@ -218,7 +229,11 @@ class AgentSession:
 
     def record_event(self, kind: str, data: dict[str, object]) -> None:
         """Persist a session event (`{"type": "event", "kind": kind, "data": data}`) when the
-        sink takes events (a checkpoint, a `tool_call_started` record)."""
+        sink takes events (a checkpoint, a `tool_call_started` record); before a stored
+        session's file is opened, it is kept and written when `open()` opens it."""
+        if self.sink is None and self._open is not None:
+            self._pending.append((kind, data))
+            return
         append_event = getattr(self.sink, "append_event", None)
         if callable(append_event):
             append_event(kind, data)
@@ -234,6 +249,16 @@ def stored_context(events: Sequence[EventEntry]) -> SessionContext | None:
             except ValueError:
                 continue
     return None
+
+
+def stored_effort(events: Sequence[EventEntry]) -> tuple[bool, str | None]:
+    """`(True, level)` for the last `effort` event of a loaded session's `events` (level None:
+    the provider's own setting), `(False, None)` when it has none."""
+    for e in reversed(events):
+        if e.kind == EFFORT_EVENT:
+            value = e.data.get("effort")
+            return True, value if isinstance(value, str) else None
+    return False, None
 
 
 def interrupted_turn(

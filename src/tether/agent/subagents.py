@@ -31,6 +31,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
+from tether import worktrees
 from tether.agent import build
 from tether.agent.approval import ApprovalDecision, ApprovalMode, ApprovalRequest
 from tether.agent.budget import Budget
@@ -213,9 +214,14 @@ class Subagents:
                 f"agent is at depth {self.depth}; do the task yourself",
                 is_error=True,
             )
+        tree = None
         try:
-            child, session = self._build(call_id, agent, tools, model)
-        except (ConfigError, SessionError) as exc:
+            if agent is not None and self._isolated(agent):
+                tree = worktrees.create(self.caller.parts.root, f"{agent}-{call_id[-8:]}")
+            child, session = self._build(call_id, agent, tools, model, tree)
+        except (ConfigError, SessionError, worktrees.WorktreeError) as exc:
+            if tree is not None:
+                worktrees.close(tree)
             return ToolOutput(f"the subagent could not start: {exc}", is_error=True)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.settings.max_concurrent)
@@ -232,6 +238,7 @@ class Subagents:
         finally:
             self.running.pop(call_id, None)
             session.close()
+            where = None if tree is None else worktrees.close(tree)
         answer = result.text.strip()
         if result.stop_reason not in ("end_turn", "stop_sequence"):
             answer = (
@@ -239,9 +246,15 @@ class Subagents:
                 if answer
                 else f"(the subagent stopped early without an answer: {result.stop_reason})"
             )
+        answer = answer or "(the subagent gave no answer)"
         return ToolOutput(
-            answer or "(the subagent gave no answer)", display=self._display(child, session)
+            answer if where is None else f"{answer}\n\n({where})",
+            display=self._display(child, session),
         )
+
+    def _isolated(self, agent: str) -> bool:
+        named = self.settings.named.get(agent)
+        return named is not None and named.isolation == "worktree"
 
     def _display(self, child: Child, session: AgentSession) -> dict[str, Any]:
         return {
@@ -255,6 +268,7 @@ class Subagents:
         agent: str | None,
         tools: Sequence[str] | None,
         model: str | None,
+        tree: worktrees.Worktree | None = None,
     ) -> tuple[Child, AgentSession]:
         """The child agent and its session (a file beside the caller's, opened; in memory when
         the caller has no session file).
@@ -299,7 +313,7 @@ class Subagents:
                 config=self.child_config(),
                 tools=offered,
                 system=(named.system if named is not None else None) or SUBAGENT_SYSTEM,
-                root=parts.root,
+                root=parts.root if tree is None else worktrees.folder_in(tree, parts.root),
                 host=Host(
                     on_event=lambda e: self._forward(path, e),
                     approver=None if approval.approver is None else ask_host,

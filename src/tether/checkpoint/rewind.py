@@ -179,10 +179,20 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
             report = restore(
                 repo, before, plan.target.commit, keep=keep, protect=plan.target.skipped
             )
+            extra_left: dict[str, str] = {}
+            for folder, commit in plan.target.extra:
+                extra_report, extra_left[folder] = _restore_extra(
+                    repo, folder, commit, records(loaded.events)[-1], force=force
+                )
+                report = _merged(report, extra_report, folder)
             left = repo.snapshot("after a rewind")
             assert writer is not None
             writer.append_event(
-                CHECKPOINT_EVENT, {**checkpoint_data(left.commit, "after"), "rewound_from": before}
+                CHECKPOINT_EVENT,
+                {
+                    **checkpoint_data(left.commit, "after", extra=extra_left),
+                    "rewound_from": before,
+                },
             )
         elif repo.exists() and writer is not None:  # conversation only: the tree as it is
             left = repo.snapshot("a conversation rewind")
@@ -199,6 +209,40 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
         external=external,
         before=before,
         prompt=plan.turn.text,
+    )
+
+
+def _restore_extra(
+    repo: ShadowRepo, folder: str, commit: str, last: Record, *, force: bool
+) -> tuple[RestoreReport, str]:
+    """An extra folder (`--add-dir`) back to its snapshot `commit` (files changed outside
+    tether since the session's last record kept unless `force`, as for the root); returns
+    the report and the snapshot of the tree it left."""
+    extra = ShadowRepo(Path(folder), store=repo.store, max_file_bytes=repo.max_file_bytes)
+    if not extra.has(commit):
+        raise RewindError(f"the checkpoint of {folder} is missing from {extra.git_dir}")
+    now = extra.snapshot("before a rewind")
+    keep: tuple[str, ...] = ()
+    previous = dict(last.extra).get(folder)
+    if not force and previous is not None and extra.has(previous):
+        external = {c.path for c in extra.changes(previous, now.commit)}
+        keep = tuple(c.path for c in extra.changes(now.commit, commit) if c.path in external)
+    report = restore(extra, now.commit, commit, keep=keep)
+    return report, extra.snapshot("after a rewind").commit
+
+
+def _merged(report: RestoreReport | None, extra: RestoreReport, folder: str) -> RestoreReport:
+    """`report` with an extra folder's report added (its paths made absolute)."""
+    base = report or RestoreReport()
+
+    def full(paths: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(f"{folder}/{p}" for p in paths)
+
+    return RestoreReport(
+        written=(*base.written, *full(extra.written)),
+        removed=(*base.removed, *full(extra.removed)),
+        kept=(*base.kept, *full(extra.kept)),
+        refused=(*base.refused, *((f"{folder}/{p}", why) for p, why in extra.refused)),
     )
 
 

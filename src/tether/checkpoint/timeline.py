@@ -24,13 +24,20 @@ from typing import Any, Literal, Protocol, cast
 from tether.messages import CompactSummaryBlock, TextBlock, ToolResultBlock, Turn
 
 CHECKPOINT_EVENT = "checkpoint"
-"""The session event naming a snapshot: `{"commit", "at": "before"|"after", "turn", "skipped"}`."""
+"""The session event naming a snapshot: `{"commit", "at": "before"|"after", "turn", "skipped",
+"extra"}` (`extra`: the extra folders' snapshots, folder → commit in its own shadow
+repository; `--add-dir`)."""
 
 At = Literal["before", "after"]
 
 
 def checkpoint_data(
-    commit: str, at: At, *, turn_id: str | None = None, skipped: Sequence[str] = ()
+    commit: str,
+    at: At,
+    *,
+    turn_id: str | None = None,
+    skipped: Sequence[str] = (),
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The data of a `checkpoint` session event."""
     data: dict[str, Any] = {"commit": commit, "at": at}
@@ -38,6 +45,8 @@ def checkpoint_data(
         data["turn"] = turn_id
     if skipped:
         data["skipped"] = list(skipped)
+    if extra:
+        data["extra"] = dict(extra)
     return data
 
 
@@ -52,6 +61,8 @@ class Record:
         position: how many turns of the session precede the event.
         skipped: paths the snapshot left out (too large, nested repositories).
         ts_ms: when it was written (Unix milliseconds).
+        extra: the extra folders' snapshots (`--add-dir`): `(folder, commit)` pairs, each
+            commit in the folder's own shadow repository.
     """
 
     commit: str
@@ -60,6 +71,7 @@ class Record:
     position: int
     skipped: tuple[str, ...] = ()
     ts_ms: int = 0
+    extra: tuple[tuple[str, str], ...] = ()
 
 
 class SessionEvent(Protocol):
@@ -91,6 +103,7 @@ def records(events: Sequence[SessionEvent]) -> tuple[Record, ...]:
             continue
         turn = data.get("turn")
         skipped: Any = data.get("skipped", [])
+        extra: Any = data.get("extra", {})
         out.append(
             Record(
                 commit=commit,
@@ -99,9 +112,17 @@ def records(events: Sequence[SessionEvent]) -> tuple[Record, ...]:
                 position=int(e.after_turns),
                 skipped=_strings(skipped),
                 ts_ms=int(e.ts_ms),
+                extra=_pairs(extra),
             )
         )
     return tuple(out)
+
+
+def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        return ()
+    items = cast(dict[Any, Any], value).items()
+    return tuple((k, v) for k, v in items if isinstance(k, str) and isinstance(v, str))
 
 
 def _strings(value: Any) -> tuple[str, ...]:

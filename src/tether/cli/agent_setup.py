@@ -8,6 +8,8 @@ Owns: which flag sets which config field (flags win over the settings files):
     --context-window N   context.window
     --max-budget-usd X   run.max_budget_usd   (set by `tether.cli.run`)
     --output-format F    run.output_format
+    --effort LEVEL       run.effort            (`effort_override`)
+    --add-dir PATH[:ro]  tools.add_dirs        (`add_dir_override`; absolute real paths)
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
 Does not own: the rules that turn a config into an agent (`tether.agent.build`, used by
@@ -16,7 +18,9 @@ Does not own: the rules that turn a config into an agent (`tether.agent.build`, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tether.errors import ConfigError
@@ -76,3 +80,42 @@ def flag_overrides(
     if output_format is not None:
         out["run.output_format"] = output_format
     return out
+
+
+def effort_override(effort: str | None) -> dict[str, Any]:
+    """`{"run.effort": level}` for `--effort LEVEL` (nothing when not given).
+
+    Raises:
+        ConfigError: not a level (one line naming the flag and the levels).
+    """
+    if effort is None:
+        return {}
+    from tether.effort import EFFORTS, parse_effort
+
+    level = parse_effort(effort)
+    if level is None:
+        raise ConfigError(f"--effort {effort!r}: give one of {', '.join(EFFORTS)}")
+    return {"run.effort": level}
+
+
+def add_dir_override(entries: Sequence[str] | None, cwd: Path) -> dict[str, Any]:
+    """`{"tools.add_dirs": [...]}` for `--add-dir PATH[:ro]` (repeatable; nothing when not
+    given): each folder as its real absolute path (relative ones from `cwd`), `:ro` kept.
+
+    Raises:
+        ConfigError: a folder that does not exist, or one that holds tether's own folders
+            (one line naming it).
+    """
+    if not entries:
+        return {}
+    from tether.sandbox.config import check_add_dir
+    from tether.sandbox.policy import READ_ONLY_SUFFIX, parse_add_dir
+
+    out: list[str] = []
+    for entry in entries:
+        path, writable = parse_add_dir(entry, cwd)
+        why = check_add_dir(path)
+        if why is not None:
+            raise ConfigError(f"--add-dir {entry}: {why}")
+        out.append(path if writable else path + READ_ONLY_SUFFIX)
+    return {"tools.add_dirs": out}

@@ -60,6 +60,26 @@ SafeOption = Annotated[
 NetworkOption = Annotated[
     bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
 ]
+EffortOption = Annotated[
+    str | None,
+    typer.Option(help="Reasoning effort: low | medium | high | max (setting: run.effort)."),
+]
+AddDirOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--add-dir",
+        help="Also let the tools use this folder (repeatable; PATH:ro read-only).",
+    ),
+]
+WorktreeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--worktree",
+        "-w",
+        help="Work in a new git worktree .tether/worktrees/NAME on branch tether/NAME; "
+        "removed at exit when unchanged.",
+    ),
+]
 PlanOption = Annotated[
     bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
 ]
@@ -95,6 +115,9 @@ def chat(
         int | None, typer.Option(min=1, help="Cap on model requests per prompt.")
     ] = None,
     plan: PlanOption = False,
+    effort: EffortOption = None,
+    add_dir: AddDirOption = None,
+    worktree: WorktreeOption = None,
 ) -> None:
     """The interactive session (a terminal UI; `tether` with no command opens it too)."""
     raise typer.Exit(
@@ -110,13 +133,16 @@ def chat(
             approval=approval,
             max_turns=max_turns,
             plan=plan,
+            effort=effort,
+            add_dir=add_dir,
+            worktree=worktree,
         )
     )
 
 
 def _chat(**flags: Any) -> int:
     """Open the TUI (Textual is imported only here: `tether --help` stays light)."""
-    from tether.cli.agent_setup import check_flags
+    from tether.cli.agent_setup import add_dir_override, check_flags, effort_override
 
     try:
         check_flags(flags.get("model"), flags.get("base_url"))
@@ -139,6 +165,12 @@ def _chat(**flags: Any) -> int:
     max_turns = flags.pop("max_turns", None)
     if max_turns is not None:
         overrides["run.max_turns"] = max_turns
+    try:
+        overrides.update(effort_override(flags.pop("effort", None)))
+        overrides.update(add_dir_override(flags.pop("add_dir", None), cwd))
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
     if flags.pop("continue_last", False):
         if flags.get("resume") or flags.get("no_session"):
             err("--continue cannot be combined with --resume or --no-session")
@@ -170,8 +202,20 @@ def _chat(**flags: Any) -> int:
     from tether.tui.opening import ChatOptions
 
     flags["overrides"] = overrides
+    name = flags.pop("worktree", None)
+    if name is None:
+        return run_tui(ChatOptions(cwd=cwd, **flags))
+    from tether.worktrees import WorktreeError, close, create, folder_in
 
-    return run_tui(ChatOptions(cwd=cwd, **flags))
+    try:
+        tree = create(cwd, name)
+    except WorktreeError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    try:
+        return run_tui(ChatOptions(cwd=folder_in(tree, cwd), **flags))
+    finally:
+        err(close(tree))
 
 
 @app.command()
@@ -251,6 +295,9 @@ def run(
             "exits 124 (setting: run.timeout).",
         ),
     ] = None,
+    effort: EffortOption = None,
+    add_dir: AddDirOption = None,
+    worktree: WorktreeOption = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -281,17 +328,26 @@ def run(
                 output_format=output_format,
                 tools=tools,
                 timeout=timeout,
+                effort=effort,
+                add_dirs=tuple(add_dir or ()),
+                worktree=worktree,
             )
         )
     )
 
 
 @app.command()
-def acp(model: ModelOption = None) -> None:
+def acp(model: ModelOption = None, add_dir: AddDirOption = None) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
     from tether.acp.stdio import serve
+    from tether.cli.agent_setup import add_dir_override
 
-    raise typer.Exit(serve(model=model))
+    try:
+        overrides = add_dir_override(add_dir, Path.cwd())
+    except ConfigError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(serve(model=model, overrides=overrides))
 
 
 @app.command()

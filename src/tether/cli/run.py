@@ -78,6 +78,9 @@ class RunOptions:
     output_format: str | None = None
     tools: str | None = None
     timeout: str | None = None
+    effort: str | None = None
+    add_dirs: tuple[str, ...] = ()
+    worktree: str | None = None
 
 
 EXIT_TIMEOUT = 124
@@ -92,8 +95,38 @@ def run_command(opts: RunOptions) -> int:
     if fmt is not None and fmt not in OUTPUT_FORMATS:
         err(f"--output-format {fmt!r}: give one of {', '.join(OUTPUT_FORMATS)}")
         return EXIT_USAGE
+    try:
+        setup.effort_override(opts.effort)
+        setup.add_dir_override(opts.add_dirs, opts.cwd.resolve())
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
     sink = OutputSink(fmt)
+    if opts.worktree is not None:
+        return _in_worktree(opts, sink)
     code = _run_command(opts, sink)
+    sink.finish(code)
+    return code
+
+
+def _in_worktree(opts: RunOptions, sink: OutputSink) -> int:
+    """`--worktree NAME`: the run in a new git worktree (`tether.worktrees`), removed at the
+    end when nothing changed, else kept; one stderr line says which."""
+    from tether.worktrees import WorktreeError, close, create, folder_in
+
+    assert opts.worktree is not None
+    cwd = opts.cwd.resolve()
+    try:
+        tree = create(cwd, opts.worktree)
+    except WorktreeError as exc:
+        sink.error = f"usage: {exc}"
+        err(str(exc))
+        sink.finish(EXIT_USAGE)
+        return EXIT_USAGE
+    try:
+        code = _run_command(replace(opts, cwd=folder_in(tree, cwd), worktree=None), sink)
+    finally:
+        err(close(tree))
     sink.finish(code)
     return code
 
@@ -282,6 +315,8 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
     )
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
+    overrides.update(setup.effort_override(opts.effort))
+    overrides.update(setup.add_dir_override(opts.add_dirs, opts.cwd.resolve()))
     if opts.append_system is not None:
         overrides["run.append_system"] = opts.append_system
     if opts.tools is not None:

@@ -58,11 +58,13 @@ _SANDBOX = {
 }
 
 
-def environment_block(env: Environment) -> str:
-    """The `# Environment` block: folder, platform, date, git, sandbox, network, approval."""
+def environment_block(env: Environment, extra_dirs: Sequence[tuple[str, bool]] = ()) -> str:
+    """The `# Environment` block: folder, extra folders, platform, date, git, sandbox, network,
+    approval."""
     lines = [
         "# Environment",
         f"- Working folder: {env.cwd}",
+        *extra_dirs_lines(extra_dirs),
         f"- Platform: {env.platform}",
         f"- Date at session start: {env.date}",
         f"- Git: {git_line(env)}",
@@ -87,6 +89,14 @@ def environment_block(env: Environment) -> str:
     )
     lines.append(f"- Approval mode at session start: {env.approval} ({_approval(env.approval)})")
     return "\n".join(lines)
+
+
+def extra_dirs_lines(extra_dirs: Sequence[tuple[str, bool]]) -> list[str]:
+    """The environment block's line for the extra folders (`--add-dir`), or none."""
+    if not extra_dirs:
+        return []
+    shown = ", ".join(f"{d} ({'read-write' if w else 'read-only'})" for d, w in extra_dirs)
+    return [f"- Extra folders (the tools may use them too; give absolute paths): {shown}"]
 
 
 def git_line(env: Environment) -> str:
@@ -181,17 +191,22 @@ def skills_block(skills: Sequence[SkillEntry], budget_chars: int) -> str:
 
 
 def system_prompt(
-    context: SessionContext | None, *, base: str | None = None, append: str | None = None
+    context: SessionContext | None,
+    *,
+    base: str | None = None,
+    append: str | None = None,
+    extra_dirs: Sequence[tuple[str, bool]] = (),
 ) -> str | None:
-    """The system prompt: `base` (None: `DEFAULT_PROMPT` and the environment block), then the
-    instruction files, then the skills listing, then `append`; blocks are separated by a
-    blank line. Without a `context`, only `base` and `append` (None when both are empty).
+    """The system prompt: `base` (None: `DEFAULT_PROMPT` and the environment block, which
+    lists `extra_dirs`: `(folder, writable)`, `tools.add_dirs`), then the instruction files,
+    then the skills listing, then `append`; blocks are separated by a blank line. Without a
+    `context`, only `base` and `append` (None when both are empty).
     """
     parts: list[str] = []
     if context is None:
         parts = [p for p in (base, append) if p]
         return "\n\n".join(parts) if parts else None
-    default = f"{DEFAULT_PROMPT}\n\n{environment_block(context.environment)}"
+    default = f"{DEFAULT_PROMPT}\n\n{environment_block(context.environment, extra_dirs)}"
     parts.append(default if base is None else base)
     parts.append(instructions_block(context.instructions, context.instructions_note))
     parts.append(skills_block(context.skills, context.skills_budget_chars))

@@ -55,6 +55,7 @@ from typing import Any, Literal, cast
 
 from anthropic import types as at
 
+from tether.effort import anthropic_budget
 from tether.errors import ConfigError
 from tether.messages import (
     CompactSummaryBlock,
@@ -69,6 +70,7 @@ from tether.messages import (
     Turn,
 )
 from tether.providers.base import ModelRequest, ToolSpec, WebSearch
+from tether.providers.catalog import reasons
 from tether.providers.images import fit_image
 from tether.wire import thinking_must_be_disabled
 
@@ -381,7 +383,8 @@ def build_params(
     """Build the Messages parameters of one request from its wire view.
 
     Args:
-        request: the request (`thinking_budget_tokens` wins over `default_thinking_budget`).
+        request: the request (`thinking_budget_tokens` wins over `default_thinking_budget`;
+            its `effort`, for a model that reasons, over both: `tether.effort`).
         view: the wire view for target `anthropic`.
         default_max_tokens: `max_tokens` when the request sets none (Anthropic requires one).
         default_thinking_budget: the provider's budget, or None for thinking off.
@@ -410,6 +413,8 @@ def build_params(
     max_tokens = request.max_output_tokens or default_max_tokens
     asked = request.thinking_budget_tokens
     budget = default_thinking_budget if asked is None else max(asked, MIN_THINKING_BUDGET)
+    if request.effort is not None and reasons(request.model):  # the effort wins
+        budget = anthropic_budget(request.effort, max_tokens)
     if budget is not None:
         if budget < MIN_THINKING_BUDGET:
             raise ConfigError(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
+from tether.effort import Effort
 from tether.errors import ErrorKind
 from tether.messages import (
     Provenance,
@@ -97,6 +98,9 @@ class ModelRequest:
         web_search: the provider's own web search tool to offer beside `tools`, or None (the
             loop sets it only for a model whose catalog entry has one; an adapter whose API has
             none ignores it).
+        effort: the reasoning effort (`tether.effort`: each adapter maps it onto its
+            API's field, for a model that reasons; it wins over `thinking_budget_tokens`), or
+            None for the provider's own setting.
     """
 
     model: str
@@ -108,6 +112,7 @@ class ModelRequest:
     is_wire_view: bool = False
     thinking_budget_tokens: int | None = None
     web_search: WebSearch | None = None
+    effort: Effort | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,6 +41,7 @@ from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
 from tether.compaction.pressure import ModelLimits
+from tether.effort import Effort
 from tether.providers.base import Provider
 
 PRICES_AS_OF = "2025-11"
@@ -89,6 +90,8 @@ class ModelInfo:
             `web_search_20250305` tool on the Anthropic Messages API, `web_search` on the OpenAI
             Responses API. Set for exact table matches only (a family prefix says nothing of a
             variant: `gpt-4.1-nano` has none).
+        reasoning: the model reasons (thinks before answering) and takes a reasoning effort
+            (`REASONING`; `tether.effort`).
     """
 
     context_window: int
@@ -102,6 +105,7 @@ class ModelInfo:
     compact_prompt: bool = False
     image_input: bool | None = None
     web_search: bool = False
+    reasoning: bool = False
 
     @property
     def limits(self) -> ModelLimits:
@@ -275,6 +279,28 @@ WEB_SEARCH = frozenset(
 tool", supported models; OpenAI "Web search" guide: not `gpt-4.1-nano`, not `gpt-5` with
 `minimal` reasoning, no chat-only model)."""
 
+REASONING = frozenset(
+    {
+        *(k for k in _TABLE if k.startswith(("claude-opus-4", "claude-sonnet-4", "gemini-2.5"))),
+        "claude-haiku-4-5",
+        "claude-3-7-sonnet",
+        *(k for k in _TABLE if k.startswith(("gpt-5", "gemini-3")) and k != "gpt-5-chat"),
+        "o1",
+        "o1-mini",
+        "o3",
+        "o3-mini",
+        "o4-mini",
+        "gpt-oss",
+        "gpt-oss:20b",
+        "deepseek-reasoner",
+        "deepseek-r1",
+        "qwen3",
+    }
+)
+"""Table keys whose models reason and take a reasoning effort (Anthropic "Extended thinking",
+supported models; OpenAI reasoning models; Gemini "Thinking": 2.5 and later; the Ollama
+library's `thinking` tag)."""
+
 WEB_SEARCH_USD = 0.01
 """USD per web search: Anthropic $10 per 1,000 searches ("Pricing", server tools); OpenAI $10
 per 1,000 `web_search` tool calls (openai.com/api/pricing, built-in tools); as of
@@ -282,6 +308,7 @@ per 1,000 `web_search` tool calls (openai.com/api/pricing, built-in tools); as o
 
 
 def _known(key: str, info: ModelInfo) -> ModelInfo:
+    info = replace(info, reasoning=key in REASONING)
     if key in WITH_IMAGES | TEXT_ONLY:
         info = replace(info, image_input=key in WITH_IMAGES)
     if key in WEB_SEARCH:
@@ -362,6 +389,28 @@ def lookup(model: str) -> ModelInfo | None:
         return None
     info = KNOWN_MODELS[hit[0]]
     return info if hit[1] or not info.web_search else replace(info, web_search=False)
+
+
+_REASONING_NAME = re.compile(r"^(o\d|gpt-5|gpt-oss)|codex|gemini-(2\.5|[3-9])", re.IGNORECASE)
+"""Names of models that reason when the table does not list them (OpenAI's reasoning
+families, Gemini 2.5 and later)."""
+
+
+def reasons(model: str) -> bool:
+    """Whether `model` reasons (takes a reasoning effort): the table's entry (exact or its
+    family), else its name (`o3-pro`, `gpt-5.2`, `gemini-3-flash`)."""
+    info = lookup(model)
+    if info is not None:
+        return info.reasoning
+    return _REASONING_NAME.search(model.rsplit("/", 1)[-1]) is not None
+
+
+def effort_note(model: str, effort: Effort | None) -> str | None:
+    """The one line said when `effort` is set for a model that does not reason (`reasons`),
+    else None."""
+    if effort is None or reasons(model):
+        return None
+    return f"effort {effort}: {model} has no reasoning to set; the effort is not sent"
 
 
 def table_limits(model: str) -> ModelLimits | None:

@@ -44,6 +44,7 @@ from typing import Any, cast
 from google import genai
 from google.genai import types as gt
 
+from tether.effort import gemini_budget
 from tether.errors import AuthError
 from tether.messages import Provenance, ProviderStopReason, Target, Usage
 from tether.providers.base import (
@@ -328,6 +329,8 @@ class GoogleProvider:
         thoughts = self.include_thoughts
         if thoughts is None:
             thoughts = is_thinking_model(model)
+        if request.effort is not None and thoughts:  # the effort wins
+            budget = gemini_budget(request.effort)
         # Models that do not think reject `thinkingConfig`: a budget is sent only to those that do.
         thinking = (
             gt.ThinkingConfig(include_thoughts=True, thinking_budget=budget) if thoughts else None

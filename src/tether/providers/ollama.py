@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import ollama
 
+from tether.effort import ollama_think
 from tether.messages import (
     Provenance,
     ProviderStopReason,
@@ -58,7 +59,7 @@ from tether.providers.base import (
     UsageEvent,
     wire_messages,
 )
-from tether.providers.catalog import ModelInfo, lookup
+from tether.providers.catalog import ModelInfo, lookup, reasons
 from tether.providers.ollama_request import (
     estimate_prompt_tokens,
     to_ollama_messages,
@@ -224,6 +225,9 @@ class OllamaProvider:
             params["tools"] = tools
         if self.think is not None:
             params["think"] = self.think
+        model = str(params["model"])
+        if request.effort is not None and reasons(model):  # the effort wins
+            params["think"] = ollama_think(request.effort, model)
         return params
 
     @property

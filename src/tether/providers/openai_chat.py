@@ -52,7 +52,11 @@ from tether.providers.base import (
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
-from tether.providers.openai_chat_request import to_chat_messages, to_chat_tools
+from tether.providers.openai_chat_request import (
+    reasoning_effort,
+    to_chat_messages,
+    to_chat_tools,
+)
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 OPENAI_HOST = "api.openai.com"
@@ -239,6 +243,7 @@ class OpenAIChatProvider:
         messages = self.request_messages(request)
         tools = to_chat_tools(request.tools)
         max_tokens = request.max_output_tokens
+        effort = reasoning_effort(request, request.model or self.model)
         client = self._client
 
         async def open_stream() -> openai.AsyncStream[ChatCompletionChunk]:
@@ -255,6 +260,7 @@ class OpenAIChatProvider:
                 max_completion_tokens=max_tokens
                 if max_tokens is not None and not self._compat
                 else openai.omit,
+                reasoning_effort=effort if effort is not None else openai.omit,
             )
 
         async for event in drive_stream(open_stream, ChatStreamTranslator()):

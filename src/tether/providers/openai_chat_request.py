@@ -20,7 +20,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from typing import cast
+from typing import Literal, cast
 
 from openai.types.chat import (
     ChatCompletionContentPartParam,
@@ -31,6 +31,7 @@ from openai.types.chat.chat_completion_message_function_tool_call_param import (
     ChatCompletionMessageFunctionToolCallParam,
 )
 
+from tether.effort import openai_effort
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -40,7 +41,8 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
-from tether.providers.base import ToolSpec
+from tether.providers.base import ModelRequest, ToolSpec
+from tether.providers.catalog import reasons
 from tether.providers.images import fit_image
 
 
@@ -191,3 +193,11 @@ def to_chat_tools(tools: Sequence[ToolSpec]) -> list[ChatCompletionToolParam]:
         }
         for t in tools
     ]
+
+
+def reasoning_effort(request: ModelRequest, model: str) -> Literal["low", "medium", "high"] | None:
+    """`reasoning_effort` for a request with an effort sent to a model that reasons
+    (`tether.effort`; other models reject the field), else None (not sent)."""
+    if request.effort is None or not reasons(model):
+        return None
+    return openai_effort(request.effort)

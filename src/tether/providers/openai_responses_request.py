@@ -39,6 +39,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from tether.effort import openai_effort
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -220,6 +221,8 @@ def build_params(
         params["temperature"] = request.temperature
     if reasoning if reasoning is not None else is_reasoning_model(model):
         include.insert(0, ENCRYPTED_REASONING)
+        if request.effort is not None:  # the request's effort wins over the provider's
+            reasoning_effort = openai_effort(request.effort)
         config = {
             k: v
             for k, v in (("effort", reasoning_effort), ("summary", reasoning_summary))

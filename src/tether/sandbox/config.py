@@ -5,8 +5,8 @@ Owns: `SandboxConfig`; `command_config` and `confinement` (a command's config pl
 roots to sweep after it, from a cached walk of the working folder: `tether.sandbox.tree`),
 `sandbox_config`,
 `wrap_argv` (an argv through the context's `wrap` hook or OS sandbox); tether's own folders no
-command may read (`secret_dirs`, `tmp_parent`); the package's source folder
-(`package_source_root`).
+command may read (`secret_dirs`, `tmp_parent`) and the check that an extra folder holds none
+of them (`check_add_dir`); the package's source folder (`package_source_root`).
 Does not own: the file tools' policy (`tether.sandbox.policy.PathPolicy`), the OS mechanisms
 (`tether.sandbox.base` and its kinds).
 """
@@ -137,6 +137,19 @@ def secret_dirs() -> tuple[Path, ...]:
     return tuple(Path(os.path.realpath(p)) for p in found)
 
 
+def check_add_dir(path: str) -> str | None:
+    """Why the real path `path` cannot be an extra folder (`--add-dir`), or None: it must be
+    an existing folder and hold none of tether's own folders (`secret_dirs`: a command
+    could then read the credentials and sessions, which are hidden only where no writable
+    folder holds them)."""
+    if not os.path.isdir(path):
+        return f"{path} is not a folder"
+    for secret in secret_dirs():
+        if secret.is_relative_to(path):
+            return f"{path} holds tether's own folder {secret}; add a folder inside it instead"
+    return None
+
+
 def tmp_parent() -> Path:
     """The folder holding every session's private temp folder: `/var/tmp/tether-<uid>` (else
     under the system temp folder), mode 0700. Not created here."""
@@ -210,7 +223,8 @@ def command_config(
     folder a `.git` file or link points to), `.tether` and the policy's protected folders
     read-only; the files the read deny list refuses (dotenv) masked; tether's own folders
     hidden; a PID namespace; `network`; unix sockets outside refused but the policy's
-    `unix_sockets`; `readable` folders kept visible read-only. Walks the working folder
+    `unix_sockets`; `readable` folders kept visible read-only; the policy's extra folders
+    (`add_dirs`) writable but their `.git` and `.tether`, `add_dirs_ro` visible read-only. Walks the working folder
     (`tether.sandbox.tree.scan_tree`, cached)."""
     from tether.sandbox.tree import scan_tree, trust_roots
 
@@ -225,15 +239,23 @@ def command_config(
     if policy is not None and policy.write_paths is not None:
         write_paths = expand_write_paths(root, policy.write_paths)
     fixed = (root / ".tether", *protected)
+    added = () if policy is None else tuple(Path(p) for p in policy.add_dirs)
+    added_ro = () if policy is None else tuple(Path(p) for p in policy.add_dirs_ro)
+    # an extra folder's own `.git` and `.tether` are read-only like the root's
+    protected += tuple(d / name for d in added for name in (".git", ".tether"))
+    masked = list(found.secrets)  # and what the read deny list refuses in it is masked
+    for d in (*added, *added_ro):
+        masked += scan_tree(d, denied, key=policy).secrets if denied is not None else ()
     cfg = SandboxConfig(
         root=root,
         network=network,
-        extra_readable=tuple(readable),
+        extra_writable=added,
+        extra_readable=(*readable, *added_ro),
         isolate_pids=True,
         write_paths=write_paths,
         protected=() if opted_in else (*protected, *nested),
         writable_protected=opted_in,
-        masked=found.secrets,
+        masked=tuple(masked),
         unix_sockets=() if policy is None else tuple(Path(p) for p in policy.unix_sockets),
     )
     return cfg, None if opted_in else trust_roots(root, found, fixed, denied, policy)

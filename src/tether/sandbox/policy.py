@@ -111,6 +111,11 @@ class PathPolicy:
         read_roots: folders outside the working folder that `read` alone may open, read-only
             (absolute real paths: the skill folders of the session's catalog); the deny list
             applies to paths relative to each.
+        add_dirs: extra folders outside the working folder (`tools.add_dirs`, `--add-dir`)
+            every file tool may read and write, and commands may write (absolute real paths);
+            the deny list applies to paths relative to each, their `.git` and `.tether` are
+            read-only like the root's, `write_paths` does not apply to them.
+        add_dirs_ro: extra folders added read-only (`PATH:ro`): read, never written.
     """
 
     deny_read: tuple[str, ...] = ()
@@ -121,6 +126,8 @@ class PathPolicy:
     allow_protected_writes: bool = False
     unix_sockets: tuple[str, ...] = ()
     read_roots: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
+    add_dirs_ro: tuple[str, ...] = ()
     _read: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _write: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
@@ -157,6 +164,17 @@ class PathPolicy:
                 return True
         return False
 
+    def extra_dir_of(self, resolved: str) -> tuple[str, bool] | None:
+        """`(folder, writable)` for the extra folder holding the real path `resolved` (a
+        read-only one first: it wins where one is inside another), else None."""
+        for d in self.add_dirs_ro:
+            if is_inside(resolved, d):
+                return d, False
+        for d in self.add_dirs:
+            if is_inside(resolved, d):
+                return d, True
+        return None
+
     def to_json(self) -> dict[str, object]:
         """The policy as JSON (for the tool worker); `from_json` reverses it."""
         return {
@@ -167,6 +185,8 @@ class PathPolicy:
             "protected": list(self.protected),
             "allow_protected_writes": self.allow_protected_writes,
             "unix_sockets": list(self.unix_sockets),
+            "add_dirs": list(self.add_dirs),
+            "add_dirs_ro": list(self.add_dirs_ro),
         }
 
     @classmethod
@@ -184,6 +204,8 @@ class PathPolicy:
             protected=strs("protected"),
             allow_protected_writes=bool(raw.get("allow_protected_writes", False)),
             unix_sockets=strs("unix_sockets"),
+            add_dirs=strs("add_dirs"),
+            add_dirs_ro=strs("add_dirs_ro"),
         )
 
 
@@ -292,13 +314,16 @@ def check_hardlinks(policy: PathPolicy | None, root: Path, st: os.stat_result) -
 def policy_for(tools: ToolsSettings, root: Path | None = None) -> PathPolicy:
     """The file tools' policy from the `tools` settings: the built-in dotenv rules plus
     `deny_paths` (refused to read and to write), `write_paths`, `allow_protected_writes`,
-    `allow_unix_sockets`, and, with `root`, the tool folders (`root/<tools.folders>`, real
-    paths) as protected."""
+    `allow_unix_sockets`, `add_dirs` (relative ones from `root`), and, with `root`, the tool
+    folders (`root/<tools.folders>`, real paths) as protected."""
     extra = tuple(tools.deny_paths)
     protected: tuple[str, ...] = ()
     if root is not None:
         protected = tuple(os.path.realpath(root / f) for f in tools.folders)
+    added = add_dir_entries(tools.add_dirs, root or Path.cwd())
     return PathPolicy(
+        add_dirs=tuple(dict.fromkeys(p for p, writable in added if writable)),
+        add_dirs_ro=tuple(dict.fromkeys(p for p, writable in added if not writable)),
         deny_read=(*DEFAULT_POLICY.deny_read, *extra),
         deny_write=(*DEFAULT_POLICY.deny_write, *extra),
         allow_read=DEFAULT_POLICY.allow_read,
@@ -307,6 +332,29 @@ def policy_for(tools: ToolsSettings, root: Path | None = None) -> PathPolicy:
         allow_protected_writes=tools.allow_protected_writes,
         unix_sockets=unix_socket_paths(tools.allow_unix_sockets),
     )
+
+
+READ_ONLY_SUFFIX = ":ro"
+"""`--add-dir PATH:ro`: the folder is added read-only."""
+
+
+def parse_add_dir(entry: str, base: Path) -> tuple[str, bool]:
+    """`PATH` or `PATH:ro` (`tools.add_dirs`, `--add-dir`) as `(real absolute path, writable)`;
+    `~` expanded, a relative path taken from `base` (the working folder)."""
+    read_only = entry.endswith(READ_ONLY_SUFFIX)
+    path = entry.removesuffix(READ_ONLY_SUFFIX) if read_only else entry
+    p = Path(os.path.expanduser(path))
+    return os.path.realpath(p if p.is_absolute() else base / p), not read_only
+
+
+def add_dir_entries(entries: Iterable[str], base: Path) -> tuple[tuple[str, bool], ...]:
+    """`tools.add_dirs` as `(real path, writable)` pairs, in order, each folder once (the
+    first spelling wins)."""
+    out: dict[str, bool] = {}
+    for entry in entries:
+        path, writable = parse_add_dir(entry, base)
+        out.setdefault(path, writable)
+    return tuple(out.items())
 
 
 def unix_socket_paths(paths: Iterable[str]) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from tether.effort import Effort
 from tether.settings.base import Duration, Fraction
 from tether.settings.base import Section as _Section
 from tether.settings.mcp import McpOAuthSettings as McpOAuthSettings
@@ -227,6 +228,11 @@ class ToolsSettings(_Section):
     web: WebSettings = Field(default_factory=WebSettings)
     only: list[str] | None = None
     loop_breaker: dict[str, LoopRuleSettings] = Field(default_factory=dict[str, LoopRuleSettings])
+    add_dirs: list[str] = Field(default_factory=list[str])
+    """Folders outside the working folder the tools may use too (`--add-dir`, `/add-dir`;
+    Claude Code's `additionalDirectories`): the file tools read and write there and commands
+    may write there; `PATH:ro` adds one read-only. Absolute, `~/…`, or relative to the working
+    folder; a folder that holds tether's own (settings, sessions) is refused."""
 
 
 class ModelWindow(_Section):
@@ -334,6 +340,12 @@ class RunSettings(_Section):
     no cap."""
 
     output_format: OutputFormat = "stream-json"
+    effort: Effort | None = None
+    """The reasoning effort (`--effort`, `/effort`): `low`, `medium`, `high` or `max`, mapped
+    per provider (`tether.effort`: Anthropic's thinking budget, OpenAI's
+    `reasoning.effort`, Gemini's thinking budget, Ollama's `think`); it wins over
+    `run.thinking`'s budget. None: the provider's own setting. Not sent to a model that
+    does not reason (one line says so). A session keeps the level it was last run with."""
 
 
 class SkillsSettings(_Section):
@@ -396,12 +408,16 @@ class SubagentSettings(_Section):
         tools: the names of the tools it is offered (a subset of its caller's); None: all of
             its caller's tools.
         model: its model (`"provider/model"`, as `--model`); None: its caller's chain.
+        isolation: `worktree`: it works in a git worktree of its own (`tether.worktrees`,
+            branch `tether/<name>-<call>`), removed after it when unchanged, else kept (its
+            answer ends with a line saying where); `none`: in its caller's folder.
     """
 
     description: str = ""
     system: str | None = None
     tools: list[str] | None = None
     model: str | None = Field(default=None, min_length=1)
+    isolation: Literal["none", "worktree"] = "none"
 
 
 _AGENTS_KEYS = frozenset({"task_tool", "spawn", "max_depth", "max_concurrent", "named"})

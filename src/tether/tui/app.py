@@ -47,7 +47,7 @@ from tether.tools.context import Answer, QuestionSpec
 from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image, prompt_images
 from tether.tui.commands import COMMANDS, complete_prompt, gauge_text, parse_command, project_files
 from tether.tui.feed import Feed
-from tether.tui.handlers import run_command
+from tether.tui.handlers import cycle_effort, run_command
 from tether.tui.notify import notification, notify_mode
 from tether.tui.opening import Factory, Opened
 from tether.tui.rows import history_rows, stored_subagents
@@ -100,6 +100,7 @@ class TetherApp(App[int]):
         Binding("f2", "settings", "settings", show=False),
         Binding("ctrl+v", "paste_image", "paste", priority=True, show=False),
         Binding("shift+tab", "next_mode", "mode", priority=True, show=False),
+        Binding("ctrl+t", "cycle_effort", "effort", priority=True, show=False),
         Binding("ctrl+up", "focus_previous", "rows above", show=False),
     ]
 
@@ -238,6 +239,9 @@ class TetherApp(App[int]):
         busy = " · working" if self.busy else ""
         queued = f" · {len(self.queued)} queued" if self.queued else ""
         model = f"{agent.provider.name}/{agent.provider.model}"
+        effort = agent.parts.run.effort
+        if effort is not None:
+            model += f" · effort {effort}"
         bar.update(f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{busy}{queued}")
 
     def _pressure(self) -> tuple[float | None, bool]:
@@ -531,6 +535,9 @@ class TetherApp(App[int]):
             editor = self.query_one(PromptInput)
             editor.text = prompt
             editor.move_cursor(editor.document.end)
+
+    def action_cycle_effort(self) -> None:
+        cycle_effort(self)
 
     def action_cancel_tool(self) -> None:
         for call_id in reversed(list(self.feed.tool_rows)):

@@ -1,7 +1,7 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
-`/model`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`,
-`/init`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against
-the app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
+`/model`, `/effort`, `/add-dir`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`,
+`/settings`, `/memory`, `/init`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name`
+commands) against the app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
 Owns: `run_command`, the session switch (`switch`: close this session, open another or a
 new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
@@ -16,7 +16,9 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tether.agent import user_controls
 from tether.agent.approval import APPROVAL_MODES
+from tether.effort import EFFORTS, Effort, next_effort, parse_effort
 from tether.errors import ConfigError, RunError, SessionError
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
@@ -150,6 +152,14 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 return
             agent.switch_model(arg)
             app.note(f"model: {agent.provider.name}/{agent.provider.model}")
+        elif name == "effort":
+            effort_command(app, arg)
+        elif name == "add-dir":
+            if not arg:
+                shown = ", ".join(agent.parts.config.tools.add_dirs) or "none"
+                app.note(f"extra folders: {shown} (usage: /add-dir PATH[:ro])")
+                return
+            app.note(f"added {user_controls.add_dir(agent, arg)}: the tools may use it too")
         elif name == "new":
             if app.busy:
                 app.note("/new: wait until the agent is idle (or Esc)")
@@ -206,6 +216,37 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
     except ConfigError as exc:
         app.note(f"/{name}: {exc}")
     app.update_status()
+
+
+def effort_command(app: CommandHost, arg: str) -> None:
+    """`/effort` (show it), `/effort LEVEL` (set it), `/effort default` (the provider's own).
+
+    Raises:
+        ConfigError: from the agent (not expected: the level is checked here).
+    """
+    agent = app.agent
+    if not arg:
+        now = user_controls.effort_of(agent)
+        app.note(f"effort: {now or 'default'} ({'|'.join(EFFORTS)}|default)")
+        return
+    level = None if arg.strip().lower() == "default" else parse_effort(arg)
+    if level is None and arg.strip().lower() != "default":
+        app.note(f"usage: /effort {'|'.join(EFFORTS)}|default")
+        return
+    _set_effort(app, level)
+
+
+def cycle_effort(app: CommandHost) -> None:
+    """The effort key: the next level (default → low → medium → high → max → default)."""
+    if app.opened is None:
+        return
+    _set_effort(app, next_effort(user_controls.effort_of(app.agent)))
+    app.update_status()
+
+
+def _set_effort(app: CommandHost, level: Effort | None) -> None:
+    line = user_controls.set_effort(app.agent, level)
+    app.note(f"effort: {level or 'default'}" + (f" ({line})" if line else ""))
 
 
 async def switch(app: CommandHost, resume: str | None) -> None:

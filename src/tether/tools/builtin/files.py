@@ -12,14 +12,21 @@ import base64
 import errno
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
-from tether.errors import PathOutsideError, ToolError
+from tether.errors import PathDeniedError, PathOutsideError, ToolError
 from tether.messages import ImageBlock, TextBlock
-from tether.sandbox.paths import atomic_write, open_inside, open_parent, resolve_inside
+from tether.sandbox.paths import (
+    atomic_write,
+    is_inside,
+    open_inside,
+    open_parent,
+    resolve_inside,
+)
 from tether.sandbox.policy import check_hardlinks, check_policy
 from tether.tools.base import tool
 from tether.tools.context import ToolContext
@@ -43,18 +50,50 @@ _IMAGE_TYPES = {
 
 
 def guard(ctx: ToolContext, user_path: str, *, write: bool = False) -> Path:
-    """Resolve `user_path` inside `ctx.root` and apply the deny policy.
+    """Resolve `user_path` inside `ctx.root` (or one of the policy's extra folders,
+    `tools.add_dirs`) and apply the deny policy (relative to the folder holding it).
 
     Returns:
         The real absolute path.
 
     Raises:
-        PathOutsideError: it resolves outside the root.
-        PathDeniedError: the policy denies it.
+        PathOutsideError: it resolves outside the root and the extra folders.
+        PathDeniedError: the policy denies it, or it is a write in a read-only extra folder.
     """
-    p = resolve_inside(ctx.root, user_path)
+    try:
+        p = resolve_inside(ctx.root, user_path)
+    except PathOutsideError as e:
+        found = extra_dir(ctx, e.resolved)
+        if found is None or e.resolved is None:
+            raise
+        folder, writable = found
+        if write and not writable:
+            raise PathDeniedError(
+                f"writing {e.resolved} is refused: {folder} was added read-only "
+                f"(--add-dir {folder}:ro)"
+            ) from None
+        p = Path(e.resolved)
+        policy = ctx.policy
+        scoped = replace(policy, write_paths=None) if policy is not None else None
+        check_policy(scoped, Path(folder), os.path.relpath(p, folder), p, write=write)
+        return p
     check_policy(ctx.policy, ctx.root, user_path, p, write=write)
     return p
+
+
+def extra_dir(ctx: ToolContext, resolved: str | None) -> tuple[str, bool] | None:
+    """`(folder, writable)` for the extra folder (`tools.add_dirs`) holding the real path
+    `resolved`, or None."""
+    if resolved is None or ctx.policy is None:
+        return None
+    return ctx.policy.extra_dir_of(resolved)
+
+
+def base_of(ctx: ToolContext, real: Path) -> Path:
+    """The folder a real path from `guard` is opened from: the extra folder holding it, else
+    the working folder."""
+    found = None if is_inside(str(real), str(ctx.root)) else extra_dir(ctx, str(real))
+    return Path(found[0]) if found is not None else ctx.root
 
 
 def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
@@ -85,7 +124,7 @@ def guard_read(ctx: ToolContext, user_path: str) -> tuple[Path, Path, str]:
         rel_path = os.path.relpath(e.resolved, skill_root)
         check_policy(ctx.policy, skill_root, rel_path, Path(e.resolved), write=False)
         return skill_root, Path(e.resolved), e.resolved
-    return ctx.root, real, rel(ctx, real)
+    return base_of(ctx, real), real, rel(ctx, real)
 
 
 def _read_root(ctx: ToolContext, resolved: str) -> Path | None:
@@ -97,7 +136,10 @@ def _read_root(ctx: ToolContext, resolved: str) -> Path | None:
 
 
 def rel(ctx: ToolContext, path: str | Path) -> str:
-    """`path` relative to the root (`.` for the root itself)."""
+    """`path` relative to the root (`.` for the root itself); absolute outside it (an extra
+    folder's files)."""
+    if not is_inside(os.path.abspath(path), str(ctx.root)):
+        return os.path.abspath(path)
     return os.path.relpath(path, ctx.root)
 
 
@@ -202,7 +244,7 @@ def write(path: str, content: str, *, ctx: ToolContext) -> str:
     data = content.encode("utf-8")
     if real.is_dir():
         raise ToolError(f"{rel(ctx, real)} is a directory")
-    created = atomic_write(ctx.root, real, data)
+    created = atomic_write(base_of(ctx, real), real, data)
     verb = "created" if created else "overwrote"
     return f"{verb} {rel(ctx, real)} ({len(data)} bytes)"
 
@@ -227,7 +269,8 @@ def edit(
         raise ToolError("old_string is empty; use write to create or overwrite a file")
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    fd = open_inside(ctx.root, real, os.O_RDONLY)
+    base = base_of(ctx, real)
+    fd = open_inside(base, real, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         data = f.read()
     if is_binary(data[:SNIFF_BYTES]):
@@ -248,7 +291,7 @@ def edit(
             "unique, or set replace_all=true to replace them all"
         )
     new_text = text.replace(old_string, new_string)
-    atomic_write(ctx.root, real, new_text.encode("utf-8"))
+    atomic_write(base, real, new_text.encode("utf-8"))
     return f"edited {name}: replaced {count} occurrence{'s' if count > 1 else ''}"
 
 
@@ -291,7 +334,7 @@ def ls(path: str = ".", *, ctx: ToolContext) -> str:
         raise ToolError(f"{name} does not exist")
     # listed through a folder fd opened from the root without following any symlink: a folder
     # swapped for a symlink to outside after the check fails here instead of listing outside
-    dfd = open_dir_inside(ctx.root, real)
+    dfd = open_dir_inside(base_of(ctx, real), real)
     try:
         with os.scandir(dfd) as it:
             entries = sorted(it, key=lambda e: e.name)

@@ -17,7 +17,14 @@ from tether.errors import PathDeniedError, PathOutsideError, ToolError
 from tether.sandbox.paths import open_inside, resolve_inside
 from tether.sandbox.policy import check_hardlinks, check_policy, compile_glob
 from tether.tools.base import tool
-from tether.tools.builtin.files import SNIFF_BYTES, guard, is_binary, open_dir_inside, rel
+from tether.tools.builtin.files import (
+    SNIFF_BYTES,
+    base_of,
+    guard,
+    is_binary,
+    open_dir_inside,
+    rel,
+)
 from tether.tools.context import ToolContext
 
 MAX_GLOB_RESULTS = 1000
@@ -30,9 +37,10 @@ MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 
 
-def _inside(ctx: ToolContext, path: str) -> Path | None:
+def _inside(ctx: ToolContext, path: str, top: Path | None = None) -> Path | None:
+    """The real path of `path` inside `top` (default: the root), or None outside it."""
     try:
-        return resolve_inside(ctx.root, path)
+        return resolve_inside(top or ctx.root, path)
     except PathOutsideError:
         return None
 
@@ -55,11 +63,12 @@ def glob_(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     if not base.is_dir():
         raise ToolError(f"{rel(ctx, base)} is not a directory")
     show_git = ".git" in pattern
-    found = [str(base / r) for r in fd_glob(ctx.root, base, pattern, show_git=show_git)]
+    top = base_of(ctx, base)  # the root, or the extra folder searched
+    found = [str(base / r) for r in fd_glob(top, base, pattern, show_git=show_git)]
     found.sort()
     lines: list[str] = []
     for s in found:
-        real = _inside(ctx, s)
+        real = _inside(ctx, s, top)
         if real is None:
             continue  # reached through a symlink to outside
         name = rel(ctx, s)
@@ -137,6 +146,7 @@ def grep(pattern: str, path: str = ".", glob: str | None = None, *, ctx: ToolCon
     if not base.exists():
         raise ToolError(f"{rel(ctx, base)} does not exist")
     files = [base] if base.is_file() else _walk(base)
+    top = base_of(ctx, base)  # the root, or the extra folder searched
     only = compile_glob(glob) if glob else None
     out: list[str] = []
     denied = 0
@@ -146,20 +156,20 @@ def grep(pattern: str, path: str = ".", glob: str | None = None, *, ctx: ToolCon
             os.path.relpath(f, base if base.is_dir() else base.parent)
         ):
             continue
-        real = _inside(ctx, str(f)) if f.is_symlink() else f
+        real = _inside(ctx, str(f), top) if f.is_symlink() else f
         if real is None or not real.is_file():
             continue
         name = rel(ctx, f)
         try:
-            check_policy(ctx.policy, ctx.root, name, real, write=False)
-            check_hardlinks(ctx.policy, ctx.root, real.stat())
+            check_policy(ctx.policy, top, os.path.relpath(f, top), real, write=False)
+            check_hardlinks(ctx.policy, top, real.stat())
         except PathDeniedError:
             denied += 1
             continue
         try:
             if real.stat().st_size > MAX_GREP_FILE_BYTES:
                 continue
-            fd = open_inside(ctx.root, real, os.O_RDONLY | os.O_NONBLOCK)
+            fd = open_inside(top, real, os.O_RDONLY | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as fh:
                 data = fh.read()
         except (OSError, PathOutsideError):
