@@ -2,7 +2,7 @@
 
 Owns: `ToolContext` (the working folder, environment, path policy, OS sandbox, limits, question
 bridge and subagent spawner a call runs with), `ToolOutput` (a result with an explicit error
-flag), `Wrap` (a subprocess argv hook), `Spawner` (the `task` tool's subagent runner) and the
+flag), `Wrap` (a subprocess argv hook), `LspHook` (what `write` / `edit` tell the language servers), `Spawner` (the `task` tool's subagent runner) and the
 question protocol (`QuestionBridge` with its `QuestionSpec` / `OptionSpec` / `Answer` shapes).
 Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subprocess may touch
 (`tether.sandbox.config.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
@@ -10,7 +10,7 @@ Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subp
 Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
                 questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn,
-                web: WebPolicy | None)
+                web: WebPolicy | None, lsp: LspHook | None)
     ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display,
                raw: bytes | None)
 """
@@ -59,6 +59,22 @@ class ToolOutput:
     system: str | Sequence[str] | None = None
     display: Any = None
     raw: bytes | None = None
+
+
+class LspHook(Protocol):
+    """What `write` / `edit` tell the language servers (`tether.lsp.manager.LspManager`)."""
+
+    async def before_change(self, path: Path) -> object:
+        """Before `path` (a real path) changes: a baseline to hand to `after_change`."""
+        ...
+
+    async def after_change(self, path: Path, before: object) -> str | None:
+        """After `path` changed: the diagnostics block for the result, or None."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the servers."""
+        ...
 
 
 class Spawner(Protocol):
@@ -158,6 +174,8 @@ class ToolContext:
             agent), or None.
         web: what `web_fetch` may reach (`tether.tools.fetch.WebPolicy`, from `tools.web`);
             None: the defaults (private addresses refused).
+        lsp: the language servers `write` / `edit` report to and take diagnostics from
+            (`tether.lsp`), or None.
     """
 
     root: Path
@@ -173,6 +191,7 @@ class ToolContext:
     call_id: str | None = None
     spawn: Spawner | None = field(default=None, repr=False, compare=False)
     web: WebPolicy | None = None
+    lsp: LspHook | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(

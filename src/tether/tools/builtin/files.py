@@ -3,11 +3,14 @@
 Owns: their behaviour and output formats. Every path goes through the path guard
 (`tether.sandbox.paths.resolve_inside`) and the context's deny policy; the operation then uses the
 resolved real path, opened without following a final symlink.
+`write` and `edit` tell the context's language servers (`ToolContext.lsp`, `tether.lsp`)
+before and after the change, and add the diagnostics block they give as a second text part.
 Does not own: searching (`tether.tools.builtin.search`), the shell (`tether.tools.builtin.bash`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import errno
 import os
@@ -22,7 +25,7 @@ from tether.messages import ImageBlock, TextBlock
 from tether.sandbox.paths import atomic_write, open_inside, open_parent, resolve_inside
 from tether.sandbox.policy import check_hardlinks, check_policy
 from tether.tools.base import tool
-from tether.tools.context import ToolContext
+from tether.tools.context import ToolContext, ToolOutput
 from tether.tools.exec.persist import readable_results_dirs
 
 MAX_LINE_CHARS = 2000
@@ -190,7 +193,7 @@ def read(
 
 
 @tool
-def write(path: str, content: str, *, ctx: ToolContext) -> str:
+async def write(path: str, content: str, *, ctx: ToolContext) -> str | ToolOutput:
     """Write a file in the working folder, replacing it if it exists (atomically: temp file and
     rename). Missing parent folders are created.
 
@@ -202,15 +205,16 @@ def write(path: str, content: str, *, ctx: ToolContext) -> str:
     data = content.encode("utf-8")
     if real.is_dir():
         raise ToolError(f"{rel(ctx, real)} is a directory")
-    created = atomic_write(ctx.root, real, data)
+    before = None if ctx.lsp is None else await ctx.lsp.before_change(real)
+    created = await asyncio.to_thread(atomic_write, ctx.root, real, data)
     verb = "created" if created else "overwrote"
-    return f"{verb} {rel(ctx, real)} ({len(data)} bytes)"
+    return await _with_diagnostics(ctx, real, f"{verb} {rel(ctx, real)} ({len(data)} bytes)", before)
 
 
 @tool
-def edit(
+async def edit(
     path: str, old_string: str, new_string: str, replace_all: bool = False, *, ctx: ToolContext
-) -> str:
+) -> str | ToolOutput:
     """Replace an exact string in a file. `old_string` must occur exactly once unless
     `replace_all` is true; include enough surrounding lines to make it unique.
 
@@ -227,6 +231,14 @@ def edit(
         raise ToolError("old_string is empty; use write to create or overwrite a file")
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; nothing to change")
+    before = None if ctx.lsp is None else await ctx.lsp.before_change(real)
+    done = await asyncio.to_thread(_edit, ctx, real, name, old_string, new_string, replace_all)
+    return await _with_diagnostics(ctx, real, done, before)
+
+
+def _edit(
+    ctx: ToolContext, real: Path, name: str, old_string: str, new_string: str, replace_all: bool
+) -> str:
     fd = open_inside(ctx.root, real, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         data = f.read()
@@ -250,6 +262,19 @@ def edit(
     new_text = text.replace(old_string, new_string)
     atomic_write(ctx.root, real, new_text.encode("utf-8"))
     return f"edited {name}: replaced {count} occurrence{'s' if count > 1 else ''}"
+
+
+async def _with_diagnostics(
+    ctx: ToolContext, real: Path, done: str, before: object
+) -> str | ToolOutput:
+    """`done`, followed by the diagnostics block the language server gives for the changed
+    file (`tether.lsp`), as a separate text part, when there is one."""
+    if ctx.lsp is None:
+        return done
+    block = await ctx.lsp.after_change(real, before)
+    if block is None:
+        return done
+    return ToolOutput([TextBlock(text=done), TextBlock(text=block)])
 
 
 def open_dir_inside(root: Path, real: Path) -> int:
