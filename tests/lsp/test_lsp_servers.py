@@ -2,7 +2,8 @@
 test environment (the `dev` extra), started inside the OS sandbox on the first touch of a file.
 An edit that introduces an undefined name or a type error has the diagnostic in its result;
 a server killed mid-session costs one warning and the next edit works; no server process
-outlives the agent; the `lsp` tool's definition and hover on a real file."""
+outlives the agent; `read` starts a file's server in the background; the `lsp` tool's
+definition, hover, references and symbols on a real file."""
 
 from __future__ import annotations
 
@@ -133,6 +134,22 @@ async def test_an_edit_that_adds_an_undefined_name_and_a_type_error_gets_them_in
     # a file no server serves: the plain result
     r = await py.call("write", path="notes.txt", content="nope(")
     assert r.text == "created notes.txt (5 bytes)"
+
+
+async def test_reading_a_file_warms_its_server_up_in_the_background(py: Setup) -> None:
+    r = await py.call("read", path="a.py")
+    assert r.text.splitlines()[0] == "     1\tdef greet(name: str) -> str:"  # at once
+    uri = (py.root / "a.py").as_uri()
+    for _ in range(600):
+        servers = list(py.manager.servers.values())
+        if servers and servers[0].current(uri) is not None:
+            break
+        await asyncio.sleep(0.1)
+    (server,) = py.manager.servers.values()
+    assert server.current(uri) == []  # opened and checked before any edit
+    r = await py.call("edit", path="a.py", old_string="'you'", new_string="2")
+    assert block_count(r.text) == (1, 1)
+    assert list(py.manager.servers.values()) == [server]  # the same server
 
 
 async def test_the_lsp_tool_finds_the_definition_and_hover_of_a_real_file(py: Setup) -> None:

@@ -7,7 +7,8 @@ one warning line when a server cannot start or dies (the tools go on without it;
 touch starts it again, at most `MAX_STARTS` times per root and server), the diagnostics
 around a `write` / `edit` (`before_change` / `after_change`: the findings before, the
 findings after, the block for the result), the servers for the `lsp` tool (`server_for`,
-`sync_file`, `findings`), and closing (`aclose`; servers left in an event loop that has
+`sync_file`, `findings`), warming a server up when `read` reads one of its files (`touch`),
+and closing (`aclose`; servers left in an event loop that has
 ended are killed at once). `lsp_manager` builds one from the settings.
 Does not own: the protocol (`tether.lsp.client` over pygls), the settings → specs rules
 (`tether.lsp.config`), the block's text (`tether.lsp.report`), the `lsp` tool
@@ -133,6 +134,7 @@ class LspManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._logs: list[IO[Any]] = []
         self._warned: set[str] = set()
+        self._warming: set[asyncio.Future[None]] = set()
 
     # --- which server, started ------------------------------------------------------------
 
@@ -329,18 +331,41 @@ class LspManager:
             log.debug("lsp after_change %s: %s", path, exc, exc_info=True)
             return None
 
+    def touch(self, path: Path) -> None:
+        """`read` read `path`: start its server and send it the file in the background, so
+        that its first edit finds the server up and the findings before the change known.
+        Returns at once (from inside the event loop); nothing when no server serves it."""
+        if self.spec_for(path) is None or not path.is_relative_to(self.root):
+            return
+        task = asyncio.ensure_future(self._warm(path))
+        self._warming.add(task)
+        task.add_done_callback(self._warming.discard)
+
+    async def _warm(self, path: Path) -> None:
+        try:
+            server = await self.server_for(path)
+            if server is not None:
+                await self.sync_file(server, path)
+        except Exception as exc:
+            log.debug("lsp touch %s: %s", path, exc, exc_info=True)
+
     # --- closing ----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """Stop every server (shutdown, then the process group killed); idempotent. Servers
         started in another event loop (ended) are killed without waiting."""
-        servers = list(self.servers.values())
-        self.servers.clear()
-        self._locks.clear()
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
+        warming, self._warming = list(self._warming), set()
+        if running is not None and running is self._loop and warming:
+            for task in warming:
+                task.cancel()
+            await asyncio.gather(*warming, return_exceptions=True)
+        servers = list(self.servers.values())
+        self.servers.clear()
+        self._locks.clear()
         if running is not None and running is self._loop:
             await asyncio.gather(*(s.stop() for s in servers), return_exceptions=True)
         else:

@@ -72,6 +72,10 @@ class LspHook(Protocol):
         """After `path` changed: the diagnostics block for the result, or None."""
         ...
 
+    def touch(self, path: Path) -> None:
+        """`path` was read: start its server and open it in the background (returns at once)."""
+        ...
+
     async def aclose(self) -> None:
         """Stop the servers."""
         ...

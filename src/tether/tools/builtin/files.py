@@ -4,7 +4,8 @@ Owns: their behaviour and output formats. Every path goes through the path guard
 (`tether.sandbox.paths.resolve_inside`) and the context's deny policy; the operation then uses the
 resolved real path, opened without following a final symlink.
 `write` and `edit` tell the context's language servers (`ToolContext.lsp`, `tether.lsp`)
-before and after the change, and add the diagnostics block they give as a second text part.
+before and after the change, and add the diagnostics block they give as a second text part;
+`read` starts the file's server in the background (its first edit then has a baseline).
 Does not own: searching (`tether.tools.builtin.search`), the shell (`tether.tools.builtin.bash`).
 """
 
@@ -122,7 +123,7 @@ def _regular_file(path: Path, name: str) -> os.stat_result:
 
 
 @tool(safe=True)
-def read(
+async def read(
     path: str,
     offset: Annotated[int, Field(ge=1)] = 1,
     limit: Annotated[int, Field(ge=1)] = 2000,
@@ -140,6 +141,15 @@ def read(
         limit: how many lines to show at most.
     """
     base, real, name = guard_read(ctx, path)
+    shown = await asyncio.to_thread(_read, ctx, base, real, name, offset, limit)
+    if ctx.lsp is not None and base == ctx.root:  # its language server warms up meanwhile
+        ctx.lsp.touch(real)
+    return shown
+
+
+def _read(
+    ctx: ToolContext, base: Path, real: Path, name: str, offset: int, limit: int
+) -> str | list[TextBlock | ImageBlock]:
     st = _regular_file(real, name)
     if base == ctx.root:
         check_hardlinks(ctx.policy, ctx.root, st)
