@@ -212,3 +212,46 @@ async def test_ruff_server_serves_python_when_configured(tmp_path: Path) -> None
     finally:
         await setup.manager.aclose()
     assert servers_running() == []
+
+
+async def test_a_server_that_cannot_start_is_one_warning_and_the_edit_works(tmp_path: Path) -> None:
+    root = (tmp_path / "proj").resolve()
+    root.mkdir()
+    (root / "m.py").write_text("x = 1\n")
+    broken = tmp_path / "bin" / "broken-lsp"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'no license' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    setup = Setup(root, {"servers": {"python": {"command": [str(broken)]}}})
+    try:
+        for n in (1, 2):
+            r = await setup.call("edit", path="m.py", old_string=f"x = {n}", new_string=f"x = {n + 1}")
+            assert not r.is_error and r.text == "edited m.py: replaced 1 occurrence"
+        # each touch tried it again (at most MAX_STARTS times), one line each
+        assert [k for k, _ in setup.warnings] == ["lsp_server_failed", "lsp_server_failed"]
+        assert setup.warnings[0][1].startswith(
+            "language server `python` (broken-lsp) failed to start:"
+        )
+    finally:
+        await setup.manager.aclose()
+
+
+async def test_without_an_os_sandbox_no_server_starts(tmp_path: Path) -> None:
+    warnings: list[tuple[str, str]] = []
+    manager = lsp_manager(
+        LspSettings.model_validate({"servers": {"python": {"command": ["ruff", "server"]}}}),
+        root=tmp_path,
+        env=scrubbed_env(),
+        sandbox=None,
+        on_warning=lambda k, m: warnings.append((k, m)),
+    )
+    assert manager is not None
+    ctx = ToolContext(root=tmp_path, env=scrubbed_env(), lsp=manager)
+    registry = ToolRegistry(builtin_tools())
+    for _ in range(2):
+        r = await run_tool_call(registry, make_call("write", path="a.py", content="nope\n"), ctx)
+        assert r.text.startswith(("created a.py", "overwrote a.py"))
+    assert warnings == [
+        ("lsp_no_sandbox", "language servers not started: no OS sandbox to run them in")
+    ]
+    assert manager.servers == {} and servers_running() == []

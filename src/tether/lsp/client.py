@@ -123,8 +123,8 @@ class LspServer:
         argv: the command line to spawn (the sandbox's wrapping included).
         env: its whole environment.
         errlog: where its stderr goes (a file), or None (discarded).
-        on_exit: called with the server and its exit code when the process exits while not
-            being stopped (a crash).
+        on_exit: called with the server and its exit code when the process exits after its
+            handshake while not being stopped (a crash).
     """
 
     def __init__(
@@ -150,6 +150,7 @@ class LspServer:
         self._stop = threading.Event()
         self._exited = asyncio.Event()
         self._closing = False
+        self._initialized = False
         self._tasks: list[asyncio.Task[Any]] = []
         self._versions: dict[str, int] = {}
         self._texts: dict[str, str] = {}
@@ -280,6 +281,7 @@ class LspServer:
             raise
         self.capabilities = result.capabilities
         self.client.initialized(lsp.InitializedParams())
+        self._initialized = True
 
     async def _read(self, stdout: asyncio.StreamReader) -> None:
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
@@ -290,7 +292,7 @@ class LspServer:
         self._stop.set()
         self._exited.set()
         self._wake()
-        if not self._closing:
+        if not self._closing and self._initialized:  # a death during `start` is `start`'s error
             self.on_exit(self, code)
 
     async def call(self, request: Awaitable[T]) -> T:

@@ -55,9 +55,10 @@ Warn = Callable[[str, str], None]
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
-    """What a file's server said before a change: its findings (None when unknown)."""
+    """What a file's server said before a change: its findings (None when unknown). `server`
+    None: one serves the file but could not be had (not tried again for the same change)."""
 
-    server: LspServer
+    server: LspServer | None
     findings: tuple[Finding, ...] | None
 
 
@@ -284,7 +285,7 @@ class LspManager:
         try:
             server = await self.server_for(path)
             if server is None:
-                return None
+                return None if self.spec_for(path) is None else Baseline(None, None)
             if not path.exists():
                 return Baseline(server, ())
             return Baseline(server, await self.findings(server, path))
@@ -299,8 +300,11 @@ class LspManager:
         server. Never raises for a server's fault."""
         try:
             base = before if isinstance(before, Baseline) else None
-            server = base.server if base is not None and base.server.alive else None
-            server = server or await self.server_for(path)
+            if base is not None and base.server is None:
+                return None  # it failed a moment ago: not tried twice for one change
+            server = None if base is None else base.server
+            if server is None or not server.alive:
+                server = await self.server_for(path)
             if server is None:
                 return None
             text = read_text(path)
