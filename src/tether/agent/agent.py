@@ -37,8 +37,6 @@ from tether.agent.subagents import Subagents, with_task_tool
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import ModelLimits
 from tether.errors import ConfigError
-from tether.lsp.config import resolve_servers
-from tether.lsp.tool import lsp_tool
 from tether.messages import ContentBlock, Turn
 from tether.providers.base import Provider
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -46,7 +44,6 @@ from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.builtin.question import question
 from tether.tools.builtin.web import web_fetch
-from tether.tools.context import LspHook
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 
@@ -159,7 +156,6 @@ class Agent:
             resumed=bool(self._history),
         )
         self._mcp = McpServers(cfg, parts.emit, self._note)
-        self._lsp_shared = False
 
     @classmethod
     def from_settings(
@@ -228,8 +224,6 @@ class Agent:
             tools.append(question)
         if cfg.tools.web.fetch and not any(t.name == web_fetch.name for t in tools):
             tools.append(web_fetch)
-        if not any(t.name == lsp_tool.name for t in tools) and resolve_servers(cfg.lsp, os.environ)[0]:
-            tools.append(lsp_tool)  # a language server is installed (and `lsp.enabled`)
         build.check_only_tools(cfg.tools.only, tools)
         agent = cls(
             chain,
@@ -480,14 +474,6 @@ class Agent:
         """Count this agent's spending in `budget` (a subagent's: its caller's)."""
         self._controls.parts = replace(self.parts, budget=budget)
 
-    def share_lsp(self, lsp: LspHook | None) -> None:
-        """Use `lsp`, the language servers of another agent (a subagent's: its caller's), which
-        that agent closes; this agent's own (none started yet) are dropped."""
-        self._lsp_shared = True
-        self._controls.parts = replace(
-            self.parts, tool_context=replace(self.parts.tool_context, lsp=lsp)
-        )
-
     # -- during a run: one tool call, steering ----------------------------------------------------
 
     def cancel_tool(self, call_id: str) -> bool:
@@ -597,8 +583,9 @@ class Agent:
         """Stop the MCP servers (their tools leave the registry) and the language servers;
         idempotent. `async with agent:` calls it on exit; `run_sync` after each run."""
         await self._mcp.aclose(self.parts.registry)
-        if self.parts.tool_context.lsp is not None and not self._lsp_shared:
-            await self.parts.tool_context.lsp.aclose()  # the language servers
+        lsp = self.parts.tool_context.lsp
+        if lsp is not None and self._host.lsp is None:  # its own language servers
+            await lsp.aclose()
 
     async def __aenter__(self) -> Self:
         await self.start()

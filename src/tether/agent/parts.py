@@ -396,7 +396,8 @@ def assemble(
         limits=limits_for(config.tools),
         spawn=spawn,
         web=WebPolicy.of(config.tools.web),
-        lsp=lsp_manager(  # language servers: started on the first touch of a file
+        lsp=host.lsp
+        or lsp_manager(  # language servers: started on the first touch of a file
             config.lsp,
             root=root,
             env=tool_env,

@@ -44,7 +44,7 @@ from tether.messages import Usage
 from tether.session.store import SessionStore
 from tether.settings.model import AgentConfig, AgentsSettings, McpSettings
 from tether.tools.base import Tool, tool
-from tether.tools.context import LspHook, ToolContext, ToolOutput
+from tether.tools.context import ToolContext, ToolOutput
 
 TASK_TOOL = "task"
 TASK_TIMEOUT_S = 3600.0
@@ -126,8 +126,6 @@ class Child(Protocol):
     def set_approval_mode(self, mode: ApprovalMode) -> None: ...
 
     def share_budget(self, budget: Budget | None) -> None: ...
-
-    def share_lsp(self, lsp: LspHook | None) -> None: ...
 
 
 class Caller(Protocol):
@@ -306,6 +304,7 @@ class Subagents:
                     on_event=lambda e: self._forward(path, e),
                     approver=None if approval.approver is None else ask_host,
                     questions=parts.tool_context.questions,
+                    lsp=parts.tool_context.lsp,  # one set of language servers for the tree
                     agent_path=path,
                 ),
                 session=session,
@@ -314,7 +313,6 @@ class Subagents:
             )
             child.set_approval_mode(self.caller.approval_mode)
             child.share_budget(parts.budget)  # the cap holds for the whole tree
-            child.share_lsp(parts.tool_context.lsp)  # one set of language servers
         except BaseException:
             session.close()
             raise

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.settings.model import LspServerSettings, LspSettings
+from tether.settings.lsp import LspServerSettings, LspSettings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

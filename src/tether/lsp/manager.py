@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from tether.lsp.config import ServerSpec, project_root, resolve_servers
 from tether.lsp.report import Finding, render_block, severity_level
-from tether.settings.model import LspSettings
+from tether.settings.lsp import LspSettings
 
 if TYPE_CHECKING:
     from lsprotocol import types as lsp
