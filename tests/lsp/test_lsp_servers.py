@@ -72,7 +72,9 @@ def servers_running() -> list[str]:
 
 
 class Setup:
-    def __init__(self, root: Path, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, root: Path, settings: dict[str, Any], session_dir: Path | None = None
+    ) -> None:
         self.root = root
         self.warnings: list[tuple[str, str]] = []
         kind = sandbox_or_skip()
@@ -82,6 +84,7 @@ class Setup:
             root=root,
             env=scrubbed_env(),
             sandbox=sandbox,
+            session_dir=session_dir,
             on_warning=lambda k, m: self.warnings.append((k, m)),
         )
         assert isinstance(manager, LspManager)
@@ -255,3 +258,28 @@ async def test_without_an_os_sandbox_no_server_starts(tmp_path: Path) -> None:
         ("lsp_no_sandbox", "language servers not started: no OS sandbox to run them in")
     ]
     assert manager.servers == {} and servers_running() == []
+
+
+async def test_a_server_reads_the_project_but_cannot_write_it(tmp_path: Path) -> None:
+    root = (tmp_path / "proj").resolve()
+    root.mkdir()
+    (root / "m.py").write_text("x = 1\n")
+    probe = tmp_path / "bin" / "probe-lsp"
+    probe.parent.mkdir()
+    probe.write_text(
+        "#!/bin/sh\n"
+        "cat m.py >&2\n"
+        f"touch {root}/written 2>/dev/null && echo wrote >&2 || echo refused >&2\n"
+        "exit 1\n"
+    )
+    probe.chmod(0o755)
+    session = tmp_path / "session"
+    setup = Setup(root, {"servers": {"python": {"command": [str(probe)]}}}, session_dir=session)
+    try:
+        r = await setup.call("edit", path="m.py", old_string="x = 1", new_string="x = 2")
+        assert r.text == "edited m.py: replaced 1 occurrence"
+    finally:
+        await setup.manager.aclose()
+    # its stderr, in the session's lsp-logs: it read the file (then the old text), not written
+    assert (session / "lsp-logs" / "python.log").read_text() == "x = 1\nrefused\n"
+    assert not (root / "written").exists()
