@@ -86,6 +86,17 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _language_servers_only_in_their_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Language servers start only in tests/lsp: the dev extra installs basedpyright, which an
+    agent would otherwise start (a node process, seconds of CPU) at every edit of a `.py` file
+    in any test."""
+    if "lsp" not in request.node.path.parent.parts:
+        monkeypatch.setattr("tether.agent.parts.lsp_manager", lambda *_a, **_k: None)
+
+
+@pytest.fixture(autouse=True)
 def _isolated_user_config(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:

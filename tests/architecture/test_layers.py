@@ -40,6 +40,7 @@ BELOW_AGENT = (
     "compaction",
     "settings",
     "mcp",
+    "lsp",
     "tracing",
     "checkpoint",
     "permissions",
@@ -115,6 +116,32 @@ def test_skills_import_only_prompt_and_tools(path: Path) -> None:
     allowed = ("tether.prompt", "tether.tools", "tether.skills")
     bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
     assert bad == set(), f"skills/{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("lsp"), ids=lambda p: p.name)
+def test_the_language_servers_sit_beside_mcp(path: Path) -> None:
+    """`lsp` is an edge like `mcp`: it uses the tools, the sandbox and the settings (and
+    `mcp.runtime`, what a stdio server's command needs visible in the sandbox); the agent
+    holds it, the tools reach it only through `ToolContext.lsp` (a protocol)."""
+    allowed = (
+        "tether.lsp",
+        "tether.tools",
+        "tether.sandbox",
+        "tether.settings",
+        "tether.messages",
+        "tether.errors",
+        "tether.mcp.runtime",
+    )
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"lsp/{path.name} imports {bad}"
+
+
+def test_nothing_below_the_agent_imports_lsp() -> None:
+    below = [p for p in files(*BELOW_AGENT) if "lsp" not in p.relative_to(SRC).parts]
+    bad = {
+        str(p.relative_to(SRC)) for p in below if any(m.startswith("tether.lsp") for m in tether_imports(p))
+    }
+    assert bad == set()
 
 
 @pytest.mark.parametrize("path", files("sandbox"), ids=lambda p: p.name)

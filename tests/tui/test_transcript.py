@@ -1,7 +1,7 @@
 """The transcript: a 10,000-turn session opened with only a window of rows mounted, scrolled
 to its first turn and back; streamed text (plain tail, Markdown blocks); a persisted output
 opened with `o`; a prompt too large for the window kept in the editor; a subagent's rows
-nested under its `task` row."""
+nested under its `task` row; a result's language-server diagnostics counted in its row."""
 
 from __future__ import annotations
 
@@ -303,3 +303,23 @@ async def test_the_reloaded_transcript_is_the_live_one(tmp_path: Path) -> None:
     )
     async with again.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: _rows(again) == live)
+
+
+async def test_a_tool_row_shows_the_count_of_its_results_diagnostics(tmp_path: Path) -> None:
+    from tether.lsp.report import Finding, render_block
+
+    found = [Finding(line=1, column=1, severity=1, message=m) for m in ("a", "b")]
+    block = render_block("m.py", "python", found, found[:1])
+    assert block is not None
+
+    @tool(safe=True)
+    def check() -> list[TextBlock]:
+        """An edit-like result with a diagnostics block."""
+        return [TextBlock(text="edited m.py"), TextBlock(text=block)]
+
+    app, _ = scripted_app(tmp_path, [call("check"), "done"], tools=[check])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "check")
+        await idle(app, pilot)
+        row = app.query_one(ToolRow)
+        assert str(row.title).endswith("· 2 diagnostics (1 new)")

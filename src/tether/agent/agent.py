@@ -1,10 +1,9 @@
 """`Agent`: the object a host holds — one agent over one session, a thin facade over its parts
 (`tether.agent.parts.AgentParts`) and the loop (`tether.agent.loop.run_turns`).
 
-Owns: building an agent (`Agent(...)`, `Agent.from_settings(cwd)`, `Agent.from_parts`), and
-what a host does to a live agent between and during runs: switching the model, changing
-session settings, safe mode and the approval mode, steering, cancelling one tool call, manual
-compaction, the MCP servers' lifecycle (`start` / `aclose` / `async with`).
+Owns: building an agent (`Agent(...)`, `from_settings(cwd)`, `from_parts`), and what a host
+does to a live agent: switch the model, session settings, safe mode and approval mode,
+steering, cancelling one call, manual compaction, `start` / `aclose` / `async with`.
 Does not own: the parts and how they are derived (`tether.agent.parts`, `tether.agent.build`),
 the loop (`tether.agent.loop`), the session file (`tether.agent.sessions`).
 """
@@ -176,7 +175,8 @@ class Agent:
         (`tether.settings`; the project's files only once approved, `tether trust`: else a
         `warning` event `untrusted_project`), the built-in tools plus the tool folders and the
         `task` tool (unless `agents.task_tool` is off), the `question` tool when the host can
-        ask (`host.questions`), `web_fetch` (unless `tools.web.fetch` is off), the credentials
+        ask (`host.questions`), `web_fetch` (unless `tools.web.fetch` is off), the `lsp` tool
+        (when a language server is installed, unless `lsp.enabled` is off), the credentials
         of the chain's providers (redacted from tool output), automatic compaction, and
         tether's default system prompt over the session's facts (`tether.agent.prompting`: the
         environment, the instruction files, the skills listing and the `skill` tool; a resumed
@@ -391,8 +391,7 @@ class Agent:
     def apply_settings(self, values: Mapping[str, Any]) -> None:
         """Change dotted settings for this session, from the next request on: `model`,
         `tools.approval`, `tools.safe`, `tools.add_dirs`, `run.*`, `context.*`, `retry.*`
-        (`AgentParts.with_settings`, `user_controls`). All are checked against the schema before any is
-        applied; `config` stays the config the agent was built with.
+        (`AgentParts.with_settings`, `user_controls`), all checked before any is applied.
 
         Raises:
             ConfigError: a value the schema rejects, a key that cannot change mid-session, a
@@ -407,7 +406,7 @@ class Agent:
         unknown = [k for k in values if k not in rest and k not in _CONTROL_KEYS]
         if unknown:
             raise ConfigError(f"cannot change {', '.join(unknown)} during a session")
-        if "model" in values:
+        if "model" in values:  # `config` stays the config the agent was built with
             self.switch_model(str(values["model"]))
         if "tools.approval" in values:
             self.set_approval_mode(values["tools.approval"])
@@ -574,8 +573,7 @@ class Agent:
         result = await parts.compaction.compact(parts, self._state(), reason="manual", focus=focus)
         return result is not None
 
-    # -- the MCP servers' lifecycle ---------------------------------------------------------------
-
+    # -- the MCP servers' and tools' lifecycle ----------------------------------------------------
     async def start(self) -> None:
         """Start the config's MCP servers (`mcp.servers`) in the running loop and add their
         tools; `run` does it when needed. A server that fails is skipped with a `warning`
@@ -583,15 +581,16 @@ class Agent:
         await self._mcp.start(self.parts.registry, self.parts.tool_context)
 
     async def aclose(self) -> None:
-        """Stop the MCP servers (their tools leave the registry) and the background shells;
-        idempotent. `async with agent:` calls it on exit; `run_sync` after each run."""
+        """Stop the MCP servers (their tools leave the registry), the background shells and the
+        agent's own language servers; idempotent (`async with agent:`, `run_sync`)."""
         await self._mcp.aclose(self.parts.registry)
-        if self.parts.tool_context.shells is not None:
-            await self.parts.tool_context.shells.aclose()
+        ctx = self.parts.tool_context
+        for service in (ctx.shells, ctx.lsp if self._host.lsp is None else None):
+            if service is not None:
+                await service.aclose()
 
     async def __aenter__(self) -> Self:
-        await self.start()
-        return self
+        return await self.start() or self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

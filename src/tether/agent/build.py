@@ -23,6 +23,7 @@ fails with the first one's error only when none resolves). A model given explici
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -37,6 +38,8 @@ from tether.compaction.recall import RECALL_TOOL
 from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
 from tether.errors import ConfigError
+from tether.lsp.config import resolve_servers
+from tether.lsp.tool import lsp_tool
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of, resolve_limits
 from tether.providers.fallback import ModelRef, check_provider_names
@@ -420,7 +423,8 @@ def from_settings_files(
 ) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
     """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
     `overrides`), the provider chain (`model` strict, else the selection; project base URLs
-    noted), the tools (built-ins plus tool folders), and why the project's files were not
+    noted), the tools (built-ins plus tool folders, and `lsp` when a language server is
+    installed), and why the project's files were not
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
     else the user settings alone are used. `resolve`: what resolves the chain (default
@@ -436,4 +440,6 @@ def from_settings_files(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
     )
     tools = folder_tools(cfg, root, note, project_tools=refused is None)
+    if not any(t.name == lsp_tool.name for t in tools) and resolve_servers(cfg.lsp, os.environ)[0]:
+        tools.append(lsp_tool)  # a language server is installed (and `lsp.enabled`)
     return root, cfg, chain, tools, refused

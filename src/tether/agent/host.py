@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tether.agent.approval import Approver
 from tether.agent.events import AgentEvent
-from tether.tools.context import QuestionBridge
+from tether.tools.context import LspHook, QuestionBridge
 
 __all__ = ["Host"]
 
@@ -42,6 +42,8 @@ class Host:
         agent_path: the agent's place in the tree, as its host names it: `("main",)`, or a
             subagent's (`tether.agent.subagents` builds those); in approval requests, hook
             inputs and forwarded events.
+        lsp: language servers to use instead of the agent's own, which the agent then does not
+            stop (a subagent's: its caller's, `tether.lsp`); None: its own.
     """
 
     on_event: Callable[[AgentEvent], None] | None = None
@@ -49,6 +51,7 @@ class Host:
     questions: QuestionBridge | None = None
     note: Callable[[str], None] | None = None
     agent_path: tuple[str, ...] = ("main",)
+    lsp: LspHook | None = None
 
     def emit(self, event: AgentEvent) -> None:
         """Send `event` to `on_event` (nothing when there is none)."""

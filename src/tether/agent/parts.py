@@ -25,7 +25,7 @@ from tether.agent.attempts import Attempts, provenance_of, summary_call
 from tether.agent.budget import Budget
 from tether.agent.checkpoints import Checkpoints
 from tether.agent.context import AutoCompaction, RunawayGuard
-from tether.agent.events import AgentEvent, WireRepairEvent
+from tether.agent.events import AgentEvent, WarningEvent, WireRepairEvent
 from tether.agent.gate import CallGate
 from tether.agent.hooks import HookRunner, Hooks
 from tether.agent.host import Host
@@ -37,6 +37,7 @@ from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
 from tether.effort import Effort
 from tether.errors import ConfigError
+from tether.lsp.manager import lsp_manager
 from tether.messages import Turn
 from tether.permissions.rules import Rules
 from tether.prompt.facts import SessionContext
@@ -45,7 +46,7 @@ from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
-from tether.sandbox.policy import add_dir_entries, limits_for
+from tether.sandbox.policy import add_dir_entries, limits_for, policy_for
 from tether.settings import AgentConfig
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
@@ -427,9 +428,10 @@ def assemble(
     tracing = rt.tracing or tracing_for(config.tracing, env, note=note)
     kind = config.tools.sandbox
     sandbox = detect_sandbox(None if kind == "auto" else kind)
+    tool_env = scrubbed_env(env, refused, allowed)
     tool_context = ToolContext(
         root=root,
-        env=scrubbed_env(env, refused, allowed),
+        env=tool_env,
         session_dir=session.session_dir,
         policy=prompting.skill_policy(config, root, registry, session.context),
         wrap=rt.wrap,
@@ -443,6 +445,16 @@ def assemble(
         shells=BackgroundShells(config.tools.max_background)
         if host.agent_path == ("main",)
         else None,
+        lsp=host.lsp
+        or lsp_manager(  # language servers: started on the first touch of a file
+            config.lsp,
+            root=root,
+            env=tool_env,
+            sandbox=sandbox,
+            policy=policy_for(config.tools, root),
+            session_dir=session.session_dir,
+            on_warning=_warn_to(emit, note),
+        ),
     )
     hook_runner = HookRunner(
         library=hooks,
@@ -585,3 +597,15 @@ def _attempts(
     tracing: Tracing,
 ) -> Attempts:
     return Attempts(chain, policy=retry, emit=emit, sleep=rt.sleep, rng=rt.rng, tracing=tracing)
+
+
+def _warn_to(
+    emit: Callable[[AgentEvent], None], note: Callable[[str], None]
+) -> Callable[[str, str], None]:
+    """A `(kind, message)` warning as a setup note line and a `warning` event."""
+
+    def warn(kind: str, message: str) -> None:
+        note(f"warning: {message}")
+        emit(WarningEvent(kind=kind, message=message))
+
+    return warn

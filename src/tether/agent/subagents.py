@@ -318,6 +318,7 @@ class Subagents:
                     on_event=lambda e: self._forward(path, e),
                     approver=None if approval.approver is None else ask_host,
                     questions=parts.tool_context.questions,
+                    lsp=parts.tool_context.lsp,  # one set of language servers for the tree
                     agent_path=path,
                 ),
                 session=session,

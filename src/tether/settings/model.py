@@ -24,6 +24,8 @@ from pydantic import (
 from tether.effort import Effort
 from tether.settings.base import Duration, Fraction
 from tether.settings.base import Section as _Section
+from tether.settings.lsp import LspServerSettings as LspServerSettings
+from tether.settings.lsp import LspSettings
 from tether.settings.mcp import McpOAuthSettings as McpOAuthSettings
 from tether.settings.mcp import McpServerSettings as McpServerSettings
 from tether.settings.mcp import McpSettings
@@ -556,7 +558,7 @@ class AgentConfig(_Section):
     into it (merged from the user and project files, see `tether.settings`), `tether run`'s
     flags override its fields (`with_values`), and `tether.Agent(model, config=...)` consumes
     it. Sections mirror `settings.json`: `model`, `providers`, `retry`, `tools`, `context`,
-    `run`, `mcp`, `agents`, `hooks`, `jobs`, `checkpoints`, `permissions`, `skills`, `tui` (later issues add theirs the same way: one `XSettings` section class, one field).
+    `run`, `mcp`, `agents`, `hooks`, `jobs`, `checkpoints`, `permissions`, `skills`, `tui`, `lsp` (later issues add theirs the same way: one `XSettings` section class, one field).
 
         AgentConfig(run={"max_turns": 10}, tools={"safe": True})
 
@@ -581,6 +583,7 @@ class AgentConfig(_Section):
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     tui: TuiSettings = Field(default_factory=TuiSettings)
+    lsp: LspSettings = Field(default_factory=LspSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""

@@ -2,7 +2,7 @@
 
 Owns: `ToolContext` (the working folder, environment, path policy, OS sandbox, limits, question
 bridge and subagent spawner a call runs with), `ToolOutput` (a result with an explicit error
-flag), `Wrap` (a subprocess argv hook), `Spawner` (the `task` tool's subagent runner) and the
+flag), `Wrap` (a subprocess argv hook), `LspHook` (what `write` / `edit` tell the language servers), `Spawner` (the `task` tool's subagent runner) and the
 question protocol (`QuestionBridge` with its `QuestionSpec` / `OptionSpec` / `Answer` shapes).
 Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subprocess may touch
 (`tether.sandbox.config.sandbox_config`), the `question` tool (`tether.tools.builtin.question`).
@@ -10,7 +10,8 @@ Does not own: the `Tool` definition (`tether.tools.base`), what a sandboxed subp
 Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
                 questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn,
-                web: WebPolicy | None, shells: BackgroundShells | None)
+                web: WebPolicy | None, shells: BackgroundShells | None,
+                lsp: LspHook | None)
     ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display,
                raw: bytes | None)
 """
@@ -62,6 +63,26 @@ class ToolOutput:
     system: str | Sequence[str] | None = None
     display: Any = None
     raw: bytes | Path | None = None
+
+
+class LspHook(Protocol):
+    """What `write` / `edit` tell the language servers (`tether.lsp.manager.LspManager`)."""
+
+    async def before_change(self, path: Path) -> object:
+        """Before `path` (a real path) changes: a baseline to hand to `after_change`."""
+        ...
+
+    async def after_change(self, path: Path, before: object) -> str | None:
+        """After `path` changed: the diagnostics block for the result, or None."""
+        ...
+
+    def touch(self, path: Path) -> None:
+        """`path` was read: start its server and open it in the background (returns at once)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the servers."""
+        ...
 
 
 class Spawner(Protocol):
@@ -164,6 +185,8 @@ class ToolContext:
         shells: the agent's background shells (`bash` with `run_in_background`,
             `shell_output`, `shell_kill`; `tether.tools.exec.background`), or None: none
             may be started.
+        lsp: the language servers `write` / `edit` report to and take diagnostics from
+            (`tether.lsp`), or None.
     """
 
     root: Path
@@ -180,6 +203,7 @@ class ToolContext:
     spawn: Spawner | None = field(default=None, repr=False, compare=False)
     web: WebPolicy | None = None
     shells: BackgroundShells | None = field(default=None, repr=False, compare=False)
+    lsp: LspHook | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(

@@ -34,6 +34,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static, TextArea
 
 from tether.agent.subagents import TASK_TOOL
+from tether.lsp.report import block_count
 from tether.tools.preview import call_diff, diff_counts
 
 PERSISTED_RE = re.compile(
@@ -295,7 +296,7 @@ class ToolRow(Collapsible):
     persisted output's size and path are in the title (`o` on the focused row opens the
     file). A `write` / `edit` call shows the change its arguments state (`call_diff`: the
     same whether the row is built live or from a stored session; `+added −removed` in the
-    title). A `task` call holds its subagent's rows (`nest`) above its result."""
+    title), and the count of a language server's diagnostics its result carries. A `task` call holds its subagent's rows (`nest`) above its result."""
 
     DEFAULT_CSS = """
     ToolRow { margin: 0; } ToolRow.error CollapsibleTitle { color: $error; }
@@ -366,6 +367,11 @@ class ToolRow(Collapsible):
             size, self.persisted, binary = saved
             what = "binary" if binary else "persisted"
             tail += f" · {what} {size / 1024:.1f} KB (o: open {self.persisted})"
+        diagnostics = block_count(content)  # a language server's findings (`tether.lsp`)
+        if diagnostics is not None:
+            count, new = diagnostics
+            tail += f" · {count} diagnostic{'' if count == 1 else 's'}"
+            tail += f" ({new} new)" if new else ""
         self._tail = tail
         self.title = self._heading(tail)
         shown = content if len(content) <= 4000 else content[:4000] + "\n…"

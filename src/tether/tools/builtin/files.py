@@ -3,11 +3,15 @@
 Owns: their behaviour and output formats. Every path goes through the path guard
 (`tether.sandbox.paths.resolve_inside`) and the context's deny policy; the operation then uses the
 resolved real path, opened without following a final symlink.
+`write` and `edit` tell the context's language servers (`ToolContext.lsp`, `tether.lsp`)
+before and after the change, and add the diagnostics block they give as a second text part;
+`read` starts the file's server in the background (its first edit then has a baseline).
 Does not own: searching (`tether.tools.builtin.search`), the shell (`tether.tools.builtin.bash`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import errno
 import os
@@ -29,7 +33,7 @@ from tether.sandbox.paths import (
 )
 from tether.sandbox.policy import check_hardlinks, check_policy
 from tether.tools.base import tool
-from tether.tools.context import ToolContext
+from tether.tools.context import ToolContext, ToolOutput
 from tether.tools.exec.persist import readable_results_dirs
 
 MAX_LINE_CHARS = 2000
@@ -161,7 +165,7 @@ def _regular_file(path: Path, name: str) -> os.stat_result:
 
 
 @tool(safe=True)
-def read(
+async def read(
     path: str,
     offset: Annotated[int, Field(ge=1)] = 1,
     limit: Annotated[int, Field(ge=1)] = 2000,
@@ -179,6 +183,15 @@ def read(
         limit: how many lines to show at most.
     """
     base, real, name = guard_read(ctx, path)
+    shown = await asyncio.to_thread(_read, ctx, base, real, name, offset, limit)
+    if ctx.lsp is not None and base == ctx.root:  # its language server warms up meanwhile
+        ctx.lsp.touch(real)
+    return shown
+
+
+def _read(
+    ctx: ToolContext, base: Path, real: Path, name: str, offset: int, limit: int
+) -> str | list[TextBlock | ImageBlock]:
     st = _regular_file(real, name)
     if base == ctx.root:
         check_hardlinks(ctx.policy, ctx.root, st)
@@ -232,7 +245,7 @@ def read(
 
 
 @tool
-def write(path: str, content: str, *, ctx: ToolContext) -> str:
+async def write(path: str, content: str, *, ctx: ToolContext) -> str | ToolOutput:
     """Write a file in the working folder, replacing it if it exists (atomically: temp file and
     rename). Missing parent folders are created.
 
@@ -244,15 +257,16 @@ def write(path: str, content: str, *, ctx: ToolContext) -> str:
     data = content.encode("utf-8")
     if real.is_dir():
         raise ToolError(f"{rel(ctx, real)} is a directory")
-    created = atomic_write(base_of(ctx, real), real, data)
+    before = None if ctx.lsp is None else await ctx.lsp.before_change(real)
+    created = await asyncio.to_thread(atomic_write, base_of(ctx, real), real, data)
     verb = "created" if created else "overwrote"
-    return f"{verb} {rel(ctx, real)} ({len(data)} bytes)"
+    return await _with_diagnostics(ctx, real, f"{verb} {rel(ctx, real)} ({len(data)} bytes)", before)
 
 
 @tool
-def edit(
+async def edit(
     path: str, old_string: str, new_string: str, replace_all: bool = False, *, ctx: ToolContext
-) -> str:
+) -> str | ToolOutput:
     """Replace an exact string in a file. `old_string` must occur exactly once unless
     `replace_all` is true; include enough surrounding lines to make it unique.
 
@@ -269,6 +283,14 @@ def edit(
         raise ToolError("old_string is empty; use write to create or overwrite a file")
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; nothing to change")
+    before = None if ctx.lsp is None else await ctx.lsp.before_change(real)
+    done = await asyncio.to_thread(_edit, ctx, real, name, old_string, new_string, replace_all)
+    return await _with_diagnostics(ctx, real, done, before)
+
+
+def _edit(
+    ctx: ToolContext, real: Path, name: str, old_string: str, new_string: str, replace_all: bool
+) -> str:
     base = base_of(ctx, real)
     fd = open_inside(base, real, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
@@ -293,6 +315,19 @@ def edit(
     new_text = text.replace(old_string, new_string)
     atomic_write(base, real, new_text.encode("utf-8"))
     return f"edited {name}: replaced {count} occurrence{'s' if count > 1 else ''}"
+
+
+async def _with_diagnostics(
+    ctx: ToolContext, real: Path, done: str, before: object
+) -> str | ToolOutput:
+    """`done`, followed by the diagnostics block the language server gives for the changed
+    file (`tether.lsp`), as a separate text part, when there is one."""
+    if ctx.lsp is None:
+        return done
+    block = await ctx.lsp.after_change(real, before)
+    if block is None:
+        return done
+    return ToolOutput([TextBlock(text=done), TextBlock(text=block)])
 
 
 def open_dir_inside(root: Path, real: Path) -> int:
