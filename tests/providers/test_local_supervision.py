@@ -174,3 +174,34 @@ def test_the_child_does_not_outlive_its_parent_killed_with_sigkill(tmp_path: Pat
         parent.wait()
         if parent.stdout is not None:
             parent.stdout.close()
+
+
+_PARAMS = """
+import llama_cpp.llama_cpp as native
+from tether.providers.local.models import FALLBACKS, load_model, default_model_path
+import tether.providers.local.models as models
+for config in FALLBACKS[:2]:
+    models._MODELS.clear()
+    llm = load_model(default_model_path(), 256, config)
+    print(config.label, llm.model_params.use_extra_bufts, native.llama_model_default_params().use_extra_bufts)
+"""
+
+
+def test_extra_buffer_types_off_reaches_llama_cpp_and_the_library_is_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """The fallback's `use_extra_bufts = False` is in the `llama_model_params` the model was
+    loaded with (llama-cpp-python has no keyword for it), and llama.cpp's defaults are its own
+    again afterwards. In a process of its own, as the model's child is."""
+    run = subprocess.run(
+        [sys.executable, "-c", _PARAMS],
+        env=cli_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "extra buffer types on True True",
+        "extra buffer types off False True",
+    ]
