@@ -29,7 +29,6 @@ from tether.providers.local.models import default_model_path
 from tether.providers.local.prompt_cache import (
     ORPHAN_S,
     PromptCache,
-    build_digest,
 )
 from tether.providers.local.provider import LocalProvider
 
@@ -48,7 +47,19 @@ def _small_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _model() -> Any:
-    return Llama(model_path=str(default_model_path()), n_ctx=N_CTX, verbose=False)
+    """A second `Llama` in this process (the cache's own rules need one to poke at), loaded with
+    the configuration the supervision found working on this machine: probed in a child process
+    the first time, as users' runs are (`supervisor.Supervisor.config`), so host-specific
+    kernels that crash never run here."""
+    from tether.providers.local.models import _model_params  # pyright: ignore[reportPrivateUsage]
+    from tether.providers.local.supervisor import supervisor_for
+
+    config = supervisor_for(default_model_path(), N_CTX).config()
+    extra: dict[str, Any] = {"use_mmap": config.use_mmap}
+    if config.n_threads is not None:
+        extra["n_threads"] = extra["n_threads_batch"] = config.n_threads
+    with _model_params(config):
+        return Llama(model_path=str(default_model_path()), n_ctx=N_CTX, verbose=False, **extra)
 
 
 def _cache(folder: Path, llm: Any, max_bytes: int = 1 << 30) -> PromptCache:
@@ -111,7 +122,9 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
     provider = LocalProvider(n_ctx=N_CTX, max_output_tokens=16)
     request = ModelRequest(
         model=provider.model,
-        messages=(Turn(id="u1", role="user", content=(TextBlock(text="Say hi."),)),),
+        # long enough to be saved by the child's own rules (`MIN_SAVE`; the thresholds patched
+        # here are this process's)
+        messages=(Turn(id="u1", role="user", content=(TextBlock(text=PROMPT * 4 + "\nSay hi."),)),),
     )
     share = Path(os.environ["XDG_CACHE_HOME"]) / "tether" / "prompts"
     if share.is_symlink():
@@ -128,16 +141,19 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
 
         return asyncio.run(go())
 
-    from tether.providers.local.models import load_model
+    from tether.providers.local.supervisor import stop_all
 
-    llm = load_model(provider.model_path, N_CTX)
-    llm.reset()  # whatever an earlier test left in memory
+    def fresh() -> None:
+        """A new child process: nothing evaluated in memory (what a new `tether run` has)."""
+        stop_all()
+
+    fresh()  # whatever an earlier test left in memory
     said, first = reply()
-    folder = share / build_digest(llm, provider.model_path, N_CTX)
+    (folder,) = [d for d in share.iterdir() if d.is_dir()]
     (tokens_file,) = folder.glob("*.tokens")
     assert first is not None and first.cache_read_tokens == 0
 
-    llm.reset()
+    fresh()
     again, usage = reply()
     assert again and usage is not None and usage.cache_read_tokens > prompt_cache.MIN_SAVE
     assert usage.prompt_tokens == first.prompt_tokens  # the same prompt, part of it cache reads
@@ -145,7 +161,7 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
     state = tokens_file.with_suffix(".state")
     whole = state.read_bytes()
     state.write_bytes(whole[: len(whole) // 2])  # cut short: its digest no longer matches
-    llm.reset()
+    fresh()
     third, usage = reply()
     assert third == said and usage is not None and usage.cache_read_tokens == 0
     assert state.read_bytes() == whole  # removed unread, then the prompt saved anew
@@ -154,7 +170,7 @@ def test_an_unloadable_state_is_dropped_and_the_prompt_evaluated(tmp_path: Path)
     junk = bytes(len(whole))
     state.write_bytes(junk)
     tokens_file.write_bytes(hashlib.sha256(junk).digest() + tokens_file.read_bytes()[32:])
-    llm.reset()
+    fresh()
     fourth, usage = reply()
     assert fourth == said and usage is not None and usage.cache_read_tokens == 0
     assert state.read_bytes() == whole  # the folder dropped, then the prompt saved anew

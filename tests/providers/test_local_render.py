@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -234,9 +235,17 @@ def _fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, passes: list[li
                 yield {"choices": [{"delta": {"content": piece}, "finish_reason": None}]}
             yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
 
-    monkeypatch.setattr(local, "load_model", lambda *_a, **_k: FakeLlama())
+    from tether.providers.local import engine
+
     gguf = tmp_path / "fake.gguf"
     gguf.write_bytes(b"GGUF")
+
+    def generate(
+        self: local.LocalProvider, request: ModelRequest, stop: threading.Event
+    ) -> Iterator[str | int]:  # the child's generation, on the fake model, in this process
+        return engine.generate(FakeLlama(), gguf, self.n_ctx, request, self.options(), stop)
+
+    monkeypatch.setattr(local.LocalProvider, "_generate", generate)
     return local.LocalProvider(gguf, prompt_cache_bytes=0)  # no state to save
 
 

