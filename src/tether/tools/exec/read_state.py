@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from tether.compaction.reads import FileRules, read_key, touched
@@ -50,9 +51,10 @@ class ReadState:
         self._unchanged: set[str] = set()
 
     @property
-    def unchanged(self) -> frozenset[str]:
-        """Ids of read calls that re-read an unchanged slice (only grows)."""
-        return frozenset(self._unchanged)
+    def unchanged(self) -> AbstractSet[str]:
+        """Ids of read calls that re-read an unchanged slice (only grows; a live view, not a
+        copy: the wire view asks it on every request)."""
+        return self._unchanged
 
     def observe(self, call: ToolCallBlock, result: ToolResultBlock) -> None:
         """Learn from a call that ran (any tool), after it ran."""
