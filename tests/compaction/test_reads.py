@@ -126,6 +126,9 @@ def test_idempotent_incremental_and_byte_stable(view: list[Turn]) -> None:
             if r.text.startswith(STALE_TAG):
                 shown.setdefault(cid, r.content)
     assert state.looked_at <= len(view)  # every turn looked at once
+    # a view that does not extend the last one (a compaction) is shaped anew
+    for other in (view[2:], view[:-1], view):
+        assert state.shape(other) == elide_stale_reads(other, RULES, POLICY)
 
 
 def test_never_a_read_after_the_change_nor_the_recent_turns() -> None:

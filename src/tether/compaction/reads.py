@@ -226,7 +226,8 @@ class StaleReads:
         """`view` with stale reads before the boundary replaced by their stubs. Unchanged
         turns pass by reference; the input comes back (as a tuple) when nothing changes."""
         seq = view if isinstance(view, tuple) else tuple(view)
-        if not _extends(seq, self._last):
+        done = self._done  # only the processed turns must be the same (the rest is read anew)
+        if len(seq) < done or seq[:done] != self._last[:done]:
             self._reset()
         end = stale_boundary(len(seq), self.policy)
         for i in range(self._done, end):
