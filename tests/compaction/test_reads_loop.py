@@ -162,3 +162,32 @@ async def test_a_re_read_after_a_compaction_is_whole_unless_restoration_brought_
     await agent.run("again")
     note = _result(provider.requests[-1], "r2").text
     assert note.startswith(DEDUP_TAG) and restored[1].id in note
+
+
+async def test_a_re_read_after_a_compaction_without_restoration_is_whole(tmp_path: Path) -> None:
+    """The earlier read was compacted away and nothing restored it: the map still says
+    "unchanged", but the earlier output is not in the request, so the re-read goes out whole."""
+    (tmp_path / "a.py").write_text(BODY)
+    provider = _script(
+        call("read", id="r1", path="a.py"),
+        *(call("ls", id=f"l{i}", path=".") for i in range(5)),
+    )
+    manager = AutoCompaction(
+        ContextMonitor(
+            ModelLimits(context_window=200_000, max_output_tokens=4_000), CompactionPolicy()
+        ),
+        restore_budget_tokens=0,
+    )
+    agent = make_agent(provider, tmp_path, builtins=True, compaction=manager)
+    await agent.run("work on a.py")
+    provider.script.extend([Reply(blocks=(TextBlock(text="summary"),))])
+    assert await agent.compact_now()
+    provider.script.extend(
+        [Reply(blocks=(call("read", id="r2", path="a.py"),)), Reply(blocks=(TextBlock(text="ok"),))]
+    )
+    await agent.run("again")
+    assert agent.parts.compaction.reads is not None
+    assert "r2" in agent.parts.compaction.reads.unchanged  # the map: same mtime and size
+    last = provider.requests[-1]
+    assert "line 5 of the file" in _result(last, "r2").text  # ... but sent whole
+    assert all(r.tool_call_id != "r1" for t in last.messages for r in t.tool_results)
