@@ -27,6 +27,7 @@ PURE_COMPACTION = (
     "restore",
     "prune",
     "idle",
+    "reads",
 )
 """The compaction policy modules (pure); `summarize` (the call) and `recall` (a tool) are edges."""
 

@@ -27,6 +27,7 @@ from tether.compaction.idle import IdlePolicy, IdleWatch, cache_lifetime_s
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.prune import PrunePolicy, Pruner
+from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
 from tether.compaction.rounds import CompactInvalidInputError, Scope, select
@@ -45,6 +46,7 @@ from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
 from tether.tools.builtin.shells import SHELL_OUTPUT_TOOL
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo
+from tether.tools.exec.read_state import ReadState
 from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
 
@@ -143,15 +145,33 @@ class AutoCompaction:
         self.compactions = 0
         self._recall_scanned = 0  # history turns already checked for a marker
         self._live = LiveTurns()  # live_turns(history), kept incrementally (O(new turns))
+        self.reads: ReadState | None = None
+        self._stale: StaleReads | None = None
+        self._dedup: ReadDedup | None = None
+
+    def use_reads(self, reads: ReadState, *, elide_stale: bool = True) -> None:
+        """Shape `read` results with the session's read-state map: stale reads elided
+        (`context.elide_stale_reads`; `tether.compaction.reads.StaleReads`), unchanged
+        re-reads pointed at the earlier output (`read.dedup`: when the map is enabled), and
+        restoration picks its files from the map."""
+        self.reads = reads
+        self._stale = StaleReads(reads.rules) if elide_stale else None
+        self._dedup = ReadDedup(reads.rules, lambda: reads.unchanged) if reads.enabled else None
 
     # -- the loop's hooks -------------------------------------------------------------------
 
     def shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
-        """The view as sent: pruned results stubbed, then the tail strategy, when enabled
-        (pure, byte-stable)."""
+        """The view as sent: pruned results stubbed, the tail strategy, unchanged re-reads
+        pointed at the earlier output, stale reads elided, each when enabled (pure,
+        byte-stable). The dedup follows the passes that remove or shorten results: it checks
+        that the earlier output is really in what is sent."""
         if self.pruner is not None:
             view = self.pruner.shape(view)
-        return view if self.tail is None else shorten_old_results(view, self.tail)
+        if self.tail is not None:
+            view = shorten_old_results(view, self.tail)
+        if self._dedup is not None:
+            view = self._dedup.shape(view)
+        return view if self._stale is None else self._stale.shape(view)
 
     async def _prune_or_idle(self, parts: RunParts, state: RunState) -> None:
         """Before the pressure check: prune old tool results in a chunk when the view nears
@@ -360,6 +380,9 @@ class AutoCompaction:
         results: list[ToolResultBlock] = []
         if budget > 0 and READ_TOOL in parts.registry.names():
             paths = recent_read_paths(snap.history, kept, max_files=self.max_restore_files)
+            if self.reads is not None:  # the read-state map's, when it recorded any
+                mapped = self.reads.recent_paths(exclude=kept, max_files=self.max_restore_files)
+                paths = mapped or paths
             spent = 0
             for path in paths:
                 call = ToolCallBlock(
@@ -371,6 +394,8 @@ class AutoCompaction:
                 cost = text_tokens(result.text) + 8
                 if result.is_error or spent + cost > budget:
                     continue
+                if self.reads is not None:
+                    self.reads.observe(call, result)
                 spent += cost
                 calls.append(call)
                 results.append(result)

@@ -54,6 +54,7 @@ from tether.tools.env import redact_secrets, scrubbed_env, secret_values
 from tether.tools.exec.background import BackgroundShells
 from tether.tools.exec.hygiene import Hygiene, HygieneConfig, loop_breaker_config
 from tether.tools.exec.persist import OutputLimits
+from tether.tools.exec.read_state import ReadState
 from tether.tools.fetch import WebPolicy
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing, tracing_for
@@ -342,6 +343,10 @@ class AgentParts:
             compaction = None
         elif compaction is None or config.context != self.config.context:
             compaction = build.auto_compaction(self.limits, config, fixed=fixed)
+            if compaction is not None and self.tool_calls.reads is not None:
+                compaction.use_reads(
+                    self.tool_calls.reads, elide_stale=config.context.elide_stale_reads
+                )
         guard = self.guard
         if compaction is not None:
             guard = None
@@ -465,8 +470,13 @@ def assemble(
         session_id=lambda: session.id,
     )
     mode = config.tools.approval
+    hygiene_state = Hygiene(hygiene or loop_breaker_config(config.tools.loop_breaker), root=str(root))
+    reads = ReadState(hygiene_state.rules, enabled=config.read.dedup)
+    if auto is not None:
+        auto.use_reads(reads, elide_stale=config.context.elide_stale_reads)
     tool_calls = ToolCalls(
-        hygiene=Hygiene(hygiene or loop_breaker_config(config.tools.loop_breaker), root=str(root)),
+        reads=reads,
+        hygiene=hygiene_state,
         notes=prompting.subfolder_notes(config, root, session.context),
         output_limits=OutputLimits(threshold_chars=build.output_threshold_chars(config, limits)),
         gate=CallGate(

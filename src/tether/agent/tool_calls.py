@@ -33,6 +33,7 @@ from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
 from tether.tools.exec.hygiene import Hygiene
 from tether.tools.exec.order import Footprint, footprint, waits
 from tether.tools.exec.persist import OutputLimits, gate_tool_result
+from tether.tools.exec.read_state import ReadState
 from tether.tools.exec.run import ToolRunResult, run_tool, system_note_block
 from tether.tools.preview import edit_diff
 from tether.tools.safe_mode import refuse_in_safe_mode
@@ -67,6 +68,8 @@ class ToolCalls:
         gate: the hooks + approval gate (`tether.agent.gate`; default: `approval` alone).
         notes: adds the instruction file of a subfolder a call first touches, as a system
             note after the results (`tether.prompt.gather.SubfolderInstructions`), or None.
+        reads: the session's read-state map (`tether.tools.exec.read_state`), told of every
+            call that ran, or None.
     """
 
     def __init__(
@@ -78,7 +81,9 @@ class ToolCalls:
         gate: CallGate | None = None,
         tracing: Tracing = NO_TRACING,
         notes: SubfolderInstructions | None = None,
+        reads: ReadState | None = None,
     ) -> None:
+        self.reads = reads
         self.gate = gate or CallGate(approval or ApprovalGate("auto", None))
         self._subfolders = notes
         self._tracing = tracing
@@ -297,6 +302,8 @@ class ToolCalls:
                 self._finished[call.id] = tool_result(call.id, FINISHED_UNSAVED, is_error=True)
             raise
         self._finished[call.id] = result
+        if self.reads is not None and call.id in self._started:
+            self.reads.observe(call, result)
         if run.system_notes:
             self._notes[call.id] = run.system_notes
         try:

@@ -7,6 +7,8 @@ Owns (pure: imports only `tether.messages`, no I/O, no clock, inputs never mutat
     windows    parse_windows_setting, parse_overflow_limit
     prune      PrunePolicy, Pruner, plan_prune, apply_prune (old tool results, before the summary)
     idle       IdlePolicy, IdleWatch, cache_lifetime_s (compact after the prompt cache expired)
+    reads      touched (what a call read or changed), StaleReads (stale `read` outputs stubbed),
+               ReadDedup (unchanged re-reads pointed at the earlier output)
 Does not own: the summarize call, markers, or the loop (edges built on this package), nor the
 model table and the limits resolution order (`tether.providers.catalog`: the caller resolves a
 model's `ModelLimits` there and passes them in).

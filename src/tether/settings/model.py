@@ -269,6 +269,9 @@ class ContextSettings(_Section):
         idle_compact_tokens: the size (tokens) above which an idle session is compacted.
         cache_ttl_s: the prompt-cache lifetime in seconds for `idle_compact`; None: the
             provider's documented one (Anthropic, OpenAI, Gemini: 5 minutes).
+        elide_stale_reads: in the request, replace an old `read` output of a file that a later
+            `write`/`edit` changed with a short note naming that call (`read` gets the current
+            content, `recall` the old one; docs/compaction.md).
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -288,6 +291,21 @@ class ContextSettings(_Section):
     idle_compact: bool = False
     idle_compact_tokens: int = Field(default=50_000, ge=0)
     cache_ttl_s: float | None = Field(default=None, gt=0)
+    elide_stale_reads: bool = True
+
+
+class ReadSettings(_Section):
+    """`read`: the `read` tool's session memory.
+
+    Attributes:
+        dedup: remember which file slices were read (path, lines, mtime and size); a re-read
+            of an unchanged slice goes out in the request as a short note pointing at the
+            earlier output while that output is still in the request (else in full), and
+            restoration after a compaction re-reads the files read last
+            (docs/compaction.md).
+    """
+
+    dedup: bool = True
 
 
 class ThinkingSettings(_Section):
@@ -584,6 +602,7 @@ class AgentConfig(_Section):
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     tui: TuiSettings = Field(default_factory=TuiSettings)
     lsp: LspSettings = Field(default_factory=LspSettings)
+    read: ReadSettings = Field(default_factory=ReadSettings)
 
     def refused_env(self) -> list[str]:
         """`tools.refused_env` plus every provider's `api_key_env`: what tools never see."""

@@ -19,13 +19,13 @@ Does not own: running calls, events, persistence (the loop); no I/O, no clock.
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from tether.compaction.reads import FileRules, touched
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.tools.exec.run import ToolRunResult
 
@@ -282,6 +282,9 @@ class Hygiene:
     def __init__(self, config: HygieneConfig | None = None, *, root: str = "/") -> None:
         self.config = config or HygieneConfig()
         self.root = root
+        self.rules = FileRules(reads=self.config.reads, writes=self.config.writes, root=root)
+        """What reads and what changes a file: the detection the stale-read notice shares
+        with the wire view's stale-read elision and the read-state map."""
         self._streaks: dict[str, tuple[str, int]] = {}
         self._replay: dict[str, tuple[str, ToolResultBlock]] = {}
         self._read: set[str] = set()
@@ -321,12 +324,6 @@ class Hygiene:
             )
         )
 
-    def _path(self, call: ToolCallBlock, arg: str | None) -> str | None:
-        value = call.arguments.get(arg) if arg is not None else None
-        if not isinstance(value, str) or not value:
-            return None
-        return posixpath.normpath(posixpath.join(self.root, value))
-
     def record(self, call: ToolCallBlock, result: ToolRunResult, *, safe: bool) -> ToolRunResult:
         """Learn from a call that ran (not one `check` answered); returns `result`, with a
         stale-read note added when due."""
@@ -339,12 +336,9 @@ class Hygiene:
             key = rule.key(call.name, call.arguments)
             if key is not None:
                 self._replay[f"{call.name}\0{key}"] = (call.id, result.block)
-        if not ok:
-            return result
-        read = self._path(call, self.config.reads.get(call.name))
+        read, written = touched(call, ok=ok, rules=self.rules)
         if read is not None:
             self._read.add(read)
-        written = self._path(call, self.config.writes.get(call.name))
         if written is not None and written in self._read:
             self._read.discard(written)
             shown = call.arguments.get(self.config.writes[call.name])
