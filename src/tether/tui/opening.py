@@ -37,6 +37,10 @@ class ChatOptions:
     network: bool = False
     plan: bool = False
     overrides: dict[str, Any] = field(default_factory=dict[str, Any])
+    name: str | None = None
+    """`--name`: the name given to the session opened first."""
+    pick: bool = False
+    """`--resume` without an id: open on the session picker."""
 
 
 @dataclass(slots=True)
@@ -106,3 +110,15 @@ def open_agent(
     session.open()  # a taken id is reported while the TUI opens
     commands = session_commands(root, session.context, warn=host.note or (lambda _l: None))
     return Opened(agent, session.writer, store, commands)
+
+
+def load_embedded(opened: Opened) -> None:
+    """Load `opened`'s embedded model now, if it runs one (llama.cpp points the process's
+    stderr, Textual's output, at /dev/null while it loads: done before the app runs)."""
+    provider = opened.agent.provider
+    if provider.name == "local":
+        from tether.providers.local.models import load_model
+        from tether.providers.local.provider import LocalProvider
+
+        if isinstance(provider, LocalProvider):
+            load_model(provider.model_path, provider.n_ctx)
