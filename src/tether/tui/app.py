@@ -39,7 +39,9 @@ from tether.messages import ContentBlock, ImageBlock
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
+from tether.tui.appearance import apply_saved_theme, theme_command
 from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
+from tether.tui.clipboard import copy_command
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer
 from tether.tui.feed import Feed
@@ -205,6 +207,7 @@ class TetherApp(App[int]):
             self.opened = None
             return
         agent = self.opened.agent
+        apply_saved_theme(self, agent.config.tui.theme, self.note)
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
@@ -366,6 +369,14 @@ class TetherApp(App[int]):
         return self.completer.complete(text, [n for n, _h, _d in self.command_table()])
 
     # -- commands ----------------------------------------------------------------------------
+
+    def copy_answer(self) -> None:
+        """`/copy`: the last answer to the clipboard (`tether.tui.clipboard`)."""
+        copy_command(self, self.agent.history, os.environ)
+
+    def pick_theme(self, arg: str) -> None:
+        """`/theme [name]` (`tether.tui.appearance`)."""
+        theme_command(self, arg, self.note)
 
     async def run_command(self, name: str, arg: str) -> None:
         """Run `/name arg` (`tether.tui.handlers`)."""

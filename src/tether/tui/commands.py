@@ -31,6 +31,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/settings", "the effective settings; change this session's (F2)"),
     ("/usage", "this session's tokens and cost"),
     ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
+    ("/copy", "copy the last answer to the clipboard (OSC 52: also over ssh and in tmux)"),
+    ("/theme", "[name]  the colours: one of Textual's themes (a picker without one), saved"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )

@@ -33,6 +33,9 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
         lines = [f"{c:<10} {h}" for c, h in COMMANDS] + [""] + [f"{k:<22} {a}" for k, a in KEYS]
         app.note("\n".join(lines))
         return
+    if name == "theme":
+        app.pick_theme(arg)
+        return
     if app.opened is None:
         app.note("no agent")
         return
@@ -98,6 +101,8 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
             run_user_command(app, app.opened.commands[name], arg)
         elif name == "export":
             _export(app, arg)
+        elif name == "copy":
+            app.copy_answer()
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:

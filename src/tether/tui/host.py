@@ -38,6 +38,14 @@ class AppHost(Protocol):
     worker: Worker[None] | None
     feed: Feed
 
+    def copy_answer(self) -> None:
+        """`/copy` (`tether.tui.clipboard`)."""
+        ...
+
+    def pick_theme(self, arg: str) -> None:
+        """`/theme [name]` (`tether.tui.appearance`)."""
+        ...
+
     @property
     def agent(self) -> Agent:
         """The open session's agent (only when `opened` is set)."""
