@@ -138,3 +138,17 @@ async def test_chat_resume_without_an_id_opens_on_the_picker(tmp_path: Path) -> 
 def test_the_filter_needs_every_word_and_ignores_case() -> None:
     c = Choice("id1", "login bug (id1)  2026-12-07 10:00  3 turns  Fix the LOGIN page")
     assert matches("LOGIN 12-07", c) and matches("", c) and not matches("login refund", c)
+
+
+async def test_a_resumed_session_opens_on_its_transcript_without_the_welcome(
+    tmp_path: Path,
+) -> None:
+    from tether.tui.welcome import Welcome
+
+    store = SessionStore(tmp_path / "sessions")
+    with store.create("old1", cwd=str(tmp_path)) as w:
+        w.append(text_turn("u1", "user", "earlier work"))
+    app, _ = scripted_app(tmp_path, [], store=store, resume="old1")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(app.query(UserRow)))
+        assert not app.query(Welcome)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.tui import SIZE, idle, notes, send
+from kit.tui import SIZE, idle, notes, send, until
 from tether import AgentConfig
 from tether.agent.agent import Agent
 from tether.agent.host import Host
@@ -137,3 +137,23 @@ async def test_memory_opens_the_files_in_the_editor_and_context_names_them(
         assert isinstance(app.screen, ContextScreen)
         sources = "\n".join(app.screen.sources)
         assert "instruction files: AGENTS.md (10 bytes)" in sources and "skills: pdf" in sources
+
+
+async def test_a_new_session_opens_on_the_welcome_panel_gone_at_the_first_message(
+    tmp_path: Path,
+) -> None:
+    from tether.tui.welcome import TIPS, Welcome
+
+    app, _, _ = app_with_commands(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(app.query(Welcome)))
+        text = str(app.query_one(Welcome).render())
+        assert f"folder    {tmp_path}" in text and "model     scripted/scripted" in text
+        assert "approval  auto" in text and "loaded    AGENTS.md" in text
+        assert "skills    pdf" in text and "git       not a git repository" in text
+        assert all(tip in text for tip in TIPS)
+        await send(pilot, "/help")  # a command keeps it
+        assert app.query(Welcome)
+        await send(pilot, "hello")
+        await idle(app, pilot)
+        assert not app.query(Welcome)

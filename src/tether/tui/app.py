@@ -56,6 +56,7 @@ from tether.tui.settings_screen import SettingsScreen
 from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
 from tether.tui.user_commands import CommandRun, CompletionList, command_table
+from tether.tui.welcome import Welcome
 from tether.tui.widgets import NoteRow, PromptInput, UserRow
 
 QUIT_WINDOW_S = 2.0
@@ -210,6 +211,8 @@ class TetherApp(App[int]):
         apply_saved_theme(self, agent.config.tui.theme, self.note)
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
+        if not agent.history:  # a new session opens on where you are and what was loaded
+            self.transcript.add(Welcome(agent))
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
         try:
             await self.opened.start()
@@ -284,6 +287,7 @@ class TetherApp(App[int]):
         for line in found.notes:
             self.note(line)
         await self.transcript.jump_end()
+        await self.query(Welcome).remove()  # the first message: the opening panel goes
         if self.busy:
             self.agent.steer(text)
             row = UserRow(text, queued=True)
