@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from kit.tui import SIZE, idle, notes, scripted_app, send, status, until
 from tether.messages import TextBlock, text_turn
 from tether.session import SessionStore
 from tether.session.names import NAME_EVENT
+from tether.tui.completion import Completer, path_matches
 from tether.tui.pickers import Choice, PickerScreen, matches, session_choices
 from tether.tui.user_commands import CompletionList
 from tether.tui.widgets import PromptInput, UserRow
@@ -152,3 +156,16 @@ async def test_a_resumed_session_opens_on_its_transcript_without_the_welcome(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: bool(app.query(UserRow)))
         assert not app.query(Welcome)
+
+
+@given(st.text(alphabet="abm_/.", min_size=1, max_size=6))
+def test_typing_key_by_key_lists_what_a_fresh_search_lists(query: str) -> None:
+    """The completer narrows the last query's matches as a key is typed: the same list as
+    matching the whole project again."""
+    paths = [f"{a}/{b}_{c}.py" for a in ("ab", "mb", "a_m") for b in ("ma", "bb", "m") for c in "ab"]
+    paths += ["ab/", "mb/", "a_m/"]
+    completer = Completer(lambda: Path("/nonexistent"))
+    completer._paths, completer._listed = paths, Path("/nonexistent")  # pyright: ignore[reportPrivateUsage]
+    for i in range(1, len(query) + 1):
+        lines = completer.lines("see @" + query[:i], [])
+        assert lines == [f"@{p}" for p in path_matches(query[:i], paths)]

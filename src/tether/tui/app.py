@@ -351,6 +351,7 @@ class TetherApp(App[int]):
                 prompt = "\n\n".join(left)
         finally:
             self.feed.end_blocks()
+            self.completer.forget()  # the run may have written files
             self.busy = False
             self.update_status()
             self.alert("the run ended")
