@@ -241,3 +241,33 @@ async def test_a_subagents_calls_are_tool_calls_of_the_session(tmp_path: Path) -
         if isinstance(u, schema.AgentMessageChunk) and isinstance(u.content, schema.TextContentBlock)
     )
     assert said == "The subagent wrote sub.txt."
+
+
+async def test_an_at_path_in_a_prompt_sends_the_file_and_a_refusal_is_said(tmp_path: Path) -> None:
+    """`@notes.txt` in an ACP prompt reaches the model as a block naming the file; `@../x`
+    (outside the project) is not sent, and the client is told why in the agent's message."""
+    from kit.acp import acp_project
+    from kit.faultserver import text
+
+    with acp_project(tmp_path, [text("read it")]) as project:
+        (project.work / "notes.txt").write_text("the notes\n")
+        (tmp_path / "outside.txt").write_text("zebra-secret\n")
+        client = ScriptedClient([])
+        async with acp.spawn_agent_process(
+            client, *project.argv(), env=project.env(), cwd=project.work
+        ) as (conn, _proc):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            sid = (await conn.new_session(cwd=str(project.work), mcp_servers=[])).session_id
+            prompt = [acp.text_block("see @notes.txt and @../outside.txt")]
+            done = await conn.prompt(session_id=sid, prompt=prompt)
+        assert done.stop_reason == "end_turn"
+        (req,) = project.server.requests
+    sent = json.dumps(req["body"]["messages"])
+    assert '<file path=\\"notes.txt\\">\\nthe notes\\n</file>' in sent
+    assert "zebra-secret" not in sent
+    said = "".join(
+        u.content.text
+        for u in client.updates
+        if isinstance(u, schema.AgentMessageChunk) and isinstance(u.content, schema.TextContentBlock)
+    )
+    assert "(note: @../outside.txt: outside the project, not attached" in said

@@ -211,3 +211,58 @@ def test_output_format_is_a_setting_and_the_flag_wins(tmp_path: Path) -> None:
     assert by_setting.stdout == "from the setting\n"
     (out,) = jsonl(by_flag.stdout)
     assert out["answer"] == "from the flag"
+
+
+def test_a_mentioned_text_file_is_inlined_and_a_binary_one_is_refused_with_a_note(
+    tmp_path: Path,
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "app.py").write_text("print('hi')\n")
+    (work / "blob.bin").write_bytes(b"\x00\x01\x02")
+    with FaultServer([text("ok")]) as server:
+        proc = run(server, home, work, "explain @src/app.py, @src and @blob.bin")
+        (req,) = server.requests
+    assert proc.returncode == 0, proc.stderr
+    user = next(m for m in req["body"]["messages"] if m["role"] == "user")
+    content = user["content"]  # Chat Completions joins the text blocks
+    assert content == (
+        "explain @src/app.py, @src and @blob.bin\n\n"
+        "<file path=\"src/app.py\">\nprint('hi')\n</file>\n\n"
+        '<folder path="src">\napp.py\n</folder>'
+    )
+    assert "tether: note: @blob.bin: a binary file (3 bytes), not attached" in proc.stderr
+
+
+def test_run_name_then_resume_by_name_and_sessions_list_shows_it(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    with FaultServer([text("first"), text("second")]) as server:
+        named = run(server, home, work, "--name", "login bug", "hi")
+        base = ["run", "--model", "openai/m", "--base-url", server.openai_url]
+        resumed = run_cli([*base, "--resume", "login bug", "again"], home, cwd=work)
+        assert len(server.requests) == 2
+    assert named.returncode == 0 and resumed.returncode == 0, resumed.stderr
+    loaded = SessionStore(home / "sessions").load("s1")
+    assert [t.text for t in loaded.turns] == ["hi", "first", "again", "second"]
+    listed = run_cli(["sessions", "list"], home, cwd=work)
+    (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
+    assert row["id"] == "s1" and row["name"] == "login bug"
+    bad = run_cli(["run", "--name", "", "--no-session", "x"], home, cwd=work)
+    assert bad.returncode == 1 and bad.stderr.strip().startswith("tether: ")
+
+
+def test_chat_resume_without_an_id_is_the_picker_and_bad_names_are_one_line(
+    tmp_path: Path,
+) -> None:
+    from tether.cli.main import bare_resume
+
+    assert bare_resume(["chat", "--resume"]) == ["chat", "--resume="]
+    assert bare_resume(["chat", "--resume", "--safe"]) == ["chat", "--resume=", "--safe"]
+    assert bare_resume(["chat", "--resume", "work"]) == ["chat", "--resume", "work"]
+    assert bare_resume(["run", "--resume"]) == ["run", "--resume"]  # run needs an id
+    home = tmp_path / "home"
+    missing = run_cli(["chat", "--resume", "no such name"], home, cwd=tmp_path)
+    empty = run_cli(["chat", "--name", " "], home, cwd=tmp_path)
+    assert missing.returncode == 1 and missing.stderr.startswith("tether: no session no such name")
+    assert empty.returncode == 1 and empty.stderr.strip() == "tether: a session name cannot be empty"

@@ -27,7 +27,8 @@ from tether.tools.builtin.question import question
 from tether.tools.builtin.toolset import builtin_tools
 from tether.tui.app import TetherApp
 from tether.tui.opening import Opened
-from tether.tui.widgets import NoteRow, PromptInput, StatusBar
+from tether.tui.status import StatusBar
+from tether.tui.widgets import NoteRow, PromptInput
 
 SIZE = (100, 30)
 

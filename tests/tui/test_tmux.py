@@ -1,9 +1,11 @@
 """The TUI in a real terminal: `tether chat --model local` under tmux (send-keys /
 capture-pane) with the embedded model (SmolLM2): a prompt, the answer and a tool row, `/compact`,
-`/quit`; the session file is valid afterwards. Asserts the mechanics, not the tiny model's wit."""
+`/quit`; the session file is valid afterwards. Asserts the mechanics, not the tiny model's wit.
+And `@path`, `/copy` and the `/model` picker against the loopback fault server."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -102,3 +104,58 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
     calls = [c for t in loaded.turns for c in t.tool_calls]
     assert calls and calls[0].name == "read"
     assert any(t.role == "assistant" and t.text for t in loaded.turns)
+
+
+def test_at_path_the_model_picker_and_copy_in_tmux(tmp_path: Path) -> None:
+    """`tether chat` in tmux against the loopback fault server: typing `@no` lists
+    `@notes.txt` and Tab takes it; the file reaches the server; `/copy` sends OSC 52, which
+    tmux (`set-clipboard on`) turns into its paste buffer; `/model` opens the picker, typing
+    filters it, Enter switches."""
+    from kit.faultserver import FaultServer, text
+
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    (work / "notes.txt").write_text("Buy milk.\n")
+    name = f"tether-tui-copy-{os.getpid()}"
+    drop = ("COLUMNS", "LINES")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
+    env.update(TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-tmux-test")
+    with FaultServer([text("It says to buy milk.")]) as server:
+        command = (
+            f"{sys.executable} -m tether.cli chat --model openai/m --base-url {server.openai_url}"
+            f" --cwd {work} --approval auto"
+        )
+        subprocess.run(
+            ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+            env=env,
+            check=True,
+        )
+        try:
+            tmux("set-option", "-g", "set-clipboard", "on")
+            wait_for(name, ("openai/m", "folder"), 60)  # the footer and the opening panel
+            tmux("send-keys", "-t", name, "-l", "what is in @no")
+            wait_for(name, "@notes.txt", 30)  # the completion list
+            tmux("send-keys", "-t", name, "Tab")
+            wait_for(name, "what is in @notes.txt", 30)
+            tmux("send-keys", "-t", name, "Enter")
+            wait_for(name, ("It says to buy milk.", "[file notes.txt 1 KB]"), 60)
+            tmux("send-keys", "-t", name, "-l", "/copy")
+            tmux("send-keys", "-t", name, "Enter")
+            wait_for(name, "copied the last answer", 30)
+            wait_until(
+                lambda: tmux("show-buffer").strip() == "It says to buy milk.",
+                timeout_s=10, every_s=0.2, what="tmux's buffer holds the answer",
+            )  # fmt: skip
+            tmux("send-keys", "-t", name, "-l", "/model")
+            tmux("send-keys", "-t", name, "Enter")
+            wait_for(name, "model (now openai/m)", 30)
+            tmux("send-keys", "-t", name, "-l", "llama3.2")
+            tmux("send-keys", "-t", name, "Enter")
+            wait_for(name, "ollama/llama3.2", 30)
+            tmux("send-keys", "-t", name, "-l", "/quit")
+            tmux("send-keys", "-t", name, "Enter")
+            wait_until(lambda: not has_session(name), timeout_s=30, what="the TUI quit")
+        finally:
+            subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        (request,) = server.requests
+    assert '<file path=\\"notes.txt\\">\\nBuy milk.\\n</file>' in json.dumps(request["body"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.tui import SIZE, idle, notes, send
+from kit.tui import SIZE, idle, notes, send, until
 from tether import AgentConfig
 from tether.agent.agent import Agent
 from tether.agent.host import Host
@@ -21,7 +21,12 @@ from tether.tools.builtin.toolset import builtin_tools
 from tether.tui.app import TetherApp
 from tether.tui.opening import Opened
 from tether.tui.panels import ContextScreen
-from tether.tui.user_commands import INIT_PROMPT, CompletionList, completion_lines
+from tether.tui.user_commands import (
+    INIT_PROMPT,
+    MAX_COMPLETIONS,
+    CompletionList,
+    completion_lines,
+)
 from tether.tui.widgets import PromptInput
 
 
@@ -86,7 +91,8 @@ async def test_typing_a_slash_lists_commands_with_hints_and_descriptions(tmp_pat
         prompt.text = "/"
         await pilot.pause()
         shown = str(app.query_one(CompletionList).render())
-        assert "/compact [focus]" in shown and "… 13 more" in shown
+        more = len(app.command_table()) - MAX_COMPLETIONS  # the built-in ones and the session's
+        assert "/compact [focus]" in shown and f"… {more} more" in shown
         prompt.text = "/greet Ada"  # past the name: arguments, no list
         await pilot.pause()
         assert not app.query_one(CompletionList).display
@@ -131,3 +137,23 @@ async def test_memory_opens_the_files_in_the_editor_and_context_names_them(
         assert isinstance(app.screen, ContextScreen)
         sources = "\n".join(app.screen.sources)
         assert "instruction files: AGENTS.md (10 bytes)" in sources and "skills: pdf" in sources
+
+
+async def test_a_new_session_opens_on_the_welcome_panel_gone_at_the_first_message(
+    tmp_path: Path,
+) -> None:
+    from tether.tui.welcome import TIPS, Welcome
+
+    app, _, _ = app_with_commands(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(app.query(Welcome)))
+        text = str(app.query_one(Welcome).render())
+        assert f"folder    {tmp_path}" in text and "model     scripted/scripted" in text
+        assert "approval  auto" in text and "loaded    AGENTS.md" in text
+        assert "skills    pdf" in text and "git       not a git repository" in text
+        assert all(tip in text for tip in TIPS)
+        await send(pilot, "/help")  # a command keeps it
+        assert app.query(Welcome)
+        await send(pilot, "hello")
+        await idle(app, pilot)
+        assert not app.query(Welcome)

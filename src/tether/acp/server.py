@@ -67,6 +67,7 @@ from tether.agent.events import (
     WarningEvent,
 )
 from tether.agent.host import Host
+from tether.agent.mentions import mention_content, resolve_mentions
 from tether.agent.sessions import AgentSession
 from tether.errors import AuthError, ConfigError, RunError, SessionError
 from tether.session import SessionStore
@@ -465,8 +466,13 @@ class TetherAcp:
         if isinstance(content, str):
             try:
                 content = command_prompt(s.agent, content)
+                found = resolve_mentions(content, s.agent.root)  # `@path` inlined
             except ConfigError as exc:
                 raise acp.RequestError.invalid_params({"details": str(exc)}) from None
+            for line in found.notes:  # refused or cut: the user reads it in the editor
+                text = TextContentBlock(type="text", text=f"(note: {line})\n")
+                s.updates.put_nowait(AgentMessageChunk(session_update="agent_message_chunk", content=text))
+            content = mention_content(content, found)
         run = s.run = asyncio.create_task(s.agent.run(content))
         try:
             await asyncio.wait({run})

@@ -1,9 +1,9 @@
 """Images a user attaches to a prompt: read from a file or the clipboard, mentioned as
-`@shot.png` in the text, and refused up front for a model known to read text only.
+`@shot.png` in the text (`tether.agent.mentions`), and refused up front for a model known to
+read text only.
 
 Owns: `read_image` / `image_from_bytes` (bytes checked with Pillow, a format no provider takes
-converted to PNG once), `mentioned_images` (the `@path` words of a prompt that name image
-files), `prompt_content` (a prompt's text and images as content blocks), and
+converted to PNG once), `prompt_content` (a prompt's text and images as content blocks), and
 `image_refusal` (the one check every host makes before anything is sent).
 Does not own: fitting an image to a provider's limits (`tether.providers.images`, at request
 time), storing its bytes (`tether.session.images`), the hosts' flags and keys (`--image`, the
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import io
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,13 +21,12 @@ from tether.errors import ConfigError
 from tether.messages import ContentBlock, ImageBlock, TextBlock
 from tether.providers.base import Provider
 from tether.providers.catalog import info_of
-from tether.providers.images import ATTACHABLE_TYPES, image_facts
+from tether.providers.images import image_facts
 
 __all__ = [
     "MAX_ATTACH_BYTES",
     "image_from_bytes",
     "image_refusal",
-    "mentioned_images",
     "prompt_content",
     "read_image",
 ]
@@ -38,8 +36,6 @@ MAX_ATTACH_BYTES = 50 * 1024 * 1024
 (`tether.providers.images.IMAGE_LIMITS`: larger images are scaled down then)."""
 
 _SENT_AS_IS = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-_MENTION = re.compile(r"(?<![\w@])@(\S+)")
-_TRAILING = ",;:!?)]}'\""
 
 
 def image_from_bytes(data: bytes, *, name: str = "image") -> ImageBlock:
@@ -87,19 +83,6 @@ def read_image(path: Path | str, *, root: Path | None = None) -> ImageBlock:
     except OSError as exc:
         raise ConfigError(f"{shown}: {exc.strerror or exc}") from None
     return image_from_bytes(data, name=shown)
-
-
-def mentioned_images(text: str) -> list[str]:
-    """The `@path` words of `text` that name image files by their suffix (`@shot.png`,
-    `@docs/ui.jpeg`, `@~/Desktop/x.webp`), in order, each once; trailing punctuation is not
-    part of the path. Other `@` words (`@alice`, `@file.py`, an e-mail address) are left
-    alone."""
-    out: list[str] = []
-    for match in _MENTION.finditer(text):
-        word = match.group(1).rstrip(_TRAILING).rstrip(".")
-        if Path(word).suffix.lower() in ATTACHABLE_TYPES and word not in out:
-            out.append(word)
-    return out
 
 
 def prompt_content(text: str, images: Sequence[ImageBlock]) -> str | list[ContentBlock]:

@@ -24,7 +24,7 @@ from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
 from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
-from tether.errors import ConfigError, SessionError
+from tether.errors import ConfigError
 
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
 # runs: `tether --help` and `tether sessions list` stay light (start-up time, bench/startup.py).
@@ -96,7 +96,15 @@ def _default(ctx: typer.Context) -> None:
 def chat(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
-    resume: Annotated[str | None, typer.Option(help="Open this session and continue it.")] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="Open this session (id or name) and continue it; without one: a picker."
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Name the session (--resume NAME finds it again).")
+    ] = None,
     continue_last: Annotated[
         bool,
         typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
@@ -125,6 +133,7 @@ def chat(
             model=model,
             base_url=base_url,
             resume=resume,
+            name=name,
             continue_last=continue_last,
             cwd=cwd,
             no_session=no_session,
@@ -182,18 +191,11 @@ def _chat(**flags: Any) -> int:
             err(f"no session to continue in {cwd}")
             return EXIT_USAGE
         flags["resume"] = last
-    resume = flags.get("resume")
-    if resume:  # before the screen opens: one line, as `tether run --resume` says it
-        from tether.session import SessionStore
-
-        try:
-            found = SessionStore().exists(resume)
-        except SessionError as exc:  # an invalid id
-            err(str(exc))
-            return EXIT_USAGE
-        if not found:
-            err(f"no session {resume} in {SessionStore().root}")
-            return EXIT_USAGE
+    try:
+        flags.update(_chat_session(flags, cwd))
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # a full-screen UI on a pipe wrote escape codes into it and waited for keys forever
         err("the interactive session needs a terminal; for a headless run use `tether run`")
@@ -218,6 +220,33 @@ def _chat(**flags: Any) -> int:
         err(close(tree))
 
 
+def _chat_session(flags: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    """`--resume` as an id (a name: the newest session so named, this folder's first; empty:
+    the picker) and `--name`, checked before the screen opens: one line, as `tether run`
+    says it.
+
+    Raises:
+        ConfigError: no such session, an unusable name, `--name` with `--no-session`.
+    """
+    from tether.session import SessionStore
+    from tether.session.names import check_name
+
+    out: dict[str, Any] = {}
+    if flags.get("name") is not None:
+        if flags.get("no_session"):
+            raise ConfigError("--name names a stored session: it cannot go with --no-session")
+        out["name"] = check_name(flags["name"])
+    resume = flags.get("resume")
+    if resume == "":
+        out.update(resume=None, pick=True)
+    elif resume:
+        found = SessionStore().find(resume, cwd)
+        if found is None:
+            raise ConfigError(f"no session {resume} in {SessionStore().root}")
+        out["resume"] = found
+    return out
+
+
 @app.command()
 def run(
     prompt: Annotated[
@@ -230,7 +259,7 @@ def run(
     ] = None,
     session: Annotated[str | None, typer.Option(help="Persist under this new session id.")] = None,
     resume: Annotated[
-        str | None, typer.Option(help="Replay this session, then continue it.")
+        str | None, typer.Option(help="Replay this session (id or name), then continue it.")
     ] = None,
     system: Annotated[
         str | None, typer.Option(help="Replace tether's default system prompt with this text.")
@@ -298,6 +327,9 @@ def run(
     effort: EffortOption = None,
     add_dir: AddDirOption = None,
     worktree: WorktreeOption = None,
+    name: Annotated[
+        str | None, typer.Option(help="Name the session (--resume NAME finds it again).")
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -331,6 +363,7 @@ def run(
                 effort=effort,
                 add_dirs=tuple(add_dir or ()),
                 worktree=worktree,
+                name=name,
             )
         )
     )
@@ -497,10 +530,22 @@ def usage_line(message: str, command_path: str) -> str:
     return f"{sub + ': ' if sub else ''}{first} (see `{command_path} --help`)"
 
 
+def bare_resume(argv: list[str]) -> list[str]:
+    """`tether chat --resume` without an id (last, or before another option) as `--resume=`:
+    the session picker (typer has no option with an optional value)."""
+    words = [a for a in argv if not a.startswith("-")]
+    if not words or words[0] != "chat":
+        return argv
+    return [
+        "--resume=" if a == "--resume" and (i + 1 == len(argv) or argv[i + 1].startswith("-")) else a
+        for i, a in enumerate(argv)
+    ]
+
+
 def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
-        code = app(standalone_mode=False)
+        code = app(args=bare_resume(sys.argv[1:]), standalone_mode=False)
     except (typer.Abort, KeyboardInterrupt):  # before a run's own handlers; typer's Abort
         # is what its prompts raise on Ctrl-C / Ctrl-D (typer >= 0.26 vendors its own click,
         # whose Abort is not `click.exceptions.Abort`)

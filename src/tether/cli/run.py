@@ -50,7 +50,7 @@ from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
 
 if TYPE_CHECKING:
-    pass
+    from tether.agent.mentions import Mentions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +81,7 @@ class RunOptions:
     effort: str | None = None
     add_dirs: tuple[str, ...] = ()
     worktree: str | None = None
+    name: str | None = None
 
 
 EXIT_TIMEOUT = 124
@@ -141,6 +142,11 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
             err(f"no session to continue in {opts.cwd.resolve()}")
             return EXIT_USAGE
         opts = replace(opts, resume=last, continue_last=False)
+    try:
+        opts = _named(opts)
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
     if opts.print_system:
         return print_system(opts)
     if opts.session_id and opts.resume:
@@ -183,11 +189,14 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         err("--image needs the prompt as an argument")
         return EXIT_USAGE
     try:
-        images = attached_images(prompt, opts.images, root)
+        attachments = prompt_attachments(prompt, opts.images, root)
     except ConfigError as exc:
         sink.error = f"usage: {exc}"
         err(str(exc))
         return EXIT_USAGE
+    for line in attachments.notes:
+        err(f"note: {line}")
+    images = attachments.images
     try:
         agent, writer, prompt = _build(opts, root, stdin, new_id, prompt, sink, images)
     except AuthError as exc:
@@ -207,9 +216,9 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     try:
         for turn in stdin.messages:
             agent.append(turn)
-        from tether.agent.attachments import prompt_content
+        from tether.agent.mentions import mention_content
 
-        content = prompt_content(prompt, images) if prompt is not None else None
+        content = mention_content(prompt, attachments) if prompt is not None else None
         return asyncio.run(_drive(agent, content))
     except asyncio.CancelledError:  # a signal landed as the run was returning
         err("cancelled")
@@ -246,6 +255,25 @@ def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) 
     why = input_overflow(prompt, window_tokens, messages=stdin.messages, system=stdin.system)
     if why is not None:
         raise MalformedInputError(why)
+
+
+def _named(opts: RunOptions) -> RunOptions:
+    """`--resume NAME` made the id of the newest session so named (this folder's first), and
+    `--name` checked (`tether.session.names`).
+
+    Raises:
+        ConfigError: an unusable name, or `--name` with `--no-session`.
+    """
+    from tether.session.names import check_name
+
+    if opts.name is not None:
+        if opts.no_session:
+            raise ConfigError("--name names a stored session: it cannot go with --no-session")
+        opts = replace(opts, name=check_name(opts.name))
+    if opts.resume:
+        found = SessionStore().find(opts.resume, opts.cwd.resolve())
+        opts = replace(opts, resume=found or opts.resume)
+    return opts
 
 
 def latest_session(root: Path) -> str | None:
@@ -292,17 +320,20 @@ def print_system(opts: RunOptions) -> int:
     return EXIT_OK
 
 
-def attached_images(prompt: str | None, files: Sequence[Path], root: Path) -> list[ImageBlock]:
-    """The images of `--image FILE` (in order), then those a prompt mentions as `@shot.png`
-    (`tether.agent.attachments`), paths relative to `root`.
+def prompt_attachments(prompt: str | None, files: Sequence[Path], root: Path) -> Mentions:
+    """What goes with the prompt: the images of `--image FILE` (in order), then what it names
+    as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached),
+    paths relative to `root`.
 
     Raises:
-        ConfigError: a file is missing or not an image (one line naming it).
+        ConfigError: an image is missing or not an image (one line naming it).
     """
-    from tether.agent.attachments import mentioned_images, read_image
+    from tether.agent.attachments import read_image
+    from tether.agent.mentions import Mentions, resolve_mentions
 
-    names: list[Path | str] = [*files, *(mentioned_images(prompt) if prompt else ())]
-    return [read_image(name, root=root) for name in names]
+    found = resolve_mentions(prompt, root) if prompt else Mentions()
+    found.images[:0] = [read_image(name, root=root) for name in files]
+    return found
 
 
 def _overrides(opts: RunOptions) -> dict[str, Any]:
@@ -391,6 +422,10 @@ def _build(
     if refusal is not None:
         raise ConfigError(refusal)
     session.open()  # last: a taken id is reported before anything runs
+    if opts.name and session.writer is not None:
+        from tether.session.names import NAME_EVENT
+
+        session.writer.append_event(NAME_EVENT, {"name": opts.name})
     return agent, session.writer, prompt
 
 

@@ -41,8 +41,8 @@ sessions_app.command("rewind")(sessions_rewind)
 
 @sessions_app.command("list")
 def sessions_list() -> None:
-    """List stored sessions, newest first: id, turns, created, first prompt; a subagent's
-    session names its caller's session (`caller`)."""
+    """List stored sessions, newest first: id, turns, created, first prompt, name (`--name`,
+    `/rename`); a subagent's session names its caller's session (`caller`)."""
     from tether.session import SessionStore
 
     for info in SessionStore().list():
@@ -57,6 +57,7 @@ def sessions_list() -> None:
             "error": info.error,
             "skipped_lines": info.skipped_lines,
             "caller": info.caller,
+            "name": info.name,
         }
         print(json.dumps(row))
 

@@ -6,11 +6,11 @@ and replacing it atomically.
 Does not own: what a row says (`tether.session.loader.summarize`), which files are sessions
 (`tether.session.store`).
 
-Format (JSON, version 2):
+Format (JSON, version 3):
     {"version": 2, "rows": {"<session id>": {"size": int, "mtime_ns": int,
         "created_ms": int, "cwd": str, "turn_count": int, "preview": str,
         "parent": [str, str] | null, "error": str | null, "skipped_lines": int,
-        "caller": str | null}}}
+        "caller": str | null, "name": str | null}}}
 An index of another version is ignored (rebuilt).
 A row is used only while its file's size and mtime (ns) are the ones it was computed at; any
 other row is recomputed from the file (the index is rebuilt when stale). The index is a cache:
@@ -30,7 +30,7 @@ from tether.session.model import SessionInfo
 
 INDEX_NAME = ".list-index.json"
 """The index file's name inside the sessions root (not a session: no `.jsonl` suffix)."""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 
 Stamp = tuple[int, int]
 """(size in bytes, mtime in ns) of a session file."""
@@ -70,7 +70,7 @@ def info_from_row(
     """The listing row an index row describes, or None when the row is malformed."""
     created, cwd, turns = row.get("created_ms"), row.get("cwd"), row.get("turn_count")
     preview, parent, error = row.get("preview"), row.get("parent"), row.get("error")
-    skipped, caller = row.get("skipped_lines"), row.get("caller")
+    skipped, caller, name = row.get("skipped_lines"), row.get("caller"), row.get("name")
     if not (
         isinstance(created, int)
         and isinstance(cwd, str)
@@ -79,6 +79,7 @@ def info_from_row(
         and isinstance(skipped, int)
         and (error is None or isinstance(error, str))
         and (caller is None or isinstance(caller, str))
+        and (name is None or isinstance(name, str))
     ):
         return None
     pair: tuple[str, str] | None = None
@@ -90,7 +91,7 @@ def info_from_row(
     return SessionInfo(
         id=sid, path=path, created_ms=created, modified_ms=modified_ms, cwd=cwd,
         turn_count=turns, preview=preview, parent=pair, error=error, skipped_lines=skipped,
-        caller=caller,
+        caller=caller, name=name,
     )  # fmt: skip
 
 
@@ -107,6 +108,7 @@ def row_of(info: SessionInfo, stamp: Stamp) -> dict[str, Any]:
         "error": info.error,
         "skipped_lines": info.skipped_lines,
         "caller": info.caller,
+        "name": info.name,
     }
 
 

@@ -23,6 +23,7 @@ from tether.session.model import (
     SessionInfo,
     SkippedLine,
 )
+from tether.session.names import name_of
 from tether.session.reader import RawEntry, excerpt, scan_bytes
 
 if TYPE_CHECKING:  # imported on use: `tether sessions list` needs no pydantic
@@ -212,6 +213,7 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
             elif item.type == "turn":
                 skipped += 1
     preview = _SPACE.sub(" ", _first_user_text(data)).strip()[:80]
+    name = name_of(i for i in scan.items if not isinstance(i, SkippedLine))
     return SessionInfo(
         id=sid,
         path=path,
@@ -223,4 +225,6 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
         parent=header.parent,
         skipped_lines=skipped,
         caller=header.caller_session,
+        name=name,
     )
+

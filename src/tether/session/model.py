@@ -200,6 +200,7 @@ class SessionInfo:
         skipped_lines: lines of this file a load skips (damaged header line included).
         caller: for a subagent's session, the id of the session whose `task` call ran it
             (its header's `caller_session`), else None.
+        name: the session's name (its last `name` event: `--name`, `/rename`), else None.
     """
 
     id: str
@@ -213,3 +214,4 @@ class SessionInfo:
     error: str | None = None
     skipped_lines: int = 0
     caller: str | None = None
+    name: str | None = None

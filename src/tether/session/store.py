@@ -164,6 +164,19 @@ class SessionStore:
         """True when the session file exists. Raises SessionError on an invalid id."""
         return self.path(session_id).is_file()
 
+    def find(self, ref: str, cwd: Path | None = None) -> str | None:
+        """The session `ref` names: its id when a session has that id, else the newest
+        session named `ref` (one started in `cwd` first; `tether.session.names`), else None."""
+        from tether.session.names import named
+
+        try:
+            if self.exists(ref):
+                return ref
+        except SessionError:  # not an id: maybe a name
+            pass
+        found = named(self.list(), ref, cwd)
+        return found[0].id if found else None
+
     # ---- writing -------------------------------------------------------------------------
 
     def create(

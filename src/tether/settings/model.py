@@ -393,9 +393,12 @@ class TuiSettings(_Section):
         notify: how the TUI tells an unfocused terminal that a run ended or waits for an
             approval or an answer: `auto` (OSC 777 on terminals known to show it, else OSC 9
             where known, else the bell), `osc9`, `osc777`, `bell`, or `off`.
+        theme: the TUI's colour theme, one of Textual's (`/theme` lists them; `ansi-dark`
+            and `ansi-light` take the terminal's own colours); None: Textual's default.
     """
 
     notify: NotifyMode = "auto"
+    theme: str | None = None
 
 
 class TracingSettings(_Section):

@@ -13,13 +13,24 @@ from tether.tui.opening import ChatOptions
 def run_tui(options: ChatOptions) -> int:
     """Run the interactive session until the user quits; returns the exit code (0)."""
     from tether.agent.host import Host
+    from tether.session import SessionStore
+    from tether.session.names import NAME_EVENT
     from tether.tui.app import TetherApp
     from tether.tui.opening import Opened, open_agent
+    from tether.tui.pickers import Choice, session_choices
+
+    names = [options.name] if options.name else []
 
     def factory(host: Host, resume: str | None) -> Opened:
-        return open_agent(options, host, resume)
+        opened = open_agent(options, host, resume)
+        if names and opened.writer is not None:  # `--name`: the first session opened
+            opened.writer.append_event(NAME_EVENT, {"name": names.pop()})
+        return opened
 
-    app = TetherApp(factory, resume=options.resume)
+    def pick() -> list[Choice]:
+        return session_choices(SessionStore().list(), options.cwd.resolve())
+
+    app = TetherApp(factory, resume=options.resume, pick=pick if options.pick else None)
     app.preopen()  # before Textual owns the terminal: model loading may print or redirect fds
     code = app.run()
     return code if isinstance(code, int) else 0

@@ -1,21 +1,18 @@
 """The interactive session: `tether` / `tether chat` (a Textual app).
 
-Owns: the screen (transcript, prompt editor, footer), turning agent events into transcript rows,
-running the agent as a worker (Esc cancels it: the loop persists the partial turn), steering
-(a prompt sent while the agent works is queued with `Agent.steer` and shown as queued until
-the next turn boundary takes it), the slash commands (`tether.tui.commands`), the approval
-prompt (an `Approver`; its "always allow" rules written to the user settings) and the question
-overlay (a `QuestionBridge`), the safety net's keys and panels (`tether.tui.safety`: Esc Esc
-rewinds, Shift+Tab cycles the modes, the plan approval after a plan mode run, the todo panel), Ctrl+K (cancel the
-running tool call), Ctrl+C twice (quit), Ctrl+Home / Ctrl+End / PageUp / PageDown (move in the
-transcript), a typed prompt too large for the window (refused, kept in the editor), images
-attached to a prompt (Ctrl+V, a pasted image path, `@shot.png`: `tether.tui.attach`; shown as
-chips, refused up front for a model that reads text only), desktop notifications when a run
-ends or waits for you while the terminal is unfocused (`tether.tui.notify`).
+Owns: the screen's layout (transcript, todo panel, completions, prompt editor, footer), opening
+a session, running the agent as a worker (Esc cancels it: the loop persists the partial turn),
+steering (a prompt sent while the agent works is queued with `Agent.steer` and shown as queued
+until the next turn boundary takes it), sending a prompt (a `/command`, or text too large for
+the window: refused and kept in the editor), and the key table, each key handed to the part
+that owns it.
 Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
-the transcript and its windowing (`tether.tui.transcript`), events → rows (`tether.tui.feed`),
-running the commands (`tether.tui.handlers`), the overlays (`tether.tui.screens`,
-`tether.tui.viewer`).
+the footer (`tether.tui.status`), the transcript and its windowing (`tether.tui.transcript`),
+events → rows (`tether.tui.feed`), running the commands (`tether.tui.handlers`), the approval
+prompt and the question overlay (`tether.tui.screens`), the safety net's keys and panels
+(`tether.tui.safety`: Esc Esc rewinds, Shift+Tab cycles the modes, the plan approval, the todo
+panel), images (`tether.tui.attach`: Ctrl+V, a pasted image path, `@shot.png`), desktop
+notifications (`tether.tui.notify`), the overlays' viewer (`tether.tui.viewer`).
 """
 
 from __future__ import annotations
@@ -32,38 +29,35 @@ from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.agent.attachments import image_refusal, prompt_content
+from tether.agent.attachments import image_refusal
 from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
-from tether.compaction.pressure import effective_window, estimate_tokens
-from tether.errors import ConfigError, RunError, TetherError
+from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
+from tether.errors import ConfigError, RunError
 from tether.messages import ContentBlock, ImageBlock
-from tether.permissions.store import add_allow_rules
-from tether.providers.pricing import turns_usage_line
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
-from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image, prompt_images
-from tether.tui.commands import COMMANDS, complete_prompt, gauge_text, parse_command, project_files
+from tether.tui.appearance import apply_saved_theme, theme_command
+from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
+from tether.tui.clipboard import copy_command
+from tether.tui.commands import COMMANDS, parse_command
+from tether.tui.completion import Completer
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
-from tether.tui.notify import notification, notify_mode
-from tether.tui.opening import Factory, Opened
+from tether.tui.notify import alert_text
+from tether.tui.opening import Factory, Opened, load_embedded
+from tether.tui.pickers import Choice, PickerScreen
 from tether.tui.rows import history_rows, stored_subagents
-from tether.tui.safety import (
-    PLAN_APPROVED,
-    PlanScreen,
-    RewindScreen,
-    TodoPanel,
-    do_rewind,
-    next_mode,
-)
-from tether.tui.screens import ApprovalScreen, QuestionScreen
+from tether.tui.safety import PlanScreen, TodoPanel, cycle_mode, open_rewind, plan_done
+from tether.tui.screens import ask_approval, ask_questions
 from tether.tui.settings_screen import SettingsScreen
+from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
-from tether.tui.user_commands import CommandRun, CompletionList, command_table, completion_lines
-from tether.tui.widgets import NoteRow, PromptInput, StatusBar, UserRow
+from tether.tui.user_commands import CommandRun, CompletionList, command_table
+from tether.tui.welcome import Welcome
+from tether.tui.widgets import NoteRow, PromptInput, UserRow
 
 QUIT_WINDOW_S = 2.0
 """Two Ctrl+C presses within this many seconds quit."""
@@ -76,7 +70,8 @@ class _Bridge:
         self.app = app
 
     async def ask(self, questions: Sequence[QuestionSpec]) -> Sequence[Answer]:
-        return await self.app.ask_questions(tuple(questions))
+        self.app.alert("a question is waiting for you")
+        return await ask_questions(self.app, questions)
 
 
 class TetherApp(App[int]):
@@ -86,6 +81,8 @@ class TetherApp(App[int]):
         factory: builds the agent for the app's host callbacks (`tether.tui.opening.open_agent` bound
             to the CLI's options; tests pass one over a `ScriptedProvider`).
         resume: a session id to resume at start, or None for a new session.
+        pick: the sessions to offer at start (`tether chat --resume` without an id): the app
+            opens on a picker of them (none picked: a new session), or None.
         clock: seconds, for the Ctrl+C window.
     """
 
@@ -110,10 +107,12 @@ class TetherApp(App[int]):
         *,
         resume: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pick: Callable[[], list[Choice]] | None = None,
     ) -> None:
         super().__init__()
         self.factory = factory
         self.resume = resume
+        self.pick = pick
         self.clock = clock
         self.opened: Opened | None = None
         self.worker: Worker[None] | None = None
@@ -128,10 +127,8 @@ class TetherApp(App[int]):
             turn_started=self._turn_started,
             turn_ended=self.update_status,
         )
-        self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
-        self._gauge_later = False
         self._last_ctrl_c: float | None = None
-        self._paths: list[str] | None = None
+        self.completer = Completer(lambda: None if self.opened is None else self.agent.root)
         self._preopened: Opened | None = None
         self._preopen_failed = False
         self._pending_notes: list[str] = []
@@ -165,27 +162,32 @@ class TetherApp(App[int]):
     async def on_mount(self) -> None:
         self.set_interval(0.05, self.feed.flush)
         self.query_one(PromptInput).focus()  # before the rows: a focus change restyles them all
+        choices = self.pick() if self.pick is not None else []
+        if choices:  # `--resume` without an id: the picker first
+            screen = PickerScreen("resume which session? (this folder's first)", choices)
+            self.push_screen(screen, callback=self._picked)
+            return
         await self.open_session(self.resume)
+
+    def _picked(self, key: str | None) -> None:
+        """The session picked at start (None: a new one)."""
+        self.run_worker(self.open_session(key))
 
     def preopen(self) -> None:
         """Build the agent now, before the app runs, and start an embedded model's child
         process (its progress lines go to stderr before Textual owns the terminal). Errors
         are shown once the app is up."""
+        if self.pick is not None:  # the session is picked once the app runs
+            return
         try:
             self._preopened = self.factory(self.host, self.resume)
         except Exception as exc:
             self._pending_notes.append(f"cannot start the agent: {exc}")
             self._preopen_failed = True
             return
-        provider = self._preopened.agent.provider
-        if provider.name == "local":
-            from tether.providers.local.provider import LocalProvider
-
-            if isinstance(provider, LocalProvider):
-                try:  # its child process: a crash there is shown, the app still opens
-                    provider.warm()
-                except Exception as exc:
-                    self._pending_notes.append(f"the embedded model: {exc}")
+        note = load_embedded(self._preopened)  # a crash in its child process: shown, app opens
+        if note is not None:
+            self._pending_notes.append(note)
 
     async def open_session(self, resume: str | None) -> None:
         """Build the agent (new session, or `resume`) and show its history."""
@@ -209,8 +211,11 @@ class TetherApp(App[int]):
             self.opened = None
             return
         agent = self.opened.agent
+        apply_saved_theme(self, agent.config.tui.theme, self.note)
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
+        if not agent.history:  # a new session opens on where you are and what was loaded
+            self.transcript.add(Welcome(agent))
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
         try:
             await self.opened.start()
@@ -229,45 +234,8 @@ class TetherApp(App[int]):
 
     def update_status(self) -> None:
         """Refresh the footer."""
-        bar = self.query_one(StatusBar)
-        if self.opened is None:
-            bar.update("no agent")
-            return
-        agent = self.opened.agent
-        ratio, approx = self._pressure()
-        history = agent.history
-        usage = turns_usage_line(history)
-        mode = "PLAN" if agent.plan_mode else "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
-        busy = " · working" if self.busy else ""
-        queued = f" · {len(self.queued)} queued" if self.queued else ""
-        model = f"{agent.provider.name}/{agent.provider.model}"
-        effort = agent.parts.run.effort
-        if effort is not None:
-            model += f" · effort {effort}"
-        bar.update(f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{busy}{queued}")
-
-    def _pressure(self) -> tuple[float | None, bool]:
-        """The context gauge: the last request's pressure, else an estimate of the view
-        (computed once per history: a 10,000-turn view takes ~0.1 s, so for a long history
-        the first footer says `ctx –` and the figure follows after the first paint)."""
-        agent = self.agent
-        monitor = agent.context_monitor
-        if monitor is None:
-            return None, True
-        if monitor.pressure is not None:  # approximate: estimated, or a guessed window
-            return monitor.pressure.ratio, monitor.pressure.is_approximate
-        history = agent.history
-        key = (len(history), history[-1].id if history else "")
-        if self._gauge is None or self._gauge[:2] != key:
-            if len(history) > 1000 and not self._gauge_later:  # after the first paint
-                self._gauge_later = True
-                self.call_after_refresh(self.update_status)
-                return None, True
-            self._gauge_later = False
-            window = effective_window(monitor.limits, monitor.policy)
-            ratio = estimate_tokens(agent.current_view()) / max(window, 1)
-            self._gauge = (*key, (ratio, True))
-        return self._gauge[2]
+        agent = None if self.opened is None else self.opened.agent
+        self.query_one(StatusBar).show(agent, busy=self.busy, queued=len(self.queued))
 
     # -- events ------------------------------------------------------------------------------
 
@@ -306,19 +274,23 @@ class TetherApp(App[int]):
             return
         too_large = input_overflow(text, self.agent.limits.context_window)
         if too_large is not None:
-            self._keep(message.text)
+            self.set_prompt(message.text, keep_typed=True)
             self.note(f"not sent: {too_large}")
             return
         try:
-            images = prompt_images(text, self.attached, self.agent.root)
+            found = resolve_mentions(text, self.agent.root)  # `@path`: files, folders, images
+            images = [*self.attached, *found.images]
             refusal = image_refusal(self.agent.provider, len(images))
-            if refusal is not None or (images and self.busy):
-                raise ConfigError(refusal or "images go with a new prompt: wait until it is idle")
+            if refusal is not None or ((images or found.blocks) and self.busy):
+                raise ConfigError(refusal or "@files and images go with a new prompt: wait until it is idle")
         except ConfigError as exc:
-            self._keep(message.text)
+            self.set_prompt(message.text, keep_typed=True)
             self.note(f"not sent: {exc}")
             return
+        for line in found.notes:
+            self.note(line)
         await self.transcript.jump_end()
+        await self.query(Welcome).remove()  # the first message: the opening panel goes
         if self.busy:
             self.agent.steer(text)
             row = UserRow(text, queued=True)
@@ -326,14 +298,15 @@ class TetherApp(App[int]):
             self.transcript.add(row)
             self.update_status()
             return
+        chips = [*(mention_chip(b) or "" for b in found.blocks), *(image_chip(i) for i in images)]
+        self.transcript.add(UserRow(text, images=chips))
+        self.start_run(mention_content(text, found, self.attached))
         self.attached = []
-        self.transcript.add(UserRow(text, images=[image_chip(i) for i in images]))
-        self.start_run(prompt_content(text, images))
 
-    def _keep(self, text: str) -> None:
-        """Put a prompt that was not sent back in the editor (unless something is typed)."""
+    def set_prompt(self, text: str, *, keep_typed: bool = False) -> None:
+        """Put `text` in the prompt editor (`keep_typed`: not over something typed)."""
         prompt = self.query_one(PromptInput)
-        if not prompt.text:
+        if not (keep_typed and prompt.text):
             prompt.text = text
             prompt.move_cursor(prompt.document.end)
 
@@ -381,46 +354,37 @@ class TetherApp(App[int]):
                 prompt = "\n\n".join(left)
         finally:
             self.feed.end_blocks()
+            self.completer.forget()  # the run may have written files
             self.busy = False
             self.update_status()
             self.alert("the run ended")
             plan, self._plan = self._plan, None
             if plan is not None and self.agent.plan_mode:
-                self.push_screen(PlanScreen(plan), callback=self._plan_done)
-
-    def _plan_done(self, mode: str | None) -> None:
-        """The plan approved in `mode` (carried out now), or kept planning (None)."""
-        if mode is None:
-            self.note("still planning: say what to change in the plan")
-            return
-        agent = self.agent
-        agent.set_plan_mode(False)
-        agent.set_approval_mode(mode)  # pyright: ignore[reportArgumentType]
-        self.transcript.add(UserRow(PLAN_APPROVED))
-        self.start_run(PLAN_APPROVED)
+                self.push_screen(PlanScreen(plan), callback=lambda mode: plan_done(self, mode))
 
     def command_table(self) -> list[tuple[str, str, str]]:
         """Every command: (name, argument hint, description), built-in then the session's."""
         return command_table(COMMANDS, self.opened.commands if self.opened else {})
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        """The completion list follows what is typed (a bare `/name`)."""
+        """The completion list follows what is typed (a bare `/name`, an `@path`)."""
         if isinstance(event.text_area, PromptInput):
-            lines = completion_lines(event.text_area.text, self.command_table())
+            lines = self.completer.lines(event.text_area.text, self.command_table())
             self.query_one(CompletionList).show(lines)
 
     def complete(self, text: str) -> str | None:
-        """Tab: complete a `/command` or the last `@path` word (inside the working folder;
-        `tether.tui.commands.complete_prompt`)."""
-        names = [n for n, _h, _d in self.command_table()]
-        return complete_prompt(text, names, None if self.opened is None else self._files)
-
-    def _files(self) -> list[str]:
-        if self._paths is None:
-            self._paths = project_files(self.agent.root)
-        return self._paths
+        """Tab: complete a `/command` or the last `@path` word (`tether.tui.completion`)."""
+        return self.completer.complete(text, [n for n, _h, _d in self.command_table()])
 
     # -- commands ----------------------------------------------------------------------------
+
+    def copy_answer(self) -> None:
+        """`/copy`: the last answer to the clipboard (`tether.tui.clipboard`)."""
+        copy_command(self, self.agent.history, os.environ)
+
+    def pick_theme(self, arg: str) -> None:
+        """`/theme [name]` (`tether.tui.appearance`)."""
+        theme_command(self, arg, self.note)
 
     async def run_command(self, name: str, arg: str) -> None:
         """Run `/name arg` (`tether.tui.handlers`)."""
@@ -429,43 +393,18 @@ class TetherApp(App[int]):
     # -- overlays ----------------------------------------------------------------------------
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """The `Approver`: the approval prompt."""
-        done: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-
-        def finish(decision: ApprovalDecision | None) -> None:
-            if decision is not None and decision.rules:  # "always allow": saved for good
-                try:
-                    path = add_allow_rules(decision.rules)
-                    self.note(f"always allowed: {', '.join(decision.rules)} (saved to {path})")
-                except ConfigError as exc:
-                    self.note(f"the rule was not saved: {exc}")
-            if not done.done():
-                done.set_result(decision or ApprovalDecision.deny())
-
+        """The `Approver`: the approval prompt (`tether.tui.screens.ask_approval`)."""
         self.alert(f"approve {request.call.name}?")
-        self.push_screen(ApprovalScreen(request), callback=finish)
-        return await done
-
-    async def ask_questions(self, questions: tuple[QuestionSpec, ...]) -> list[Answer]:
-        """The question overlay."""
-        done: asyncio.Future[list[Answer]] = asyncio.get_running_loop().create_future()
-
-        def finish(answers: list[Answer] | None) -> None:
-            if not done.done():
-                done.set_result(answers or [])
-
-        self.alert("a question is waiting for you")
-        self.push_screen(QuestionScreen(questions), callback=finish)
-        return await done
+        return await ask_approval(self, request, self.note)
 
     def alert(self, body: str) -> None:
         """Notify the desktop (`tui.notify`: `tether.tui.notify`) when the terminal is not
         focused (Textual's `app_focus`, from the terminal's focus reports)."""
         if self.app_focus or self.opened is None:
             return
-        mode = notify_mode(self.agent.config.tui.notify, os.environ)
-        if mode is not None:
-            self.write_terminal(notification(mode, "tether", body, os.environ))
+        text = alert_text(self.agent.config.tui.notify, body, os.environ)
+        if text is not None:
+            self.write_terminal(text)
 
     def _write_terminal(self, text: str) -> None:
         driver = self._driver  # the sequence goes out with the screen's own output
@@ -482,61 +421,13 @@ class TetherApp(App[int]):
         now = self.clock()
         if self._last_esc is not None and now - self._last_esc <= QUIT_WINDOW_S:
             self._last_esc = None
-            self.open_rewind()
+            open_rewind(self)
             return
         self._last_esc = now
 
     def action_next_mode(self) -> None:
-        """Shift+Tab: ask → auto-edit → plan."""
-        if self.opened is None:
-            return
-        try:
-            self.note(f"mode: {next_mode(self.agent)}")
-        except ConfigError as exc:
-            self.note(f"mode: {exc}")
-        self.update_status()
-
-    def open_rewind(self) -> None:
-        """The rewind picker over this session's messages (`tether.tui.safety`)."""
-        opened = self.opened
-        if opened is None or opened.store is None or opened.writer is None:
-            self.note("/rewind: this session is not stored")
-            return
-        if self.busy:
-            return
-        try:
-            loaded = opened.store.load(opened.writer.id)
-        except TetherError as exc:
-            self.note(f"/rewind: {exc}")
-            return
-        if not loaded.turns:
-            self.note("/rewind: nothing to rewind yet")
-            return
-        self.push_screen(RewindScreen(loaded, opened.store), callback=self._rewind_picked)
-
-    def _rewind_picked(self, choice: tuple[int, str] | None) -> None:
-        if choice is not None:
-            self.run_worker(self._rewind(*choice), group="agent")
-
-    async def _rewind(self, number: int, mode: str) -> None:
-        """Close this session (a rewind takes its writer lock), rewind, open the result."""
-        opened = self.opened
-        assert opened is not None and opened.store is not None and opened.writer is not None
-        store, sid = opened.store, opened.writer.id
-        await opened.aclose()
-        prompt = ""
-        try:
-            next_id, note, prompt = do_rewind(store.load(sid), store, number, mode)
-        except TetherError as exc:
-            next_id, note = sid, f"/rewind: {exc}"
-        await self.transcript.clear()
-        self.feed.clear()
-        await self.open_session(next_id)
-        self.note(note)
-        if prompt and mode != "files":  # the message rewound to, back in the editor to resend
-            editor = self.query_one(PromptInput)
-            editor.text = prompt
-            editor.move_cursor(editor.document.end)
+        """Shift+Tab: ask → auto-edit → plan (`tether.tui.safety.cycle_mode`)."""
+        cycle_mode(self)
 
     def action_cycle_effort(self) -> None:
         cycle_effort(self)

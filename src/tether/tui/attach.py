@@ -3,10 +3,10 @@ file path (what a terminal pastes when a file is dropped on it), or `@shot.png` 
 
 Owns: `clipboard_image` (the clipboard's image through Pillow's `ImageGrab.grabclipboard`,
 which runs `wl-paste` on Wayland or `xclip` on X11, and asks the OS on macOS and Windows),
-`pasted_image_path` (is a paste one image file's path?), `prompt_images` (the images a prompt
-sends: the attached ones, then the ones it mentions), `image_chip` (the transcript's label),
+`pasted_image_path` (is a paste one image file's path?), `image_chip` (the transcript's label),
 and the app's side of it over an `AttachHost`: `attach_pasted`, `paste_image` (Ctrl+V).
-Does not own: reading and checking image files (`tether.agent.attachments`), the keys and rows
+Does not own: reading and checking image files (`tether.agent.attachments`), `@shot.png` in a
+prompt (`tether.agent.mentions`), the keys and rows
 (`tether.tui.app`, `tether.tui.widgets`).
 """
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import io
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from tether.agent.attachments import image_from_bytes, mentioned_images, read_image
+from tether.agent.attachments import image_from_bytes, read_image
 from tether.errors import ConfigError
 from tether.messages import ImageBlock
 from tether.providers.images import ATTACHABLE_TYPES
@@ -31,7 +31,6 @@ __all__ = [
     "image_chip",
     "paste_image",
     "pasted_image_path",
-    "prompt_images",
 ]
 
 Grab = Callable[[], Any]
@@ -95,15 +94,6 @@ def pasted_image_path(text: str, root: Path) -> Path | None:
     if path.suffix.lower() not in ATTACHABLE_TYPES or not path.is_file():
         return None
     return path
-
-
-def prompt_images(text: str, attached: Sequence[ImageBlock], root: Path) -> list[ImageBlock]:
-    """The images a prompt sends: `attached` (pasted), then each `@path` image it mentions.
-
-    Raises:
-        ConfigError: a mentioned file is missing or not an image (one line naming it).
-    """
-    return [*attached, *(read_image(name, root=root) for name in mentioned_images(text))]
 
 
 def image_chip(block: ImageBlock) -> str:

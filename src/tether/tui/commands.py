@@ -9,9 +9,8 @@ Does not own: running a command (`tether.tui.app`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("/compact", "[focus]  summarize the session now, keeping the focus"),
@@ -19,10 +18,12 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/approval", "ask|auto-edit|read-only|auto  when to ask before a tool call"),
     ("/plan", "[on|off|goal]  plan mode: read-only tools, the agent ends with a plan to approve"),
     ("/rewind", "files and/or conversation back to before a message (Esc Esc); a picker"),
-    ("/model", "provider/model  switch the model from the next request on"),
+    ("/model", "[provider/model]  switch the model from the next request on (a picker without one)"),
     ("/effort", "[low|medium|high|max|default]  reasoning effort (Ctrl+T cycles it)"),
     ("/add-dir", "PATH[:ro]  let the tools use this folder too (:ro read-only)"),
     ("/new", "start a new session"),
+    ("/resume", "[id|name]  resume a session (a picker of this folder's sessions without one)"),
+    ("/rename", "NAME  name this session (tether --resume NAME opens it)"),
     ("/sessions", "[id]  list the stored sessions, or resume one"),
     ("/fork", "continue in a new session branched from this one (this one is kept)"),
     ("/context", "what fills the context window: a bar, then each turn's tokens"),
@@ -33,6 +34,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/usage", "this session's tokens and cost"),
     ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
     ("/tasks", "[stop ID]  the background shells: list them, or stop one"),
+    ("/copy", "copy the last answer to the clipboard (OSC 52: also over ssh and in tmux)"),
+    ("/theme", "[name]  the colours: one of Textual's themes (a picker without one), saved"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )
@@ -87,12 +90,6 @@ def complete_command(prefix: str) -> list[str]:
     return [c for c, _ in COMMANDS if c.startswith(prefix)]
 
 
-def complete_path(prefix: str, names: Sequence[str]) -> list[str]:
-    """The entries of `names` (paths relative to the working folder) starting with `prefix`,
-    shortest first, at most 20."""
-    return sorted((n for n in names if n.startswith(prefix)), key=lambda n: (len(n), n))[:20]
-
-
 def gauge_text(ratio: float | None, approximate: bool) -> str:
     """The footer's context gauge: `ctx 42%`, `ctx ~42%` when estimated, `ctx –` unknown."""
     if ratio is None:
@@ -116,34 +113,12 @@ def context_bar(parts: Sequence[tuple[str, int]], window: int, width: int = 50) 
     return lines
 
 
-def complete_prompt(
-    text: str, commands: Sequence[str], files: Callable[[], Sequence[str]] | None
-) -> str | None:
-    """Tab in the prompt: `text` with a `/command` (of `commands`) or its last `@path` word (of
-    `files()`, paths relative to the working folder; None: no folder) completed as far as the
-    candidates agree, or None when nothing extends it."""
+def complete_prompt(text: str, commands: Sequence[str]) -> str | None:
+    """Tab on a `/command`: `text` completed (of `commands`) as far as the candidates agree,
+    or None when nothing extends it (an `@path` is `tether.tui.completion`'s)."""
     if text.startswith("/") and " " not in text:
         return _common(text, [n for n in commands if n.startswith(text)])
-    head, _, word = text.rpartition(" ")
-    if not word.startswith("@") or files is None:
-        return None
-    done = _common(word[1:], complete_path(word[1:], files()))
-    if done is None:
-        return None
-    return f"{head} @{done}" if head else f"@{done}"
-
-
-def project_files(root: Path, cap: int = 5000) -> list[str]:
-    """The files below `root` as relative paths (hidden folders and `node_modules` skipped),
-    about `cap` at most: what `@path` completes from."""
-    paths: list[str] = []
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
-        rel = Path(folder).relative_to(root)
-        paths += [str(rel / n) if str(rel) != "." else n for n in names]
-        if len(paths) > cap:
-            break
-    return paths
+    return None
 
 
 def _common(prefix: str, found: Sequence[str]) -> str | None:

@@ -1,20 +1,17 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
-`/model`, `/effort`, `/add-dir`, `/new`, `/sessions`, `/fork`, `/usage`, `/context`, `/timeline`,
-`/settings`, `/memory`, `/init`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name`
-commands) against the app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
+`/effort`, `/add-dir`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`, `/init`,
+`/export`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against the
+app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
-Owns: `run_command`, the session switch (`switch`: close this session, open another or a
-new one) and `CommandHost`, what they need of the app (`tether.tui.app.TetherApp` satisfies
-it). The screens are `tether.tui.panels` (`/context`, `/timeline`) and
-`tether.tui.settings_screen`.
+Owns: `run_command`. The screens are `tether.tui.panels` (`/context`, `/timeline`) and
+`tether.tui.settings_screen`; the session's commands (`/model`, `/new`, `/sessions`,
+`/resume`, `/rename`, `/fork`) are `tether.tui.session_commands`.
 Does not own: parsing and the command list (`tether.tui.commands`), the app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent import user_controls
 from tether.agent.approval import APPROVAL_MODES
@@ -23,97 +20,16 @@ from tether.errors import ConfigError, RunError, SessionError
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.context_view import cache_line
+from tether.tui.host import AppHost
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.safety import open_rewind
+from tether.tui.session_commands import session_command
 from tether.tui.shell_commands import run_bang, tasks
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
 from tether.tui.widgets import UserRow
 
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
 
-    from textual.geometry import Size
-    from textual.screen import Screen
-    from textual.worker import Worker
-
-    from tether.agent.agent import Agent
-    from tether.skills.commands import Command
-    from tether.tui.feed import Feed
-    from tether.tui.opening import Opened
-    from tether.tui.transcript import Transcript
-
-
-class CommandHost(Protocol):
-    """The app as the commands see it.
-
-    Attributes:
-        opened: the open session (agent, writer, store), or None before one is open.
-        busy: the agent (or a compaction) is working; a command that needs it idle refuses.
-        worker: the worker running the agent or a compaction, if any.
-        feed: the events → rows logic (cleared on a session switch).
-    """
-
-    opened: Opened | None
-    busy: bool
-    worker: Worker[None] | None
-    feed: Feed
-
-    @property
-    def agent(self) -> Agent:
-        """The open session's agent (only when `opened` is set)."""
-        ...
-
-    @property
-    def transcript(self) -> Transcript:
-        """The transcript widget."""
-        ...
-
-    @property
-    def size(self) -> Size:
-        """The terminal's size, in cells."""
-        ...
-
-    def note(self, text: str) -> None:
-        """Show a line from tether in the transcript."""
-        ...
-
-    def update_status(self) -> None:
-        """Refresh the footer."""
-        ...
-
-    def run_worker(self, work: Coroutine[Any, Any, None], *, group: str) -> Worker[None]:
-        """Run `work` as a worker of the app, in `group`."""
-        ...
-
-    def push_screen(self, screen: Screen[Any]) -> object:
-        """Show `screen` over the app."""
-        ...
-
-    def action_settings(self) -> None:
-        """Open the settings screen."""
-        ...
-
-    async def action_quit(self) -> None:
-        """Quit the app."""
-        ...
-
-    async def open_session(self, resume: str | None) -> None:
-        """Open session `resume` (None: a new one) and show its history."""
-        ...
-
-    def start_run(self, prompt: str | None, *, command: Command | None = None) -> None:
-        """Run the agent on `prompt` (for a `/name` command: with its model and tools)."""
-        ...
-
-    def suspend(self) -> AbstractContextManager[None]:
-        """Hand the terminal to another program (the editor) for the `with` block."""
-        ...
-
-    def open_rewind(self) -> None:
-        """Show the rewind picker (`tether.tui.safety`)."""
-        ...
-
-
-async def run_command(app: CommandHost, name: str, arg: str) -> None:
+async def run_command(app: AppHost, name: str, arg: str) -> None:
     """Run `/name arg` in `app`; the outcome is a note in the transcript."""
     if name in ("quit", "exit", "q"):
         await app.action_quit()
@@ -121,6 +37,9 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
     if name == "help":
         lines = [f"{c:<10} {h}" for c, h in COMMANDS] + [""] + [f"{k:<22} {a}" for k, a in KEYS]
         app.note("\n".join(lines))
+        return
+    if name == "theme":
+        app.pick_theme(arg)
         return
     if app.opened is None:
         app.note("no agent")
@@ -146,12 +65,8 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 return
             agent.set_approval_mode(arg)  # pyright: ignore[reportArgumentType]
             app.note(f"approval mode: {arg}")
-        elif name == "model":
-            if not arg:
-                app.note(f"model: {agent.provider.name}/{agent.provider.model}")
-                return
-            agent.switch_model(arg)
-            app.note(f"model: {agent.provider.name}/{agent.provider.model}")
+        elif name in ("model", "new", "sessions", "fork", "resume", "rename"):
+            await session_command(app, name, arg)
         elif name == "effort":
             effort_command(app, arg)
         elif name == "add-dir":
@@ -160,21 +75,13 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
                 app.note(f"extra folders: {shown} (usage: /add-dir PATH[:ro])")
                 return
             app.note(f"added {user_controls.add_dir(agent, arg)}: the tools may use it too")
-        elif name == "new":
-            if app.busy:
-                app.note("/new: wait until the agent is idle (or Esc)")
-                return
-            await switch(app, None)
-            app.note("new session")
         elif name == "plan":
             _plan(app, arg)
         elif name == "rewind":
             if app.busy:
                 app.note("/rewind: wait until the agent is idle (or Esc)")
                 return
-            app.open_rewind()
-        elif name in ("sessions", "fork"):
-            await _session_command(app, name, arg)
+            open_rewind(app)
         elif name == "usage":
             history = agent.history
             app.note(f"usage: {turns_usage_line(history)}")
@@ -211,6 +118,8 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
             run_user_command(app, app.opened.commands[name], arg)
         elif name == "export":
             _export(app, arg)
+        elif name == "copy":
+            app.copy_answer()
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
@@ -218,7 +127,7 @@ async def run_command(app: CommandHost, name: str, arg: str) -> None:
     app.update_status()
 
 
-def effort_command(app: CommandHost, arg: str) -> None:
+def effort_command(app: AppHost, arg: str) -> None:
     """`/effort` (show it), `/effort LEVEL` (set it), `/effort default` (the provider's own).
 
     Raises:
@@ -236,7 +145,7 @@ def effort_command(app: CommandHost, arg: str) -> None:
     _set_effort(app, level)
 
 
-def cycle_effort(app: CommandHost) -> None:
+def cycle_effort(app: AppHost) -> None:
     """The effort key: the next level (default → low → medium → high → max → default)."""
     if app.opened is None:
         return
@@ -244,53 +153,12 @@ def cycle_effort(app: CommandHost) -> None:
     app.update_status()
 
 
-def _set_effort(app: CommandHost, level: Effort | None) -> None:
+def _set_effort(app: AppHost, level: Effort | None) -> None:
     line = user_controls.set_effort(app.agent, level)
     app.note(f"effort: {level or 'default'}" + (f" ({line})" if line else ""))
 
 
-async def switch(app: CommandHost, resume: str | None) -> None:
-    """Close the current session and open `resume` (None: a new one)."""
-    assert app.opened is not None
-    await app.opened.aclose()
-    await app.transcript.clear()
-    app.feed.clear()
-    await app.open_session(resume)
-
-
-async def _session_command(app: CommandHost, name: str, arg: str) -> None:
-    """`/sessions [id]` and `/fork`."""
-    assert app.opened is not None
-    store = app.opened.store
-    if store is None:
-        app.note(f"/{name}: this session is not stored")
-        return
-    if app.busy:
-        app.note(f"/{name}: wait until the agent is idle (or Esc)")
-        return
-    if name == "sessions" and not arg:
-        lines = [f"{i.id}  {i.turn_count:>5} turns  {(i.preview or '')[:60]}" for i in store.list()]
-        app.note("\n".join(["sessions (newest first; /sessions ID resumes):", *lines[:30]]))
-        return
-    if name == "sessions":
-        if not store.exists(arg):
-            app.note(f"/sessions: no session {arg!r}")
-            return
-        await switch(app, arg)
-        app.note(f"resumed {arg}")
-        return
-    writer, history = app.opened.writer, app.agent.history
-    if writer is None or not history:
-        app.note("/fork: nothing to fork yet")
-        return
-    fork = store.create(None, cwd=str(app.agent.root), parent=(writer.id, history[-1].id))
-    fork.close()
-    parent = writer.id
-    await switch(app, fork.id)
-    app.note(f"forked {parent} → {fork.id}")
-
-
-def _plan(app: CommandHost, arg: str) -> None:
+def _plan(app: AppHost, arg: str) -> None:
     """`/plan` (on), `/plan off`, `/plan GOAL` (on, and GOAL sent as the prompt)."""
     agent = app.agent
     if arg == "off":
@@ -307,7 +175,7 @@ def _plan(app: CommandHost, arg: str) -> None:
         app.start_run(arg)
 
 
-def _export(app: CommandHost, arg: str) -> None:
+def _export(app: AppHost, arg: str) -> None:
     """`/export [md|html|jsonl] [FILE]`: the stored session written to FILE (default
     `<session id>.<ext>` in the project folder; a relative FILE is relative to it; without a
     format, the FILE's suffix picks it, else `html`), secrets masked as in tool output
@@ -345,7 +213,7 @@ def _export(app: CommandHost, arg: str) -> None:
     app.note(f"exported {writer.id} as {fmt} to {target}")
 
 
-async def _compact(app: CommandHost, focus: str | None) -> None:
+async def _compact(app: AppHost, focus: str | None) -> None:
     try:
         if not await app.agent.compact_now(focus):
             app.note("nothing to compact")

@@ -23,7 +23,7 @@ from typing import Literal
 
 from tether.settings.model import NotifyMode
 
-__all__ = ["BELL", "Sequence", "notification", "notify_mode"]
+__all__ = ["BELL", "Sequence", "alert_text", "notification", "notify_mode"]
 
 Sequence = Literal["osc9", "osc777", "bell"]
 
@@ -75,3 +75,9 @@ def notification(mode: Sequence, title: str, body: str, env: Mapping[str, str]) 
     if env.get("TMUX"):
         return "\x1bPtmux;" + seq.replace("\x1b", "\x1b\x1b") + "\x1b\\" + BELL
     return seq
+
+
+def alert_text(setting: NotifyMode, body: str, env: Mapping[str, str]) -> str | None:
+    """What to write for a notification saying `body` (`tether` its title), None for `off`."""
+    mode = notify_mode(setting, env)
+    return None if mode is None else notification(mode, "tether", body, env)

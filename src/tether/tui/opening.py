@@ -37,6 +37,10 @@ class ChatOptions:
     network: bool = False
     plan: bool = False
     overrides: dict[str, Any] = field(default_factory=dict[str, Any])
+    name: str | None = None
+    """`--name`: the name given to the session opened first."""
+    pick: bool = False
+    """`--resume` without an id: open on the session picker."""
 
 
 @dataclass(slots=True)
@@ -106,3 +110,19 @@ def open_agent(
     session.open()  # a taken id is reported while the TUI opens
     commands = session_commands(root, session.context, warn=host.note or (lambda _l: None))
     return Opened(agent, session.writer, store, commands)
+
+
+def load_embedded(opened: Opened) -> str | None:
+    """Start `opened`'s embedded model now, if it runs one (its child process loads it before
+    the app runs); a crash there is returned as a note for the transcript (None: it loaded, or
+    there is none), and the app still opens."""
+    provider = opened.agent.provider
+    if provider.name == "local":
+        from tether.providers.local.provider import LocalProvider
+
+        if isinstance(provider, LocalProvider):
+            try:
+                provider.warm()
+            except Exception as exc:
+                return f"the embedded model: {exc}"
+    return None

@@ -21,6 +21,7 @@ from functools import partial
 
 from textual.widget import Widget
 
+from tether.agent.mentions import mention_chip
 from tether.agent.subagents import TASK_TOOL
 from tether.errors import SessionError
 from tether.messages import (
@@ -103,9 +104,11 @@ def history_rows(
         if is_marker(turn):
             makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
             continue
-        images = [image_chip(b) for b in turn.content if isinstance(b, ImageBlock)]
-        if turn.role == "user" and images:  # the text and its image chips in one row
-            makers.append(partial(UserRow, turn.text, images=images))
+        if turn.role == "user" and (chips := _chips(turn)):  # its text and chips in one row
+            text = "\n".join(
+                b.text for b in turn.content if isinstance(b, TextBlock) and not mention_chip(b)
+            )
+            makers.append(partial(UserRow, text, images=chips))
             continue
         for block in turn.content:
             if isinstance(block, TextBlock) and block.text.strip():
@@ -119,6 +122,17 @@ def history_rows(
                 text = search_text(block.query, block.results, block.error)
                 makers.append(partial(NoteRow, text))
     return makers
+
+
+def _chips(turn: Turn) -> list[str]:
+    """The chips of a user turn's `@path` blocks and images."""
+    chips: list[str] = []
+    for b in turn.content:
+        chip = mention_chip(b) if isinstance(b, TextBlock) else None
+        chip = image_chip(b) if isinstance(b, ImageBlock) else chip
+        if chip is not None:
+            chips.append(chip)
+    return chips
 
 
 def search_text(query: str, results: Sequence[SearchHit], error: str | None) -> str:

@@ -5,8 +5,8 @@ Owns: `TodoPanel` (the todo list's latest state above the prompt: from `todo` ev
 the history when a session opens), `PlanScreen` (approve the plan and pick the approval mode to
 carry it out in, or keep planning), `RewindScreen` (the user turns, newest first; the
 highlighted one's changes from the folder as it is now; Enter rewinds files and conversation,
-`f` the files only, `c` the conversation only), `next_mode` (the Shift+Tab cycle) and the
-commands' bodies (`plan_command`, `open_rewind`, `approve_plan`).
+`f` the files only, `c` the conversation only), `next_mode` / `cycle_mode` (the Shift+Tab
+cycle), `open_rewind` (the picker and the rewind it picks) and `plan_done` (a plan approved).
 Does not own: the rewind rules (`tether.checkpoint.rewind`), the app (`tether.tui.app`).
 """
 
@@ -27,8 +27,10 @@ from tether.agent.checkpoints import checkpoint_store, synthetic_user_turn
 from tether.checkpoint.rewind import RewindPlan, plan_rewind, preview, rewind
 from tether.checkpoint.shadow import CheckpointError
 from tether.checkpoint.timeline import UserTurn, user_turns
-from tether.errors import TetherError
+from tether.errors import ConfigError, TetherError
 from tether.tools.builtin.todo import render
+from tether.tui.host import AppHost
+from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
@@ -221,3 +223,69 @@ def do_rewind(
     if done.session_id is not None:
         parts.append(f"conversation forked into {done.session_id} (the original {loaded.header.id} is kept)")
     return done.session_id or loaded.header.id, "; ".join(parts), done.prompt
+
+
+def cycle_mode(app: AppHost) -> None:
+    """Shift+Tab: ask → auto-edit → plan (a note says which)."""
+    if app.opened is None:
+        return
+    try:
+        app.note(f"mode: {next_mode(app.agent)}")
+    except ConfigError as exc:
+        app.note(f"mode: {exc}")
+    app.update_status()
+
+
+def plan_done(app: AppHost, mode: str | None) -> None:
+    """The plan approved in `mode` (carried out now), or kept planning (None)."""
+    if mode is None:
+        app.note("still planning: say what to change in the plan")
+        return
+    agent = app.agent
+    agent.set_plan_mode(False)
+    agent.set_approval_mode(mode)  # pyright: ignore[reportArgumentType]
+    app.transcript.add(UserRow(PLAN_APPROVED))
+    app.start_run(PLAN_APPROVED)
+
+
+def open_rewind(app: AppHost) -> None:
+    """The rewind picker over this session's messages (`/rewind`, Esc Esc)."""
+    opened = app.opened
+    if opened is None or opened.store is None or opened.writer is None:
+        app.note("/rewind: this session is not stored")
+        return
+    if app.busy:
+        return
+    try:
+        loaded = opened.store.load(opened.writer.id)
+    except TetherError as exc:
+        app.note(f"/rewind: {exc}")
+        return
+    if not loaded.turns:
+        app.note("/rewind: nothing to rewind yet")
+        return
+
+    def picked(choice: tuple[int, str] | None) -> None:
+        if choice is not None:
+            app.run_worker(_rewind(app, *choice), group="agent")
+
+    app.push_screen(RewindScreen(loaded, opened.store), callback=picked)
+
+
+async def _rewind(app: AppHost, number: int, mode: str) -> None:
+    """Close this session (a rewind takes its writer lock), rewind, open the result."""
+    opened = app.opened
+    assert opened is not None and opened.store is not None and opened.writer is not None
+    store, sid = opened.store, opened.writer.id
+    await opened.aclose()
+    prompt = ""
+    try:
+        next_id, note, prompt = do_rewind(store.load(sid), store, number, mode)
+    except TetherError as exc:
+        next_id, note = sid, f"/rewind: {exc}"
+    await app.transcript.clear()
+    app.feed.clear()
+    await app.open_session(next_id)
+    app.note(note)
+    if prompt and mode != "files":  # the message rewound to, back in the editor to resend
+        app.set_prompt(prompt)

@@ -5,17 +5,21 @@ y = allow once, a = allow for this session, n = deny with a typed reason, Esc = 
 r = always allow: the rules shown are added for good, the app writes them to the user settings;
 `QuestionScreen` (1-4 questions, each a header chip and 2-16 options; the highlighted
 option's preview is shown; Space toggles in a multi-select; a free-text row; Enter answers,
-Esc abandons). Each dismisses with its answer.
+Esc abandons). Each dismisses with its answer; `ask_approval` and `ask_questions` show one and
+wait for it (the app's `Approver` and `QuestionBridge`).
 Does not own: the gate (`tether.agent.approval`), the question schema (`tether.tools.context`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -23,7 +27,42 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
+from tether.errors import ConfigError
+from tether.permissions.store import add_allow_rules
 from tether.tools.context import ABANDONED, Answer, QuestionSpec
+
+
+async def ask_approval(
+    app: App[Any], request: ApprovalRequest, note: Callable[[str], None]
+) -> ApprovalDecision:
+    """Show the approval prompt for `request` over `app` and wait for the decision; "always
+    allow" rules are written to the user settings (`note` says where, or why not)."""
+    done: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+
+    def finish(decision: ApprovalDecision | None) -> None:
+        if decision is not None and decision.rules:  # "always allow": saved for good
+            try:
+                path = add_allow_rules(decision.rules)
+                note(f"always allowed: {', '.join(decision.rules)} (saved to {path})")
+            except ConfigError as exc:
+                note(f"the rule was not saved: {exc}")
+        if not done.done():
+            done.set_result(decision or ApprovalDecision.deny())
+
+    app.push_screen(ApprovalScreen(request), callback=finish)
+    return await done
+
+
+async def ask_questions(app: App[Any], questions: Sequence[QuestionSpec]) -> list[Answer]:
+    """Show the question overlay over `app` and wait for the answers (none: abandoned)."""
+    done: asyncio.Future[list[Answer]] = asyncio.get_running_loop().create_future()
+
+    def finish(answers: list[Answer] | None) -> None:
+        if not done.done():
+            done.set_result(answers or [])
+
+    app.push_screen(QuestionScreen(tuple(questions)), callback=finish)
+    return await done
 
 
 class ApprovalScreen(ModalScreen[ApprovalDecision]):

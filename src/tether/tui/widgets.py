@@ -1,13 +1,14 @@
-"""The TUI's transcript rows, footer and prompt editor (Textual widgets).
+"""The TUI's transcript rows and prompt editor (Textual widgets).
 
 Owns: `UserRow`, `AssistantRow` (streamed text rendered as Markdown, code highlighted; updates
 batched), `ThinkingRow` (dimmed, collapsible), `ToolRow` (collapsible: name, arguments
 summary, status, duration; an edit's diff and its result inside; a persisted output's size and
 path),
-`MarkerRow` (a compaction divider with tokens before/after; the summary expands), `NoteRow`,
-`StatusBar` (the footer) and `PromptInput` (Enter sends, Shift+Enter / Ctrl+J new line, Up /
+`MarkerRow` (a compaction divider with tokens before/after; the summary expands), `NoteRow`
+and `PromptInput` (Enter sends, Shift+Enter / Ctrl+J new line, Up /
 Down history, Tab completion).
-Does not own: what the rows say (the app feeds them events), the agent.
+Does not own: what the rows say (the app feeds them events), the agent, the footer
+(`tether.tui.status`).
 """
 
 from __future__ import annotations
@@ -405,12 +406,6 @@ class NoteRow(Static):
 
     def __init__(self, text: str) -> None:
         super().__init__(Text(text))
-
-
-class StatusBar(Static):
-    """The footer: model · context gauge · usage and cost · safe / approval state · activity."""
-
-    DEFAULT_CSS = "StatusBar { dock: bottom; height: 1; background: $panel; padding: 0 1; }"
 
 
 class PromptInput(TextArea):

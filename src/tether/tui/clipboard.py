@@ -1,0 +1,105 @@
+"""`/copy`: the last answer to the clipboard, through the terminal (OSC 52: works over ssh, and
+inside tmux) and the system clipboard where there is one.
+
+Owns: `osc52` (the sequence: `ESC ] 52 ; c ; base64 BEL`; inside tmux also wrapped in tmux's
+passthrough, `ESC P tmux ;` … `ESC \\`, so it reaches the outer terminal even with tmux's
+default `set-clipboard external`), `system_copy` (`pbcopy`, `wl-copy`, `xclip`, `xsel` or
+`clip.exe`, the first found for this display), `last_answer` (the text of the last assistant
+turn that has text) and `copy_command` (the command's body).
+Does not own: writing to the terminal (the app's `copy_to_clipboard`, Textual's, and
+`write_terminal`).
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from tether.messages import Turn
+
+__all__ = ["ClipboardHost", "copy_command", "last_answer", "osc52", "system_copy"]
+
+
+def osc52(text: str, env: Mapping[str, str]) -> str:
+    """The OSC 52 sequence setting the clipboard to `text`, wrapped for tmux's passthrough
+    when `TMUX` is set (each ESC doubled)."""
+    seq = f"\x1b]52;c;{base64.b64encode(text.encode('utf-8')).decode('ascii')}\x07"
+    if env.get("TMUX"):
+        return "\x1bPtmux;" + seq.replace("\x1b", "\x1b\x1b") + "\x1b\\"
+    return seq
+
+
+def _tools(env: Mapping[str, str]) -> list[list[str]]:
+    tools = [["pbcopy"], ["clip.exe"]]
+    if env.get("WAYLAND_DISPLAY"):
+        tools.append(["wl-copy"])
+    if env.get("DISPLAY"):
+        tools += [["xclip", "-selection", "clipboard"], ["xsel", "--clipboard", "--input"]]
+    return tools
+
+
+def system_copy(
+    text: str,
+    env: Mapping[str, str],
+    which: Callable[[str], str | None] = shutil.which,
+) -> str | None:
+    """Copy `text` with the system's clipboard tool; its name, or None when there is none (or
+    it failed: the OSC 52 sequence still went out)."""
+    for argv in _tools(env):
+        path = which(argv[0])
+        if path is None:
+            continue
+        try:
+            subprocess.run(
+                [path, *argv[1:]], input=text.encode("utf-8"), check=True, timeout=5,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            continue
+        return argv[0]
+    return None
+
+
+def last_answer(history: Sequence[Turn]) -> str | None:
+    """The text of the last assistant turn that has text, or None."""
+    for turn in reversed(history):
+        if turn.role == "assistant" and turn.text.strip():
+            return turn.text
+    return None
+
+
+class ClipboardHost(Protocol):
+    """The app as `/copy` sees it.
+
+    """
+
+    @property
+    def write_terminal(self) -> Callable[[str], None]:
+        """Writes a sequence to the terminal with the screen's output."""
+        ...
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """Textual's: the OSC 52 sequence to the terminal, and the app's own clipboard."""
+        ...
+
+    def note(self, text: str) -> None:
+        """A note in the transcript."""
+        ...
+
+
+def copy_command(app: ClipboardHost, history: Sequence[Turn], env: Mapping[str, str]) -> None:
+    """`/copy`: the last answer to the clipboard (OSC 52, and tmux's passthrough inside tmux,
+    and the system clipboard where there is one); a note says what was copied."""
+    text = last_answer(history)
+    if text is None:
+        app.note("/copy: no answer to copy yet")
+        return
+    app.copy_to_clipboard(text)  # OSC 52 through Textual's driver
+    if env.get("TMUX"):
+        app.write_terminal(osc52(text, env))
+    tool = system_copy(text, env)
+    via = "the terminal (OSC 52)" + (f" and {tool}" if tool else "")
+    app.note(f"copied the last answer ({len(text)} characters) through {via}")

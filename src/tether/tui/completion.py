@@ -1,0 +1,123 @@
+"""What the prompt completes as you type: a bare `/name` (the commands) and the `@path` word
+under the cursor (the project's files and folders, fuzzy, `.gitignore` respected).
+
+Owns: `path_matches` (fuzzy ranking, Textual's `Matcher`: the command palette's), `Completer`
+(the lines of the completion list for a prompt's text, and Tab's completion of it; the
+project's paths listed once, on the first `@`).
+Does not own: the list widget (`tether.tui.user_commands.CompletionList`), the project's
+paths (`tether.agent.mentions.project_paths`), the commands (`tether.tui.commands`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from textual.fuzzy import Matcher
+
+from tether.agent.mentions import project_paths
+from tether.tui.commands import complete_prompt
+from tether.tui.user_commands import MAX_COMPLETIONS, completion_lines
+
+__all__ = ["Completer", "last_mention", "path_matches"]
+
+_MAX_SCORED = 300
+"""The most candidates the fuzzy matcher scores per keystroke (about 30 µs each): the
+likeliest ones (the query in the name, then in the path, shorter first)."""
+
+
+def last_mention(text: str) -> str | None:
+    """The `@path` word `text` ends in, without the `@` (None: it does not end in one)."""
+    word = text.rsplit(None, 1)[-1] if text and not text[-1].isspace() else ""
+    if not word.startswith("@") or word.startswith("@@"):
+        return None
+    return word[1:]
+
+
+def subsequence_filter(query: str, paths: Sequence[str]) -> list[str]:
+    """The `paths` holding `query`'s characters in order (case ignored): a regex without
+    backtracking (`[^a]*a[^b]*b…`), about 1 µs a path."""
+    pattern = "".join(f"[^{re.escape(c)}]*{re.escape(c)}" for c in query)
+    match = re.compile(pattern, re.IGNORECASE).match
+    return [p for p in paths if match(p)]
+
+
+def path_matches(
+    query: str, paths: Sequence[str], limit: int = MAX_COMPLETIONS, *, filtered: bool = False
+) -> list[str]:
+    """The `paths` matching `query` best first (fuzzy: its characters in order; ties: the
+    shorter path first), at most `limit`; an empty `query`: the top-level entries.
+    `filtered`: `paths` all hold the query's characters in order already."""
+    if not query:
+        return [p for p in paths if "/" not in p.rstrip("/")][:limit]
+    candidates = list(paths) if filtered else subsequence_filter(query, paths)
+    if len(candidates) > _MAX_SCORED:  # the likeliest first: the query in the name, the path
+        low = query.lower()
+
+        def likely(p: str) -> tuple[int, int]:
+            lp = p.lower()
+            return (0 if low in lp.rstrip("/").rsplit("/", 1)[-1] else 1 if low in lp else 2, len(p))
+
+        candidates = heapq.nsmallest(_MAX_SCORED, candidates, key=likely)
+    matcher = Matcher(query)  # Textual's command palette's: scores the few left
+    scored = [(matcher.match(p), p) for p in candidates]
+    scored = [(s, p) for s, p in scored if s > 0]
+    scored.sort(key=lambda sp: (-sp[0], len(sp[1]), sp[1]))
+    return [p for _s, p in scored[:limit]]
+
+
+class Completer:
+    """The completions of the prompt in the project at `root` (None: no session yet)."""
+
+    def __init__(self, root: Callable[[], Path | None]) -> None:
+        self._root = root
+        self._paths: list[str] | None = None
+        self._listed: Path | None = None
+        self._last: tuple[str, list[str] | None] = ("", None)
+
+    def paths(self) -> list[str]:
+        """The project's paths (listed once per project)."""
+        root = self._root()
+        if root is None:
+            return []
+        if self._paths is None or self._listed != root:
+            self._paths, self._listed = project_paths(root), root
+            self._last = ("", None)
+        return self._paths
+
+    def lines(self, text: str, commands: Sequence[tuple[str, str, str]]) -> list[str]:
+        """The completion list for `text`: the matching commands for a bare `/name`, the
+        matching paths for a final `@word`."""
+        query = last_mention(text)
+        if query is None or self._root() is None:
+            return completion_lines(text, commands)
+        return [f"@{p}" for p in path_matches(query, self._pool(query), filtered=bool(query))]
+
+    def _pool(self, query: str) -> Sequence[str]:
+        """The paths `query` is matched among: a query extending the last one (a key typed)
+        searches only what the last one matched."""
+        paths = self.paths()
+        if not query:
+            self._last = ("", None)
+            return paths
+        last, found = self._last
+        pool = found if found is not None and last and query.startswith(last) else paths
+        self._last = (query, subsequence_filter(query, pool))
+        return self._last[1] or []
+
+    def forget(self) -> None:
+        """List the project's paths again at the next `@` (files may have come or gone)."""
+        self._paths, self._last = None, ("", None)
+
+    def complete(self, text: str, commands: Sequence[str]) -> str | None:
+        """Tab: `text` with its `/command` completed as far as the candidates agree, or its
+        final `@word` replaced by the best path match; None when nothing changes."""
+        query = last_mention(text)
+        if query is None or self._root() is None:
+            return complete_prompt(text, commands)
+        found = path_matches(query, self.paths(), limit=1)
+        if not found or found[0] == query:
+            return None
+        return text[: len(text) - len(query)] + found[0]

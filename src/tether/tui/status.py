@@ -1,0 +1,73 @@
+"""The TUI's footer: model · context gauge · usage and cost · mode · activity.
+
+Owns: `StatusBar` (the footer widget) and its context gauge (the last request's pressure, else
+an estimate of the view, cached per history).
+Does not own: the pressure figures (`tether.compaction`), the gauge's text (`gauge_text`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.widgets import Static
+
+from tether.compaction.pressure import effective_window, estimate_tokens
+from tether.providers.pricing import turns_usage_line
+from tether.tui.commands import gauge_text
+
+if TYPE_CHECKING:
+    from tether.agent.agent import Agent
+
+
+class StatusBar(Static):
+    """The footer: model · context gauge · usage and cost · safe / approval state · activity."""
+
+    DEFAULT_CSS = "StatusBar { dock: bottom; height: 1; background: $panel; padding: 0 1; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
+        self._later = False
+        self._last: tuple[Agent | None, bool, int] = (None, False, 0)
+
+    def show(self, agent: Agent | None, *, busy: bool = False, queued: int = 0) -> None:
+        """Show `agent`'s state (None: no agent), `busy` working, `queued` steering prompts."""
+        self._last = (agent, busy, queued)
+        if agent is None:
+            self.update("no agent")
+            return
+        ratio, approx = self._pressure(agent)
+        usage = turns_usage_line(agent.history)
+        mode = "PLAN" if agent.plan_mode else "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
+        work = " · working" if busy else ""
+        waiting = f" · {queued} queued" if queued else ""
+        model = f"{agent.provider.name}/{agent.provider.model}"
+        if agent.parts.run.effort is not None:
+            model += f" · effort {agent.parts.run.effort}"
+        self.update(f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{work}{waiting}")
+
+    def _again(self) -> None:
+        agent, busy, queued = self._last
+        self.show(agent, busy=busy, queued=queued)
+
+    def _pressure(self, agent: Agent) -> tuple[float | None, bool]:
+        """The context gauge: the last request's pressure, else an estimate of the view
+        (computed once per history: a 10,000-turn view takes ~0.1 s, so for a long history
+        the first footer says `ctx –` and the figure follows after the first paint)."""
+        monitor = agent.context_monitor
+        if monitor is None:
+            return None, True
+        if monitor.pressure is not None:  # approximate: estimated, or a guessed window
+            return monitor.pressure.ratio, monitor.pressure.is_approximate
+        history = agent.history
+        key = (len(history), history[-1].id if history else "")
+        if self._gauge is None or self._gauge[:2] != key:
+            if len(history) > 1000 and not self._later:  # after the first paint
+                self._later = True
+                self.call_after_refresh(self._again)
+                return None, True
+            self._later = False
+            window = effective_window(monitor.limits, monitor.policy)
+            ratio = estimate_tokens(agent.current_view()) / max(window, 1)
+            self._gauge = (*key, (ratio, True))
+        return self._gauge[2]
