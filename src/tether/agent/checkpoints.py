@@ -19,7 +19,7 @@ run goes on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tether.agent.events import AgentEvent, CheckpointEvent, WarningEvent
@@ -51,12 +51,28 @@ def checkpoint_store(sessions_root: Path) -> Path:
     return sessions_root.parent / "checkpoints"
 
 
-def current_user_turn(history: list[Turn]) -> str | None:
-    """The id of the latest user message in `history` (looked for from the end)."""
-    for turn in reversed(history):
-        if is_user_message(turn) and not synthetic_user_turn(turn):
-            return turn.id
-    return None
+class LatestUserTurn:
+    """The id of the latest user message of a history that only grows, kept as it grows:
+    each turn is looked at once (a walk from the end on every tool call crossed the whole
+    history once a run's prompt was far behind). A history that shrank or was replaced is read
+    afresh."""
+
+    def __init__(self) -> None:
+        self._history: Sequence[Turn] | None = None
+        self._seen = 0
+        self._id: str | None = None
+
+    def __call__(self, history: Sequence[Turn]) -> str | None:
+        """The id of the latest user message in `history`."""
+        if history is not self._history or len(history) < self._seen:
+            self._history, self._seen, self._id = history, 0, None
+        end = len(history)
+        for i in range(self._seen, end):
+            turn = history[i]
+            if is_user_message(turn) and not synthetic_user_turn(turn):
+                self._id = turn.id
+        self._seen = end
+        return self._id
 
 
 class Checkpoints:
@@ -87,6 +103,7 @@ class Checkpoints:
         self._recorded = False
         self._lock = asyncio.Lock()
         self._warned: set[str] = set()
+        self._latest = LatestUserTurn()
 
     def _repo_for(self, session: AgentSession) -> ShadowRepo | None:
         if self._repo is None:
@@ -113,7 +130,7 @@ class Checkpoints:
         thread does the work: the event loop keeps serving the host)."""
         if self.off or not self._stored(session):
             return
-        turn_id = current_user_turn(history)
+        turn_id = self._latest(history)
         if turn_id is None or turn_id == self._taken_for:
             return
         async with self._lock:
