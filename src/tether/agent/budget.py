@@ -6,9 +6,10 @@ served it, summaries included; shared with the run's subagents, so their spendin
 Does not own: prices (one call: `tether.providers.catalog.price_for`), the loop's stop
 (`tether.agent.loop` asks `Budget.refuses` before each request).
 
-The estimate of a request: its prompt (the wire view's estimated tokens; the part the last
-request already sent is priced as a cache read when that request read from the cache, the new
-part as input — a cache write where the provider charges one) plus an output as long as the
+The estimate of a request: its prompt (what it sends: the system prompt, the tool schemas and
+the wire view's messages, images included, in estimated tokens, `PromptEstimate`; the part the
+last request already sent is priced as a cache read when that request read from the cache, the
+new part as input — a cache write where the provider charges one) plus an output as long as the
 last reply's. The run stops before a request whose estimate would take the spending past the
 cap: the cap can be passed only by a reply longer than the one before it. A model without a
 known price cannot be held to the cap: `warning` event `budget_unpriced`, once per model.
@@ -16,11 +17,50 @@ known price cannot be held to the cap: `warning` event `budget_unpriced`, once p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tether.messages import Usage
+from tether.compaction.pressure import message_tokens, text_tokens
+from tether.messages import ToolSpec, Turn, Usage
 from tether.providers.catalog import Price, price_for
+
+
+def usd(amount: float) -> str:
+    """Dollars for the user: cents, or four decimals under a cent (`$0.0030`, not `$0.00`)."""
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.4f}"
+
+
+class PromptEstimate:
+    """The estimated prompt of a request, in tokens: the system prompt, the tool schemas (name,
+    description, JSON schema) and the messages of its wire view.
+
+    Kept incrementally, so a check before each request costs O(new turns): the fixed part is
+    re-counted only when the system prompt or the offered tools change (the registry caches its
+    spec tuples), and a view that extends the last one (same first and last-known turn objects)
+    adds only its new turns; any other view (after a compaction) is counted afresh."""
+
+    def __init__(self) -> None:
+        self._system: str | None = None
+        self._specs: Sequence[ToolSpec] | None = None
+        self._fixed = 0
+        self._view: tuple[Turn, ...] = ()
+        self._messages = 0
+
+    def tokens(self, system: str | None, specs: Sequence[ToolSpec], view: tuple[Turn, ...]) -> int:
+        """The prompt of a request sending `system`, offering `specs`, carrying `view`."""
+        if system is not self._system or specs is not self._specs:
+            self._system, self._specs = system, specs
+            self._fixed = text_tokens(system or "") + sum(
+                text_tokens(f"{s.name}\n{s.description}\n{json.dumps(s.parameters)}")
+                for s in specs
+            )
+        prev, k = self._view, len(self._view)
+        if not (k and len(view) >= k and view[0] is prev[0] and view[k - 1] is prev[k - 1]):
+            k, self._messages = 0, 0
+        self._messages += sum(message_tokens(t) for t in view[k:])
+        self._view = view
+        return self._fixed + self._messages
 
 
 def _usd(usage: Usage, price: Price) -> float:
@@ -92,14 +132,14 @@ class Budget:
         """One line for the user: why the run stopped."""
         return (
             f"stopped before a request estimated at ${estimate:.4f}: it would pass the budget "
-            f"of ${self.cap_usd:.2f} (spent ${self.spent_usd:.4f}, subagents included)"
+            f"of {usd(self.cap_usd)} (spent ${self.spent_usd:.4f}, subagents included)"
         )
 
 
 def unpriced_warning(model: str, cap_usd: float) -> str:
     """The `budget_unpriced` warning's text."""
     return (
-        f"no known price for {model}: the budget of ${cap_usd:.2f} cannot hold for its "
+        f"no known price for {model}: the budget of {usd(cap_usd)} cannot hold for its "
         "requests (they are not counted)"
     )
 

@@ -27,8 +27,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tether.agent.budget import PromptEstimate, usage_minus
 from tether.agent.budget import before_request as budget_check
-from tether.agent.budget import usage_minus
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -48,7 +48,6 @@ from tether.agent.sessions import AgentSession, interrupted_turn
 from tether.agent.state import RunResult, RunState, SentView
 from tether.agent.subagents import Subagents
 from tether.agent.web_search import web_search_for
-from tether.compaction.pressure import estimate_tokens
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, ToolSpec
@@ -156,11 +155,15 @@ async def run_turns(
     n = 0
     if parts.budget is not None and parts.agent_path == ("main",):
         parts.budget.reset()  # a subagent's runs share their caller's spending
+    prompt_size = PromptEstimate()
     try:
         for n in range(1, max_turns + 1):
             parts = c.parts  # a model switch or a settings change lands here
             spent = state.usage  # summaries made before or during this request are added in
-            if parts.budget is not None and (stop := _over_budget(parts, state, last)):
+            safe = c.safe_mode or c.plan_mode
+            if parts.budget is not None and (
+                stop := _over_budget(parts, state, last, prompt_size, safe=safe)
+            ):
                 parts.emit(WarningEvent(kind="max_budget", message=stop))
                 stop_reason = "max_budget"
                 break
@@ -172,7 +175,6 @@ async def run_turns(
                 state.append(text_turn(parts.new_id(), "user", c.steering.pop(0)))
             parts.emit(TurnStartEvent(turn=n))
             # per request: safe mode may switch, a compaction may add `recall` (cached)
-            safe = c.safe_mode or c.plan_mode
             specs = offered_specs(parts.registry, safe)
             turn = await _request(parts, state, specs, n, safe=safe)
             context = parts.compaction or parts.guard
@@ -254,10 +256,17 @@ async def run_turns(
     )
 
 
-def _over_budget(parts: AgentParts, state: RunState, last: Turn | None) -> str | None:
-    """The stop line when the next request's estimated cost would pass the budget."""
+def _over_budget(
+    parts: AgentParts, state: RunState, last: Turn | None, size: PromptEstimate, *, safe: bool
+) -> str | None:
+    """The stop line when the next request's estimated cost would pass the budget (its prompt:
+    the system prompt, the tool schemas and the messages it sends)."""
     assert parts.budget is not None
-    prompt = estimate_tokens(parts.shape(parts.view(state.history)))
+    prompt = size.tokens(
+        parts.run.system_for(parts.provider),
+        offered_specs(parts.registry, safe),
+        parts.shape(parts.view(state.history)),
+    )
     return budget_check(
         parts.budget,
         parts.provider.model,

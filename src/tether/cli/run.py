@@ -24,6 +24,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.agent import Agent
+from tether.agent.budget import usd
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
@@ -380,7 +381,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         return EXIT_USAGE
     if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
         budget = agent.parts.budget
-        cap = f" ${budget.cap_usd:.2f}" if budget is not None else ""
+        cap = f" {usd(budget.cap_usd)}" if budget is not None else ""
         err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
         return EXIT_USAGE
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
