@@ -15,7 +15,7 @@ import pytest
 
 import tether
 from tether import Agent, AgentConfig, ConfigError, load_config
-from tether.agent import build
+from tether.agent.assembly import build
 from tether.agent.sessions import AgentSession
 from tether.cli.run import RunOptions, _build  # pyright: ignore[reportPrivateUsage]
 from tether.cli.stdin import StdinInput

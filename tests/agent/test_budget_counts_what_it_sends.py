@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tether import AgentConfig
 from tether.agent.agent import Agent
-from tether.agent.budget import PromptEstimate, usd
 from tether.agent.events import AgentEvent, WarningEvent
 from tether.agent.host import Host
+from tether.agent.turn.budget import PromptEstimate, usd
 from tether.compaction.pressure import IMAGE_TOKENS
 from tether.messages import ImageBlock, TextBlock, ToolSpec, Turn
 from tether.testing import ScriptedProvider, deterministic

@@ -21,12 +21,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, SupportsIndex, overload
 
+import pytest
+
 from tether import AgentConfig
+from tether.agent import agent as agent_module
 from tether.agent.agent import Agent
-from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent
 from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits
 from tether.messages import Turn
@@ -83,7 +86,9 @@ def change(note: str) -> str:
     return f"noted {note}"
 
 
-def test_one_turns_work_does_not_grow_with_the_history(tmp_path: Path) -> None:
+def test_one_turns_work_does_not_grow_with_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "work"
     root.mkdir()
     store = SessionStore(tmp_path / "data" / "sessions")
@@ -110,6 +115,9 @@ def test_one_turns_work_does_not_grow_with_the_history(tmp_path: Path) -> None:
     compaction = AutoCompaction(
         ContextMonitor(limits, CompactionPolicy()), summarizer=summarizer, offer_recall=True
     )
+    # the agent copies the session's turns into its history list with `list(...)`: make that
+    # list a counting one
+    monkeypatch.setattr(agent_module, "list", CountingHistory, raising=False)
     agent = Agent(
         provider,
         config=AgentConfig.model_validate(
@@ -126,7 +134,8 @@ def test_one_turns_work_does_not_grow_with_the_history(tmp_path: Path) -> None:
         runtime=deterministic(),
         compaction=compaction,
     )
-    agent._history = CountingHistory(agent._history)  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.undo()
+    assert isinstance(agent.history, CountingHistory)
 
     async def run() -> None:
         session.open()

@@ -15,7 +15,7 @@ import pytest
 
 from kit import jobs as jobkit
 from kit.jobs import LoopModel
-from tether.agent.chains import ChainCache
+from tether.agent.assembly.chains import ChainCache
 from tether.jobs.parse import Task, parse_task
 from tether.jobs.runner import run_task
 from tether.jobs.warm import Warm

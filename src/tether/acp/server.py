@@ -88,7 +88,7 @@ def session_commands(agent: Agent) -> list[AvailableCommand]:
     description and argument hint."""
     from acp.schema import AvailableCommandInput, UnstructuredCommandInput
 
-    from tether.agent.prompting import session_commands as find_commands
+    from tether.agent.assembly.prompting import session_commands as find_commands
 
     found = find_commands(agent.root, agent.session.context, warn=_err)
     return [
@@ -109,7 +109,7 @@ def command_prompt(agent: Agent, text: str) -> str:
     Raises:
         ConfigError: an unknown or broken command (nothing is sent).
     """
-    from tether.agent.prompting import command_prompt as expanded
+    from tether.agent.assembly.prompting import command_prompt as expanded
 
     return expanded(agent.root, agent.session.context, text, warn=_err)[0]
 

@@ -18,22 +18,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
-from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate, ApprovalMode
-from tether.agent.budget import Budget
-from tether.agent.build import ModelLike
-from tether.agent.chains import ChainCache
-from tether.agent.context import AutoCompaction
+from tether.agent.assembly import build, prompting
+from tether.agent.assembly.build import ModelLike
+from tether.agent.assembly.chains import ChainCache
+from tether.agent.assembly.parts import SETTINGS_APPLIED_LIVE, AgentParts, assemble
+from tether.agent.assembly.servers import McpServers
 from tether.agent.events import AgentEvent, WarningEvent
-from tether.agent.hooks import Hooks
 from tether.agent.host import Host
-from tether.agent.loop import Controls, close_interrupted, run_turns
-from tether.agent.parts import SETTINGS_APPLIED_LIVE, AgentParts, assemble
 from tether.agent.runtime import Runtime
-from tether.agent.servers import McpServers
 from tether.agent.sessions import AgentSession
-from tether.agent.state import RunResult, RunState
 from tether.agent.subagents import Subagents, with_task_tool
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.compacting import AutoCompaction
+from tether.agent.turn.hooks import Hooks
+from tether.agent.turn.loop import Controls, close_interrupted, run_turns
+from tether.agent.turn.state import RunResult, RunState
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import ModelLimits
 from tether.errors import ConfigError

@@ -31,14 +31,14 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
-from tether.agent import build
 from tether.agent.approval import ApprovalDecision, ApprovalMode, ApprovalRequest
-from tether.agent.budget import Budget
+from tether.agent.assembly import build
+from tether.agent.assembly.parts import AgentParts
 from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
 from tether.agent.host import Host
-from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession
-from tether.agent.state import RunResult
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.state import RunResult
 from tether.errors import ConfigError, RunError, SessionError
 from tether.messages import Usage
 from tether.session.store import SessionStore

@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tether.agent import build
-from tether.agent.parts import assemble
+from tether.agent.assembly import build
+from tether.agent.assembly.parts import assemble
 from tether.agent.sessions import AgentSession
 from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.snapshot import Snapshot

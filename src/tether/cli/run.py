@@ -24,10 +24,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.agent import Agent
-from tether.agent.budget import usd
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
 from tether.cli import cancel
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
@@ -337,7 +337,7 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
     Raises:
         ConfigError: an unknown command (nothing is sent) or a model that does not resolve.
     """
-    from tether.agent.prompting import command_prompt
+    from tether.agent.assembly.prompting import command_prompt
 
     text, command = command_prompt(agent.root, agent.session.context, prompt, warn=err)
     if command is not None and command.model and not pinned:

@@ -24,7 +24,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tether.agent.chains import ChainCache
+from tether.agent.assembly.chains import ChainCache
 
 T = TypeVar("T")
 

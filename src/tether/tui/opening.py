@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tether.agent.agent import Agent
+from tether.agent.assembly.prompting import session_commands
 from tether.agent.host import Host
-from tether.agent.prompting import session_commands
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
 from tether.session import SessionStore, SessionWriter

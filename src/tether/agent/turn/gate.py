@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Literal
 
 from tether.agent.approval import ApprovalGate, call_kind
-from tether.agent.hooks import HookRunner
+from tether.agent.turn.hooks import HookRunner
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 
 SpawnPermission = Literal["ask", "allow", "deny"]

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tether.agent.checkpoints import Checkpoints
 from tether.agent.events import AgentEvent
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.checkpoints import Checkpoints
 from tether.compaction.summarize import SummaryCall
 from tether.messages import RunStopReason, Turn, Usage
 from tether.providers.base import Provider

@@ -19,20 +19,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate
-from tether.agent.attempts import Attempts, provenance_of, summary_call
-from tether.agent.budget import Budget
-from tether.agent.checkpoints import Checkpoints
-from tether.agent.context import AutoCompaction, RunawayGuard
+from tether.agent.assembly import build, prompting
 from tether.agent.events import AgentEvent, WireRepairEvent
-from tether.agent.gate import CallGate
-from tether.agent.hooks import HookRunner, Hooks
 from tether.agent.host import Host
-from tether.agent.limits import ThinkingDecay
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
-from tether.agent.tool_calls import ToolCalls
+from tether.agent.turn.attempts import Attempts, provenance_of, summary_call
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.checkpoints import Checkpoints
+from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
+from tether.agent.turn.continuation import ThinkingDecay
+from tether.agent.turn.gate import CallGate
+from tether.agent.turn.hooks import HookRunner, Hooks
+from tether.agent.turn.tool_calls import ToolCalls
 from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
 from tether.errors import ConfigError

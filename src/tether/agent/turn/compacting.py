@@ -18,7 +18,7 @@ Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary
 from __future__ import annotations
 
 from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorEvent
-from tether.agent.state import RunParts, RunState, SentView
+from tether.agent.turn.state import RunParts, RunState, SentView
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.recall import RECALL_TOOL, recall_tool

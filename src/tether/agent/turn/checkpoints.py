@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tether.agent.events import AgentEvent, CheckpointEvent, WarningEvent
-from tether.agent.limits import CONTINUE_PROMPT
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.continuation import CONTINUE_PROMPT
 from tether.checkpoint.shadow import CheckpointError, ShadowRepo, Snapshot
 from tether.checkpoint.timeline import (
     CHECKPOINT_EVENT,

@@ -27,8 +27,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tether.agent.budget import PromptEstimate, usage_minus
-from tether.agent.budget import before_request as budget_check
+from tether.agent.assembly.parts import AgentParts
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -41,13 +40,14 @@ from tether.agent.events import (
     TurnStartEvent,
     WarningEvent,
 )
-from tether.agent.hooks import HookRunner
-from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
-from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession, interrupted_turn
-from tether.agent.state import RunResult, RunState, SentView
 from tether.agent.subagents import Subagents
-from tether.agent.web_search import web_search_for
+from tether.agent.turn.budget import PromptEstimate, usage_minus
+from tether.agent.turn.budget import before_request as budget_check
+from tether.agent.turn.continuation import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
+from tether.agent.turn.hooks import HookRunner
+from tether.agent.turn.state import RunResult, RunState, SentView
+from tether.agent.turn.web_search import web_search_for
 from tether.errors import LengthResumeExhausted, RunError
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, ToolSpec

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from tether.agent.build import ModelLike, Note, model_refs, resolve_models
+from tether.agent.assembly.build import ModelLike, Note, model_refs, resolve_models
 from tether.errors import ConfigError
 from tether.providers.base import Provider
 from tether.providers.registry import key_for

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tether.agent import build
+from tether.agent.assembly import build
 from tether.agent.sessions import AgentSession
 from tether.errors import ConfigError
 from tether.prompt.facts import SessionContext

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from tether.agent.context import AutoCompaction, RunawayGuard
-from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
+from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
+from tether.agent.turn.continuation import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
 from tether.compaction.recall import RECALL_TOOL

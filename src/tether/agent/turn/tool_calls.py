@@ -24,9 +24,9 @@ from typing import Any, cast
 
 from tether.agent.approval import ApprovalGate
 from tether.agent.events import TodoEvent, ToolResultEvent
-from tether.agent.gate import CallGate
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
-from tether.agent.state import RunParts, RunState
+from tether.agent.turn.gate import CallGate
+from tether.agent.turn.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.prompt.gather import SubfolderInstructions
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
