@@ -35,7 +35,7 @@ test failure), and three errors of the MCP client and the hooks derive from `Exc
     LoginRequiredError          a remote MCP server asks for OAuth and the run is headless
                                 (`tether.mcp.oauth`)
     HookFailed                  a hook raised, timed out or printed no JSON object
-                                (`tether.agent.hooks`)
+                                (`tether.agent.turn.hooks`)
 
 Headless exit codes (`exit_code_for`): 0 success · 1 usage/other · 2 auth · 3 network ·
 4 provider · 5 malformed input · 130 cancelled.

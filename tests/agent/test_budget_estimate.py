@@ -1,4 +1,4 @@
-"""The budget's estimate of a request (`tether.agent.budget.next_request_usd`, pure)."""
+"""The budget's estimate of a request (`tether.agent.turn.budget.next_request_usd`, pure)."""
 
 from __future__ import annotations
 

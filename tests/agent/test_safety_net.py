@@ -26,7 +26,8 @@ from tether.agent.events import (
 from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.checkpoints import STOP_HOOK_PREFIX, checkpoint_store, synthetic_user_turn
-from tether.agent.turn.loop import PLAN_MODE_REMINDER, STOP_DENIED
+from tether.agent.turn.plan import PLAN_MODE_REMINDER
+from tether.agent.turn.stop_hooks import STOP_DENIED
 from tether.checkpoint.rewind import RewindError, plan_rewind, rewind, turn_rows
 from tether.messages import Usage
 from tether.session import SessionStore

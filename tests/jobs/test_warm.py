@@ -1,4 +1,4 @@
-"""What a worker keeps between task runs (`tether.jobs.warm`, `tether.agent.chains`): one
+"""What a worker keeps between task runs (`tether.jobs.warm`, `tether.agent.assembly.chains`): one
 event loop per thread and the providers built on it. Runs through one `Warm` reuse the
 providers, and nothing else: each run has its own session, history and tools; a changed
 config or key builds new providers; tasks a run leaves behind are cancelled when it ends."""

@@ -84,7 +84,7 @@ AnyUpdate = convert.Update | AvailableCommandsUpdate
 
 def session_commands(agent: Agent) -> list[AvailableCommand]:
     """The `/name` commands a session offers the client (`available_commands_update`): its
-    prompt files and skills (`tether.agent.prompting.session_commands`), each with its
+    prompt files and skills (`tether.agent.assembly.prompting.session_commands`), each with its
     description and argument hint."""
     from acp.schema import AvailableCommandInput, UnstructuredCommandInput
 

@@ -9,7 +9,7 @@ and the `task` call id; resumable on its own with `tether run --resume <child id
 context window and compaction, forwarding its events to the host tagged with the agent path
 (`SubagentEvent`, `["main", "task:<call id>"]`), and its usage (added to the caller's run,
 reported separately as `children_usage`).
-Does not own: the spawn permission (`agents.spawn`, in `tether.agent.gate`: through the
+Does not own: the spawn permission (`agents.spawn`, in `tether.agent.turn.gate`: through the
 approval gate, `kind="spawn"`), building agents (the child is built through the front door:
 the caller's own class, `type(agent)(...)`), cancellation mechanics: cancelling the caller's run cancels its running `task`
 calls (asyncio), which cancels each child's run; the child persists its partial turn, as any

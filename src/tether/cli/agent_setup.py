@@ -10,7 +10,7 @@ Owns: which flag sets which config field (flags win over the settings files):
     --output-format F    run.output_format
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
-Does not own: the rules that turn a config into an agent (`tether.agent.build`, used by
+Does not own: the rules that turn a config into an agent (`tether.agent.assembly.build`, used by
 `tether.Agent` and `Agent.from_settings`), argument parsing (`tether.cli.main`).
 """
 

@@ -5,7 +5,7 @@ writer and MCP servers) and `open_agent`, which builds them: `Agent.from_setting
 working folder with the TUI's `tether.Host` (event callback, question bridge, approver,
 notes), a resumed session or a new one (or none: `tether.agent.sessions.AgentSession`),
 the MCP servers.
-Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.build`).
+Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.assembly.build`).
 """
 
 from __future__ import annotations

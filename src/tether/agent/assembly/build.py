@@ -6,8 +6,8 @@ Owns: the provider chain (a model string, a provider object, a list of them, or 
 the tools of the tool folders, the model's limits (window, output cap), the window-capped
 output threshold, the retry policy, the thinking-budget decay, the path policy, the refused
 environment names, and automatic compaction.
-Does not own: reading settings files (`tether.settings`), the loop (`tether.agent.loop`),
-argument parsing (`tether.cli`), the record the parts make (`tether.agent.parts`).
+Does not own: reading settings files (`tether.settings`), the loop (`tether.agent.turn.loop`),
+argument parsing (`tether.cli`), the record the parts make (`tether.agent.assembly.parts`).
 
 Model selection (config `model`), resolved once; a mistake is a `ConfigError` then:
     unset                    each configured provider (`providers.<name>`) with a `model`, in
@@ -414,7 +414,7 @@ def from_settings_files(
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
     else the user settings alone are used. `resolve`: what resolves the chain (default
-    `resolve_models`; `tether.agent.chains.ChainCache.resolve` reuses providers).
+    `resolve_models`; `tether.agent.assembly.chains.ChainCache.resolve` reuses providers).
 
     Raises:
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.

@@ -7,8 +7,8 @@ the tools and their context, the secrets redacted from tool output, tracing, the
 the host), `RunSettings` (the per-request values taken from the config), and `assemble`, the
 one function every host goes through (`Agent`, `Agent.from_settings`, subagents, replay, Jobs,
 `tether compact`). `AgentParts.with_model` / `with_settings` re-derive only what changed.
-Does not own: reading settings files and resolving models (`tether.agent.build`), the loop
-(`tether.agent.loop`), what a host may change between and during runs (`tether.agent.agent`).
+Does not own: reading settings files and resolving models (`tether.agent.assembly.build`), the loop
+(`tether.agent.turn.loop`), what a host may change between and during runs (`tether.agent.agent`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tether.agent.approval import ApprovalGate
 from tether.agent.assembly import build, prompting
@@ -26,12 +26,15 @@ from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.attempts import Attempts, provenance_of, summary_call
-from tether.agent.turn.budget import Budget
-from tether.agent.turn.checkpoints import Checkpoints
+from tether.agent.turn.budget import Budget, BudgetPolicy
+from tether.agent.turn.checkpoints import CheckpointPolicy, Checkpoints
 from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
-from tether.agent.turn.continuation import ThinkingDecay
+from tether.agent.turn.continuation import ContinuationPolicy, ThinkingDecay
 from tether.agent.turn.gate import CallGate
 from tether.agent.turn.hooks import HookRunner, Hooks
+from tether.agent.turn.plan import PlanMode
+from tether.agent.turn.policy import Policies, TurnPolicy
+from tether.agent.turn.stop_hooks import StopHooks
 from tether.agent.turn.tool_calls import ToolCalls
 from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
@@ -173,6 +176,9 @@ class AgentParts:
             `checkpoints.enabled`), or None.
         budget: the run's cost cap (`run.max_budget_usd`; a subagent shares its caller's), or
             None.
+        policies: what acts around each turn (`tether.agent.turn.policy`), in order: the
+            budget, compaction or the runaway guard, continuations, the `stop` hooks, plan
+            mode, checkpoints, then any added by the host (the agent's subagent usage).
     """
 
     config: AgentConfig
@@ -199,8 +205,9 @@ class AgentParts:
     guard: RunawayGuard | None = None
     checkpoints: Checkpoints | None = field(default=None, repr=False)
     budget: Budget | None = field(default=None, repr=False)
+    policies: Policies = field(default_factory=Policies, repr=False)
 
-    # -- what the loop's collaborators use (`tether.agent.state.RunParts`) --------------------
+    # -- what the loop's collaborators use (`tether.agent.turn.state.RunParts`) --------------------
 
     @property
     def provider(self) -> Provider:
@@ -273,6 +280,25 @@ class AgentParts:
             limits=limits,
         )
 
+    def with_budget(self, budget: Budget | None) -> AgentParts:
+        """These parts counting their spending in `budget` (a subagent's: its caller's)."""
+        return replace(
+            self,
+            budget=budget,
+            policies=turn_policies(
+                self.config,
+                self.hooks,
+                context=self.compaction or self.guard,
+                budget=budget,
+                checkpoints=self.checkpoints,
+                old=self.policies,
+            ),
+        )
+
+    def with_policy(self, policy: TurnPolicy) -> AgentParts:
+        """These parts with `policy` acting after the assembly's own (kept by `with_settings`)."""
+        return replace(self, policies=Policies((*self.policies, policy)))
+
     def with_settings(self, values: Mapping[str, Any]) -> AgentParts:
         """These parts with the dotted config `values` applied (`{"run.max_turns": 5}`), from
         the next request on: the run settings, the retry policy and compaction (turned on or
@@ -309,6 +335,14 @@ class AgentParts:
             self,
             config=config,
             budget=budget,
+            policies=turn_policies(
+                config,
+                self.hooks,
+                context=compaction or guard,
+                budget=budget,
+                checkpoints=self.checkpoints,
+                old=self.policies,
+            ),
             run=RunSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
             guard=guard,
@@ -337,7 +371,7 @@ def assemble(
 
     Args:
         config: the configuration (turns, timeouts, retries, tool policy, compaction, hooks).
-        chain: the providers in fallback order (`tether.agent.build.resolve_models`).
+        chain: the providers in fallback order (`tether.agent.assembly.build.resolve_models`).
         tools: the tools offered (a registry is used as is; a sequence is copied into one,
             keeping only the names in `config.tools.only` when it is set).
         root: the working folder (resolved); file tools are confined to it.
@@ -430,6 +464,13 @@ def assemble(
         *build.provider_keys(chain, config, rt.env),
         *rt.secret_texts,
     )
+    guard = None if auto is not None else build.runaway_guard(limits, config, fixed=fixed)
+    checkpoints = (
+        Checkpoints(root, max_file_bytes=config.checkpoints.max_file_size, emit=emit)
+        if config.checkpoints.enabled and host.agent_path == ("main",)
+        else None
+    )
+    budget = _budget(config)
     return AgentParts(
         config=config,
         chain=chain,
@@ -437,7 +478,7 @@ def assemble(
         attempts=_attempts(chain, retry, rt, emit, tracing),
         limits=limits,
         compaction=auto,
-        guard=None if auto is not None else build.runaway_guard(limits, config, fixed=fixed),
+        guard=guard,
         tool_calls=tool_calls,
         hooks=hook_runner,
         registry=registry,
@@ -453,11 +494,63 @@ def assemble(
         library_hooks=hooks,
         id_factory=rt.new_id or default_id_factory(),
         repairs=repairs,
-        checkpoints=Checkpoints(root, max_file_bytes=config.checkpoints.max_file_size, emit=emit)
-        if config.checkpoints.enabled and host.agent_path == ("main",)
-        else None,
-        budget=_budget(config),
+        checkpoints=checkpoints,
+        budget=budget,
+        policies=turn_policies(
+            config, hook_runner, context=auto or guard, budget=budget, checkpoints=checkpoints
+        ),
     )
+
+
+_P = TypeVar("_P", bound=TurnPolicy)
+
+_OWN = (BudgetPolicy, AutoCompaction, RunawayGuard, ContinuationPolicy, StopHooks, PlanMode)
+"""The policy kinds `turn_policies` builds (the checkpoint policy too); others are a host's."""
+
+
+def turn_policies(
+    config: AgentConfig,
+    hooks: HookRunner,
+    *,
+    context: AutoCompaction | RunawayGuard | None,
+    budget: Budget | None,
+    checkpoints: Checkpoints | None,
+    old: Policies | None = None,
+) -> Policies:
+    """An agent's turn policies, in order: the budget (first: it stops before a compaction
+    is paid for), compaction or the runaway guard, continuations, the `stop` hooks, plan mode,
+    checkpoints, then the host's (from `old`). A policy of `old` whose inputs are the same is
+    kept (its state with it): a settings change rebuilds only the policies of the sections
+    that changed."""
+    kept = list(old or ())
+
+    def reuse(kind: type[_P], same: Callable[[_P], bool], make: Callable[[], _P]) -> _P:
+        found = next((p for p in kept if type(p) is kind), None)
+        return found if found is not None and same(found) else make()
+
+    limit = config.run.continuation_limit
+    own: list[TurnPolicy | None] = [
+        None
+        if budget is None
+        else reuse(BudgetPolicy, lambda p: p.budget is budget, lambda: BudgetPolicy(budget)),
+        context,
+        reuse(
+            ContinuationPolicy,
+            lambda p: p.max_continuations == limit,
+            lambda: ContinuationPolicy(limit),
+        ),
+        reuse(StopHooks, lambda p: p.hooks is hooks, lambda: StopHooks(hooks)),
+        reuse(PlanMode, lambda _p: True, PlanMode),
+        None
+        if checkpoints is None
+        else reuse(
+            CheckpointPolicy,
+            lambda p: p.checkpoints is checkpoints,
+            lambda: CheckpointPolicy(checkpoints),
+        ),
+    ]
+    host = [p for p in kept if not isinstance(p, (*_OWN, CheckpointPolicy))]
+    return Policies([*(p for p in own if p is not None), *host])
 
 
 def _budget(config: AgentConfig) -> Budget | None:

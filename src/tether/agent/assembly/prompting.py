@@ -9,7 +9,7 @@ since the session started), `context_tools` (the `skill` tool over the catalog),
 `skill_policy` (the path policy with the skill folders `read` may open) and
 `subfolder_notes` (the subfolder instruction files a session adds as it goes).
 Does not own: the data and the rendering (`tether.prompt`), the skills (`tether.skills`), the
-record of parts (`tether.agent.parts`: it renders the prompt from the session's facts).
+record of parts (`tether.agent.assembly.parts`: it renders the prompt from the session's facts).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The cost cap of a run (`run.max_budget_usd`, `--max-budget-usd`), its subagents included.
 
-Owns: `Budget` (the cap and what was spent: every request's usage priced by the model that
+Owns: `BudgetPolicy` (the turn policy: the estimate before each request, the charge after
+each reply), `Budget` (the cap and what was spent: every request's usage priced by the model that
 served it, summaries included; shared with the run's subagents, so their spending counts),
 `next_request_usd` (pure: the estimated cost of the next request) and the stop line.
-Does not own: prices (one call: `tether.providers.catalog.price_for`), the loop's stop
-(`tether.agent.loop` asks `Budget.refuses` before each request).
+Does not own: prices (one call: `tether.providers.catalog.price_for`), the loop
+(`tether.agent.turn.loop` calls the policy's hooks).
 
 The estimate of a request: its prompt (what it sends: the system prompt, the tool schemas and
 the wire view's messages, images included, in estimated tokens, `PromptEstimate`; the part the
@@ -20,10 +21,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from tether.agent.events import WarningEvent
+from tether.agent.turn.policy import TurnPolicy
 from tether.compaction.pressure import message_tokens, text_tokens
-from tether.messages import ToolSpec, Turn, Usage
+from tether.messages import ContentBlock, RunStopReason, ToolSpec, Turn, Usage
 from tether.providers.catalog import Price, price_for
+from tether.tools.safe_mode import offered_specs
+
+if TYPE_CHECKING:
+    from tether.agent.assembly.parts import AgentParts
+    from tether.agent.turn.state import RunState
 
 
 def usd(amount: float) -> str:
@@ -165,3 +174,58 @@ def usage_minus(a: Usage, b: Usage) -> Usage:
         cache_write_tokens=max(0, a.cache_write_tokens - b.cache_write_tokens),
         web_search_requests=max(0, a.web_search_requests - b.web_search_requests),
     )
+
+
+class BudgetPolicy(TurnPolicy):
+    """The budget as a turn policy: before each request, stop (`max_budget`, after a `warning`
+    event `max_budget` with the stop line) when the request's estimate would pass the cap;
+    after each reply, charge it (by the model that served it) and the summaries made since
+    the last request (by the chain's first model).
+
+    Args:
+        budget: the cap and the spending (shared with the agent's subagents).
+    """
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self._size = PromptEstimate()
+        self._spent = Usage()
+
+    def on_prompt(
+        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+    ) -> tuple[ContentBlock, ...]:
+        """A main agent's run starts its spending afresh (a subagent's shares its caller's)."""
+        if parts.agent_path == ("main",):
+            self.budget.reset()
+        return content
+
+    async def before_request(self, parts: AgentParts, state: RunState) -> RunStopReason | None:
+        """`max_budget` when the next request (what it sends, `PromptEstimate`) would pass
+        the cap."""
+        self._spent = state.usage  # summaries made from here to the reply are charged too
+        prompt = self._size.tokens(
+            parts.run.system_for(parts.provider),
+            offered_specs(parts.registry, state.safe_mode),
+            parts.shape(parts.view(state.history)),
+        )
+        last = state.last.usage if state.last is not None else None
+        stop = before_request(
+            self.budget,
+            parts.provider.model,
+            prompt,
+            last,
+            lambda text: parts.emit(WarningEvent(kind="budget_unpriced", message=text)),
+        )
+        if stop is None:
+            return None
+        parts.emit(WarningEvent(kind="max_budget", message=stop))
+        return "max_budget"
+
+    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
+        """Charge the reply by its model and the summaries by the chain's."""
+        reply = turn.usage or Usage()
+        model = turn.provenance.model if turn.provenance else parts.provider.model
+        self.budget.charge(reply, model)
+        summaries = usage_minus(usage_minus(state.usage, self._spent), reply)
+        self.budget.charge(summaries, parts.provider.model)
+        return None

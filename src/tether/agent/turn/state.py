@@ -2,10 +2,10 @@
 
 Owns: `RunState` (the history being appended to, the turns of this run, its usage, the last
 sent view), `SentView`, `RunResult` (what a run produced) and `RunParts` (the protocol
-`tether.agent.parts.AgentParts` satisfies: what compaction and the tool runner may use — the
+`tether.agent.assembly.parts.AgentParts` satisfies: what compaction and the tool runner may use — the
 tools, their context, events, ids, the wire view, redaction, the summary request path).
-Does not own: deciding anything; the loop (`tether.agent.loop`) fills the state, the parts
-(`tether.agent.parts`) do the work.
+Does not own: deciding anything; the loop (`tether.agent.turn.loop`) fills the state, the parts
+(`tether.agent.assembly.parts`) do the work.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["RunParts", "RunResult", "RunState", "SentView"]
 
 class RunParts(Protocol):
     """What the loop's collaborators (`AutoCompaction`, `ToolCalls`) use from the agent's parts
-    (`tether.agent.parts.AgentParts` is the implementation). None of it may raise except as
+    (`tether.agent.assembly.parts.AgentParts` is the implementation). None of it may raise except as
     documented on the implementation."""
 
     @property
@@ -102,6 +102,13 @@ class RunState:
         new_turns: every turn appended during this run, in order.
         usage: cumulative usage of this run (requests and summary calls), in tokens.
         sent: the view of the last request sent (None before the first).
+        safe_mode: this request offers and runs only safe tools (safe or plan mode; the loop
+            sets it before each request).
+        plan_mode: plan mode is on (the loop sets it at the start and before each request).
+        last: the last reply (None before the first).
+        stop_reason: why the run ended (while it runs: `max_turns`).
+        children_usage: the usage of subagents' runs during this run (set at its end), or
+            None when none ran.
     """
 
     history: list[Turn]
@@ -110,6 +117,12 @@ class RunState:
     new_turns: list[Turn] = field(default_factory=lambda: [])
     usage: Usage = field(default_factory=Usage)
     sent: SentView | None = None
+    safe_mode: bool = False
+    plan_mode: bool = False
+    last: Turn | None = None
+    stop_reason: RunStopReason = "max_turns"
+    children_usage: Usage | None = None
+    _answer: list[str] = field(default_factory=lambda: [])
 
     def append(self, turn: Turn) -> None:
         """Append `turn` to the history and this run's turns, and persist it (flushed)."""
@@ -117,6 +130,24 @@ class RunState:
         self.history.append(turn)
         self.new_turns.append(turn)
         self.session.append(turn)
+
+    def reply(self, turn: Turn) -> None:
+        """Record a stored reply: the last turn, its usage, and the answer (a reply's text
+        joins the answer when the reply before it was cut by the output cap, `max_tokens`, and
+        continued; otherwise it starts a new one)."""
+        if turn.tool_calls or self.last is None or self.last.stop_reason != "max_tokens":
+            self._answer.clear()
+        self.last = turn
+        self.add_usage(turn.usage)
+        if not turn.tool_calls:
+            self._answer.append(turn.text)
+
+    @property
+    def answer(self) -> str:
+        """The current answer's text (continuation pieces concatenated), else the last reply's
+        text."""
+        joined = "".join(self._answer)
+        return joined or (self.last.text if self.last is not None else "")
 
     def add_usage(self, usage: Usage | None) -> None:
         """Count a request's usage in this run's total."""
