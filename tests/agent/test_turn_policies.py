@@ -9,16 +9,16 @@ from pathlib import Path
 
 from tether import AgentConfig
 from tether.agent.agent import Agent
-from tether.agent.assembly.parts import AgentParts, assemble
+from tether.agent.assembly.parts import assemble
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import BudgetPolicy
-from tether.agent.turn.checkpoints import CheckpointPolicy
+from tether.agent.turn.checkpoint_policy import CheckpointPolicy
 from tether.agent.turn.children import ChildUsage
 from tether.agent.turn.compacting import AutoCompaction
-from tether.agent.turn.continuation import ContinuationPolicy
+from tether.agent.turn.continuation_policy import ContinuationPolicy
 from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import TurnPolicy
-from tether.agent.turn.state import RunState
+from tether.agent.turn.state import RunParts, RunState
 from tether.agent.turn.stop_hooks import StopHooks
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn
 from tether.testing import ScriptedProvider, call, deterministic
@@ -43,23 +43,23 @@ class Watcher(TurnPolicy):
         self.ended: list[RunStopReason] = []
 
     def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+        self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState
     ) -> tuple[ContentBlock, ...]:
         self.prompts.append(content)
         return (*content, TextBlock(text="(watched)"))
 
-    async def before_request(self, parts: AgentParts, state: RunState) -> RunStopReason | None:
+    async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         self.requests += 1
         return "max_budget" if self.requests == self.stop_at else None
 
-    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         self.replies.append(turn.id)
         if self.again is not None and not turn.tool_calls:
             again, self.again = self.again, None
             return again
         return None
 
-    def after_run(self, parts: AgentParts, state: RunState) -> None:
+    def after_run(self, parts: RunParts, state: RunState) -> None:
         self.ended.append(state.stop_reason)
 
 

@@ -17,24 +17,23 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tether.agent.approval import ApprovalGate
 from tether.agent.assembly import build, prompting
+from tether.agent.assembly.policies import turn_policies
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.attempts import Attempts, provenance_of, summary_call
-from tether.agent.turn.budget import Budget, BudgetPolicy
-from tether.agent.turn.checkpoints import CheckpointPolicy, Checkpoints
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.checkpoints import Checkpoints
 from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
-from tether.agent.turn.continuation import ContinuationPolicy, ThinkingDecay
+from tether.agent.turn.continuation import ThinkingDecay
 from tether.agent.turn.gate import CallGate
 from tether.agent.turn.hooks import HookRunner, Hooks
-from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import Policies, TurnPolicy
-from tether.agent.turn.stop_hooks import StopHooks
 from tether.agent.turn.tool_calls import ToolCalls
 from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
@@ -228,6 +227,10 @@ class AgentParts:
     def new_id(self) -> str:
         """A fresh turn id."""
         return self.id_factory()
+
+    def system_for(self, provider: Provider) -> str | None:
+        """The system prompt `provider` is sent (`RunSettings.system_for`)."""
+        return self.run.system_for(provider)
 
     def view(self, history: Sequence[Turn]) -> tuple[Turn, ...]:
         """The wire view of `history` for the first provider (incremental: the builder reads
@@ -500,57 +503,6 @@ def assemble(
             config, hook_runner, context=auto or guard, budget=budget, checkpoints=checkpoints
         ),
     )
-
-
-_P = TypeVar("_P", bound=TurnPolicy)
-
-_OWN = (BudgetPolicy, AutoCompaction, RunawayGuard, ContinuationPolicy, StopHooks, PlanMode)
-"""The policy kinds `turn_policies` builds (the checkpoint policy too); others are a host's."""
-
-
-def turn_policies(
-    config: AgentConfig,
-    hooks: HookRunner,
-    *,
-    context: AutoCompaction | RunawayGuard | None,
-    budget: Budget | None,
-    checkpoints: Checkpoints | None,
-    old: Policies | None = None,
-) -> Policies:
-    """An agent's turn policies, in order: the budget (first: it stops before a compaction
-    is paid for), compaction or the runaway guard, continuations, the `stop` hooks, plan mode,
-    checkpoints, then the host's (from `old`). A policy of `old` whose inputs are the same is
-    kept (its state with it): a settings change rebuilds only the policies of the sections
-    that changed."""
-    kept = list(old or ())
-
-    def reuse(kind: type[_P], same: Callable[[_P], bool], make: Callable[[], _P]) -> _P:
-        found = next((p for p in kept if type(p) is kind), None)
-        return found if found is not None and same(found) else make()
-
-    limit = config.run.continuation_limit
-    own: list[TurnPolicy | None] = [
-        None
-        if budget is None
-        else reuse(BudgetPolicy, lambda p: p.budget is budget, lambda: BudgetPolicy(budget)),
-        context,
-        reuse(
-            ContinuationPolicy,
-            lambda p: p.max_continuations == limit,
-            lambda: ContinuationPolicy(limit),
-        ),
-        reuse(StopHooks, lambda p: p.hooks is hooks, lambda: StopHooks(hooks)),
-        reuse(PlanMode, lambda _p: True, PlanMode),
-        None
-        if checkpoints is None
-        else reuse(
-            CheckpointPolicy,
-            lambda p: p.checkpoints is checkpoints,
-            lambda: CheckpointPolicy(checkpoints),
-        ),
-    ]
-    host = [p for p in kept if not isinstance(p, (*_OWN, CheckpointPolicy))]
-    return Policies([*(p for p in own if p is not None), *host])
 
 
 def _budget(config: AgentConfig) -> Budget | None:

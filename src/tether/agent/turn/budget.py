@@ -31,8 +31,7 @@ from tether.providers.catalog import Price, price_for
 from tether.tools.safe_mode import offered_specs
 
 if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
+    from tether.agent.turn.state import RunParts, RunState
 
 
 def usd(amount: float) -> str:
@@ -192,19 +191,19 @@ class BudgetPolicy(TurnPolicy):
         self._spent = Usage()
 
     def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+        self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState
     ) -> tuple[ContentBlock, ...]:
         """A main agent's run starts its spending afresh (a subagent's shares its caller's)."""
         if parts.agent_path == ("main",):
             self.budget.reset()
         return content
 
-    async def before_request(self, parts: AgentParts, state: RunState) -> RunStopReason | None:
+    async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         """`max_budget` when the next request (what it sends, `PromptEstimate`) would pass
         the cap."""
         self._spent = state.usage  # summaries made from here to the reply are charged too
         prompt = self._size.tokens(
-            parts.run.system_for(parts.provider),
+            parts.system_for(parts.provider),
             offered_specs(parts.registry, state.safe_mode),
             parts.shape(parts.view(state.history)),
         )
@@ -221,7 +220,7 @@ class BudgetPolicy(TurnPolicy):
         parts.emit(WarningEvent(kind="max_budget", message=stop))
         return "max_budget"
 
-    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         """Charge the reply by its model and the summaries by the chain's."""
         reply = turn.usage or Usage()
         model = turn.provenance.model if turn.provenance else parts.provider.model

@@ -4,7 +4,7 @@ that may change files, and one when a run ends (the tree tether left).
 Owns: `Checkpoints` (one per main agent with a stored session: `before_change`, called by the
 tool calls before a call of a tool that is not `safe` runs — `write`, `edit`, `bash`, folder
 and MCP tools, `task`; `after_run`, called by the loop when a run ends, cancelled or failed
-runs included), `CheckpointPolicy` (the turn policy that calls `after_run`), `synthetic_user_turn` (the harness's own user messages, not numbered as user
+runs included; `tether.agent.turn.checkpoint_policy` calls it), `synthetic_user_turn` (the harness's own user messages, not numbered as user
 turns) and `checkpoint_store` (where a session's project keeps its shadow repository).
 Because `bash` can write only inside the working folder (the OS sandbox), one snapshot of the
 folder covers what shell commands change too.
@@ -21,12 +21,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tether.agent.events import AgentEvent, CheckpointEvent, WarningEvent
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.continuation import CONTINUE_PROMPT
-from tether.agent.turn.policy import TurnPolicy
 from tether.checkpoint.shadow import CheckpointError, ShadowRepo, Snapshot
 from tether.checkpoint.timeline import (
     CHECKPOINT_EVENT,
@@ -35,10 +33,6 @@ from tether.checkpoint.timeline import (
     is_user_message,
 )
 from tether.messages import Turn
-
-if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
 
 STOP_HOOK_PREFIX = "A stop hook did not accept this as the final answer"
 """How the message after a refused stop begins (`tether.agent.turn.stop_hooks.STOP_DENIED`)."""
@@ -190,19 +184,3 @@ class Checkpoints:
             )
         self.emit(CheckpointEvent(at=at, commit=snap.commit, turn_id=turn_id))
 
-
-class CheckpointPolicy(TurnPolicy):
-    """Checkpoints' part of a run: when it ends (cancelled or failed runs included), record
-    the tree it left (`Checkpoints.after_run`). The snapshot before a change is taken by the
-    tool calls (`Checkpoints.before_change`).
-
-    Args:
-        checkpoints: the agent's checkpoints.
-    """
-
-    def __init__(self, checkpoints: Checkpoints) -> None:
-        self.checkpoints = checkpoints
-
-    def after_run(self, parts: AgentParts, state: RunState) -> None:
-        """The tree this run left."""
-        self.checkpoints.after_run(state.session)

@@ -14,8 +14,7 @@ from tether.agent.turn.policy import TurnPolicy
 from tether.messages import ContentBlock, Usage
 
 if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
+    from tether.agent.turn.state import RunParts, RunState
 
 __all__ = ["ChildUsage"]
 
@@ -31,12 +30,12 @@ class ChildUsage(TurnPolicy):
         self.take_usage = take_usage
 
     def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+        self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState
     ) -> tuple[ContentBlock, ...]:
         """Drop what children spent before this run."""
         self.take_usage()
         return content
 
-    def after_run(self, parts: AgentParts, state: RunState) -> None:
+    def after_run(self, parts: RunParts, state: RunState) -> None:
         """`state.children_usage`: what the children spent during this run."""
         state.children_usage = self.take_usage()

@@ -1,7 +1,7 @@
 """Run limits: resuming a reply cut by the output-token limit, and thinking-budget decay.
 
-Owns: `ContinuationPolicy` (the turn policy: "Please continue." after a reply cut by the
-output cap), `Continuations` (when to send it after a `max_tokens` stop, and the one answer
+Owns: `Continuations` (when to send "Please continue." after a `max_tokens` stop; the turn
+policy that sends it is `tether.agent.turn.continuation_policy`, and the one answer
 assembled from the pieces) and `thinking_budget_for_turn` (pure: a turn number → the
 reasoning budget in tokens). Does not own: sending requests or persisting turns (the loop).
 
@@ -22,15 +22,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from tether.agent.turn.policy import TurnPolicy
 from tether.errors import ConfigError, LengthResumeExhausted
-from tether.messages import ContentBlock, Turn
-
-if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
+from tether.messages import Turn
 
 CONTINUE_PROMPT = "Please continue."
 MAX_EMPTY = 2
@@ -79,38 +73,6 @@ class Continuations:
     def answer(self) -> str:
         """The current answer: every piece's text, concatenated."""
         return "".join(self.parts)
-
-
-class ContinuationPolicy(TurnPolicy):
-    """The continuation rule (module docstring) as a turn policy: after a reply cut by
-    `max_tokens`, the next message is `CONTINUE_PROMPT`.
-
-    Args:
-        max_continuations: "Please continue." requests allowed per answer (0 disables).
-    """
-
-    def __init__(self, max_continuations: int) -> None:
-        self.max_continuations = max_continuations
-        self._run = Continuations(max_continuations)
-
-    def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
-    ) -> tuple[ContentBlock, ...]:
-        """A run starts with a fresh count."""
-        self._run = Continuations(self.max_continuations)
-        return content
-
-    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
-        """`CONTINUE_PROMPT` after a cut reply (within the allowance), else None.
-
-        Raises:
-            LengthResumeExhausted: replies cut with nothing in them, `MAX_EMPTY` in a row.
-        """
-        if self._run.after_turn(turn):
-            return CONTINUE_PROMPT
-        if not turn.tool_calls:  # a final answer: the run ends, or a stop hook starts anew
-            self._run = Continuations(self.max_continuations)
-        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

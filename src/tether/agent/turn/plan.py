@@ -15,8 +15,7 @@ from tether.agent.turn.policy import TurnPolicy
 from tether.messages import ContentBlock, TextBlock
 
 if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
+    from tether.agent.turn.state import RunParts, RunState
 
 __all__ = ["PLAN_MODE_REMINDER", "PlanMode"]
 
@@ -33,14 +32,14 @@ class PlanMode(TurnPolicy):
     """Plan mode's part of a run (module docstring)."""
 
     def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+        self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState
     ) -> tuple[ContentBlock, ...]:
         """The prompt with `PLAN_MODE_REMINDER` after it, in plan mode."""
         if state.plan_mode and content:
             return (*content, TextBlock(text=PLAN_MODE_REMINDER))
         return content
 
-    def after_run(self, parts: AgentParts, state: RunState) -> None:
+    def after_run(self, parts: RunParts, state: RunState) -> None:
         """In plan mode, a run that ended with an answer emits it as the `plan` event."""
         answer = state.answer
         if state.plan_mode and state.stop_reason in ("end_turn", "stop_sequence") and answer.strip():

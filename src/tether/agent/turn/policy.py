@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 from tether.messages import ContentBlock, RunStopReason, Turn
 
 if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
+    from tether.agent.turn.state import RunParts, RunState
 
 __all__ = ["Policies", "TurnPolicy"]
 
@@ -34,7 +33,7 @@ class TurnPolicy:
     event instead."""
 
     def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+        self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState
     ) -> tuple[ContentBlock, ...]:
         """Called once at the start of every run, before anything is stored or sent, with the
         user's prompt (empty when the run continues the history without a new prompt).
@@ -43,7 +42,7 @@ class TurnPolicy:
         stay empty). Reset any per-run state here."""
         return content
 
-    async def before_request(self, parts: AgentParts, state: RunState) -> RunStopReason | None:
+    async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         """Called before each request of the run (after the previous reply's tools ran, before
         queued steering joins). May append turns through `state.append` (a compaction's
         marker).
@@ -52,7 +51,7 @@ class TurnPolicy:
         are not asked), or None to go on."""
         return None
 
-    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         """Called after each reply is stored (its usage already in `state.usage`, before its
         tools run), in order until a policy returns a message: the policies after it are not
         asked about this reply.
@@ -62,7 +61,7 @@ class TurnPolicy:
         without tool calls: its calls would otherwise be left unanswered."""
         return None
 
-    def after_run(self, parts: AgentParts, state: RunState) -> None:
+    def after_run(self, parts: RunParts, state: RunState) -> None:
         """Called once when the run ends — with an answer, a stop, an error or a cancel — before
         the `done` event, with `state.stop_reason`, `state.last` and `state.answer` final.
         Synchronous (it may run while the run is being cancelled); it may set
@@ -101,28 +100,28 @@ class Policies:
         return f"Policies({', '.join(type(p).__name__ for p in self.all)})"
 
     def on_prompt(
-        self, content: tuple[ContentBlock, ...], parts: AgentParts, state: RunState
+        self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState
     ) -> tuple[ContentBlock, ...]:
         """Every `on_prompt`, each given the previous one's result."""
         for p in self._on_prompt:
             content = p.on_prompt(content, parts, state)
         return content
 
-    async def before_request(self, parts: AgentParts, state: RunState) -> RunStopReason | None:
+    async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         """The first stop reason a `before_request` gives, or None."""
         for p in self._before_request:
             if (stop := await p.before_request(parts, state)) is not None:
                 return stop
         return None
 
-    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         """The first message an `after_reply` gives, or None."""
         for p in self._after_reply:
             if (message := await p.after_reply(turn, parts, state)) is not None:
                 return message
         return None
 
-    def after_run(self, parts: AgentParts, state: RunState) -> None:
+    def after_run(self, parts: RunParts, state: RunState) -> None:
         """Every `after_run`."""
         for p in self._after_run:
             p.after_run(parts, state)

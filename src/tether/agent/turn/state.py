@@ -28,7 +28,7 @@ __all__ = ["RunParts", "RunResult", "RunState", "SentView"]
 
 
 class RunParts(Protocol):
-    """What the loop's collaborators (`AutoCompaction`, `ToolCalls`) use from the agent's parts
+    """What the loop's collaborators (the turn policies, `ToolCalls`) use from the agent's parts
     (`tether.agent.assembly.parts.AgentParts` is the implementation). None of it may raise except as
     documented on the implementation."""
 
@@ -52,8 +52,21 @@ class RunParts(Protocol):
         """The chain's first provider (the default summarizer)."""
         ...
 
+    @property
+    def agent_path(self) -> tuple[str, ...]:
+        """This agent's path: `("main",)`, or a subagent's."""
+        ...
+
     def emit(self, event: AgentEvent) -> None:
         """Send `event` to the host."""
+        ...
+
+    def shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        """The view as sent (the compaction's wire-only `tail` strategy applied, if any)."""
+        ...
+
+    def system_for(self, provider: Provider) -> str | None:
+        """The system prompt `provider` is sent."""
         ...
 
     def new_id(self) -> str:

@@ -15,8 +15,7 @@ from tether.agent.turn.policy import TurnPolicy
 from tether.messages import Turn
 
 if TYPE_CHECKING:
-    from tether.agent.assembly.parts import AgentParts
-    from tether.agent.turn.state import RunState
+    from tether.agent.turn.state import RunParts, RunState
 
 __all__ = ["STOP_DENIED", "StopHooks"]
 
@@ -34,7 +33,7 @@ class StopHooks(TurnPolicy):
     def __init__(self, hooks: HookRunner) -> None:
         self.hooks = hooks
 
-    async def after_reply(self, turn: Turn, parts: AgentParts, state: RunState) -> str | None:
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         """None to let the run end on the answer, else the message to send next."""
         if turn.tool_calls or not self.hooks.active("stop"):
             return None
