@@ -79,7 +79,6 @@ PUBLIC_API: dict[str, str] = {
     "WireError": "tether.errors",
     "RunError": "tether.errors",
     "LengthResumeExhausted": "tether.errors",
-    "CancelledRunError": "tether.errors",
     "ToolError": "tether.errors",
 }
 """The public API surface, in one place: each name and the module it comes from."""

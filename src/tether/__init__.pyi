@@ -33,7 +33,6 @@ from tether.agent.turn.hooks import HookInput as HookInput
 from tether.agent.turn.hooks import Hooks as Hooks
 from tether.agent.turn.state import RunResult as RunResult
 from tether.errors import AuthError as AuthError
-from tether.errors import CancelledRunError as CancelledRunError
 from tether.errors import ConfigError as ConfigError
 from tether.errors import LengthResumeExhausted as LengthResumeExhausted
 from tether.errors import RunError as RunError
@@ -66,7 +65,6 @@ __all__ = [
     "ApprovalRequest",
     "AuthError",
     "AutoCompaction",
-    "CancelledRunError",
     "CompactionEndEvent",
     "CompactionStartEvent",
     "ConfigError",
