@@ -52,4 +52,4 @@ def test_the_drawn_tree_is_the_real_tree() -> None:
     }
     assert set(real) == set(tree), set(real) ^ set(tree)
     for name, parent in tree.items():
-        assert real[name].__base__.__name__ == parent, name
+        assert real[name].__bases__[0].__name__ == parent, name
