@@ -78,6 +78,20 @@ def test_messages_and_errors_import_nothing_of_ours() -> None:
     assert tether_imports(SRC / "errors.py") == set()
 
 
+def test_the_token_estimate_sits_on_the_bottom_floor() -> None:
+    """`tokens` (the estimate and `ModelLimits`) imports only `messages`, so the providers and
+    the session store need not import compaction to count tokens or hold a model's limits."""
+    assert tether_imports(SRC / "tokens.py") == {"tether.messages"}
+
+
+@pytest.mark.parametrize(
+    "path", files("providers", "session"), ids=lambda p: str(p.relative_to(SRC))
+)
+def test_providers_and_sessions_import_nothing_of_compaction(path: Path) -> None:
+    bad = {m for m in tether_imports(path) if m.startswith("tether.compaction")}
+    assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
 @pytest.mark.parametrize("path", files("wire"), ids=lambda p: p.name)
 def test_wire_imports_only_messages(path: Path) -> None:
     allowed = ("tether.messages", "tether.errors", "tether.wire")
@@ -87,7 +101,13 @@ def test_wire_imports_only_messages(path: Path) -> None:
 
 @pytest.mark.parametrize("name", PURE_COMPACTION)
 def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
-    allowed = ("tether.messages", "tether.errors", "tether.wire", "tether.compaction")
+    allowed = (
+        "tether.messages",
+        "tether.errors",
+        "tether.wire",
+        "tether.compaction",
+        "tether.tokens",
+    )
     bad = {
         m for m in tether_imports(SRC / "compaction" / f"{name}.py") if not m.startswith(allowed)
     }

@@ -36,12 +36,12 @@ from tether.agent.turn.hooks import Hooks
 from tether.agent.turn.loop import Controls, close_interrupted, run_turns
 from tether.agent.turn.state import RunResult, RunState
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import ModelLimits
 from tether.errors import ConfigError
 from tether.messages import ContentBlock, Turn
 from tether.providers.base import Provider
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
+from tether.tokens import ModelLimits
 from tether.tools.base import Tool, ToolContext
 from tether.tools.builtin.question import question
 from tether.tools.builtin.web import web_fetch

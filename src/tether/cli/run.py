@@ -240,7 +240,7 @@ def print_system(opts: RunOptions) -> int:
     except (ConfigError, SessionError) as exc:
         err(str(exc))
         return EXIT_USAGE
-    from tether.compaction.pressure import text_tokens
+    from tether.tokens import text_tokens
 
     text = agent.system or ""
     print(text)

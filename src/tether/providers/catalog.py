@@ -40,8 +40,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
-from tether.compaction.pressure import ModelLimits
 from tether.providers.base import Provider
+from tether.tokens import ModelLimits
 
 PRICES_AS_OF = "2025-11"
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol, cast
 from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
 from tether.agent.turn.continuation import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
+from tether.compaction.pressure import CompactionPolicy
 from tether.compaction.recall import RECALL_TOOL
 from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
@@ -42,6 +42,7 @@ from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
 from tether.settings import AgentConfig, LoadedSettings
 from tether.settings.trust import trusted_settings
+from tether.tokens import ModelLimits, text_tokens
 from tether.tools.base import Tool
 from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED

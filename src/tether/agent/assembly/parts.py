@@ -35,7 +35,6 @@ from tether.agent.turn.gate import CallGate
 from tether.agent.turn.hooks import HookRunner, Hooks
 from tether.agent.turn.policy import Policies, TurnPolicy
 from tether.agent.turn.tool_calls import ToolCalls
-from tether.compaction.pressure import ModelLimits
 from tether.compaction.summarize import SummaryCall
 from tether.errors import ConfigError
 from tether.messages import Turn
@@ -48,6 +47,7 @@ from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import limits_for
 from tether.settings import AgentConfig
+from tether.tokens import ModelLimits
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values

@@ -41,10 +41,9 @@ from tether.skills.catalog import entries, load_catalog
 from tether.skills.commands import Command, load_commands
 from tether.skills.spec import Skill
 from tether.skills.tool import SKILL_TOOL, skill_read_roots, skill_tool
+from tether.tokens import CHARS_PER_TOKEN
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
-
-CHARS_PER_TOKEN = 4
 
 
 def skills_budget_chars(config: AgentConfig, chain: Sequence[Provider]) -> int:

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from tether.agent.events import WarningEvent
 from tether.agent.turn.policy import TurnPolicy
-from tether.compaction.pressure import message_tokens, text_tokens
 from tether.messages import ContentBlock, RunStopReason, ToolSpec, Turn, Usage
 from tether.providers.catalog import Price, price_for
+from tether.tokens import message_tokens, text_tokens
 from tether.tools.safe_mode import offered_specs
 
 if TYPE_CHECKING:

@@ -22,7 +22,6 @@ from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorE
 from tether.agent.turn.policy import TurnPolicy
 from tether.agent.turn.state import RunParts, RunState, SentView
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
 from tether.compaction.rounds import CompactInvalidInputError, Scope, select
@@ -39,6 +38,7 @@ from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
 from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
+from tether.tokens import estimate_tokens, text_tokens
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo
 from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
