@@ -26,9 +26,9 @@ import tempfile
 
 from tether import AgentConfig, Runtime
 from tether.agent.agent import Agent
-from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.host import Host
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import (
     CompactionPolicy,

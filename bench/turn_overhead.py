@@ -37,8 +37,8 @@ from collections.abc import Callable
 import peer_protocol as _common  # pyright: ignore[reportMissingImports]
 from tether import AgentConfig, Runtime
 from tether.agent.agent import Agent
-from tether.agent.context import AutoCompaction
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits
 from tether.messages import ToolCallBlock, turn_to_json

@@ -93,7 +93,7 @@ def _language_servers_only_in_their_tests(
     agent would otherwise start (a node process, seconds of CPU) at every edit of a `.py` file
     in any test."""
     if "lsp" not in request.node.path.parent.parts:
-        monkeypatch.setattr("tether.agent.parts.lsp_manager", lambda *_a, **_k: None)
+        monkeypatch.setattr("tether.agent.assembly.parts.lsp_manager", lambda *_a, **_k: None)
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import pytest
 
 import tether
 from tether import Agent, AgentConfig, ConfigError, load_config
-from tether.agent import build
+from tether.agent.assembly import build
 from tether.agent.sessions import AgentSession
 from tether.cli.run import RunOptions, _build  # pyright: ignore[reportPrivateUsage]
 from tether.cli.stdin import StdinInput
@@ -225,7 +225,7 @@ def test_top_level_names_build_the_agent_tether_run_builds(
     # 1: the one-call front door
     assert profile(Agent.from_settings(root)) == profile(cli_agent)
     # 2: the config from the files, consumed by `Agent(config=...)` (same tools and session
-    # facts given: the facts are taken at the edge, `tether.agent.prompting`)
+    # facts given: the facts are taken at the edge, `tether.agent.assembly.prompting`)
     by_hand = Agent(
         config=load_config(root),
         tools=list(cli_agent.registry),

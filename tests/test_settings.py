@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.agent.build import check_only_tools, model_refs
+from tether.agent.assembly.build import check_only_tools, model_refs
 from tether.errors import ConfigError
 from tether.settings import (
     AgentConfig,

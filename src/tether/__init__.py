@@ -24,16 +24,16 @@ PUBLIC_API: dict[str, str] = {
     "Agent": "tether.agent.agent",
     "Host": "tether.agent.host",
     "AgentSession": "tether.agent.sessions",
-    "RunResult": "tether.agent.state",
+    "RunResult": "tether.agent.turn.state",
     "Runtime": "tether.agent.runtime",
-    "AutoCompaction": "tether.agent.context",
+    "AutoCompaction": "tether.agent.turn.compacting",
     # the approval gate
     "ApprovalRequest": "tether.agent.approval",
     "ApprovalDecision": "tether.agent.approval",
     # hooks and subagents
-    "Hooks": "tether.agent.hooks",
-    "HookInput": "tether.agent.hooks",
-    "HookDecision": "tether.agent.hooks",
+    "Hooks": "tether.agent.turn.hooks",
+    "HookInput": "tether.agent.turn.hooks",
+    "HookDecision": "tether.agent.turn.hooks",
     "task_tool": "tether.agent.subagents",
     # the one config
     "AgentConfig": "tether.settings.model",
@@ -79,7 +79,6 @@ PUBLIC_API: dict[str, str] = {
     "WireError": "tether.errors",
     "RunError": "tether.errors",
     "LengthResumeExhausted": "tether.errors",
-    "CancelledRunError": "tether.errors",
     "ToolError": "tether.errors",
 }
 """The public API surface, in one place: each name and the module it comes from."""

@@ -4,7 +4,6 @@
 from tether.agent.agent import Agent as Agent
 from tether.agent.approval import ApprovalDecision as ApprovalDecision
 from tether.agent.approval import ApprovalRequest as ApprovalRequest
-from tether.agent.context import AutoCompaction as AutoCompaction
 from tether.agent.events import AgentEvent as AgentEvent
 from tether.agent.events import CompactionEndEvent as CompactionEndEvent
 from tether.agent.events import CompactionStartEvent as CompactionStartEvent
@@ -24,16 +23,16 @@ from tether.agent.events import TurnEndEvent as TurnEndEvent
 from tether.agent.events import TurnStartEvent as TurnStartEvent
 from tether.agent.events import WarningEvent as WarningEvent
 from tether.agent.events import WireRepairEvent as WireRepairEvent
-from tether.agent.hooks import HookDecision as HookDecision
-from tether.agent.hooks import HookInput as HookInput
-from tether.agent.hooks import Hooks as Hooks
 from tether.agent.host import Host as Host
 from tether.agent.runtime import Runtime as Runtime
 from tether.agent.sessions import AgentSession as AgentSession
-from tether.agent.state import RunResult as RunResult
 from tether.agent.subagents import task_tool as task_tool
+from tether.agent.turn.compacting import AutoCompaction as AutoCompaction
+from tether.agent.turn.hooks import HookDecision as HookDecision
+from tether.agent.turn.hooks import HookInput as HookInput
+from tether.agent.turn.hooks import Hooks as Hooks
+from tether.agent.turn.state import RunResult as RunResult
 from tether.errors import AuthError as AuthError
-from tether.errors import CancelledRunError as CancelledRunError
 from tether.errors import ConfigError as ConfigError
 from tether.errors import LengthResumeExhausted as LengthResumeExhausted
 from tether.errors import RunError as RunError
@@ -66,7 +65,6 @@ __all__ = [
     "ApprovalRequest",
     "AuthError",
     "AutoCompaction",
-    "CancelledRunError",
     "CompactionEndEvent",
     "CompactionStartEvent",
     "ConfigError",

@@ -17,7 +17,6 @@ sessions, failed runs reported to a caller, and bugs.
     ├── WireError                   strict wire mode found something it would have repaired
     ├── RunError                    a run stopped on a provider error (carries `kind`)
     │   └── LengthResumeExhausted   replies kept hitting the output-token limit with nothing new
-    ├── CancelledRunError           the run was cancelled (SIGINT/SIGTERM, cancel signal)
     ├── ToolError                   a tool's fault in its own words → an is_error result
     │   ├── PathOutsideError        a path outside the working folder
     │   │                           (`tether.sandbox.paths`)
@@ -25,6 +24,9 @@ sessions, failed runs reported to a caller, and bugs.
     ├── CompactInvalidInputError    nothing to compact / a bad scope (`tether.compaction`)
     ├── CompactionFailedError       the summary call failed for good
     ├── CompactionCancelledError    the summary call was cancelled
+    ├── CheckpointError             a snapshot or a restore failed (`tether.checkpoint.shadow`)
+    │   └── RewindError             a rewind refused before anything changed
+    │                               (`tether.checkpoint.rewind`)
     └── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
 
 Outside the tree: `tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose (a
@@ -35,7 +37,7 @@ test failure), and three errors of the MCP client and the hooks derive from `Exc
     LoginRequiredError          a remote MCP server asks for OAuth and the run is headless
                                 (`tether.mcp.oauth`)
     HookFailed                  a hook raised, timed out or printed no JSON object
-                                (`tether.agent.hooks`)
+                                (`tether.agent.turn.hooks`)
 
 Headless exit codes (`exit_code_for`): 0 success · 1 usage/other · 2 auth · 3 network ·
 4 provider · 5 malformed input · 130 cancelled.
@@ -117,10 +119,6 @@ class LengthResumeExhausted(RunError):
     def __init__(self, message: str, *, continuations: int) -> None:
         super().__init__("provider", message)
         self.continuations = continuations
-
-
-class CancelledRunError(TetherError):
-    """The run was cancelled; the partial turn was persisted first."""
 
 
 class ToolError(TetherError):

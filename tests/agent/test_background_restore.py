@@ -11,7 +11,7 @@ from typing import Any
 
 from kit.sandbox import sandbox_or_skip
 from tether.agent.agent import Agent
-from tether.agent.context import AutoCompaction
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import ModelLimits
 from tether.testing import ScriptedProvider, call, deterministic

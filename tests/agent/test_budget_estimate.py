@@ -1,11 +1,11 @@
-"""The budget's estimate of a request (`tether.agent.budget.next_request_usd`, pure)."""
+"""The budget's estimate of a request (`tether.agent.turn.budget.next_request_usd`, pure)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.agent.budget import Budget, next_request_usd, usage_minus
+from tether.agent.turn.budget import Budget, next_request_usd, usage_minus
 from tether.messages import Usage
 from tether.providers.catalog import price_for
 

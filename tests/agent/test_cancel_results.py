@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tether.agent.agent import Agent
-from tether.agent.hooks import HookInput, Hooks
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED, AgentSession
+from tether.agent.turn.hooks import HookInput, Hooks
 from tether.messages import Turn
 from tether.session import SessionStore
 from tether.testing import Reply, ScriptedProvider, call

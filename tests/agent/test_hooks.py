@@ -20,9 +20,9 @@ from kit.events import results
 from kit.hosts import ScriptedApprover
 from tether import ApprovalDecision, HookDecision, HookInput, Hooks, tool
 from tether.agent.events import AgentEvent, WarningEvent
-from tether.agent.hooks import ShellOutcome, parse_shell_outcome
 from tether.agent.host import Host
 from tether.agent.subagents import TASK_TOOL
+from tether.agent.turn.hooks import ShellOutcome, parse_shell_outcome
 from tether.errors import RunError
 from tether.messages import TextBlock, ToolResultBlock, Turn
 from tether.providers.base import StreamError
@@ -468,7 +468,7 @@ def test_the_subagents_and_hooks_page_samples_are_valid_settings() -> None:
 def test_any_shell_outcome_is_a_decision_or_a_reported_failure(
     code: int | None, stdout: str, stderr: str
 ) -> None:
-    from tether.agent.hooks import HookFailed
+    from tether.agent.turn.hooks import HookFailed
 
     outcome = ShellOutcome(code=code, stdout=stdout.strip(), stderr=stderr)
     try:

@@ -12,7 +12,7 @@ from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.host import Host
-from tether.agent.tool_calls import STEERED_SKIP
+from tether.agent.turn.tool_calls import STEERED_SKIP
 from tether.errors import ConfigError
 from tether.providers.base import ModelRequest
 from tether.settings.model import AgentConfig

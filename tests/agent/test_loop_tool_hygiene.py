@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tether.agent.agent import Agent
+from tether.agent.assembly.parts import assemble
 from tether.agent.events import AgentEvent, ToolResultEvent, event_to_dict
 from tether.agent.host import Host
-from tether.agent.parts import assemble
 from tether.agent.sessions import AgentSession
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.settings import AgentConfig

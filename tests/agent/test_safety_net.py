@@ -15,7 +15,6 @@ import pytest
 from tether import AgentConfig
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.agent.checkpoints import STOP_HOOK_PREFIX, checkpoint_store, synthetic_user_turn
 from tether.agent.events import (
     AgentEvent,
     CheckpointEvent,
@@ -25,8 +24,10 @@ from tether.agent.events import (
     WarningEvent,
 )
 from tether.agent.host import Host
-from tether.agent.loop import PLAN_MODE_REMINDER, STOP_DENIED
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.checkpoints import STOP_HOOK_PREFIX, checkpoint_store, synthetic_user_turn
+from tether.agent.turn.plan import PLAN_MODE_REMINDER
+from tether.agent.turn.stop_hooks import STOP_DENIED
 from tether.checkpoint.rewind import RewindError, plan_rewind, rewind, turn_rows
 from tether.messages import Usage
 from tether.session import SessionStore
@@ -229,7 +230,7 @@ async def test_calls_that_touch_the_same_thing_run_in_order_the_rest_in_parallel
 
 
 async def test_the_todo_list_is_an_event_and_is_restored_after_a_compaction(tmp_path: Path) -> None:
-    from tether.agent.context import AutoCompaction
+    from tether.agent.turn.compacting import AutoCompaction
     from tether.compaction.monitor import ContextMonitor
     from tether.compaction.pressure import ModelLimits
     from tether.compaction.summarize import CompactionResult  # noqa: F401

@@ -9,7 +9,7 @@ from kit.agents import make_agent
 from kit.replay import FIXTURES, Server, load_chunks, split_messages, sse, sse_response
 from tether import AgentConfig
 from tether.agent.events import AgentEvent, ServerToolEvent, event_to_dict
-from tether.agent.web_search import web_search_for
+from tether.agent.turn.web_search import web_search_for
 from tether.messages import SearchHit, ServerToolBlock
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import WebSearch

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kit.source import parse_file
 from tether.agent.agent import Agent
-from tether.agent.state import RunState
+from tether.agent.turn.state import RunState
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_PACKAGE = ROOT / "src" / "tether" / "agent"
@@ -37,7 +37,7 @@ def test_run_state_is_plain_data_without_callbacks() -> None:
 
 
 def test_the_loop_knows_nothing_of_the_agent_object() -> None:
-    tree = parse_file(AGENT_PACKAGE / "loop.py")
+    tree = parse_file(AGENT_PACKAGE / "turn" / "loop.py")
     imported = {
         n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
     }

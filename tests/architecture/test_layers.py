@@ -3,7 +3,8 @@ effects): `messages` imports nothing of ours; `wire` and the pure compaction pol
 only `messages` (and their own package, and `errors`: the exception tree, a leaf like
 `messages`); nothing below `agent/` imports `agent/` or `cli/`; `sandbox/` sits below `tools/`
 (it imports neither `tools/` nor `agent/`), and the sandbox launcher imports only the standard
-library and its own stdlib-only siblings."""
+library and its own stdlib-only siblings; the turn room (`agent/turn/`) imports neither the
+`Agent` nor the construction (`agent/assembly/`) at run time, and the loop is a skeleton."""
 
 from __future__ import annotations
 
@@ -81,6 +82,20 @@ def test_messages_and_errors_import_nothing_of_ours() -> None:
     assert tether_imports(SRC / "errors.py") == set()
 
 
+def test_the_token_estimate_sits_on_the_bottom_floor() -> None:
+    """`tokens` (the estimate and `ModelLimits`) imports only `messages`, so the providers and
+    the session store need not import compaction to count tokens or hold a model's limits."""
+    assert tether_imports(SRC / "tokens.py") == {"tether.messages"}
+
+
+@pytest.mark.parametrize(
+    "path", files("providers", "session"), ids=lambda p: str(p.relative_to(SRC))
+)
+def test_providers_and_sessions_import_nothing_of_compaction(path: Path) -> None:
+    bad = {m for m in tether_imports(path) if m.startswith("tether.compaction")}
+    assert bad == set(), f"{path.relative_to(SRC)} imports {bad}"
+
+
 @pytest.mark.parametrize("path", files("wire"), ids=lambda p: p.name)
 def test_wire_imports_only_messages(path: Path) -> None:
     allowed = ("tether.messages", "tether.errors", "tether.wire")
@@ -90,7 +105,13 @@ def test_wire_imports_only_messages(path: Path) -> None:
 
 @pytest.mark.parametrize("name", PURE_COMPACTION)
 def test_compaction_policy_imports_only_messages_and_wire(name: str) -> None:
-    allowed = ("tether.messages", "tether.errors", "tether.wire", "tether.compaction")
+    allowed = (
+        "tether.messages",
+        "tether.errors",
+        "tether.wire",
+        "tether.compaction",
+        "tether.tokens",
+    )
     bad = {
         m for m in tether_imports(SRC / "compaction" / f"{name}.py") if not m.startswith(allowed)
     }
@@ -270,3 +291,25 @@ def test_a_module_outside_the_public_api_is_not_reexported_at_the_top() -> None:
 
     with pytest.raises(AttributeError):
         tether.loop  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
+
+
+@pytest.mark.parametrize("path", files("agent/turn"), ids=lambda p: p.name)
+def test_the_turn_room_imports_neither_the_agent_nor_the_construction(path: Path) -> None:
+    """`agent/turn/` (the loop and what acts on each turn) sits below `agent.py`, `subagents.py`
+    and `agent/assembly/`: at run time it imports none of them, except the loop's one import of
+    the `AgentParts` record (the policies name it for typing only)."""
+    allowed = {"tether.agent.assembly.parts", "tether.agent.assembly.parts.AgentParts"}
+    bad = {
+        m
+        for m in _run_time_imports(path)
+        if m.startswith(("tether.agent.agent", "tether.agent.subagents", "tether.agent.assembly"))
+        and not (path.name == "loop.py" and m in allowed)
+    }
+    assert bad == set(), f"agent/turn/{path.name} imports {bad}"
+
+
+def test_the_loop_is_a_skeleton_of_at_most_80_lines() -> None:
+    """Per-turn features are turn policies (`agent/turn/policy.py`), not lines in `run_turns`."""
+    tree = parse_file(SRC / "agent" / "turn" / "loop.py")
+    (fn,) = [n for n in tree.body if isinstance(n, ast.AsyncFunctionDef) and n.name == "run_turns"]
+    assert fn.end_lineno is not None and fn.end_lineno - fn.lineno + 1 <= 80

@@ -10,9 +10,9 @@ import pytest
 
 from kit.sandbox import sandbox_or_skip
 from tether import Agent, AgentConfig
-from tether.agent.checkpoints import checkpoint_store, synthetic_user_turn
 from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.checkpoints import checkpoint_store, synthetic_user_turn
 from tether.checkpoint.rewind import plan_rewind, rewind
 from tether.errors import ConfigError
 from tether.session import SessionStore

@@ -13,8 +13,8 @@ import pytest
 from kit.cli import run_cli
 from kit.events import jsonl
 from kit.faultserver import FaultServer, error_after_200, text, tool
-from tether.agent import build
-from tether.agent.limits import GeometricDecay, StepDecay
+from tether.agent.assembly import build
+from tether.agent.turn.continuation import GeometricDecay, StepDecay
 from tether.errors import AuthError, ConfigError
 from tether.providers.fallback import ModelRef
 from tether.sandbox.policy import policy_for

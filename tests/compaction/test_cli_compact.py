@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tether import Agent, AgentConfig, AutoCompaction
-from tether.agent import build
+from tether.agent.assembly import build
 from tether.cli.agent_setup import ContextOptions, flag_overrides
 from tether.cli.main import app
 from tether.messages import text_turn

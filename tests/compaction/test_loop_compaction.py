@@ -12,7 +12,6 @@ import pytest
 from kit.agents import make_agent
 from tether import Runtime
 from tether.agent.agent import Agent
-from tether.agent.context import AutoCompaction
 from tether.agent.events import (
     AgentEvent,
     CompactionEndEvent,
@@ -21,6 +20,7 @@ from tether.agent.events import (
     RetryEvent,
 )
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor, Decision
 from tether.compaction.pressure import (
     CompactionPolicy,

@@ -455,8 +455,8 @@ def test_a_reply_without_usage_still_counts_as_a_request() -> None:
     """A provider that reports no usage (llama-cpp-python's server): the request after a
     compaction still ends the compaction's probation, so a later runaway gets a compaction
     first instead of a refusal, and the pressure stays the estimate (marked approximate)."""
-    from tether.agent.context import AutoCompaction
-    from tether.agent.state import SentView
+    from tether.agent.turn.compacting import AutoCompaction
+    from tether.agent.turn.state import SentView
 
     mon = ContextMonitor(LIMITS)
     auto = AutoCompaction(mon)

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from kit.agents import make_agent
-from tether.agent.build import auto_compaction
-from tether.agent.context import AutoCompaction
+from tether.agent.assembly.build import auto_compaction
 from tether.agent.events import AgentEvent, CompactionStartEvent
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.idle import IdlePolicy, cache_lifetime_s, idle_compaction_due
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens

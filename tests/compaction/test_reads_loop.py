@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.agents import make_agent
-from tether.agent.context import AutoCompaction
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits
 from tether.compaction.prune import PRUNE_TAG, PrunePolicy

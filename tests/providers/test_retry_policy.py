@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.agent.build import model_refs
-from tether.agent.limits import (
+from tether.agent.assembly.build import model_refs
+from tether.agent.turn.continuation import (
     Continuations,
     GeometricDecay,
     StepDecay,

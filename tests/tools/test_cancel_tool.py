@@ -11,7 +11,7 @@ from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, ToolCallEvent
 from tether.agent.host import Host
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
-from tether.agent.tool_calls import TOOL_CANCELLED
+from tether.agent.turn.tool_calls import TOOL_CANCELLED
 from tether.messages import ToolCallBlock
 from tether.testing import Reply, ScriptedProvider
 from tether.tools import tool

@@ -87,11 +87,11 @@ AnyUpdate = convert.Update | AvailableCommandsUpdate
 
 def session_commands(agent: Agent) -> list[AvailableCommand]:
     """The `/name` commands a session offers the client (`available_commands_update`): its
-    prompt files and skills (`tether.agent.prompting.session_commands`), each with its
+    prompt files and skills (`tether.agent.assembly.prompting.session_commands`), each with its
     description and argument hint."""
     from acp.schema import AvailableCommandInput, UnstructuredCommandInput
 
-    from tether.agent.prompting import session_commands as find_commands
+    from tether.agent.assembly.prompting import session_commands as find_commands
 
     found = find_commands(agent.root, agent.session.context, warn=_err)
     return [
@@ -112,7 +112,7 @@ def command_prompt(agent: Agent, text: str) -> str:
     Raises:
         ConfigError: an unknown or broken command (nothing is sent).
     """
-    from tether.agent.prompting import command_prompt as expanded
+    from tether.agent.assembly.prompting import command_prompt as expanded
 
     return expanded(agent.root, agent.session.context, text, warn=_err)[0]
 

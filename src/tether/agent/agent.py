@@ -1,11 +1,12 @@
 """`Agent`: the object a host holds — one agent over one session, a thin facade over its parts
-(`tether.agent.parts.AgentParts`) and the loop (`tether.agent.loop.run_turns`).
+(`tether.agent.assembly.parts.AgentParts`) and the loop (`tether.agent.turn.loop.run_turns`).
 
 Owns: building an agent (`Agent(...)`, `from_settings(cwd)`, `from_parts`), and what a host
 does to a live agent: switch the model, session settings, safe mode and approval mode,
 steering, cancelling one call, manual compaction, `start` / `aclose` / `async with`.
-Does not own: the parts and how they are derived (`tether.agent.parts`, `tether.agent.build`),
-the loop (`tether.agent.loop`), the session file (`tether.agent.sessions`).
+Does not own: the parts and how they are derived (`tether.agent.assembly.parts`,
+`tether.agent.assembly.build`), the loop (`tether.agent.turn.loop`), the session file
+(`tether.agent.sessions`).
 """
 
 from __future__ import annotations
@@ -17,29 +18,31 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
-from tether.agent import build, prompting, user_controls
+from tether.agent import user_controls
 from tether.agent.approval import ApprovalGate, ApprovalMode
-from tether.agent.budget import Budget
-from tether.agent.build import ModelLike
-from tether.agent.chains import ChainCache
-from tether.agent.context import AutoCompaction
+from tether.agent.assembly import build, prompting
+from tether.agent.assembly.build import ModelLike
+from tether.agent.assembly.chains import ChainCache
+from tether.agent.assembly.parts import SETTINGS_APPLIED_LIVE, AgentParts, assemble
+from tether.agent.assembly.servers import McpServers
 from tether.agent.events import AgentEvent, WarningEvent
-from tether.agent.hooks import Hooks
 from tether.agent.host import Host
-from tether.agent.loop import Controls, close_interrupted, run_turns
-from tether.agent.parts import SETTINGS_APPLIED_LIVE, AgentParts, assemble
 from tether.agent.runtime import Runtime
-from tether.agent.servers import McpServers
 from tether.agent.sessions import AgentSession
-from tether.agent.state import RunResult, RunState
 from tether.agent.subagents import Subagents, with_task_tool
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.children import ChildUsage
+from tether.agent.turn.compacting import AutoCompaction
+from tether.agent.turn.hooks import Hooks
+from tether.agent.turn.loop import Controls, close_interrupted, run_turns
+from tether.agent.turn.state import RunResult, RunState
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import ModelLimits
 from tether.errors import ConfigError
 from tether.messages import ContentBlock, Turn
 from tether.providers.base import Provider
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
+from tether.tokens import ModelLimits
 from tether.tools.base import Tool, ToolContext
 from tether.tools.builtin.question import question
 from tether.tools.builtin.web import web_fetch
@@ -76,7 +79,7 @@ class Agent:
             or in memory; default: a new in-memory session).
         runtime: the process-facing hooks (environment, sleep, jitter, ids, tracing; see
             `tether.agent.runtime.Runtime` and `tether.testing.deterministic`).
-        hooks: library hooks (`tether.agent.hooks.Hooks`), run before the settings' shell
+        hooks: library hooks (`tether.agent.turn.hooks.Hooks`), run before the settings' shell
             hooks (`config.hooks`).
         compaction: True: automatic compaction as `config.context` says (built from the
             model's window); False: none; or your own `AutoCompaction`.
@@ -131,7 +134,7 @@ class Agent:
 
     @classmethod
     def from_parts(cls, parts: AgentParts, session: AgentSession | None = None) -> Self:
-        """An agent over parts made by `tether.agent.parts.assemble` (for what the
+        """An agent over parts made by `tether.agent.assembly.parts.assemble` (for what the
         constructor does not take, e.g. `hygiene=` rules); `session` must be the one the
         parts were assembled with (its folder is in `parts.tool_context`)."""
         agent = cls.__new__(cls)
@@ -142,7 +145,10 @@ class Agent:
 
     def _adopt(self, parts: AgentParts, session: AgentSession) -> None:
         subagents = Subagents(self, type(self))
-        parts = replace(parts, tool_context=replace(parts.tool_context, spawn=subagents.spawn))
+        self._subagents = subagents
+        parts = replace(
+            parts, tool_context=replace(parts.tool_context, spawn=subagents.spawn)
+        ).with_policy(ChildUsage(subagents.take_usage))
         cfg = parts.config
         self._config = cfg
         self._history: list[Turn] = list(session.history)
@@ -150,7 +156,6 @@ class Agent:
         self._controls = Controls(
             parts=parts,
             session=session,
-            subagents=subagents,
             safe_mode=cfg.tools.safe or parts.sandbox_missing or cfg.tools.approval == "read-only",
             resumed=bool(self._history),
         )
@@ -178,7 +183,7 @@ class Agent:
         ask (`host.questions`), `web_fetch` (unless `tools.web.fetch` is off), the `lsp` tool
         (when a language server is installed, unless `lsp.enabled` is off), the credentials
         of the chain's providers (redacted from tool output), automatic compaction, and
-        tether's default system prompt over the session's facts (`tether.agent.prompting`: the
+        tether's default system prompt over the session's facts (`tether.agent.assembly.prompting`: the
         environment, the instruction files, the skills listing and the `skill` tool; a resumed
         session's stored facts, else new ones recorded when its file opens).
 
@@ -189,7 +194,7 @@ class Agent:
             overrides: dotted config fields to replace (`{"tools.safe": True}`; as flags do;
                 `{"tools.only": [...]}` for a Job's `tools`).
             chains: reuse the providers built before from the same model inputs
-                (`tether.agent.chains.ChainCache`, one per event loop).
+                (`tether.agent.assembly.chains.ChainCache`, one per event loop).
             Others: as `Agent`.
 
         Raises:
@@ -341,7 +346,7 @@ class Agent:
     @property
     def subagents(self) -> Subagents:
         """This agent's children (`running` by `task` call id)."""
-        return self._controls.subagents
+        return self._subagents
 
     @property
     def mcp(self) -> McpServers:
@@ -474,7 +479,7 @@ class Agent:
 
     def share_budget(self, budget: Budget | None) -> None:
         """Count this agent's spending in `budget` (a subagent's: its caller's)."""
-        self._controls.parts = replace(self.parts, budget=budget)
+        self._controls.parts = self.parts.with_budget(budget)
 
     # -- during a run: one tool call, steering ----------------------------------------------------
 

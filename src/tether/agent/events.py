@@ -251,7 +251,7 @@ class CompactionEndEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointEvent:
-    """A snapshot of the working folder was recorded (`tether.agent.checkpoints`): `before` a
+    """A snapshot of the working folder was recorded (`tether.agent.turn.checkpoints`): `before` a
     user turn's first change (`turn_id` names the turn), or `after` a run."""
 
     type: Literal["checkpoint"] = "checkpoint"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.messages import Turn
+from tether.tokens import estimate_tokens, text_tokens
 
 
 def input_tokens(

@@ -7,7 +7,7 @@ last in the agent's construction, so a configuration error — a missing API key
 session file behind), the `tool_call_started` records (`record_started`, `started_call_ids`),
 and `interrupted_turn` (the results a crash or cancel left missing, told apart by whether the
 call had started).
-Does not own: the file format and its errors (`tether.session`), the loop (`tether.agent.loop`).
+Does not own: the file format and its errors (`tether.session`), the loop (`tether.agent.turn.loop`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ and the `task` call id; resumable on its own with `tether run --resume <child id
 context window and compaction, forwarding its events to the host tagged with the agent path
 (`SubagentEvent`, `["main", "task:<call id>"]`), and its usage (added to the caller's run,
 reported separately as `children_usage`).
-Does not own: the spawn permission (`agents.spawn`, in `tether.agent.gate`: through the
+Does not own: the spawn permission (`agents.spawn`, in `tether.agent.turn.gate`: through the
 approval gate, `kind="spawn"`), building agents (the child is built through the front door:
 the caller's own class, `type(agent)(...)`), cancellation mechanics: cancelling the caller's run cancels its running `task`
 calls (asyncio), which cancels each child's run; the child persists its partial turn, as any
@@ -32,14 +32,14 @@ from typing import Annotated, Any, Protocol
 from pydantic import Field
 
 from tether import worktrees
-from tether.agent import build
 from tether.agent.approval import ApprovalDecision, ApprovalMode, ApprovalRequest
-from tether.agent.budget import Budget
+from tether.agent.assembly import build
+from tether.agent.assembly.parts import AgentParts
 from tether.agent.events import AgentEvent, DoneEvent, SubagentEvent
 from tether.agent.host import Host
-from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession
-from tether.agent.state import RunResult
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.state import RunResult
 from tether.errors import ConfigError, RunError, SessionError
 from tether.messages import Usage
 from tether.session.store import SessionStore

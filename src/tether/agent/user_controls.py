@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tether.agent.parts import with_add_dirs
+from tether.agent.assembly.parts import with_add_dirs
 from tether.agent.sessions import EFFORT_EVENT, AgentSession, stored_effort
 from tether.effort import Effort
 from tether.errors import ConfigError
@@ -26,7 +26,7 @@ from tether.sandbox.config import check_add_dir
 from tether.sandbox.policy import READ_ONLY_SUFFIX, parse_add_dir
 
 if TYPE_CHECKING:
-    from tether.agent.parts import AgentParts
+    from tether.agent.assembly.parts import AgentParts
     from tether.providers.base import Provider
 
 

@@ -6,7 +6,7 @@ Owns: `ShadowRepo` (one per project, under the data folder: `<data>/checkpoints/
 the project's own `.git` is never read or written (git never indexes a path named `.git`);
 the user's and the system's git configuration are not read either (`GIT_CONFIG_GLOBAL` is the
 null device, `GIT_CONFIG_NOSYSTEM` is set), so their hooks, signing and filters do not apply.
-Does not own: when snapshots are taken (`tether.agent.checkpoints`), which snapshot a rewind
+Does not own: when snapshots are taken (`tether.agent.turn.checkpoints`), which snapshot a rewind
 goes to (`tether.checkpoint.timeline`), the session entries that name them.
 
 Why the git CLI rather than dulwich: git's index keeps a stat cache, so an incremental

@@ -5,7 +5,7 @@ read back by `records`), the numbering of a session's user turns (`user_turns`: 
 message the user sent), and the rules from a turn to a snapshot (`point_for`: the tree just
 before that turn's first change) and from a turn to what it changed (`span_of`).
 Does not own: taking snapshots (`tether.checkpoint.shadow`), when they are taken
-(`tether.agent.checkpoints`), applying a rewind (`tether.checkpoint.rewind`).
+(`tether.agent.turn.checkpoints`), applying a rewind (`tether.checkpoint.rewind`).
 
 The records a session holds, in file order: a `before` record when a user turn first runs a
 call that may change files (named by that turn's id), and an `after` record when a run ends

@@ -12,7 +12,7 @@ Owns: which flag sets which config field (flags win over the settings files):
     --add-dir PATH[:ro]  tools.add_dirs        (`add_dir_override`; absolute real paths)
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
-Does not own: the rules that turn a config into an agent (`tether.agent.build`, used by
+Does not own: the rules that turn a config into an agent (`tether.agent.assembly.build`, used by
 `tether.Agent` and `Agent.from_settings`), argument parsing (`tether.cli.main`).
 """
 

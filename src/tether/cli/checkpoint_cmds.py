@@ -27,7 +27,7 @@ from tether.errors import TetherError
 
 def sessions_checkpoints(session_id: str) -> None:
     """List a session's user turns with their checkpoints and the files each changed."""
-    from tether.agent.checkpoints import checkpoint_store, synthetic_user_turn
+    from tether.agent.turn.checkpoints import checkpoint_store, synthetic_user_turn
     from tether.checkpoint.rewind import repo_for, turn_rows
     from tether.session import SessionStore
 
@@ -71,7 +71,7 @@ def sessions_rewind(
 ) -> None:
     """Put the files back to before user turn N and fork the conversation there (the
     original session stays); files changed outside tether since are kept unless --force."""
-    from tether.agent.checkpoints import checkpoint_store, synthetic_user_turn
+    from tether.agent.turn.checkpoints import checkpoint_store, synthetic_user_turn
     from tether.checkpoint.rewind import plan_rewind, rewind
     from tether.session import SessionStore
 

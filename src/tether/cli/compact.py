@@ -1,10 +1,10 @@
 """The `tether compact SESSION` command.
 
 Owns: compacting a stored session (append the marker turn); the summary call goes through the
-same parts as a run's requests (`tether.agent.parts.assemble`: the chain, its retries and
+same parts as a run's requests (`tether.agent.assembly.parts.assemble`: the chain, its retries and
 fallback, the model's limits).
-Does not own: the compaction itself (`tether.compaction`, `tether.agent.context`), resolving
-the model (`tether.agent.build`).
+Does not own: the compaction itself (`tether.compaction`, `tether.agent.turn.compacting`), resolving
+the model (`tether.agent.assembly.build`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tether.agent import build
-from tether.agent.parts import assemble
+from tether.agent.assembly import build
+from tether.agent.assembly.parts import assemble
 from tether.agent.sessions import AgentSession
 from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.snapshot import Snapshot

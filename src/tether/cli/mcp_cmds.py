@@ -100,7 +100,7 @@ def _connect(config: Any, root: Path) -> dict[str, dict[str, Any]]:
     sandbox) and list its tools; `{name: {"tools": [...]} | {"tools": null, "error": ...}}`."""
     import asyncio
 
-    from tether.agent.build import refused_env
+    from tether.agent.assembly.build import refused_env
     from tether.mcp import McpTools
     from tether.providers.models import default_cache_dir
     from tether.sandbox.detect import detect_sandbox

@@ -29,6 +29,7 @@ from tether.agent.agent import Agent
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
 from tether.cli import cancel
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
@@ -312,7 +313,7 @@ def print_system(opts: RunOptions) -> int:
     except (ConfigError, SessionError) as exc:
         err(str(exc))
         return EXIT_USAGE
-    from tether.compaction.pressure import text_tokens
+    from tether.tokens import text_tokens
 
     text = agent.system or ""
     print(text)
@@ -436,7 +437,7 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
     Raises:
         ConfigError: an unknown command (nothing is sent) or a model that does not resolve.
     """
-    from tether.agent.prompting import command_prompt
+    from tether.agent.assembly.prompting import command_prompt
 
     text, command = command_prompt(agent.root, agent.session.context, prompt, warn=err)
     if command is not None and command.model and not pinned:
@@ -500,7 +501,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         return EXIT_USAGE
     if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
         budget = agent.parts.budget
-        cap = f" ${budget.cap_usd:.2f}" if budget is not None else ""
+        cap = f" {usd(budget.cap_usd)}" if budget is not None else ""
         err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
         return EXIT_USAGE
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
@@ -519,7 +520,7 @@ def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
     once and stop again when the last user message alone is too large, so the line names the
     fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
     a user message."""
-    from tether.agent.checkpoints import synthetic_user_turn
+    from tether.agent.turn.checkpoints import synthetic_user_turn
     from tether.checkpoint.timeline import user_turns
 
     if session_id is None:

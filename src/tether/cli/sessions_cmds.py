@@ -142,7 +142,7 @@ def sessions_fork(
     when a message can never be sent (one too large for the model's window, which each resume
     compacts and stops at). Prints the new session as a JSON line; resume it with
     `tether run --resume NEW_ID`."""
-    from tether.agent.checkpoints import synthetic_user_turn
+    from tether.agent.turn.checkpoints import synthetic_user_turn
     from tether.checkpoint.timeline import user_turns
     from tether.session import SessionStore
 

@@ -1,11 +1,12 @@
 """Context pressure: how much of a model's context window the next request occupies.
 
-Owns: the model limits and policy records, token accounting from normalized usage, the
-character heuristic for turns no usage covers yet, the effective window and the trigger rule.
+Owns: the policy record, token accounting from normalized usage, the effective window and the
+trigger rule. The model limits and the character heuristic for turns no usage covers yet live on
+the bottom floor (`tether.tokens`; their names are kept here for the compaction modules).
 Does not own: any state across requests (`tether.compaction.monitor`), the model table
 (`tether.compaction.windows`), nor the summarize call (an edge).
 
-Pure: imports only `tether.messages`; no I/O, no clock; inputs are never mutated.
+Pure: imports only `tether.messages` and `tether.tokens`; no I/O, no clock; inputs are never mutated.
 
 Shapes (all figures in tokens):
     ModelLimits(context_window, max_output_tokens, source)
@@ -35,47 +36,46 @@ output) from compacting every turn (it compacts above 768 tokens, not at 0).
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from tether.messages import (
-    CompactSummaryBlock,
-    ContentBlock,
-    DocumentBlock,
-    ImageBlock,
-    ServerToolBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
-    Usage,
+from tether.messages import Usage
+from tether.tokens import (
+    CHARS_PER_TOKEN,
+    DOCUMENT_TOKENS,
+    IMAGE_TOKENS,
+    LimitsSource,
+    ModelLimits,
+    Tokenizer,
+    estimate_tokens,
+    message_tokens,
+    text_tokens,
 )
 
-LimitsSource = Literal["settings", "provider", "table", "learned", "default"]
-"""Where a ModelLimits came from: settings.json, the provider's metadata, the bundled table, an
-overflow error that stated the real maximum, or the conservative default."""
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DOCUMENT_TOKENS",
+    "IMAGE_TOKENS",
+    "CompactionPolicy",
+    "LimitsSource",
+    "ModelLimits",
+    "Pressure",
+    "Tokenizer",
+    "effective_window",
+    "estimate_tokens",
+    "make_pressure",
+    "message_tokens",
+    "normalized_fraction",
+    "occupied_tokens",
+    "output_reserve",
+    "text_tokens",
+    "threshold_tokens",
+    "trigger_reached",
+    "trigger_tokens",
+]
 
 PressureSource = Literal["measured", "estimated"]
-
-Tokenizer = Callable[[str], int]
-"""An exact token counter for one text (e.g. a local model's tokenizer), in tokens."""
-
-CHARS_PER_TOKEN = 4
-"""The estimate heuristic: one token per 4 characters, rounded up per message. English text and
-code average 3.5 to 4.5 characters per token on current BPE tokenizers; the calibration offset
-(measured - estimated) corrects the systematic part once a provider usage arrives."""
-
-IMAGE_TOKENS = 1_600
-"""Fixed estimate for one image, in tokens (Anthropic prices an image at about
-width x height / 750 tokens, capped near 1,600 for the 1.15 megapixel limit it resizes to)."""
-
-DOCUMENT_TOKENS = 3_000
-"""Fixed estimate for one document block (e.g. a PDF), in tokens; the measured usage of the
-first request that carries it replaces the guess."""
 
 SAFETY_MARGIN_TOKENS = 1_024
 """Safety margin of the headroom rule, in tokens (or 5 % of the window when that is smaller)."""
@@ -84,23 +84,6 @@ DEFAULT_THRESHOLD = 0.8
 DEFAULT_HYSTERESIS = 0.10
 DEFAULT_RUNAWAY_TOTAL = 0.9
 DEFAULT_RUNAWAY_GROWTH = 0.4
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelLimits:
-    """A model's context limits, in tokens.
-
-    Attributes:
-        context_window: the raw window (prompt + output) in tokens. Values below 1 are read as 1
-            by every function here; no exception is raised.
-        max_output_tokens: the most output one reply can take, in tokens (the provider's
-            documented maximum; for local models a practical cap). Values below 0 read as 0.
-        source: where the figures came from (see `LimitsSource`).
-    """
-
-    context_window: int
-    max_output_tokens: int
-    source: LimitsSource = "table"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -261,69 +244,3 @@ def occupied_tokens(usage: Usage) -> int:
         + max(0, usage.cache_write_tokens)
         + max(0, usage.output_tokens)
     )
-
-
-def _json_chars(call: ToolCallBlock) -> str:
-    if call.raw_arguments is not None:
-        return call.raw_arguments
-    return json.dumps(call.arguments, ensure_ascii=False, default=str)
-
-
-def _block_parts(block: ContentBlock) -> tuple[list[str], int]:
-    """(texts the model reads, fixed token cost) of one block."""
-    if isinstance(block, TextBlock):
-        return [block.text], 0
-    if isinstance(block, ThinkingBlock):
-        return [block.text, *block.summary], 0
-    if isinstance(block, ToolCallBlock):
-        return [block.name, _json_chars(block)], 0
-    if isinstance(block, ToolResultBlock):
-        texts = [p.text for p in block.content if isinstance(p, TextBlock)]
-        images = sum(1 for p in block.content if isinstance(p, ImageBlock))
-        return texts, images * IMAGE_TOKENS
-    if isinstance(block, CompactSummaryBlock):
-        return [block.summary], 0
-    if isinstance(block, ServerToolBlock):
-        # The provider's blocks as sent back (the result pages' encrypted content is what
-        # they cost in the prompt); the text form when there are none.
-        return [json.dumps(block.raw, ensure_ascii=False) if block.raw else block.summary], 0
-    if isinstance(block, ImageBlock):
-        return [], IMAGE_TOKENS
-    if isinstance(block, DocumentBlock):
-        return [], DOCUMENT_TOKENS
-    return [], 0  # redacted_thinking: an opaque payload; the measured usage covers it
-
-
-def text_tokens(text: str, *, tokenizer: Tokenizer | None = None) -> int:
-    """Estimated tokens of one text (e.g. the system prompt, or the tools' JSON schemas for
-    `ContextMonitor(system_tokens=...)`): ceil(chars / 4), or `tokenizer(text)`."""
-    if tokenizer is not None:
-        return max(0, tokenizer(text))
-    return -(-len(text) // CHARS_PER_TOKEN)
-
-
-def message_tokens(turn: Turn, *, tokenizer: Tokenizer | None = None) -> int:
-    """Estimated tokens of one message.
-
-    Counted: text, thinking text (and reasoning summaries), tool-call name + arguments JSON,
-    tool_result text, compact-summary text; ceil(chars / 4) over the message, or
-    `tokenizer(text)` over its texts joined by newlines when one is given. Images cost
-    `IMAGE_TOKENS` and documents `DOCUMENT_TOKENS` each. Not counted: signatures, redacted or
-    encrypted reasoning payloads, per-message framing (the calibration offset absorbs them).
-    """
-    texts: list[str] = []
-    fixed = 0
-    for block in turn.content:
-        parts, cost = _block_parts(block)
-        texts.extend(parts)
-        fixed += cost
-    if tokenizer is not None:
-        return fixed + max(0, tokenizer("\n".join(texts)))
-    chars = sum(len(t) for t in texts)
-    return fixed + -(-chars // CHARS_PER_TOKEN)
-
-
-def estimate_tokens(turns: Iterable[Turn], *, tokenizer: Tokenizer | None = None) -> int:
-    """Estimated tokens of a message list: the sum of `message_tokens` (so additive over
-    concatenation: estimate(a + b) == estimate(a) + estimate(b))."""
-    return sum(message_tokens(t, tokenizer=tokenizer) for t in turns)

@@ -12,7 +12,7 @@ can no longer keep the context below its trigger.
 
 Wire view only: the stored turns are never changed (the stub names the results turn, and
 `recall` reads the stored history, so the full text is one call away). The state is the set of
-pruned call ids, kept by the caller (`tether.agent.context.AutoCompaction`); for a resumed
+pruned call ids, kept by the caller (`tether.agent.turn.compacting.AutoCompaction`); for a resumed
 session it starts empty and the first check prunes again (that request re-sends its prefix
 anyway: the provider's cache has long expired).
 

@@ -4,9 +4,9 @@ Owns: `compact_conversation` — slice by scope at whole rounds, budget the summ
 window, one bounded call per chunk (no tools, no thinking, temperature 0, wall-clock timeout,
 the caller's cancel signal), context_overflow halving, the marker turn. Transient errors are
 retried by the caller's request path (`call`: in an agent, the same attempts, Retry-After
-waits and fallback chain as every turn, `tether.agent.attempts.summary_call`), not here.
+waits and fallback chain as every turn, `tether.agent.turn.attempts.summary_call`), not here.
 Does not own: deciding when to compact (`tether.compaction.monitor`), persisting the marker
-(the caller appends it), the loop integration (`tether.agent.context`).
+(the caller appends it), the loop integration (`tether.agent.turn.compacting`).
 
 Budget (the compaction request must not itself exceed the window): the summary request's
 estimated input is kept ≤ window − summary output reserve − prompt overhead. Large tool results

@@ -46,7 +46,7 @@ from tether.session import SessionStore
 from tether.settings import AgentConfig
 
 if TYPE_CHECKING:  # the agent's stack is imported by the processes that run tasks only
-    from tether.agent.build import ModelLike
+    from tether.agent.assembly.build import ModelLike
     from tether.jobs.warm import Warm
 
 APP_NAME = "tether-jobs"

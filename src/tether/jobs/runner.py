@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from tether.agent.agent import Agent
-from tether.agent.build import ModelLike
+from tether.agent.assembly.build import ModelLike
 from tether.agent.sessions import AgentSession
-from tether.agent.state import RunResult
+from tether.agent.turn.state import RunResult
 from tether.errors import ConfigError, RunError
 from tether.jobs.warm import Warm
 from tether.messages import Turn, Usage

@@ -1,5 +1,5 @@
 """What a worker keeps between its task runs: per thread that runs them, one event loop and the
-provider chains built on it (`tether.agent.chains.ChainCache`).
+provider chains built on it (`tether.agent.assembly.chains.ChainCache`).
 
 A task run used to build its providers afresh (an SDK client, its HTTP client and TLS context:
 most of the CPU a short run costs) and to run on a new event loop (`asyncio.run`). A worker
@@ -13,7 +13,7 @@ of one run keeps running into the next. The loop itself is closed by `close` (th
 shutdown), or with its thread.
 
 Owns: the per-thread loops and caches. Does not own: the run (`tether.jobs.runner`), the cache
-(`tether.agent.chains`).
+(`tether.agent.assembly.chains`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tether.agent.chains import ChainCache
+from tether.agent.assembly.chains import ChainCache
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ folder: first name found per folder, imports expanded, the total capped), `read_
 file of a subfolder the agent touches later, once, as a note after the tool's result).
 Does not own: the data shapes (`tether.prompt.facts`), the pure passes
 (`tether.prompt.imports`, `tether.prompt.system`), where the facts are stored (the session's
-`context` event, `tether.agent.prompting`).
+`context` event, `tether.agent.assembly.prompting`).
 
 Trust: instruction files are text; they load without `tether trust`, as at every peer. Only
 files inside the project and the user config folder are read (imports included).

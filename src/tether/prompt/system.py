@@ -5,7 +5,7 @@ guarantee), the environment block, the instruction-files block, the skills listi
 cap (`skills_listing`), the whole prompt (`system_prompt`: base, instructions, skills,
 appended text, in that order) and the embedded model's compact form (`compact_prompt`).
 Does not own: gathering the facts (`tether.prompt.gather`), choosing which form a provider gets
-(`tether.agent.parts`).
+(`tether.agent.assembly.parts`).
 
 Byte stability: the output depends only on the arguments (no clock, no environment reads), so
 a session whose facts are stored renders the same bytes on every turn and after a resume.

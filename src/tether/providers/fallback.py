@@ -2,8 +2,8 @@
 
 Owns: `ModelRef` (a provider name and a model), `check_provider_names` (unique, non-blank), and
 the rule for which faults hand over to the next link (`falls_back`). Pure.
-Does not own: the model-selection grammar (`tether.agent.build.model_refs`, the one reading of
-the config's `model`), running attempts (`tether.agent.attempts`), building provider instances
+Does not own: the model-selection grammar (`tether.agent.assembly.build.model_refs`, the one reading of
+the config's `model`), running attempts (`tether.agent.turn.attempts`), building provider instances
 (`tether.providers.registry`), retries on one link (`tether.providers.retry`).
 
 Fallback rule (after a pair's retries are spent, see `falls_back`): every fault kind hands over

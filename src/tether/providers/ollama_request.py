@@ -22,7 +22,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tether.compaction.pressure import CHARS_PER_TOKEN
 from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
@@ -35,6 +34,7 @@ from tether.messages import (
 )
 from tether.providers.base import ToolSpec
 from tether.providers.images import fit_image
+from tether.tokens import CHARS_PER_TOKEN
 
 
 def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:

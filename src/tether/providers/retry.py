@@ -4,7 +4,7 @@ Owns: `RetryPolicy` (the knobs), `is_retryable` (the rule), `retry_delay` (pure:
 the next attempt, Retry-After honoured) and `with_retries` (the loop: a plain `while` over
 `retry_delay`, with the sleep and the random source injected).
 Does not own: what one attempt does, discarding partial turns or falling back to the next
-provider (`tether.agent.attempts`), nor classifying faults (`tether.providers.errors`).
+provider (`tether.agent.turn.attempts`), nor classifying faults (`tether.providers.errors`).
 
 Faults are values (`StreamError`), so the loop is a loop: an attempt returns its result or its
 fault, and `retry_delay` alone decides whether and how long to wait.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from tether.agent.events import AgentEvent, WireRepairEvent
-from tether.agent.limits import CONTINUE_PROMPT
+from tether.agent.turn.continuation import CONTINUE_PROMPT
 from tether.messages import ContentBlock, Target, ToolResultBlock, ToolSpec, Turn
 from tether.providers.base import ModelRequest
 from tether.replay.contract import Checker, checker

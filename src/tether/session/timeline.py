@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tether.compaction.pressure import estimate_tokens
 from tether.messages import Turn
+from tether.tokens import estimate_tokens
 from tether.wire.markers import is_marker, marker_blocks, render_marker
 
 MarkKind = Literal["compaction", "persisted", "model"]

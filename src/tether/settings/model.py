@@ -97,7 +97,7 @@ class RetrySettings(_Section):
 
 class WebSettings(_Section):
     """`tools.web`: the `web_fetch` tool (`tether.tools.builtin.web`) and the provider's own
-    web search (`web_search`, `tether.agent.web_search`).
+    web search (`web_search`, `tether.agent.turn.web_search`).
 
     Attributes:
         fetch: offer `web_fetch` to the agent `tether run` builds.
@@ -356,7 +356,7 @@ class RunSettings(_Section):
     max_budget_usd: float | None = Field(default=None, gt=0)
     timeout_s: Duration | None = Field(default=None, alias="timeout")
     """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
-    stops before a request whose estimated cost would pass it (`tether.agent.budget`); None:
+    stops before a request whose estimated cost would pass it (`tether.agent.turn.budget`); None:
     no cap."""
 
     output_format: OutputFormat = "stream-json"
@@ -491,7 +491,7 @@ class AgentsSettings(_Section):
 
 class ShellHookSettings(_Section):
     """One shell hook: a command run with `bash -c` under the OS sandbox, in the project
-    folder, with the hook's input as JSON on stdin (`tether.agent.hooks`).
+    folder, with the hook's input as JSON on stdin (`tether.agent.turn.hooks`).
 
     Attributes:
         command: the command line.
@@ -506,7 +506,7 @@ class ShellHookSettings(_Section):
 
 
 class HooksSettings(_Section):
-    """`hooks`: shell commands run at points of the loop (`tether.agent.hooks`; JSON on stdin,
+    """`hooks`: shell commands run at points of the loop (`tether.agent.turn.hooks`; JSON on stdin,
     a JSON decision on stdout, exit code 2 denies with stderr as the reason, like Claude
     Code's hooks). A project's hooks come from its settings file, loaded only once the project
     is approved (`tether trust`).

@@ -5,7 +5,7 @@ writer and MCP servers) and `open_agent`, which builds them: `Agent.from_setting
 working folder with the TUI's `tether.Host` (event callback, question bridge, approver,
 notes), a resumed session or a new one (or none: `tether.agent.sessions.AgentSession`),
 the MCP servers.
-Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.build`).
+Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.assembly.build`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tether.agent.agent import Agent
+from tether.agent.assembly.prompting import session_commands
 from tether.agent.host import Host
-from tether.agent.prompting import session_commands
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
 from tether.session import SessionStore, SessionWriter

@@ -23,7 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tether.agent.checkpoints import checkpoint_store, synthetic_user_turn
+from tether.agent.turn.checkpoints import checkpoint_store, synthetic_user_turn
 from tether.checkpoint.rewind import RewindPlan, plan_rewind, preview, rewind
 from tether.checkpoint.shadow import CheckpointError
 from tether.checkpoint.timeline import UserTurn, user_turns

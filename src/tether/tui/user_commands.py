@@ -7,7 +7,7 @@ hint and description), `completion_lines` (pure), `run_user_command` (a command'
 with its `model` and `allowed-tools` for that run only), `memory` (the instruction files of the
 session, opened in `$VISUAL` / `$EDITOR`), `INIT_PROMPT` (what `/init` asks the agent).
 Does not own: the built-in commands (`tether.tui.commands`, `tether.tui.handlers`), loading
-the commands (`tether.skills.commands`, `tether.agent.prompting.session_commands`).
+the commands (`tether.skills.commands`, `tether.agent.assembly.prompting.session_commands`).
 """
 
 from __future__ import annotations

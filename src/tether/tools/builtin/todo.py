@@ -4,8 +4,8 @@ Owns: the `todo` tool (`{"items": [{"text", "status": "pending"|"in_progress"|"d
 `safe`: it changes no file, so it is offered in safe and plan mode), `TodoItem`, and
 `latest_todo` (the list's latest state in a history: the items of the last successful call;
 the TUI's panel on resume and compaction's restore read it).
-Does not own: the `todo` event (`tether.agent.tool_calls` emits it after a successful call),
-restoring the list after a compaction (`tether.agent.context`).
+Does not own: the `todo` event (`tether.agent.turn.tool_calls` emits it after a successful call),
+restoring the list after a compaction (`tether.agent.turn.compacting`).
 """
 
 from __future__ import annotations

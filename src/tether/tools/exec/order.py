@@ -10,7 +10,7 @@ writes. So: read-only calls run in parallel; a `read` of a path waits for an ear
 and writes everything: it waits for every earlier call and every later call waits for it (a
 reply's calls run serially unless a tool opts in: `safe` tools and `task` do). `task` runs
 subagents in parallel: it waits for earlier writes, and later writes wait for it.
-Does not own: running the calls (`tether.agent.tool_calls`).
+Does not own: running the calls (`tether.agent.turn.tool_calls`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ the tools and their context, the secrets redacted from tool output, tracing, the
 the host), `RunSettings` (the per-request values taken from the config), and `assemble`, the
 one function every host goes through (`Agent`, `Agent.from_settings`, subagents, replay, Jobs,
 `tether compact`). `AgentParts.with_model` / `with_settings` re-derive only what changed.
-Does not own: reading settings files and resolving models (`tether.agent.build`), the loop
-(`tether.agent.loop`), what a host may change between and during runs (`tether.agent.agent`).
+Does not own: reading settings files and resolving models (`tether.agent.assembly.build`), the loop
+(`tether.agent.turn.loop`), what a host may change between and during runs (`tether.agent.agent`).
 """
 
 from __future__ import annotations
@@ -19,21 +19,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tether.agent import build, prompting
 from tether.agent.approval import ApprovalGate
-from tether.agent.attempts import Attempts, provenance_of, summary_call
-from tether.agent.budget import Budget
-from tether.agent.checkpoints import Checkpoints
-from tether.agent.context import AutoCompaction, RunawayGuard
+from tether.agent.assembly import build, prompting
+from tether.agent.assembly.policies import turn_policies
 from tether.agent.events import AgentEvent, WarningEvent, WireRepairEvent
-from tether.agent.gate import CallGate
-from tether.agent.hooks import HookRunner, Hooks
 from tether.agent.host import Host
-from tether.agent.limits import ThinkingDecay
 from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
-from tether.agent.tool_calls import ToolCalls
-from tether.compaction.pressure import ModelLimits
+from tether.agent.turn.attempts import Attempts, provenance_of, summary_call
+from tether.agent.turn.budget import Budget
+from tether.agent.turn.checkpoints import Checkpoints
+from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
+from tether.agent.turn.continuation import ThinkingDecay
+from tether.agent.turn.gate import CallGate
+from tether.agent.turn.hooks import HookRunner, Hooks
+from tether.agent.turn.policy import Policies, TurnPolicy
+from tether.agent.turn.tool_calls import ToolCalls
 from tether.compaction.summarize import SummaryCall
 from tether.effort import Effort
 from tether.errors import ConfigError
@@ -48,6 +49,7 @@ from tether.providers.retry import RetryPolicy
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import add_dir_entries, limits_for, policy_for
 from tether.settings import AgentConfig
+from tether.tokens import ModelLimits
 from tether.tools.base import Tool, ToolContext
 from tether.tools.context import Spawner
 from tether.tools.env import redact_secrets, scrubbed_env, secret_values
@@ -220,6 +222,9 @@ class AgentParts:
             `checkpoints.enabled`), or None.
         budget: the run's cost cap (`run.max_budget_usd`; a subagent shares its caller's), or
             None.
+        policies: what acts around each turn (`tether.agent.turn.policy`), in order: the
+            budget, compaction or the runaway guard, continuations, the `stop` hooks, plan
+            mode, checkpoints, then any added by the host (the agent's subagent usage).
     """
 
     config: AgentConfig
@@ -246,8 +251,9 @@ class AgentParts:
     guard: RunawayGuard | None = None
     checkpoints: Checkpoints | None = field(default=None, repr=False)
     budget: Budget | None = field(default=None, repr=False)
+    policies: Policies = field(default_factory=Policies, repr=False)
 
-    # -- what the loop's collaborators use (`tether.agent.state.RunParts`) --------------------
+    # -- what the loop's collaborators use (`tether.agent.turn.state.RunParts`) --------------------
 
     @property
     def provider(self) -> Provider:
@@ -268,6 +274,10 @@ class AgentParts:
     def new_id(self) -> str:
         """A fresh turn id."""
         return self.id_factory()
+
+    def system_for(self, provider: Provider) -> str | None:
+        """The system prompt `provider` is sent (`RunSettings.system_for`)."""
+        return self.run.system_for(provider)
 
     def view(self, history: Sequence[Turn]) -> tuple[Turn, ...]:
         """The wire view of `history` for the first provider (incremental: the builder reads
@@ -320,6 +330,25 @@ class AgentParts:
             limits=limits,
         )
 
+    def with_budget(self, budget: Budget | None) -> AgentParts:
+        """These parts counting their spending in `budget` (a subagent's: its caller's)."""
+        return replace(
+            self,
+            budget=budget,
+            policies=turn_policies(
+                self.config,
+                self.hooks,
+                context=self.compaction or self.guard,
+                budget=budget,
+                checkpoints=self.checkpoints,
+                old=self.policies,
+            ),
+        )
+
+    def with_policy(self, policy: TurnPolicy) -> AgentParts:
+        """These parts with `policy` acting after the assembly's own (kept by `with_settings`)."""
+        return replace(self, policies=Policies((*self.policies, policy)))
+
     def with_settings(self, values: Mapping[str, Any]) -> AgentParts:
         """These parts with the dotted config `values` applied (`{"run.max_turns": 5}`), from
         the next request on: the run settings, the retry policy and compaction (turned on or
@@ -360,6 +389,14 @@ class AgentParts:
             self,
             config=config,
             budget=budget,
+            policies=turn_policies(
+                config,
+                self.hooks,
+                context=compaction or guard,
+                budget=budget,
+                checkpoints=self.checkpoints,
+                old=self.policies,
+            ),
             run=RunSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
             guard=guard,
@@ -388,7 +425,7 @@ def assemble(
 
     Args:
         config: the configuration (turns, timeouts, retries, tool policy, compaction, hooks).
-        chain: the providers in fallback order (`tether.agent.build.resolve_models`).
+        chain: the providers in fallback order (`tether.agent.assembly.build.resolve_models`).
         tools: the tools offered (a registry is used as is; a sequence is copied into one,
             keeping only the names in `config.tools.only` when it is set).
         root: the working folder (resolved); file tools are confined to it.
@@ -501,6 +538,18 @@ def assemble(
         *build.provider_keys(chain, config, rt.env),
         *rt.secret_texts,
     )
+    guard = None if auto is not None else build.runaway_guard(limits, config, fixed=fixed)
+    checkpoints = (
+        Checkpoints(
+            root,
+            max_file_bytes=config.checkpoints.max_file_size,
+            emit=emit,
+            extra=extra_writable(tool_context),
+        )
+        if config.checkpoints.enabled and host.agent_path == ("main",)
+        else None
+    )
+    budget = _budget(config)
     return AgentParts(
         config=config,
         chain=chain,
@@ -508,7 +557,7 @@ def assemble(
         attempts=_attempts(chain, retry, rt, emit, tracing),
         limits=limits,
         compaction=auto,
-        guard=None if auto is not None else build.runaway_guard(limits, config, fixed=fixed),
+        guard=guard,
         tool_calls=tool_calls,
         hooks=hook_runner,
         registry=registry,
@@ -524,15 +573,11 @@ def assemble(
         library_hooks=hooks,
         id_factory=rt.new_id or default_id_factory(),
         repairs=repairs,
-        checkpoints=Checkpoints(
-            root,
-            max_file_bytes=config.checkpoints.max_file_size,
-            emit=emit,
-            extra=extra_writable(tool_context),
-        )
-        if config.checkpoints.enabled and host.agent_path == ("main",)
-        else None,
-        budget=_budget(config),
+        checkpoints=checkpoints,
+        budget=budget,
+        policies=turn_policies(
+            config, hook_runner, context=auto or guard, budget=budget, checkpoints=checkpoints
+        ),
     )
 
 

@@ -2,8 +2,9 @@
 told, learn from context_overflow errors, restore recently read files, shape the view (pruned
 old tool results, tail), compact after an idle pause that outlived the prompt cache.
 
-Owns: `AutoCompaction`, the driver the loop calls in a few places (`before_request`,
-`after_request`, `on_overflow`, `shape`) with the run's `RunState`, restoring recently read
+Owns: `AutoCompaction`, a turn policy (`tether.agent.turn.policy`: `before_request`,
+`after_reply`) that the request path also calls (`on_overflow`, `shape`) with the run's
+`RunState`, restoring recently read
 files and the todo list's latest state after a summary; `RunawayGuard`, what stays of it when
 automatic compaction is off (the same monitor and runaway guard, 0.9 of the window in total or
 0.4 in one turn, refusing at once since nothing can compact); and the compaction ladder:
@@ -13,7 +14,7 @@ in the run's) → truncation marker (turns removed without a summary, still reca
 view above the trigger) stops the run with a clear `context_overflow` error; a runaway signal
 stops it with stop reason `context_runaway`.
 Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary call
-(`tether.compaction.summarize`), the loop itself (`tether.agent.loop`).
+(`tether.compaction.summarize`), the loop itself (`tether.agent.turn.loop`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ import time
 from collections.abc import Callable
 
 from tether.agent.events import CompactionEndEvent, CompactionStartEvent, ErrorEvent
-from tether.agent.state import RunParts, RunState, SentView
+from tether.agent.turn.policy import TurnPolicy
+from tether.agent.turn.state import RunParts, RunState, SentView
 from tether.compaction.idle import IdlePolicy, IdleWatch, cache_lifetime_s
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import estimate_tokens, text_tokens
 from tether.compaction.prune import PrunePolicy, Pruner
 from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
@@ -44,6 +45,7 @@ from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
 from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
+from tether.tokens import estimate_tokens, text_tokens
 from tether.tools.builtin.shells import SHELL_OUTPUT_TOOL
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo
 from tether.tools.exec.read_state import ReadState
@@ -55,7 +57,7 @@ MAX_COMPACTIONS_PER_REQUEST = 3
 earlier); then the request is sent and a context_overflow answer is handled once more."""
 
 
-class RunawayGuard:
+class RunawayGuard(TurnPolicy):
     """The context guard of an agent without automatic compaction (`--no-compact`,
     `Agent(compaction=False)`): the monitor measures every request as with compaction on (the
     TUI's gauge reads it), and a runaway (`CompactionPolicy.runaway_total` of the effective
@@ -77,6 +79,12 @@ class RunawayGuard:
             return "context_runaway"
         return None
 
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
+        """The turn policy's hook: the monitor observes the reply's usage (`after_request`)."""
+        if state.sent is not None:
+            self.after_request(turn, state.sent)
+        return None
+
     def after_request(self, turn: Turn, sent: SentView) -> None:
         """Tell the monitor a request was answered, with the usage it reported."""
         self.monitor.observe(
@@ -87,7 +95,7 @@ class RunawayGuard:
         )
 
 
-class AutoCompaction:
+class AutoCompaction(TurnPolicy):
     """Automatic compaction for one agent (`Agent(compaction=AutoCompaction(monitor))`).
 
     Args:
@@ -226,6 +234,12 @@ class AutoCompaction:
                 break
             if await self.compact(parts, state, reason="threshold") is None:
                 break  # nothing left to summarize: send as is (an overflow is handled later)
+        return None
+
+    async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
+        """The turn policy's hook: the monitor observes the reply's usage (`after_request`)."""
+        if state.sent is not None:
+            self.after_request(turn, state.sent)
         return None
 
     def after_request(self, turn: Turn, sent: SentView) -> None:

@@ -4,7 +4,7 @@ that may change files, and one when a run ends (the tree tether left).
 Owns: `Checkpoints` (one per main agent with a stored session: `before_change`, called by the
 tool calls before a call of a tool that is not `safe` runs — `write`, `edit`, `bash`, folder
 and MCP tools, `task`; `after_run`, called by the loop when a run ends, cancelled or failed
-runs included), `synthetic_user_turn` (the harness's own user messages, not numbered as user
+runs included; `tether.agent.turn.checkpoint_policy` calls it), `synthetic_user_turn` (the harness's own user messages, not numbered as user
 turns) and `checkpoint_store` (where a session's project keeps its shadow repository).
 Because `bash` can write only inside the working folder and the extra folders (the OS
 sandbox), a snapshot of the folder and one of each writable extra folder (`--add-dir`, each in
@@ -21,12 +21,12 @@ run goes on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tether.agent.events import AgentEvent, CheckpointEvent, WarningEvent
-from tether.agent.limits import CONTINUE_PROMPT
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.continuation import CONTINUE_PROMPT
 from tether.checkpoint.shadow import CheckpointError, ShadowRepo, Snapshot
 from tether.checkpoint.timeline import (
     CHECKPOINT_EVENT,
@@ -37,7 +37,7 @@ from tether.checkpoint.timeline import (
 from tether.messages import Turn
 
 STOP_HOOK_PREFIX = "A stop hook did not accept this as the final answer"
-"""How the loop's message after a refused stop begins (`tether.agent.loop.STOP_DENIED`)."""
+"""How the message after a refused stop begins (`tether.agent.turn.stop_hooks.STOP_DENIED`)."""
 
 
 def synthetic_user_turn(turn: Turn) -> bool:
@@ -53,12 +53,28 @@ def checkpoint_store(sessions_root: Path) -> Path:
     return sessions_root.parent / "checkpoints"
 
 
-def current_user_turn(history: list[Turn]) -> str | None:
-    """The id of the latest user message in `history` (looked for from the end)."""
-    for turn in reversed(history):
-        if is_user_message(turn) and not synthetic_user_turn(turn):
-            return turn.id
-    return None
+class LatestUserTurn:
+    """The id of the latest user message of a history that only grows, kept as it grows:
+    each turn is looked at once (a walk from the end on every tool call crossed the whole
+    history once a run's prompt was far behind). A history that shrank or was replaced is read
+    afresh."""
+
+    def __init__(self) -> None:
+        self._history: Sequence[Turn] | None = None
+        self._seen = 0
+        self._id: str | None = None
+
+    def __call__(self, history: Sequence[Turn]) -> str | None:
+        """The id of the latest user message in `history`."""
+        if history is not self._history or len(history) < self._seen:
+            self._history, self._seen, self._id = history, 0, None
+        end = len(history)
+        for i in range(self._seen, end):
+            turn = history[i]
+            if is_user_message(turn) and not synthetic_user_turn(turn):
+                self._id = turn.id
+        self._seen = end
+        return self._id
 
 
 class Checkpoints:
@@ -93,6 +109,7 @@ class Checkpoints:
         self._recorded = False
         self._lock = asyncio.Lock()
         self._warned: set[str] = set()
+        self._latest = LatestUserTurn()
 
     def _repo_for(self, session: AgentSession) -> ShadowRepo | None:
         if self._repo is None:
@@ -119,7 +136,7 @@ class Checkpoints:
         thread does the work: the event loop keeps serving the host)."""
         if self.off or not self._stored(session):
             return
-        turn_id = current_user_turn(history)
+        turn_id = self._latest(history)
         if turn_id is None or turn_id == self._taken_for:
             return
         async with self._lock:
@@ -190,3 +207,4 @@ class Checkpoints:
                 )
             )
         self.emit(CheckpointEvent(at=at, commit=snap.commit, turn_id=turn_id))
+

@@ -9,7 +9,7 @@ since the session started), `context_tools` (the `skill` tool over the catalog),
 `skill_policy` (the path policy with the skill folders `read` may open) and
 `subfolder_notes` (the subfolder instruction files a session adds as it goes).
 Does not own: the data and the rendering (`tether.prompt`), the skills (`tether.skills`), the
-record of parts (`tether.agent.parts`: it renders the prompt from the session's facts).
+record of parts (`tether.agent.assembly.parts`: it renders the prompt from the session's facts).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tether.agent import build
+from tether.agent.assembly import build
 from tether.agent.sessions import AgentSession
 from tether.errors import ConfigError
 from tether.prompt.facts import SessionContext
@@ -41,10 +41,9 @@ from tether.skills.catalog import entries, load_catalog
 from tether.skills.commands import Command, load_commands
 from tether.skills.spec import Skill
 from tether.skills.tool import SKILL_TOOL, skill_read_roots, skill_tool
+from tether.tokens import CHARS_PER_TOKEN
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
-
-CHARS_PER_TOKEN = 4
 
 
 def skills_budget_chars(config: AgentConfig, chain: Sequence[Provider]) -> int:

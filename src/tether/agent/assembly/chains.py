@@ -6,17 +6,17 @@ HTTP client and TLS context (tens to hundreds of milliseconds of CPU), and the e
 loads its weights. A `ChainCache` resolves a chain once per distinct input and hands the same
 provider objects to every later agent built with the same inputs.
 
-What is shared is only what `tether.agent.build.resolve_models` returns: provider objects,
+What is shared is only what `tether.agent.assembly.build.resolve_models` returns: provider objects,
 whose state is their client and connection pool (a request's state lives in its stream). An
 agent's session, history, tools, hooks, compaction and budget are still built per agent
-(`tether.agent.parts.assemble`).
+(`tether.agent.assembly.parts.assemble`).
 
 The key: the model argument, the base URL, the config's `providers` section and model
 selection, the project's base URLs, and a digest of each entry's API key as
 `tether.providers.registry.key_for` finds it now (so a key stored by `tether login` or
 removed by `tether logout` builds a new chain). A provider object passed in is used as is.
 
-Owns: the cache. Does not own: resolving (`tether.agent.build.resolve_models`), providers.
+Owns: the cache. Does not own: resolving (`tether.agent.assembly.build.resolve_models`), providers.
 
 An SDK client's connection pool belongs to the event loop it first ran on: use one cache per
 event loop (`tether.jobs.warm` keeps one per worker thread, each with its own loop).
@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from tether.agent.build import ModelLike, Note, model_refs, resolve_models
+from tether.agent.assembly.build import ModelLike, Note, model_refs, resolve_models
 from tether.errors import ConfigError
 from tether.providers.base import Provider
 from tether.providers.registry import key_for
@@ -66,7 +66,7 @@ class ChainCache:
         note: Note = lambda _m: None,
         project_urls: Mapping[str, str] | None = None,
     ) -> tuple[Provider, ...]:
-        """`tether.agent.build.resolve_models` (same arguments, same errors), the chain
+        """`tether.agent.assembly.build.resolve_models` (same arguments, same errors), the chain
         reused when one was resolved from the same inputs; the notes the first resolution
         gave are given again."""
         key = self._key(model, config, base_url, project_urls)

@@ -3,11 +3,11 @@ itself (timed, cancellable one by one), the output gate, events, and the results
 
 Owns: `ToolCalls` (parallel calls, results in call order; calls that touch the same thing in
 the model's order, `tether.tools.exec.order`; a checkpoint before a call that may change files,
-`tether.agent.checkpoints`; the `todo` event after a successful `todo` call; system notes after
+`tether.agent.turn.checkpoints`; the `todo` event after a successful `todo` call; system notes after
 all results, `cancel` of one call, `interrupted` results for calls a run-wide cancel cut short,
 calls skipped because the user steered while they waited, the `tool_call_started` record right
 before a call runs), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
-their context and the event sink from the agent's parts (`tether.agent.state.RunParts`) and
+their context and the event sink from the agent's parts (`tether.agent.turn.state.RunParts`) and
 appends the results turn through the run's `RunState`.
 Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
 (`tether.tools.exec.hygiene`), the output gate (`tether.tools.exec.persist`), persistence
@@ -24,9 +24,9 @@ from typing import Any, cast
 
 from tether.agent.approval import ApprovalGate
 from tether.agent.events import TodoEvent, ToolResultEvent
-from tether.agent.gate import CallGate
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
-from tether.agent.state import RunParts, RunState
+from tether.agent.turn.gate import CallGate
+from tether.agent.turn.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.prompt.gather import SubfolderInstructions
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
@@ -65,7 +65,7 @@ class ToolCalls:
         approval: the approval gate (default: nothing is asked).
         tracing: opens an `execute_tool` span per call and hands its trace context to the
             tool's subprocesses (`TRACEPARENT`); off by default.
-        gate: the hooks + approval gate (`tether.agent.gate`; default: `approval` alone).
+        gate: the hooks + approval gate (`tether.agent.turn.gate`; default: `approval` alone).
         notes: adds the instruction file of a subfolder a call first touches, as a system
             note after the results (`tether.prompt.gather.SubfolderInstructions`), or None.
         reads: the session's read-state map (`tether.tools.exec.read_state`), told of every

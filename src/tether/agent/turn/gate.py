@@ -1,8 +1,8 @@
 """The one gate every tool call passes before and after it runs: hooks, then approval.
 
 Owns: the order of the checks a call goes through once safe mode and loop hygiene let it
-through (`tether.agent.tool_calls`), like Claude Code's PreToolUse then permissions:
-    1. `before_tool` hooks (`tether.agent.hooks`): a denial wins (nothing is asked, the model
+through (`tether.agent.turn.tool_calls`), like Claude Code's PreToolUse then permissions:
+    1. `before_tool` hooks (`tether.agent.turn.hooks`): a denial wins (nothing is asked, the model
        is told the reason); a rewrite changes the arguments the approval prompt shows and the
        tool gets (the stored call keeps the model's arguments);
     2. the spawn permission for `task` calls (`agents.spawn`: `deny` refuses, `allow` skips
@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Literal
 
 from tether.agent.approval import ApprovalGate, call_kind
-from tether.agent.hooks import HookRunner
+from tether.agent.turn.hooks import HookRunner
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 
 SpawnPermission = Literal["ask", "allow", "deny"]

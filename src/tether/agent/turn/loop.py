@@ -1,17 +1,20 @@
 """The tool loop: request → stream → assemble → persist → run tools → persist results → repeat.
 
 Owns: `run_turns`, one agent run as a function over the agent's parts
-(`tether.agent.parts.AgentParts`, read afresh from `Controls` at every request boundary, so a
-host may switch the model or safe mode during a run) and the run's plain data
-(`tether.agent.state.RunState`); `Controls`, what a host changes on a live agent; and
-`close_interrupted`. Each turn: compaction before the request (`parts.compaction`), queued
-steering joins, the request over the chain (`parts.attempts`: retries and fallback), the reply
-persisted with colliding tool-call ids re-minted BEFORE its tools run, continuation of a reply
-cut by `max_tokens`, the `user_prompt` and `stop` hooks (a prompt rewritten or refused; a stop
-allowed or turned into one more user message), the calls run (`parts.tool_calls`: parallel, timed,
-gated) and their results persisted. A cancel persists the partial turn and gives pending
-calls `interrupted` results, so the session stays well-formed.
-Does not own: building the parts (`tether.agent.parts`), the host-facing object
+(`tether.agent.assembly.parts.AgentParts`, read afresh from `Controls` at every request
+boundary, so a host may switch the model or safe mode during a run) and the run's plain data
+(`tether.agent.turn.state.RunState`); `Controls`, what a host changes on a live agent; and
+`close_interrupted`. The skeleton: the prompt (the `user_prompt` hooks may rewrite or refuse
+it; the policies' `on_prompt`), then per request: the policies' `before_request` (the budget,
+compaction or the runaway guard), queued steering joins, the request over the chain
+(`parts.attempts`: retries and fallback), the reply persisted with colliding tool-call ids
+re-minted BEFORE its tools run, the policies' `after_reply` (continuation of a cut reply, the
+`stop` hooks: one more user message), the calls run (`parts.tool_calls`: parallel, timed,
+gated) and their results persisted; at the end the policies' `after_run` (checkpoints, plan
+mode, subagent usage) and `done`. Each feature is a policy (`tether.agent.turn.policy`), not
+lines here. A cancel persists the partial turn and gives pending calls `interrupted` results,
+so the session stays well-formed.
+Does not own: building the parts (`tether.agent.assembly`), the host-facing object
 (`tether.agent.agent.Agent`), transport (providers), the wire passes (`tether.wire`), tool
 bodies (`tether.tools`), file formats (`tether.session`).
 
@@ -27,13 +30,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tether.agent.budget import before_request as budget_check
-from tether.agent.budget import usage_minus
+from tether.agent.assembly.parts import AgentParts
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
     ErrorEvent,
-    PlanEvent,
     ServerToolEvent,
     SessionStartEvent,
     ToolCallEvent,
@@ -41,16 +42,13 @@ from tether.agent.events import (
     TurnStartEvent,
     WarningEvent,
 )
-from tether.agent.hooks import HookRunner
-from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
-from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession, interrupted_turn
-from tether.agent.state import RunResult, RunState, SentView
-from tether.agent.subagents import Subagents
-from tether.agent.web_search import web_search_for
-from tether.compaction.pressure import estimate_tokens
+from tether.agent.turn.continuation import thinking_budget_for_turn
+from tether.agent.turn.hooks import HookRunner
+from tether.agent.turn.state import RunResult, RunState, SentView
+from tether.agent.turn.web_search import web_search_for
 from tether.errors import LengthResumeExhausted, RunError
-from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn, Usage, text_turn
+from tether.messages import ContentBlock, TextBlock, Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.tools.safe_mode import offered_specs
@@ -58,7 +56,7 @@ from tether.tracing import Span
 from tether.wire import remint_tool_call_ids
 from tether.wire.resume import is_retried_message
 
-__all__ = ["PROMPT_DENIED", "STOP_DENIED", "Controls", "close_interrupted", "run_turns"]
+__all__ = ["PROMPT_DENIED", "Controls", "close_interrupted", "run_turns"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -69,7 +67,6 @@ class Controls:
     Attributes:
         parts: the agent's parts now (replaced whole by a model switch or a settings change).
         session: the agent's session (history source, sink, started calls).
-        subagents: the agent's children (their usage joins the run's `done`).
         safe_mode: offer and run only safe tools.
         steering: user messages queued for the next request, oldest first.
         resumed: the history was not empty when the agent was built.
@@ -80,21 +77,11 @@ class Controls:
 
     parts: AgentParts
     session: AgentSession
-    subagents: Subagents
     safe_mode: bool
     steering: list[str] = field(default_factory=lambda: [])
     resumed: bool = False
     warned_no_sandbox: bool = False
     plan_mode: bool = False
-
-
-PLAN_MODE_REMINDER = (
-    "<system-reminder>Plan mode is on: the user wants a plan before any change. Only read-only "
-    "tools are available: do not try to change files or run commands. Look at what you need, "
-    "then reply with a concise, numbered plan (the files to change, the steps, how to check "
-    "the result). The user will approve it or ask for changes.</system-reminder>"
-)
-"""Added to each prompt sent in plan mode (a text block after the user's)."""
 
 
 def close_interrupted(parts: AgentParts, state: RunState) -> Turn | None:
@@ -115,8 +102,8 @@ async def run_turns(
     max_turns: int,
     span: Span,
 ) -> RunResult:
-    """One run: requests until a reply has no tool calls (and the `stop` hooks accept it) or
-    `max_turns` requests were made.
+    """One run: requests until a reply has no tool calls (and no policy sends a message after
+    it) or `max_turns` requests were made; the parts' policies act around each turn.
 
     Raises:
         RunError: the provider chain failed (kind from the error taxonomy), or compaction
@@ -126,19 +113,71 @@ async def run_turns(
     parts = c.parts
     for views in parts.views:
         views.reset()
-    continuations = Continuations(parts.run.max_continuations)
     close_interrupted(parts, state)
-    c.subagents.take_usage()
+    state.plan_mode = c.plan_mode
+    content: tuple[ContentBlock, ...] = ()
     if prompt is not None:
         prompt, refusal = await _user_prompt(parts.hooks, prompt)
         if refusal is not None:
             return _prompt_denied(parts.emit, c.session.id, refusal)
         content = (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
-        if c.plan_mode:
-            content = (*content, TextBlock(text=PLAN_MODE_REMINDER))
-        # A retry after a failed request repeats the message already stored: send it once.
-        if not is_retried_message(state.history, content):
-            state.append(Turn(id=parts.new_id(), role="user", content=content))
+    content = parts.policies.on_prompt(content, parts, state)
+    # A retry after a failed request repeats the message already stored: send it once.
+    if content and not is_retried_message(state.history, content):
+        state.append(Turn(id=parts.new_id(), role="user", content=content))
+    _start(c, parts)
+    n = 0
+    try:
+        for n in range(1, max_turns + 1):
+            parts = c.parts  # a model switch or a settings change lands here
+            state.plan_mode = c.plan_mode
+            state.safe_mode = c.safe_mode or c.plan_mode
+            if (stop := await parts.policies.before_request(parts, state)) is not None:
+                state.stop_reason = stop
+                break
+            while c.steering:  # queued user messages join at the boundary
+                state.append(text_turn(parts.new_id(), "user", c.steering.pop(0)))
+            parts.emit(TurnStartEvent(turn=n))
+            # per request: safe mode may switch, a compaction may add `recall` (cached)
+            specs = offered_specs(parts.registry, state.safe_mode)
+            turn = await _request(parts, state, specs, n, safe=state.safe_mode)
+            state.reply(turn)
+            parts.emit(
+                TurnEndEvent(turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage)
+            )
+            if (message := await parts.policies.after_reply(turn, parts, state)) is not None:
+                state.append(text_turn(parts.new_id(), "user", message))
+                continue
+            if not turn.tool_calls:
+                state.stop_reason = turn.stop_reason or "end_turn"
+                break
+            await parts.tool_calls.run(
+                tuple(turn.tool_calls),
+                parts,
+                state,
+                safe_mode=state.safe_mode,
+                timeout_s=parts.run.tool_timeout_s,
+                steered=lambda: bool(c.steering),  # waiting calls give way to the user
+            )
+    except RunError as exc:
+        state.stop_reason = "error"
+        if isinstance(exc, LengthResumeExhausted):
+            parts.emit(ErrorEvent(kind=exc.kind, message=exc.message))
+        raise
+    except asyncio.CancelledError:
+        state.stop_reason = "cancelled"
+        raise
+    except Exception:  # a configuration mistake or a bug: `done` must not say "max_turns"
+        state.stop_reason = "error"
+        raise
+    finally:
+        result = _end(c, parts, state, n)
+        span.run_done(state.stop_reason, state.usage, n)
+    return result
+
+
+def _start(c: Controls, parts: AgentParts) -> None:
+    """The `session_start` event, and the `no_sandbox` warning once per agent."""
     parts.emit(
         SessionStartEvent(
             session_id=c.session.id,
@@ -151,119 +190,38 @@ async def run_turns(
     if parts.sandbox_missing and not c.warned_no_sandbox:
         c.warned_no_sandbox = True
         parts.emit(WarningEvent(kind="no_sandbox", message=NO_SANDBOX_WARNING))
-    last: Turn | None = None
-    stop_reason: RunStopReason = "max_turns"
-    n = 0
-    if parts.budget is not None and parts.agent_path == ("main",):
-        parts.budget.reset()  # a subagent's runs share their caller's spending
-    try:
-        for n in range(1, max_turns + 1):
-            parts = c.parts  # a model switch or a settings change lands here
-            spent = state.usage  # summaries made before or during this request are added in
-            if parts.budget is not None and (stop := _over_budget(parts, state, last)):
-                parts.emit(WarningEvent(kind="max_budget", message=stop))
-                stop_reason = "max_budget"
-                break
-            context = parts.compaction or parts.guard  # the guard holds with compaction off
-            if context is not None and (stop := await context.before_request(parts, state)):
-                stop_reason = stop
-                break
-            while c.steering:  # queued user messages join at the boundary
-                state.append(text_turn(parts.new_id(), "user", c.steering.pop(0)))
-            parts.emit(TurnStartEvent(turn=n))
-            # per request: safe mode may switch, a compaction may add `recall` (cached)
-            safe = c.safe_mode or c.plan_mode
-            specs = offered_specs(parts.registry, safe)
-            turn = await _request(parts, state, specs, n, safe=safe)
-            context = parts.compaction or parts.guard
-            if context is not None and state.sent is not None:
-                context.after_request(turn, state.sent)
-            last = turn
-            state.add_usage(turn.usage)
-            if parts.budget is not None:  # the reply by its model; summaries by the chain's
-                reply = turn.usage or Usage()
-                model = turn.provenance.model if turn.provenance else parts.provider.model
-                parts.budget.charge(reply, model)
-                summaries = usage_minus(usage_minus(state.usage, spent), reply)
-                parts.budget.charge(summaries, parts.provider.model)
-            parts.emit(
-                TurnEndEvent(turn=n, turn_id=turn.id, stop_reason=turn.stop_reason, usage=turn.usage)
-            )
-            if continuations.after_turn(turn):
-                state.append(text_turn(parts.new_id(), "user", CONTINUE_PROMPT))
-                continue
-            if not turn.tool_calls:
-                stop_reason = turn.stop_reason or "end_turn"
-                again = await _stop(parts.hooks, continuations.answer)
-                if again is not None:  # a stop hook sent the model back to work
-                    state.append(text_turn(parts.new_id(), "user", again))
-                    continuations = Continuations(parts.run.max_continuations)
-                    stop_reason = "max_turns"
-                    continue
-                break
-            await parts.tool_calls.run(
-                tuple(turn.tool_calls),
-                parts,
-                state,
-                safe_mode=c.safe_mode or c.plan_mode,
-                timeout_s=parts.run.tool_timeout_s,
-                steered=lambda: bool(c.steering),  # waiting calls give way to the user
-            )
-    except RunError as exc:
-        stop_reason = "error"
-        if isinstance(exc, LengthResumeExhausted):
-            parts.emit(ErrorEvent(kind=exc.kind, message=exc.message))
-        raise
-    except asyncio.CancelledError:
-        stop_reason = "cancelled"
-        raise
-    except Exception:  # a configuration mistake or a bug: `done` must not say "max_turns"
-        stop_reason = "error"
-        raise
-    finally:
-        if stop_reason == "cancelled":  # report the partial turn the cancel persisted
-            last = next((t for t in reversed(state.new_turns) if t.role == "assistant"), last)
-        answer = continuations.answer or (last.text if last else "")
-        children = c.subagents.take_usage()  # the `task` calls' runs, added in
-        usage = state.usage if children is None else state.usage + children
-        if parts.checkpoints is not None:  # the tree this run left
-            parts.checkpoints.after_run(c.session)
-        if c.plan_mode and stop_reason in ("end_turn", "stop_sequence") and answer.strip():
-            parts.emit(PlanEvent(text=answer))
-        # `done` closes every run's event stream, failed and cancelled ones included.
-        parts.emit(
-            DoneEvent(
-                session_id=c.session.id,
-                message=last,
-                text=answer,
-                usage=usage,
-                stop_reason=stop_reason,
-                turns=n,
-                children_usage=children,
-            )
+
+
+def _end(c: Controls, parts: AgentParts, state: RunState, n: int) -> RunResult:
+    """The run's end: the policies' `after_run`, then the `done` event that closes every run's
+    event stream (failed and cancelled ones included), and the result."""
+    if state.stop_reason == "cancelled":  # report the partial turn the cancel persisted
+        state.last = next(
+            (t for t in reversed(state.new_turns) if t.role == "assistant"), state.last
         )
-        span.run_done(stop_reason, state.usage, n)
+    parts.policies.after_run(parts, state)
+    children = state.children_usage
+    usage = state.usage if children is None else state.usage + children
+    answer = state.answer
+    parts.emit(
+        DoneEvent(
+            session_id=c.session.id,
+            message=state.last,
+            text=answer,
+            usage=usage,
+            stop_reason=state.stop_reason,
+            turns=n,
+            children_usage=children,
+        )
+    )
     return RunResult(
-        message=last,
+        message=state.last,
         usage=usage,
-        stop_reason=stop_reason,
+        stop_reason=state.stop_reason,
         turns=n,
         new_turns=tuple(state.new_turns),
         answer=answer,
         children_usage=children,
-    )
-
-
-def _over_budget(parts: AgentParts, state: RunState, last: Turn | None) -> str | None:
-    """The stop line when the next request's estimated cost would pass the budget."""
-    assert parts.budget is not None
-    prompt = estimate_tokens(parts.shape(parts.view(state.history)))
-    return budget_check(
-        parts.budget,
-        parts.provider.model,
-        prompt,
-        None if last is None else last.usage,
-        lambda text: parts.emit(WarningEvent(kind="budget_unpriced", message=text)),
     )
 
 
@@ -348,7 +306,6 @@ def _persist_assistant(parts: AgentParts, state: RunState, turn: Turn) -> Turn:
 # -- the run-level hook points: `user_prompt` and `stop` ------------------------------------
 
 PROMPT_DENIED = "a user_prompt hook refused the prompt; nothing was sent"
-STOP_DENIED = "A stop hook did not accept this as the final answer: {reason}"
 
 
 async def _user_prompt(
@@ -374,17 +331,6 @@ async def _user_prompt(
         return decision.prompt, None
     rest = [b for b in prompt if not isinstance(b, TextBlock)]
     return [TextBlock(text=decision.prompt), *rest], None
-
-
-async def _stop(hooks: HookRunner, answer: str) -> str | None:
-    """None to let the run end on the final `answer` (its text), else the user message to
-    send next (a `stop` hook denied, with its reason)."""
-    if not hooks.active("stop"):
-        return None
-    decision = await hooks.run("stop", answer=answer)
-    if decision.allow:
-        return None
-    return STOP_DENIED.format(reason=decision.reason.strip() or "(no reason given)")
 
 
 def _prompt_denied(

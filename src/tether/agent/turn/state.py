@@ -2,10 +2,10 @@
 
 Owns: `RunState` (the history being appended to, the turns of this run, its usage, the last
 sent view), `SentView`, `RunResult` (what a run produced) and `RunParts` (the protocol
-`tether.agent.parts.AgentParts` satisfies: what compaction and the tool runner may use — the
+`tether.agent.assembly.parts.AgentParts` satisfies: what compaction and the tool runner may use — the
 tools, their context, events, ids, the wire view, redaction, the summary request path).
-Does not own: deciding anything; the loop (`tether.agent.loop`) fills the state, the parts
-(`tether.agent.parts`) do the work.
+Does not own: deciding anything; the loop (`tether.agent.turn.loop`) fills the state, the parts
+(`tether.agent.assembly.parts`) do the work.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tether.agent.checkpoints import Checkpoints
 from tether.agent.events import AgentEvent
 from tether.agent.sessions import AgentSession
+from tether.agent.turn.checkpoints import Checkpoints
 from tether.compaction.summarize import SummaryCall
 from tether.messages import RunStopReason, Turn, Usage
 from tether.providers.base import Provider
@@ -28,8 +28,8 @@ __all__ = ["RunParts", "RunResult", "RunState", "SentView"]
 
 
 class RunParts(Protocol):
-    """What the loop's collaborators (`AutoCompaction`, `ToolCalls`) use from the agent's parts
-    (`tether.agent.parts.AgentParts` is the implementation). None of it may raise except as
+    """What the loop's collaborators (the turn policies, `ToolCalls`) use from the agent's parts
+    (`tether.agent.assembly.parts.AgentParts` is the implementation). None of it may raise except as
     documented on the implementation."""
 
     @property
@@ -52,8 +52,21 @@ class RunParts(Protocol):
         """The chain's first provider (the default summarizer)."""
         ...
 
+    @property
+    def agent_path(self) -> tuple[str, ...]:
+        """This agent's path: `("main",)`, or a subagent's."""
+        ...
+
     def emit(self, event: AgentEvent) -> None:
         """Send `event` to the host."""
+        ...
+
+    def shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        """The view as sent (the compaction's wire-only `tail` strategy applied, if any)."""
+        ...
+
+    def system_for(self, provider: Provider) -> str | None:
+        """The system prompt `provider` is sent."""
         ...
 
     def new_id(self) -> str:
@@ -102,6 +115,13 @@ class RunState:
         new_turns: every turn appended during this run, in order.
         usage: cumulative usage of this run (requests and summary calls), in tokens.
         sent: the view of the last request sent (None before the first).
+        safe_mode: this request offers and runs only safe tools (safe or plan mode; the loop
+            sets it before each request).
+        plan_mode: plan mode is on (the loop sets it at the start and before each request).
+        last: the last reply (None before the first).
+        stop_reason: why the run ended (while it runs: `max_turns`).
+        children_usage: the usage of subagents' runs during this run (set at its end), or
+            None when none ran.
     """
 
     history: list[Turn]
@@ -110,6 +130,12 @@ class RunState:
     new_turns: list[Turn] = field(default_factory=lambda: [])
     usage: Usage = field(default_factory=Usage)
     sent: SentView | None = None
+    safe_mode: bool = False
+    plan_mode: bool = False
+    last: Turn | None = None
+    stop_reason: RunStopReason = "max_turns"
+    children_usage: Usage | None = None
+    _answer: list[str] = field(default_factory=lambda: [])
 
     def append(self, turn: Turn) -> None:
         """Append `turn` to the history and this run's turns, and persist it (flushed)."""
@@ -117,6 +143,24 @@ class RunState:
         self.history.append(turn)
         self.new_turns.append(turn)
         self.session.append(turn)
+
+    def reply(self, turn: Turn) -> None:
+        """Record a stored reply: the last turn, its usage, and the answer (a reply's text
+        joins the answer when the reply before it was cut by the output cap, `max_tokens`, and
+        continued; otherwise it starts a new one)."""
+        if turn.tool_calls or self.last is None or self.last.stop_reason != "max_tokens":
+            self._answer.clear()
+        self.last = turn
+        self.add_usage(turn.usage)
+        if not turn.tool_calls:
+            self._answer.append(turn.text)
+
+    @property
+    def answer(self) -> str:
+        """The current answer's text (continuation pieces concatenated), else the last reply's
+        text."""
+        joined = "".join(self._answer)
+        return joined or (self.last.text if self.last is not None else "")
 
     def add_usage(self, usage: Usage | None) -> None:
         """Count a request's usage in this run's total."""

@@ -6,8 +6,8 @@ Owns: the provider chain (a model string, a provider object, a list of them, or 
 the tools of the tool folders, the model's limits (window, output cap), the window-capped
 output threshold, the retry policy, the thinking-budget decay, the path policy, the refused
 environment names, and automatic compaction.
-Does not own: reading settings files (`tether.settings`), the loop (`tether.agent.loop`),
-argument parsing (`tether.cli`), the record the parts make (`tether.agent.parts`).
+Does not own: reading settings files (`tether.settings`), the loop (`tether.agent.turn.loop`),
+argument parsing (`tether.cli`), the record the parts make (`tether.agent.assembly.parts`).
 
 Model selection (config `model`), resolved once; a mistake is a `ConfigError` then:
     unset                    each configured provider (`providers.<name>`) with a `model`, in
@@ -28,11 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from tether.agent.context import AutoCompaction, RunawayGuard
-from tether.agent.limits import GeometricDecay, StepDecay, ThinkingDecay
+from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
+from tether.agent.turn.continuation import GeometricDecay, StepDecay, ThinkingDecay
 from tether.compaction.idle import IdlePolicy
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import CompactionPolicy, ModelLimits, text_tokens
+from tether.compaction.pressure import CompactionPolicy
 from tether.compaction.prune import prune_policy
 from tether.compaction.recall import RECALL_TOOL
 from tether.compaction.windows import parse_windows_setting
@@ -47,6 +47,7 @@ from tether.providers.registry import PROVIDERS, resolve_provider
 from tether.providers.retry import RetryPolicy
 from tether.settings import AgentConfig, LoadedSettings
 from tether.settings.trust import trusted_settings
+from tether.tokens import ModelLimits, text_tokens
 from tether.tools.base import Tool
 from tether.tools.builtin.toolset import builtin_tools
 from tether.tools.env import DEFAULT_REFUSED
@@ -428,7 +429,7 @@ def from_settings_files(
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
     else the user settings alone are used. `resolve`: what resolves the chain (default
-    `resolve_models`; `tether.agent.chains.ChainCache.resolve` reuses providers).
+    `resolve_models`; `tether.agent.assembly.chains.ChainCache.resolve` reuses providers).
 
     Raises:
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.

@@ -7,8 +7,8 @@ running a shell hook under the OS sandbox with a time limit (`run_shell_hook`), 
 `HookRunner`, which runs one point's hooks in order (library callbacks first, then shell hooks)
 and reports a hook that fails or times out as a `warning` event `hook_failed` without stopping
 the run (its answer is then ignored: the hook "allows").
-Does not own: where the points sit in the loop (`tether.agent.loop`; the tool-call points are
-in `tether.agent.gate`, together with the approval gate), the sandbox (`tether.sandbox`).
+Does not own: where the points sit in the loop (`tether.agent.turn.loop`; the tool-call points are
+in `tether.agent.turn.gate`, together with the approval gate), the sandbox (`tether.sandbox`).
 
 An async library hook has the same time limit (`hooks.timeout`) and is cancelled at it; a
 sync one cannot be interrupted (keep it quick).

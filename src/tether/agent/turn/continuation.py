@@ -1,7 +1,8 @@
 """Run limits: resuming a reply cut by the output-token limit, and thinking-budget decay.
 
-Owns: `Continuations` (when to send "Please continue." after a `max_tokens` stop, and the one
-answer assembled from the pieces) and `thinking_budget_for_turn` (pure: a turn number → the
+Owns: `Continuations` (when to send "Please continue." after a `max_tokens` stop; the turn
+policy that sends it is `tether.agent.turn.continuation_policy`, and the one answer
+assembled from the pieces) and `thinking_budget_for_turn` (pure: a turn number → the
 reasoning budget in tokens). Does not own: sending requests or persisting turns (the loop).
 
 Continuation rule: a reply that stopped on `max_tokens` with no tool calls is resumed with a user

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.agent import build
+from tether.agent.assembly import build
 from tether.agent.events import AgentEvent, WarningEvent
 from tether.sandbox.base import Sandbox
 from tether.settings import AgentConfig

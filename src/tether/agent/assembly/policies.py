@@ -1,0 +1,75 @@
+"""An agent's turn policies, built from its config (`tether.agent.turn.policy`).
+
+Owns: `turn_policies` (the policies in order; on a settings change, the ones whose inputs did
+not change are kept). Adding a per-turn feature is one class in `agent/turn/` and one line here.
+Does not own: the policies (`agent/turn/`), the record that holds them
+(`tether.agent.assembly.parts.AgentParts.policies`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from tether.agent.turn.budget import Budget, BudgetPolicy
+from tether.agent.turn.checkpoint_policy import CheckpointPolicy
+from tether.agent.turn.checkpoints import Checkpoints
+from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
+from tether.agent.turn.continuation_policy import ContinuationPolicy
+from tether.agent.turn.hooks import HookRunner
+from tether.agent.turn.plan import PlanMode
+from tether.agent.turn.policy import Policies, TurnPolicy
+from tether.agent.turn.stop_hooks import StopHooks
+from tether.settings import AgentConfig
+
+__all__ = ["turn_policies"]
+
+_P = TypeVar("_P", bound=TurnPolicy)
+
+_OWN = (BudgetPolicy, AutoCompaction, RunawayGuard, ContinuationPolicy, StopHooks, PlanMode)
+"""The policy kinds `turn_policies` builds (the checkpoint policy too); others are a host's."""
+
+
+def turn_policies(
+    config: AgentConfig,
+    hooks: HookRunner,
+    *,
+    context: AutoCompaction | RunawayGuard | None,
+    budget: Budget | None,
+    checkpoints: Checkpoints | None,
+    old: Policies | None = None,
+) -> Policies:
+    """An agent's turn policies, in order: the budget (first: it stops before a compaction
+    is paid for), compaction or the runaway guard, continuations, the `stop` hooks, plan mode,
+    checkpoints, then the host's (from `old`). A policy of `old` whose inputs are the same is
+    kept (its state with it): a settings change rebuilds only the policies of the sections
+    that changed."""
+    kept = list(old or ())
+
+    def reuse(kind: type[_P], same: Callable[[_P], bool], make: Callable[[], _P]) -> _P:
+        found = next((p for p in kept if type(p) is kind), None)
+        return found if found is not None and same(found) else make()
+
+    limit = config.run.continuation_limit
+    own: list[TurnPolicy | None] = [
+        None
+        if budget is None
+        else reuse(BudgetPolicy, lambda p: p.budget is budget, lambda: BudgetPolicy(budget)),
+        context,
+        reuse(
+            ContinuationPolicy,
+            lambda p: p.max_continuations == limit,
+            lambda: ContinuationPolicy(limit),
+        ),
+        reuse(StopHooks, lambda p: p.hooks is hooks, lambda: StopHooks(hooks)),
+        reuse(PlanMode, lambda _p: True, PlanMode),
+        None
+        if checkpoints is None
+        else reuse(
+            CheckpointPolicy,
+            lambda p: p.checkpoints is checkpoints,
+            lambda: CheckpointPolicy(checkpoints),
+        ),
+    ]
+    host = [p for p in kept if not isinstance(p, (*_OWN, CheckpointPolicy))]
+    return Policies([*(p for p in own if p is not None), *host])

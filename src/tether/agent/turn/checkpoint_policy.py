@@ -1,0 +1,34 @@
+"""Checkpoints as a turn policy: when a run ends, the tree it left is recorded.
+
+Owns: `CheckpointPolicy`.
+Does not own: the snapshots (`tether.agent.turn.checkpoints.Checkpoints`; the one before a user
+message's first change is taken by the tool calls).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tether.agent.turn.checkpoints import Checkpoints
+from tether.agent.turn.policy import TurnPolicy
+
+if TYPE_CHECKING:
+    from tether.agent.turn.state import RunParts, RunState
+
+__all__ = ["CheckpointPolicy"]
+
+
+class CheckpointPolicy(TurnPolicy):
+    """Checkpoints' part of a run: when it ends (cancelled or failed runs included), record
+    the tree it left (`Checkpoints.after_run`).
+
+    Args:
+        checkpoints: the agent's checkpoints.
+    """
+
+    def __init__(self, checkpoints: Checkpoints) -> None:
+        self.checkpoints = checkpoints
+
+    def after_run(self, parts: RunParts, state: RunState) -> None:
+        """The tree this run left."""
+        self.checkpoints.after_run(state.session)
