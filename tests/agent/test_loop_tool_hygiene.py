@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tether.agent.agent import Agent
-from tether.agent.assembly.parts import assemble
+from tether.agent.assembly.assemble import assemble
 from tether.agent.events import AgentEvent, ToolResultEvent, event_to_dict
 from tether.agent.host import Host
 from tether.agent.sessions import AgentSession

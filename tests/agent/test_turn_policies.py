@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tether import AgentConfig
 from tether.agent.agent import Agent
-from tether.agent.assembly.parts import assemble
+from tether.agent.assembly.assemble import assemble
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import BudgetPolicy
 from tether.agent.turn.checkpoint_policy import CheckpointPolicy

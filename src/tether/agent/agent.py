@@ -21,9 +21,10 @@ from typing import Any, Self
 from tether.agent import user_controls
 from tether.agent.approval import ApprovalGate, ApprovalMode
 from tether.agent.assembly import build, prompting
+from tether.agent.assembly.assemble import assemble
 from tether.agent.assembly.build import ModelLike
 from tether.agent.assembly.chains import ChainCache
-from tether.agent.assembly.parts import SETTINGS_APPLIED_LIVE, AgentParts, assemble
+from tether.agent.assembly.parts import SETTINGS_APPLIED_LIVE, AgentParts
 from tether.agent.assembly.servers import McpServers
 from tether.agent.events import AgentEvent, WarningEvent
 from tether.agent.host import Host
@@ -44,8 +45,6 @@ from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.settings import AgentConfig
 from tether.tokens import ModelLimits
 from tether.tools.base import Tool, ToolContext
-from tether.tools.builtin.question import question
-from tether.tools.builtin.web import web_fetch
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 
@@ -134,7 +133,7 @@ class Agent:
 
     @classmethod
     def from_parts(cls, parts: AgentParts, session: AgentSession | None = None) -> Self:
-        """An agent over parts made by `tether.agent.assembly.parts.assemble` (for what the
+        """An agent over parts made by `tether.agent.assembly.assemble.assemble` (for what the
         constructor does not take, e.g. `hygiene=` rules); `session` must be the one the
         parts were assembled with (its folder is in `parts.tool_context`)."""
         agent = cls.__new__(cls)
@@ -226,11 +225,7 @@ class Agent:
         if report is not None:
             say(report)
         with_task_tool(tools, cfg.agents, say)
-        if host.questions is not None and not any(t.name == question.name for t in tools):
-            tools.append(question)
-        if cfg.tools.web.fetch and not any(t.name == web_fetch.name for t in tools):
-            tools.append(web_fetch)
-        build.check_only_tools(cfg.tools.only, tools)
+        prompting.host_tools(tools, cfg, host)
         agent = cls(
             chain,
             config=cfg,

@@ -1,7 +1,7 @@
 """The `tether compact SESSION` command.
 
 Owns: compacting a stored session (append the marker turn); the summary call goes through the
-same parts as a run's requests (`tether.agent.assembly.parts.assemble`: the chain, its retries and
+same parts as a run's requests (`tether.agent.assembly.assemble.assemble`: the chain, its retries and
 fallback, the model's limits).
 Does not own: the compaction itself (`tether.compaction`, `tether.agent.turn.compacting`), resolving
 the model (`tether.agent.assembly.build`).
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tether.agent.assembly import build
-from tether.agent.assembly.parts import assemble
+from tether.agent.assembly.assemble import assemble
 from tether.agent.sessions import AgentSession
 from tether.compaction.rounds import CompactInvalidInputError, Scope
 from tether.compaction.snapshot import Snapshot

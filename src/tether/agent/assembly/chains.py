@@ -9,7 +9,7 @@ provider objects to every later agent built with the same inputs.
 What is shared is only what `tether.agent.assembly.build.resolve_models` returns: provider objects,
 whose state is their client and connection pool (a request's state lives in its stream). An
 agent's session, history, tools, hooks, compaction and budget are still built per agent
-(`tether.agent.assembly.parts.assemble`).
+(`tether.agent.assembly.assemble.assemble`).
 
 The key: the model argument, the base URL, the config's `providers` section and model
 selection, the project's base URLs, and a digest of each entry's API key as

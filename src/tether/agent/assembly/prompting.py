@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tether.agent.assembly import build
+from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
 from tether.errors import ConfigError
 from tether.prompt.facts import SessionContext
@@ -257,3 +258,21 @@ def subfolder_notes(
         home=Path.home(),
         user_dir=user_config_dir(),
     )
+
+
+def host_tools(tools: list[Tool], cfg: AgentConfig, host: Host) -> None:
+    """Add what the host and the settings offer to `tools` (in place): `question` when the host
+    can ask (`host.questions`), `web_fetch` unless `tools.web.fetch` is off; then check
+    `tools.only` against them all.
+
+    Raises:
+        ConfigError: a `tools.only` name that is no tool (`build.check_only_tools`).
+    """
+    from tether.tools.builtin.question import question
+    from tether.tools.builtin.web import web_fetch
+
+    if host.questions is not None and not any(t.name == question.name for t in tools):
+        tools.append(question)
+    if cfg.tools.web.fetch and not any(t.name == web_fetch.name for t in tools):
+        tools.append(web_fetch)
+    build.check_only_tools(cfg.tools.only, tools)

@@ -5,7 +5,7 @@ agent's policies in order, calling each hook only on the policies that define it
 Does not own: the loop that calls them (`tether.agent.turn.loop.run_turns`), the policies
 themselves (each in its module: `compacting` — compaction and the runaway guard, `budget`,
 `continuation`, `stop_hooks`, `plan`, `checkpoints`, `children`), building them
-(`tether.agent.assembly.parts.assemble`, `AgentParts.with_settings`).
+(`tether.agent.assembly.assemble.assemble`, `AgentParts.with_settings`).
 
 A new per-turn feature is one `TurnPolicy` subclass and one line in the assembly; the loop does
 not change. Policies are long-lived (one set per agent, kept across runs): state for one run
