@@ -91,9 +91,11 @@ def _language_servers_only_in_their_tests(
 ) -> None:
     """Language servers start only in tests/lsp: the dev extra installs basedpyright, which an
     agent would otherwise start (a node process, seconds of CPU) at every edit of a `.py` file
-    in any test."""
+    in any test; and the `lsp` tool is offered there only, so the tools a test sees do not
+    depend on which servers the machine has (rust-analyzer on PATH, say)."""
     if "lsp" not in request.node.path.parent.parts:
-        monkeypatch.setattr("tether.agent.assembly.parts.lsp_manager", lambda *_a, **_k: None)
+        monkeypatch.setattr("tether.agent.assembly.assemble.lsp_manager", lambda *_a, **_k: None)
+        monkeypatch.setattr("tether.agent.assembly.build.resolve_servers", lambda *_a, **_k: ((), ()))
 
 
 @pytest.fixture(autouse=True)
