@@ -27,6 +27,8 @@ sessions, failed runs reported to a caller, and bugs.
     ├── CheckpointError             a snapshot or a restore failed (`tether.checkpoint.shadow`)
     │   └── RewindError             a rewind refused before anything changed
     │                               (`tether.checkpoint.rewind`)
+    ├── WorktreeError               a git worktree could not be made or cleaned up
+    │                               (`tether.worktrees`)
     └── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
 
 Outside the tree: `tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose (a

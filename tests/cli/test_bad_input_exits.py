@@ -41,7 +41,7 @@ def _no_sessions(home: Path) -> None:
         (["run", "--model", "openai/m", "--base-url", "http://:80", "hi"], 1, "not a URL"),
         # the TUI says it before its screen opens (it stayed open on an error screen before)
         (["chat", "--resume", "nosuch-id"], 1, "no session nosuch-id in"),
-        (["chat", "--resume", "../bad"], 1, "invalid session id"),
+        (["chat", "--resume", "../bad"], 1, "no session ../bad"),  # neither an id nor a name
         # not a terminal: the screen would write escape codes into the pipe and wait forever
         ([], 1, "needs a terminal"),
         (["chat"], 1, "needs a terminal"),

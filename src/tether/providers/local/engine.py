@@ -28,6 +28,7 @@ from tether.providers.local.native import (
     parse_native_call,
     render_native,
 )
+from tether.providers.local.penalty import CopyPenalty, exempt_tokens, latest_results_text
 from tether.providers.local.prompt import (
     answer_of,
     echoes_hint,
@@ -198,6 +199,14 @@ def _pass(
         "grammar": grammar,
         "stream": True,
     }
+    exempt = exempt_tokens(llm, [latest_results_text(request.messages)])
+    if exempt and settings.repeat_penalty != 1.0:  # quoting a tool result is not a loop
+        from llama_cpp import LogitsProcessorList
+
+        options["repeat_penalty"] = 1.0
+        options["logits_processor"] = LogitsProcessorList(
+            [CopyPenalty(settings.repeat_penalty, exempt)]
+        )
 
     def open_stream() -> Generator[Any, None, None]:
         if isinstance(prompt, str):
