@@ -43,10 +43,12 @@ from tether.agent.events import (
 )
 from tether.agent.hooks import HookRunner
 from tether.agent.limits import CONTINUE_PROMPT, Continuations, thinking_budget_for_turn
+from tether.agent.output_schema import OutputSchemaPolicy  # issue 39: run.output_schema
 from tether.agent.parts import AgentParts
 from tether.agent.sessions import AgentSession, interrupted_turn
 from tether.agent.state import RunResult, RunState, SentView
 from tether.agent.subagents import Subagents
+from tether.agent.tool_limit import ToolCallLimit, split_calls  # issue 39: max_tool_calls
 from tether.agent.web_search import web_search_for
 from tether.compaction.pressure import estimate_tokens
 from tether.errors import LengthResumeExhausted, RunError
@@ -127,6 +129,8 @@ async def run_turns(
     for views in parts.views:
         views.reset()
     continuations = Continuations(parts.run.max_continuations)
+    schema = OutputSchemaPolicy.of(parts.config.run, parts.root)  # issue 39: output schema
+    tool_limit = ToolCallLimit.of(parts.config.run.max_tool_calls)  # issue 39: max_tool_calls
     close_interrupted(parts, state)
     c.subagents.take_usage()
     if prompt is not None:
@@ -200,15 +204,28 @@ async def run_turns(
                     continuations = Continuations(parts.run.max_continuations)
                     stop_reason = "max_turns"
                     continue
+                if schema is not None and (again := schema.after_reply(continuations.answer)):
+                    state.append(text_turn(parts.new_id(), "user", again))  # issue 39: schema
+                    continuations = Continuations(parts.run.max_continuations)
+                    stop_reason = "max_turns"
+                    continue
+                stop_reason = schema.after_run(stop_reason) if schema else stop_reason
+                break
+            calls, held = split_calls(tool_limit, turn.tool_calls)  # issue 39: max_tool_calls
+            if tool_limit and held and not calls:  # issue 39: max_tool_calls: none of them run
+                stop_reason = tool_limit.stop(held, parts, state)
                 break
             await parts.tool_calls.run(
-                tuple(turn.tool_calls),
+                tuple(calls),  # issue 39: max_tool_calls (was: the reply's calls)
                 parts,
                 state,
                 safe_mode=c.safe_mode or c.plan_mode,
                 timeout_s=parts.run.tool_timeout_s,
                 steered=lambda: bool(c.steering),  # waiting calls give way to the user
             )
+            if tool_limit and held:  # issue 39: max_tool_calls: the rest of this reply does not run
+                stop_reason = tool_limit.stop(held, parts, state)
+                break
     except RunError as exc:
         stop_reason = "error"
         if isinstance(exc, LengthResumeExhausted):
@@ -240,6 +257,7 @@ async def run_turns(
                 stop_reason=stop_reason,
                 turns=n,
                 children_usage=children,
+                structured=schema.structured if schema else None,  # issue 39: output schema
             )
         )
         span.run_done(stop_reason, state.usage, n)
@@ -251,6 +269,7 @@ async def run_turns(
         new_turns=tuple(state.new_turns),
         answer=answer,
         children_usage=children,
+        structured=schema.structured if schema else None,  # issue 39: output schema
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from tether.agent.checkpoints import Checkpoints
 from tether.agent.events import AgentEvent
@@ -149,6 +149,7 @@ class RunResult:
     new_turns: tuple[Turn, ...] = field(repr=False)
     answer: str | None = None
     children_usage: Usage | None = None
+    structured: Any = None  # issue 39: the answer parsed and validated (`run.output_schema`)
 
     @property
     def text(self) -> str:

@@ -330,6 +330,22 @@ def run(
     name: Annotated[
         str | None, typer.Option(help="Name the session (--resume NAME finds it again).")
     ] = None,
+    output_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--output-schema",
+            help="The final answer must be JSON valid under this JSON Schema (a file, or the "
+            "schema inline); the run asks again, then exits 1 (setting: run.output_schema).",
+        ),
+    ] = None,
+    max_tool_calls: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Stop before the tool call that would pass this many (setting: "
+            "run.max_tool_calls).",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -364,6 +380,8 @@ def run(
                 add_dirs=tuple(add_dir or ()),
                 worktree=worktree,
                 name=name,
+                output_schema=output_schema,
+                max_tool_calls=max_tool_calls,
             )
         )
     )

@@ -366,6 +366,12 @@ class RunSettings(_Section):
     `reasoning.effort`, Gemini's thinking budget, Ollama's `think`); it wins over
     `run.thinking`'s budget. None: the provider's own setting. Not sent to a model that
     does not reason (one line says so). A session keeps the level it was last run with."""
+    output_schema: str | dict[str, Any] | None = None
+    """A JSON Schema (file path or object) the final answer must match (`--output-schema`)."""
+    output_schema_retries: int = Field(default=2, ge=0)
+    """Times the run asks again after an answer that does not validate (`tether.agent.output_schema`)."""
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls one run may execute (`--max-tool-calls`; `tether.agent.tool_limit`)."""
 
 
 class SkillsSettings(_Section):
