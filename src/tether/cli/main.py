@@ -387,6 +387,31 @@ def run(
     )
 
 
+@app.command("tool")
+def tool_cmd(
+    name: Annotated[str | None, typer.Argument(help="The tool to call.")] = None,
+    json_args: Annotated[
+        str | None,
+        typer.Option("--json", help='Its arguments as a JSON object: \'{"path": "a.txt"}\'.'),
+    ] = None,
+    list_tools: Annotated[
+        bool, typer.Option("--list", help="List the tools (secret ones marked); call none.")
+    ] = False,
+    cwd: CwdOption = Path("."),
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """Call one tool yourself, secret ones included: its result on stdout (an error: stderr,
+    exit 1). The tools and their sandbox are those `tether run` has in this folder."""
+    from tether.cli.tool_cmd import tool_command
+
+    raise typer.Exit(
+        tool_command(
+            name, json_args, list_tools=list_tools, cwd=cwd, model=model, base_url=base_url
+        )
+    )
+
+
 @app.command()
 def acp(model: ModelOption = None, add_dir: AddDirOption = None) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
