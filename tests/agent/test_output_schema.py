@@ -148,3 +148,29 @@ async def test_a_cap_of_zero_runs_nothing_and_a_final_answer_is_not_stopped(
     )
     result = await agent.run("go")
     assert ran == ["a"] and result.stop_reason == "end_turn"
+
+
+# -- subagents: the schema and the cap are the main agent's ------------------------------
+
+
+async def test_a_subagent_answers_freely_and_its_calls_are_not_counted(tmp_path: Path) -> None:
+    from kit.agents import routed, subagent_agent
+    from tether.agent.subagents import TASK_TOOL
+
+    provider = ScriptedProvider(
+        routed(
+            {
+                "who?": [
+                    call(TASK_TOOL, id="c1", name="look", prompt="find out"),
+                    '{"name": "Ada", "age": 36}',
+                ],
+                "find out": [call("ls", path="."), "It is Ada, 36."],
+            }
+        )
+    )
+    settings = {"run": {"output_schema": SCHEMA, "max_tool_calls": 1}}
+    agent = subagent_agent(provider, tmp_path, settings=settings)
+    result = await agent.run("who?")
+    assert result.stop_reason == "end_turn", result
+    assert result.structured == {"name": "Ada", "age": 36}
+    assert len(provider.requests) == 4  # no schema retry in the child, no cap on its `ls`

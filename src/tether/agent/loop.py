@@ -129,8 +129,8 @@ async def run_turns(
     for views in parts.views:
         views.reset()
     continuations = Continuations(parts.run.max_continuations)
-    schema = OutputSchemaPolicy.of(parts.config.run, parts.root)  # issue 39: output schema
-    tool_limit = ToolCallLimit.of(parts.config.run.max_tool_calls)  # issue 39: max_tool_calls
+    schema = OutputSchemaPolicy.for_run(parts)  # issue 39: run.output_schema
+    tool_limit = ToolCallLimit.for_run(parts)  # issue 39: run.max_tool_calls
     close_interrupted(parts, state)
     c.subagents.take_usage()
     if prompt is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import jsonschema.exceptions
 import jsonschema.validators
@@ -26,6 +26,9 @@ import jsonschema.validators
 from tether.errors import ConfigError
 from tether.messages import RunStopReason
 from tether.settings.model import RunSettings
+
+if TYPE_CHECKING:
+    from tether.agent.parts import AgentParts
 
 __all__ = ["SCHEMA_RETRY", "OutputSchemaPolicy", "load_schema", "parse_answer"]
 
@@ -123,6 +126,15 @@ class OutputSchemaPolicy:
     asked: int = 0
     failed: bool = False
     error: str | None = field(default=None)
+
+    @classmethod
+    def for_run(cls, parts: AgentParts) -> OutputSchemaPolicy | None:
+        """The policy of a run of the agent whose parts are `parts`: the main agent's only (a
+        subagent inherits its caller's settings, but its answer is the `task` call's result,
+        not the user's)."""
+        if parts.agent_path != ("main",):
+            return None
+        return cls.of(parts.config.run, parts.root)
 
     @classmethod
     def of(cls, run: RunSettings, root: Path) -> OutputSchemaPolicy | None:

@@ -44,6 +44,14 @@ class ToolCallLimit:
     reached: bool = False
 
     @classmethod
+    def for_run(cls, parts: AgentParts) -> ToolCallLimit | None:
+        """The limit of a run of the main agent (`run.max_tool_calls`); a subagent's calls are
+        neither capped nor counted (its `task` call is one call of its caller's)."""
+        if parts.agent_path != ("main",):
+            return None
+        return cls.of(parts.config.run.max_tool_calls)
+
+    @classmethod
     def of(cls, cap: int | None) -> ToolCallLimit | None:
         """The limit for `run.max_tool_calls` (None: no cap, no policy)."""
         return None if cap is None else cls(cap)
