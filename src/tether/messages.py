@@ -35,10 +35,13 @@ persisted on cancellation) or `error` (a partial turn of a failed attempt)."""
 
 RunStopReason = (
     StopReason | Literal["max_turns", "cancelled", "context_runaway", "prompt_denied", "max_budget"]
+    | Literal["schema_invalid", "max_tool_calls"]  # issue 39: run.output_schema, max_tool_calls
 )
 """Why a run ended (`RunResult.stop_reason`, the `done` event's `stop_reason`): the last
 turn's stop reason, or `max_turns`, `cancelled`, `context_runaway`, `error`, `max_budget` (the
-next request would have passed `run.max_budget_usd`)."""
+next request would have passed `run.max_budget_usd`), `schema_invalid` (the final answer did not
+validate against `run.output_schema`), `max_tool_calls` (a call would have passed
+`run.max_tool_calls`)."""
 
 Target = Literal["anthropic", "openai-chat", "openai-responses", "google", "ollama"]
 """The wire API a request goes to."""

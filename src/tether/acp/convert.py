@@ -134,6 +134,7 @@ _STOP: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "max_tokens": "max_tokens",
     "max_turns": "max_turn_requests",
+    "max_tool_calls": "max_turn_requests",  # issue 39: run.max_tool_calls
     "cancelled": "cancelled",
     "refusal": "refusal",
 }

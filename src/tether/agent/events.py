@@ -210,6 +210,7 @@ class DoneEvent:
     stop_reason: RunStopReason
     turns: int
     children_usage: Usage | None = None
+    structured: Any = None  # the answer parsed and validated (`run.output_schema`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

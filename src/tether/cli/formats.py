@@ -87,7 +87,8 @@ class OutputSink:
 
     def result(self, exit_code: int) -> dict[str, Any]:
         """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",
-        "cost_usd", "stop_reason", "turns", "exit_code", "error"}` (`answer` null when the run
+        "cost_usd", "stop_reason", "turns", "exit_code", "error", "structured"}` (`structured`:
+        the answer parsed, when `run.output_schema` is set and it validated; `answer` null when the run
         gave none, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
         done = self.done
         return {
@@ -100,6 +101,7 @@ class OutputSink:
             "turns": done.turns if done is not None else 0,
             "exit_code": exit_code,
             "error": self.error,
+            "structured": done.structured if done is not None else None,  # --output-schema
         }
 
     def finish(self, exit_code: int) -> None:

@@ -330,6 +330,22 @@ def run(
     name: Annotated[
         str | None, typer.Option(help="Name the session (--resume NAME finds it again).")
     ] = None,
+    output_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--output-schema",
+            help="The final answer must be JSON valid under this JSON Schema (a file, or the "
+            "schema inline); the run asks again, then exits 1 (setting: run.output_schema).",
+        ),
+    ] = None,
+    max_tool_calls: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Stop before the tool call that would pass this many (setting: "
+            "run.max_tool_calls).",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -364,9 +380,28 @@ def run(
                 add_dirs=tuple(add_dir or ()),
                 worktree=worktree,
                 name=name,
+                output_schema=output_schema,
+                max_tool_calls=max_tool_calls,
             )
         )
     )
+
+
+@app.command("tool")
+def tool_cmd(
+    name: Annotated[str | None, typer.Argument(help="The tool to call.")] = None,
+    json_args: Annotated[str | None, typer.Option("--json", help='Its arguments as a JSON object: \'{"path": "a.txt"}\'.')] = None,
+    list_tools: Annotated[bool, typer.Option("--list", help="List the tools (secret ones marked); call none.")] = False,
+    cwd: CwdOption = Path("."),
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """Call one tool yourself, secret ones included: its result on stdout (an error: stderr,
+    exit 1). The tools and their sandbox are those `tether run` has in this folder."""
+    from tether.cli.tool_cmd import tool_command
+
+    code = tool_command(name, json_args, list_tools=list_tools, cwd=cwd, model=model, base_url=base_url)
+    raise typer.Exit(code)
 
 
 @app.command()

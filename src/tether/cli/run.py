@@ -7,7 +7,8 @@ Does not own: argument parsing (`tether.cli.main`), the loop (`tether.agent`).
 
 Exit codes: 0 success · 1 usage/other (also: `--max-turns` reached before a final answer, a
 `user_prompt` hook refused the prompt, the next request would pass `--max-budget-usd`, an image
-that cannot be attached or a model that reads text only) ·
+that cannot be attached or a model that reads text only, `--max-tool-calls` reached, the final
+answer did not validate against `--output-schema`) ·
 2 auth · 3 network · 4 provider error · 5 malformed input · 124 the run's time limit passed
 (`--timeout`, `run.timeout`; cancelled as by a signal) · 130 cancelled (the partial turn is
 persisted first).
@@ -31,7 +32,7 @@ from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
-from tether.cli import cancel
+from tether.cli import cancel, run_limits
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
@@ -83,6 +84,8 @@ class RunOptions:
     add_dirs: tuple[str, ...] = ()
     worktree: str | None = None
     name: str | None = None
+    output_schema: str | None = None
+    max_tool_calls: int | None = None
 
 
 EXIT_TIMEOUT = 124
@@ -347,6 +350,7 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
     )
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
+    overrides.update(run_limits.overrides(opts.output_schema, opts.max_tool_calls))  # issue 39
     overrides.update(setup.effort_override(opts.effort))
     overrides.update(setup.add_dir_override(opts.add_dirs, opts.cwd.resolve()))
     if opts.append_system is not None:
@@ -415,6 +419,7 @@ def _build(
     if prompt is not None:
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
+    run_limits.check_schema(agent)  # issue 39: a bad schema is one line before any request
     check_input_fits(prompt, stdin, agent.limits.context_window)
     agent.set_plan_mode(opts.plan)
     from tether.agent.attachments import image_refusal
@@ -506,6 +511,9 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         return EXIT_USAGE
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
         err("plan mode: nothing was changed; the plan is the `plan` event")
+    if (stopped := run_limits.stop_line(agent, result)) is not None:  # issue 39
+        err(stopped)
+        return EXIT_USAGE
     if result.stop_reason == "max_turns":
         err(
             f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "

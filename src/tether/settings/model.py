@@ -355,11 +355,10 @@ class RunSettings(_Section):
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
+    """US dollars one run may spend, subagents included (`--max-budget-usd`): it stops before a
+    request whose estimated cost would pass it (`tether.agent.turn.budget`); None: no cap."""
     timeout_s: Duration | None = Field(default=None, alias="timeout")
-    """US dollars one run may spend, its subagents included (`--max-budget-usd`): the run
-    stops before a request whose estimated cost would pass it (`tether.agent.turn.budget`); None:
-    no cap."""
-
+    """The whole run's time limit (`--timeout`; JSON key `timeout`): then cancelled, exit 124."""
     output_format: OutputFormat = "stream-json"
     effort: Effort | None = None
     """The reasoning effort (`--effort`, `/effort`): `low`, `medium`, `high` or `max`, mapped
@@ -367,6 +366,12 @@ class RunSettings(_Section):
     `reasoning.effort`, Gemini's thinking budget, Ollama's `think`); it wins over
     `run.thinking`'s budget. None: the provider's own setting. Not sent to a model that
     does not reason (one line says so). A session keeps the level it was last run with."""
+    output_schema: str | dict[str, Any] | None = None
+    """A JSON Schema (file path or object) the final answer must match (`--output-schema`);
+    `output_schema_retries`: times the run asks again after an answer that does not validate."""
+    output_schema_retries: int = Field(default=2, ge=0)
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls one run may execute (`--max-tool-calls`; `tether.agent.turn.tool_limit`)."""
 
 
 class SkillsSettings(_Section):

@@ -92,6 +92,9 @@ class Tool:
         on_timeout: called when a call times out (see `OnTimeout`), or None.
         timeout_param: the name of the harness-read time-limit parameter (`timeout`), or None.
         source: the tool file for a folder-scanned tool (it runs in a worker process), or None.
+        secret: kept out of the model's catalog and uncallable by the model (a call naming it
+            is an unknown tool); the user calls it (`tether tool NAME`, `/tool NAME` in the TUI:
+            `tether.tools.direct`).
     """
 
     name: str
@@ -107,6 +110,7 @@ class Tool:
     on_timeout: OnTimeout | None = field(default=None, repr=False, compare=False)
     timeout_param: str | None = field(default=None, repr=False)
     source: Path | None = None
+    secret: bool = False
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     def spec(self) -> ToolSpec:
@@ -157,6 +161,7 @@ def _build(
     timeout_s: float | None,
     inline: bool,
     on_timeout: OnTimeout | None = None,
+    secret: bool = False,
 ) -> Tool:
     tool_name = name or getattr(fn, "__name__", "")
     if not _NAME_RE.match(tool_name):
@@ -207,6 +212,7 @@ def _build(
         is_async=inspect.iscoroutinefunction(fn),
         on_timeout=on_timeout,
         timeout_param=timeout_param,
+        secret=secret,
     )
 
 
@@ -221,6 +227,7 @@ def tool(
     timeout_s: float | None = None,
     inline: bool = False,
     on_timeout: OnTimeout | None = None,
+    secret: bool = False,
 ) -> Tool: ...
 
 
@@ -235,6 +242,7 @@ def tool(
     timeout_s: float | None = None,
     inline: bool = False,
     on_timeout: OnTimeout | None = None,
+    secret: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -248,6 +256,7 @@ def tool(
     timeout_s: float | None = None,
     inline: bool = False,
     on_timeout: OnTimeout | None = None,
+    secret: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a `Tool` from a typed function; usable as `@tool`, `@tool(safe=True)` or `tool(fn)`.
 
@@ -261,6 +270,7 @@ def tool(
         inline: run a sync fn on the event loop rather than in a worker thread.
         on_timeout: called once (with a `TimedOut`) when a call times out; it may clean up and
             return a final result within `ON_TIMEOUT_GRACE_S` (see `tether.tools.exec.run`).
+        secret: only the user may call it (`Tool.secret`).
 
     Returns:
         The Tool, or a decorator producing it when `fn` is omitted.
@@ -280,6 +290,7 @@ def tool(
             timeout_s=timeout_s,
             inline=inline,
             on_timeout=on_timeout,
+            secret=secret,
         )
 
     if fn is not None:

@@ -57,7 +57,13 @@ class ToolRegistry:
         self._names = None
 
     def get(self, name: str) -> Tool | None:
-        """The tool called `name`, or None."""
+        """The tool called `name` as the model may call it, or None (a `secret` tool is None
+        here: `user_get` finds it)."""
+        found = self._tools.get(name)
+        return None if found is None or found.secret else found
+
+    def user_get(self, name: str) -> Tool | None:
+        """The tool called `name`, `secret` ones included (the user's direct calls)."""
         return self._tools.get(name)
 
     def names(self) -> tuple[str, ...]:
@@ -69,14 +75,20 @@ class ToolRegistry:
     def specs(self) -> tuple[ToolSpec, ...]:
         """The tools as offered to the model, in registration order (cached)."""
         if self._specs is None:
-            self._specs = tuple(t.spec() for t in self._tools.values())
+            self._specs = tuple(t.spec() for t in self._tools.values() if not t.secret)
         return self._specs
 
     def safe_specs(self) -> tuple[ToolSpec, ...]:
         """The specs of the `safe` (read-only) tools only, in registration order (cached)."""
         if self._safe_specs is None:
-            self._safe_specs = tuple(t.spec() for t in self._tools.values() if t.safe)
+            self._safe_specs = tuple(
+                t.spec() for t in self._tools.values() if t.safe and not t.secret
+            )
         return self._safe_specs
+
+    def model_names(self) -> tuple[str, ...]:
+        """The names of the tools the model may call (`secret` ones left out)."""
+        return tuple(n for n, t in self._tools.items() if not t.secret)
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]

@@ -34,6 +34,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/usage", "this session's tokens and cost"),
     ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
     ("/tasks", "[stop ID]  the background shells: list them, or stop one"),
+    ("/tool", "[NAME {json}]  call a tool yourself (secret ones too); without a name: list them"),
     ("/copy", "copy the last answer to the clipboard (OSC 52: also over ssh and in tmux)"),
     ("/theme", "[name]  the colours: one of Textual's themes (a picker without one), saved"),
     ("/help", "commands and keys"),

@@ -1,6 +1,6 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
 `/effort`, `/add-dir`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`, `/init`,
-`/export`, `/tasks`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against the
+`/export`, `/tasks`, `/tool`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against the
 app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
 Owns: `run_command`. The screens are `tether.tui.panels` (`/context`, `/timeline`) and
@@ -120,11 +120,37 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
             _export(app, arg)
         elif name == "copy":
             app.copy_answer()
+        elif name == "tool":  # issue 39: the user's own call, secret tools included
+            await _tool(app, arg)
         else:
             app.note(f"unknown command /{name}: /help lists them")
     except ConfigError as exc:
         app.note(f"/{name}: {exc}")
     app.update_status()
+
+
+async def _tool(app: AppHost, arg: str) -> None:
+    """`/tool NAME JSON`: call a tool yourself (`tether.tools.direct`); `/tool`: list them."""
+    from tether.tools.direct import call_directly, parse_arguments, tool_lines
+
+    parts = app.agent.parts
+    name, _, rest = arg.strip().partition(" ")
+    if not name:
+        app.note("usage: /tool NAME {json arguments}\n" + "\n".join(tool_lines(parts.registry)))
+        return
+    args, why = parse_arguments(rest)
+    if args is None:
+        app.note(f"/tool {name}: {why}")
+        return
+    block = await call_directly(
+        parts.registry,
+        name,
+        args,
+        parts.tool_context,
+        timeout_s=parts.run.tool_timeout_s,
+        redact=parts.redact,
+    )
+    app.note(f"/tool {name}{' (error)' if block.is_error else ''}:\n{block.text}")
 
 
 def effort_command(app: AppHost, arg: str) -> None:

@@ -225,7 +225,13 @@ def assemble(
         checkpoints=checkpoints,
         budget=budget,
         policies=turn_policies(
-            config, hook_runner, context=auto or guard, budget=budget, checkpoints=checkpoints
+            config,
+            hook_runner,
+            context=auto or guard,
+            budget=budget,
+            checkpoints=checkpoints,
+            root=root,
+            main=host.agent_path == ("main",),
         ),
     )
 

@@ -328,6 +328,8 @@ class AgentParts:
                 context=self.compaction or self.guard,
                 budget=budget,
                 checkpoints=self.checkpoints,
+                root=self.root,
+                main=self.agent_path == ("main",),
                 old=self.policies,
             ),
         )
@@ -382,6 +384,8 @@ class AgentParts:
                 context=compaction or guard,
                 budget=budget,
                 checkpoints=self.checkpoints,
+                root=self.root,
+                main=self.agent_path == ("main",),
                 old=self.policies,
             ),
             run=RunSettings.of(config, self.run.base, self.run.context),

@@ -9,6 +9,7 @@ Does not own: the policies (`agent/turn/`), the record that holds them
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from tether.agent.turn.budget import Budget, BudgetPolicy
@@ -17,16 +18,27 @@ from tether.agent.turn.checkpoints import Checkpoints
 from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
 from tether.agent.turn.continuation_policy import ContinuationPolicy
 from tether.agent.turn.hooks import HookRunner
+from tether.agent.turn.output_schema import OutputSchemaPolicy
 from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import Policies, TurnPolicy
 from tether.agent.turn.stop_hooks import StopHooks
+from tether.agent.turn.tool_limit import ToolCallLimit
 from tether.settings import AgentConfig
 
 __all__ = ["turn_policies"]
 
 _P = TypeVar("_P", bound=TurnPolicy)
 
-_OWN = (BudgetPolicy, AutoCompaction, RunawayGuard, ContinuationPolicy, StopHooks, PlanMode)
+_OWN = (
+    BudgetPolicy,
+    AutoCompaction,
+    RunawayGuard,
+    ContinuationPolicy,
+    StopHooks,
+    PlanMode,
+    OutputSchemaPolicy,
+    ToolCallLimit,
+)
 """The policy kinds `turn_policies` builds (the checkpoint policy too); others are a host's."""
 
 
@@ -38,10 +50,14 @@ def turn_policies(
     budget: Budget | None,
     checkpoints: Checkpoints | None,
     old: Policies | None = None,
+    root: Path | None = None,
+    main: bool = True,
 ) -> Policies:
     """An agent's turn policies, in order: the budget (first: it stops before a compaction
     is paid for), compaction or the runaway guard, continuations, the `stop` hooks, plan mode,
-    checkpoints, then the host's (from `old`). A policy of `old` whose inputs are the same is
+    the final answer's schema and the tool-call cap (the main agent's only: a subagent's answer
+    is its `task` call's result; `root` resolves a schema file), checkpoints, then the host's
+    (from `old`). A policy of `old` whose inputs are the same is
     kept (its state with it): a settings change rebuilds only the policies of the sections
     that changed."""
     kept = list(old or ())
@@ -63,6 +79,8 @@ def turn_policies(
         ),
         reuse(StopHooks, lambda p: p.hooks is hooks, lambda: StopHooks(hooks)),
         reuse(PlanMode, lambda _p: True, PlanMode),
+        OutputSchemaPolicy.of(config.run, root or Path.cwd()) if main else None,
+        ToolCallLimit.of(config.run.max_tool_calls) if main else None,
         None
         if checkpoints is None
         else reuse(

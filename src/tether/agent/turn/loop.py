@@ -48,7 +48,15 @@ from tether.agent.turn.hooks import HookRunner
 from tether.agent.turn.state import RunResult, RunState, SentView
 from tether.agent.turn.web_search import web_search_for
 from tether.errors import LengthResumeExhausted, RunError
-from tether.messages import ContentBlock, TextBlock, Turn, Usage, text_turn
+from tether.messages import (
+    ContentBlock,
+    RunStopReason,
+    TextBlock,
+    Turn,
+    Usage,
+    text_turn,
+    tool_result,
+)
 from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.tools.safe_mode import offered_specs
@@ -151,14 +159,9 @@ async def run_turns(
             if not turn.tool_calls:
                 state.stop_reason = turn.stop_reason or "end_turn"
                 break
-            await parts.tool_calls.run(
-                tuple(turn.tool_calls),
-                parts,
-                state,
-                safe_mode=state.safe_mode,
-                timeout_s=parts.run.tool_timeout_s,
-                steered=lambda: bool(c.steering),  # waiting calls give way to the user
-            )
+            if (stop := await _tools(c, parts, state, turn)) is not None:
+                state.stop_reason = stop
+                break
     except RunError as exc:
         state.stop_reason = "error"
         if isinstance(exc, LengthResumeExhausted):
@@ -174,6 +177,27 @@ async def run_turns(
         result = _end(c, parts, state, n)
         span.run_done(state.stop_reason, state.usage, n)
     return result
+
+
+async def _tools(c: Controls, parts: AgentParts, state: RunState, turn: Turn) -> RunStopReason | None:
+    """Run the reply's calls the policies let through (`before_tools`); the ones held back
+    get an is_error result each, after the others', and their stop reason ends the run."""
+    calls, held = parts.policies.before_tools(tuple(turn.tool_calls), parts, state)
+    if calls:
+        await parts.tool_calls.run(
+            calls,
+            parts,
+            state,
+            safe_mode=state.safe_mode,
+            timeout_s=parts.run.tool_timeout_s,
+            steered=lambda: bool(c.steering),  # waiting calls give way to the user
+        )
+    if held is None:
+        return None
+    rest = turn.tool_calls[len(calls) :]
+    results = tuple(tool_result(call.id, held.text, is_error=True) for call in rest)
+    state.append(Turn(id=parts.new_id(), role="user", content=results))
+    return held.stop_reason
 
 
 def _start(c: Controls, parts: AgentParts) -> None:
@@ -212,6 +236,7 @@ def _end(c: Controls, parts: AgentParts, state: RunState, n: int) -> RunResult:
             stop_reason=state.stop_reason,
             turns=n,
             children_usage=children,
+            structured=state.structured,
         )
     )
     return RunResult(
@@ -222,6 +247,7 @@ def _end(c: Controls, parts: AgentParts, state: RunState, n: int) -> RunResult:
         new_turns=tuple(state.new_turns),
         answer=answer,
         children_usage=children,
+        structured=state.structured,
     )
 
 

@@ -15,14 +15,24 @@ lives in `RunState` or is reset in `on_prompt`, which every run calls first.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tether.messages import ContentBlock, RunStopReason, Turn
+from tether.messages import ContentBlock, RunStopReason, ToolCallBlock, Turn
 
 if TYPE_CHECKING:
     from tether.agent.turn.state import RunParts, RunState
 
-__all__ = ["Policies", "TurnPolicy"]
+__all__ = ["HeldBack", "Policies", "TurnPolicy"]
+
+
+@dataclass(frozen=True, slots=True)
+class HeldBack:
+    """A policy keeps a reply's remaining calls from running (`TurnPolicy.before_tools`): each
+    is answered with an is_error result of `text`, and the run ends with `stop_reason`."""
+
+    text: str
+    stop_reason: RunStopReason
 
 
 class TurnPolicy:
@@ -61,15 +71,28 @@ class TurnPolicy:
         without tool calls: its calls would otherwise be left unanswered."""
         return None
 
+    def before_tools(
+        self, calls: tuple[ToolCallBlock, ...], parts: RunParts, state: RunState
+    ) -> tuple[tuple[ToolCallBlock, ...], HeldBack | None]:
+        """Called before a reply's tool calls run, with the calls still to run (an earlier
+        policy may have held some back).
+
+        Returns `(calls, None)` to let them run, or `(a prefix of calls, HeldBack(...))` to run
+        only the prefix: the loop answers every call left out with an is_error result of the
+        `HeldBack`'s text (the session stays well-formed) and ends the run with its stop
+        reason. The later policies are not asked once one holds calls back."""
+        return calls, None
+
     def after_run(self, parts: RunParts, state: RunState) -> None:
         """Called once when the run ends — with an answer, a stop, an error or a cancel — before
         the `done` event, with `state.stop_reason`, `state.last` and `state.answer` final.
         Synchronous (it may run while the run is being cancelled); it may set
-        `state.children_usage`. Must not raise."""
+        `state.children_usage`, `state.structured`, and turn a normal end (`end_turn`) into a
+        stop of its own (`schema_invalid`). Must not raise."""
         return None
 
 
-_HOOKS = ("on_prompt", "before_request", "after_reply", "after_run")
+_HOOKS = ("on_prompt", "before_request", "after_reply", "before_tools", "after_run")
 
 
 def _defines(policy: TurnPolicy, hook: str) -> bool:
@@ -83,7 +106,14 @@ class Policies:
         policies: the policies, in the order their hooks run.
     """
 
-    __slots__ = ("_after_reply", "_after_run", "_before_request", "_on_prompt", "all")
+    __slots__ = (
+        "_after_reply",
+        "_after_run",
+        "_before_request",
+        "_before_tools",
+        "_on_prompt",
+        "all",
+    )
 
     def __init__(self, policies: Sequence[TurnPolicy] = ()) -> None:
         self.all: tuple[TurnPolicy, ...] = tuple(policies)
@@ -91,6 +121,7 @@ class Policies:
         self._on_prompt = by_hook["on_prompt"]
         self._before_request = by_hook["before_request"]
         self._after_reply = by_hook["after_reply"]
+        self._before_tools = by_hook["before_tools"]
         self._after_run = by_hook["after_run"]
 
     def __iter__(self) -> Iterator[TurnPolicy]:
@@ -120,6 +151,16 @@ class Policies:
             if (message := await p.after_reply(turn, parts, state)) is not None:
                 return message
         return None
+
+    def before_tools(
+        self, calls: tuple[ToolCallBlock, ...], parts: RunParts, state: RunState
+    ) -> tuple[tuple[ToolCallBlock, ...], HeldBack | None]:
+        """The calls every `before_tools` lets run, and the first `HeldBack`, if any."""
+        for p in self._before_tools:
+            calls, held = p.before_tools(calls, parts, state)
+            if held is not None:
+                return calls, held
+        return calls, None
 
     def after_run(self, parts: RunParts, state: RunState) -> None:
         """Every `after_run`."""

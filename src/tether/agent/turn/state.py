@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from tether.agent.events import AgentEvent
 from tether.agent.sessions import AgentSession
@@ -122,6 +122,8 @@ class RunState:
         stop_reason: why the run ended (while it runs: `max_turns`).
         children_usage: the usage of subagents' runs during this run (set at its end), or
             None when none ran.
+        structured: the final answer parsed and validated against `run.output_schema` (set at
+            the end by that policy), or None.
     """
 
     history: list[Turn]
@@ -135,6 +137,7 @@ class RunState:
     last: Turn | None = None
     stop_reason: RunStopReason = "max_turns"
     children_usage: Usage | None = None
+    structured: Any = None
     _answer: list[str] = field(default_factory=lambda: [])
 
     def append(self, turn: Turn) -> None:
@@ -193,6 +196,7 @@ class RunResult:
     new_turns: tuple[Turn, ...] = field(repr=False)
     answer: str | None = None
     children_usage: Usage | None = None
+    structured: Any = None  # the answer parsed and validated (`run.output_schema`)
 
     @property
     def text(self) -> str:

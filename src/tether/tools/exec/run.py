@@ -145,7 +145,7 @@ async def run_tool(
     """
     tool = registry.get(call.name)
     if tool is None:
-        names = ", ".join(registry.names()) or "(none)"
+        names = ", ".join(registry.model_names()) or "(none)"
         return ToolRunResult(
             block=_error(call.id, f"unknown tool {call.name!r}; available tools: {names}")
         )

@@ -1,0 +1,89 @@
+"""`tether tool NAME --json ARGS` and `tether tool --list` (issue 39, audit row 10): the user
+calls one tool directly, `secret` ones included, with the tools and tool context `tether run`
+builds in that folder (settings, tool folders, sandbox, path policy, environment, MCP servers).
+
+Exit codes: 0 the tool's result printed on stdout · 1 an unknown tool, arguments that are not a
+JSON object or that the tool refuses, a tool error (its text on stderr) or a settings problem ·
+2 auth (the settings' model needs credentials that are missing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tether.cli.output import EXIT_AUTH, EXIT_OK, EXIT_USAGE, err
+from tether.errors import AuthError, ConfigError, SessionError
+
+if TYPE_CHECKING:
+    from tether.agent.agent import Agent
+
+
+def tool_command(
+    name: str | None,
+    arguments: str | None,
+    *,
+    list_tools: bool,
+    cwd: Path,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> int:
+    """Run `tether tool`; returns the exit code (module docstring)."""
+    from tether.agent.agent import Agent
+    from tether.agent.host import Host
+    from tether.agent.sessions import AgentSession
+    from tether.tools.direct import parse_arguments
+
+    if not list_tools and not name:
+        err("name a tool (tether tool NAME --json ARGS), or list them: tether tool --list")
+        return EXIT_USAGE
+    args, why = parse_arguments(arguments)
+    if args is None:
+        err(f"--json: {why}")
+        return EXIT_USAGE
+    root = cwd.resolve()
+    if not root.is_dir():
+        err(f"--cwd {cwd} is not a folder")
+        return EXIT_USAGE
+    try:
+        agent = Agent.from_settings(
+            root, model=model, base_url=base_url, host=Host(note=err), session=AgentSession()
+        )
+    except AuthError as exc:
+        err(str(exc))
+        return EXIT_AUTH
+    except (ConfigError, SessionError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    return asyncio.run(_call(agent, name, args, list_tools=list_tools))
+
+
+async def _call(
+    agent: Agent, name: str | None, args: dict[str, object], *, list_tools: bool
+) -> int:
+    from tether.tools.direct import call_directly, tool_lines
+
+    try:
+        await agent.start()  # MCP servers: their tools too
+        parts = agent.parts
+        if list_tools:
+            print("\n".join(tool_lines(parts.registry)))
+            return EXIT_OK
+        assert name is not None
+        block = await call_directly(
+            parts.registry,
+            name,
+            dict(args),
+            parts.tool_context,
+            timeout_s=parts.run.tool_timeout_s,
+            redact=parts.redact,
+        )
+    finally:
+        await agent.aclose()
+    if block.is_error:
+        err(block.text.strip().replace("\n", " ") or "the tool failed")
+        return EXIT_USAGE
+    text = block.text
+    print(text if not text.endswith("\n") else text[:-1])
+    return EXIT_OK

@@ -1,0 +1,97 @@
+"""Secret tools and the user's direct calls (issue 39, audit row 10): `@tool(secret=True)` is
+kept out of the model's catalog and uncallable by it, and `tether tool NAME --json ARGS` calls
+it (any tool) with the tools `tether run` builds in that folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kit.cli import Completed, run_cli
+from kit.faultserver import FaultServer, text, tool
+
+VAULT = '''from tether.tools import tool
+
+
+@tool(secret=True)
+def rotate_key(key: str) -> str:
+    """Rotate a key.
+
+    Args:
+        key: which key.
+    """
+    return f"rotated {key}"
+'''
+
+
+def _setup(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "vault.py").write_text(VAULT)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps({"tools": {"folders": [str(tools)]}}))
+    return tmp_path / "home", {"TETHER_CONFIG_DIR": str(config)}
+
+
+def _tool(home: Path, env: dict[str, str], *args: str) -> Completed:
+    return run_cli(["tool", *args], home, **env)
+
+
+def test_the_user_calls_a_secret_tool_and_lists_it_marked(tmp_path: Path) -> None:
+    home, env = _setup(tmp_path)
+    listed = _tool(home, env, "--list")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [x for x in listed.stdout.splitlines() if x.startswith("rotate_key")]
+    assert "[secret]" in row
+    assert any(x.startswith("read ") for x in listed.stdout.splitlines())
+    done = _tool(home, env, "rotate_key", "--json", '{"key": "db"}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "rotated db\n"
+
+
+def test_bad_calls_are_one_line_and_exit_1(tmp_path: Path) -> None:
+    home, env = _setup(tmp_path)
+    for args, words in (
+        (["rotate_key", "--json", '{"nope": 1}'], "rotate_key"),
+        (["rotate_key", "--json", "[1]"], "JSON object"),
+        (["rotate_key", "--json", "{bad"], "not JSON"),
+        (["nosuch"], "unknown tool"),
+        ([], "name a tool"),
+    ):
+        proc = _tool(home, env, *args)
+        assert proc.returncode == 1, (args, proc.stderr)
+        lines = [x for x in proc.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and words in lines[0], (args, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_a_builtin_tool_runs_in_the_folder(tmp_path: Path) -> None:
+    home, env = _setup(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("hello there\n")
+    proc = _tool(home, env, "read", "--json", '{"path": "notes.txt"}')
+    assert proc.returncode == 0, proc.stderr
+    assert "hello there" in proc.stdout
+    outside = _tool(home, env, "read", "--json", json.dumps({"path": str(tmp_path / "x")}))
+    assert outside.returncode == 1  # the path policy holds for the user's calls too
+
+
+def test_the_model_neither_sees_nor_calls_a_secret_tool(tmp_path: Path) -> None:
+    home, env = _setup(tmp_path)
+    with FaultServer([tool("rotate_key", key="db"), text("ok")]) as server:
+        proc = run_cli(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url, "--no-session", "go"],
+            home,
+            OPENAI_API_KEY="sk-test",
+            **env,
+        )
+        offered = [t["function"]["name"] for t in server.requests[0]["body"]["tools"]]
+    assert proc.returncode == 0, proc.stderr
+    assert "rotate_key" not in offered and "read" in offered
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["is_error"]
+    shown = json.dumps(result)
+    assert "unknown tool 'rotate_key'" in shown and "rotated" not in shown
