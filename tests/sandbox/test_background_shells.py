@@ -8,7 +8,6 @@ session's `tasks/` folder."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import re
 import signal
@@ -18,32 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from kit.procs import alive, marker
 from kit.sandbox import call, context
 from tether.tools.context import ToolContext
 from tether.tools.exec.background import BackgroundShells
-
-_n = itertools.count(1)
-
-
-def marker() -> str:
-    """A number no other process sleeps for: `sleep <marker>` finds our processes."""
-    return f"{os.getpid() % 9000 + 1000}{next(_n):03d}"
-
-
-def alive(mark: str) -> list[int]:
-    """The live (not zombie) processes whose command line holds `mark`."""
-    out: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        if mark in cmd and ") Z" not in stat and int(name) != os.getpid():
-            out.append(int(name))
-    return out
 
 
 def group_alive(pgid: int) -> bool:
@@ -201,11 +178,12 @@ async def test_a_killed_shell_takes_its_escapees_with_it(
     try:
         r = await call(ctx, "bash", command=f"{daemon} sleep 600", run_in_background=True)
         assert not r.is_error, r.text
+        escapee = f"sleep {mark}"  # the detached sleep itself, not the shells forking it
         for _ in range(200):  # up to 10 s: the sandbox's start on a loaded machine
-            if alive(mark):
+            if alive(escapee, start=True):
                 break
             await asyncio.sleep(0.05)
-        assert alive(mark)
+        assert alive(escapee, start=True)
         (shell,) = ctx.shells.all()
         await ctx.shells.kill(shell.id)
         assert settle(mark) == [], f"{how} outlived its killed background shell under {kind}"

@@ -4,11 +4,9 @@ command and output to the conversation for the next message (no model turn of it
 
 from __future__ import annotations
 
-import itertools
-import os
-import time
 from pathlib import Path
 
+from kit.procs import alive, left, marker
 from kit.sandbox import sandbox_or_skip
 from kit.tui import SIZE, idle, notes, scripted_app, send, until
 from tether.messages import TextBlock
@@ -16,37 +14,6 @@ from tether.testing import call
 from tether.tui.commands import parse_command
 from tether.tui.shell_commands import bang_context
 from tether.tui.widgets import UserRow
-
-_n = itertools.count(1)
-
-
-def _marker() -> str:
-    return f"{os.getpid() % 9000 + 1000}{next(_n) + 500:03d}"
-
-
-def _alive(mark: str) -> list[int]:
-    out: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        if f"sleep {mark}" in cmd and ") Z" not in stat:
-            out.append(int(name))
-    return out
-
-
-def _gone(mark: str) -> bool:
-    for _ in range(60):
-        if not _alive(mark):
-            return True
-        time.sleep(0.05)
-    for pid in _alive(mark):
-        os.kill(pid, 9)
-    return False
 
 
 def test_a_bang_line_is_a_shell_command() -> None:
@@ -99,7 +66,7 @@ async def test_bang_with_no_sandbox_runs_nothing(tmp_path: Path) -> None:
 
 async def test_tasks_lists_and_stops_a_background_shell(tmp_path: Path) -> None:
     sandbox_or_skip()
-    mark = _marker()
+    mark = marker()
     script = [call("bash", command=f"echo up; sleep {mark}", run_in_background=True), "started"]
     app, _ = scripted_app(tmp_path, script)
     async with app.run_test(size=SIZE) as pilot:
@@ -107,7 +74,7 @@ async def test_tasks_lists_and_stops_a_background_shell(tmp_path: Path) -> None:
         assert "no background shells" in notes(app)
         await send(pilot, "start the server")
         await idle(app, pilot)
-        await until(pilot, lambda: bool(_alive(mark)))
+        await until(pilot, lambda: bool(alive(f"sleep {mark}")))
         await send(pilot, "/tasks")
         text = notes(app)
         assert "bash_1" in text and "running" in text and f"sleep {mark}" in text
@@ -115,19 +82,19 @@ async def test_tasks_lists_and_stops_a_background_shell(tmp_path: Path) -> None:
         assert "no background shell 'bash_9'" in notes(app)
         await send(pilot, "/tasks stop bash_1")
         await until(pilot, lambda: "stopped bash_1 (killed)" in notes(app))
-        assert _gone(mark)
+        assert not left(f"sleep {mark}")
         await send(pilot, "/tasks")
         assert "killed" in notes(app).splitlines()[-1] or "killed" in notes(app)
 
 
 async def test_leaving_the_tui_stops_the_background_shells(tmp_path: Path) -> None:
     sandbox_or_skip()
-    mark = _marker()
+    mark = marker()
     script = [call("bash", command=f"sleep {mark}", run_in_background=True), "started"]
     app, _ = scripted_app(tmp_path, script)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "start it")
         await idle(app, pilot)
-        await until(pilot, lambda: bool(_alive(mark)))
+        await until(pilot, lambda: bool(alive(f"sleep {mark}")))
         await app.action_quit()
-    assert _gone(mark), "a background shell outlived the TUI"
+    assert not left(f"sleep {mark}"), "a background shell outlived the TUI"
