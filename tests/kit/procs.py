@@ -21,10 +21,10 @@ def marker() -> str:
     return f"{os.getpid() % 9000 + 1000}{next(_n):04d}"
 
 
-def alive(text: str, *, start: bool = False) -> list[int]:
+def alive(text: str, *, comm: str | None = None) -> list[int]:
     """The live (not zombie) processes other than this one whose command line holds `text`
-    (`start`: begins with it: `sleep <marker>` itself, not a shell whose script names it and
-    whose forked subshells come and go)."""
+    (and, given `comm`, whose program is that: `sleep` itself, not a shell whose script names
+    the marker and whose forked subshells come and go)."""
     out: list[int] = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -34,8 +34,10 @@ def alive(text: str, *, start: bool = False) -> list[int]:
             stat = Path(f"/proc/{name}/stat").read_text()
         except OSError:
             continue
-        found = cmd.startswith(text) if start else text in cmd
-        if found and ") Z" not in stat and int(name) != os.getpid():
+        program = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if comm is not None and program != comm:
+            continue
+        if text in cmd and ") Z" not in stat and int(name) != os.getpid():
             out.append(int(name))
     return out
 

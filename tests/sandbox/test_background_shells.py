@@ -176,14 +176,14 @@ async def test_a_killed_shell_takes_its_escapees_with_it(
     ctx = with_shells(context(root, kind), tmp_path / "session")
     assert ctx.shells is not None
     try:
-        r = await call(ctx, "bash", command=f"{daemon} sleep 600", run_in_background=True)
+        r = await call(ctx, "bash", command=f"{daemon}\nsleep 600", run_in_background=True)
         assert not r.is_error, r.text
         escapee = f"sleep {mark}"  # the detached sleep itself, not the shells forking it
         for _ in range(200):  # up to 10 s: the sandbox's start on a loaded machine
-            if alive(escapee, start=True):
+            if alive(escapee, comm="sleep"):
                 break
             await asyncio.sleep(0.05)
-        assert alive(escapee, start=True)
+        assert alive(escapee, comm="sleep")
         (shell,) = ctx.shells.all()
         await ctx.shells.kill(shell.id)
         assert settle(mark) == [], f"{how} outlived its killed background shell under {kind}"
