@@ -1,24 +1,40 @@
-"""The `lsp` tool is offered to API models when a server is installed, never to the embedded
-model (`build._offers_lsp`): with it in SmolLM2's catalog, `bench/tasks.py` saw the model call
-`lsp` after `ls` in 5 tasks, all of which failed."""
+"""The embedded model is offered a smaller catalog (`build.EMBEDDED_WITHHELD`: no `lsp`, no
+background-shell tools): with `lsp` in SmolLM2's catalog `bench/tasks.py` saw the model call it
+after `ls` in 5 tasks (all failed), and with the shell tools it lost read_json_port. An API
+model is offered `lsp` when a server is installed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
 
-from tether.agent.assembly.build import _offers_lsp  # pyright: ignore[reportPrivateUsage]
-from tether.lsp.tool import lsp_tool
+import pytest
 
-
-@dataclass
-class _Named:
-    name: str
-    model: str = "m"
+from tether.agent.assembly import build
 
 
-def test_not_for_the_embedded_model_nor_twice() -> None:
-    local, api = _Named("local"), _Named("anthropic")
-    assert not _offers_lsp((local,), [])  # type: ignore[arg-type]
-    assert not _offers_lsp((local, api), [])  # type: ignore[arg-type]
-    assert _offers_lsp((api, local), [])  # type: ignore[arg-type]
-    assert not _offers_lsp((api,), [lsp_tool])  # type: ignore[arg-type]
+@pytest.fixture
+def servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A language server counts as installed (the suite's conftest says none is)."""
+    monkeypatch.setattr(build, "resolve_servers", lambda *_a, **_k: (("python",), ()))
+
+
+def _names(tmp_path: Path, model: str) -> set[str]:
+    _root, _cfg, _chain, tools, _refused = build.from_settings_files(
+        tmp_path, model=model, base_url=None, overrides=None, note=lambda _l: None
+    )
+    return {t.name for t in tools}
+
+
+@pytest.mark.usefixtures("servers")
+def test_the_embedded_model_gets_no_lsp_and_no_background_shell_tools(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    names = _names(tmp_path, "local")
+    assert "bash" in names and "read" in names
+    assert not names & build.EMBEDDED_WITHHELD
+
+
+@pytest.mark.usefixtures("servers")
+def test_an_api_model_gets_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    names = _names(tmp_path, "openai/gpt-4o")
+    assert names >= build.EMBEDDED_WITHHELD

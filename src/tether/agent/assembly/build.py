@@ -425,7 +425,7 @@ def from_settings_files(
     """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
     `overrides`), the provider chain (`model` strict, else the selection; project base URLs
     noted), the tools (built-ins plus tool folders, and `lsp` when a language server is
-    installed and the model is not the embedded one), and why the project's files were not
+    installed; the embedded model without `EMBEDDED_WITHHELD`), and why the project's files were not
     loaded (None: they were). The project's settings file and tool folders are loaded only
     when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
     else the user settings alone are used. `resolve`: what resolves the chain (default
@@ -441,16 +441,19 @@ def from_settings_files(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
     )
     tools = folder_tools(cfg, root, note, project_tools=refused is None)
-    if _offers_lsp(chain, tools) and resolve_servers(cfg.lsp, os.environ)[0]:
+    if _embedded(chain):
+        tools = [t for t in tools if t.name not in EMBEDDED_WITHHELD]
+    elif not any(t.name == lsp_tool.name for t in tools) and resolve_servers(cfg.lsp, os.environ)[0]:
         tools.append(lsp_tool)  # a language server is installed (and `lsp.enabled`)
     return root, cfg, chain, tools, refused
 
 
-def _offers_lsp(chain: tuple[Provider, ...], tools: list[Tool]) -> bool:
-    """Whether the `lsp` tool joins the offer: not when one is there already, nor for the
-    embedded model (a one-line-per-tool catalog where every extra tool costs a tiny model its
-    pick: with `lsp` offered, SmolLM2 called it after `ls` in 5 tasks of `bench/tasks.py`,
-    all failed); diagnostics after edits reach every model either way."""
-    if any(t.name == lsp_tool.name for t in tools):
-        return False
-    return not (chain and chain[0].name == "local")
+EMBEDDED_WITHHELD = frozenset({"shell_output", "shell_kill", lsp_tool.name})
+"""Tools the embedded model is not offered: its catalog is one line per tool, and every extra
+tool costs a tiny model its pick. With `lsp` offered SmolLM2 called it after `ls` in 5 tasks of
+`bench/tasks.py` (all failed); with the two background-shell tools in the catalog it lost
+read_json_port (its answer no longer quoted the port). Diagnostics after edits still come."""
+
+
+def _embedded(chain: tuple[Provider, ...]) -> bool:
+    return bool(chain) and chain[0].name == "local"

@@ -24,7 +24,13 @@ import numpy.typing as npt
 
 from tether.messages import Turn
 
-__all__ = ["PENALTY_LAST_N", "CopyPenalty", "exempt_tokens", "latest_results_text"]
+__all__ = [
+    "PENALTY_LAST_N",
+    "PROTOCOL_CHARS",
+    "CopyPenalty",
+    "exempt_tokens",
+    "latest_results_text",
+]
 
 PENALTY_LAST_N = 64
 """How many generated tokens back the penalty looks (llama-cpp-python's `last_n_tokens_size`)."""
@@ -37,16 +43,32 @@ def latest_results_text(view: tuple[Turn, ...]) -> str:
     return "\n".join(r.text for r in view[-1].tool_results if not r.is_error)
 
 
+PROTOCOL_CHARS = frozenset('"{}')
+"""A token holding one of these stays penalised even when a result holds it: they delimit the
+JSON protocol's reply (a result of JSON text left the closing quote unpenalised and SmolLM2
+ended its answer early: `bench/tasks.py`'s read_json_port)."""
+
+
 def exempt_tokens(llm: Any, texts: Iterable[str]) -> frozenset[int]:
-    """The token ids of `texts` as they may appear in a reply: tokenized alone and after a
-    space and a quote (a token's id depends on what precedes it)."""
+    """The token ids of `texts` as they may appear in a reply (tokenized alone and after a
+    space and a quote: a token's id depends on what precedes it) that an answer copies
+    character for character: digits and punctuation, not the protocol's delimiters."""
     out: set[int] = set()
     for text in texts:
         if not text:
             continue
         for variant in (text, " " + text, '"' + text):
             out.update(llm.tokenize(variant.encode("utf-8"), add_bos=False, special=False))
-    return frozenset(out)
+    return frozenset(t for t in out if _copyable(llm.detokenize([t]).decode("utf-8", "replace")))
+
+
+def _copyable(piece: str) -> bool:
+    """A token exempt when a result holds it: digits and punctuation only (a number, a version,
+    a path's dots and slashes: what an answer quotes character for character), none of the
+    protocol's delimiters. Words stay penalised: exempting them too changed what SmolLM2 wrote
+    around a quoted number (read_json_port answered without the port)."""
+    text = piece.strip()
+    return bool(text) and not any(c.isalpha() for c in text) and not PROTOCOL_CHARS & set(text)
 
 
 class CopyPenalty:
