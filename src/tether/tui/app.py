@@ -12,7 +12,8 @@ events → rows (`tether.tui.feed`), running the commands (`tether.tui.handlers`
 prompt and the question overlay (`tether.tui.screens`), the safety net's keys and panels
 (`tether.tui.safety`: Esc Esc rewinds, Shift+Tab cycles the modes, the plan approval, the todo
 panel), images (`tether.tui.attach`: Ctrl+V, a pasted image path, `@shot.png`), desktop
-notifications (`tether.tui.notify`), the overlays' viewer (`tether.tui.viewer`).
+notifications (`tether.tui.notify`), the overlays' viewer (`tether.tui.viewer`), Ctrl+G's
+editor (`tether.tui.editor`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_
 from tether.tui.clipboard import copy_command
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer
+from tether.tui.editor import edit_text
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
 from tether.tui.notify import alert_text
@@ -99,6 +101,7 @@ class TetherApp(App[int]):
         Binding("shift+tab", "next_mode", "mode", priority=True, show=False),
         Binding("ctrl+t", "cycle_effort", "effort", priority=True, show=False),
         Binding("ctrl+up", "focus_previous", "rows above", show=False),
+        Binding("ctrl+g", "external_editor", "editor", priority=True, show=False),
     ]
 
     def __init__(
@@ -431,6 +434,14 @@ class TetherApp(App[int]):
 
     def action_cycle_effort(self) -> None:
         cycle_effort(self)
+
+    def action_external_editor(self) -> None:
+        """Ctrl+G: the prompt in `$VISUAL` / `$EDITOR` (`tether.tui.editor`)."""
+        prompt = self.query_one(PromptInput)
+        text = edit_text(self, prompt.text)
+        if text is not None:
+            prompt.text = text
+            prompt.move_cursor(prompt.document.end)
 
     def action_cancel_tool(self) -> None:
         for call_id in reversed(list(self.feed.tool_rows)):

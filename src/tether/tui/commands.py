@@ -47,6 +47,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+Enter / Ctrl+J", "new line"),
     ("Up / Down", "previous / next prompt (on the first / last line)"),
     ("Tab", "complete a /command or an @path"),
+    ("Ctrl+G", "edit the prompt in $VISUAL / $EDITOR (taken back when you save and quit)"),
     ("Ctrl+V", "attach the clipboard's image (without one: paste text)"),
     ("!command", "run it in the sandbox; it and its output go with your next message"),
     ("#text", "add the line to AGENTS.md (project or user, picked next); read from the next session"),
