@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.widgets import Collapsible, TextArea
 from textual.worker import Worker
 
@@ -48,6 +47,7 @@ from tether.tui.completion import Completer
 from tether.tui.editor import edit_text
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
+from tether.tui.keys import app_bindings, apply_keybindings
 from tether.tui.notify import alert_text
 from tether.tui.opening import Factory, Opened, load_embedded
 from tether.tui.pickers import Choice, PickerScreen
@@ -89,20 +89,7 @@ class TetherApp(App[int]):
     """
 
     TITLE = "tether"
-    BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
-        Binding("escape", "cancel_request", "cancel", show=False),
-        Binding("ctrl+c", "ctrl_c", "quit", priority=True, show=False),
-        Binding("ctrl+k", "cancel_tool", "cancel tool", priority=True, show=False),
-        Binding("ctrl+o", "toggle_last", "expand", priority=True, show=False),
-        Binding("ctrl+home", "transcript_start", "first turn", show=False),
-        Binding("ctrl+end", "transcript_end", "last turn", show=False),
-        Binding("f2", "settings", "settings", show=False),
-        Binding("ctrl+v", "paste_image", "paste", priority=True, show=False),
-        Binding("shift+tab", "next_mode", "mode", priority=True, show=False),
-        Binding("ctrl+t", "cycle_effort", "effort", priority=True, show=False),
-        Binding("ctrl+up", "focus_previous", "rows above", show=False),
-        Binding("ctrl+g", "external_editor", "editor", priority=True, show=False),
-    ]
+    BINDINGS = app_bindings()
 
     def __init__(
         self,
@@ -164,6 +151,7 @@ class TetherApp(App[int]):
 
     async def on_mount(self) -> None:
         self.set_interval(0.05, self.feed.flush)
+        apply_keybindings(self, self._pending_notes.append)  # shown once the session opens
         self.query_one(PromptInput).focus()  # before the rows: a focus change restyles them all
         choices = self.pick() if self.pick is not None else []
         if choices:  # `--resume` without an id: the picker first
@@ -193,12 +181,12 @@ class TetherApp(App[int]):
             self._pending_notes.append(note)
 
     async def open_session(self, resume: str | None) -> None:
-        """Build the agent (new session, or `resume`) and show its history."""
-        for line in self._pending_notes:
-            self.note(line)
-        self._pending_notes.clear()
+        """Build the agent (new session, or `resume`) and show its history (the notes kept
+        for the start after it: showing the history clears the transcript)."""
+        pending, self._pending_notes = self._pending_notes, []
         if self._preopen_failed:
             self._preopen_failed = False
+            self._show(pending)
             return
         try:
             if self._preopened is not None:
@@ -206,17 +194,18 @@ class TetherApp(App[int]):
             else:
                 self.opened = self.factory(self.host, resume)
         except (ConfigError, OSError) as exc:
-            self.note(f"cannot start the agent: {exc}")
+            self._show([*pending, f"cannot start the agent: {exc}"])
             self.opened = None
             return
         except Exception as exc:  # SessionError and the like: say it, keep the app up
-            self.note(f"cannot open the session: {exc}")
+            self._show([*pending, f"cannot open the session: {exc}"])
             self.opened = None
             return
         agent = self.opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
+        self._show(pending)
         if not agent.history:  # a new session opens on where you are and what was loaded
             self.transcript.add(Welcome(agent))
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
@@ -234,6 +223,10 @@ class TetherApp(App[int]):
             self._pending_notes.append(text)
             return
         transcript.add(NoteRow(text))
+
+    def _show(self, lines: list[str]) -> None:
+        for line in lines:
+            self.note(line)
 
     def update_status(self) -> None:
         """Refresh the footer."""
