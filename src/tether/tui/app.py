@@ -145,6 +145,10 @@ class TetherApp(App[int]):
         return self.query_one("#transcript", Transcript)
 
     @property
+    def prompt_input(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    @property
     def agent(self) -> Agent:
         assert self.opened is not None
         return self.opened.agent
@@ -203,6 +207,8 @@ class TetherApp(App[int]):
             return
         agent = self.opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
+        if agent.config.tui.vim and self.prompt_input.vim is None:
+            self.prompt_input.set_vim(True)
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
         self._show(pending)

@@ -37,6 +37,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/tool", "[NAME {json}]  call a tool yourself (secret ones too); without a name: list them"),
     ("/copy", "copy the last answer to the clipboard (OSC 52: also over ssh and in tmux)"),
     ("/theme", "[name]  the colours: one of Textual's themes (a picker without one), saved"),
+    ("/vim", "[on|off]  vim mode in the prompt: Esc normal mode, i / a insert (tui.vim: on at start)"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )

@@ -1,6 +1,6 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
 `/effort`, `/add-dir`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`, `/init`,
-`/export`, `/tasks`, `/tool`, `/help`, `/quit`, `!cmd`, `#text`, and the session's own `/name` commands) against the
+`/export`, `/tasks`, `/tool`, `/vim`, `/help`, `/quit`, `!cmd`, `#text`, and the session's own `/name` commands) against the
 app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
 Owns: `run_command`. The screens are `tether.tui.panels` (`/context`, `/timeline`) and
@@ -27,6 +27,7 @@ from tether.tui.safety import open_rewind
 from tether.tui.session_commands import session_command
 from tether.tui.shell_commands import run_bang, tasks
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
+from tether.tui.vim import vim_command
 from tether.tui.widgets import UserRow
 
 
@@ -41,6 +42,9 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
         return
     if name == "theme":
         app.pick_theme(arg)
+        return
+    if name == "vim":
+        app.note(vim_command(app.prompt_input, arg))
         return
     if app.opened is None:
         app.note("no agent")
