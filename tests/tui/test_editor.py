@@ -62,3 +62,22 @@ async def test_ctrl_g_without_an_editor_says_so(tmp_path: Path, monkeypatch: pyt
         await pilot.press("ctrl+g")
         await until(pilot, lambda: "set $VISUAL or $EDITOR" in notes(app))
         assert app.query_one(PromptInput).text == "x"
+
+
+async def test_ctrl_g_under_an_overlay_does_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EDITOR", str(script(tmp_path, 'printf edited > "$1"')))
+    monkeypatch.delenv("VISUAL", raising=False)
+    app, _ = scripted_app(tmp_path, ["unused"])
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.text = "#a note"
+        await pilot.press("enter")  # the quick memory picker opens over the prompt
+        await until(pilot, lambda: app.screen is not app.default_screen)
+        prompt.text = "draft"
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == "draft"
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.default_screen)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: prompt.text == "edited")

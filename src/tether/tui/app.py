@@ -435,7 +435,9 @@ class TetherApp(App[int]):
         cycle_effort(self)
 
     def action_external_editor(self) -> None:
-        """Ctrl+G: the prompt in `$VISUAL` / `$EDITOR` (`tether.tui.editor`)."""
+        """Ctrl+G: the prompt in `$VISUAL` / `$EDITOR` (`tether.tui.editor`), not under an overlay."""
+        if len(self.screen_stack) > 1:
+            return
         prompt = self.query_one(PromptInput)
         text = edit_text(self, prompt.text)
         if text is not None:
