@@ -44,7 +44,7 @@ from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_
 from tether.tui.clipboard import copy_command
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer
-from tether.tui.editor import edit_text
+from tether.tui.editor import edit_prompt
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
 from tether.tui.keys import app_bindings, apply_keybindings
@@ -436,13 +436,8 @@ class TetherApp(App[int]):
 
     def action_external_editor(self) -> None:
         """Ctrl+G: the prompt in `$VISUAL` / `$EDITOR` (`tether.tui.editor`), not under an overlay."""
-        if len(self.screen_stack) > 1:
-            return
-        prompt = self.query_one(PromptInput)
-        text = edit_text(self, prompt.text)
-        if text is not None:
-            prompt.text = text
-            prompt.move_cursor(prompt.document.end)
+        if len(self.screen_stack) == 1:
+            edit_prompt(self, self.prompt_input)
 
     def action_cancel_tool(self) -> None:
         for call_id in reversed(list(self.feed.tool_rows)):

@@ -1,6 +1,6 @@
 """Ctrl+G: the prompt's text in `$VISUAL` / `$EDITOR`, taken back on save.
 
-Owns: `edit_text` (write the text to a temporary file, hand the terminal to the editor with
+Owns: `edit_prompt`, `edit_text` (write the text to a temporary file, hand the terminal to the editor with
 Textual's `App.suspend()`, read the file back; an unchanged file, an editor that exits with an
 error or cannot start: the prompt stays as it was, one note).
 Does not own: the editor's argv (`tether.tui.user_commands.editor_command`), the prompt widget
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from textual.app import SuspendNotSupported
+from textual.widgets import TextArea
 
 from tether.tui.user_commands import editor_command
 
@@ -62,3 +63,11 @@ def edit_text(app: EditorHost, text: str) -> str | None:
         app.note("Ctrl+G: not changed; the prompt is as it was")
         return None
     return edited
+
+
+def edit_prompt(app: EditorHost, prompt: TextArea) -> None:
+    """Ctrl+G: `prompt`'s text edited in the editor (`edit_text`), the cursor at its end."""
+    text = edit_text(app, prompt.text)
+    if text is not None:
+        prompt.text = text
+        prompt.move_cursor(prompt.document.end)
