@@ -396,15 +396,15 @@ class TuiSettings(_Section):
     """`tui`: the terminal UI.
 
     Attributes:
-        notify: how the TUI tells an unfocused terminal that a run ended or waits for an
-            approval or an answer: `auto` (OSC 777 on terminals known to show it, else OSC 9
-            where known, else the bell), `osc9`, `osc777`, `bell`, or `off`.
-        theme: the TUI's colour theme, one of Textual's (`/theme` lists them; `ansi-dark`
-            and `ansi-light` take the terminal's own colours); None: Textual's default.
+        notify: how the TUI tells an unfocused terminal a run ended or waits for you: `auto`
+            (OSC 777, else OSC 9, where known to be shown; else the bell), `osc9`, `osc777`, `bell`, `off`.
+        theme: one of Textual's themes (`/theme`; `ansi-dark` / `ansi-light`: the terminal's own
+            colours); None: Textual's default. vim: the prompt starts in vim mode (`/vim`).
     """
 
     notify: NotifyMode = "auto"
     theme: str | None = None
+    vim: bool = False
 
 
 class TracingSettings(_Section):

@@ -12,7 +12,8 @@ events → rows (`tether.tui.feed`), running the commands (`tether.tui.handlers`
 prompt and the question overlay (`tether.tui.screens`), the safety net's keys and panels
 (`tether.tui.safety`: Esc Esc rewinds, Shift+Tab cycles the modes, the plan approval, the todo
 panel), images (`tether.tui.attach`: Ctrl+V, a pasted image path, `@shot.png`), desktop
-notifications (`tether.tui.notify`), the overlays' viewer (`tether.tui.viewer`).
+notifications (`tether.tui.notify`), the overlays' viewer (`tether.tui.viewer`), Ctrl+G's
+editor (`tether.tui.editor`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.widgets import Collapsible, TextArea
 from textual.worker import Worker
 
@@ -44,8 +44,10 @@ from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_
 from tether.tui.clipboard import copy_command
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer
+from tether.tui.editor import edit_prompt
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
+from tether.tui.keys import app_bindings, apply_keybindings
 from tether.tui.notify import alert_text
 from tether.tui.opening import Factory, Opened, load_embedded
 from tether.tui.pickers import Choice, PickerScreen
@@ -87,19 +89,7 @@ class TetherApp(App[int]):
     """
 
     TITLE = "tether"
-    BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
-        Binding("escape", "cancel_request", "cancel", show=False),
-        Binding("ctrl+c", "ctrl_c", "quit", priority=True, show=False),
-        Binding("ctrl+k", "cancel_tool", "cancel tool", priority=True, show=False),
-        Binding("ctrl+o", "toggle_last", "expand", priority=True, show=False),
-        Binding("ctrl+home", "transcript_start", "first turn", show=False),
-        Binding("ctrl+end", "transcript_end", "last turn", show=False),
-        Binding("f2", "settings", "settings", show=False),
-        Binding("ctrl+v", "paste_image", "paste", priority=True, show=False),
-        Binding("shift+tab", "next_mode", "mode", priority=True, show=False),
-        Binding("ctrl+t", "cycle_effort", "effort", priority=True, show=False),
-        Binding("ctrl+up", "focus_previous", "rows above", show=False),
-    ]
+    BINDINGS = app_bindings()
 
     def __init__(
         self,
@@ -155,12 +145,17 @@ class TetherApp(App[int]):
         return self.query_one("#transcript", Transcript)
 
     @property
+    def prompt_input(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    @property
     def agent(self) -> Agent:
         assert self.opened is not None
         return self.opened.agent
 
     async def on_mount(self) -> None:
         self.set_interval(0.05, self.feed.flush)
+        apply_keybindings(self, self._pending_notes.append)  # shown once the session opens
         self.query_one(PromptInput).focus()  # before the rows: a focus change restyles them all
         choices = self.pick() if self.pick is not None else []
         if choices:  # `--resume` without an id: the picker first
@@ -190,12 +185,12 @@ class TetherApp(App[int]):
             self._pending_notes.append(note)
 
     async def open_session(self, resume: str | None) -> None:
-        """Build the agent (new session, or `resume`) and show its history."""
-        for line in self._pending_notes:
-            self.note(line)
-        self._pending_notes.clear()
+        """Build the agent (new session, or `resume`) and show its history (the notes kept
+        for the start after it: showing the history clears the transcript)."""
+        pending, self._pending_notes = self._pending_notes, []
         if self._preopen_failed:
             self._preopen_failed = False
+            self._show(pending)
             return
         try:
             if self._preopened is not None:
@@ -203,17 +198,20 @@ class TetherApp(App[int]):
             else:
                 self.opened = self.factory(self.host, resume)
         except (ConfigError, OSError) as exc:
-            self.note(f"cannot start the agent: {exc}")
+            self._show([*pending, f"cannot start the agent: {exc}"])
             self.opened = None
             return
         except Exception as exc:  # SessionError and the like: say it, keep the app up
-            self.note(f"cannot open the session: {exc}")
+            self._show([*pending, f"cannot open the session: {exc}"])
             self.opened = None
             return
         agent = self.opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
+        if agent.config.tui.vim and self.prompt_input.vim is None:
+            self.prompt_input.set_vim(True)
         subagents = stored_subagents(self.opened.store, agent.session.id)
         await self.transcript.show_history(history_rows(agent.history, subagents))
+        self._show(pending)
         if not agent.history:  # a new session opens on where you are and what was loaded
             self.transcript.add(Welcome(agent))
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
@@ -231,6 +229,10 @@ class TetherApp(App[int]):
             self._pending_notes.append(text)
             return
         transcript.add(NoteRow(text))
+
+    def _show(self, lines: list[str]) -> None:
+        for line in lines:
+            self.note(line)
 
     def update_status(self) -> None:
         """Refresh the footer."""
@@ -431,6 +433,11 @@ class TetherApp(App[int]):
 
     def action_cycle_effort(self) -> None:
         cycle_effort(self)
+
+    def action_external_editor(self) -> None:
+        """Ctrl+G: the prompt in `$VISUAL` / `$EDITOR` (`tether.tui.editor`), not under an overlay."""
+        if len(self.screen_stack) == 1:
+            edit_prompt(self, self.prompt_input)
 
     def action_cancel_tool(self) -> None:
         for call_id in reversed(list(self.feed.tool_rows)):

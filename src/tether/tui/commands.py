@@ -37,6 +37,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/tool", "[NAME {json}]  call a tool yourself (secret ones too); without a name: list them"),
     ("/copy", "copy the last answer to the clipboard (OSC 52: also over ssh and in tmux)"),
     ("/theme", "[name]  the colours: one of Textual's themes (a picker without one), saved"),
+    ("/vim", "[on|off]  vim mode in the prompt: Esc normal mode, i / a insert (tui.vim: on at start)"),
     ("/help", "commands and keys"),
     ("/quit", "leave (the session is saved)"),
 )
@@ -47,8 +48,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+Enter / Ctrl+J", "new line"),
     ("Up / Down", "previous / next prompt (on the first / last line)"),
     ("Tab", "complete a /command or an @path"),
+    ("Ctrl+G", "edit the prompt in $VISUAL / $EDITOR (taken back when you save and quit)"),
     ("Ctrl+V", "attach the clipboard's image (without one: paste text)"),
     ("!command", "run it in the sandbox; it and its output go with your next message"),
+    ("#text", "add the line to AGENTS.md (project or user, picked next); read from the next session"),
     ("Esc", "cancel the current request (the partial turn is saved)"),
     ("Esc Esc", "when idle: rewind to before a message (/rewind)"),
     ("Ctrl+K", "cancel the running tool call (it returns `cancelled`; the run goes on)"),
@@ -75,11 +78,14 @@ class Command:
 
 def parse_command(line: str) -> Command | None:
     """`"/compact keep names"` → `Command("compact", "keep names")`; `"!ls -la"` →
-    `Command("!", "ls -la")` (a shell command, `tether.tui.shell_commands`); None for a line
+    `Command("!", "ls -la")` (a shell command, `tether.tui.shell_commands`); `"#use uv"` (one
+    line) → `Command("#", "use uv")` (quick memory, `tether.tui.quick_memory`); None for a line
     that is not a command (no leading slash or `!`, or `//...` which sends a literal slash)."""
     text = line.strip()
     if text.startswith("!"):
         return Command("!", text[1:].strip())
+    if text.startswith("#") and "\n" not in text:  # quick memory (`tether.tui.quick_memory`)
+        return Command("#", text[1:].strip())
     if not text.startswith("/") or text.startswith("//") or len(text) == 1:
         return None
     name, _, arg = text[1:].partition(" ")

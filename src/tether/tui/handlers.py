@@ -1,6 +1,6 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
 `/effort`, `/add-dir`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`, `/init`,
-`/export`, `/tasks`, `/tool`, `/help`, `/quit`, `!cmd`, and the session's own `/name` commands) against the
+`/export`, `/tasks`, `/tool`, `/vim`, `/help`, `/quit`, `!cmd`, `#text`, and the session's own `/name` commands) against the
 app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
 Owns: `run_command`. The screens are `tether.tui.panels` (`/context`, `/timeline`) and
@@ -22,10 +22,12 @@ from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.context_view import cache_line
 from tether.tui.host import AppHost
 from tether.tui.panels import ContextScreen, TimelineScreen, context_rows_of
+from tether.tui.quick_memory import quick_memory
 from tether.tui.safety import open_rewind
 from tether.tui.session_commands import session_command
 from tether.tui.shell_commands import run_bang, tasks
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
+from tether.tui.vim import vim_command
 from tether.tui.widgets import UserRow
 
 
@@ -40,6 +42,9 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
         return
     if name == "theme":
         app.pick_theme(arg)
+        return
+    if name == "vim":
+        app.note(vim_command(app.prompt_input, arg))
         return
     if app.opened is None:
         app.note("no agent")
@@ -110,6 +115,8 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
             app.start_run(INIT_PROMPT)
         elif name == "!":
             run_bang(app, arg)
+        elif name == "#":
+            quick_memory(app, arg)
         elif name == "tasks":
             await tasks(app, arg)
         elif name in app.opened.commands:

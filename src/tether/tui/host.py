@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tether.tui.feed import Feed
     from tether.tui.opening import Opened
     from tether.tui.transcript import Transcript
+    from tether.tui.widgets import PromptInput
 
 
 class AppHost(Protocol):
@@ -49,6 +50,11 @@ class AppHost(Protocol):
     @property
     def agent(self) -> Agent:
         """The open session's agent (only when `opened` is set)."""
+        ...
+
+    @property
+    def prompt_input(self) -> PromptInput:
+        """The prompt editor."""
         ...
 
     @property

@@ -26,6 +26,7 @@ from textual.widgets import Static
 
 from tether.prompt.system import skills_listing
 from tether.skills.commands import Command, expand, skill_command
+from tether.tui.quick_memory import memory_files
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -193,14 +194,20 @@ def memory(app: UserCommandHost) -> None:
     one keeps its system prompt byte for byte)."""
     agent = app.agent
     context = agent.session.context
-    files = [f.path for f in context.instructions] if context is not None else []
-    if not files:
-        files = [str(agent.root / "AGENTS.md")]
+    instructions = context.instructions if context is not None else ()
+    files = [f.path for f in instructions]
+    loaded = {os.path.realpath(p) for p in files}
+    added = [str(p) for p in memory_files(agent) if os.path.realpath(p) not in loaded]
     lines = ["instruction files of this session:"]
-    if context is not None and context.instructions:
-        lines += [f"  {f.name}  {f.size_bytes:,} bytes  ({f.path})" for f in context.instructions]
-    else:
+    if files:
+        lines += [f"  {f.name}  {f.size_bytes:,} bytes  ({f.path})" for f in instructions]
+    elif not added:
+        files = [str(agent.root / "AGENTS.md")]
         lines.append(f"  none loaded; /memory opens {files[0]} (/init asks the agent to write it)")
+    else:
+        lines.append("  none loaded")
+    lines += [f"  {p}  (#: read by the next session)" for p in added]
+    files += added
     argv = editor_command()
     if argv is None:
         app.note("\n".join([*lines, "set $EDITOR (or $VISUAL) to edit them from here"]))

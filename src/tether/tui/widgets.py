@@ -37,6 +37,7 @@ from textual.widgets import Collapsible, Markdown, Static, TextArea
 from tether.agent.subagents import TASK_TOOL
 from tether.lsp.report import block_count
 from tether.tools.preview import call_diff, diff_counts
+from tether.tui.vim import Vim
 
 PERSISTED_RE = re.compile(
     r'<persisted-output size_bytes="(\d+)" path="([^"]*)">'
@@ -430,6 +431,12 @@ class PromptInput(TextArea):
         self._at: int | None = None
         self._complete = complete
         self._pasted = pasted
+        self.vim: Vim | None = None  # vim mode (`tether.tui.vim`)
+
+    def set_vim(self, on: bool) -> None:
+        """Vim mode on (insert mode first) or off."""
+        self.vim = Vim() if on else None
+        self.border_title = "-- INSERT --" if on else None
 
     async def _on_paste(self, event: events.Paste) -> None:
         """A paste `pasted` takes (an image file's path: attached) is not inserted; any other
@@ -440,6 +447,10 @@ class PromptInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
+        if self.vim is not None and self.vim.key(self, key, event.character):
+            event.prevent_default()
+            event.stop()
+            return
         if key == "enter":
             event.prevent_default()
             event.stop()

@@ -1,0 +1,80 @@
+"""Ctrl+G in a real terminal: `tether chat` under tmux hands the terminal to `$EDITOR` (a script
+that prints a line, then rewrites the file), and the prompt holds the edited text once it
+exits; nothing is sent to the model (a loopback server that must never be asked)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.faultserver import FaultServer
+from kit.waits import wait_until
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+SOCKET = f"tether-editor-{os.getpid()}"
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(
+        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def wait_for(name: str, wanted: str, timeout_s: float) -> str:
+    last = [""]
+
+    def shown() -> str:
+        last[0] = tmux("capture-pane", "-p", "-t", name)
+        return last[0] if wanted in last[0] else ""
+
+    try:
+        return wait_until(shown, timeout_s=timeout_s, every_s=0.2)
+    except AssertionError:
+        raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{last[0]}") from None
+
+
+def test_ctrl_g_opens_the_editor_and_takes_the_text_back(tmp_path: Path) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    editor = tmp_path / "editor.sh"
+    editor.write_text(
+        '#!/bin/sh\necho "the-editor-has-the-terminal: $(cat "$1")"\nsleep 1\n'
+        'printf "edited by the script %s" "$((6*7))" > "$1"\n'
+    )
+    editor.chmod(editor.stat().st_mode | stat.S_IXUSR)
+    name = f"tether-editor-{os.getpid()}"
+    drop = ("COLUMNS", "LINES", "VISUAL")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
+    env.update(
+        TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-test", EDITOR=str(editor)
+    )
+    with FaultServer([]) as server:
+        command = (
+            f"{sys.executable} -m tether.cli chat --model openai/m --base-url "
+            f"{server.openai_url} --cwd {work}"
+        )
+        subprocess.run(
+            ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+            env=env,
+            check=True,
+        )
+        try:
+            wait_for(name, "openai/", 120)  # first paint: the footer names the model
+            tmux("send-keys", "-t", name, "-l", "a first draft")
+            wait_for(name, "a first draft", 30)
+            tmux("send-keys", "-t", name, "C-g")
+            wait_for(name, "the-editor-has-the-terminal: a first draft", 30)
+            wait_for(name, "edited by the script 42", 30)  # back in the prompt
+        finally:
+            subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        assert server.requests == []
