@@ -17,12 +17,13 @@ as before. Before any tool result nothing is exempt and llama.cpp's own penalty 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from tether.messages import Turn
+
+if TYPE_CHECKING:  # numpy comes with the `local` extra: imported where the model runs
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "PENALTY_LAST_N",
@@ -90,6 +91,8 @@ class CopyPenalty:
     def __call__(
         self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
     ) -> npt.NDArray[np.single]:
+        import numpy as np
+
         if self._start is None:  # the first call: everything so far is the prompt
             self._start = len(input_ids)
         generated = input_ids[self._start :][-self.last_n :]
