@@ -103,7 +103,9 @@ def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_reader_going_away_does_not_stop_the_run(tmp_path: Path) -> None:
-    """`tether run … | head -1`: events stop, the run finishes and is persisted, exit 0."""
+    """`tether run … | head -1`: events stop, the run finishes and is persisted, and exits
+    with the run's own code (0, or 1 when the model used up `--max-turns`: which one is the
+    135M model's doing, not the reader's), never a SIGPIPE death."""
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     (work / "notes.txt").write_text(NOTES)
@@ -113,7 +115,10 @@ def test_reader_going_away_does_not_stop_the_run(tmp_path: Path) -> None:
         first = json.loads(proc.stdout.readline())
         proc.stdout.close()
         assert first["type"] == "session_start"
-        assert proc.wait(timeout=300) == 0, proc.stderr.read()
-        assert "stdout closed" in proc.stderr.read()
+        code = proc.wait(timeout=300)
+        err = proc.stderr.read()
+        assert code in (0, 1), err
+        assert "stdout closed" in err
+        assert code == 0 or "--max-turns reached" in err, err
     lines = (home / "sessions" / "pipe.jsonl").read_text().splitlines()
     assert sum(1 for x in lines if json.loads(x).get("type") == "turn") >= 3

@@ -230,6 +230,12 @@ def _fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, passes: list[li
         metadata: ClassVar[dict[str, str]] = {}
         n_tokens = 42
 
+        def tokenize(self, text: bytes, add_bos: bool = False, special: bool = False) -> list[int]:
+            return list(text)  # one id per byte: enough for the penalty's exempt set
+
+        def detokenize(self, ids: list[int]) -> bytes:
+            return bytes(ids)
+
         def create_chat_completion(self, **_options: object) -> Iterator[dict[str, object]]:
             for piece in next(replies):
                 yield {"choices": [{"delta": {"content": piece}, "finish_reason": None}]}
