@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kit import prompts
+from kit.tmux import Tmux
 from kit.waits import wait_until
 from tether.session import SessionStore
 
@@ -27,38 +28,13 @@ pytestmark = [
 ]
 
 
-SOCKET = f"tether-test-{os.getpid()}"
-"""A tmux server of the test's own (`-L`): it starts with the test's environment (a running
-server would give the new session its own environment instead)."""
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
-    ).stdout
-
-
-def screen_of(name: str) -> str:
-    return tmux("capture-pane", "-p", "-t", name)
-
-
-def wait_for(name: str, predicate: str | tuple[str, ...], timeout_s: float) -> str:
-    """The screen, once it shows every string of `predicate`."""
-    wanted = (predicate,) if isinstance(predicate, str) else predicate
-    last = [""]
-
-    def shown() -> str:
-        last[0] = screen_of(name)
-        return last[0] if all(w in last[0] for w in wanted) else ""
-
-    try:
-        return wait_until(shown, timeout_s=timeout_s, every_s=0.2)
-    except AssertionError:
-        raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{last[0]}") from None
+tmux = Tmux("tether-test")
+screen_of = tmux.screen
+wait_for = tmux.wait_for
 
 
 def has_session(name: str) -> bool:
-    alive = ["tmux", "-L", SOCKET, "has-session", "-t", name]
+    alive = ["tmux", "-L", tmux.socket, "has-session", "-t", name]
     return subprocess.run(alive, capture_output=True).returncode == 0
 
 
@@ -78,7 +54,7 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
         "--approval auto --max-turns 4"
     )
     subprocess.run(
-        ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+        ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
         env=env,
         check=True,
     )
@@ -96,7 +72,7 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
         tmux("send-keys", "-t", name, "Enter")
         wait_until(lambda: not has_session(name), timeout_s=30, what="the TUI quit")
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
     store = SessionStore(home / "sessions")
     (info,) = store.list()
     loaded = store.load(info.id)
@@ -126,7 +102,7 @@ def test_at_path_the_model_picker_and_copy_in_tmux(tmp_path: Path) -> None:
             f" --cwd {work} --approval auto"
         )
         subprocess.run(
-            ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
             env=env,
             check=True,
         )
@@ -156,6 +132,6 @@ def test_at_path_the_model_picker_and_copy_in_tmux(tmp_path: Path) -> None:
             tmux("send-keys", "-t", name, "Enter")
             wait_until(lambda: not has_session(name), timeout_s=30, what="the TUI quit")
         finally:
-            subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         (request,) = server.requests
     assert '<file path=\\"notes.txt\\">\\nBuy milk.\\n</file>' in json.dumps(request["body"])

@@ -14,33 +14,15 @@ from pathlib import Path
 import pytest
 
 from kit.faultserver import FaultServer
-from kit.waits import wait_until
+from kit.tmux import Tmux
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
-SOCKET = f"tether-editor-{os.getpid()}"
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
-    ).stdout
-
-
-def wait_for(name: str, wanted: str, timeout_s: float) -> str:
-    last = [""]
-
-    def shown() -> str:
-        last[0] = tmux("capture-pane", "-p", "-t", name)
-        return last[0] if wanted in last[0] else ""
-
-    try:
-        return wait_until(shown, timeout_s=timeout_s, every_s=0.2)
-    except AssertionError:
-        raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{last[0]}") from None
+tmux = Tmux("tether-editor")
+wait_for = tmux.wait_for
 
 
 def test_ctrl_g_opens_the_editor_and_takes_the_text_back(tmp_path: Path) -> None:
@@ -64,7 +46,7 @@ def test_ctrl_g_opens_the_editor_and_takes_the_text_back(tmp_path: Path) -> None
             f"{server.openai_url} --cwd {work}"
         )
         subprocess.run(
-            ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
             env=env,
             check=True,
         )
@@ -76,5 +58,5 @@ def test_ctrl_g_opens_the_editor_and_takes_the_text_back(tmp_path: Path) -> None
             wait_for(name, "the-editor-has-the-terminal: a first draft", 30)
             wait_for(name, "edited by the script 42", 30)  # back in the prompt
         finally:
-            subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         assert server.requests == []

@@ -15,6 +15,7 @@ import pytest
 
 from kit.faultserver import FaultServer
 from kit.sandbox import sandbox_or_skip
+from kit.tmux import Tmux
 from kit.waits import wait_until
 from tether.session import SessionStore
 
@@ -23,26 +24,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
-SOCKET = f"tether-bang-{os.getpid()}"
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
-    ).stdout
-
-
-def wait_for(name: str, wanted: str, timeout_s: float) -> str:
-    last = [""]
-
-    def shown() -> str:
-        last[0] = tmux("capture-pane", "-p", "-t", name)
-        return last[0] if wanted in last[0] else ""
-
-    try:
-        return wait_until(shown, timeout_s=timeout_s, every_s=0.2)
-    except AssertionError:
-        raise AssertionError(f"not on screen after {timeout_s}s: {wanted}\n{last[0]}") from None
+tmux = Tmux("tether-bang")
+wait_for = tmux.wait_for
 
 
 def type_line(name: str, text: str) -> None:
@@ -65,7 +48,7 @@ def test_bang_and_tasks_in_tmux(tmp_path: Path) -> None:
         )
         size = ["-x", "120", "-y", "40"]
         subprocess.run(
-            ["tmux", "-L", SOCKET, "new-session", "-d", "-s", name, *size, command],
+            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, *size, command],
             env=env,
             check=True,
         )
@@ -79,14 +62,14 @@ def test_bang_and_tasks_in_tmux(tmp_path: Path) -> None:
             type_line(name, "/quit")
             wait_until(
                 lambda: subprocess.run(
-                    ["tmux", "-L", SOCKET, "has-session", "-t", name], capture_output=True
+                    ["tmux", "-L", tmux.socket, "has-session", "-t", name], capture_output=True
                 ).returncode
                 != 0,
                 timeout_s=30,
                 what="the TUI quit",
             )
         finally:
-            subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         assert server.requests == []  # `!` is no model turn
     store = SessionStore(home / "sessions")
     (info,) = store.list()
