@@ -179,7 +179,12 @@ def test_a_request_costs_the_new_turns_only() -> None:
 # --- dedup -----------------------------------------------------------------------------------
 
 
-def _oracle_dedup(view: list[Turn] | tuple[Turn, ...]) -> dict[str, str]:
+def _oracle_dedup(
+    view: list[Turn] | tuple[Turn, ...], unchanged: frozenset[str]
+) -> dict[str, str]:
+    """Each unchanged re-read's note, naming the latest read of that path and slice whose same
+    output went out whole (a re-read the map did not call unchanged goes out whole and becomes
+    that read)."""
     calls = {c.id: (c, t.id) for t in view for c in t.tool_calls}
     full: dict[str, tuple[ToolCallBlock, str, ToolResultBlock]] = {}
     out: dict[str, str] = {}
@@ -196,7 +201,7 @@ def _oracle_dedup(view: list[Turn] | tuple[Turn, ...]) -> dict[str, str]:
             key = read_key(call, RULES)
             if key is None:
                 continue
-            if key in full and full[key][2].content == r.content:
+            if key in full and call.id in unchanged and full[key][2].content == r.content:
                 out[call.id] = dedup_stub(call, full[key][0], full[key][1])
             else:
                 full[key] = (call, t.id, r)
@@ -212,7 +217,7 @@ def test_dedup_only_when_the_same_output_is_above(view: list[Turn], data: st.Dat
     reads = [c.id for t in view for c in t.tool_calls if c.name == "read"]
     unchanged = frozenset(data.draw(st.lists(st.sampled_from(reads), unique=True)) if reads else [])
     out = ReadDedup(RULES, lambda: unchanged).shape(view)
-    expected = {k: v for k, v in _oracle_dedup(view).items() if k in unchanged}
+    expected = _oracle_dedup(view, unchanged)
     before, after = _results(view), _results(out)
     present = {cid: r for cid, r in after.items() if not r.text.startswith(DEDUP_TAG)}
     for cid, r in before.items():
