@@ -323,9 +323,12 @@ def supervisor_for(path: Path, n_ctx: int) -> Supervisor:
 
 @atexit.register
 def stop_all() -> None:
-    """Stop every model child of this process (at exit; tests call it too)."""
+    """Stop every model child of this process and forget its supervisors (at exit; tests call
+    it too): the next request starts a new supervisor, whose crash count, and so a `once`
+    fault switch, starts from nothing."""
     with _REGISTRY_LOCK:
         supervisors = list(_SUPERVISORS.values())
+        _SUPERVISORS.clear()
     for sup in supervisors:
         process = sup.process
         if process is not None:
