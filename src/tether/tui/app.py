@@ -333,13 +333,15 @@ class TetherApp(App[int]):
     async def _run(
         self, prompt: str | list[ContentBlock] | None, command: Command | None = None
     ) -> None:
+        self.feed.forget_errors()
         try:
             while True:
                 try:
                     with CommandRun(self.agent, command):
                         await self.agent.run(prompt)
                 except RunError as exc:
-                    self.note(f"error: {exc}")
+                    if not self.feed.error_shown(exc.kind, exc.message):  # its event said it
+                        self.note(f"error: {exc}")
                     break
                 except (ConfigError, OSError) as exc:  # e.g. a model that cannot take the tools
                     self.note(f"error: {exc}")
