@@ -43,7 +43,7 @@ from tether.tui.appearance import apply_saved_theme, theme_command
 from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
 from tether.tui.clipboard import copy_command
 from tether.tui.commands import COMMANDS, parse_command
-from tether.tui.completion import Completer
+from tether.tui.completion import Completer, menu_key
 from tether.tui.editor import edit_prompt
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
@@ -137,7 +137,7 @@ class TetherApp(App[int]):
         yield Transcript(id="transcript")
         yield TodoPanel(id="todo")
         yield CompletionList(id="completions")
-        yield PromptInput(complete=self.complete, pasted=self.attach_pasted)
+        yield PromptInput(complete=self.complete, pasted=self.attach_pasted, menu_key=self.menu_key)
         yield StatusBar(id="status")
 
     @property
@@ -371,10 +371,18 @@ class TetherApp(App[int]):
         return command_table(COMMANDS, self.opened.commands if self.opened else {})
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        """The completion list follows what is typed (a bare `/name`, an `@path`)."""
+        """The completion list follows what is typed (a bare `/name`, an `@path`), unless it
+        was closed for this very text (an entry taken, Esc)."""
         if isinstance(event.text_area, PromptInput):
-            lines = self.completer.lines(event.text_area.text, self.command_table())
-            self.query_one(CompletionList).show(lines)
+            menu, text = self.query_one(CompletionList), event.text_area.text
+            if text == menu.dismissed:
+                return
+            menu.dismissed = None
+            menu.show(self.completer.entries(text, self.command_table()))
+
+    def menu_key(self, key: str) -> bool:
+        """A key of the prompt while the completion list shows (`tether.tui.completion`)."""
+        return menu_key(self.query_one(CompletionList), self.prompt_input, key)
 
     def complete(self, text: str) -> str | None:
         """Tab: complete a `/command` or the last `@path` word (`tether.tui.completion`)."""
@@ -430,7 +438,10 @@ class TetherApp(App[int]):
         self._last_esc = now
 
     def action_next_mode(self) -> None:
-        """Shift+Tab: ask → auto-edit → plan (`tether.tui.safety.cycle_mode`)."""
+        """Shift+Tab: ask → auto-edit → plan (`tether.tui.safety.cycle_mode`); while the
+        completion list shows under the prompt: the entry above."""
+        if isinstance(self.focused, PromptInput) and self.menu_key("shift+tab"):
+            return
         cycle_mode(self)
 
     def action_cycle_effort(self) -> None:
