@@ -41,7 +41,7 @@ from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
 from tether.tui.appearance import apply_saved_theme, theme_command
 from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
-from tether.tui.clipboard import copy_command
+from tether.tui.clipboard import answer_choices, copy_command
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer, menu_key
 from tether.tui.editor import edit_prompt
@@ -390,9 +390,23 @@ class TetherApp(App[int]):
 
     # -- commands ----------------------------------------------------------------------------
 
-    def copy_answer(self) -> None:
-        """`/copy`: the last answer to the clipboard (`tether.tui.clipboard`)."""
-        copy_command(self, self.agent.history, os.environ)
+    def copy_answer(self, arg: str = "") -> None:
+        """`/copy [N|pick]`: an answer to the clipboard (`tether.tui.clipboard`); `pick`: chosen
+        in a picker of them all."""
+        history = self.agent.history
+        if arg.strip() != "pick":
+            copy_command(self, history, os.environ, arg)
+            return
+        choices = answer_choices(history)
+        if not choices:
+            copy_command(self, history, os.environ)  # says there is no answer yet
+            return
+
+        def picked(key: str | None) -> None:
+            if key is not None:
+                copy_command(self, self.agent.history, os.environ, key)
+
+        self.push_screen(PickerScreen("copy which answer? (newest first)", choices), callback=picked)
 
     def pick_theme(self, arg: str) -> None:
         """`/theme [name]` (`tether.tui.appearance`)."""

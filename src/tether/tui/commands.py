@@ -35,7 +35,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
     ("/tasks", "[stop ID]  the background shells: list them, or stop one"),
     ("/tool", "[NAME {json}]  call a tool yourself (secret ones too); without a name: list them"),
-    ("/copy", "copy the last answer to the clipboard (OSC 52: also over ssh and in tmux)"),
+    ("/copy", "[N|pick]  copy the last answer (N: the Nth back; pick: choose) to the clipboard"),
     ("/theme", "[name]  the colours: one of Textual's themes (a picker without one), saved"),
     ("/vim", "[on|off]  vim mode in the prompt: Esc normal mode, i / a insert (tui.vim: on at start)"),
     ("/help", "commands and keys"),

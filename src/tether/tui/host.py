@@ -39,8 +39,8 @@ class AppHost(Protocol):
     worker: Worker[None] | None
     feed: Feed
 
-    def copy_answer(self) -> None:
-        """`/copy` (`tether.tui.clipboard`)."""
+    def copy_answer(self, arg: str = "") -> None:
+        """`/copy [N|pick]` (`tether.tui.clipboard`)."""
         ...
 
     def pick_theme(self, arg: str) -> None:
