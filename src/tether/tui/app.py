@@ -55,6 +55,7 @@ from tether.tui.rows import history_rows, stored_subagents
 from tether.tui.safety import PlanScreen, TodoPanel, cycle_mode, open_rewind, plan_done
 from tether.tui.screens import ask_approval, ask_questions
 from tether.tui.settings_screen import SettingsScreen
+from tether.tui.shell_commands import run_queued_bangs
 from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
 from tether.tui.user_commands import CommandRun, CompletionList, command_table
@@ -108,6 +109,7 @@ class TetherApp(App[int]):
         self.worker: Worker[None] | None = None
         self.busy = False
         self.queued: list[UserRow] = []
+        self.queued_bangs: list[tuple[str, UserRow]] = []
         self.attached: list[ImageBlock] = []
         self.clipboard_image: Callable[[], ImageBlock | None] = clipboard_image
         self.write_terminal: Callable[[str], None] = self._write_terminal
@@ -334,6 +336,7 @@ class TetherApp(App[int]):
         self, prompt: str | list[ContentBlock] | None, command: Command | None = None
     ) -> None:
         self.feed.forget_errors()
+        cancelled = False
         try:
             while True:
                 try:
@@ -348,6 +351,7 @@ class TetherApp(App[int]):
                     break
                 except asyncio.CancelledError:
                     self.note("cancelled (the partial turn is saved)")
+                    cancelled = True
                     raise
                 left = self.agent.take_steering()
                 if not left:
@@ -365,6 +369,7 @@ class TetherApp(App[int]):
             plan, self._plan = self._plan, None
             if plan is not None and self.agent.plan_mode:
                 self.push_screen(PlanScreen(plan), callback=lambda mode: plan_done(self, mode))
+            run_queued_bangs(self, cancelled=cancelled)  # the `!cmd`s typed meanwhile
 
     def command_table(self) -> list[tuple[str, str, str]]:
         """Every command: (name, argument hint, description), built-in then the session's."""
