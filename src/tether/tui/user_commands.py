@@ -111,10 +111,10 @@ class CompletionList(Static):
         """The highlighted entry's value."""
         return self.entries[self.index][0] if self.is_open else None
 
-    def show(self, lines: Sequence[str] | Sequence[tuple[str, str]]) -> None:
-        """Show these entries (or plain `lines`, their own values), the first highlighted;
-        hide the list when there are none."""
-        self.entries = [e if isinstance(e, tuple) else (e, e) for e in lines]
+    def show(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Show these entries (value, line), the first highlighted; hide the list when there
+        are none."""
+        self.entries = list(entries)
         self.index = 0
         self._render_entries()
 
