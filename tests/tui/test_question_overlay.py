@@ -14,7 +14,7 @@ from textual.widgets._markdown import MarkdownFence  # pyright: ignore[reportPri
 from kit.tui import SIZE, idle, scripted_app, send, until
 from tether.testing import call
 from tether.tui.app import TetherApp
-from tether.tui.question import QuestionScreen
+from tether.tui.screens import QuestionScreen
 
 QUESTIONS: list[dict[str, Any]] = [
     {
