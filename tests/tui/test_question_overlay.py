@@ -157,3 +157,21 @@ async def test_up_from_the_typed_answer_goes_back_to_the_options(tmp_path: Path)
         await pilot.press("up")
         await pilot.pause()
         assert isinstance(screen.focused, OptionList)
+
+
+async def test_a_digit_picks_that_option(tmp_path: Path) -> None:
+    app, provider = scripted_app(tmp_path, [call("question", questions=QUESTIONS[:2]), "ok"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await overlay(app, pilot)
+        assert "1. ( ) small" in highlighted(screen)
+        await pilot.press("2")  # "big", then the Next row
+        await pilot.pause()
+        assert highlighted(screen) == "Next ›" and len(provider.requests) == 1
+        await pilot.press("enter", "1", "3", "end", "enter")  # Parts: api and docs toggled
+        await pilot.pause()
+        await pilot.press("end", "enter")
+        await idle(app, pilot)
+    assert sent(provider) == [
+        {"header": "Plan", "labels": ["big"]},
+        {"header": "Parts", "labels": ["api", "docs"]},
+    ]

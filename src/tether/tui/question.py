@@ -4,8 +4,8 @@ submitted together.
 Owns: `QuestionScreen`. One page per question (a tab strip on top: each question's header, ✓
 once answered, and Submit): its options in a menu ending in an action row, a free-text input
 under it. Enter or Space on an option selects it (a single-select question; Enter then moves the
-highlight to the action row) or toggles it (multi-select); a typed answer (Enter in the input)
-replaces the options' choice. The action row is Submit when there is one question (it commits),
+highlight to the action row) or toggles it (multi-select), and so does its number (1-9); a
+typed answer (Enter in the input) replaces the options' choice. The action row is Submit when there is one question (it commits),
 else Next: the last Next leads to the review page (each question with its answer) whose Submit
 row commits them all; Left / Right move between pages. Nothing is answered before Submit; Esc
 abandons every question. The highlighted option's description and preview are shown under the
@@ -60,6 +60,7 @@ class QuestionScreen(ModalScreen[list[Answer]]):
         Binding("left", "page(-1)", "previous question", show=False),
         Binding("right", "page(1)", "next question", show=False),
         Binding("up", "to_menu", "back to the options", show=False),
+        *(Binding(str(n), f"number({n})", f"option {n}", show=False) for n in range(1, 10)),
     ]
 
     def __init__(self, questions: tuple[QuestionSpec, ...]) -> None:
@@ -149,7 +150,8 @@ class QuestionScreen(ModalScreen[list[Answer]]):
         label = q.options[i].label
         on = label in self.chosen[self.page]
         mark = ("[x] " if on else "[ ] ") if q.multi_select else ("(•) " if on else "( ) ")
-        return Option(Text(mark + label, style="bold" if on else ""), id=f"o{i}")
+        number = f"{i + 1}. " if i < 9 else "   "
+        return Option(Text(number + mark + label, style="bold" if on else ""), id=f"o{i}")
 
     def _action(self) -> Option:
         if len(self.questions) == 1:
@@ -224,6 +226,13 @@ class QuestionScreen(ModalScreen[list[Answer]]):
             return
         if i < len(self.questions[self.page].options):
             self._choose(i, jump=False)
+
+    def action_number(self, n: int) -> None:
+        """A digit on the menu: option `n` selected (as Enter on it) or toggled."""
+        if self.reviewing or isinstance(self.focused, Input):
+            return
+        if n <= len(self.questions[self.page].options):
+            self._choose(n - 1, jump=True)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
