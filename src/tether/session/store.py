@@ -43,7 +43,7 @@ from tether.session.model import (
 )
 from tether.session.reader import (
     FORMAT_VERSION,
-    RawEntry,
+    Entry,
     last_entry_id,
     read_header,
     scan_bytes,
@@ -59,7 +59,7 @@ _MAX_FORK_DEPTH = 64
 WRITER_LOCK = "writer.lock"
 """The writer lock's file name inside a session's artifact folder."""
 
-_Timeline = list[RawEntry | SkippedLine]
+_Timeline = list[Entry | SkippedLine]
 
 
 def _create_with_header(path: Path, header_line: bytes) -> int:
@@ -366,7 +366,7 @@ class SessionStore:
                 (
                     i
                     for i, it in enumerate(p_timeline)
-                    if isinstance(it, RawEntry) and it.id == p_entry
+                    if not isinstance(it, SkippedLine) and it.id == p_entry
                 ),
                 None,
             )
@@ -404,18 +404,22 @@ class SessionStore:
             SessionNotFoundError: no such session.
         """
         # Loading allocates one container per JSON value and frees none of them: the cyclic GC
-        # would scan the growing heap over and over (half the load time of a big session).
+        # would scan the growing heap over and over (half the load time of a big session). The
+        # image pass runs paused too: its first allocation with the GC back on would scan every
+        # object the load made (a tenth of the load time).
+        from tether.session.images import restore
+
         paused = gc.isenabled()
         gc.disable()
         try:
             header, path, timeline, torn = self._timeline(session_id, ())
             loaded = assemble(header, path, timeline, torn)
+            del timeline  # the lines' bytes and envelopes
+            turns = restore(loaded.turns, self.root)  # image bytes back in
         finally:
             if paused:
                 gc.enable()
-        from tether.session.images import restore
-
-        return replace(loaded, turns=restore(loaded.turns, self.root))  # image bytes back in
+        return loaded if turns is loaded.turns else replace(loaded, turns=turns)
 
     def list(self) -> list[SessionInfo]:
         """Every session under the root, most recently modified first.
