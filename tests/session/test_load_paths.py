@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import gc
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -93,14 +93,16 @@ def turns(draw: st.DrawFn, k: int) -> Turn:
     return Turn(id=tid, role="assistant", content=(server, TextBlock(text="found")))
 
 
-def damage(draw: st.DrawFn, lines: list[bytes], k: int) -> list[bytes]:
+def damage(data: st.DataObject, lines: list[bytes], k: int) -> list[bytes]:
     """Lines the writer never writes: garbage, a copy of an earlier line (a duplicate id), an
     unknown entry type, a turn with an unknown field, a turn whose id differs from its entry's,
     a turn line the codec refuses, two entries fused after a torn prefix."""
-    kind = draw(st.sampled_from(["garbage", "copy", "unknown", "field", "ids", "bad", "fused"]))
-    prev = lines[draw(st.integers(0, len(lines) - 1))] if lines else b""
+    kind = data.draw(
+        st.sampled_from(["garbage", "copy", "unknown", "field", "ids", "bad", "fused"])
+    )
+    prev = lines[data.draw(st.integers(0, len(lines) - 1))] if lines else b""
     if kind == "garbage":
-        return [draw(st.sampled_from([b"{not json", b"\x00\x00", b"[1,2]", b"\xff\xfe"]))]
+        return [data.draw(st.sampled_from([b"{not json", b"\x00\x00", b"[1,2]", b"\xff\xfe"]))]
     if kind == "copy" and prev:
         return [prev]
     if kind == "unknown":
@@ -118,7 +120,7 @@ def damage(draw: st.DrawFn, lines: list[bytes], k: int) -> list[bytes]:
 
 
 @contextmanager
-def refusing(lines: Callable[[bytes], bool]) -> Iterator[None]:
+def refusing(lines: Callable[[bytes], bool]) -> Generator[None, None, None]:
     """The one-pass decoder refuses every line `lines` picks (an injected fault: those lines
     take the general path)."""
     real = reader.turn_line_decoder()
@@ -133,20 +135,20 @@ def refusing(lines: Callable[[bytes], bool]) -> Iterator[None]:
         yield
 
 
-def write(root: Path, draw: st.DrawFn) -> str:
+def write(root: Path, data: st.DataObject) -> str:
     """A session written by the writer with damage lines between its entries; its id."""
     store = SessionStore(root)
     w = store.create(cwd="/w")
-    for k in range(draw(st.integers(1, 10))):
-        if draw(st.integers(0, 3)) == 0:
-            w.append_event("note", {"k": k, "s": draw(texts)})
-        w.append(draw(turns(k)))
-        if draw(st.integers(0, 4)) == 0:
+    for k in range(data.draw(st.integers(1, 10))):
+        if data.draw(st.integers(0, 3)) == 0:
+            w.append_event("note", {"k": k, "s": data.draw(texts)})
+        w.append(data.draw(turns(k)))
+        if data.draw(st.integers(0, 4)) == 0:
             lines = w.path.read_bytes().split(b"\n")[1:-1]
             with w.path.open("ab") as f:
-                f.write(b"\n".join(damage(draw, lines, k)) + b"\n")
+                f.write(b"\n".join(damage(data, lines, k)) + b"\n")
     w.close()
-    if draw(st.booleans()):  # a torn last line, as a crash mid-write leaves it
+    if data.draw(st.booleans()):  # a torn last line, as a crash mid-write leaves it
         with w.path.open("ab") as f:
             f.write(turn_line(text_turn("torn", "user", "cut"), None)[:25])
     return w.id
@@ -160,7 +162,7 @@ def test_the_fast_and_the_general_path_load_the_same_session(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
 ) -> None:
     root = tmp_path_factory.mktemp("sessions")
-    sid = write(root, data.draw)
+    sid = write(root, data)
     refused = data.draw(st.sets(st.integers(0, 40)))
     store = SessionStore(root)
     fast = store.load(sid)

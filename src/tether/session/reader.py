@@ -87,14 +87,15 @@ class RawEntry:
 class TurnEntry:
     """A well-formed `turn` line as the writer writes it, decoded and validated in one pass
     (`scan_bytes`' fast path): the envelope and its typed turn, with no `RawEntry` built (that
-    was 1.5 µs per line, a tenth of loading a 100 MB session, bench/session_load.py). The
-    instances are of a subclass made on first use (`_turn_line_class`: pydantic fills the
-    envelope fields; `scan_bytes` sets `path`, `line` and `raw`). Read-only by convention.
+    was 1.5 µs per line, a tenth of loading a 100 MB session, bench/session_load.py), and its
+    bytes not kept (they are sliced again from the file's contents when a report quotes them).
+    The instances are of a subclass made on first use (`_turn_line_class`: pydantic fills the
+    envelope fields; `scan_bytes` sets `source`, `line` and `start`). Read-only by convention.
 
     Attributes:
-        path: the file it was read from.
+        source: the file and its contents, `(path, data)`.
         line: its 1-based line number in that file.
-        raw: the line's bytes (for a report's excerpt).
+        start: the offset of the line in the contents.
         type: `turn`.
         id: the entry id (non-empty).
         parent_id: the previous entry's id or None.
@@ -104,18 +105,30 @@ class TurnEntry:
         record: always empty (the line is `raw`; its turn is `turn`).
     """
 
-    __slots__ = ("line", "path", "raw")
+    __slots__ = ("line", "source", "start")
     salvaged: ClassVar[bool] = False
     record: ClassVar[Mapping[str, Any]] = MappingProxyType({})
-    path: Path
+    source: tuple[Path, bytes]
     line: int
-    raw: bytes
+    start: int
     if TYPE_CHECKING:  # the fields of the subclass `_turn_line_class` makes
         type: str
         id: str
         parent_id: str | None
         ts_ms: int
         turn: Turn
+
+    @property
+    def path(self) -> Path:
+        """The file it was read from."""
+        return self.source[0]
+
+    @property
+    def raw(self) -> bytes:
+        """The line's bytes, without its newline."""
+        data = self.source[1]
+        end = data.find(b"\n", self.start)
+        return data[self.start : end if end >= 0 else len(data)]
 
 
 Entry = RawEntry | TurnEntry
@@ -398,14 +411,14 @@ def scan_bytes(data: bytes, path: Path) -> FileScan:
     """
     if not data:
         raise _header_error(path, "the file is empty")
-    lines = data.split(b"\n")
-    if len(lines) == 1:
+    head_end = data.find(b"\n")
+    if head_end < 0:
         raise _header_error(path, f"the header line is incomplete: {excerpt(data)!r}")
     items: list[Entry | SkippedLine] = []
     try:
-        header = parse_header(lines[0], path)
+        header = parse_header(data[:head_end], path)
     except SessionError:
-        header = _headerless(lines, path)
+        header = _headerless(data.split(b"\n"), path)
         if header is None:
             raise
         items.append(
@@ -414,36 +427,48 @@ def scan_bytes(data: bytes, path: Path) -> FileScan:
                 line=1,
                 reason="damaged header: loaded as a standalone session "
                 "(had it been a fork, its parent's history is not included)",
-                excerpt=excerpt(lines[0]),
+                excerpt=excerpt(data[:head_end]),
             )
         )
     torn = False
-    last = len(lines) - 1  # lines[last] is b"" when the file ends with a newline
     decode = turn_line_decoder()
     append = items.append
+    find = data.find
+    source = (path, data)
     prefix = _TURN_PREFIX
-    for i in range(1, len(lines)):
-        raw = lines[i]
-        if not raw:
+    size = len(data)
+    pos = head_end + 1
+    line = 1
+    # Line by line, each line's bytes freed once decoded (not split all at once): the next
+    # line reuses the same warm memory.
+    while pos < size:
+        line += 1
+        start = pos
+        end = find(b"\n", pos)
+        if end < 0:  # the last line, without its newline (end == size marks it below)
+            end = size
+        pos = end + 1
+        if end == start:
             continue
+        raw = data[start:end]
         if raw.startswith(prefix):  # the common case: one call, no parse_line lists or tuples
             try:
                 entry = decode(raw)
             except ValueError:  # not a writer's turn line after all: the general path decides
                 pass
             else:
-                entry.path = path
-                entry.line = i + 1
-                entry.raw = raw
+                entry.source = source
+                entry.line = line
+                entry.start = start
                 append(entry)
                 continue
-        entries, problem = parse_line(raw, path, i + 1)
+        entries, problem = parse_line(raw, path, line)
         items.extend(entries)
         if problem:
-            if i == last:
+            if end == size:
                 torn = True
             else:
-                append(SkippedLine(path=path, line=i + 1, reason=problem, excerpt=excerpt(raw)))
+                append(SkippedLine(path=path, line=line, reason=problem, excerpt=excerpt(raw)))
     return FileScan(path=path, header=header, items=tuple(items), torn_tail=torn)
 
 
