@@ -230,3 +230,27 @@ def test_restore_returns_the_same_tuple_when_no_turn_holds_a_reference(
     sid = _session(store, 3)
     loaded = store.load(sid)
     assert restore(loaded.turns, store.root) is loaded.turns
+
+
+def test_the_latest_session_is_found_from_headers_without_decoding_turns(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """`tether run --continue` names the session from headers alone: the listing decoded the
+    whole file of a row it had not indexed at its size, then the resume decoded it again."""
+    import os
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    assert store.latest(here) is None
+    for sid, cwd in (("a1", here), ("b1", there), ("a2", here)):
+        with store.create(sid, cwd=str(cwd)) as w:
+            w.append(text_turn(f"{sid}u", "user", "q"))
+    store.create("child", cwd=str(here), caller=("a2", "c1", ("main", "task:c1"))).close()
+    os.utime(store.path("a2"), (1, 1))
+    store.list()  # indexed; the newest file then grows, as a run appends to it
+    with store.open_for_append("a1") as w:
+        w.append(text_turn("a1v", "user", "more"))
+    with refusing(lambda raw: pytest.fail("a turn line was decoded")):
+        assert store.latest(here) == "a1"
+        assert store.latest(there) == "b1"
+    rows = [r for r in store.list() if r.cwd == str(here) and r.caller is None]
+    assert max(rows, key=lambda r: r.modified_ms).id == "a1"  # what the listing names

@@ -464,6 +464,33 @@ class SessionStore:
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
 
+    def latest(self, cwd: Path) -> str | None:
+        """The id of the most recently modified session started in `cwd` (subagents' sessions
+        left out), or None: what `list()` would name, from each file's header alone. For
+        `tether run --continue`: the listing decodes the whole file of a row it has not
+        indexed at its size (the newest session's, after its last run), and the resume that
+        follows decodes it again.
+        """
+        if not self.root.is_dir():
+            return None
+        best: tuple[int, str] | None = None
+        for path in self.root.glob(f"*{SESSION_SUFFIX}"):
+            sid = path.name[: -len(SESSION_SUFFIX)]
+            try:
+                validate_session_id(sid)
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    modified_ms = os.fstat(fd).st_mtime_ns // 1_000_000
+                    header, _ = read_header(fd, path)
+                finally:
+                    os.close(fd)
+            except (SessionError, OSError):
+                continue
+            ours = header.caller_session is None and header.cwd and Path(header.cwd) == cwd
+            if ours and (best is None or (modified_ms, sid) > best):
+                best = (modified_ms, sid)
+        return None if best is None else best[1]
+
     def delete(self, session_id: str) -> DeleteReport:
         """Remove the session file, its whole artifact folder (persisted tool outputs, task
         logs, MCP warnings, the writer lock) and its legacy artifact folders
