@@ -155,7 +155,7 @@ def write(root: Path, data: st.DataObject) -> str:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
 def test_the_fast_and_the_general_path_load_the_same_session(
