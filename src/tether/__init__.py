@@ -58,6 +58,7 @@ PUBLIC_API: dict[str, str] = {
     "ToolCallEvent": "tether.agent.events",
     "ServerToolEvent": "tether.agent.events",
     "ToolResultEvent": "tether.agent.events",
+    "ToolStartEvent": "tether.agent.events",
     "TurnEndEvent": "tether.agent.events",
     "WireRepairEvent": "tether.agent.events",
     "RetryEvent": "tether.agent.events",

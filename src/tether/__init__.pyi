@@ -19,6 +19,7 @@ from tether.agent.events import TextDeltaEvent as TextDeltaEvent
 from tether.agent.events import ThinkingDeltaEvent as ThinkingDeltaEvent
 from tether.agent.events import ToolCallEvent as ToolCallEvent
 from tether.agent.events import ToolResultEvent as ToolResultEvent
+from tether.agent.events import ToolStartEvent as ToolStartEvent
 from tether.agent.events import TurnEndEvent as TurnEndEvent
 from tether.agent.events import TurnStartEvent as TurnStartEvent
 from tether.agent.events import WarningEvent as WarningEvent
@@ -97,6 +98,7 @@ __all__ = [
     "ToolError",
     "ToolOutput",
     "ToolResultEvent",
+    "ToolStartEvent",
     "Turn",
     "TurnEndEvent",
     "TurnStartEvent",

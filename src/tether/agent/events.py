@@ -57,6 +57,18 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStartEvent:
+    """A call starts running now: its hooks and approval passed and the calls it waited for
+    are done (the session's `tool_call_started` record is already written). Between its
+    `tool_call` and this event a call waits; a call refused, denied, replayed or skipped never
+    starts, and its `tool_result` comes without one."""
+
+    type: Literal["tool_start"] = "tool_start"
+    tool_call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolEvent:
     """A tool the provider ran on its servers (a web search) in the persisted assistant turn:
     nothing runs locally and no `tool_result` follows.
@@ -285,6 +297,7 @@ _OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `sub
     | TextDeltaEvent
     | ThinkingDeltaEvent
     | ToolCallEvent
+    | ToolStartEvent
     | ServerToolEvent
     | ToolResultEvent
     | TurnEndEvent
