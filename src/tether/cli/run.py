@@ -44,6 +44,7 @@ from tether.cli.output import (
     err,
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
+from tether.cli.token import give_token
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
@@ -86,6 +87,7 @@ class RunOptions:
     name: str | None = None
     output_schema: str | None = None
     max_tool_calls: int | None = None
+    token: str | None = field(default=None, repr=False)  # `--token`: never shown
 
 
 EXIT_TIMEOUT = 124
@@ -161,6 +163,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         return EXIT_USAGE
     try:
         setup.check_flags(opts.model, opts.base_url)
+        give_token(opts.token, opts.model)  # `tether.cli.token`
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
