@@ -354,6 +354,10 @@ def run(
             "@/dev/fd/3); never stored, never in the tools' environment.",
         ),
     ] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level)."),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -391,6 +395,7 @@ def run(
                 output_schema=output_schema,
                 max_tool_calls=max_tool_calls,
                 token=token,
+                log_level=log_level,
             )
         )
     )

@@ -25,6 +25,7 @@ from tether.effort import Effort
 from tether.settings.base import Duration, Fraction
 from tether.settings.base import Section as _Section
 from tether.settings.jobs import JobsSettings as JobsSettings
+from tether.settings.log import LogSettings
 from tether.settings.lsp import LspServerSettings as LspServerSettings
 from tether.settings.lsp import LspSettings
 from tether.settings.mcp import McpOAuthSettings as McpOAuthSettings
@@ -452,6 +453,7 @@ class AgentConfig(_Section):
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     tui: TuiSettings = Field(default_factory=TuiSettings)
     lsp: LspSettings = Field(default_factory=LspSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
     read: ReadSettings = Field(default_factory=ReadSettings)
 
     def refused_env(self) -> list[str]:
