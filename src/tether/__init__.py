@@ -52,6 +52,7 @@ PUBLIC_API: dict[str, str] = {
     # events
     "AgentEvent": "tether.agent.events",
     "SessionStartEvent": "tether.agent.events",
+    "EnvEvent": "tether.agent.events",
     "TurnStartEvent": "tether.agent.events",
     "TextDeltaEvent": "tether.agent.events",
     "ThinkingDeltaEvent": "tether.agent.events",

@@ -9,6 +9,7 @@ from tether.agent.events import CompactionEndEvent as CompactionEndEvent
 from tether.agent.events import CompactionStartEvent as CompactionStartEvent
 from tether.agent.events import DiscardEvent as DiscardEvent
 from tether.agent.events import DoneEvent as DoneEvent
+from tether.agent.events import EnvEvent as EnvEvent
 from tether.agent.events import ErrorEvent as ErrorEvent
 from tether.agent.events import FallbackEvent as FallbackEvent
 from tether.agent.events import RetryEvent as RetryEvent
@@ -71,6 +72,7 @@ __all__ = [
     "ConfigError",
     "DiscardEvent",
     "DoneEvent",
+    "EnvEvent",
     "ErrorEvent",
     "FallbackEvent",
     "HookDecision",

@@ -26,6 +26,28 @@ class SessionStartEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EnvEvent:
+    """A change of the agent's environment, not of its conversation (the seed's Env lifecycle
+    events, apart from the turn events). `what`, `state`:
+
+    - `sandbox`, `ready`: the OS sandbox tool commands run in (`name`: `bwrap`, `landlock`, or
+      `none`), once, right after the main agent's first `session_start`;
+    - `mcp_server`, `up` / `down`: an MCP server (`name`: its settings name) started with its
+      tools offered (`detail`: `N tools`), failed to start (`detail`: why; a `warning` event
+      says more), or stopped when the agent closed (`detail`: `stopped`). Servers start
+      before the run, so these come before its `session_start`.
+
+    The session's own start and resume are `session_start` (`resumed`).
+    """
+
+    type: Literal["env"] = "env"
+    what: str
+    name: str
+    state: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartEvent:
     """A request is about to be sent; `turn` counts requests in this run from 1."""
 
@@ -293,6 +315,7 @@ class PlanEvent:
 
 _OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `subagent`)
     SessionStartEvent
+    | EnvEvent
     | TurnStartEvent
     | TextDeltaEvent
     | ThinkingDeltaEvent
