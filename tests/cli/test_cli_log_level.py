@@ -79,3 +79,14 @@ def test_warning_by_default_the_variable_and_the_setting(tmp_path: Path) -> None
         bad = _run(server, home, "--log-level", "loud", "hi")
         assert bad.returncode == 1 and "--log-level 'loud'" in bad.stderr
         assert "Traceback" not in bad.stderr and server.requests == []
+
+
+def test_the_line_format_quotes_values_with_spaces() -> None:
+    from tether.cli.logsink import KvFormatter
+
+    record = logging.makeLogRecord(
+        {"msg": "tool_result", "levelname": "INFO", "created": 0.5, "msecs": 500.0}
+    )
+    record.__dict__.update({"tool": "bash", "detail": 'said "hi" twice'})
+    line = KvFormatter().format(record)
+    assert line == '1970-01-01T00:00:00.500Z INFO tool_result tool=bash detail="said \\"hi\\" twice"'
