@@ -90,3 +90,9 @@ def test_the_line_format_quotes_values_with_spaces() -> None:
     record.__dict__.update({"tool": "bash", "detail": 'said "hi" twice'})
     line = KvFormatter().format(record)
     assert line == '1970-01-01T00:00:00.500Z INFO tool_result tool=bash detail="said \\"hi\\" twice"'
+
+
+def test_acp_takes_the_flag_too(tmp_path: Path) -> None:
+    bad = run_cli(["acp", "--log-level", "loud"], tmp_path / "home")
+    assert bad.returncode == 1 and "--log-level 'loud'" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -7,8 +7,9 @@ are the record's `extra` fields), `level_for` (`--log-level`, else `TETHER_LOG_L
 `tether.events`: `debug` for all but the streamed deltas, `info` for the session, turns, tool
 starts and results, `warning` for retries, fallbacks and warnings, `error` for errors).
 Every `tether.*` module's own records (MCP, LSP, the sandbox) go to the same sink.
-stdout is untouched: the events stay the JSON stream. The TUI installs none (stderr is its
-screen).
+stdout is untouched: the events stay the JSON stream. `tether acp --log-level` installs it too
+(the level from the flag or `TETHER_LOG_LEVEL`; the protocol's events are not logged). The TUI
+installs none (stderr is its screen).
 """
 
 from __future__ import annotations
@@ -90,9 +91,10 @@ def level_for(flag: str | None, setting: str) -> str:
     return setting
 
 
-def install(level: str) -> logging.Handler:
+def install(level: str, *, propagate: bool = True) -> logging.Handler:
     """Send the `tether` logger's records of `level` and above to stderr (replacing an earlier
-    sink), formatted by `KvFormatter`; returns the handler."""
+    sink), formatted by `KvFormatter`; returns the handler. `propagate=False` keeps them from
+    the root logger's handlers too (`tether acp` has one)."""
     logger = logging.getLogger("tether")
     for old in [h for h in logger.handlers if isinstance(h, _Stderr)]:
         logger.removeHandler(old)
@@ -100,6 +102,7 @@ def install(level: str) -> logging.Handler:
     handler.setFormatter(KvFormatter())
     logger.addHandler(handler)
     logger.setLevel(level.upper())
+    logger.propagate = propagate
     return handler
 
 

@@ -419,13 +419,19 @@ def tool_cmd(
 
 
 @app.command()
-def acp(model: ModelOption = None, add_dir: AddDirOption = None) -> None:
+def acp(
+    model: ModelOption = None,
+    add_dir: AddDirOption = None,
+    log_level: Annotated[str | None, typer.Option(help="Log lines on stderr from this level.")] = None,
+) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
     from tether.acp.stdio import serve
+    from tether.cli import logsink
     from tether.cli.agent_setup import add_dir_override
 
     try:
         overrides = add_dir_override(add_dir, Path.cwd())
+        logsink.install(logsink.level_for(log_level, "warning"), propagate=False)
     except ConfigError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
