@@ -204,6 +204,9 @@ class ToolContext:
     web: WebPolicy | None = None
     shells: BackgroundShells | None = field(default=None, repr=False, compare=False)
     lsp: LspHook | None = field(default=None, repr=False, compare=False)
+    max_timeout_s: float = 1200.0
+    """The ceiling of a model-chosen time limit, seconds (`tools.max_timeout`): a tool's
+    `timeout` argument and `bash`'s `timeout_s` are capped at it."""
 
     @classmethod
     def create(

@@ -130,6 +130,7 @@ def assemble(
         sandbox=sandbox,
         network=config.tools.network,
         limits=limits_for(config.tools),
+        max_timeout_s=max(config.tools.max_timeout_s, config.tools.timeout_s),
         spawn=spawn,
         web=WebPolicy.of(config.tools.web),
         # the main agent's only: a subagent's would outlive its `task` call

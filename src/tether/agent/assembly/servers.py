@@ -6,7 +6,8 @@ Owns: `McpServers` — one agent's `tether.mcp.McpTools` over its life: built at
 there), started in the running event loop, restarted when a later run uses another loop
 (`run_sync` runs each call in a fresh loop), and closed with its tools removed from the
 registry. Warnings for skipped servers go to the agent's event stream (`warning` events) and
-to its setup notes.
+to its setup notes. Each server's lifecycle is an `env` event: `up` or `down` when started,
+`down` when stopped.
 Does not own: the servers' protocol and tools (`tether.mcp`).
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.agent.assembly import build
-from tether.agent.events import AgentEvent, WarningEvent
+from tether.agent.events import AgentEvent, EnvEvent, WarningEvent
 from tether.sandbox.base import Sandbox
 from tether.settings import AgentConfig
 from tether.tools.context import ToolContext
@@ -80,11 +81,34 @@ class McpServers:
         self.tools: McpTools | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._added: list[str] = []
+        self._up: list[str] = []
+        self._why: dict[str, str] = {}
 
     def _warn(self, kind: str, message: str) -> None:
         if self.note is not None:
             self.note(f"warning: {message}")
+        for name in self.config.mcp.servers:  # the server a warning is about (`down` detail)
+            if f"`{name}`" in message or repr(name) in message:
+                self._why.setdefault(name, message)
         self.emit(WarningEvent(kind=kind, message=message))
+
+    def _report(self) -> None:
+        """Each enabled server's `env` event after a start: `up` with its tools, else `down`."""
+        from tether.mcp.config import SEPARATOR, TOOL_PREFIX, sanitize
+
+        offered = self.tools.offered_names() if self.tools is not None else frozenset[str]()
+        for name, spec in self.config.mcp.servers.items():
+            if not spec.enabled:
+                continue
+            prefix = f"{TOOL_PREFIX}{sanitize(name)}{SEPARATOR}"
+            count = sum(1 for t in offered if t.startswith(prefix))
+            if count:
+                self._up.append(name)
+                up = EnvEvent(what="mcp_server", name=name, state="up", detail=f"{count} tools")
+                self.emit(up)
+            else:
+                why = self._why.get(name, "not started (no tools offered)")
+                self.emit(EnvEvent(what="mcp_server", name=name, state="down", detail=why))
 
     async def start(self, registry: ToolRegistry, ctx: ToolContext) -> None:
         """Start the servers in the running loop unless they already run in it; their tools
@@ -109,6 +133,7 @@ class McpServers:
             registry.add(t)
             self._added.append(t.name)
         self.tools.attach(registry)
+        self._report()
 
     def _forget(self, registry: ToolRegistry) -> None:
         names = set(self._added)
@@ -120,6 +145,9 @@ class McpServers:
         self._added.clear()
         self.tools = None
         self._loop = None
+        for name in self._up:
+            self.emit(EnvEvent(what="mcp_server", name=name, state="down", detail="stopped"))
+        self._up.clear()
 
     async def aclose(self, registry: ToolRegistry) -> None:
         """Stop the servers and take their tools out of `registry` (idempotent)."""
