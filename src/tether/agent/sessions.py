@@ -5,7 +5,7 @@ the TUI, Jobs, subagents, a library user).
 Owns: `AgentSession` (built by `resume`, `new` or directly; opened by the agent it is given to,
 last in the agent's construction, so a configuration error — a missing API key — leaves no
 session file behind), the `tool_call_started` records (`record_started`, `started_call_ids`),
-and `interrupted_turn` (the results a crash or cancel left missing, told apart by whether the
+the durable per-tool state's source (`tool_states`), and `interrupted_turn` (the results a crash or cancel left missing, told apart by whether the
 call had started).
 Does not own: the file format and its errors (`tether.session`), the loop (`tether.agent.turn.loop`).
 """
@@ -21,6 +21,7 @@ from tether.messages import ToolCallBlock, Turn
 from tether.prompt.facts import CONTEXT_EVENT, SessionContext
 from tether.session import EventEntry, SessionStore, SessionWriter
 from tether.session.store import LoadedSession
+from tether.tools.state import ToolStates
 from tether.wire import interrupt_results
 from tether.wire.resume import drop_retried_user_turns, pending_tool_calls
 
@@ -226,6 +227,12 @@ class AgentSession:
             self.started = set(self.started or ())
         self.started.add(call.id)
         self.record_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+
+    def tool_states(self) -> ToolStates:
+        """The durable per-tool state (`tether.tools.state`): a resumed session's
+        `tool_state` events folded, each new change recorded as one more event."""
+        events = self.loaded.events if self.loaded is not None else ()
+        return ToolStates.from_events(((e.kind, e.data) for e in events), self.record_event)
 
     def record_event(self, kind: str, data: dict[str, object]) -> None:
         """Persist a session event (`{"type": "event", "kind": kind, "data": data}`) when the
