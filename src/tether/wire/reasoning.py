@@ -25,6 +25,8 @@ Terms:
         route the turn's api alone decides (the caller did not say which model it talks to).
 
 Rules (with their source):
+    To every target: thinking produced by Ollama is dropped (local-only, as the seed's Ollama
+        contract has it: kept in the session, never sent back, to Ollama or any other provider).
     To `anthropic`:
         * redacted_thinking: keep (Anthropic requires it back verbatim), unless it comes from
           another Claude model than the route's (a model switch) or another producer.
@@ -181,6 +183,8 @@ def reasoning_action(
             return "drop"
         return "keep"
     assert type(block) is ThinkingBlock
+    if producer == "ollama":
+        return "drop"  # local-only: kept in the session, never sent to any provider
     signed = bool(block.signature)
     if target == "anthropic":
         if producer not in (None, "anthropic") or not signed:
