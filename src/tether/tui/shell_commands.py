@@ -2,7 +2,8 @@
 next message) and `/tasks` (the background shells: list them, stop one).
 
 Owns: `run_bang`, `tasks`, and the context text a `!cmd` adds (`bang_context`, Claude Code's
-`<bash-input>` / `<bash-stdout>` shape).
+`<bash-input>` / `<bash-stdout>` shape; `parse_bang` reads it back for a resumed transcript,
+`shown_output` is what the transcript shows of it, live and read back).
 Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
 and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
 dispatching commands (`tether.tui.handlers`).
@@ -11,6 +12,7 @@ dispatching commands (`tether.tui.handlers`).
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -62,6 +64,27 @@ def bang_context(command: str, output: str, cap: int) -> str:
     return f"{BANG_LEAD}\n<bash-input>{command}</bash-input>\n<bash-stdout>{output}</bash-stdout>"
 
 
+def shown_output(text: str) -> str:
+    """What the transcript shows of a `!cmd`'s output (live and read back): its first
+    `SHOWN_CHARS` characters."""
+    if len(text) > SHOWN_CHARS:
+        return f"{text[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters)"
+    return text
+
+
+_BANG = re.compile(
+    re.escape(BANG_LEAD) + r"\n<bash-input>(.*?)</bash-input>\n<bash-stdout>(.*)</bash-stdout>\Z",
+    re.DOTALL,
+)
+
+
+def parse_bang(text: str) -> tuple[str, str] | None:
+    """`(command, output)` of a stored `!cmd` message (`bang_context`'s text), else None: a
+    resumed transcript shows it as it was shown live (the `!cmd` line, then its output)."""
+    m = _BANG.match(text)
+    return None if m is None else (m.group(1), m.group(2))
+
+
 def run_bang(app: ShellHost, command: str) -> None:
     """`!command`: run it in the sandbox (a worker: Esc stops it), show its output, and store
     the command and its output in the session as a user message, sent with the next
@@ -87,10 +110,7 @@ async def _bang(app: ShellHost, command: str) -> None:
         out = await run_command(command, agent.tool_context, BANG_TIMEOUT_S)
         assert isinstance(out.content, str)
         text = agent.redact(out.content)
-        shown = text
-        if len(shown) > SHOWN_CHARS:
-            shown = f"{shown[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters)"
-        app.note(shown)
+        app.note(shown_output(text))
         cap = agent.config.tools.output_threshold_chars
         body = bang_context(command, text, cap)
         agent.append(Turn(id=agent.parts.new_id(), role="user", content=(TextBlock(text=body),)))
