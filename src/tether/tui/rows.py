@@ -38,7 +38,7 @@ from tether.messages import (
 )
 from tether.session import SessionStore
 from tether.tui.attach import image_chip
-from tether.tui.shell_commands import parse_bang, shown_output
+from tether.tui.bang import parse_bang, shown_output
 from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow, UserRow
 from tether.wire.markers import is_marker
 

@@ -1,9 +1,8 @@
 """The TUI's shell commands: `!cmd` (run a command in the sandbox; it and its output go with the
 next message) and `/tasks` (the background shells: list them, stop one).
 
-Owns: `run_bang`, `tasks`, and the context text a `!cmd` adds (`bang_context`, Claude Code's
-`<bash-input>` / `<bash-stdout>` shape; `parse_bang` reads it back for a resumed transcript,
-`shown_output` is what the transcript shows of it, live and read back).
+Owns: `run_bang`, `tasks`. The context text a `!cmd` adds and its reading back are
+`tether.tui.bang` (re-exported here).
 Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
 and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
 dispatching commands (`tether.tui.handlers`).
@@ -12,13 +11,12 @@ dispatching commands (`tether.tui.handlers`).
 from __future__ import annotations
 
 import asyncio
-import re
 import subprocess
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.messages import TextBlock, Turn
-from tether.sandbox.proc import output_cut_note
 from tether.tools.builtin.bash import run_command
+from tether.tui.bang import BANG_LEAD, SHOWN_CHARS, bang_context, parse_bang, shown_output
 from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
@@ -28,6 +26,17 @@ if TYPE_CHECKING:
 
     from tether.agent.agent import Agent
     from tether.tui.transcript import Transcript
+
+__all__ = [
+    "BANG_LEAD",
+    "SHOWN_CHARS",
+    "ShellHost",
+    "bang_context",
+    "parse_bang",
+    "run_bang",
+    "shown_output",
+    "tasks",
+]
 
 
 class ShellHost(Protocol):
@@ -46,43 +55,6 @@ class ShellHost(Protocol):
 
 BANG_TIMEOUT_S = 120.0
 """The time limit of a `!cmd` (s); Esc stops it sooner."""
-SHOWN_CHARS = 8000
-"""How much of a `!cmd`'s output the transcript shows (the conversation gets up to
-`tools.output_threshold_chars`)."""
-BANG_LEAD = (
-    "The user ran this command in the sandbox themselves (they saw its output). It is context "
-    "for their next message, not a request: do not act on it unless they ask."
-)
-
-
-def bang_context(command: str, output: str, cap: int) -> str:
-    """The text a `!cmd` adds to the conversation: a lead line, `<bash-input>` and
-    `<bash-stdout>` (stdout and stderr merged; past `cap` characters the middle is cut)."""
-    if len(output) > cap:
-        head, tail = output[: cap // 2], output[-(cap // 2) :]
-        output = f"{head}{output_cut_note(len(output) - len(head) - len(tail), len(output))}{tail}"
-    return f"{BANG_LEAD}\n<bash-input>{command}</bash-input>\n<bash-stdout>{output}</bash-stdout>"
-
-
-def shown_output(text: str) -> str:
-    """What the transcript shows of a `!cmd`'s output (live and read back): its first
-    `SHOWN_CHARS` characters."""
-    if len(text) > SHOWN_CHARS:
-        return f"{text[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters)"
-    return text
-
-
-_BANG = re.compile(
-    re.escape(BANG_LEAD) + r"\n<bash-input>(.*?)</bash-input>\n<bash-stdout>(.*)</bash-stdout>\Z",
-    re.DOTALL,
-)
-
-
-def parse_bang(text: str) -> tuple[str, str] | None:
-    """`(command, output)` of a stored `!cmd` message (`bang_context`'s text), else None: a
-    resumed transcript shows it as it was shown live (the `!cmd` line, then its output)."""
-    m = _BANG.match(text)
-    return None if m is None else (m.group(1), m.group(2))
 
 
 def run_bang(app: ShellHost, command: str) -> None:
