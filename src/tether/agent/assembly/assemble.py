@@ -137,6 +137,7 @@ def assemble(
         shells=BackgroundShells(config.tools.max_background)
         if host.agent_path == ("main",)
         else None,
+        states=session.tool_states(),
         lsp=host.lsp
         or lsp_manager(  # language servers: started on the first touch of a file
             config.lsp,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,8 @@ async def run_tool(
                 "truncated, e.g. in smaller pieces)",
             )
         )
+    if ctx.states is not None and ctx.tool_name != tool.name:
+        ctx = replace(ctx, tool_name=tool.name)  # `ctx.state` is this tool's own
     try:
         kwargs = tool.bind(call.arguments, ctx)
     except ValidationError as e:
