@@ -20,6 +20,7 @@ from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import TurnPolicy
 from tether.agent.turn.state import RunParts, RunState
 from tether.agent.turn.stop_hooks import StopHooks
+from tether.agent.turn.todo_policy import TodoRestatement
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn
 from tether.testing import ScriptedProvider, call, deterministic
 from tether.tools.base import tool
@@ -107,6 +108,7 @@ def test_the_assembly_builds_its_policies_in_order_and_a_settings_change_keeps_t
     assert kinds == [
         BudgetPolicy,
         AutoCompaction,
+        TodoRestatement,
         ContinuationPolicy,
         StopHooks,
         PlanMode,

@@ -22,6 +22,7 @@ from tether.agent.turn.output_schema import OutputSchemaPolicy
 from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import Policies, TurnPolicy
 from tether.agent.turn.stop_hooks import StopHooks
+from tether.agent.turn.todo_policy import TodoRestatement
 from tether.agent.turn.tool_limit import ToolCallLimit
 from tether.settings import AgentConfig
 
@@ -33,6 +34,7 @@ _OWN = (
     BudgetPolicy,
     AutoCompaction,
     RunawayGuard,
+    TodoRestatement,
     ContinuationPolicy,
     StopHooks,
     PlanMode,
@@ -54,7 +56,8 @@ def turn_policies(
     main: bool = True,
 ) -> Policies:
     """An agent's turn policies, in order: the budget (first: it stops before a compaction
-    is paid for), compaction or the runaway guard, continuations, the `stop` hooks, plan mode,
+    is paid for), compaction or the runaway guard, the todo list restated after a compaction
+    (after compaction: it sees the marker just written), continuations, the `stop` hooks, plan mode,
     the final answer's schema and the tool-call cap (the main agent's only: a subagent's answer
     is its `task` call's result; `root` resolves a schema file), checkpoints, then the host's
     (from `old`). A policy of `old` whose inputs are the same is
@@ -72,6 +75,7 @@ def turn_policies(
         if budget is None
         else reuse(BudgetPolicy, lambda p: p.budget is budget, lambda: BudgetPolicy(budget)),
         context,
+        reuse(TodoRestatement, lambda _p: True, TodoRestatement),
         reuse(
             ContinuationPolicy,
             lambda p: p.max_continuations == limit,

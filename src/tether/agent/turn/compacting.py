@@ -5,7 +5,7 @@ old tool results, tail), compact after an idle pause that outlived the prompt ca
 Owns: `AutoCompaction`, a turn policy (`tether.agent.turn.policy`: `before_request`,
 `after_reply`) that the request path also calls (`on_overflow`, `shape`) with the run's
 `RunState`, restoring recently read
-files and the todo list's latest state after a summary; `RunawayGuard`, what stays of it when
+files and listing running background shells after a summary; `RunawayGuard`, what stays of it when
 automatic compaction is off (the same monitor and runaway guard, 0.9 of the window in total or
 0.4 in one turn, refusing at once since nothing can compact); and the compaction ladder:
 LLM summary (through the run's request path: retries, Retry-After, fallback; its usage counted
@@ -47,7 +47,6 @@ from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
 from tether.tokens import estimate_tokens, text_tokens
 from tether.tools.builtin.shells import SHELL_OUTPUT_TOOL
-from tether.tools.builtin.todo import TODO_TOOL, latest_todo
 from tether.tools.exec.read_state import ReadState
 from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
@@ -383,9 +382,9 @@ class AutoCompaction(TurnPolicy):
     async def _restore(
         self, parts: RunParts, state: RunState, snap: Snapshot, scope: Scope
     ) -> tuple[str, ...]:
-        """Re-read recently read files (within the budget), restate the todo list's latest
-        state when the summary replaced it, and list the background shells still running: one
-        synthetic call+results pair."""
+        """Re-read recently read files (within the budget) and list the background shells
+        still running: one synthetic call+results pair (the todo list is restated by its own
+        policy, `tether.agent.turn.todo_policy`)."""
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
@@ -411,17 +410,6 @@ class AutoCompaction(TurnPolicy):
                 if self.reads is not None:
                     self.reads.observe(call, result)
                 spent += cost
-                calls.append(call)
-                results.append(result)
-        items = latest_todo(snap.history)
-        if items is not None and latest_todo(kept) is None and TODO_TOOL in parts.registry:
-            call = ToolCallBlock(
-                id=f"restore_{parts.new_id()}", name=TODO_TOOL, arguments={"items": list(items)}
-            )
-            result = await run_tool_call(
-                parts.registry, call, parts.tool_context, timeout_s=30.0, redact=parts.redact
-            )
-            if not result.is_error:
                 calls.append(call)
                 results.append(result)
         shells = parts.tool_context.shells
