@@ -49,6 +49,7 @@ from tether.compaction.tail import Compactor
 from tether.errors import RunError, TetherError
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, StreamError, TextDelta, UsageEvent
+from tether.tokens import ModelLimits
 from tether.wire.markers import elide_markers, elided_ids, is_marker, marker_blocks
 
 SummaryCall = Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]
@@ -103,6 +104,12 @@ class SummaryRequest:
     max_chunks: int = 4
     marker_id: str | None = None
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
+
+
+def summary_cap(limits: ModelLimits) -> int:
+    """The summary's default output cap for a model, in tokens: min(4096, a quarter of the
+    window, the model's output cap), at least 64 (`SummaryRequest.summary_max_tokens`)."""
+    return max(64, min(4096, limits.context_window // 4, limits.max_output_tokens))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

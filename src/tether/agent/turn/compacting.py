@@ -39,6 +39,7 @@ from tether.compaction.summarize import (
     SummaryRequest,
     compact_conversation,
     compact_with,
+    summary_cap,
     truncation_marker,
 )
 from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
@@ -363,9 +364,7 @@ class AutoCompaction(TurnPolicy):
         if self.compactor is not None:
             return await compact_with(self.compactor, snap, scope, focus, marker_id=marker_id)
         limits = self.monitor.limits
-        cap = self.summary_max_tokens or max(
-            64, min(4096, limits.context_window // 4, limits.max_output_tokens)
-        )
+        cap = self.summary_max_tokens or summary_cap(limits)
         request = SummaryRequest(
             snapshot=snap,
             scope=scope,
