@@ -33,8 +33,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.errors import RuleError
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
-from tether.permissions.rules import Decision, RuleError, Rules, suggest
+from tether.permissions.rules import Decision, Rules, suggest
 
 ApprovalMode = Literal["ask", "auto-edit", "read-only", "auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "read-only", "auto")

@@ -18,15 +18,17 @@ from pathlib import Path
 from tether.agent.assembly import build
 from tether.agent.assembly.assemble import assemble
 from tether.agent.sessions import AgentSession
-from tether.compaction.rounds import CompactInvalidInputError, Scope
+from tether.compaction.rounds import Scope
 from tether.compaction.snapshot import Snapshot
-from tether.compaction.summarize import (
+from tether.compaction.summarize import SummaryRequest, compact_conversation, summary_cap
+from tether.errors import (
+    AuthError,
+    CompactInvalidInputError,
     CompactionFailedError,
-    SummaryRequest,
-    compact_conversation,
-    summary_cap,
+    ConfigError,
+    SessionError,
+    exit_code_for,
 )
-from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.session import SessionStore
 
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5

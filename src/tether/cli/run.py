@@ -43,8 +43,15 @@ from tether.cli.output import (
     clean_text,
     err,
 )
-from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
-from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
+from tether.cli.stdin import StdinInput, parse_stdin
+from tether.errors import (
+    AuthError,
+    ConfigError,
+    MalformedInputError,
+    RunError,
+    SessionError,
+    exit_code_for,
+)
 from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
@@ -117,7 +124,8 @@ def run_command(opts: RunOptions) -> int:
 def _in_worktree(opts: RunOptions, sink: OutputSink) -> int:
     """`--worktree NAME`: the run in a new git worktree (`tether.worktrees`), removed at the
     end when nothing changed, else kept; one stderr line says which."""
-    from tether.worktrees import WorktreeError, close, create, folder_in
+    from tether.errors import WorktreeError
+    from tether.worktrees import close, create, folder_in
 
     assert opts.worktree is not None
     cwd = opts.cwd.resolve()
@@ -361,7 +369,8 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
             raise ConfigError("--tools is empty: name at least one tool")
         overrides["tools.only"] = names
     if opts.timeout is not None:
-        from tether.durations import DurationError, parse_duration
+        from tether.durations import parse_duration
+        from tether.errors import DurationError
 
         value = opts.timeout.strip()
         if value.replace(".", "", 1).isdigit():  # a bare number on the command line: seconds

@@ -32,7 +32,7 @@ from typing import Literal
 
 from tether.compaction.pressure import message_tokens
 from tether.compaction.snapshot import Snapshot
-from tether.errors import TetherError
+from tether.errors import CompactInvalidInputError
 from tether.messages import (
     CompactSummaryBlock,
     TextBlock,
@@ -41,11 +41,6 @@ from tether.messages import (
     Turn,
 )
 from tether.wire.markers import is_marker, live_sequence, marker_blocks, top_generation
-
-
-class CompactInvalidInputError(TetherError):
-    """A compaction was asked for on input it cannot summarize (raised before any call): empty
-    history, nothing to summarize, an unknown anchor id, or a slice with no text."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,8 +138,6 @@ def is_user_message(turn: Turn) -> bool:
         and not is_results_turn(turn)
         and any(type(b) is TextBlock and b.text.strip() for b in turn.content)
     )
-
-
 
 
 def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[str]:

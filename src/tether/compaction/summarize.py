@@ -46,7 +46,7 @@ from tether.compaction.rounds import (
 )
 from tether.compaction.snapshot import Snapshot
 from tether.compaction.tail import Compactor
-from tether.errors import RunError, TetherError
+from tether.errors import CompactionCancelledError, CompactionFailedError, RunError
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, StreamError, TextDelta, UsageEvent
 from tether.tokens import ModelLimits
@@ -58,18 +58,6 @@ SummaryCall = Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]
 
 MAX_OVERFLOW_RETRIES = 3
 """context_overflow retries per chunk; each halves the chunk from its head (whole rounds)."""
-
-
-class CompactionFailedError(TetherError):
-    """The summary call failed (after its retries). `kind` is the provider error kind."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"compaction failed ({kind}): {message}")
-        self.kind = kind
-
-
-class CompactionCancelledError(TetherError):
-    """The caller's cancel signal was set during the summary call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

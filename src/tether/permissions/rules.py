@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 import pathspec
 
+from tether.errors import RuleError
 from tether.permissions.shell import Unparsable, split_command
 
 Action = Literal["allow", "ask", "deny"]
@@ -71,10 +72,6 @@ SUBCOMMAND_TOOLS = frozenset(
     }
 )
 """Commands whose second word names what they do (`git commit`): "always allow" keeps it."""
-
-
-class RuleError(ValueError):
-    """A rule that does not parse (the message names it)."""
 
 
 @dataclass(frozen=True, slots=True)

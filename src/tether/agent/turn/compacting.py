@@ -31,10 +31,9 @@ from tether.compaction.prune import PrunePolicy, Pruner
 from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
-from tether.compaction.rounds import CompactInvalidInputError, Scope, select
+from tether.compaction.rounds import Scope, select
 from tether.compaction.snapshot import Snapshot
 from tether.compaction.summarize import (
-    CompactionFailedError,
     CompactionResult,
     SummaryRequest,
     compact_conversation,
@@ -43,7 +42,7 @@ from tether.compaction.summarize import (
     truncation_marker,
 )
 from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
-from tether.errors import RunError
+from tether.errors import CompactInvalidInputError, CompactionFailedError, RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
 from tether.tokens import estimate_tokens, text_tokens

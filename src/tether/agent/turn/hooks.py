@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from tether.agent.events import AgentEvent, WarningEvent
+from tether.errors import HookFailed
 from tether.messages import ToolCallBlock, ToolResultBlock, Turn
 from tether.sandbox.proc import kill_group, spawn_confined
 from tether.settings.model import HooksSettings, ShellHookSettings
@@ -164,10 +165,6 @@ class Hooks:
     before_compaction: Sequence[HookFn] = ()
     stop: Sequence[HookFn] = ()
     transform_context: Sequence[ContextTransform] = ()
-
-
-class HookFailed(Exception):
-    """A hook failed (raised, exited oddly, printed no JSON object, timed out)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
