@@ -319,17 +319,24 @@ class AgentParts:
 
     def with_budget(self, budget: Budget | None) -> AgentParts:
         """These parts counting their spending in `budget` (a subagent's: its caller's)."""
+        return self._rederived(budget=budget)
+
+    def _rederived(self, **changes: Any) -> AgentParts:
+        """These parts with `changes`, their turn policies rebuilt from the result: the one
+        path of `with_budget` and `with_settings`. A policy whose inputs did not change is
+        kept with its state (`turn_policies`), so a mid-run change of one section does not
+        reset another's per-run counts."""
+        new = replace(self, **changes)
         return replace(
-            self,
-            budget=budget,
+            new,
             policies=turn_policies(
-                self.config,
-                self.hooks,
-                context=self.compaction or self.guard,
-                budget=budget,
-                checkpoints=self.checkpoints,
-                root=self.root,
-                main=self.agent_path == ("main",),
+                new.config,
+                new.hooks,
+                context=new.compaction or new.guard,
+                budget=new.budget,
+                checkpoints=new.checkpoints,
+                root=new.root,
+                main=new.agent_path == ("main",),
                 old=self.policies,
             ),
         )
@@ -374,20 +381,9 @@ class AgentParts:
         budget = self.budget
         if config.run.max_budget_usd != self.config.run.max_budget_usd:
             budget = budget_of(config)
-        return replace(
-            self,
+        return self._rederived(
             config=config,
             budget=budget,
-            policies=turn_policies(
-                config,
-                self.hooks,
-                context=compaction or guard,
-                budget=budget,
-                checkpoints=self.checkpoints,
-                root=self.root,
-                main=self.agent_path == ("main",),
-                old=self.policies,
-            ),
             run=RunSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
             guard=guard,
