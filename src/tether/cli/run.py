@@ -514,8 +514,8 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
         return EXIT_USAGE
     if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
-        budget = agent.parts.budget
-        cap = f" {usd(budget.cap_usd)}" if budget is not None else ""
+        limit = agent.config.run.max_budget_usd  # the agent's public config, as the flag set it
+        cap = f" {usd(limit)}" if limit is not None else ""
         err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
         return EXIT_USAGE
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
