@@ -16,7 +16,7 @@ conversation; restore the files; record the tree it left as an `after` record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -306,6 +306,3 @@ def preview(plan: RewindPlan) -> tuple[tuple[Change, ...], tuple[str, ...]]:
     return plan.repo.changes(now.commit, plan.target.commit), external
 
 
-def user_turn_texts(turns: Sequence[UserTurn]) -> list[str]:
-    """`N  first line of the message` per turn (the pickers' labels)."""
-    return [f"{t.number:>3}  {(t.text.strip().splitlines() or [''])[0][:70]}" for t in turns]

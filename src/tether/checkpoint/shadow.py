@@ -45,8 +45,6 @@ DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 """Files larger than this (bytes) are left out of a snapshot, with a warning."""
 
 REF = "refs/heads/main"
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-"""git's id of the empty tree (the snapshot of an empty folder)."""
 
 GITLINK, SYMLINK, EXEC = "160000", "120000", "100755"
 """git modes: a nested repository, a symlink, an executable file."""

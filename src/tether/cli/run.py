@@ -358,7 +358,7 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
     )
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
-    overrides.update(run_limits.overrides(opts.output_schema, opts.max_tool_calls))  # issue 39
+    overrides.update(run_limits.overrides(opts.output_schema, opts.max_tool_calls))
     overrides.update(setup.effort_override(opts.effort))
     overrides.update(setup.add_dir_override(opts.add_dirs, opts.cwd.resolve()))
     if opts.append_system is not None:
@@ -428,7 +428,7 @@ def _build(
     if prompt is not None:
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
-    run_limits.check_schema(agent)  # issue 39: a bad schema is one line before any request
+    run_limits.check_schema(agent)  # a bad schema is one line before any request
     check_input_fits(prompt, stdin, agent.limits.context_window)
     agent.set_plan_mode(opts.plan)
     from tether.agent.attachments import image_refusal
@@ -471,7 +471,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         # instant it arrives (exit 130 even when the cancel reaches a run that just finished).
         # With the loop's own handlers, a signal delivered while the run closed synchronously
         # (the final answer and the closing checkpoint written, `done` emitted) waited in the
-        # loop's self-pipe, and removing the handlers below dropped it: exit 0 (issue 39).
+        # loop's self-pipe, and removing the handlers below dropped it: exit 0.
         cancel.note()
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select
@@ -520,7 +520,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         return EXIT_USAGE
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
         err("plan mode: nothing was changed; the plan is the `plan` event")
-    if (stopped := run_limits.stop_line(agent, result)) is not None:  # issue 39
+    if (stopped := run_limits.stop_line(agent, result)) is not None:
         err(stopped)
         return EXIT_USAGE
     if result.stop_reason == "max_turns":
@@ -533,7 +533,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
 
 
 def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
-    """The way on after the runaway guard stopped a run (issue 39): each resume would compact
+    """The way on after the runaway guard stopped a run: each resume would compact
     once and stop again when the last user message alone is too large, so the line names the
     fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
     a user message."""

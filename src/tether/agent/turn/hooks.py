@@ -53,13 +53,6 @@ from tether.settings.model import HooksSettings, ShellHookSettings
 from tether.tools.context import ToolContext
 
 HookPoint = Literal["before_tool", "after_tool", "user_prompt", "before_compaction", "stop"]
-HOOK_POINTS: tuple[HookPoint, ...] = (
-    "before_tool",
-    "after_tool",
-    "user_prompt",
-    "before_compaction",
-    "stop",
-)
 DENY_EXIT = 2
 """A shell hook exiting with this code denies; its stderr is the reason."""
 MAX_HOOK_OUTPUT_BYTES = 1_000_000
