@@ -19,7 +19,7 @@ from tether.agent.assembly import build
 from tether.agent.assembly.assemble import assemble
 from tether.agent.sessions import AgentSession
 from tether.compaction.rounds import Scope
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import SummaryRequest, compact_conversation, summary_cap
 from tether.errors import (
     AuthError,
@@ -75,7 +75,7 @@ def compact_command(
     limits = parts.limits
     try:
         request = SummaryRequest(
-            snapshot=Snapshot.of(loaded.turns),
+            snapshot=CompactionSnapshot.of(loaded.turns),
             scope=Scope.tail(keep_turns) if keep_turns else Scope.full(),
             instructions=focus,
             window_tokens=limits.context_window,

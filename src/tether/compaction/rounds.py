@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.compaction.pressure import message_tokens
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.errors import CompactInvalidInputError
 from tether.messages import (
     CompactSummaryBlock,
@@ -201,7 +201,7 @@ def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
 
 
 def select(
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     scope: Scope,
     *,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
@@ -211,7 +211,7 @@ def select(
     docstring).
 
     A snapshot's live turns and generation, kept incrementally by the caller
-    (`Snapshot.tracked`), save two passes over the whole history, which made each compaction
+    (`CompactionSnapshot.tracked`), save two passes over the whole history, which made each compaction
     cost O(history) (21 ms at 35,000 turns, half of it; bench/turn_overhead.py).
 
     Raises:

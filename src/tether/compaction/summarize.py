@@ -44,7 +44,7 @@ from tether.compaction.rounds import (
     halve_from_head,
     select,
 )
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.tail import Compactor
 from tether.errors import CompactionCancelledError, CompactionFailedError, RunError
 from tether.messages import Turn, Usage, text_turn
@@ -66,7 +66,7 @@ class SummaryRequest:
 
     Attributes:
         snapshot: the stored history (markers included, oldest first; not mutated), with its
-            live turns and next generation (`Snapshot.of(turns)` computes them).
+            live turns and next generation (`CompactionSnapshot.of(turns)` computes them).
         scope: which rounds to replace (default `Scope.full()`).
         instructions: the user's focus (`/compact <focus>`), added as a Focus section.
         previous_summary: an earlier summary to fold in (default: that of the newest active
@@ -81,7 +81,7 @@ class SummaryRequest:
             many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
     """
 
-    snapshot: Snapshot
+    snapshot: CompactionSnapshot
     scope: Scope = field(default_factory=Scope.full)
     instructions: str | None = None
     previous_summary: str | None = None
@@ -216,7 +216,7 @@ def _tokens(turns: tuple[Turn, ...]) -> int:
 
 
 def _finish(
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     sel: RoundSelection,
     marker_id: str | None,
     text_for: Callable[[str, str], str],
@@ -249,7 +249,7 @@ def _finish(
 
 
 def truncation_marker(
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     scope: Scope,
     reason: str,
     *,
@@ -374,7 +374,7 @@ async def compact_conversation(
 
 async def compact_with(
     compactor: Compactor,
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     scope: Scope | None = None,
     instructions: str | None = None,
     *,

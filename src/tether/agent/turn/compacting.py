@@ -32,7 +32,7 @@ from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
 from tether.compaction.rounds import Scope, select
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import (
     CompactionResult,
     SummaryRequest,
@@ -284,7 +284,7 @@ class AutoCompaction(TurnPolicy):
     ) -> CompactionResult | None:
         await parts.before_compaction(reason)  # the `before_compaction` hooks
         # live turns and the new marker's generation, kept in O(new turns)
-        snap = Snapshot.tracked(tuple(state.history), self._live)
+        snap = CompactionSnapshot.tracked(tuple(state.history), self._live)
         before = estimate_tokens(self.shape(parts.view(state.history)))
         parts.emit(CompactionStartEvent(reason=reason, tokens_before=before))
         scope = self._scope(snap)
@@ -340,7 +340,7 @@ class AutoCompaction(TurnPolicy):
         if pruned or any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
 
-    def _scope(self, snap: Snapshot) -> Scope | None:
+    def _scope(self, snap: CompactionSnapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
         keeps: list[int] = []
@@ -358,7 +358,7 @@ class AutoCompaction(TurnPolicy):
         return None
 
     async def _summarize(
-        self, parts: RunParts, snap: Snapshot, scope: Scope, focus: str | None, marker_id: str
+        self, parts: RunParts, snap: CompactionSnapshot, scope: Scope, focus: str | None, marker_id: str
     ) -> CompactionResult:
         if self.compactor is not None:
             return await compact_with(self.compactor, snap, scope, focus, marker_id=marker_id)
@@ -378,7 +378,7 @@ class AutoCompaction(TurnPolicy):
         )
 
     async def _restore(
-        self, parts: RunParts, state: RunState, snap: Snapshot, scope: Scope
+        self, parts: RunParts, state: RunState, snap: CompactionSnapshot, scope: Scope
     ) -> tuple[str, ...]:
         """Re-read recently read files (within the budget) and list the background shells
         still running: one synthetic call+results pair (the todo list is restated by its own
