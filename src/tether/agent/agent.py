@@ -324,8 +324,8 @@ class Agent:
         return self.parts.runtime
 
     @property
-    def hooks(self) -> Hooks | None:
-        """The library hooks given."""
+    def library_hooks(self) -> Hooks | None:
+        """The library hooks given (`Agent(hooks=...)`; the hook runner is the parts')."""
         return self.parts.library_hooks
 
     @property

@@ -3,7 +3,7 @@ next message) and `/tasks` (the background shells: list them, stop one).
 
 Owns: `run_bang`, `tasks`, and the context text a `!cmd` adds (`bang_context`, Claude Code's
 `<bash-input>` / `<bash-stdout>` shape).
-Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
+Does not own: running the command (`tether.tools.builtin.bash.run_shell`: the same sandbox
 and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
 dispatching commands (`tether.tui.handlers`).
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.messages import TextBlock, Turn
 from tether.sandbox.proc import output_cut_note
-from tether.tools.builtin.bash import run_command
+from tether.tools.builtin.bash import run_shell
 from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def run_bang(app: ShellHost, command: str) -> None:
 async def _bang(app: ShellHost, command: str) -> None:
     agent = app.agent
     try:
-        out = await run_command(command, agent.tool_context, BANG_TIMEOUT_S)
+        out = await run_shell(command, agent.tool_context, BANG_TIMEOUT_S)
         assert isinstance(out.content, str)
         text = agent.redact(out.content)
         shown = text

@@ -253,10 +253,8 @@ class AgentParts:
         return self.host.agent_path
 
     def emit(self, event: AgentEvent) -> None:
-        """Send `event` to the host (`host.on_event`; nothing when there is none)."""
-        on_event = self.host.on_event
-        if on_event is not None:
-            on_event(event)
+        """Send `event` to the host (`Host.emit`: nothing when it has no `on_event`)."""
+        self.host.emit(event)
 
     def new_id(self) -> str:
         """A fresh turn id."""

@@ -72,7 +72,7 @@ async def _drain(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -
             return True
 
 
-async def run_command(
+async def run_shell(
     command: str, ctx: ToolContext, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> ToolOutput:
     """Run `bash -c command` in `ctx.root` with `ctx.env`, inside `ctx.sandbox` when set; see
@@ -215,4 +215,4 @@ async def bash(
     """
     if run_in_background:
         return await start_background(command, ctx)
-    return await run_command(command, ctx, timeout_s)
+    return await run_shell(command, ctx, timeout_s)
