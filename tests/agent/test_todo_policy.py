@@ -6,6 +6,7 @@ seam does); a failed `todo` call is not the list's state."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from tether.tools.builtin.toolset import builtin_tools
 ITEMS = [{"text": "write tests", "status": "done"}, {"text": "fix bug", "status": "in_progress"}]
 
 
-async def _summary(turns: Any, focus: Any) -> str:
+async def _summary(
+    turns: Sequence[Turn], previous_summary: str | None, focus: str | None
+) -> str:
     return "summary"
 
 
