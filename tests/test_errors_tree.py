@@ -1,6 +1,8 @@
 """The exception tree drawn in `tether/errors.py`'s docstring is the real one: every class it
 draws exists with the parent it is drawn under, and every subclass of `TetherError` defined in
-tether is drawn (importing every module first, so each class is seen)."""
+tether is drawn (importing every module first, so each class is seen); and every exception
+tether defines is in that tree and in `errors.py` (but the test kit's `AssertionError` and
+private ones of a module's own)."""
 
 from __future__ import annotations
 
@@ -38,13 +40,17 @@ def every_subclass(cls: type) -> set[type]:
     return out
 
 
-def test_the_drawn_tree_is_the_real_tree() -> None:
+def import_everything() -> None:
     for info in pkgutil.walk_packages(tether.__path__, "tether."):
         if not info.name.endswith("__main__"):
             try:
                 importlib.import_module(info.name)
             except ImportError:  # an optional extra that is not installed
                 continue
+
+
+def test_the_drawn_tree_is_the_real_tree() -> None:
+    import_everything()
     tree = drawn()
     assert len(tree) >= 15
     real = {
@@ -53,3 +59,17 @@ def test_the_drawn_tree_is_the_real_tree() -> None:
     assert set(real) == set(tree), set(real) ^ set(tree)
     for name, parent in tree.items():
         assert real[name].__bases__[0].__name__ == parent, name
+
+
+def test_every_exception_tether_defines_is_in_errors_py_under_the_tree() -> None:
+    import_everything()
+    outside = {
+        f"{c.__module__}.{c.__qualname__}"
+        for c in every_subclass(BaseException)
+        if c.__module__.startswith("tether.")
+        and not c.__name__.startswith("_")
+        and c.__module__ not in ("tether.errors", "tether.testing")
+    }
+    assert outside == set()
+    defined = {c for c in every_subclass(BaseException) if c.__module__ == "tether.errors"}
+    assert all(issubclass(c, TetherError) for c in defined)

@@ -20,6 +20,7 @@ from tether.agent.sessions import AgentSession
 from tether.cli.run import RunOptions, _build  # pyright: ignore[reportPrivateUsage]
 from tether.cli.stdin import StdinInput
 from tether.providers.base import Provider, StreamError
+from tether.providers.fallback import ModelRef
 from tether.settings.trust import approve
 from tether.testing import ScriptedProvider, call
 
@@ -42,10 +43,10 @@ def scripted_models(
     """Model strings resolve to the scripted providers given per spec (offline)."""
     asked: list[str] = []
 
-    def resolve(spec: str | None, **_kw: Any) -> Provider:
-        asked.append(spec or "local")
-        provider = scripts[spec or "local"]
-        provider.name, _, provider.model = (spec or "local").partition("/")
+    def resolve(ref: ModelRef, **_kw: Any) -> Provider:
+        asked.append(ref.spec)
+        provider = scripts[ref.spec]
+        provider.name, provider.model = ref.provider, ref.model
         return provider
 
     monkeypatch.setattr(build, "resolve_provider", resolve)

@@ -12,7 +12,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from tether.errors import ConfigError
+from tether.errors import DurationError
 
 _UNIT_MS: dict[str, int] = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
 _PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)", re.IGNORECASE)
@@ -21,10 +21,6 @@ _NUMBER = re.compile(r"\s*(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 MAX_DURATION_S = 366 * 24 * 3600.0
 """The longest duration accepted (one year, in seconds); longer values are surely mistakes."""
-
-
-class DurationError(ConfigError, ValueError):
-    """A value that is not a duration; the message says what is accepted."""
 
 
 _HELP = 'use milliseconds as a number (1500) or a string like "250ms", "30s", "5m", "1h", "1m30s"'

@@ -7,8 +7,10 @@ sessions, failed runs reported to a caller, and bugs.
     │   ├── AuthError               no credentials for a provider that needs them
     │   ├── DurationError           a duration that does not parse (`tether.durations`)
     │   ├── ToolConflictError       two tools with one name (`tether.tools.scan`)
+    │   ├── RuleError               a permission rule that does not parse
+    │   │                           (`tether.permissions.rules`)
     │   ├── SandboxUnavailableError a forced OS sandbox does not work here
-    │   │                           (`tether.sandbox.base`)
+    │   │                           (`tether.sandbox.detect`)
     │   └── TracingUnavailableError tracing was enabled, the `tracing` extra is missing
     │                               (`tether.tracing`)
     ├── SessionError                a session cannot be opened/found
@@ -21,6 +23,19 @@ sessions, failed runs reported to a caller, and bugs.
     │   ├── PathOutsideError        a path outside the working folder
     │   │                           (`tether.sandbox.paths`)
     │   └── PathDeniedError         a path the policy refuses (`tether.sandbox.policy`)
+    ├── HookFailed                  a hook raised, timed out or printed no JSON object
+    │                               (`tether.agent.turn.hooks`)
+    ├── McpServerError              an MCP server is down, did not start or broke the
+    │                               connection (`tether.mcp.connection`)
+    ├── LoginRequiredError          a remote MCP server asks for OAuth and the run is
+    │                               headless (`tether.mcp.oauth`)
+    ├── LocalModelCrash             the embedded model's process died (also a RuntimeError;
+    │                               `tether.providers.local.supervisor`)
+    ├── TooManyShells               `tools.max_background` shells run already
+    │                               (`tether.tools.exec.background`)
+    ├── ServerDown                  a language server's process exited (`tether.lsp.client`)
+    ├── WorkerAlive                 a live Jobs worker has that executor id
+    │                               (`tether.jobs.liveness`)
     ├── CompactInvalidInputError    nothing to compact / a bad scope (`tether.compaction`)
     ├── CompactionFailedError       the summary call failed for good
     ├── CompactionCancelledError    the summary call was cancelled
@@ -31,15 +46,9 @@ sessions, failed runs reported to a caller, and bugs.
     │                               (`tether.worktrees`)
     └── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
 
+Every class is defined here (a test checks it and the tree); the modules named raise them.
 Outside the tree: `tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose (a
-test failure), and three errors of the MCP client and the hooks derive from `Exception` alone:
-
-    McpServerError              an MCP server is down, did not start or broke the connection
-                                (`tether.mcp.connection`)
-    LoginRequiredError          a remote MCP server asks for OAuth and the run is headless
-                                (`tether.mcp.oauth`)
-    HookFailed                  a hook raised, timed out or printed no JSON object
-                                (`tether.agent.turn.hooks`)
+test failure).
 
 Headless exit codes (`exit_code_for`): 0 success · 1 usage/other · 2 auth · 3 network ·
 4 provider · 5 malformed input · 130 cancelled.
@@ -142,6 +151,105 @@ class PathOutsideError(ToolError):
 class PathDeniedError(ToolError):
     """A path inside the working folder is refused by the deny policy."""
 
+
+class DurationError(ConfigError, ValueError):
+    """A value that is not a duration; the message says what is accepted."""
+
+
+class ToolConflictError(ConfigError, ValueError):
+    """Two tools share a name; the message names both places."""
+
+
+class RuleError(ConfigError, ValueError):
+    """A rule that does not parse (the message names it)."""
+
+
+class SandboxUnavailableError(ConfigError):
+    """A sandbox kind was asked for (argument or `TETHER_SANDBOX`) but does not work here."""
+
+
+class TracingUnavailableError(ConfigError):
+    """Tracing was asked for (`tracing.enabled: true`) but the `tracing` extra is missing."""
+
+
+class HookFailed(TetherError):
+    """A hook failed (raised, exited oddly, printed no JSON object, timed out)."""
+
+
+class McpServerError(TetherError):
+    """An MCP server is down, could not start, or broke the connection; the message names it."""
+
+
+class LoginRequiredError(TetherError):
+    """A remote MCP server asks for OAuth authorization and the run is headless."""
+
+
+class LocalModelCrash(TetherError, RuntimeError):
+    """The model's child process died (a native fault in llama.cpp, or killed).
+
+    Attributes:
+        signal_name: `SIGSEGV`, …, or `exit N` when it exited without a signal.
+        phase: `loading` or `generating`.
+        tried: the configurations tried, in words.
+        stderr_tail: the child's last stderr lines (llama.cpp's assertion text, if any).
+    """
+
+    def __init__(self, signal_name: str, phase: str, tried: list[str], stderr_tail: str) -> None:
+        self.signal_name = signal_name
+        self.phase = phase
+        self.tried = tried
+        self.stderr_tail = stderr_tail
+        super().__init__(
+            f"the embedded model crashed in llama.cpp ({signal_name}) while {phase}; "
+            f"tried: {', then '.join(tried)}"
+        )
+
+
+class TooManyShells(TetherError):
+    """`max_background` shells are running already."""
+
+
+class ServerDown(TetherError):
+    """The language server's process has exited (or never answered); the message names it."""
+
+
+class WorkerAlive(TetherError):
+    """A live worker already has the executor id (`args[0]`: one line saying which)."""
+
+
+class CompactInvalidInputError(TetherError):
+    """A compaction was asked for on input it cannot summarize (raised before any call): empty
+    history, nothing to summarize, an unknown anchor id, or a slice with no text."""
+
+
+class CompactionFailedError(TetherError):
+    """The summary call failed (after its retries). `kind` is the provider error kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"compaction failed ({kind}): {message}")
+        self.kind = kind
+
+
+class CompactionCancelledError(TetherError):
+    """The caller's cancel signal was set during the summary call."""
+
+
+class CheckpointError(TetherError):
+    """A snapshot or a restore failed (git missing or failing, the data folder unwritable)."""
+
+
+class RewindError(CheckpointError):
+    """A rewind was refused before anything changed (a turn outside the session, no
+    checkpoint, an unknown snapshot)."""
+
+
+class WorktreeError(TetherError):
+    """A worktree could not be made or cleaned up (not a git repository, a bad name, git
+    failing); the message is one line."""
+
+
+class MalformedInputError(TetherError, ValueError):
+    """stdin does not follow the grammar (exit code 5)."""
 
 
 _EXIT_BY_KIND = {

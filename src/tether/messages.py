@@ -35,7 +35,7 @@ persisted on cancellation) or `error` (a partial turn of a failed attempt)."""
 
 RunStopReason = (
     StopReason | Literal["max_turns", "cancelled", "context_runaway", "prompt_denied", "max_budget"]
-    | Literal["schema_invalid", "max_tool_calls"]  # issue 39: run.output_schema, max_tool_calls
+    | Literal["schema_invalid", "max_tool_calls"]  # run.output_schema, run.max_tool_calls
 )
 """Why a run ended (`RunResult.stop_reason`, the `done` event's `stop_reason`): the last
 turn's stop reason, or `max_turns`, `cancelled`, `context_runaway`, `error`, `max_budget` (the
@@ -377,7 +377,6 @@ TURN_CODEC: TypeAdapter[Turn] = TypeAdapter(Turn)
 `pydantic.ValidationError` on malformed input."""
 
 BLOCK_CODEC: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
-USAGE_CODEC: TypeAdapter[Usage] = TypeAdapter(Usage)
 
 
 def turn_to_json(turn: Turn) -> bytes:

@@ -3,8 +3,8 @@
 
 Owns: `Worktree` (a worktree tether made: its folder, branch and the commit it started from),
 `create` (a new worktree on a new branch `tether/NAME`), `changed` and `finish` (at exit an
-unchanged worktree is removed with its branch, a changed one is kept; one line says which),
-`WorktreeError`. It drives the `git` command line.
+unchanged worktree is removed with its branch, a changed one is kept; one line says which);
+a failure is a `tether.errors.WorktreeError`. It drives the `git` command line.
 Does not own: the session run in it (`tether.cli.run`, `tether.tui`, `tether.agent.subagents`).
 
 Where: `<repository root>/.tether/worktrees/NAME`, on branch `tether/NAME`, from the current
@@ -24,18 +24,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.errors import TetherError
+from tether.errors import WorktreeError
 
 WORKTREES_DIR = Path(".tether") / "worktrees"
 """Where worktrees go, relative to the repository root."""
 BRANCH_PREFIX = "tether/"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 _EXCLUDE_LINE = "/.tether/worktrees/"
-
-
-class WorktreeError(TetherError):
-    """A worktree could not be made or cleaned up (not a git repository, a bad name, git
-    failing); the message is one line."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -237,7 +237,7 @@ async def test_the_todo_list_is_an_event_and_is_restored_after_a_compaction(tmp_
 
     events: list[AgentEvent] = []
     items = [{"text": "write tests", "status": "done"}, {"text": "fix bug", "status": "in_progress"}]
-    script = [call("todo", items=items), "noted", "a", "b", "c"]
+    script = [call("todo", items=items), "noted", "a", "b", "c", "after"]
     provider = ScriptedProvider(script)
 
     async def compactor(turns: Any, focus: Any) -> str:
@@ -257,7 +257,8 @@ async def test_the_todo_list_is_an_event_and_is_restored_after_a_compaction(tmp_
     for p in ("x", "y", "z"):
         await agent.run(p)
     assert await agent.compact_now()
-    restored = [c for t in agent.history[-2:] for c in t.tool_calls if c.name == "todo"]
+    await agent.run("go on")  # restated before the next request (`TodoRestatement`)
+    restored = [c for t in agent.history[-4:-1] for c in t.tool_calls if c.name == "todo"]
     assert restored and restored[0].arguments["items"] == items
 
 

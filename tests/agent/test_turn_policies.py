@@ -20,6 +20,8 @@ from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import TurnPolicy
 from tether.agent.turn.state import RunParts, RunState
 from tether.agent.turn.stop_hooks import StopHooks
+from tether.agent.turn.todo_policy import TodoRestatement
+from tether.agent.turn.tool_limit import ToolCallLimit
 from tether.messages import ContentBlock, RunStopReason, TextBlock, Turn
 from tether.testing import ScriptedProvider, call, deterministic
 from tether.tools.base import tool
@@ -107,6 +109,7 @@ def test_the_assembly_builds_its_policies_in_order_and_a_settings_change_keeps_t
     assert kinds == [
         BudgetPolicy,
         AutoCompaction,
+        TodoRestatement,
         ContinuationPolicy,
         StopHooks,
         PlanMode,
@@ -119,3 +122,33 @@ def test_the_assembly_builds_its_policies_in_order_and_a_settings_change_keeps_t
     assert [type(p) for p in after] == kinds
     changed = [type(a).__name__ for a, b in zip(before, after, strict=True) if a is not b]
     assert changed == ["ContinuationPolicy"]
+
+
+async def test_a_mid_run_change_of_another_setting_keeps_the_tool_call_count(
+    tmp_path: Path,
+) -> None:
+    agents: list[Agent] = []
+
+    def bump(text: str) -> str:
+        """Change an unrelated setting mid-run."""
+        agents[0].apply_settings({"run.continuation_limit": 1})
+        return f"bumped {text}"
+
+    script = [call("bump", text="a"), call("note", text="b"), call("note", text="c"), "done"]
+    provider = ScriptedProvider(script)
+    config = AgentConfig.model_validate({"run": {"max_tool_calls": 2}})
+    agent = Agent(
+        provider,
+        config=config,
+        tools=[tool(bump, inline=True), tool(note, inline=True)],
+        root=tmp_path,
+        runtime=deterministic(),
+    )
+    agents.append(agent)
+    limit = next(p for p in agent.parts.policies if isinstance(p, ToolCallLimit))
+    result = await agent.run("go")
+    assert result.stop_reason == "max_tool_calls" and len(provider.requests) == 3
+    assert next(p for p in agent.parts.policies if isinstance(p, ToolCallLimit)) is limit
+    agent.apply_settings({"run.max_tool_calls": 5})  # its own section: a new cap
+    fresh = next(p for p in agent.parts.policies if isinstance(p, ToolCallLimit))
+    assert fresh is not limit and fresh.cap == 5

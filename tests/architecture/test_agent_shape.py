@@ -91,3 +91,20 @@ def test_nothing_outside_the_agent_package_assigns_an_agents_attributes() -> Non
                 continue
             found += agent_attribute_assignments(path)
     assert found == [], "hosts change an agent through its methods, not its attributes"
+
+
+def test_tether_run_reads_the_agent_through_its_public_surface() -> None:
+    """`cli/run.py` words its exit lines from the result and the agent's public members, not
+    from the parts record inside (`agent.parts.budget` was read for the budget's stop line)."""
+    found: list[str] = []
+    for name in ("run.py", "run_limits.py"):
+        path = ROOT / "src" / "tether" / "cli" / name
+        for node in ast.walk(parse_file(path)):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "parts"
+                and isinstance(node.value, ast.Name)
+                and AGENTISH.match(node.value.id)
+            ):
+                found.append(f"{name}:{node.lineno}")
+    assert found == []

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tether.compaction.rounds import CompactInvalidInputError, Scope, original_task
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import compact_with
 from tether.messages import BLOCK_CODEC, TARGETS, Target, Turn, text_turn
 from tether.wire import build_view
@@ -56,7 +56,7 @@ def test_task_is_byte_identical_after_10_compactions(
             }[how]
             try:
                 result = asyncio.run(
-                    compact_with(_compactor, Snapshot.of(turns), scope, marker_id=f"m{compactions}")
+                    compact_with(_compactor, CompactionSnapshot.of(turns), scope, marker_id=f"m{compactions}")
                 )
                 break
             except CompactInvalidInputError:

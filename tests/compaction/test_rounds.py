@@ -20,7 +20,7 @@ from tether.compaction.rounds import (
     select,
     split_rounds,
 )
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.messages import Turn, text_turn
 
 from .helpers import TASK, histories, history
@@ -58,7 +58,7 @@ def test_selection_covers_exactly_the_selected_rounds(
         anchor = data.draw(st.sampled_from(ids))
         scope = Scope.from_(anchor) if kind == "from" else Scope.up_to(anchor)
     try:
-        sel = select(Snapshot.of(turns), scope)
+        sel = select(CompactionSnapshot.of(turns), scope)
     except CompactInvalidInputError:
         return
     assert sel.task is not None and sel.task.text == TASK
@@ -85,13 +85,13 @@ def test_selection_covers_exactly_the_selected_rounds(
 
 def test_tail_keeps_at_least_n_turns_at_round_boundaries() -> None:
     turns = history(5)
-    sel = select(Snapshot.of(turns), Scope.tail(3))
+    sel = select(CompactionSnapshot.of(turns), Scope.tail(3))
     assert [t.id for t in sel.kept] == ["a3", "u3", "a4", "u4"]
     assert [t.id for t in sel.turns] == ["a0", "u0", "a1", "u1", "a2", "u2"]
 
 
 def test_anchor_inside_a_round_takes_the_whole_round() -> None:
-    snap = Snapshot.of(history(3))
+    snap = CompactionSnapshot.of(history(3))
     assert [t.id for t in select(snap, Scope.up_to("a1")).turns] == ["a0", "u0", "a1", "u1"]
     assert [t.id for t in select(snap, Scope.from_("u1")).turns] == ["a1", "u1", "a2", "u2"]
 
@@ -113,7 +113,7 @@ def test_anchor_inside_a_round_takes_the_whole_round() -> None:
 )
 def test_invalid_input_is_refused(turns: tuple[Turn, ...], scope: Scope, says: str) -> None:
     with pytest.raises(CompactInvalidInputError, match=says):
-        select(Snapshot.of(turns), scope)
+        select(CompactionSnapshot.of(turns), scope)
 
 
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 200))

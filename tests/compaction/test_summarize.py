@@ -14,7 +14,7 @@ from tether.agent.turn.attempts import Attempts, summary_call
 from tether.compaction.pressure import text_tokens
 from tether.compaction.prompt import SECTIONS, SUMMARY_SYSTEM
 from tether.compaction.rounds import CompactInvalidInputError, Scope
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import (
     CompactionCancelledError,
     CompactionFailedError,
@@ -116,7 +116,7 @@ async def test_invalid_input_raises_before_any_call() -> None:
 
 def summary_request(turns: Sequence[Turn], **fields: Any) -> SummaryRequest:
     """A summary request over `turns` (its snapshot computed), other fields as given."""
-    return SummaryRequest(snapshot=Snapshot.of(turns), **fields)
+    return SummaryRequest(snapshot=CompactionSnapshot.of(turns), **fields)
 
 
 def _scripted(*responses: str | StreamError) -> ScriptedProvider:
@@ -240,7 +240,7 @@ async def test_wall_clock_timeout_and_cancel_signal() -> None:
 
 def test_truncation_marker_names_the_removed_turns() -> None:
     result = truncation_marker(
-        Snapshot.of(history(3)), Scope.tail(2), "compaction failed (auth)"
+        CompactionSnapshot.of(history(3)), Scope.tail(2), "compaction failed (auth)"
     )
     assert result.truncated and result.replaced_ids == ("a0", "u0", "a1", "u1")
     assert result.summary.startswith("4 earlier turns were removed without a summary")

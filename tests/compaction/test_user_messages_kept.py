@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tether.compaction.rounds import Scope, is_user_message, select
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import compact_with
 from tether.messages import TextBlock, Turn, text_turn
 from tether.wire import build_view
@@ -37,7 +37,7 @@ def _wire_texts(turns: list[Turn]) -> str:
 
 def test_a_later_correction_survives_compaction_verbatim() -> None:
     turns = _history(["Correction: use tabs, not spaces.  \n(exact)"])
-    result = asyncio.run(compact_with(_compactor, Snapshot.of(turns), Scope.full()))
+    result = asyncio.run(compact_with(_compactor, CompactionSnapshot.of(turns), Scope.full()))
     assert "user1" not in result.replaced_ids and "user0" not in result.replaced_ids
     assert "a0" in result.replaced_ids
     after = [*turns, result.marker_turn]
@@ -54,7 +54,7 @@ def test_newest_user_messages_kept_within_budget_rest_announced(
     texts: list[str], budget: int
 ) -> None:
     turns = _history(texts)
-    sel = select(Snapshot.of(turns), Scope.full(), keep_user_tokens=budget)
+    sel = select(CompactionSnapshot.of(turns), Scope.full(), keep_user_tokens=budget)
     users = [t for t in turns[1:] if is_user_message(t)]
     kept_ids = {t.id for t in sel.kept_user}
     replaced = {t.id for t in sel.turns}
@@ -66,7 +66,7 @@ def test_newest_user_messages_kept_within_budget_rest_announced(
     if kept_ids:
         assert set(order[len(order) - len(kept_ids) :]) == kept_ids
     assert sel.folded_user == len(users) - len(kept_ids)
-    result = asyncio.run(compact_with(_compactor, Snapshot.of(turns), Scope.full()))
+    result = asyncio.run(compact_with(_compactor, CompactionSnapshot.of(turns), Scope.full()))
     wire = _wire_texts([*turns, result.marker_turn])
     for u in users:
         if u.id not in result.replaced_ids:
@@ -77,7 +77,7 @@ def test_newest_user_messages_kept_within_budget_rest_announced(
 
 def test_past_the_budget_the_summary_says_so() -> None:
     turns = _history(["first " * 50, "second " * 50, "third"])
-    sel = select(Snapshot.of(turns), Scope.full(), keep_user_tokens=120)
+    sel = select(CompactionSnapshot.of(turns), Scope.full(), keep_user_tokens=120)
     assert [t.id for t in sel.kept_user] == ["user2", "user1"][::-1] or {
         t.id for t in sel.kept_user
     } == {"user2", "user1"}

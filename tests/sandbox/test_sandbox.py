@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kit.sandbox import sandbox_for
-from tether.errors import ConfigError
+from tether.errors import ConfigError, SandboxUnavailableError
 from tether.sandbox import landlock, launcher
-from tether.sandbox.base import SANDBOX_ENV, SandboxUnavailableError, launcher_prefix
+from tether.sandbox.base import SANDBOX_ENV, launcher_prefix
 from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.config import SandboxConfig
 from tether.sandbox.detect import available, detect_sandbox

@@ -12,7 +12,7 @@ from test_tool_bash import marker, wait_no_survivors
 
 from kit.sandbox import SANDBOX_KINDS, sandbox_for
 from tether.tools import ToolContext, scrubbed_env
-from tether.tools.builtin.bash import run_command
+from tether.tools.builtin.bash import run_shell
 
 
 @pytest.mark.parametrize("kind", SANDBOX_KINDS)
@@ -20,7 +20,7 @@ async def test_cancel_at_every_early_step_of_a_start_leaves_nothing(kind: str, r
     ctx = ToolContext.create(root, env=scrubbed_env(), sandbox=sandbox_for(kind))
     for steps in range(12):  # the cancel lands after 0, 1, 2, ... loop iterations
         m = marker()
-        task = asyncio.ensure_future(run_command(f"sleep {m} & sleep {m}", ctx, timeout_s=600))
+        task = asyncio.ensure_future(run_shell(f"sleep {m} & sleep {m}", ctx, timeout_s=600))
         for _ in range(steps):
             await asyncio.sleep(0)
         t0 = time.monotonic()

@@ -93,9 +93,6 @@ Update = (
     | ToolCallProgress
     | AgentPlanUpdate
 )
-PromptBlock = (
-    TextContentBlock | ImageContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
-)
 
 MAX_DIFF_FILE_BYTES = 2 * 1024 * 1024
 """Files larger than this (bytes) get no diff in a tool call update."""
@@ -134,7 +131,7 @@ _STOP: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "max_tokens": "max_tokens",
     "max_turns": "max_turn_requests",
-    "max_tool_calls": "max_turn_requests",  # issue 39: run.max_tool_calls
+    "max_tool_calls": "max_turn_requests",  # run.max_tool_calls
     "cancelled": "cancelled",
     "refusal": "refusal",
 }

@@ -26,7 +26,7 @@ from tether.agent.assembly.build import ModelLike
 from tether.agent.assembly.chains import ChainCache
 from tether.agent.assembly.parts import SETTINGS_APPLIED_LIVE, AgentParts
 from tether.agent.assembly.servers import McpServers
-from tether.agent.events import AgentEvent, WarningEvent
+from tether.agent.events import WarningEvent
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
@@ -324,8 +324,8 @@ class Agent:
         return self.parts.runtime
 
     @property
-    def hooks(self) -> Hooks | None:
-        """The library hooks given."""
+    def library_hooks(self) -> Hooks | None:
+        """The library hooks given (`Agent(hooks=...)`; the hook runner is the parts')."""
         return self.parts.library_hooks
 
     @property
@@ -347,10 +347,6 @@ class Agent:
     def mcp(self) -> McpServers:
         """This agent's MCP servers."""
         return self._mcp
-
-    def emit(self, event: AgentEvent) -> None:
-        """Send `event` to the host (`host.on_event`)."""
-        self.parts.emit(event)
 
     def current_view(self) -> tuple[Turn, ...]:
         """The wire view of the history as it stands, for the chain's first provider."""

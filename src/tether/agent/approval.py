@@ -16,7 +16,7 @@ Modes (like Codex's approval policies and Claude Code's permission modes):
 - `auto`: everything runs (the OS sandbox still contains it).
 
 With no approver attached (a headless `tether run`), nothing is asked: `ask` and `auto-edit`
-behave as `auto`. A headless host that wants a gate passes `Agent(approver=...)`.
+behave as `auto`. A headless host that wants a gate passes `Agent(host=Host(approver=...))`.
 
 Permission rules (`permissions` settings, `tether.permissions.rules`) come first, in every
 mode: a `deny` match is refused (the rule named), an `allow` match runs unasked, an `ask`
@@ -36,9 +36,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.errors import RuleError
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from tether.permissions.content import tripwire_reason
-from tether.permissions.rules import Decision, RuleError, Rules, suggest
+from tether.permissions.rules import Decision, Rules, suggest
 
 ApprovalMode = Literal["ask", "auto-edit", "read-only", "auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "read-only", "auto")

@@ -3,7 +3,8 @@ there (the original session is kept), files changed outside tether since kept un
 
 Owns: `plan_rewind` (every check, nothing changed: the turn, the snapshot it goes back to),
 `rewind` (do it), `turn_rows` (what `tether sessions checkpoints` lists: per user turn, when,
-what it changed), `preview` (what going back to a turn would change now) and `RewindError`.
+what it changed) and `preview` (what going back to a turn would change now); a refusal is a
+`tether.errors.RewindError`.
 Does not own: the snapshots (`tether.checkpoint.shadow`), the records and turn numbering
 (`tether.checkpoint.timeline`), the session files (`tether.session`).
 
@@ -15,12 +16,12 @@ conversation; restore the files; record the tree it left as an `after` record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tether.checkpoint.restore import RestoreReport, restore
-from tether.checkpoint.shadow import Change, CheckpointError, ShadowRepo
+from tether.checkpoint.shadow import Change, ShadowRepo
 from tether.checkpoint.timeline import (
     CHECKPOINT_EVENT,
     Record,
@@ -31,13 +32,9 @@ from tether.checkpoint.timeline import (
     span_of,
     user_turns,
 )
+from tether.errors import RewindError
 from tether.messages import Turn
 from tether.session import LoadedSession, SessionStore, SessionWriter
-
-
-class RewindError(CheckpointError):
-    """A rewind was refused before anything changed (a turn outside the session, no
-    checkpoint, an unknown snapshot)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -309,6 +306,3 @@ def preview(plan: RewindPlan) -> tuple[tuple[Change, ...], tuple[str, ...]]:
     return plan.repo.changes(now.commit, plan.target.commit), external
 
 
-def user_turn_texts(turns: Sequence[UserTurn]) -> list[str]:
-    """`N  first line of the message` per turn (the pickers' labels)."""
-    return [f"{t.number:>3}  {(t.text.strip().splitlines() or [''])[0][:70]}" for t in turns]

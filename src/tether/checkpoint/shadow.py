@@ -1,8 +1,8 @@
 """The shadow repository: snapshots of a working folder in a git repository tether owns.
 
 Owns: `ShadowRepo` (one per project, under the data folder: `<data>/checkpoints/<name>-<hash>`),
-`snapshot` (the working folder as a commit), `changes` (what differs between two snapshots), and
-`CheckpointError`. Putting files back: `tether.checkpoint.restore`. It drives the `git` command line with `GIT_DIR` / `GIT_WORK_TREE` set, so
+`snapshot` (the working folder as a commit), `changes` (what differs between two snapshots); a
+failure is a `tether.errors.CheckpointError`. Putting files back: `tether.checkpoint.restore`. It drives the `git` command line with `GIT_DIR` / `GIT_WORK_TREE` set, so
 the project's own `.git` is never read or written (git never indexes a path named `.git`);
 the user's and the system's git configuration are not read either (`GIT_CONFIG_GLOBAL` is the
 null device, `GIT_CONFIG_NOSYSTEM` is set), so their hooks, signing and filters do not apply.
@@ -48,23 +48,17 @@ from typing import Literal
 import platformdirs
 from filelock import FileLock
 
-from tether.errors import TetherError
+from tether.errors import CheckpointError
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 """Files larger than this (bytes) are left out of a snapshot, with a warning."""
 
 REF = "refs/heads/main"
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-"""git's id of the empty tree (the snapshot of an empty folder)."""
 
 GITLINK, SYMLINK, EXEC = "160000", "120000", "100755"
 """git modes: a nested repository, a symlink, an executable file."""
 _PACK_AT = 256
 """New files from which a snapshot writes one pack rather than one object file per file."""
-
-
-class CheckpointError(TetherError):
-    """A snapshot or a restore failed (git missing or failing, the data folder unwritable)."""
 
 
 def default_store() -> Path:

@@ -3,8 +3,9 @@
 Owns: compacting a stored session (append the marker turn); the summary call goes through the
 same parts as a run's requests (`tether.agent.assembly.assemble.assemble`: the chain, its retries and
 fallback, the model's limits).
-Does not own: the compaction itself (`tether.compaction`, `tether.agent.turn.compacting`), resolving
-the model (`tether.agent.assembly.build`).
+Does not own: the compaction itself (`tether.compaction`, `tether.agent.turn.compacting`; its
+summary cap, `summary_cap`), reading the settings and resolving the model (the construction
+path of every entry point, `tether.agent.assembly.build.settings_chain`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from pathlib import Path
 from tether.agent.assembly import build
 from tether.agent.assembly.assemble import assemble
 from tether.agent.sessions import AgentSession
-from tether.compaction.rounds import CompactInvalidInputError, Scope
-from tether.compaction.snapshot import Snapshot
-from tether.compaction.summarize import (
+from tether.compaction.rounds import Scope
+from tether.compaction.snapshot import CompactionSnapshot
+from tether.compaction.summarize import SummaryRequest, compact_conversation, summary_cap
+from tether.errors import (
+    AuthError,
+    CompactInvalidInputError,
     CompactionFailedError,
-    SummaryRequest,
-    compact_conversation,
+    ConfigError,
+    SessionError,
+    exit_code_for,
 )
-from tether.errors import AuthError, ConfigError, SessionError, exit_code_for
 from tether.session import SessionStore
-from tether.settings.trust import trusted_settings
 
 EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
 
@@ -51,19 +54,12 @@ def compact_command(
     root = Path.cwd()
     try:
         check_flags(model, base_url)
-        cfg, refused = trusted_settings(root)
+        overrides = {"context.window": context_window} if context_window is not None else None
+        root, config, chain, refused = build.settings_chain(
+            root, model=model, base_url=base_url, overrides=overrides, note=err
+        )
         if refused is not None:  # the project's files are not loaded: say so, as `tether run`
             err(f"warning: {refused}")
-        chain = build.resolve_models(
-            model,
-            cfg.settings,
-            base_url=base_url,
-            note=err,
-            project_urls=build.project_base_urls(cfg, root),
-        )
-        config = cfg.settings
-        if context_window is not None:
-            config = config.with_values({"context.window": context_window})
         parts = assemble(
             config, chain, root=root, session=AgentSession(), compaction=False, note=err
         )
@@ -79,13 +75,11 @@ def compact_command(
     limits = parts.limits
     try:
         request = SummaryRequest(
-            snapshot=Snapshot.of(loaded.turns),
+            snapshot=CompactionSnapshot.of(loaded.turns),
             scope=Scope.tail(keep_turns) if keep_turns else Scope.full(),
             instructions=focus,
             window_tokens=limits.context_window,
-            summary_max_tokens=max(
-                64, min(4096, limits.context_window // 4, limits.max_output_tokens)
-            ),
+            summary_max_tokens=summary_cap(limits),
             marker_id=parts.new_id(),
         )
         result = asyncio.run(

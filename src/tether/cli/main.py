@@ -208,7 +208,8 @@ def _chat(**flags: Any) -> int:
     name = flags.pop("worktree", None)
     if name is None:
         return run_tui(ChatOptions(cwd=cwd, **flags))
-    from tether.worktrees import WorktreeError, close, create, folder_in
+    from tether.errors import WorktreeError
+    from tether.worktrees import close, create, folder_in
 
     try:
         tree = create(cwd, name)

@@ -231,8 +231,8 @@ def mcp_login(
     the system keyring or the 0600 credential file."""
     import asyncio
 
+    from tether.errors import McpServerError
     from tether.mcp.config import resolve_server
-    from tether.mcp.connection import McpServerError
     from tether.mcp.oauth import login
     from tether.settings import load_settings
 

@@ -69,7 +69,8 @@ def permissions_check(
     cwd: Annotated[Path, typer.Option(help="The project folder.")] = Path("."),
 ) -> None:
     """Print the decision the rules make for a call and the rule that made it."""
-    from tether.permissions.rules import RuleError, parse_rule
+    from tether.errors import RuleError
+    from tether.permissions.rules import parse_rule
 
     root = cwd.resolve()
     try:

@@ -43,9 +43,16 @@ from tether.cli.output import (
     clean_text,
     err,
 )
-from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
+from tether.cli.stdin import StdinInput, parse_stdin
 from tether.cli.token import give_token
-from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
+from tether.errors import (
+    AuthError,
+    ConfigError,
+    MalformedInputError,
+    RunError,
+    SessionError,
+    exit_code_for,
+)
 from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
@@ -120,7 +127,8 @@ def run_command(opts: RunOptions) -> int:
 def _in_worktree(opts: RunOptions, sink: OutputSink) -> int:
     """`--worktree NAME`: the run in a new git worktree (`tether.worktrees`), removed at the
     end when nothing changed, else kept; one stderr line says which."""
-    from tether.worktrees import WorktreeError, close, create, folder_in
+    from tether.errors import WorktreeError
+    from tether.worktrees import close, create, folder_in
 
     assert opts.worktree is not None
     cwd = opts.cwd.resolve()
@@ -350,7 +358,7 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
     )
     if opts.max_budget_usd is not None:
         overrides["run.max_budget_usd"] = opts.max_budget_usd
-    overrides.update(run_limits.overrides(opts.output_schema, opts.max_tool_calls))  # issue 39
+    overrides.update(run_limits.overrides(opts.output_schema, opts.max_tool_calls))
     overrides.update(setup.effort_override(opts.effort))
     overrides.update(setup.add_dir_override(opts.add_dirs, opts.cwd.resolve()))
     if opts.append_system is not None:
@@ -361,7 +369,8 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
             raise ConfigError("--tools is empty: name at least one tool")
         overrides["tools.only"] = names
     if opts.timeout is not None:
-        from tether.durations import DurationError, parse_duration
+        from tether.durations import parse_duration
+        from tether.errors import DurationError
 
         value = opts.timeout.strip()
         if value.replace(".", "", 1).isdigit():  # a bare number on the command line: seconds
@@ -420,7 +429,7 @@ def _build(
     if prompt is not None:
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
-    run_limits.check_schema(agent)  # issue 39: a bad schema is one line before any request
+    run_limits.check_schema(agent)  # a bad schema is one line before any request
     check_input_fits(prompt, stdin, agent.limits.context_window)
     agent.set_plan_mode(opts.plan)
     from tether.agent.attachments import image_refusal
@@ -463,7 +472,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         # instant it arrives (exit 130 even when the cancel reaches a run that just finished).
         # With the loop's own handlers, a signal delivered while the run closed synchronously
         # (the final answer and the closing checkpoint written, `done` emitted) waited in the
-        # loop's self-pipe, and removing the handlers below dropped it: exit 0 (issue 39).
+        # loop's self-pipe, and removing the handlers below dropped it: exit 0.
         cancel.note()
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select
@@ -506,13 +515,13 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
         return EXIT_USAGE
     if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
-        budget = agent.parts.budget
-        cap = f" {usd(budget.cap_usd)}" if budget is not None else ""
+        limit = agent.config.run.max_budget_usd  # the agent's public config, as the flag set it
+        cap = f" {usd(limit)}" if limit is not None else ""
         err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
         return EXIT_USAGE
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
         err("plan mode: nothing was changed; the plan is the `plan` event")
-    if (stopped := run_limits.stop_line(agent, result)) is not None:  # issue 39
+    if (stopped := run_limits.stop_line(agent, result)) is not None:
         err(stopped)
         return EXIT_USAGE
     if result.stop_reason == "max_turns":
@@ -525,7 +534,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
 
 
 def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
-    """The way on after the runaway guard stopped a run (issue 39): each resume would compact
+    """The way on after the runaway guard stopped a run: each resume would compact
     once and stop again when the last user message alone is too large, so the line names the
     fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
     a user message."""

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -20,7 +20,7 @@ from tether.cli.output import err, fail
 from tether.errors import ConfigError
 
 if TYPE_CHECKING:  # settings and credentials are imported by the commands that use them
-    from tether.settings import LoadedSettings
+    pass
 
 config_app = typer.Typer(
     help="Show and change settings.", no_args_is_help=True, rich_markup_mode=None
@@ -129,10 +129,3 @@ def logout(
             err(f"note: {var} is still set in the environment")
 
 
-def project_base_url(loaded: LoadedSettings, project_dir: Path, name: str) -> str | None:
-    """The base_url the project file gives `providers.<name>` (validated: objects all the way)."""
-    providers = cast(
-        dict[str, dict[str, object]], loaded.project_layer(project_dir).get("providers", {})
-    )
-    url = providers.get(name, {}).get("base_url")
-    return url if isinstance(url, str) else None

@@ -29,12 +29,8 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from tether.errors import TetherError
+from tether.errors import MalformedInputError
 from tether.messages import BLOCK_CODEC, ContentBlock, TextBlock, Turn
-
-
-class MalformedInputError(TetherError, ValueError):
-    """stdin does not follow the grammar (exit code 5)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.compaction.pressure import message_tokens
-from tether.compaction.snapshot import Snapshot
-from tether.errors import TetherError
+from tether.compaction.snapshot import CompactionSnapshot
+from tether.errors import CompactInvalidInputError
 from tether.messages import (
     CompactSummaryBlock,
     TextBlock,
@@ -41,11 +41,6 @@ from tether.messages import (
     Turn,
 )
 from tether.wire.markers import is_marker, live_sequence, marker_blocks, top_generation
-
-
-class CompactInvalidInputError(TetherError):
-    """A compaction was asked for on input it cannot summarize (raised before any call): empty
-    history, nothing to summarize, an unknown anchor id, or a slice with no text."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,8 +140,6 @@ def is_user_message(turn: Turn) -> bool:
     )
 
 
-
-
 def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[str]:
     """The ids of the user messages in `turns` kept verbatim: newest first, while their summed
     estimated tokens stay ≤ `budget_tokens` (the first one past the budget stops the walk, so
@@ -208,7 +201,7 @@ def _round_of(rounds: Sequence[Sequence[Turn]], turn_id: str | None) -> int:
 
 
 def select(
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     scope: Scope,
     *,
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS,
@@ -218,7 +211,7 @@ def select(
     docstring).
 
     A snapshot's live turns and generation, kept incrementally by the caller
-    (`Snapshot.tracked`), save two passes over the whole history, which made each compaction
+    (`CompactionSnapshot.tracked`), save two passes over the whole history, which made each compaction
     cost O(history) (21 ms at 35,000 turns, half of it; bench/turn_overhead.py).
 
     Raises:

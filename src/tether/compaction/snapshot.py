@@ -1,6 +1,6 @@
 """The history a compaction works on, as one value (pure).
 
-Owns: `Snapshot`, the stored history together with what a caller keeps incrementally about it
+Owns: `CompactionSnapshot`, the stored history together with what a caller keeps incrementally about it
 (its live turns and the next marker generation), so the compaction passes (`select`,
 `compact_conversation`, `compact_with`, `truncation_marker`) need not recompute them.
 Does not own: how live turns are derived (`tether.wire.markers`), nor the slicing
@@ -17,7 +17,7 @@ from tether.wire.markers import LiveTurns
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class CompactionSnapshot:
     """A stored history and two facts about it, computed once.
 
     Attributes:
@@ -29,7 +29,7 @@ class Snapshot:
         generation: the generation a new marker gets: 1 + the highest marker generation in
             `history` (elided markers included; 1 when there is none).
 
-    Build with `Snapshot.of(turns)`, or `Snapshot.tracked(turns, tracker)` when the caller keeps
+    Build with `CompactionSnapshot.of(turns)`, or `CompactionSnapshot.tracked(turns, tracker)` when the caller keeps
     a `LiveTurns` for a growing history (O(new turns) instead of O(history) per snapshot).
     """
 
@@ -38,13 +38,13 @@ class Snapshot:
     generation: int
 
     @classmethod
-    def of(cls, turns: Sequence[Turn]) -> Snapshot:
+    def of(cls, turns: Sequence[Turn]) -> CompactionSnapshot:
         """The snapshot of `turns` (any sequence of stored turns; not mutated), computed in
         one pass over it."""
         return cls.tracked(turns, LiveTurns())
 
     @classmethod
-    def tracked(cls, turns: Sequence[Turn], tracker: LiveTurns) -> Snapshot:
+    def tracked(cls, turns: Sequence[Turn], tracker: LiveTurns) -> CompactionSnapshot:
         """The snapshot of `turns`, updating `tracker` (the caller's `LiveTurns` for this
         growing history) with the turns it has not seen yet."""
         history = turns if isinstance(turns, tuple) else tuple(turns)

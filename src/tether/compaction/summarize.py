@@ -44,11 +44,12 @@ from tether.compaction.rounds import (
     halve_from_head,
     select,
 )
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.tail import Compactor
-from tether.errors import RunError, TetherError
+from tether.errors import CompactionCancelledError, CompactionFailedError, RunError
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import ModelRequest, Provider, StreamError, TextDelta, UsageEvent
+from tether.tokens import ModelLimits
 from tether.wire.markers import elide_markers, elided_ids, is_marker, marker_blocks
 
 SummaryCall = Callable[[ModelRequest], Awaitable[tuple[str, Usage | None]]]
@@ -59,25 +60,13 @@ MAX_OVERFLOW_RETRIES = 3
 """context_overflow retries per chunk; each halves the chunk from its head (whole rounds)."""
 
 
-class CompactionFailedError(TetherError):
-    """The summary call failed (after its retries). `kind` is the provider error kind."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"compaction failed ({kind}): {message}")
-        self.kind = kind
-
-
-class CompactionCancelledError(TetherError):
-    """The caller's cancel signal was set during the summary call."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryRequest:
     """What `compact_conversation` summarizes, and its bounds.
 
     Attributes:
         snapshot: the stored history (markers included, oldest first; not mutated), with its
-            live turns and next generation (`Snapshot.of(turns)` computes them).
+            live turns and next generation (`CompactionSnapshot.of(turns)` computes them).
         scope: which rounds to replace (default `Scope.full()`).
         instructions: the user's focus (`/compact <focus>`), added as a Focus section.
         previous_summary: an earlier summary to fold in (default: that of the newest active
@@ -92,7 +81,7 @@ class SummaryRequest:
             many estimated tokens (`tether.compaction.rounds`); the rest are summarized.
     """
 
-    snapshot: Snapshot
+    snapshot: CompactionSnapshot
     scope: Scope = field(default_factory=Scope.full)
     instructions: str | None = None
     previous_summary: str | None = None
@@ -103,6 +92,12 @@ class SummaryRequest:
     max_chunks: int = 4
     marker_id: str | None = None
     keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
+
+
+def summary_cap(limits: ModelLimits) -> int:
+    """The summary's default output cap for a model, in tokens: min(4096, a quarter of the
+    window, the model's output cap), at least 64 (`SummaryRequest.summary_max_tokens`)."""
+    return max(64, min(4096, limits.context_window // 4, limits.max_output_tokens))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,7 +216,7 @@ def _tokens(turns: tuple[Turn, ...]) -> int:
 
 
 def _finish(
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     sel: RoundSelection,
     marker_id: str | None,
     text_for: Callable[[str, str], str],
@@ -254,7 +249,7 @@ def _finish(
 
 
 def truncation_marker(
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     scope: Scope,
     reason: str,
     *,
@@ -379,7 +374,7 @@ async def compact_conversation(
 
 async def compact_with(
     compactor: Compactor,
-    snapshot: Snapshot,
+    snapshot: CompactionSnapshot,
     scope: Scope | None = None,
     instructions: str | None = None,
     *,

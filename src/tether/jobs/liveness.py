@@ -39,11 +39,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from tether.errors import WorkerAlive
 from tether.jobs.db import WORKERS, engine, now_ms
-
-
-class WorkerAlive(Exception):
-    """A live worker already has the executor id (`args[0]`: one line saying which)."""
 
 
 def beat_interval(timeout_s: float) -> float:

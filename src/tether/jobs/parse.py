@@ -43,7 +43,8 @@ import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from tether.durations import DurationError, parse_duration
+from tether.durations import parse_duration
+from tether.errors import DurationError
 
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 RejectReason = Literal["frontmatter", "invalid", "schedule", "empty_prompt", "duplicate_id"]

@@ -30,6 +30,7 @@ from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 
+from tether.errors import ServerDown
 from tether.lsp.config import ServerSpec, language_id
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,6 @@ CLIENT_NAME = "tether"
 CLIENT_VERSION = "0.1.0"
 STOP_GRACE_S = 2.0
 """How long `stop` waits for `shutdown` and the process's exit before killing it (s)."""
-
-
-class ServerDown(Exception):
-    """The language server's process has exited (or never answered); the message names it."""
 
 
 def utf16_column(line: str, column: int) -> int:

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import Client, StdioServerParameters
+from tether.errors import McpServerError
 from tether.mcp.config import ServerSpec, server_env
 from tether.mcp.runtime import server_runtime, stderr_tail
 from tether.sandbox.base import Sandbox
@@ -58,11 +59,6 @@ HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 """The SDK's recommended HTTP timeouts (s): 30 for connect/write/pool, 300 for reading a
 stream the server holds open."""
 CLIENT_INFO = mt.Implementation(name="tether", version="0.1.0")
-
-
-
-class McpServerError(Exception):
-    """An MCP server is down, could not start, or broke the connection; the message names it."""
 
 
 ToolsChanged = Callable[[Sequence[mt.Tool]], Awaitable[None] | None]

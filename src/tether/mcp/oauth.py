@@ -45,7 +45,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl, ValidationError
 
 from tether.credentials import find_key, remove_key, store_key
-from tether.errors import ConfigError
+from tether.errors import ConfigError, LoginRequiredError
 from tether.mcp.config import ServerSpec
 
 CALLBACK_PATH = "/callback"
@@ -60,10 +60,6 @@ OpenUrl = Callable[[str], Awaitable[None]]
 def credential_name(server: str) -> str:
     """The credential-store entry of a server's OAuth state: `mcp.<server>`."""
     return f"mcp.{server}"
-
-
-class LoginRequiredError(Exception):
-    """A remote MCP server asks for OAuth authorization and the run is headless."""
 
 
 class CredentialTokenStorage:

@@ -31,9 +31,9 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from tether.errors import ConfigError
+from tether.errors import ConfigError, McpServerError
 from tether.mcp.config import Lookup, ServerSpec, default_lookup, resolve_server, tool_names
-from tether.mcp.connection import WARNINGS_DIR, McpServerError, ServerConnection
+from tether.mcp.connection import WARNINGS_DIR, ServerConnection
 from tether.mcp.convert import call_result_parts, describe_tool, resource_parts, tool_schema
 from tether.mcp.oauth import build_auth
 from tether.sandbox.base import Sandbox

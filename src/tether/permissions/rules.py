@@ -29,7 +29,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -37,9 +37,9 @@ from urllib.parse import urlsplit
 
 import pathspec
 
+from tether.errors import RuleError as RuleError
 from tether.permissions.shell import Unparsable, split_command
 from tether.settings.rules import Rule as Rule
-from tether.settings.rules import RuleError as RuleError
 from tether.settings.rules import parse_rule as parse_rule
 
 Action = Literal["allow", "ask", "deny"]
@@ -290,12 +290,3 @@ def suggest(
     return (tool_name,)
 
 
-def check_rules(lists: Mapping[str, Sequence[str]]) -> None:
-    """Parse every rule of a `permissions` section (settings validation).
-
-    Raises:
-        RuleError: the first rule that does not parse.
-    """
-    for action in ACTIONS:
-        for text in lists.get(action, ()):
-            parse_rule(text)

@@ -35,7 +35,7 @@ request again with the reply so far as a final assistant message, as the API ask
 response back as-is in a subsequent request to let Claude continue"), at most
 `MAX_PAUSE_CONTINUATIONS` times; the events of every part form one turn (indices continue, usage
 summed). A stream without `message_stop` or without a stop reason is incomplete (the SDK raises
-nothing, see `notes/sdk-fault-behaviour.md`): `StreamError(kind="network")`, never a `StreamDone`.
+nothing, see `tether.providers.errors`): `StreamError(kind="network")`, never a `StreamDone`.
 """
 
 from __future__ import annotations
@@ -97,8 +97,6 @@ MAX_PAUSE_CONTINUATIONS = 4
 """How many times one request is sent again after `stop_reason: pause_turn` (each part may run
 up to the server's own iteration limit, about 10 server-tool uses)."""
 
-WEB_SEARCH_TOOL = "web_search_20250305"
-"""The web search tool's type (Anthropic "Web search tool")."""
 
 _STOP_REASONS: dict[str, ProviderStopReason] = {
     "end_turn": "end_turn",

@@ -35,7 +35,7 @@ every assistant message of the in-progress tool loop (back to the last user mess
 anything but tool results; system turns are lifted out, so they do not end the loop) must start
 with a thinking block; when the wire view lost it (a model switch), the request is sent with
 thinking off (`tether.wire.thinking_must_be_disabled` on the view, `loop_lacks_thinking` on the
-messages as sent; case T08, issue 18); so is a request ending with an assistant prefill, which
+messages as sent; case T08); so is a request ending with an assistant prefill, which
 Anthropic refuses with thinking on.
 
 Messages as sent: consecutive messages of one role (left by lifted system turns) are combined

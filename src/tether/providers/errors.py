@@ -5,8 +5,7 @@ Owns: mapping what the official SDKs raise (and what the HTTP layer under them r
 Does not own: deciding what to do with a fault (retry, fall back, compact, stop: the loop does), nor
 detecting a stream that ended without its terminal event (the adapters do; nothing is raised then).
 
-The shapes read here (measured with openai 3.57 / anthropic 2.14, see
-`notes/sdk-fault-behaviour.md`):
+The shapes read here (measured with openai 3.57 / anthropic 2.14; this table is the record):
 
     fault                          anthropic SDK                     openai SDK
     HTTP 4xx/5xx                   APIStatusError(status_code, body=whole JSON)

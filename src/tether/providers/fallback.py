@@ -1,6 +1,7 @@
 """Fallback chains: one link (`ModelRef`), the provider-name rule, and which faults hand over.
 
-Owns: `ModelRef` (a provider name and a model), `check_provider_names` (unique, non-blank), and
+Owns: `ModelRef` (a provider name and a model; `ModelRef.parse`, the one place a model string
+is split), `check_provider_names` (unique, non-blank), and
 the rule for which faults hand over to the next link (`falls_back`). Pure.
 Does not own: the model-selection grammar (`tether.agent.assembly.build.model_refs`, the one reading of
 the config's `model`), running attempts (`tether.agent.turn.attempts`), building provider instances
@@ -30,6 +31,15 @@ class ModelRef:
 
     def __str__(self) -> str:
         return f"{self.provider}/{self.model}"
+
+    @classmethod
+    def parse(cls, spec: str | None) -> ModelRef:
+        """The one reading of a model string (`tether.providers.registry`'s grammar):
+        `provider/model` (the model is everything after the first `/`, its own slashes and
+        tags kept), `provider` alone (model "": the provider's configured default), and
+        None or "" for `local`. Strings are split here and nowhere else."""
+        provider, _, model = (spec or "").strip().partition("/")
+        return cls(provider=provider or "local", model=model)
 
     @property
     def spec(self) -> str:

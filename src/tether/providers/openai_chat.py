@@ -19,7 +19,7 @@ Stream rules (Chat Completions streaming reference):
       open tool call is ended then, except on `length`: a call cut by the token limit is left
       unended so the assembler marks it truncated (case T30).
     - A stream that ends without any `finish_reason` is incomplete (the SDK raises nothing, see
-      `notes/sdk-fault-behaviour.md`): an `StreamError(kind="network")`, never a `StreamDone`.
+      `tether.providers.errors`): an `StreamError(kind="network")`, never a `StreamDone`.
 """
 
 from __future__ import annotations

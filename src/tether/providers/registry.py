@@ -32,6 +32,7 @@ from pathlib import Path
 from tether.credentials import lookup_key
 from tether.errors import AuthError, ConfigError
 from tether.providers.base import Provider
+from tether.providers.fallback import ModelRef
 from tether.settings.model import ProviderSettings
 
 PROVIDERS = ("local", "openai", "anthropic", "openai-responses", "google", "ollama")
@@ -40,7 +41,7 @@ COMPATIBLE_TYPES = ("openai-compatible", "anthropic-compatible")
 
 
 def resolve_provider(
-    model: str | None,
+    model: ModelRef | str | None,
     *,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -49,7 +50,8 @@ def resolve_provider(
     """Build the provider for a model string (see the module docstring).
 
     Args:
-        model: `provider/model`, or None for the embedded default.
+        model: a parsed `ModelRef` (a `provider/model` string is parsed by `ModelRef.parse`),
+            or None for the embedded default.
         base_url: the endpoint; wins over the settings' `providers.<name>.base_url`.
         api_key: an explicit key; else `tether.credentials.lookup_key` finds one.
         providers: the settings' `providers` section (named endpoints).
@@ -59,8 +61,8 @@ def resolve_provider(
         ConfigError: unknown provider name, empty model name, missing optional extra or file,
             a provider type without an adapter yet, an unsafe credential file.
     """
-    spec = (model or "local").strip()
-    provider_name, _, model_name = spec.partition("/")
+    ref = model if isinstance(model, ModelRef) else ModelRef.parse(model)
+    spec, provider_name, model_name = ref.spec, ref.provider, ref.model
     endpoint = (providers or {}).get(provider_name)
     if endpoint is not None:
         base_url = base_url or endpoint.base_url
@@ -90,7 +92,7 @@ def resolve_provider(
         from tether.providers.ollama import OllamaProvider
 
         return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
-    key = api_key or key_for(spec, providers=providers)
+    key = api_key or key_for(ref, providers=providers)
     try:
         if provider_name == "openai":
             from tether.providers.openai_chat import OpenAIChatProvider
@@ -111,7 +113,9 @@ def resolve_provider(
         raise AuthError(f"{exc}, or store one with `tether login {name}`") from None
 
 
-def key_for(model: str | None, *, providers: Mapping[str, ProviderSettings] | None = None) -> str | None:
+def key_for(
+    model: ModelRef | str | None, *, providers: Mapping[str, ProviderSettings] | None = None
+) -> str | None:
     """The API key `resolve_provider(model, providers=providers)` hands its adapter when no
     explicit key is given (`tether.credentials.lookup_key` for the endpoint's name, type and
     `api_key_env`), or None: none found, or the provider takes none (`local`, `ollama`, an
@@ -120,7 +124,8 @@ def key_for(model: str | None, *, providers: Mapping[str, ProviderSettings] | No
     Raises:
         ConfigError: the credential file is readable by others, or malformed.
     """
-    provider_name = (model or "local").strip().partition("/")[0]
+    ref = model if isinstance(model, ModelRef) else ModelRef.parse(model)
+    provider_name = ref.provider
     endpoint = (providers or {}).get(provider_name)
     name = provider_name
     if endpoint is not None:

@@ -54,7 +54,7 @@ THINKING = "thinking"
 
 def incomplete(missing: str) -> StreamError:
     """The terminal error of a stream that ended before its completion signal: a `network`
-    fault (the connection dropped; the SDKs raise nothing, see `notes/sdk-fault-behaviour.md`),
+    fault (the connection dropped; the SDKs raise nothing, see `tether.providers.errors`),
     never a `StreamDone`. `missing` names the signal (`"finish_reason"`, `"message_stop"`)."""
     return StreamError(kind="network", message=f"stream ended before completion (no {missing})")
 

@@ -2,8 +2,8 @@
 that runs `argv` confined, for any subprocess such as the tool worker; its `launch(argv, cfg)` is
 the cheapest way for a caller that spawns the process itself: `Launch`, with argv, env additions
 and a child-side `preexec`), the per-process private temp folder and its stale-folder cleanup,
-`SandboxMechanism` and `SandboxUnavailableError`.
-Does not own: what a command may touch (`tether.sandbox.config.SandboxConfig`), the two kinds
+and `SandboxMechanism`.
+Does not own: `SandboxUnavailableError` (`tether.errors`), what a command may touch (`tether.sandbox.config.SandboxConfig`), the two kinds
 (`tether.sandbox.bwrap`, `tether.sandbox.landlock_sandbox`), choosing one
 (`tether.sandbox.detect`), running processes (`tether.sandbox.proc`). See `tether.sandbox` for
 what is confined under both kinds.
@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from tether.errors import ConfigError
 from tether.sandbox.config import SandboxConfig, tmp_parent
 
 log = logging.getLogger(__name__)
@@ -37,10 +36,6 @@ SANDBOX_ENV = "TETHER_SANDBOX"
 """Environment variable forcing the sandbox choice: `bwrap`, `landlock`, `none` or `auto`."""
 
 PROBE_TIMEOUT_S = 10.0
-
-
-class SandboxUnavailableError(ConfigError):
-    """A sandbox kind was asked for (argument or `TETHER_SANDBOX`) but does not work here."""
 
 
 def clean_stale_tmp(parent: Path) -> list[Path]:

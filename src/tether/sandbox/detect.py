@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from tether.errors import ConfigError
-from tether.sandbox.base import SANDBOX_ENV, Sandbox, SandboxMechanism, SandboxUnavailableError
+from tether.errors import ConfigError, SandboxUnavailableError
+from tether.sandbox.base import SANDBOX_ENV, Sandbox, SandboxMechanism
 from tether.sandbox.bwrap import bwrap_sandbox
 from tether.sandbox.landlock_sandbox import landlock_sandbox
 

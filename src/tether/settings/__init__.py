@@ -15,7 +15,8 @@ value from the project replaces the user's. See `tether.settings.merge`.
 Modules: `model` (the schema), `durations` (pure), `merge` (pure), `files` (I/O).
 """
 
-from tether.durations import DurationError, format_duration, parse_duration
+from tether.durations import format_duration, parse_duration
+from tether.errors import DurationError
 from tether.settings.files import (
     CONFIG_DIR_ENV,
     LoadedSettings,

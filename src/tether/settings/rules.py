@@ -8,11 +8,9 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
+from tether.errors import RuleError
+
 _RULE = re.compile(r"^\s*([A-Za-z0-9_*?.\-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
-
-
-class RuleError(ValueError):
-    """A rule that does not parse (the message names it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,7 +169,7 @@ class ToolsSettings(_Section):
         approval: which calls the host is asked to approve (`tether.agent.approval`): `ask`
             (every non-safe call), `auto-edit` (file edits run, the rest is asked),
             `read-only` (safe mode), `auto` (nothing asked). Only a host with an approver
-            (the TUI, `Agent(approver=...)`) asks; headless, `ask` runs calls unasked.
+            (the TUI, `Host(approver=...)`) asks; headless, `ask` runs calls unasked.
         web: the `web_fetch` tool's policy (`WebSettings`).
         loop_breaker: per tool, the rule for repeated identical calls (`LoopRuleSettings`),
             over the built-in one (`bash`: blocked after 5 identical consecutive commands).

@@ -36,7 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
-from tether.errors import ConfigError
+from tether.errors import ToolConflictError
 from tether.tools.base import Tool, tool
 from tether.tools.registry import ToolRegistry
 
@@ -46,10 +46,6 @@ BUILTIN = "built-in"
 
 PROJECT_TOOL_FOLDER = Path(".tether") / "tools"
 """The project's tool folder, relative to the working folder (scanned when project tools are on)."""
-
-
-class ToolConflictError(ConfigError, ValueError):
-    """Two tools share a name; the message names both places."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from tether.errors import ConfigError
+from tether.errors import TracingUnavailableError
 from tether.tracing.base import NO_TRACING, Span, Tracing
 
 if TYPE_CHECKING:
@@ -32,10 +32,6 @@ ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 """The traces-only endpoint variable (OpenTelemetry SDK environment specification)."""
 EXTRA_HINT = "tracing needs the OpenTelemetry SDK: pip install 'tether[tracing]'"
-
-
-class TracingUnavailableError(ConfigError):
-    """Tracing was asked for (`tracing.enabled: true`) but the `tracing` extra is missing."""
 
 
 def _wanted(settings: TracingSettings | None, env: Mapping[str, str]) -> bool:

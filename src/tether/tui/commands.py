@@ -92,11 +92,6 @@ def parse_command(line: str) -> Command | None:
     return Command(name.lower(), arg.strip())
 
 
-def complete_command(prefix: str) -> list[str]:
-    """The commands starting with `prefix` (`"/co"` → `["/compact", "/context"]`)."""
-    return [c for c, _ in COMMANDS if c.startswith(prefix)]
-
-
 def gauge_text(ratio: float | None, approximate: bool) -> str:
     """The footer's context gauge: `ctx 42%`, `ctx ~42%` when estimated, `ctx –` unknown."""
     if ratio is None:

@@ -25,9 +25,8 @@ from textual.widgets.option_list import Option
 
 from tether.agent.turn.checkpoints import checkpoint_store, synthetic_user_turn
 from tether.checkpoint.rewind import RewindPlan, plan_rewind, preview, rewind
-from tether.checkpoint.shadow import CheckpointError
 from tether.checkpoint.timeline import UserTurn, user_turns
-from tether.errors import ConfigError, TetherError
+from tether.errors import CheckpointError, ConfigError, TetherError
 from tether.tools.builtin.todo import render
 from tether.tui.host import AppHost
 from tether.tui.widgets import UserRow

@@ -5,7 +5,7 @@ Owns: `run_bang` (while the agent works the command is queued, shown as queued, 
 it is idle: `run_queued_bangs`; Esc drops the queue), `tasks`. The context text a `!cmd` adds
 (Claude Code's `<bash-input>` / `<bash-stdout>` shape) and its reading back are
 `tether.tui.bang` (re-exported here).
-Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
+Does not own: running the command (`tether.tools.builtin.bash.run_shell`: the same sandbox
 and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
 dispatching commands (`tether.tui.handlers`).
 """
@@ -17,7 +17,7 @@ import subprocess
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.messages import TextBlock, Turn
-from tether.tools.builtin.bash import run_command
+from tether.tools.builtin.bash import run_shell
 from tether.tui.bang import BANG_LEAD, SHOWN_CHARS, bang_context, parse_bang, shown_output
 from tether.tui.widgets import UserRow
 
@@ -106,7 +106,7 @@ def run_queued_bangs(app: ShellHost, *, cancelled: bool = False) -> None:
 async def _bang(app: ShellHost, command: str) -> None:
     agent = app.agent
     try:
-        out = await run_command(command, agent.tool_context, BANG_TIMEOUT_S)
+        out = await run_shell(command, agent.tool_context, BANG_TIMEOUT_S)
         assert isinstance(out.content, str)
         text = agent.redact(out.content)
         app.note(shown_output(text))

@@ -17,7 +17,7 @@ from tether.agent.assembly import build, prompting
 from tether.agent.assembly.parts import (
     AgentParts,
     RepairReporter,
-    RunSettings,
+    RequestSettings,
     attempts_of,
     budget_of,
     extra_writable,
@@ -104,7 +104,7 @@ def assemble(
     rt = runtime or Runtime()
     root = Path(root).resolve()
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, config.tools.only)
-    run = RunSettings.of(config, system, session.context)
+    run = RequestSettings.of(config, system, session.context)
     limits = limits_of(chain, config, note)
     fixed = build.fixed_text(run.system, list(registry))
     if isinstance(compaction, AutoCompaction):

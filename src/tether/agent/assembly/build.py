@@ -80,8 +80,9 @@ def model_refs(config: AgentConfig) -> tuple[ModelRef, ...]:
         return tuple(dict.fromkeys(refs)) or (ModelRef(provider="local", model=""),)
     for item in items:
         if isinstance(item, str):
-            name, slash, model = item.strip().partition("/")
-            if slash or name == "local":
+            ref = ModelRef.parse(item)
+            name, model = ref.provider, ref.model
+            if "/" in item or name == "local":
                 if name not in known:
                     raise ConfigError(
                         f"unknown provider {name!r} in the settings' model {item!r} "
@@ -101,7 +102,8 @@ def model_refs(config: AgentConfig) -> tuple[ModelRef, ...]:
                 raise ConfigError(
                     f"a model selection entry must be text or {{provider, model}}: {item!r}"
                 )
-            name, _, model = spec.partition("/")
+            ref = ModelRef.parse(spec)
+            name, model = ref.provider, ref.model
             if name not in known:
                 raise ConfigError(f"unknown provider {name!r} in the settings' model selection")
             refs.append(ModelRef(provider=name, model=model or configured.get(name, "")))
@@ -148,20 +150,20 @@ def resolve_models(
             if not isinstance(m, str):
                 chain.append(m)
                 continue
-            chain.append(resolve_provider(m, base_url=base_url, providers=config.providers))
-            _note_project_url(m, base_url, project_urls, note)
+            ref = ModelRef.parse(m)
+            chain.append(resolve_provider(ref, base_url=base_url, providers=config.providers))
+            _note_project_url(ref, base_url, project_urls, note)
         return tuple(chain)
-    specs = [r.spec for r in model_refs(config)]
     found: list[Provider] = []
     errors: list[ConfigError] = []
-    for spec in specs:
+    for ref in model_refs(config):
         try:
-            provider = resolve_provider(spec, base_url=base_url, providers=config.providers)
+            provider = resolve_provider(ref, base_url=base_url, providers=config.providers)
         except ConfigError as exc:  # AuthError included: try the next entry
-            note(f"note: skipping model {spec!r} from the settings: {exc}")
+            note(f"note: skipping model {ref.spec!r} from the settings: {exc}")
             errors.append(exc)
             continue
-        _note_project_url(spec, base_url, project_urls, note)
+        _note_project_url(ref, base_url, project_urls, note)
         found.append(provider)
     if not found:
         raise errors[0]
@@ -169,9 +171,9 @@ def resolve_models(
 
 
 def _note_project_url(
-    spec: str, base_url: str | None, project_urls: Mapping[str, str] | None, note: Note
+    ref: ModelRef, base_url: str | None, project_urls: Mapping[str, str] | None, note: Note
 ) -> None:
-    name = spec.strip().partition("/")[0]
+    name = ref.provider
     url = (project_urls or {}).get(name) if not base_url else None
     if url:
         note(f"note: provider {name!r} uses base_url {url!r} from the project settings")
@@ -413,6 +415,35 @@ class Resolver(Protocol):
     ) -> tuple[Provider, ...]: ...
 
 
+def settings_chain(
+    cwd: Path | str,
+    *,
+    model: ModelLike | None,
+    base_url: str | None,
+    overrides: Mapping[str, Any] | None,
+    note: Note,
+    resolve: Resolver | None = None,
+) -> tuple[Path, AgentConfig, tuple[Provider, ...], str | None]:
+    """The one construction path from a folder and the model flags to a config and a provider
+    chain (`tether run`, `tether chat`, ACP, Jobs through `from_settings_files`;
+    `tether compact` directly): the resolved folder, the config (the settings files the user
+    trusts, then `overrides`), the chain (`model` strict, else the selection; each model
+    string parsed once, `ModelRef.parse`; project base URLs noted), and why the project's files
+    were not loaded (None: they were). `resolve`: what resolves the chain (default
+    `resolve_models`; `tether.agent.assembly.chains.ChainCache.resolve` reuses providers).
+
+    Raises:
+        ConfigError: (AuthError included) as `load_settings`, `resolve_models`.
+    """
+    root = Path(cwd).resolve()
+    loaded, refused = trusted_settings(root)
+    cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
+    chain = (resolve or resolve_models)(
+        model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
+    )
+    return root, cfg, chain, refused
+
+
 def from_settings_files(
     cwd: Path | str,
     *,
@@ -422,23 +453,17 @@ def from_settings_files(
     note: Note,
     resolve: Resolver | None = None,
 ) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
-    """What `tether run` reads in `cwd`: the resolved folder, the config (settings files, then
-    `overrides`), the provider chain (`model` strict, else the selection; project base URLs
-    noted), the tools (built-ins plus tool folders, and `lsp` when a language server is
-    installed; the embedded model without `EMBEDDED_WITHHELD`), and why the project's files were not
-    loaded (None: they were). The project's settings file and tool folders are loaded only
-    when the user approved them as they are now (`tether trust`, `tether.settings.trust`);
-    else the user settings alone are used. `resolve`: what resolves the chain (default
-    `resolve_models`; `tether.agent.assembly.chains.ChainCache.resolve` reuses providers).
+    """What `tether run` reads in `cwd`: the folder, config, chain and refusal of
+    `settings_chain`, and the tools (built-ins plus tool folders, and `lsp` when a language
+    server is installed; the embedded model without `EMBEDDED_WITHHELD`). The project's
+    settings file and tool folders are loaded only when the user approved them as they are now
+    (`tether trust`, `tether.settings.trust`); else the user settings alone are used.
 
     Raises:
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.
     """
-    root = Path(cwd).resolve()
-    loaded, refused = trusted_settings(root)
-    cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
-    chain = (resolve or resolve_models)(
-        model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
+    root, cfg, chain, refused = settings_chain(
+        cwd, model=model, base_url=base_url, overrides=overrides, note=note, resolve=resolve
     )
     tools = folder_tools(cfg, root, note, project_tools=refused is None)
     if _embedded(chain):

@@ -33,6 +33,7 @@ from typing import Any
 from tether.agent.assembly.build import ModelLike, Note, model_refs, resolve_models
 from tether.errors import ConfigError
 from tether.providers.base import Provider
+from tether.providers.fallback import ModelRef
 from tether.providers.registry import key_for
 from tether.settings import AgentConfig
 
@@ -104,19 +105,20 @@ class ChainCache:
         selection that does not parse: `resolve_models` then says why)."""
         if model is None:
             try:
-                specs = [r.spec for r in model_refs(config)]
+                refs = model_refs(config)
             except ConfigError:
                 return None
         elif isinstance(model, str):
-            specs = [model]
+            refs = (ModelRef.parse(model),)
         elif isinstance(model, list | tuple) and all(isinstance(m, str) for m in model):
-            specs = [str(m) for m in model]
+            refs = tuple(ModelRef.parse(str(m)) for m in model)
         else:
             return None
         try:
-            keys = [key_for(s, providers=config.providers) for s in specs]
+            keys = [key_for(r, providers=config.providers) for r in refs]
         except ConfigError:
             return None
+        specs = [r.spec for r in refs]
         inputs: dict[str, Any] = {
             "model": specs if model is not None else None,
             "selection": specs,

@@ -4,7 +4,7 @@ the model or a setting changes.
 Owns: `AgentParts` (the model chain and a wire-view builder per chain position, the request
 runner, the model's limits, automatic compaction, the tool calls and their gate, the hooks,
 the tools and their context, the secrets redacted from tool output, tracing, the run settings,
-the host) and `RunSettings` (the per-request values taken from the config), built by
+the host) and `RequestSettings` (the per-request values taken from the config), built by
 `tether.agent.assembly.assemble.assemble`; `AgentParts.with_model` / `with_settings` re-derive
 only what changed.
 Does not own: reading settings files and resolving models (`tether.agent.assembly.build`), the loop
@@ -49,14 +49,14 @@ from tether.tools.registry import ToolRegistry
 from tether.tracing import Tracing
 from tether.wire import Repair, ViewBuilder
 
-__all__ = ["SETTINGS_APPLIED_LIVE", "AgentParts", "RepairReporter", "RunSettings"]
+__all__ = ["SETTINGS_APPLIED_LIVE", "AgentParts", "RepairReporter", "RequestSettings"]
 
 SETTINGS_APPLIED_LIVE = ("run.", "context.", "retry.", "mcp.")
 """The config sections `AgentParts.with_settings` re-derives mid-session (dotted prefixes)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunSettings:
+class RequestSettings:
     """The per-request values of a run, from the config (`run.*`, `tools.timeout_s`) and the
     session's facts.
 
@@ -92,7 +92,7 @@ class RunSettings:
     @classmethod
     def of(
         cls, config: AgentConfig, system: str | None, context: SessionContext | None = None
-    ) -> RunSettings:
+    ) -> RequestSettings:
         """The run settings of `config`, with `system` (None: `run.system`) as the base of the
         prompt rendered over `context`.
 
@@ -149,7 +149,7 @@ def with_add_dirs(parts: AgentParts, entries: list[str]) -> AgentParts:
         parts,
         config=config,
         tool_context=context,
-        run=RunSettings.of(config, parts.run.base, parts.run.context),
+        run=RequestSettings.of(config, parts.run.base, parts.run.context),
     )
 
 
@@ -226,7 +226,7 @@ class AgentParts:
     tool_context: ToolContext
     secrets: tuple[str, ...]
     tracing: Tracing
-    run: RunSettings
+    run: RequestSettings
     retry: RetryPolicy
     runtime: Runtime
     host: Host
@@ -253,17 +253,15 @@ class AgentParts:
         return self.host.agent_path
 
     def emit(self, event: AgentEvent) -> None:
-        """Send `event` to the host (`host.on_event`; nothing when there is none)."""
-        on_event = self.host.on_event
-        if on_event is not None:
-            on_event(event)
+        """Send `event` to the host (`Host.emit`: nothing when it has no `on_event`)."""
+        self.host.emit(event)
 
     def new_id(self) -> str:
         """A fresh turn id."""
         return self.id_factory()
 
     def system_for(self, provider: Provider) -> str | None:
-        """The system prompt `provider` is sent (`RunSettings.system_for`)."""
+        """The system prompt `provider` is sent (`RequestSettings.system_for`)."""
         return self.run.system_for(provider)
 
     def view(self, history: Sequence[Turn]) -> tuple[Turn, ...]:
@@ -319,17 +317,24 @@ class AgentParts:
 
     def with_budget(self, budget: Budget | None) -> AgentParts:
         """These parts counting their spending in `budget` (a subagent's: its caller's)."""
+        return self._rederived(budget=budget)
+
+    def _rederived(self, **changes: Any) -> AgentParts:
+        """These parts with `changes`, their turn policies rebuilt from the result: the one
+        path of `with_budget` and `with_settings`. A policy whose inputs did not change is
+        kept with its state (`turn_policies`), so a mid-run change of one section does not
+        reset another's per-run counts."""
+        new = replace(self, **changes)
         return replace(
-            self,
-            budget=budget,
+            new,
             policies=turn_policies(
-                self.config,
-                self.hooks,
-                context=self.compaction or self.guard,
-                budget=budget,
-                checkpoints=self.checkpoints,
-                root=self.root,
-                main=self.agent_path == ("main",),
+                new.config,
+                new.hooks,
+                context=new.compaction or new.guard,
+                budget=new.budget,
+                checkpoints=new.checkpoints,
+                root=new.root,
+                main=new.agent_path == ("main",),
                 old=self.policies,
             ),
         )
@@ -374,21 +379,10 @@ class AgentParts:
         budget = self.budget
         if config.run.max_budget_usd != self.config.run.max_budget_usd:
             budget = budget_of(config)
-        return replace(
-            self,
+        return self._rederived(
             config=config,
             budget=budget,
-            policies=turn_policies(
-                config,
-                self.hooks,
-                context=compaction or guard,
-                budget=budget,
-                checkpoints=self.checkpoints,
-                root=self.root,
-                main=self.agent_path == ("main",),
-                old=self.policies,
-            ),
-            run=RunSettings.of(config, self.run.base, self.run.context),
+            run=RequestSettings.of(config, self.run.base, self.run.context),
             compaction=compaction,
             guard=guard,
             retry=retry,

@@ -22,6 +22,7 @@ from tether.agent.turn.output_schema import OutputSchemaPolicy
 from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import Policies, TurnPolicy
 from tether.agent.turn.stop_hooks import StopHooks
+from tether.agent.turn.todo_policy import TodoRestatement
 from tether.agent.turn.tool_limit import ToolCallLimit
 from tether.settings import AgentConfig
 
@@ -33,6 +34,7 @@ _OWN = (
     BudgetPolicy,
     AutoCompaction,
     RunawayGuard,
+    TodoRestatement,
     ContinuationPolicy,
     StopHooks,
     PlanMode,
@@ -54,24 +56,29 @@ def turn_policies(
     main: bool = True,
 ) -> Policies:
     """An agent's turn policies, in order: the budget (first: it stops before a compaction
-    is paid for), compaction or the runaway guard, continuations, the `stop` hooks, plan mode,
+    is paid for), compaction or the runaway guard, the todo list restated after a compaction
+    (after it: it sees the marker just written), continuations, the `stop` hooks, plan mode,
     the final answer's schema and the tool-call cap (the main agent's only: a subagent's answer
     is its `task` call's result; `root` resolves a schema file), checkpoints, then the host's
-    (from `old`). A policy of `old` whose inputs are the same is
-    kept (its state with it): a settings change rebuilds only the policies of the sections
-    that changed."""
+    (from `old`). A policy of `old` whose inputs are the same is kept (its state with it): a
+    settings change rebuilds only the policies of the sections that changed (the output
+    schema's and the tool-call cap's per-run counts survive a change of another setting)."""
     kept = list(old or ())
 
-    def reuse(kind: type[_P], same: Callable[[_P], bool], make: Callable[[], _P]) -> _P:
+    def reuse(
+        kind: type[_P], same: Callable[[_P], bool], make: Callable[[], _P | None]
+    ) -> _P | None:
         found = next((p for p in kept if type(p) is kind), None)
         return found if found is not None and same(found) else make()
 
-    limit = config.run.continuation_limit
+    run = config.run
+    limit = run.continuation_limit
     own: list[TurnPolicy | None] = [
         None
         if budget is None
         else reuse(BudgetPolicy, lambda p: p.budget is budget, lambda: BudgetPolicy(budget)),
         context,
+        reuse(TodoRestatement, lambda _p: True, TodoRestatement),
         reuse(
             ContinuationPolicy,
             lambda p: p.max_continuations == limit,
@@ -79,8 +86,20 @@ def turn_policies(
         ),
         reuse(StopHooks, lambda p: p.hooks is hooks, lambda: StopHooks(hooks)),
         reuse(PlanMode, lambda _p: True, PlanMode),
-        OutputSchemaPolicy.of(config.run, root or Path.cwd()) if main else None,
-        ToolCallLimit.of(config.run.max_tool_calls) if main else None,
+        reuse(
+            OutputSchemaPolicy,
+            lambda p: p.source == run.output_schema and p.retries == run.output_schema_retries,
+            lambda: OutputSchemaPolicy.of(run, root or Path.cwd()),
+        )
+        if main
+        else None,
+        reuse(
+            ToolCallLimit,
+            lambda p: p.cap == run.max_tool_calls,
+            lambda: ToolCallLimit.of(run.max_tool_calls),
+        )
+        if main
+        else None,
         None
         if checkpoints is None
         else reuse(

@@ -15,7 +15,6 @@ record of parts (`tether.agent.assembly.parts`: it renders the prompt from the s
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -223,13 +222,6 @@ def command_prompt(
         raise ConfigError(found)
     command, args = found
     return expand(command, args), command
-
-
-def instruction_paths(context: SessionContext | None) -> list[str]:
-    """The instruction files of `context` that exist now (for `/memory`)."""
-    if context is None:
-        return []
-    return [f.path for f in context.instructions if os.path.isfile(f.path)]
 
 
 def skill_policy(

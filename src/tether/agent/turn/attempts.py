@@ -189,12 +189,10 @@ class Attempts:
         text_chars = thinking_chars = 0
         async for event in provider.stream(request):
             assembler.feed(event)
-            if not deltas:
-                pass
-            elif isinstance(event, TextDelta):
+            if deltas and isinstance(event, TextDelta):
                 text_chars += len(event.text)
                 self.emit(TextDeltaEvent(text=event.text))
-            elif isinstance(event, ThinkingDelta):
+            elif deltas and isinstance(event, ThinkingDelta):
                 thinking_chars += len(event.text)
                 self.emit(ThinkingDeltaEvent(text=event.text))
             if isinstance(event, ProviderWarning):

@@ -27,13 +27,14 @@ from pathlib import Path
 from tether.agent.events import AgentEvent, CheckpointEvent, WarningEvent
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.continuation import CONTINUE_PROMPT
-from tether.checkpoint.shadow import CheckpointError, ShadowRepo, Snapshot
+from tether.checkpoint.shadow import ShadowRepo, Snapshot
 from tether.checkpoint.timeline import (
     CHECKPOINT_EVENT,
     At,
     checkpoint_data,
     is_user_message,
 )
+from tether.errors import CheckpointError
 from tether.messages import Turn
 
 STOP_HOOK_PREFIX = "A stop hook did not accept this as the final answer"

@@ -5,7 +5,7 @@ old tool results, tail), compact after an idle pause that outlived the prompt ca
 Owns: `AutoCompaction`, a turn policy (`tether.agent.turn.policy`: `before_request`,
 `after_reply`) that the request path also calls (`on_overflow`, `shape`) with the run's
 `RunState`, restoring recently read
-files and the todo list's latest state after a summary; `RunawayGuard`, what stays of it when
+files and listing running background shells after a summary; `RunawayGuard`, what stays of it when
 automatic compaction is off (the same monitor and runaway guard, 0.9 of the window in total or
 0.4 in one turn, refusing at once since nothing can compact); and the compaction ladder:
 LLM summary (through the run's request path: retries, Retry-After, fallback; its usage counted
@@ -31,14 +31,14 @@ from tether.compaction.prune import PrunePolicy, Pruner
 from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
-from tether.compaction.rounds import CompactInvalidInputError, Scope, select
-from tether.compaction.snapshot import Snapshot
+from tether.compaction.rounds import Scope, select
+from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import (
-    CompactionFailedError,
     CompactionResult,
     SummaryRequest,
     compact_conversation,
     compact_with,
+    summary_cap,
     truncation_marker,
 )
 from tether.compaction.tail import (
@@ -48,12 +48,11 @@ from tether.compaction.tail import (
     compact_context,
     shorten_old_results,
 )
-from tether.errors import RunError
+from tether.errors import CompactInvalidInputError, CompactionFailedError, RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
 from tether.tokens import estimate_tokens, text_tokens
 from tether.tools.builtin.shells import SHELL_OUTPUT_TOOL
-from tether.tools.builtin.todo import TODO_TOOL, latest_todo
 from tether.tools.exec.read_state import ReadState
 from tether.tools.exec.run import run_tool_call
 from tether.wire.markers import LiveTurns, is_marker
@@ -317,7 +316,7 @@ class AutoCompaction(TurnPolicy):
     ) -> CompactionResult | None:
         await parts.before_compaction(reason)  # the `before_compaction` hooks
         # live turns and the new marker's generation, kept in O(new turns)
-        snap = Snapshot.tracked(tuple(state.history), self._live)
+        snap = CompactionSnapshot.tracked(tuple(state.history), self._live)
         before = estimate_tokens(self.shape(parts.view(state.history)))
         parts.emit(CompactionStartEvent(reason=reason, tokens_before=before))
         scope = self._scope(snap)
@@ -373,7 +372,7 @@ class AutoCompaction(TurnPolicy):
         if pruned or any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
 
-    def _scope(self, snap: Snapshot) -> Scope | None:
+    def _scope(self, snap: CompactionSnapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
         keeps: list[int] = []
@@ -391,14 +390,12 @@ class AutoCompaction(TurnPolicy):
         return None
 
     async def _summarize(
-        self, parts: RunParts, snap: Snapshot, scope: Scope, focus: str | None, marker_id: str
+        self, parts: RunParts, snap: CompactionSnapshot, scope: Scope, focus: str | None, marker_id: str
     ) -> CompactionResult:
         if self.compactor is not None:
             return await compact_with(self.compactor, snap, scope, focus, marker_id=marker_id)
         limits = self.monitor.limits
-        cap = self.summary_max_tokens or max(
-            64, min(4096, limits.context_window // 4, limits.max_output_tokens)
-        )
+        cap = self.summary_max_tokens or summary_cap(limits)
         request = SummaryRequest(
             snapshot=snap,
             scope=scope,
@@ -413,11 +410,11 @@ class AutoCompaction(TurnPolicy):
         )
 
     async def _restore(
-        self, parts: RunParts, state: RunState, snap: Snapshot, scope: Scope
+        self, parts: RunParts, state: RunState, snap: CompactionSnapshot, scope: Scope
     ) -> tuple[str, ...]:
-        """Re-read recently read files (within the budget), restate the todo list's latest
-        state when the summary replaced it, and list the background shells still running: one
-        synthetic call+results pair."""
+        """Re-read recently read files (within the budget) and list the background shells
+        still running: one synthetic call+results pair (the todo list is restated by its own
+        policy, `tether.agent.turn.todo_policy`)."""
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
@@ -443,17 +440,6 @@ class AutoCompaction(TurnPolicy):
                 if self.reads is not None:
                     self.reads.observe(call, result)
                 spent += cost
-                calls.append(call)
-                results.append(result)
-        items = latest_todo(snap.history)
-        if items is not None and latest_todo(kept) is None and TODO_TOOL in parts.registry:
-            call = ToolCallBlock(
-                id=f"restore_{parts.new_id()}", name=TODO_TOOL, arguments={"items": list(items)}
-            )
-            result = await run_tool_call(
-                parts.registry, call, parts.tool_context, timeout_s=30.0, redact=parts.redact
-            )
-            if not result.is_error:
                 calls.append(call)
                 results.append(result)
         shells = parts.tool_context.shells

@@ -46,19 +46,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from tether.agent.events import AgentEvent, WarningEvent
+from tether.errors import HookFailed
 from tether.messages import ToolCallBlock, ToolResultBlock, Turn
 from tether.sandbox.proc import kill_group, spawn_confined
 from tether.settings.model import HooksSettings, ShellHookSettings
 from tether.tools.context import ToolContext
 
 HookPoint = Literal["before_tool", "after_tool", "user_prompt", "before_compaction", "stop"]
-HOOK_POINTS: tuple[HookPoint, ...] = (
-    "before_tool",
-    "after_tool",
-    "user_prompt",
-    "before_compaction",
-    "stop",
-)
 DENY_EXIT = 2
 """A shell hook exiting with this code denies; its stderr is the reason."""
 MAX_HOOK_OUTPUT_BYTES = 1_000_000
@@ -164,10 +158,6 @@ class Hooks:
     before_compaction: Sequence[HookFn] = ()
     stop: Sequence[HookFn] = ()
     transform_context: Sequence[ContextTransform] = ()
-
-
-class HookFailed(Exception):
-    """A hook failed (raised, exited oddly, printed no JSON object, timed out)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -119,6 +119,8 @@ class OutputSchemaPolicy(TurnPolicy):
         structured: the valid answer's parsed object (None until one validated).
         asked: how many times the run asked again so far.
         failed: the last answer did not validate and the retries were spent.
+        source: the `run.output_schema` setting the schema was loaded from (a settings change
+            that leaves it and the retries alone keeps this policy and its counts).
     """
 
     schema: dict[str, Any]
@@ -127,6 +129,7 @@ class OutputSchemaPolicy(TurnPolicy):
     asked: int = 0
     failed: bool = False
     error: str | None = field(default=None)
+    source: object = field(default=None, compare=False)
 
     @classmethod
     def of(cls, run: RunSettings, root: Path) -> OutputSchemaPolicy | None:
@@ -138,7 +141,7 @@ class OutputSchemaPolicy(TurnPolicy):
         schema = load_schema(run.output_schema, root)
         if schema is None:
             return None
-        return cls(schema, retries=run.output_schema_retries)
+        return cls(schema, retries=run.output_schema_retries, source=run.output_schema)
 
     def on_prompt(
         self, content: tuple[ContentBlock, ...], parts: RunParts, state: RunState

@@ -217,7 +217,7 @@ class ToolCalls:
         safe_mode: bool,
         timeout_s: float,
     ) -> ToolResultBlock:
-        # -- tracing (issue 16): the call's span; a subagent run inside it is its child --
+        # -- tracing: the call's span; a subagent run inside it is its child --
         with self._tracing.tool_call(call) as span:
             result = await self._run_one(
                 call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from tether.errors import ConfigError
+from tether.errors import ConfigError, LocalModelCrash
 from tether.messages import Target, Usage
 from tether.providers.base import (
     ModelRequest,
@@ -73,7 +73,7 @@ from tether.providers.local.prompt import (
     render_messages,
     repeats_last_call,
 )
-from tether.providers.local.supervisor import LocalModelCrash, supervisor_for
+from tether.providers.local.supervisor import supervisor_for
 from tether.providers.models import default_cache_dir
 
 __all__ = [

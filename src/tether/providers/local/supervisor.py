@@ -36,7 +36,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from tether.errors import ConfigError
+from tether.errors import ConfigError, LocalModelCrash
 from tether.providers.base import ModelRequest
 from tether.providers.local.child import FAULT_ENV
 from tether.providers.local.engine import GenOptions
@@ -51,27 +51,6 @@ START_TIMEOUT_S = 600.0
 
 STOP_TIMEOUT_S = 3.0
 """Wait for a child to exit after its socket closed, before it is killed."""
-
-class LocalModelCrash(RuntimeError):
-    """The model's child process died (a native fault in llama.cpp, or killed).
-
-    Attributes:
-        signal_name: `SIGSEGV`, …, or `exit N` when it exited without a signal.
-        phase: `loading` or `generating`.
-        tried: the configurations tried, in words.
-        stderr_tail: the child's last stderr lines (llama.cpp's assertion text, if any).
-    """
-
-    def __init__(self, signal_name: str, phase: str, tried: list[str], stderr_tail: str) -> None:
-        self.signal_name = signal_name
-        self.phase = phase
-        self.tried = tried
-        self.stderr_tail = stderr_tail
-        super().__init__(
-            f"the embedded model crashed in llama.cpp ({signal_name}) while {phase}; "
-            f"tried: {', then '.join(tried)}"
-        )
-
 
 def _signal_name(returncode: int | None) -> str:
     if returncode is None:

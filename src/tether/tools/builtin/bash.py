@@ -70,7 +70,7 @@ async def _drain(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -
             return True
 
 
-async def run_command(
+async def run_shell(
     command: str, ctx: ToolContext, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> ToolOutput:
     """Run `bash -c command` in `ctx.root` with `ctx.env`, inside `ctx.sandbox` when set; see
@@ -214,4 +214,4 @@ async def bash(
     """
     if run_in_background:
         return await start_background(command, ctx)
-    return await run_command(command, ctx, min(timeout_s, ctx.max_timeout_s))
+    return await run_shell(command, ctx, min(timeout_s, ctx.max_timeout_s))

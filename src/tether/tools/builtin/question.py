@@ -5,7 +5,7 @@ characters, 2-16 `OptionSpec`s with a label of at most 60 characters, a descript
 optional preview, and a multi-select flag; answers `{labels}`, `{text}` or `{abandoned}`) and
 its headless refusal. The shapes and the host's side (`QuestionBridge`: `async ask(questions)
 -> answers`) are data in `tether.tools.context`. A host with a user (TUI, IDE) passes a bridge as
-`Agent(question_bridge=...)` (it lands in `ToolContext.questions`); without one (the headless
+`Host(questions=...)` (it lands in `ToolContext.questions`); without one (the headless
 `tether run`), the tool answers that nobody is there and the model must use its own judgment.
 The tool is `safe` (it changes nothing): it stays offered in safe mode.
 Does not own: rendering the questions (the host: the TUI's overlay).

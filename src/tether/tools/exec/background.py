@@ -2,7 +2,8 @@
 while the agent works (a dev server, a watcher), read and stopped by id.
 
 Owns: `BackgroundShells` (one per agent: start, read what is new, kill, list, close),
-`Shell` (one command: its process group, unread output, state) and `TooManyShells`.
+`Shell` (one command: its process group, unread output, state); a refused start is a
+`tether.errors.TooManyShells`.
 Does not own: the tools (`tether.tools.builtin.shells`, `bash`'s `run_in_background`), how a
 command is confined (`tether.sandbox.proc.spawn_confined`: the same sandbox, limits and
 process group as a foreground `bash` call), the TUI's `/tasks`.
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from tether.errors import TooManyShells
 from tether.sandbox.proc import EXIT_GRACE_S, CallGuard, Spawnable, kill_group, spawn_confined
 
 DEFAULT_MAX_BACKGROUND = 8
@@ -45,10 +47,6 @@ KILL_GRACE_S = 2.0
 """After SIGTERM, how long a killed shell may take before its group gets SIGKILL (s)."""
 POLL_S = 0.2
 """How often a shell whose output is still open is checked for having exited (s)."""
-
-
-class TooManyShells(Exception):
-    """`max_background` shells are running already."""
 
 
 @dataclass(eq=False)

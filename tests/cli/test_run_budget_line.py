@@ -1,0 +1,37 @@
+"""`tether run --max-budget-usd`: a run the budget stopped before its first request exits 1 with
+one stderr line naming the cap as given (a cap under a cent printed as such), read from the
+agent's public config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.agent.assembly import build
+from tether.cli.run import RunOptions, run_command
+from tether.providers.base import Provider
+from tether.testing import ScriptedProvider
+
+
+def test_a_budget_stop_names_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    provider = ScriptedProvider(["never sent"])
+    provider.model = "claude-sonnet-4-5"  # priced: the estimate is in dollars
+
+    def resolve(_ref: Any, **_kw: Any) -> Provider:
+        return provider
+
+    monkeypatch.setattr(build, "resolve_provider", resolve)
+    code = run_command(
+        RunOptions(
+            prompt="hi", model="anthropic/claude-sonnet-4-5", cwd=tmp_path, no_session=True,
+            max_budget_usd=0.0001,
+        )
+    )
+    assert code == 1 and provider.requests == []
+    line = "tether: stopped: the next request would pass --max-budget-usd $0.0001; exit 1"
+    assert line in capsys.readouterr().err.splitlines()
