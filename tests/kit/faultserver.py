@@ -120,7 +120,7 @@ def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str,
     }
 
 
-_OPENAI_USAGE = {
+_OPENAI_USAGE: dict[str, Any] = {
     "id": "chatcmpl-fault",
     "object": "chat.completion.chunk",
     "created": 1,
@@ -260,9 +260,9 @@ def _error_body(step: Step, anthropic: bool) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: _Server  # pyright: ignore[reportIncompatibleVariableOverride]  # served by _Server only
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:
