@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kit.numbers import approx
 from tether.agent.assembly.build import check_only_tools, model_refs
 from tether.errors import ConfigError
 from tether.settings import (
@@ -252,7 +253,7 @@ def test_to_json_round_trips_and_uses_file_names() -> None:
     ],
 )
 def test_parse_duration(value: object, seconds: float) -> None:
-    assert parse_duration(value) == pytest.approx(seconds, abs=1e-12)
+    assert parse_duration(value) == approx(seconds, abs=1e-12)
 
 
 @pytest.mark.parametrize(
