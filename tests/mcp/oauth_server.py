@@ -17,6 +17,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -25,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 
-class MemoryAuthProvider:
+class MemoryAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
     """In-memory `OAuthAuthorizationServerProvider`; access tokens live `token_ttl_s`."""
 
     def __init__(self, token_ttl_s: int = 3600) -> None:
