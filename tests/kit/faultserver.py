@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 Mode = Literal[
     "text",
@@ -387,7 +387,7 @@ class FaultServer:
             return self.script(n, path, body)
         return self.script[n - 1] if n <= len(self.script) else None
 
-    def start(self) -> FaultServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -395,7 +395,7 @@ class FaultServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> FaultServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
