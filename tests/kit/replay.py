@@ -93,7 +93,7 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 class Server:
     """A mocked transport serving queued responses and recording request bodies."""
 
-    responses: list[Recorded | Handler]
+    responses: list[Recorded] | list[Recorded | Handler]  # a cassette's list is served as it is
     requests: list[dict[str, Any]] = field(default_factory=lambda: [])
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:

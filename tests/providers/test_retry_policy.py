@@ -20,7 +20,7 @@ from tether.agent.turn.continuation import (
 )
 from tether.durations import parse_duration
 from tether.errors import ConfigError, LengthResumeExhausted, exit_code_for
-from tether.messages import Provenance, TextBlock, Turn, Usage
+from tether.messages import Provenance, StopReason, TextBlock, Turn, Usage
 from tether.providers.base import ErrorKind, StreamError
 from tether.providers.catalog import price_for
 from tether.providers.errors import classify_status, error_code, is_quota_error, parse_retry_after
@@ -336,10 +336,15 @@ def test_chain_mistakes_fail_at_start(
 names = st.text("abcxyz", min_size=1, max_size=3)
 
 
+def _pair(n: str, m: str) -> tuple[str, str]:
+    return (n, m)
+
+
+
 @given(
     providers=st.lists(st.tuples(names, names), min_size=1, max_size=4, unique_by=lambda p: p[0]),
     items=st.lists(
-        st.one_of(names, st.builds(lambda n, m: (n, m), names, names)), min_size=1, max_size=6
+        st.one_of(names, st.builds(_pair, names, names)), min_size=1, max_size=6
     ),
 )
 def test_chain_properties(
@@ -431,7 +436,7 @@ def test_decay_validation() -> None:
 # --- continuations ----------------------------------------------------------------------------
 
 
-def reply(text: str, stop: str, *, calls: bool = False) -> Turn:
+def reply(text: str, stop: StopReason, *, calls: bool = False) -> Turn:
     content = (TextBlock(text=text),) if text else ()
     if calls:
         content = (*content, call("ls", id="c1"))
