@@ -113,7 +113,7 @@ def run(mode: str) -> dict[str, object]:
             prov,
             tools=[dump],
             root=root,
-            config=AgentConfig(run={"max_turns": ROUNDS + 5}),
+            config=AgentConfig.model_validate({"run": {"max_turns": ROUNDS + 5}}),
             host=Host(on_event=events.append),
             compaction=manager,
             runtime=Runtime(new_id=iter(f"t{i}" for i in range(1, 10**6)).__next__),
@@ -149,7 +149,7 @@ def run(mode: str) -> dict[str, object]:
             fills += 1
             level = after
         level += estimate_tokens([t])
-    growth = [
+    growth: list[float] = [
         (ends[i + 1].tokens_before - ends[i].tokens_after) / (trigger - ends[i].tokens_after)
         for i in range(len(ends) - 1)
     ]

@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
@@ -108,7 +109,8 @@ def setup_run(
     """(dispatch seconds per task, seconds from the dispatch's start until the n runs ended,
     seconds from the first of the n runs' end to the last's)."""
     tmp = Path(tempfile.mkdtemp(prefix="tether-bench-jobs-"))
-    db = {"TETHER_JOBS_DATABASE_URL": url} if url else {}
+    # the environment extras for kit.jobs (Any: a **dict of str could have filled its trust=)
+    db: dict[str, Any] = {"TETHER_JOBS_DATABASE_URL": url} if url else {}
     procs: list[subprocess.Popen[str]] = []
     try:
         # a project name per setup: the PostgreSQL database is shared by the setups, and the
@@ -181,7 +183,7 @@ def recovery(url: str, timeout_s: float) -> None:
     from dbos import DBOSClient
 
     tmp = Path(tempfile.mkdtemp(prefix="tether-bench-jobs-"))
-    db = {"TETHER_JOBS_DATABASE_URL": url}
+    db: dict[str, Any] = {"TETHER_JOBS_DATABASE_URL": url}
     procs: list[subprocess.Popen[str]] = []
     name = f"bench-recovery-{os.getpid()}"
     settings = SETTINGS | {"project": name, "worker_timeout": f"{timeout_s:g}s"}
