@@ -23,6 +23,7 @@ import asyncio
 import json
 import statistics
 import tempfile
+from typing import cast
 
 from tether import AgentConfig, Runtime
 from tether.agent.agent import Agent
@@ -115,7 +116,7 @@ def run(mode: str) -> dict[str, object]:
             root=root,
             config=AgentConfig.model_validate({"run": {"max_turns": ROUNDS + 5}}),
             host=Host(on_event=events.append),
-            compaction=manager,
+            compaction=manager if manager is not None else False,  # off, as None was
             runtime=Runtime(new_id=iter(f"t{i}" for i in range(1, 10**6)).__next__),
         )
         asyncio.run(agent.run("Process every record with the dump tool, one per step."))
@@ -182,6 +183,7 @@ def main() -> None:
     assert isinstance(fills, int)
     growth = auto["growth"]
     assert isinstance(growth, list)
+    growth = cast("list[float]", growth)
     print(
         f"auto: compactions {auto['compactions']}, window fills {fills} -> compactions per "
         f"window fill {int(auto['compactions']) / max(fills, 1):.2f} (target 1.00)"  # type: ignore[call-overload]

@@ -23,6 +23,7 @@ import resource
 import statistics
 import sys
 import time
+import types
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -92,7 +93,7 @@ def deep_size(obj: object, _seen: set[int] | None = None) -> int:
     seen: set[int] = set() if _seen is None else _seen
     stack: list[Any] = [obj]
     total = 0
-    skip = (type, type(sys), type(deep_size), type(len))
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
     while stack:
         o = stack.pop()
         if id(o) in seen or isinstance(o, skip):

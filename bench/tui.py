@@ -106,7 +106,7 @@ async def keystrokes(app: TetherApp, n: int, stream: bool) -> tuple[list[float],
     press: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         frames: list[float] = []
-        display = app._display  # pyright: ignore[reportPrivateUsage]
+        display = app._display  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType, reportUnknownVariableType]  # textual's own, timed here
 
         def timed(screen: object, renderable: object) -> None:
             if renderable is not None:
