@@ -81,18 +81,20 @@ def serialize(messages: tuple[Turn, ...]) -> bytes:
     )
 
 
+def shared_prefix(prev: bytes, nxt: bytes) -> int:
+    """The length of the longest common prefix of two serialized requests (binary search)."""
+    lo, hi = 0, min(len(prev), len(nxt))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if prev[:mid] == nxt[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def prefix_share(prev: bytes, nxt: bytes) -> float:
-    n = min(len(prev), len(nxt))
-    i = 0
-    step = 1 << 12
-    while i < n and prev[i : i + step] == nxt[i : i + step]:
-        i += step
-    i = min(i, n)
-    while i > 0 and prev[:i] != nxt[:i]:
-        i -= 1
-    while i < n and prev[i] == nxt[i]:
-        i += 1
-    return i / len(prev) if prev else 1.0
+    return shared_prefix(prev, nxt) / len(prev) if prev else 1.0
 
 
 def run(mode: str) -> dict[str, object]:

@@ -25,11 +25,11 @@ Run: .venv/bin/python bench/pruning.py
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import statistics
 import tempfile
 
+from compaction import serialize, shared_prefix  # bench/compaction.py (bench/ is sys.path[0])
 from tether import AgentConfig, Runtime
 from tether.agent.agent import Agent
 from tether.agent.events import AgentEvent, CompactionEndEvent
@@ -38,7 +38,7 @@ from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
 from tether.compaction.prune import PRUNE_TAG, PrunePolicy, prune_policy
-from tether.messages import TextBlock, ToolCallBlock, Turn, Usage, turn_to_dict
+from tether.messages import TextBlock, ToolCallBlock, Turn, Usage
 from tether.providers.base import ModelRequest
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
@@ -123,25 +123,6 @@ def model() -> ScriptedProvider:
 
     prov = ScriptedProvider(answer)
     return prov
-
-
-def serialize(messages: tuple[Turn, ...]) -> bytes:
-    return b"".join(
-        json.dumps(turn_to_dict(t), sort_keys=True, separators=(",", ":")).encode() + b"\n"
-        for t in messages
-    )
-
-
-def shared_prefix(prev: bytes, nxt: bytes) -> int:
-    n = min(len(prev), len(nxt))
-    lo, hi = 0, n  # binary search on equality of prefixes
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if prev[:mid] == nxt[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def run(prune: bool, policy: PrunePolicy | None = None) -> dict[str, float]:

@@ -2,7 +2,9 @@
 measured by, kept here so the bench runs from a plain clone).
 
 The scripted provider answers turns 1..N-1 with one `echo(text="turn k")` call and turn N with
-"done"; `echo` returns 2,048 bytes; the session is persisted to a temporary JSONL file. Prints the
+"done"; `echo` returns 2,048 bytes; the session is persisted to a temporary JSONL file (the data folder beside the project folder,
+as on a user's machine; `echo` is not declared `safe`, so checkpoints snapshot the project before
+its first call and when the run ends). Prints the
 protocol's `RESULT {json}` line (so it runs beside the peers in run_all.py) and a readable summary.
 Each turn's 2,048-character line is over the gate's 2,000-character line cap, so the gate cuts it
 and saves the raw output to a new file (case T26); the last line prints what that file save costs
@@ -120,12 +122,18 @@ def _run(turns: int, compaction: bool, tracing: Tracing, tmp: str):
             return _common.FINAL_TEXT
         return ToolCallBlock(id=f"call_{k}", name="echo", arguments={"text": f"turn {k}"})
 
-    store = SessionStore(Path(tmp))
-    writer = store.create(cwd=tmp)
+    # As on a user's machine: the project in one folder, tether's data (sessions, and the
+    # checkpoints' shadow repository beside them) in another, both inside `tmp` (the shadow
+    # repository went to `<tmp>/../checkpoints` and outlived the run).
+    project, data = Path(tmp) / "project", Path(tmp) / "data"
+    project.mkdir()
+    (project / "README.md").write_text("a project\n")
+    store = SessionStore(data / "sessions")
+    writer = store.create(cwd=str(project))
     agent = Agent(
         ScriptedProvider(model),
         tools=[tool(echo, inline=not THREAD_TOOL)],
-        root=tmp,
+        root=str(project),
         session=AgentSession(sink=writer),
         config=AgentConfig(run={"max_turns": turns + 1}),
         compaction=_compaction() if compaction else False,

@@ -4,32 +4,17 @@ a folder outside a repository is one clear error."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from kit.gitrepo import git
+from kit.gitrepo import repo as make_repo
 from tether.worktrees import WorktreeError, changed, create, finish, folder_in
 
 
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip()
-
-
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "a.txt").write_text("one\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    return root
+    return make_repo(tmp_path, {"src/a.txt": "one\n"})
 
 
 def test_unchanged_worktree_is_removed_with_its_branch(tmp_path: Path) -> None:

@@ -486,3 +486,52 @@ def test_a_child_gets_its_callers_tools_but_starts_no_mcp_servers_of_its_own(
     assert agent.run_sync("main").text == "final"
     assert seen == {"servers": {}, "spawn": "allow"}
     assert "files" in agent.config.mcp.servers  # the caller's own config is unchanged
+
+
+def test_the_agent_tree_parent_children_name_description_and_a_library_child(
+    tmp_path: Path,
+) -> None:
+    """The tree API (audit row "agent tree"): while a named child runs, its caller lists it
+    in `children()`, the child's `parent` is the caller and it carries its name and
+    description; after, no children. `run_child` starts one from the library like `task`."""
+    provider = ScriptedProvider(
+        routed(
+            {
+                "main": [
+                    Reply(
+                        blocks=(
+                            call(TASK_TOOL, id="t1", name="r", prompt="review it", agent="reviewer"),
+                        )
+                    ),
+                    "final",
+                ],
+                "review it": ["looks fine"],
+                "from the library": ["done by hand"],
+            }
+        )
+    )
+    seen: list[tuple[Any, ...]] = []
+    holder: list[Agent] = []
+
+    def watch(event: AgentEvent) -> None:
+        if isinstance(event, SubagentEvent) and holder:
+            (child,) = holder[0].subagents.children()
+            node = child.subagents
+            seen.append((node.parent is holder[0], node.name, node.description, child.agent_path))
+
+    agent = subagent_agent(
+        provider,
+        tmp_path,
+        settings={"agents": {"reviewer": {"system": "You review.", "description": "reviews"}}},
+        host=Host(on_event=watch),
+    )
+    holder.append(agent)
+    assert agent.subagents.parent is None and agent.subagents.name is None
+    agent.run_sync("main")
+    assert seen and all(s[:3] == (True, "reviewer", "reviews") for s in seen)
+    assert seen[0][3][-1] == "task:t1"
+    assert agent.subagents.children() == ()
+    out = asyncio.run(agent.subagents.run_child("from the library"))
+    assert not out.is_error and out.content == "done by hand"
+    refused = asyncio.run(agent.subagents.run_child("x", agent="ghost"))
+    assert refused.is_error and "no subagent named 'ghost'" in str(refused.content)

@@ -313,3 +313,21 @@ def test_the_loop_is_a_skeleton_of_at_most_80_lines() -> None:
     tree = parse_file(SRC / "agent" / "turn" / "loop.py")
     (fn,) = [n for n in tree.body if isinstance(n, ast.AsyncFunctionDef) and n.name == "run_turns"]
     assert fn.end_lineno is not None and fn.end_lineno - fn.lineno + 1 <= 80
+
+
+@pytest.mark.parametrize("path", files("settings"), ids=lambda p: p.name)
+def test_the_settings_import_only_leaves_below_them(path: Path) -> None:
+    """The settings schema sits low (floor 3): it imports no tools (`DEFAULT_REFUSED` is the
+    settings' own default), no permissions (the rule grammar is `settings/rules.py`) and
+    nothing above; only leaf vocabulary."""
+    allowed = ("tether.settings", "tether.errors", "tether.durations", "tether.effort")
+    bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
+    assert bad == set(), f"settings/{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", files("sandbox"), ids=lambda p: p.name)
+def test_the_sandbox_does_not_import_the_settings(path: Path) -> None:
+    """`policy_for` / `limits_for` read the `tools` settings through a structural type
+    (`ToolsConfinement`): the sandbox (floor 2) never imports the settings (floor 3)."""
+    bad = {m for m in tether_imports(path) if m.startswith("tether.settings")}
+    assert bad == set(), f"sandbox/{path.name} imports {bad}"

@@ -170,3 +170,45 @@ def test_the_shadow_repository_ignores_the_users_git_config(tmp_path: Path) -> N
         capture_output=True, text=True, check=True,
     )
     assert out.stdout.strip() == "commit"
+
+
+def test_a_snapshot_spawns_few_git_processes_and_git_accepts_what_tether_wrote(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    """The repository is created and each commit written without a git process (they were ten
+    processes for a first snapshot and one more per change: most of a short run's wall time);
+    git itself then reads the chain: `fsck --strict` finds nothing wrong, `log` walks it."""
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    spawned: list[str] = []
+    real_run = subprocess.run
+
+    def counting_run(argv: list[str], *args: object, **kwargs: object) -> object:
+        spawned.append(next(a for a in argv[1:] if not a.startswith("-") and "=" not in a))
+        return real_run(argv, *args, **kwargs)  # pyright: ignore[reportUnknownVariableType, reportArgumentType, reportCallIssue]
+
+    root = tmp_path / "p"
+    root.mkdir()
+    put(root, "a.txt", b"1")
+    put(root, "d/b.txt", b"2")
+    repo = ShadowRepo(root, store=tmp_path / "store")
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    first = repo.snapshot("first")
+    assert spawned == ["ls-files", "update-index", "write-tree"]
+    spawned.clear()
+    put(root, "a.txt", b"changed")
+    second = repo.snapshot("second")
+    assert spawned == ["status", "update-index", "write-tree"]
+    spawned.clear()
+    assert repo.snapshot("unchanged").commit == second.commit
+    assert spawned == ["status"]
+    monkeypatch.undo()
+    env = {"GIT_DIR": str(repo.git_dir), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-dangling"], env=env, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    log = subprocess.run(["git", "log", "--format=%H %P %s"], env=env, capture_output=True, text=True, check=True)
+    assert log.stdout.splitlines() == [f"{second.commit} {first.commit} second", f"{first.commit}  first"]
+    assert repo.files(first.commit) == {"a.txt": b"1", "d/b.txt": b"2"}
+    restore(repo, second.commit, first.commit)
+    assert tree(root) == {"a.txt": b"1", "d/b.txt": b"2"}

@@ -4,6 +4,7 @@ one line and exit 1."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kit.cli import Completed, run_cli
@@ -54,3 +55,18 @@ def test_a_bad_folder_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert len(holding.stderr.strip().splitlines()) == 1 and "tether's own" in holding.stderr
     acp = run_cli(["acp", "--add-dir", "nowhere"], home, cwd=work)
     assert acp.returncode == 1 and "is not a folder" in acp.stderr and "Traceback" not in acp.stderr
+
+
+def test_the_flag_adds_to_the_settings_folders(tmp_path: Path) -> None:
+    """`--add-dir` adds to `tools.add_dirs` of the settings, as Claude Code's flag adds to
+    `additionalDirectories`; it used to replace them."""
+    home, work, kept, added = (tmp_path / n for n in ("home", "work", "kept", "added"))
+    for d in (work, kept, added, work / ".tether"):
+        d.mkdir()
+    (work / ".tether" / "settings.json").write_text(json.dumps({"tools": {"add_dirs": [str(kept)]}}))
+    with FaultServer([text("done")]) as server:
+        proc = run(server, home, work, "--add-dir", str(added), "--add-dir", str(kept), "go")
+        system = server.requests[0]["body"]["messages"][0]["content"]
+    assert proc.returncode == 0, proc.stderr
+    assert f"{kept.resolve()} (read-write)" in system and f"{added.resolve()} (read-write)" in system
+    assert system.count(str(kept.resolve())) == 1  # named twice, listed once

@@ -5,13 +5,14 @@ And a named subagent with `isolation: "worktree"` works in a worktree of its own
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from kit.agents import routed, subagent_agent
 from kit.cli import Completed, run_cli
 from kit.events import results
 from kit.faultserver import FaultServer, text, tool
+from kit.gitrepo import git
+from kit.gitrepo import repo as make_repo
 from kit.sandbox import sandbox_or_skip
 from tether.agent.events import AgentEvent
 from tether.agent.host import Host
@@ -20,24 +21,8 @@ from tether.testing import ScriptedProvider, call
 from tether.tools.builtin.toolset import builtin_tools
 
 
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip()
-
-
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "README.md").write_text("hello\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    return root
+    return make_repo(tmp_path, {"README.md": "hello\n"})
 
 
 def run(server: FaultServer, home: Path, cwd: Path, *args: str) -> Completed:

@@ -95,3 +95,17 @@ def test_the_model_neither_sees_nor_calls_a_secret_tool(tmp_path: Path) -> None:
     assert result["is_error"]
     shown = json.dumps(result)
     assert "unknown tool 'rotate_key'" in shown and "rotated" not in shown
+
+
+def test_the_settings_model_needs_no_credentials_for_a_direct_call(tmp_path: Path) -> None:
+    """No model is called: an Anthropic model without ANTHROPIC_API_KEY used to stop
+    `tether tool` with exit 2."""
+    home, env = _setup(tmp_path)
+    config = Path(env["TETHER_CONFIG_DIR"]) / "settings.json"
+    settings = json.loads(config.read_text())
+    config.write_text(json.dumps({**settings, "model": "anthropic/claude-sonnet-4-5"}))
+    done = _tool(home, {**env, "ANTHROPIC_API_KEY": ""}, "rotate_key", "--json", '{"key": "db"}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "rotated db\n"
+    pinned = _tool(home, {**env, "OPENAI_API_KEY": ""}, "--list", "--model", "openai/gpt-4o")
+    assert pinned.returncode == 0, pinned.stderr

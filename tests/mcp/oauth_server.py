@@ -23,7 +23,18 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
+
+
+class LoopbackClient(OAuthClientInformationFull):
+    """A client registered by hand (not RFC 7591) for a native app: any port of the loopback
+    redirect it registered is accepted (RFC 8252 §7.3), as real authorization servers do."""
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        if redirect_uri is None or redirect_uri.host != "127.0.0.1" or redirect_uri.scheme != "http":
+            raise InvalidRedirectUriError(f"Redirect URI '{redirect_uri}' is not a loopback URI")
+        return redirect_uri
 
 
 class MemoryAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
@@ -119,18 +130,28 @@ class MemoryAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Ref
 class OAuthDemo:
     """The protected MCP server (one tool, `whoami`) on 127.0.0.1:<port>/mcp."""
 
-    def __init__(self, port: int, token_ttl_s: int = 3600) -> None:
+    def __init__(
+        self,
+        port: int,
+        token_ttl_s: int = 3600,
+        *,
+        registration: bool = True,
+        clients: tuple[OAuthClientInformationFull, ...] = (),
+    ) -> None:
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
         self.url = f"{self.base}/mcp"
         self.provider = MemoryAuthProvider(token_ttl_s)
+        for client in clients:  # registered beforehand, by hand
+            assert client.client_id is not None
+            self.provider.clients[client.client_id] = client
         server = MCPServer(
             "protected",
             auth_server_provider=self.provider,
             auth=AuthSettings(
                 issuer_url=self.base,  # type: ignore[arg-type]
                 resource_server_url=self.url,  # type: ignore[arg-type]
-                client_registration_options=ClientRegistrationOptions(enabled=True),
+                client_registration_options=ClientRegistrationOptions(enabled=registration),
                 validate_token_resource=True,
             ),
         )

@@ -2,7 +2,8 @@
 server-side auth (`oauth_server.py`): the full code flow with PKCE through `tether mcp login`'s
 function, tokens stored 0600, refresh of an expired token in a later (headless) run, refusal
 of a redirect with a wrong `state`, a headless run skipping an unauthenticated server with a
-warning, and an `Authorization` header bypassing OAuth."""
+warning, an `Authorization` header bypassing OAuth, and a client registered beforehand
+(`oauth.client_id`, its secret from `${VAR}`, its scopes) used by login, run and refresh alike."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 import pytest
-from oauth_server import OAuthDemo
+from oauth_server import LoopbackClient, OAuthDemo
+from pydantic import AnyUrl
 
 from kit.mcp import free_port
 from tether.credentials import credentials_path
 from tether.mcp import McpServerError, McpTools, resolve_server
 from tether.mcp.oauth import credential_name, forget_tokens, login
-from tether.settings.model import McpServerSettings
+from tether.settings.model import McpOAuthSettings, McpServerSettings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -171,3 +173,49 @@ async def test_a_second_login_starts_over(server: OAuthDemo, tmp_path: Path) -> 
     assert server.provider.grants == ["authorization_code", "authorization_code"]
     assert len(server.provider.clients) == 2
     assert first["tokens"] != second["tokens"] and first["client_info"] != second["client_info"]
+
+
+async def test_a_pre_registered_client_and_its_scopes_serve_login_run_and_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server takes no registrations: the client the user registered by hand
+    (`oauth.client_id`, a confidential client whose secret comes from `${VAR}`) is the only
+    way in, for the login, the run that uses its tokens and the refresh after they expire."""
+    client = LoopbackClient(
+        client_id="tether-desktop",
+        client_secret="s3cret-value",
+        redirect_uris=[AnyUrl("http://127.0.0.1/callback")],
+        grant_types=["authorization_code", "refresh_token"],
+        token_endpoint_auth_method="client_secret_post",
+        scope="read write",
+    )
+    demo = OAuthDemo(free_port(), token_ttl_s=TTL_S, registration=False, clients=(client,)).start()
+    try:
+        monkeypatch.setenv("DEMO_CLIENT_SECRET", "s3cret-value")
+        settings = McpServerSettings(
+            url=demo.url,
+            oauth=McpOAuthSettings(
+                client_id="tether-desktop", client_secret="${DEMO_CLIENT_SECRET}", scopes=["read"]
+            ),
+        )
+        spec = resolve_server("protected", settings, tmp_path)
+        seen: list[str] = []
+        issued_long_ago = lambda: time.time() - 2 * TTL_S  # noqa: E731 - the login's clock
+        await login(spec, tmp_path, open_url=browser(seen=seen), clock=issued_long_ago)
+        query = dict(parse_qsl(urlsplit(seen[0]).query))
+        assert query["client_id"] == "tether-desktop" and query["scope"] == "read"
+        assert list(demo.provider.clients) == ["tether-desktop"]  # nothing registered
+        assert demo.provider.grants == ["authorization_code"]
+
+        mcp, warnings = tools_for(tmp_path, settings)
+        try:
+            await mcp.start()
+            result = await mcp.call("protected", "whoami", {})
+        finally:
+            await mcp.aclose()
+        assert warnings == [] and not result.is_error
+        assert demo.provider.grants == ["authorization_code", "refresh_token"]  # same client
+        assert all(t.client_id == "tether-desktop" for t in demo.provider.access.values())
+        assert all(t.scopes == ["read"] for t in demo.provider.access.values())
+    finally:
+        demo.stop()

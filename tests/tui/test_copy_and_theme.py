@@ -76,3 +76,31 @@ async def test_theme_switches_is_saved_and_applied_at_the_next_start(tmp_path: P
     async with again.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: again.opened is not None)
         assert again.theme == "dracula"
+
+
+async def test_copy_n_and_copy_pick_take_an_earlier_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("TMUX", raising=False)
+    app, _ = scripted_app(tmp_path, ["first answer", "second answer", "third answer"])
+    async with app.run_test(size=SIZE) as pilot:
+        for prompt in ("one", "two", "three"):
+            await send(pilot, prompt)
+            await idle(app, pilot)
+        await send(pilot, "/copy 2")
+        assert app.clipboard == "second answer"
+        assert "copied answer 2 counted back from the last" in notes(app)
+        await send(pilot, "/copy 4")
+        assert "/copy: this session has 3 answers" in notes(app) and app.clipboard == "second answer"
+        await send(pilot, "/copy x")
+        assert "/copy: give N" in notes(app)
+        await send(pilot, "/copy pick")
+        await until(pilot, lambda: isinstance(app.screen, PickerScreen))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        assert [c.label for c in screen.choices] == ["1: third answer", "2: second answer", "3: first answer"]
+        await pilot.press(*"first", "enter")  # typing filters, Enter picks
+        await until(pilot, lambda: not isinstance(app.screen, PickerScreen))
+        assert app.clipboard == "first answer"

@@ -167,5 +167,5 @@ def test_typing_key_by_key_lists_what_a_fresh_search_lists(query: str) -> None:
     completer = Completer(lambda: Path("/nonexistent"))
     completer._paths, completer._listed = paths, Path("/nonexistent")  # pyright: ignore[reportPrivateUsage]
     for i in range(1, len(query) + 1):
-        lines = completer.lines("see @" + query[:i], [])
-        assert lines == [f"@{p}" for p in path_matches(query[:i], paths)]
+        lines = [line for _value, line in completer.entries("see @" + query[:i], [])]
+        assert lines == [f"@{p}" for p in path_matches(query[:i], paths) if p != query[:i]]

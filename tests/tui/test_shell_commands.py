@@ -4,6 +4,7 @@ command and output to the conversation for the next message (no model turn of it
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from kit.procs import alive, left, marker
@@ -11,6 +12,7 @@ from kit.sandbox import sandbox_or_skip
 from kit.tui import SIZE, idle, notes, scripted_app, send, until
 from tether.messages import TextBlock
 from tether.testing import call
+from tether.tools.base import tool
 from tether.tui.commands import parse_command
 from tether.tui.shell_commands import bang_context
 from tether.tui.widgets import UserRow
@@ -98,3 +100,56 @@ async def test_leaving_the_tui_stops_the_background_shells(tmp_path: Path) -> No
         await until(pilot, lambda: bool(alive(f"sleep {mark}")))
         await app.action_quit()
     assert not left(f"sleep {mark}"), "a background shell outlived the TUI"
+
+
+async def test_a_bang_typed_while_the_agent_works_is_queued_then_run(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await release.wait()
+        return "waited"
+
+    app, provider = scripted_app(tmp_path, [call("wait"), "done"], tools=[wait])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "start")
+        await asyncio.wait_for(started.wait(), 10)
+        await send(pilot, "!echo queued-bang-ran > bang.out; echo queued-bang-said")
+        row = app.query(UserRow)[-1]
+        assert row.text.startswith("!echo queued-bang-ran") and row.has_class("queued")
+        assert "wait until" not in notes(app) and not (tmp_path / "bang.out").exists()
+        release.set()
+        await until(pilot, lambda: "queued-bang-said" in notes(app))
+        await idle(app, pilot)
+        assert not row.has_class("queued") and (tmp_path / "bang.out").exists()
+        assert len(provider.requests) == 2  # the command made no model turn
+        last = app.agent.history[-1]  # after the run's answer: context for the next message
+        assert last.role == "user" and "<bash-input>echo queued-bang-ran" in last.text
+        assert app.agent.history[-2].text == "done"
+
+
+async def test_esc_drops_the_queued_bangs(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    started = asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    app, _ = scripted_app(tmp_path, [call("wait")], tools=[wait])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "start")
+        await asyncio.wait_for(started.wait(), 10)
+        await send(pilot, "!touch never-made")
+        await pilot.press("escape")
+        await idle(app, pilot)
+        await pilot.pause()
+        assert "not run (cancelled): !touch never-made" in notes(app)
+        assert not any(r.text.startswith("!touch") for r in app.query(UserRow))
+    assert not (tmp_path / "never-made").exists()

@@ -128,6 +128,9 @@ class Child(Protocol):
 
     def share_budget(self, budget: Budget | None) -> None: ...
 
+    @property
+    def subagents(self) -> Subagents: ...
+
 
 class Caller(Protocol):
     """What `Subagents` reads of the agent whose `task` calls it runs (a `tether.Agent`)."""
@@ -165,6 +168,10 @@ class Subagents:
         usage: the usage of the children that ended since the last `take_usage` (tokens; a
             child's total, its own children included).
         running: the children running now, by `task` call id.
+        parent: the agent that started this one (None: a main agent) — with `children`,
+            `name` and `description`, the agent tree as a host or library sees it.
+        name: the named subagent this agent is (`agents.<name>`), else None.
+        description: that subagent's description (`agents.<name>.description`), else None.
     """
 
     def __init__(self, caller: Caller, make_child: Callable[..., Child]) -> None:
@@ -173,7 +180,36 @@ class Subagents:
         self.usage = Usage()
         self.any_ran = False
         self.running: dict[str, Child] = {}
+        self.parent: Caller | None = None
+        self.name: str | None = None
+        self.description: str | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._made = 0
+
+    def children(self) -> tuple[Child, ...]:
+        """The children running now, in the order they started (a snapshot)."""
+        return tuple(self.running.values())
+
+    async def run_child(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        tools: Sequence[str] | None = None,
+        model: str | None = None,
+    ) -> ToolOutput:
+        """Start a child from the library as the `task` tool would (same limits, session,
+        approval, budget and events) and run it to its answer (an is_error output when it
+        was refused or failed)."""
+        self._made += 1
+        return await self.spawn(
+            call_id=f"lib_{self._made}",
+            name=agent or "child",
+            prompt=prompt,
+            agent=agent,
+            tools=tools,
+            model=model,
+        )
 
     @property
     def settings(self) -> AgentsSettings:
@@ -327,6 +363,10 @@ class Subagents:
             )
             child.set_approval_mode(self.caller.approval_mode)
             child.share_budget(parts.budget)  # the cap holds for the whole tree
+            tree_node = child.subagents
+            tree_node.parent = self.caller
+            tree_node.name = agent
+            tree_node.description = named.description if named is not None else None
         except BaseException:
             session.close()
             raise

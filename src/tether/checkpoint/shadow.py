@@ -9,6 +9,13 @@ null device, `GIT_CONFIG_NOSYSTEM` is set), so their hooks, signing and filters 
 Does not own: when snapshots are taken (`tether.agent.turn.checkpoints`), which snapshot a rewind
 goes to (`tether.checkpoint.timeline`), the session entries that name them.
 
+Two things are written in Python rather than by a git process (each process costs
+milliseconds, more on a busy machine, and a short run's snapshots were most of its wall time
+beyond its CPU time): the repository's creation (its layout, `config`, `HEAD`) and each
+snapshot's commit object (a loose object, as `commit-tree` writes it). A first snapshot runs
+`ls-files`, `update-index`, `write-tree`; a later one `status` (and `update-index`,
+`write-tree` when something changed).
+
 Why the git CLI rather than dulwich: git's index keeps a stat cache, so an incremental
 snapshot hashes only the files whose stat changed (`git status` then `update-index` with the
 changed paths); dulwich would walk and stat the tree in Python. The measured cost is in
@@ -24,6 +31,7 @@ snapshot stays reachable and `git gc` never loses one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -31,6 +39,7 @@ import stat
 import subprocess
 import tempfile
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,28 +195,25 @@ class ShadowRepo:
         return proc.stdout
 
     def _ensure(self) -> None:
+        """Create the repository the first time (in Python: its folders, `config` and `HEAD`,
+        the layout `git init` writes, without the ten git processes `init` and `config` took),
+        `HEAD` last (`exists()` reads it), each file replaced atomically so two processes
+        creating it at once agree."""
         if self._ready:
             return
+        git_dir = self.git_dir
         try:
-            self.git_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            git_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self.exists():
+                for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
+                    (git_dir / sub).mkdir(parents=True, exist_ok=True)
+                _write_atomic(git_dir / "config", _CONFIG)
+                _write_atomic(git_dir / "tether-project", (str(self.root) + "\n").encode())
+                _write_atomic(git_dir / "HEAD", f"ref: {REF}\n".encode())
         except OSError as exc:
             raise CheckpointError(
-                f"cannot create the checkpoint store {self.git_dir}: {exc.strerror or exc}"
+                f"cannot create the checkpoint store {git_dir}: {exc.strerror or exc}"
             ) from None
-        if not self.exists():
-            self._run("init", "--quiet")
-            self._run("symbolic-ref", "HEAD", REF)
-            for key, value in (
-                ("core.autocrlf", "false"),
-                ("core.symlinks", "true"),
-                ("core.fileMode", "true"),
-                ("core.untrackedCache", "true"),
-                ("core.splitIndex", "false"),
-                ("gc.auto", "0"),
-                ("commit.gpgsign", "false"),
-            ):
-                self._run("config", key, value)
-            (self.git_dir / "tether-project").write_text(str(self.root) + "\n")
         self._ready = True
 
     def _lock(self) -> FileLock:
@@ -227,8 +233,9 @@ class ShadowRepo:
         with self._lock():
             changed = False
             skipped: list[str] = []
+            head = self._head()
             for _ in range(3):  # again when a file became a folder: its files show up then
-                add, drop, skipped, again = self._changed_paths()
+                add, drop, skipped, again = self._changed_paths(fresh=head is None)
                 if drop:
                     self._run("update-index", "--force-remove", "-z", "--stdin", data=_z(drop))
                 if len(add) >= _PACK_AT:  # many new files: one pack, not a file per blob
@@ -238,7 +245,6 @@ class ShadowRepo:
                 changed = changed or bool(add or drop)
                 if not again:
                     break
-            head = self._head()
             if head is not None and not changed:  # nothing changed: no new tree
                 commit, tree = head
             else:
@@ -246,10 +252,7 @@ class ShadowRepo:
                 if head is not None and head[1] == tree:
                     commit = head[0]
                 else:
-                    args = ["commit-tree", tree, "-m", message]
-                    if head is not None:
-                        args += ["-p", head[0]]
-                    commit = self._run(*args).decode().strip()
+                    commit = self._commit(tree, head[0] if head is not None else None, message)
                     self._set_head(commit)
             self._trees[commit] = tree
         return Snapshot(
@@ -259,11 +262,22 @@ class ShadowRepo:
             seconds=time.perf_counter() - started,
         )
 
-    def _changed_paths(self) -> tuple[list[str], list[str], list[str], bool]:
+    def _changed_paths(self, *, fresh: bool = False) -> tuple[list[str], list[str], list[str], bool]:
         """(paths to add or drop from the index, tracked paths grown past the cap, paths left
         out, whether a tracked file became a folder: look again once it is dropped) since the
         index was last written. `git status` in normal untracked mode (served
-        by the untracked cache) names a new folder once; its files are listed by `ls-files`."""
+        by the untracked cache) names a new folder once; its files are listed by `ls-files`.
+        `fresh` (no snapshot yet: nothing is tracked): every file is new, listed by one
+        `ls-files` without the `status` before it."""
+        if fresh and not (self.git_dir / "index").exists():
+            return self._classify(
+                [
+                    (b"??", os.fsdecode(raw))
+                    for raw in self._run("ls-files", "-z", "--others", "--exclude-standard")
+                    .split(b"\0")
+                    if raw
+                ]
+            )
         out = self._run(
             "status",
             "--porcelain=v1",
@@ -287,6 +301,12 @@ class ShadowRepo:
             for raw in listed.split(b"\0"):
                 if raw:
                     entries.append((b"??", os.fsdecode(raw)))
+        return self._classify(entries)
+
+    def _classify(
+        self, entries: list[tuple[bytes, str]]
+    ) -> tuple[list[str], list[str], list[str], bool]:
+        """Sort `git status` entries (code, path) into `_changed_paths`' four answers."""
         add: list[str] = []
         drop: list[str] = []
         skipped: list[str] = []
@@ -381,12 +401,24 @@ class ShadowRepo:
         tmp.write_text(commit + "\n")
         os.replace(tmp, ref)
 
+    def _commit(self, tree: str, parent: str | None, message: str) -> str:
+        """Write the commit object of `tree` (its parent `parent`) as a loose object, as
+        `git commit-tree` does with the environment's author (no git process)."""
+        ident = b"tether <tether@localhost> %d +0000" % int(time.time())
+        body = b"tree %s\n" % tree.encode()
+        if parent is not None:
+            body += b"parent %s\n" % parent.encode()
+        body += b"author %s\ncommitter %s\n\n%s\n" % (ident, ident, message.encode())
+        return _write_object(self.git_dir, b"commit", body)
+
     def _head(self) -> tuple[str, str] | None:
         """The head commit and its tree, or None before the first snapshot (the loose ref
         file is read directly: another process may have moved it since)."""
         try:
             commit = (self.git_dir / REF).read_text().strip()
         except (FileNotFoundError, NotADirectoryError):
+            if not (self.git_dir / "packed-refs").exists():
+                return None  # no ref at all: no process to ask
             out = self._run("rev-parse", "--verify", "--quiet", REF, ok=(0, 1)).decode().strip()
             if not out:
                 return None
@@ -459,6 +491,49 @@ class ShadowRepo:
             found[blob] = out[end + 1 : end + 1 + size]
             pos = end + 1 + size + 1
         return found
+
+_CONFIG = b"""[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = false
+\tautocrlf = false
+\tsymlinks = true
+\tuntrackedCache = true
+\tsplitIndex = false
+[gc]
+\tauto = 0
+[commit]
+\tgpgsign = false
+"""
+"""The shadow repository's configuration (what `git init` and the former `git config` calls
+wrote)."""
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write `path` through a temporary file beside it and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_object(git_dir: Path, kind: bytes, body: bytes) -> str:
+    """Store one loose object (`objects/xx/yyyy…`, zlib-compressed `kind size\\0body`) and
+    return its id; an object already there is left as is."""
+    data = b"%s %d\0%s" % (kind, len(body), body)
+    oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    path = git_dir / "objects" / oid[:2] / oid[2:]
+    if not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        _write_atomic(path, zlib.compress(data, 1))
+        os.chmod(path, 0o444)
+    return oid
+
 
 def _z(paths: Sequence[str]) -> bytes:
     return b"".join(os.fsencode(p) + b"\0" for p in paths)

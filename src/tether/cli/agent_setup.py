@@ -9,7 +9,7 @@ Owns: which flag sets which config field (flags win over the settings files):
     --max-budget-usd X   run.max_budget_usd   (set by `tether.cli.run`)
     --output-format F    run.output_format
     --effort LEVEL       run.effort            (`effort_override`)
-    --add-dir PATH[:ro]  tools.add_dirs        (`add_dir_override`; absolute real paths)
+    --add-dir PATH[:ro]  tools.add_dirs (added) (`add_dir_override`; absolute real paths)
 `--model` / `--base-url` pin the model (`Agent.from_settings(model=..., base_url=...)`), and
 `--system` (or a stdin system message) is the agent's system prompt.
 Does not own: the rules that turn a config into an agent (`tether.agent.assembly.build`, used by
@@ -99,8 +99,10 @@ def effort_override(effort: str | None) -> dict[str, Any]:
 
 
 def add_dir_override(entries: Sequence[str] | None, cwd: Path) -> dict[str, Any]:
-    """`{"tools.add_dirs": [...]}` for `--add-dir PATH[:ro]` (repeatable; nothing when not
-    given): each folder as its real absolute path (relative ones from `cwd`), `:ro` kept.
+    """`{"tools.add_dirs+": [...]}` for `--add-dir PATH[:ro]` (repeatable; nothing when not
+    given): each folder as its real absolute path (relative ones from `cwd`), `:ro` kept,
+    added to the settings' own `tools.add_dirs` (as Claude Code's `--add-dir` adds to
+    `additionalDirectories`).
 
     Raises:
         ConfigError: a folder that does not exist, or one that holds tether's own folders
@@ -118,4 +120,4 @@ def add_dir_override(entries: Sequence[str] | None, cwd: Path) -> dict[str, Any]
         if why is not None:
             raise ConfigError(f"--add-dir {entry}: {why}")
         out.append(path if writable else path + READ_ONLY_SUFFIX)
-    return {"tools.add_dirs": out}
+    return {"tools.add_dirs+": out}

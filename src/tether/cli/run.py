@@ -283,12 +283,7 @@ def _named(opts: RunOptions) -> RunOptions:
 def latest_session(root: Path) -> str | None:
     """The id of the most recently changed session started in `root` (subagents' sessions
     left out), or None."""
-    rows = [
-        i
-        for i in SessionStore().list()
-        if i.error is None and i.caller is None and i.cwd and Path(i.cwd) == root
-    ]
-    return max(rows, key=lambda i: i.modified_ms).id if rows else None
+    return SessionStore().latest(root)  # headers only: the resume decodes the file once
 
 
 def print_system(opts: RunOptions) -> int:

@@ -3,21 +3,41 @@ calls one tool directly, `secret` ones included, with the tools and tool context
 builds in that folder (settings, tool folders, sandbox, path policy, environment, MCP servers).
 
 Exit codes: 0 the tool's result printed on stdout · 1 an unknown tool, arguments that are not a
-JSON object or that the tool refuses, a tool error (its text on stderr) or a settings problem ·
-2 auth (the settings' model needs credentials that are missing).
+JSON object or that the tool refuses, a tool error (its text on stderr) or a settings problem.
+No model is called, so a model whose credentials are missing is no error here: the tools are
+built around `NoModel`, which answers any request (a `task` subagent's) with one auth error.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.cli.output import EXIT_AUTH, EXIT_OK, EXIT_USAGE, err
+from tether.cli.output import EXIT_OK, EXIT_USAGE, err
 from tether.errors import AuthError, ConfigError, SessionError
+from tether.messages import Target
+from tether.providers.base import ModelRequest, StreamError, StreamEvent
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
+
+
+class NoModel:
+    """The provider of `tether tool` when the settings' model has no credentials: the user's
+    direct call needs no model; a request (a `task` subagent's) is one auth error naming why."""
+
+    name = "none"
+    target: Target = "openai-chat"
+    model = "none"
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        del request
+        yield StreamError(kind="auth", message=self.why)
 
 
 def tool_command(
@@ -47,12 +67,14 @@ def tool_command(
         err(f"--cwd {cwd} is not a folder")
         return EXIT_USAGE
     try:
-        agent = Agent.from_settings(
-            root, model=model, base_url=base_url, host=Host(note=err), session=AgentSession()
-        )
-    except AuthError as exc:
-        err(str(exc))
-        return EXIT_AUTH
+        try:
+            agent = Agent.from_settings(
+                root, model=model, base_url=base_url, host=Host(note=err), session=AgentSession()
+            )
+        except AuthError as exc:  # the tools need no model
+            agent = Agent.from_settings(
+                root, model=NoModel(str(exc)), host=Host(note=err), session=AgentSession()
+            )
     except (ConfigError, SessionError) as exc:
         err(str(exc))
         return EXIT_USAGE

@@ -164,12 +164,26 @@ class CredentialTokenStorage:
 class TetherOAuthProvider(OAuthClientProvider):
     """The SDK's OAuth provider with the stored token expiry applied at load (so an expired
     access token is refreshed before use, even in a new process) and `login_required` set
-    when a headless flow wanted the user."""
+    when a headless flow wanted the user. The scopes the settings name (`oauth.scopes`) are the
+    ones asked for: the SDK otherwise replaces them by the server's challenge or advertised
+    scopes (the MCP spec's selection order for a client that names none)."""
 
-    def __init__(self, *args: Any, storage: CredentialTokenStorage, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        storage: CredentialTokenStorage,
+        scope: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, storage=storage, **kwargs)
         self.tether_storage = storage
+        self.tether_scope = scope
         self.login_required = False
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        if self.tether_scope is not None:
+            self.context.client_metadata.scope = self.tether_scope
+        return await super()._perform_authorization_code_grant()
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -344,6 +358,7 @@ def build_auth(
         storage=storage,
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,
+        scope=scope,
     )
     return provider
 

@@ -38,13 +38,15 @@ from urllib.parse import urlsplit
 import pathspec
 
 from tether.permissions.shell import Unparsable, split_command
+from tether.settings.rules import Rule as Rule
+from tether.settings.rules import RuleError as RuleError
+from tether.settings.rules import parse_rule as parse_rule
 
 Action = Literal["allow", "ask", "deny"]
 ACTIONS: tuple[Action, ...] = ("deny", "ask", "allow")
 """In the order they win."""
 
 BASH = "bash"
-_RULE = re.compile(r"^\s*([A-Za-z0-9_*?.\-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 SUBCOMMAND_TOOLS = frozenset(
     {
         "git",
@@ -71,55 +73,6 @@ SUBCOMMAND_TOOLS = frozenset(
     }
 )
 """Commands whose second word names what they do (`git commit`): "always allow" keeps it."""
-
-
-class RuleError(ValueError):
-    """A rule that does not parse (the message names it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One parsed rule.
-
-    Attributes:
-        tool: the tool name or glob, lower case.
-        pattern: what is inside the parentheses (None: every call of the tool).
-        text: the rule as written.
-    """
-
-    tool: str
-    pattern: str | None
-    text: str
-
-    def names(self, tool_name: str) -> bool:
-        """Whether the rule is about tool `tool_name`."""
-        return fnmatch.fnmatchcase(tool_name.lower(), self.tool)
-
-
-def parse_rule(text: str) -> Rule:
-    """Parse `tool` or `tool(pattern)`.
-
-    Raises:
-        RuleError: not that shape, an empty pattern, a `*`-only tool glob with a pattern.
-    """
-    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise RuleError(f"a permission rule must be a string, not {type(text).__name__}")
-    m = _RULE.match(text)
-    if m is None:
-        raise RuleError(
-            f"permission rule {text!r} does not parse: write tool or tool(pattern), "
-            "e.g. bash(pytest *), edit(src/**), mcp__github__*"
-        )
-    tool, pattern = m.group(1).lower(), m.group(2)
-    if pattern is not None:
-        pattern = pattern.strip()
-        if not pattern:
-            raise RuleError(
-                f"permission rule {text!r} has an empty pattern: write {tool} or {tool}(*)"
-            )
-        if pattern == "*":
-            pattern = None
-    return Rule(tool=tool, pattern=pattern, text=text.strip())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

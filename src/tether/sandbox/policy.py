@@ -31,11 +31,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
@@ -43,8 +43,28 @@ from tether.errors import PathDeniedError
 from tether.sandbox.limits import ResourceLimits
 from tether.sandbox.paths import is_inside
 
-if TYPE_CHECKING:
-    from tether.settings.model import ToolsSettings
+
+class ToolsConfinement(Protocol):
+    """What `policy_for` and `limits_for` read of the `tools` settings
+    (`tether.settings.tools.ToolsSettings` has these fields; the sandbox does not import the
+    settings, which sit above it)."""
+
+    @property
+    def deny_paths(self) -> Sequence[str]: ...
+    @property
+    def folders(self) -> Sequence[str]: ...
+    @property
+    def add_dirs(self) -> Sequence[str]: ...
+    @property
+    def write_paths(self) -> Sequence[str] | None: ...
+    @property
+    def allow_protected_writes(self) -> bool: ...
+    @property
+    def allow_unix_sockets(self) -> Sequence[str]: ...
+    @property
+    def max_processes(self) -> int | None: ...
+    @property
+    def max_file_size(self) -> int | None: ...
 
 NO_SANDBOX_WARNING = (
     "no OS sandbox is available (install bubblewrap, or use a Linux kernel with Landlock): "
@@ -311,7 +331,7 @@ def check_hardlinks(policy: PathPolicy | None, root: Path, st: os.stat_result) -
                 )
 
 
-def policy_for(tools: ToolsSettings, root: Path | None = None) -> PathPolicy:
+def policy_for(tools: ToolsConfinement, root: Path | None = None) -> PathPolicy:
     """The file tools' policy from the `tools` settings: the built-in dotenv rules plus
     `deny_paths` (refused to read and to write), `write_paths`, `allow_protected_writes`,
     `allow_unix_sockets`, `add_dirs` (relative ones from `root`), and, with `root`, the tool
@@ -363,7 +383,7 @@ def unix_socket_paths(paths: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(p)) for p in paths))
 
 
-def limits_for(tools: ToolsSettings) -> ResourceLimits:
+def limits_for(tools: ToolsConfinement) -> ResourceLimits:
     """`tools.max_processes` and `tools.max_file_size` as `ResourceLimits`."""
     return ResourceLimits(
         max_processes=tools.max_processes, max_file_size_bytes=tools.max_file_size

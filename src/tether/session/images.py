@@ -114,19 +114,30 @@ def _read(block: ImageBlock, root: Path) -> ImageBlock | TextBlock:
 
 def restore(turns: Sequence[Turn], root: Path) -> tuple[Turn, ...]:
     """`turns` with every image reference (`file` set, data empty) read back from under the
-    sessions `root`; a missing file becomes a text block saying so (the rest loads)."""
+    sessions `root`; a missing file becomes a text block saying so (the rest loads).
+
+    Returns:
+        `turns` as a tuple (itself when it is one) when no turn holds a reference, else a
+        new tuple.
+    """
     from tether.messages import ImageBlock, ToolResultBlock
 
     def wanted(b: object) -> bool:
         return isinstance(b, ImageBlock) and b.file is not None and not b.data
 
-    out: list[Turn] = []
-    for turn in turns:
-        if not any(
-            wanted(b) or (isinstance(b, ToolResultBlock) and any(wanted(p) for p in b.content))
-            for b in turn.content
-        ):
-            out.append(turn)
+    out: list[Turn] | None = None
+    for i, turn in enumerate(turns):
+        for b in turn.content:  # a plain loop: it runs once per loaded turn
+            if isinstance(b, ImageBlock):
+                if wanted(b):
+                    break
+            elif (
+                isinstance(b, ToolResultBlock)
+                and ImageBlock in map(type, b.content)
+                and any(wanted(p) for p in b.content)
+            ):
+                break
+        else:
             continue
         blocks: list[ContentBlock] = []
         for b in turn.content:
@@ -140,5 +151,7 @@ def restore(turns: Sequence[Turn], root: Path) -> tuple[Turn, ...]:
                 blocks.append(replace(b, content=tuple(parts)))
             else:
                 blocks.append(b)
-        out.append(replace(turn, content=tuple(blocks)))
-    return tuple(out)
+        if out is None:
+            out = list(turns)
+        out[i] = replace(turn, content=tuple(blocks))
+    return tuple(turns if out is None else out)

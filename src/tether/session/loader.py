@@ -24,7 +24,7 @@ from tether.session.model import (
     SkippedLine,
 )
 from tether.session.names import name_of
-from tether.session.reader import RawEntry, excerpt, scan_bytes
+from tether.session.reader import Entry, TurnEntry, excerpt, scan_bytes
 
 if TYPE_CHECKING:  # imported on use: `tether sessions list` needs no pydantic
     from tether.messages import Turn
@@ -36,7 +36,7 @@ _SPACE = re.compile(r"\s+")
 def assemble(
     header: SessionHeader,
     path: Path,
-    timeline: Sequence[RawEntry | SkippedLine],
+    timeline: Sequence[Entry | SkippedLine],
     torn_tail: bool,
 ) -> LoadedSession:
     """Build the loaded view from a timeline (a fork's parent prefix, then own lines).
@@ -58,11 +58,19 @@ def assemble(
     turn_ts: list[int] = []
     events: list[EventEntry] = []
     skipped: list[SkippedLine] = []
-    first_line: dict[str, RawEntry] = {}
+    first_line: dict[str, Entry] = {}
     salvaged = 0
     last: str | None = header.parent_entry
     for item in timeline:
-        if isinstance(item, SkippedLine):
+        if isinstance(item, TurnEntry):  # the common case first: a writer's turn line
+            eid = item.id
+            if eid not in first_line and item.turn.id == eid:
+                first_line[eid] = item
+                last = eid
+                turns.append(item.turn)
+                turn_ts.append(item.ts_ms)
+                continue
+        elif isinstance(item, SkippedLine):
             skipped.append(item)
             continue
         problem = ""
@@ -96,7 +104,7 @@ def assemble(
     )
 
 
-def _skip(item: RawEntry, reason: str) -> SkippedLine:
+def _skip(item: Entry, reason: str) -> SkippedLine:
     if item.turn is not None:  # decoded in one pass: the line is as written (compact JSON)
         text = item.raw[:320].decode("utf-8", "replace")
     else:
@@ -106,7 +114,7 @@ def _skip(item: RawEntry, reason: str) -> SkippedLine:
     )
 
 
-def _turn_of(item: RawEntry) -> tuple[Turn | None, str]:
+def _turn_of(item: Entry) -> tuple[Turn | None, str]:
     if item.turn is not None:
         turn = item.turn
         if turn.id != item.id:
@@ -130,7 +138,7 @@ def _turn_of(item: RawEntry) -> tuple[Turn | None, str]:
     return turn, ""
 
 
-def _event_of(item: RawEntry, after_turns: int) -> EventEntry:
+def _event_of(item: Entry, after_turns: int) -> EventEntry:
     rec = item.record
     kind = rec.get("kind")
     data = rec.get("data")
@@ -167,7 +175,7 @@ def _first_user_text(data: bytes, max_turns: int = 64) -> str:
     return ""
 
 
-def _countable_turn(item: RawEntry) -> bool:
+def _countable_turn(item: Entry) -> bool:
     """A turn entry `assemble` would keep, short of full validation: a `turn` object whose id
     is the entry id (a line the scan decoded straight into a typed turn is one when its ids
     agree)."""

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from tether.errors import ConfigError
 from tether.session.model import LoadedSession, SessionInfo
-from tether.session.reader import RawEntry
+from tether.session.reader import Entry
 
 NAME_EVENT = "name"
 """The event kind naming a session."""
@@ -47,7 +47,7 @@ def _value(data: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def name_of(entries: Iterable[RawEntry]) -> str | None:
+def name_of(entries: Iterable[Entry]) -> str | None:
     """The name the last `name` event among `entries` gives, or None."""
     name: str | None = None
     for item in entries:

@@ -43,7 +43,7 @@ from tether.session.model import (
 )
 from tether.session.reader import (
     FORMAT_VERSION,
-    RawEntry,
+    Entry,
     last_entry_id,
     read_header,
     scan_bytes,
@@ -59,7 +59,7 @@ _MAX_FORK_DEPTH = 64
 WRITER_LOCK = "writer.lock"
 """The writer lock's file name inside a session's artifact folder."""
 
-_Timeline = list[RawEntry | SkippedLine]
+_Timeline = list[Entry | SkippedLine]
 
 
 def _create_with_header(path: Path, header_line: bytes) -> int:
@@ -366,7 +366,7 @@ class SessionStore:
                 (
                     i
                     for i, it in enumerate(p_timeline)
-                    if isinstance(it, RawEntry) and it.id == p_entry
+                    if not isinstance(it, SkippedLine) and it.id == p_entry
                 ),
                 None,
             )
@@ -404,18 +404,22 @@ class SessionStore:
             SessionNotFoundError: no such session.
         """
         # Loading allocates one container per JSON value and frees none of them: the cyclic GC
-        # would scan the growing heap over and over (half the load time of a big session).
+        # would scan the growing heap over and over (half the load time of a big session). The
+        # image pass runs paused too: its first allocation with the GC back on would scan every
+        # object the load made (a tenth of the load time).
+        from tether.session.images import restore
+
         paused = gc.isenabled()
         gc.disable()
         try:
             header, path, timeline, torn = self._timeline(session_id, ())
             loaded = assemble(header, path, timeline, torn)
+            del timeline  # the lines' bytes and envelopes
+            turns = restore(loaded.turns, self.root)  # image bytes back in
         finally:
             if paused:
                 gc.enable()
-        from tether.session.images import restore
-
-        return replace(loaded, turns=restore(loaded.turns, self.root))  # image bytes back in
+        return loaded if turns is loaded.turns else replace(loaded, turns=turns)
 
     def list(self) -> list[SessionInfo]:
         """Every session under the root, most recently modified first.
@@ -459,6 +463,33 @@ class SessionStore:
             write_index(self.root, rows)
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
+
+    def latest(self, cwd: Path) -> str | None:
+        """The id of the most recently modified session started in `cwd` (subagents' sessions
+        left out), or None: what `list()` would name, from each file's header alone. For
+        `tether run --continue`: the listing decodes the whole file of a row it has not
+        indexed at its size (the newest session's, after its last run), and the resume that
+        follows decodes it again.
+        """
+        if not self.root.is_dir():
+            return None
+        best: tuple[int, str] | None = None
+        for path in self.root.glob(f"*{SESSION_SUFFIX}"):
+            sid = path.name[: -len(SESSION_SUFFIX)]
+            try:
+                validate_session_id(sid)
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    modified_ms = os.fstat(fd).st_mtime_ns // 1_000_000
+                    header, _ = read_header(fd, path)
+                finally:
+                    os.close(fd)
+            except (SessionError, OSError):
+                continue
+            ours = header.caller_session is None and header.cwd and Path(header.cwd) == cwd
+            if ours and (best is None or (modified_ms, sid) > best):
+                best = (modified_ms, sid)
+        return None if best is None else best[1]
 
     def delete(self, session_id: str) -> DeleteReport:
         """Remove the session file, its whole artifact folder (persisted tool outputs, task

@@ -438,7 +438,9 @@ class AgentConfig(_Section):
     def with_values(self, values: Mapping[str, Any]) -> Self:
         """A copy with fields replaced by dotted Python names (`{"tools.safe": True,
         "run.max_turns": 5}`), validated like a settings file (a duration is a string such as
-        `"30s"` or a number of milliseconds, as in the file).
+        `"30s"` or a number of milliseconds, as in the file). A name ending in `+` adds to a
+        list instead (`{"tools.add_dirs+": [...]}`: `--add-dir` adds to the settings' folders),
+        each value once.
 
         Raises:
             pydantic.ValidationError: an unknown name or an invalid value.
@@ -449,5 +451,10 @@ class AgentConfig(_Section):
             node = data
             for part in parents:
                 node = node[part]
-            node[leaf] = value
+            if leaf.endswith("+"):
+                leaf = leaf[:-1]
+                kept: list[Any] = list(node.get(leaf) or [])
+                node[leaf] = kept + [v for v in value if v not in kept]
+            else:
+                node[leaf] = value
         return type(self).model_validate(data)

@@ -12,6 +12,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from tether.settings.rules import parse_rule
+
 
 class _SafetySection(BaseModel):
     model_config = ConfigDict(
@@ -34,8 +36,6 @@ class CheckpointSettings(_SafetySection):
 
 
 def _check_rules(value: list[str]) -> list[str]:
-    from tether.permissions.rules import parse_rule  # lazy: the shell parser loads on use
-
     for text in value:
         parse_rule(text)
     return value

@@ -11,10 +11,52 @@ from pydantic import Field, model_validator
 from tether.settings.base import Duration
 from tether.settings.base import Section as _Section
 
+DEFAULT_REFUSED: tuple[str, ...] = (
+    # exact names
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "GROQ_API_KEY",
+    "OPENROUTER_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    # patterns (case-insensitive)
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_TOKEN",
+    "*_SECRET*",
+    "*_KEY",
+    "*_PRIVATE_KEY",
+    "*_ACCESS_KEY",
+    "*_PASSWORD",
+    "*_PASSWD",
+    "*_CREDENTIALS",
+    # secrets by convention: database passwords and URLs, the ssh agent
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "MYSQL_PWD",
+    "DATABASE_URL",
+    "*_DATABASE_URL",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+)
+"""Variable names (exact, or globs with `*`) never passed to tool subprocesses; matched
+case-insensitively (`tools.refused_env`'s default; `tether.tools.env.scrubbed_env` applies
+them). The settings list `tools.allow_env` lets named ones back in."""
+
 
 def _default_refused() -> list[str]:
-    from tether.tools.env import DEFAULT_REFUSED  # lazy: settings do not depend on tools
-
     return list(DEFAULT_REFUSED)
 
 

@@ -41,9 +41,9 @@ from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
 from tether.tui.appearance import apply_saved_theme, theme_command
 from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
-from tether.tui.clipboard import copy_command
+from tether.tui.clipboard import answer_choices, copy_command
 from tether.tui.commands import COMMANDS, parse_command
-from tether.tui.completion import Completer
+from tether.tui.completion import Completer, menu_key
 from tether.tui.editor import edit_prompt
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
@@ -55,6 +55,7 @@ from tether.tui.rows import history_rows, stored_subagents
 from tether.tui.safety import PlanScreen, TodoPanel, cycle_mode, open_rewind, plan_done
 from tether.tui.screens import ask_approval, ask_questions
 from tether.tui.settings_screen import SettingsScreen
+from tether.tui.shell_commands import run_queued_bangs
 from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
 from tether.tui.user_commands import CommandRun, CompletionList, command_table
@@ -108,6 +109,7 @@ class TetherApp(App[int]):
         self.worker: Worker[None] | None = None
         self.busy = False
         self.queued: list[UserRow] = []
+        self.queued_bangs: list[tuple[str, UserRow]] = []
         self.attached: list[ImageBlock] = []
         self.clipboard_image: Callable[[], ImageBlock | None] = clipboard_image
         self.write_terminal: Callable[[str], None] = self._write_terminal
@@ -137,7 +139,7 @@ class TetherApp(App[int]):
         yield Transcript(id="transcript")
         yield TodoPanel(id="todo")
         yield CompletionList(id="completions")
-        yield PromptInput(complete=self.complete, pasted=self.attach_pasted)
+        yield PromptInput(complete=self.complete, pasted=self.attach_pasted, menu_key=self.menu_key)
         yield StatusBar(id="status")
 
     @property
@@ -333,19 +335,23 @@ class TetherApp(App[int]):
     async def _run(
         self, prompt: str | list[ContentBlock] | None, command: Command | None = None
     ) -> None:
+        self.feed.forget_errors()
+        cancelled = False
         try:
             while True:
                 try:
                     with CommandRun(self.agent, command):
                         await self.agent.run(prompt)
                 except RunError as exc:
-                    self.note(f"error: {exc}")
+                    if not self.feed.error_shown(exc.kind, exc.message):  # its event said it
+                        self.note(f"error: {exc}")
                     break
                 except (ConfigError, OSError) as exc:  # e.g. a model that cannot take the tools
                     self.note(f"error: {exc}")
                     break
                 except asyncio.CancelledError:
                     self.note("cancelled (the partial turn is saved)")
+                    cancelled = True
                     raise
                 left = self.agent.take_steering()
                 if not left:
@@ -363,16 +369,25 @@ class TetherApp(App[int]):
             plan, self._plan = self._plan, None
             if plan is not None and self.agent.plan_mode:
                 self.push_screen(PlanScreen(plan), callback=lambda mode: plan_done(self, mode))
+            run_queued_bangs(self, cancelled=cancelled)  # the `!cmd`s typed meanwhile
 
     def command_table(self) -> list[tuple[str, str, str]]:
         """Every command: (name, argument hint, description), built-in then the session's."""
         return command_table(COMMANDS, self.opened.commands if self.opened else {})
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        """The completion list follows what is typed (a bare `/name`, an `@path`)."""
+        """The completion list follows what is typed (a bare `/name`, an `@path`), unless it
+        was closed for this very text (an entry taken, Esc)."""
         if isinstance(event.text_area, PromptInput):
-            lines = self.completer.lines(event.text_area.text, self.command_table())
-            self.query_one(CompletionList).show(lines)
+            menu, text = self.query_one(CompletionList), event.text_area.text
+            if text == menu.dismissed:
+                return
+            menu.dismissed = None
+            menu.show(self.completer.entries(text, self.command_table()))
+
+    def menu_key(self, key: str) -> bool:
+        """A key of the prompt while the completion list shows (`tether.tui.completion`)."""
+        return menu_key(self.query_one(CompletionList), self.prompt_input, key)
 
     def complete(self, text: str) -> str | None:
         """Tab: complete a `/command` or the last `@path` word (`tether.tui.completion`)."""
@@ -380,9 +395,23 @@ class TetherApp(App[int]):
 
     # -- commands ----------------------------------------------------------------------------
 
-    def copy_answer(self) -> None:
-        """`/copy`: the last answer to the clipboard (`tether.tui.clipboard`)."""
-        copy_command(self, self.agent.history, os.environ)
+    def copy_answer(self, arg: str = "") -> None:
+        """`/copy [N|pick]`: an answer to the clipboard (`tether.tui.clipboard`); `pick`: chosen
+        in a picker of them all."""
+        history = self.agent.history
+        if arg.strip() != "pick":
+            copy_command(self, history, os.environ, arg)
+            return
+        choices = answer_choices(history)
+        if not choices:
+            copy_command(self, history, os.environ)  # says there is no answer yet
+            return
+
+        def picked(key: str | None) -> None:
+            if key is not None:
+                copy_command(self, self.agent.history, os.environ, key)
+
+        self.push_screen(PickerScreen("copy which answer? (newest first)", choices), callback=picked)
 
     def pick_theme(self, arg: str) -> None:
         """`/theme [name]` (`tether.tui.appearance`)."""
@@ -428,7 +457,10 @@ class TetherApp(App[int]):
         self._last_esc = now
 
     def action_next_mode(self) -> None:
-        """Shift+Tab: ask → auto-edit → plan (`tether.tui.safety.cycle_mode`)."""
+        """Shift+Tab: ask → auto-edit → plan (`tether.tui.safety.cycle_mode`); while the
+        completion list shows under the prompt: the entry above."""
+        if isinstance(self.focused, PromptInput) and self.menu_key("shift+tab"):
+            return
         cycle_mode(self)
 
     def action_cycle_effort(self) -> None:

@@ -1,11 +1,13 @@
-"""`/copy`: the last answer to the clipboard, through the terminal (OSC 52: works over ssh, and
-inside tmux) and the system clipboard where there is one.
+"""`/copy`: an answer (the last, the Nth counted back, or one picked) to the clipboard, through
+the terminal (OSC 52: works over ssh, and inside tmux) and the system clipboard where there is
+one.
 
 Owns: `osc52` (the sequence: `ESC ] 52 ; c ; base64 BEL`; inside tmux also wrapped in tmux's
 passthrough, `ESC P tmux ;` … `ESC \\`, so it reaches the outer terminal even with tmux's
 default `set-clipboard external`), `system_copy` (`pbcopy`, `wl-copy`, `xclip`, `xsel` or
-`clip.exe`, the first found for this display), `last_answer` (the text of the last assistant
-turn that has text) and `copy_command` (the command's body).
+`clip.exe`, the first found for this display), `answers` / `last_answer` (the texts of the
+assistant turns that have text), `answer_choices` (`/copy pick`'s rows) and `copy_command` (the
+command's body).
 Does not own: writing to the terminal (the app's `copy_to_clipboard`, Textual's, and
 `write_terminal`).
 """
@@ -19,8 +21,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from tether.messages import Turn
+from tether.tui.pickers import Choice
 
-__all__ = ["ClipboardHost", "copy_command", "last_answer", "osc52", "system_copy"]
+__all__ = [
+    "ClipboardHost",
+    "answer_choices",
+    "answers",
+    "copy_command",
+    "last_answer",
+    "osc52",
+    "system_copy",
+]
 
 
 def osc52(text: str, env: Mapping[str, str]) -> str:
@@ -63,12 +74,28 @@ def system_copy(
     return None
 
 
+def answers(history: Sequence[Turn]) -> list[str]:
+    """The text of every assistant turn that has text, oldest first."""
+    return [t.text for t in history if t.role == "assistant" and t.text.strip()]
+
+
 def last_answer(history: Sequence[Turn]) -> str | None:
     """The text of the last assistant turn that has text, or None."""
-    for turn in reversed(history):
-        if turn.role == "assistant" and turn.text.strip():
-            return turn.text
-    return None
+    found = answers(history)
+    return found[-1] if found else None
+
+
+def answer_choices(history: Sequence[Turn]) -> list[Choice]:
+    """`/copy pick`'s rows: every answer, newest first, keyed by its number counted back from
+    the last (`1`), labelled with its first line (the whole text searched)."""
+    found = answers(history)
+    rows: list[Choice] = []
+    for n in range(1, len(found) + 1):
+        text = found[-n]
+        first = text.strip().splitlines()[0]
+        first = first if len(first) <= 90 else first[:89] + "…"
+        rows.append(Choice(str(n), f"{n}: {first}", extra=text))
+    return rows
 
 
 class ClipboardHost(Protocol):
@@ -90,16 +117,29 @@ class ClipboardHost(Protocol):
         ...
 
 
-def copy_command(app: ClipboardHost, history: Sequence[Turn], env: Mapping[str, str]) -> None:
-    """`/copy`: the last answer to the clipboard (OSC 52, and tmux's passthrough inside tmux,
-    and the system clipboard where there is one); a note says what was copied."""
-    text = last_answer(history)
-    if text is None:
+def copy_command(
+    app: ClipboardHost, history: Sequence[Turn], env: Mapping[str, str], arg: str = ""
+) -> None:
+    """`/copy [N]`: the last answer (or the `N`th counted back from it) to the clipboard (OSC
+    52, and tmux's passthrough inside tmux, and the system clipboard where there is one); a
+    note says what was copied."""
+    found = answers(history)
+    arg = arg.strip()
+    if not found:
         app.note("/copy: no answer to copy yet")
         return
+    if arg and not (arg.isdigit() and int(arg) >= 1):
+        app.note("/copy: give N (1 is the last answer, 2 the one before) or `pick` to choose one")
+        return
+    n = int(arg or "1")
+    if n > len(found):
+        app.note(f"/copy: this session has {len(found)} answer{'s' if len(found) > 1 else ''}")
+        return
+    text = found[-n]
     app.copy_to_clipboard(text)  # OSC 52 through Textual's driver
     if env.get("TMUX"):
         app.write_terminal(osc52(text, env))
     tool = system_copy(text, env)
     via = "the terminal (OSC 52)" + (f" and {tool}" if tool else "")
-    app.note(f"copied the last answer ({len(text)} characters) through {via}")
+    what = "the last answer" if n == 1 else f"answer {n} counted back from the last"
+    app.note(f"copied {what} ({len(text)} characters) through {via}")

@@ -2,8 +2,10 @@
 under the cursor (the project's files and folders, fuzzy, `.gitignore` respected).
 
 Owns: `path_matches` (fuzzy ranking, Textual's `Matcher`: the command palette's), `Completer`
-(the lines of the completion list for a prompt's text, and Tab's completion of it; the
-project's paths listed once, on the first `@`).
+(the entries of the completion list for a prompt's text, and Tab's completion of it when no
+list shows; the project's paths listed once, on the first `@`), `menu_key` (the prompt's keys
+while the list shows: Up / Down / Shift+Tab move the highlight, Tab / Enter take the entry, Esc
+closes it), `accept_entry` (pure: the prompt with an entry taken).
 Does not own: the list widget (`tether.tui.user_commands.CompletionList`), the project's
 paths (`tether.agent.mentions.project_paths`), the commands (`tether.tui.commands`).
 """
@@ -14,14 +16,15 @@ import heapq
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from textual.fuzzy import Matcher
 
 from tether.agent.mentions import project_paths
 from tether.tui.commands import complete_prompt
-from tether.tui.user_commands import MAX_COMPLETIONS, completion_lines
+from tether.tui.user_commands import MAX_COMPLETIONS, CompletionList, completion_entries
 
-__all__ = ["Completer", "last_mention", "path_matches"]
+__all__ = ["Completer", "accept_entry", "last_mention", "menu_key", "path_matches"]
 
 _MAX_SCORED = 300
 """The most candidates the fuzzy matcher scores per keystroke (about 30 µs each): the
@@ -87,13 +90,16 @@ class Completer:
             self._last = ("", None)
         return self._paths
 
-    def lines(self, text: str, commands: Sequence[tuple[str, str, str]]) -> list[str]:
-        """The completion list for `text`: the matching commands for a bare `/name`, the
-        matching paths for a final `@word`."""
+    def entries(
+        self, text: str, commands: Sequence[tuple[str, str, str]]
+    ) -> list[tuple[str, str]]:
+        """The completion list for `text` as (value, line): the matching commands for a bare
+        `/name`, the matching paths for a final `@word`."""
         query = last_mention(text)
         if query is None or self._root() is None:
-            return completion_lines(text, commands)
-        return [f"@{p}" for p in path_matches(query, self._pool(query), filtered=bool(query))]
+            return completion_entries(text, commands)
+        found = path_matches(query, self._pool(query), filtered=bool(query))
+        return [(f"@{p}", f"@{p}") for p in found if p != query]  # not what is typed already
 
     def _pool(self, query: str) -> Sequence[str]:
         """The paths `query` is matched among: a query extending the last one (a key typed)
@@ -121,3 +127,48 @@ class Completer:
         if not found or found[0] == query:
             return None
         return text[: len(text) - len(query)] + found[0]
+
+
+def accept_entry(text: str, value: str) -> str:
+    """`text` with the completion `value` taken: a `/command` replaces the text, an `@path`
+    the final `@word`. Pure."""
+    if not value.startswith("@"):
+        return value
+    query = last_mention(text)
+    if query is None:
+        return text
+    return text[: len(text) - len(query) - 1] + value
+
+
+class Prompt(Protocol):
+    """The prompt editor as `menu_key` sees it."""
+
+    text: str
+
+    def move_cursor_to_end(self) -> None: ...
+
+
+def menu_key(menu: CompletionList, prompt: Prompt, key: str) -> bool:
+    """Handle `key` in the prompt while the completion list shows (False: the list is shut,
+    or the key is not the list's): Up / Down (and Shift+Tab) move the highlight; Tab and
+    Enter take the highlighted entry (the list then shuts, but stays open on a folder; Enter
+    on an entry that changes nothing sends the prompt); Esc shuts the list."""
+    if not menu.is_open:
+        return False
+    if key in ("up", "down", "shift+tab"):
+        menu.move(1 if key == "down" else -1)
+        return True
+    if key == "escape":
+        menu.close(prompt.text)
+        return True
+    value = menu.current
+    if key not in ("tab", "enter") or value is None:
+        return False
+    taken = accept_entry(prompt.text, value)
+    if taken == prompt.text and key == "enter":
+        return False
+    if not taken.endswith("/"):  # a folder stays open on its entries
+        menu.close(taken)
+    prompt.text = taken
+    prompt.move_cursor_to_end()
+    return True

@@ -2,8 +2,9 @@
 
 Owns: `Feed`: streamed text and thinking (collected per delta, shown by `flush` at most ~20
 times a second), tool rows (finished by their results), compaction dividers, notes for errors
-and warnings, and a subagent's events (`SubagentEvent`) as rows nested under the `task` row
-that runs it, at any depth (its text, its tool calls and their results, its errors).
+and warnings (an error said once: `error_shown`), and a subagent's events (`SubagentEvent`) as
+rows nested under the `task` row that runs it, at any depth (its text, its tool calls and their
+results, its errors).
 Does not own: the rows (`tether.tui.widgets`), the transcript (`tether.tui.transcript`), what
 a turn boundary means to the app (the queued steering rows, the footer: its callbacks).
 """
@@ -72,6 +73,17 @@ class Feed:
         """The `task` row running the subagent at an agent path."""
         self.child_text: dict[tuple[str, ...], AssistantRow] = {}
         self.child_calls: dict[tuple[tuple[str, ...], str], ToolRow] = {}
+        self.errors_shown: set[tuple[str, str]] = set()
+        """The main agent's `error` events shown since `forget_errors` (kind, message): the
+        run's `RunError` that follows one is not said again."""
+
+    def forget_errors(self) -> None:
+        """A run starts: no error of it was shown yet."""
+        self.errors_shown.clear()
+
+    def error_shown(self, kind: str, message: str) -> bool:
+        """Whether an `error` event of this kind and message is in the transcript already."""
+        return (kind, message) in self.errors_shown
 
     def clear(self) -> None:
         """Forget every row (the transcript was cleared)."""
@@ -128,6 +140,8 @@ class Feed:
             self.text = None
         elif isinstance(event, ErrorEvent | WarningEvent):
             transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
+            if isinstance(event, ErrorEvent):
+                self.errors_shown.add((event.kind, event.message))
         elif isinstance(event, TurnEndEvent | DoneEvent):
             self.end_blocks()
             self.turn_ended()

@@ -126,7 +126,7 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
         elif name == "export":
             _export(app, arg)
         elif name == "copy":
-            app.copy_answer()
+            app.copy_answer(arg)
         elif name == "tool":  # issue 39: the user's own call, secret tools included
             await _tool(app, arg)
         else:

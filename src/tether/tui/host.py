@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tether.tui.feed import Feed
     from tether.tui.opening import Opened
     from tether.tui.transcript import Transcript
-    from tether.tui.widgets import PromptInput
+    from tether.tui.widgets import PromptInput, UserRow
 
 
 class AppHost(Protocol):
@@ -32,15 +32,17 @@ class AppHost(Protocol):
         busy: the agent (or a compaction) is working; a command that needs it idle refuses.
         worker: the worker running the agent or a compaction, if any.
         feed: the events → rows logic (cleared on a session switch).
+        queued_bangs: the `!cmd`s typed while the agent worked, run once it is idle.
     """
 
     opened: Opened | None
     busy: bool
     worker: Worker[None] | None
     feed: Feed
+    queued_bangs: list[tuple[str, UserRow]]
 
-    def copy_answer(self) -> None:
-        """`/copy` (`tether.tui.clipboard`)."""
+    def copy_answer(self, arg: str = "") -> None:
+        """`/copy [N|pick]` (`tether.tui.clipboard`)."""
         ...
 
     def pick_theme(self, arg: str) -> None:

@@ -3,11 +3,11 @@
 Owns: `ApprovalScreen` (shows the call: its kind, arguments, the diff of an edit; keys
 y = allow once, a = allow for this session, n = deny with a typed reason, Esc = deny) and
 r = always allow: the rules shown are added for good, the app writes them to the user settings;
-`QuestionScreen` (1-4 questions, each a header chip and 2-16 options; the highlighted
-option's preview is shown; Space toggles in a multi-select; a free-text row; Enter answers,
-Esc abandons). Each dismisses with its answer; `ask_approval` and `ask_questions` show one and
-wait for it (the app's `Approver` and `QuestionBridge`).
-Does not own: the gate (`tether.agent.approval`), the question schema (`tether.tools.context`).
+`ask_approval` and `ask_questions` show the approval prompt or the question overlay
+(`tether.tui.question.QuestionScreen`) and wait for the answer (the app's `Approver` and
+`QuestionBridge`).
+Does not own: the gate (`tether.agent.approval`), the question overlay itself
+(`tether.tui.question`), the question schema (`tether.tools.context`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,15 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import Input, Static
 
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.errors import ConfigError
 from tether.permissions.store import add_allow_rules
-from tether.tools.context import ABANDONED, Answer, QuestionSpec
+from tether.tools.context import Answer, QuestionSpec
+from tether.tui.question import QuestionScreen
+
+__all__ = ["ApprovalScreen", "QuestionScreen", "ask_approval", "ask_questions"]
 
 
 async def ask_approval(
@@ -127,113 +129,3 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.dismiss(ApprovalDecision.deny(event.value))
-
-
-class QuestionScreen(ModalScreen[list[Answer]]):
-    """Puts the model's questions to the user, one after the other."""
-
-    DEFAULT_CSS = """
-    QuestionScreen { align: center middle; }
-    QuestionScreen > Vertical { width: 90%; height: auto; max-height: 90%;
-        border: thick $accent; background: $surface; padding: 0 1; }
-    QuestionScreen #chip { background: $accent; color: $text; width: auto; padding: 0 1; }
-    QuestionScreen #options { height: auto; max-height: 18; }
-    QuestionScreen #preview { max-height: 10; color: $text-muted; }
-    """
-    BINDINGS = [  # noqa: RUF012
-        Binding("escape", "abandon", "abandon"),
-        Binding("space", "toggle_option", "choose", show=False),
-    ]
-
-    def __init__(self, questions: tuple[QuestionSpec, ...]) -> None:
-        super().__init__()
-        self.questions = questions
-        self.index = 0
-        self.answers: list[Answer] = []
-        self.chosen: set[str] = set()
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("", id="chip")
-            yield Static("", id="question")
-            yield OptionList(id="options")
-            yield Static("", id="preview")
-            yield Input(placeholder="or type your own answer (Enter)", id="free")
-            yield Static(
-                Text("↑↓ choose · Enter answer · Space toggle (multi-select) · Esc abandon"),
-                id="keys",
-            )
-
-    def on_mount(self) -> None:
-        self._show()
-
-    @property
-    def current(self) -> QuestionSpec:
-        return self.questions[self.index]
-
-    def _show(self) -> None:
-        q = self.current
-        self.chosen = set()
-        chip = f"{q.header}  ({self.index + 1}/{len(self.questions)})"
-        self.query_one("#chip", Static).update(Text(chip))
-        multi = "  (choose several with Space)" if q.multi_select else ""
-        self.query_one("#question", Static).update(Text(q.question + multi, style="bold"))
-        options = self.query_one("#options", OptionList)
-        options.clear_options()
-        options.add_options([self._option(i) for i in range(len(q.options))])
-        options.highlighted = 0
-        options.focus()
-        self.query_one("#free", Input).value = ""
-        self._preview(0)
-
-    def _option(self, i: int) -> Option:
-        o = self.current.options[i]
-        mark = ""
-        if self.current.multi_select:
-            mark = "[x] " if o.label in self.chosen else "[ ] "
-        text = Text(mark + o.label, style="bold")
-        if o.description:
-            text.append(f"  {o.description}", style="dim")
-        return Option(text, id=str(i))
-
-    def _preview(self, i: int | None) -> None:
-        preview = self.current.options[i].preview if i is not None else None
-        self.query_one("#preview", Static).update(Text(preview or ""))
-
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        self._preview(event.option_index)
-
-    def action_toggle_option(self) -> None:
-        options = self.query_one("#options", OptionList)
-        i = options.highlighted
-        if not self.current.multi_select or i is None or not options.has_focus:
-            return
-        label = self.current.options[i].label
-        self.chosen ^= {label}
-        options.replace_option_prompt_at_index(i, self._option(i).prompt)
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        label = self.current.options[event.option_index].label
-        if self.current.multi_select and self.chosen:
-            labels = tuple(o.label for o in self.current.options if o.label in self.chosen)
-            self._answer(Answer(labels=labels))
-        else:
-            self._answer(Answer(labels=(label,)))
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if event.value.strip():
-            self._answer(Answer(text=event.value.strip()))
-
-    def _answer(self, answer: Answer) -> None:
-        self.answers.append(answer)
-        self.index += 1
-        if self.index >= len(self.questions):
-            self.dismiss(self.answers)
-        else:
-            self._show()
-
-    def action_abandon(self) -> None:
-        rest = len(self.questions) - len(self.answers)
-        self.dismiss([*self.answers, *([ABANDONED] * rest)])

@@ -1,8 +1,9 @@
 """The TUI's shell commands: `!cmd` (run a command in the sandbox; it and its output go with the
 next message) and `/tasks` (the background shells: list them, stop one).
 
-Owns: `run_bang`, `tasks`, and the context text a `!cmd` adds (`bang_context`, Claude Code's
-`<bash-input>` / `<bash-stdout>` shape).
+Owns: `run_bang` (while the agent works the command is queued, shown as queued, and run once
+it is idle: `run_queued_bangs`; Esc drops the queue), `tasks`, and the context text a `!cmd`
+adds (`bang_context`, Claude Code's `<bash-input>` / `<bash-stdout>` shape).
 Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
 and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
 dispatching commands (`tether.tui.handlers`).
@@ -33,6 +34,8 @@ class ShellHost(Protocol):
 
     busy: bool
     worker: Worker[None] | None
+    queued_bangs: list[tuple[str, UserRow]]
+    """The `!cmd`s typed while the agent worked, with their rows: run once it is idle."""
 
     @property
     def agent(self) -> Agent: ...
@@ -69,16 +72,39 @@ def run_bang(app: ShellHost, command: str) -> None:
     if not command:
         app.note("usage: !command  (runs it in the sandbox; its output goes with your next message)")
         return
-    if app.busy:
-        app.note("!: wait until the agent is idle (or Esc)")
-        return
     if app.agent.tool_context.sandbox is None:
         app.note("!: no OS sandbox here (safe mode), so tether runs no commands; use your terminal")
         return
+    if app.busy:  # queued: run once the agent is idle (`run_queued_bangs`)
+        row = UserRow(f"!{command}", queued=True)
+        app.queued_bangs.append((command, row))
+        app.transcript.add(row)
+        return
     app.transcript.add(UserRow(f"!{command}"))
+    _start(app, command)
+
+
+def _start(app: ShellHost, command: str) -> None:
     app.busy = True
     app.update_status()
     app.worker = app.run_worker(_bang(app, command), group="agent")
+
+
+def run_queued_bangs(app: ShellHost, *, cancelled: bool = False) -> None:
+    """The agent went idle: the first `!cmd` queued meanwhile runs now (the next one when it
+    ends); `cancelled` (Esc): they are dropped, one note says which."""
+    if cancelled and app.queued_bangs:
+        dropped = ", ".join(f"!{c}" for c, _row in app.queued_bangs)
+        for _command, row in app.queued_bangs:
+            row.remove()
+        app.queued_bangs.clear()
+        app.note(f"not run (cancelled): {dropped}")
+        return
+    if app.busy or not app.queued_bangs:
+        return
+    command, row = app.queued_bangs.pop(0)
+    row.sent()
+    _start(app, command)
 
 
 async def _bang(app: ShellHost, command: str) -> None:
@@ -96,12 +122,15 @@ async def _bang(app: ShellHost, command: str) -> None:
         agent.append(Turn(id=agent.parts.new_id(), role="user", content=(TextBlock(text=body),)))
     except asyncio.CancelledError:
         app.note("!: stopped (nothing was added to the conversation)")
+        app.busy = False
+        run_queued_bangs(app, cancelled=True)
         raise
     except (OSError, subprocess.SubprocessError) as exc:
         app.note(f"!: the command could not start: {exc}")
     finally:
         app.busy = False
         app.update_status()
+    run_queued_bangs(app)
 
 
 async def tasks(app: ShellHost, arg: str) -> None:

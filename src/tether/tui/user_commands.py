@@ -3,7 +3,8 @@
 typed.
 
 Owns: `CompletionList` (a list under the transcript: each matching command with its argument
-hint and description), `completion_lines` (pure), `run_user_command` (a command's prompt sent,
+hint and description, or each matching path; one highlighted), `completion_entries` and
+`completion_lines` (pure), `run_user_command` (a command's prompt sent,
 with its `model` and `allowed-tools` for that run only), `memory` (the instruction files of the
 session, opened in `$VISUAL` / `$EDITOR`), `INIT_PROMPT` (what `/init` asks the agent).
 Does not own: the built-in commands (`tether.tui.commands`, `tether.tui.handlers`), loading
@@ -47,14 +48,22 @@ AGENTS.md exists, improve it instead of replacing what is still true."""
 MAX_COMPLETIONS = 8
 
 
-def completion_lines(prefix: str, commands: Sequence[tuple[str, str, str]]) -> list[str]:
-    """The completion list for a typed `prefix` (`/re`): one line per command starting with
-    it, `/name hint  description`, at most `MAX_COMPLETIONS` (then a `… N more` line); none
-    when `prefix` is not a bare `/word`. `commands` are (name with slash, hint, description)."""
+def completion_entries(
+    prefix: str, commands: Sequence[tuple[str, str, str]]
+) -> list[tuple[str, str]]:
+    """Every command starting with a typed `prefix` (`/re`) as (name, `/name hint  description`);
+    none when `prefix` is not a bare `/word`. `commands` are (name with slash, hint,
+    description). Pure."""
     if not prefix.startswith("/") or " " in prefix or "\n" in prefix or prefix.startswith("//"):
         return []
     found = [c for c in commands if c[0].startswith(prefix)]
-    lines = [f"{name}{' ' + hint if hint else ''}  {desc}" for name, hint, desc in found]
+    return [(name, f"{name}{' ' + hint if hint else ''}  {desc}") for name, hint, desc in found]
+
+
+def completion_lines(prefix: str, commands: Sequence[tuple[str, str, str]]) -> list[str]:
+    """The completion list's first lines for a typed `prefix`: `completion_entries`' lines, at
+    most `MAX_COMPLETIONS` (then a `… N more` line). Pure."""
+    lines = [line for _name, line in completion_entries(prefix, commands)]
     if len(lines) > MAX_COMPLETIONS:
         lines = [*lines[:MAX_COMPLETIONS], f"… {len(lines) - MAX_COMPLETIONS} more"]
     return lines
@@ -77,17 +86,65 @@ def command_table(
 
 
 class CompletionList(Static):
-    """The commands matching what is typed (hidden when nothing matches)."""
+    """The completions of what is typed (hidden when there are none): one entry highlighted,
+    `MAX_COMPLETIONS` lines shown around it (`… N more` for the rest). Each entry is (the value
+    accepting it puts in the prompt, its line)."""
 
     DEFAULT_CSS = """
     CompletionList { height: auto; max-height: 10; padding: 0 1; color: $text-muted;
         background: $panel; display: none; }
     """
 
-    def show(self, lines: Sequence[str]) -> None:
-        """Show `lines` (hide the list when empty)."""
-        self.update(Text("\n".join(lines)))
-        self.display = bool(lines)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.entries: list[tuple[str, str]] = []
+        self.index = 0
+        self.dismissed: str | None = None
+        """The prompt text the list was closed for (an entry taken, Esc): shut until it changes."""
+
+    @property
+    def is_open(self) -> bool:
+        return bool(self.display and self.entries)
+
+    @property
+    def current(self) -> str | None:
+        """The highlighted entry's value."""
+        return self.entries[self.index][0] if self.is_open else None
+
+    def show(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Show these entries (value, line), the first highlighted; hide the list when there
+        are none."""
+        self.entries = list(entries)
+        self.index = 0
+        self._render_entries()
+
+    def move(self, delta: int) -> None:
+        """Highlight the entry `delta` rows down (wrapping round)."""
+        if self.entries:
+            self.index = (self.index + delta) % len(self.entries)
+            self._render_entries()
+
+    def close(self, text: str) -> None:
+        """Hide the list until the prompt's text is no longer `text`."""
+        self.dismissed = text
+        self.display = False
+
+    def _render_entries(self) -> None:
+        n = len(self.entries)
+        start = min(max(self.index - MAX_COMPLETIONS // 2, 0), max(n - MAX_COMPLETIONS, 0))
+        end = min(start + MAX_COMPLETIONS, n)
+        body = Text()
+        if start:
+            body.append(f"… {start} more\n")
+        for i in range(start, end):
+            line = self.entries[i][1]
+            body.append(line, style="reverse bold" if i == self.index else "")
+            if i < end - 1:
+                body.append("\n")
+        if end < n:
+            body.append(f"\n… {n - end} more")
+        self.update(body)
+        self.display = bool(self.entries)
 
 
 class UserCommandHost(Protocol):

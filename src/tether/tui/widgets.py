@@ -412,7 +412,8 @@ class NoteRow(Static):
 class PromptInput(TextArea):
     """The prompt editor: Enter sends (`Submitted`), Shift+Enter / Ctrl+J a new line, Up /
     Down walk the history from the first / last line, Tab completes (`complete`), PageUp /
-    PageDown scroll the transcript."""
+    PageDown scroll the transcript; while the completion list shows, `menu_key` takes its
+    keys first (Up / Down / Tab / Enter / Esc: `tether.tui.completion.menu_key`)."""
 
     DEFAULT_CSS = "PromptInput { height: auto; max-height: 10; min-height: 3; }"
 
@@ -425,13 +426,18 @@ class PromptInput(TextArea):
         self,
         complete: Callable[[str], str | None] | None = None,
         pasted: Callable[[str], bool] | None = None,
+        menu_key: Callable[[str], bool] | None = None,
     ) -> None:
         super().__init__(id="prompt", soft_wrap=True, show_line_numbers=False)
         self.prompts: list[str] = []
         self._at: int | None = None
         self._complete = complete
         self._pasted = pasted
+        self._menu_key = menu_key
         self.vim: Vim | None = None  # vim mode (`tether.tui.vim`)
+
+    def move_cursor_to_end(self) -> None:
+        self.move_cursor(self.document.end)
 
     def set_vim(self, on: bool) -> None:
         """Vim mode on (insert mode first) or off."""
@@ -448,6 +454,10 @@ class PromptInput(TextArea):
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
         if self.vim is not None and self.vim.key(self, key, event.character):
+            event.prevent_default()
+            event.stop()
+            return
+        if self._menu_key is not None and self._menu_key(key):  # the completion list's key
             event.prevent_default()
             event.stop()
             return

@@ -156,6 +156,10 @@ class AutoCompaction(TurnPolicy):
         self.reads: ReadState | None = None
         self._stale: StaleReads | None = None
         self._dedup: ReadDedup | None = None
+        self._shaped: tuple[tuple[Turn, ...], tuple[Turn, ...]] | None = None
+        """The last `shape` (view in, view out): the pressure check and the request that
+        follows it shape the same view once (cleared at each request boundary and whenever
+        what shapes it changes)."""
 
     def use_reads(self, reads: ReadState, *, elide_stale: bool = True) -> None:
         """Shape `read` results with the session's read-state map: stale reads elided
@@ -163,6 +167,7 @@ class AutoCompaction(TurnPolicy):
         re-reads pointed at the earlier output (`read.dedup`: when the map is enabled), and
         restoration picks its files from the map."""
         self.reads = reads
+        self._shaped = None
         self._stale = StaleReads(reads.rules) if elide_stale else None
         self._dedup = ReadDedup(reads.rules, lambda: reads.unchanged) if reads.enabled else None
 
@@ -172,7 +177,17 @@ class AutoCompaction(TurnPolicy):
         """The view as sent: pruned results stubbed, the tail strategy, unchanged re-reads
         pointed at the earlier output, stale reads elided, each when enabled (pure,
         byte-stable). The dedup follows the passes that remove or shorten results: it checks
-        that the earlier output is really in what is sent."""
+        that the earlier output is really in what is sent. The same view shaped again before
+        the next request boundary gives the same result without the passes (the check and the
+        request share it)."""
+        memo = self._shaped
+        if memo is not None and memo[0] is view:
+            return memo[1]
+        shaped = self._shape(view)
+        self._shaped = (view, shaped)
+        return shaped
+
+    def _shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
         if self.pruner is not None:
             view = self.pruner.shape(view)
         if self.tail is not None:
@@ -197,6 +212,7 @@ class AutoCompaction(TurnPolicy):
         if self.pruner is not None and self.pruner.step(
             view, tokens=p.tokens, effective_window=p.effective_window, everything=idle
         ):
+            self._shaped = None  # more results are stubbed now
             shaped = self.shape(view)
             self.monitor.reshaped(shaped)
             self._ensure_recall(parts, state)
@@ -215,6 +231,7 @@ class AutoCompaction(TurnPolicy):
         Raises:
             RunError: `context_overflow` when compactions make no progress or cannot be done.
         """
+        self._shaped = None  # tools ran since the last request: the read map may have moved
         self._ensure_recall(parts, state)
         if self.pruner is not None or self.idle is not None:
             await self._prune_or_idle(parts, state)
@@ -275,6 +292,7 @@ class AutoCompaction(TurnPolicy):
         Raises:
             RunError: `context_overflow` when the summary failed and no truncation is possible.
         """
+        self._shaped = None
         with parts.tracing.compaction(reason) as span:
             result = await self._compact(parts, state, reason=reason, focus=focus)
             span.compaction_done(result)

@@ -20,6 +20,7 @@ import asyncio
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 
 from tether.agent.approval import ApprovalGate
@@ -32,7 +33,12 @@ from tether.prompt.gather import SubfolderInstructions
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
 from tether.tools.exec.hygiene import Hygiene
 from tether.tools.exec.order import Footprint, footprint, waits
-from tether.tools.exec.persist import OutputLimits, gate_tool_result
+from tether.tools.exec.persist import (
+    OutputLimits,
+    gate_tool_result,
+    gates_inline,
+    persist_tool_result,
+)
 from tether.tools.exec.read_state import ReadState
 from tether.tools.exec.run import ToolRunResult, run_tool, system_note_block
 from tether.tools.preview import edit_diff
@@ -286,21 +292,14 @@ class ToolCalls:
                 if found:
                     run = replace(run, system_notes=(*run.system_notes, *found))
         # The call has finished: a cancel from here on must not lose its result. The output
-        # gate (it may write the output to a file) runs shielded; then the result is kept.
-        gating = asyncio.ensure_future(
-            gate_tool_result(
-                run.block, parts.tool_context.session_dir, self._output_limits, run.raw
-            )
-        )
-        try:
-            result = await asyncio.shield(gating)
-        except asyncio.CancelledError:
-            try:
-                self._finished[call.id] = await gating
-            except asyncio.CancelledError:  # cancelled again: the output was not saved
-                gating.cancel()
-                self._finished[call.id] = tool_result(call.id, FINISHED_UNSAVED, is_error=True)
-            raise
+        # gate (it may write the output to a file) runs inline for an ordinary output (no
+        # await: nothing can cancel it midway, and no task or shield per call), else in a
+        # worker thread, shielded; then the result is kept.
+        session_dir = parts.tool_context.session_dir
+        if gates_inline(run.block, run.raw):
+            result = persist_tool_result(run.block, session_dir, self._output_limits, run.raw)
+        else:
+            result = await self._gate_shielded(call, run, session_dir)
         self._finished[call.id] = result
         if self.reads is not None and call.id in self._started:
             self.reads.observe(call, result)
@@ -327,6 +326,25 @@ class ToolCalls:
                 )
             )
         return result
+
+
+    async def _gate_shielded(
+        self, call: ToolCallBlock, run: ToolRunResult, session_dir: Path | None
+    ) -> ToolResultBlock:
+        """A large output's gate in a worker thread, shielded: a cancel meanwhile waits for it
+        (the result is kept in `_finished`) and propagates; a second cancel gives up the save."""
+        gating = asyncio.ensure_future(
+            gate_tool_result(run.block, session_dir, self._output_limits, run.raw)
+        )
+        try:
+            return await asyncio.shield(gating)
+        except asyncio.CancelledError:
+            try:
+                self._finished[call.id] = await gating
+            except asyncio.CancelledError:  # cancelled again: the output was not saved
+                gating.cancel()
+                self._finished[call.id] = tool_result(call.id, FINISHED_UNSAVED, is_error=True)
+            raise
 
 
 async def _after(

@@ -489,7 +489,13 @@ async def gate_tool_result(
     """`persist_tool_result` for async callers: small results are gated inline, results over
     `INLINE_GATE_CHARS` characters (or raw bytes) in a worker thread (normalizing and writing
     megabytes would stall the event loop)."""
-    size = sum(len(p.text) for p in result.content if isinstance(p, TextBlock))
-    if not isinstance(raw, Path) and max(size, len(raw or b"")) <= INLINE_GATE_CHARS:
+    if gates_inline(result, raw):
         return persist_tool_result(result, session_dir, limits, raw)
     return await asyncio.to_thread(persist_tool_result, result, session_dir, limits, raw)
+
+
+def gates_inline(result: ToolResultBlock, raw: bytes | Path | None = None) -> bool:
+    """Whether `gate_tool_result` gates `result` inline, without awaiting (at most
+    `INLINE_GATE_CHARS` characters of text and of raw bytes, and no raw output file)."""
+    size = sum(len(p.text) for p in result.content if isinstance(p, TextBlock))
+    return not isinstance(raw, Path) and max(size, len(raw or b"")) <= INLINE_GATE_CHARS

@@ -12,6 +12,14 @@ Protocol (UTF-8 JSON lines):
         {"op": "timeout", "limit_s": float}
     worker → stdout, exactly one line, written LAST and flushed, then the worker exits:
         {"tether_result": <Outcome JSON>, "timed_out": bool}
+The question bridge (when the host has one: `"questions": true` in the context): the tool's
+`ctx.questions.ask(...)` writes a line on the same private result pipe and waits for the
+answer on stdin, so the host's callback never crosses the sandbox (the seed asks for this
+bridge on its own fds 3/4; the worker's two pipes carry it the same way, forked workers too):
+    worker → stdout:  {"tether_ask": [<QuestionSpec JSON>, ...]}
+    harness → stdin:  {"op": "answer", "answers": [<Answer.to_dict()>, ...]}
+                      or {"op": "answer", "error": str}  (the host could not ask)
+The call's time limit stops while the user is asked.
 The worker moves its own fd 1 onto stderr before importing the tool file, so whatever the tool
 (or a process it starts) prints goes to stderr, never into the result line; the result goes out
 on a private, non-inheritable copy of the original stdout. The harness still reads only the last
@@ -38,7 +46,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from tether.messages import TextBlock
 from tether.sandbox.config import confinement, package_source_root, wrap_argv
@@ -52,7 +60,7 @@ from tether.sandbox.proc import (
     swept_note,
 )
 from tether.tools.base import TimedOut, Tool
-from tether.tools.context import ToolContext
+from tether.tools.context import Answer, QuestionSpec, ToolContext
 from tether.tools.exec.outcome import (
     Outcome,
     call_on_timeout,
@@ -65,6 +73,7 @@ from tether.tools.exec.outcome import (
 )
 
 RESULT_KEY = "tether_result"
+ASK_KEY = "tether_ask"
 STDERR_HEAD_BYTES = 2_000
 STDERR_TAIL_BYTES = 4_000
 POLL_S = 0.05
@@ -105,6 +114,7 @@ def _request(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> byte
             "root": str(ctx.root),
             "session_dir": None if ctx.session_dir is None else str(ctx.session_dir),
             "policy": None if policy is None else policy.to_json(),
+            "questions": ctx.questions is not None,
         },
     }
     return (json.dumps(req, default=str) + "\n").encode()
@@ -225,11 +235,21 @@ async def _run_in_worker(
             proc.stdin.write(_request(tool, arguments, ctx))
             await proc.stdin.drain()
         try:
-            async with asyncio.timeout(limit_s):
+            async with asyncio.timeout(limit_s) as clock:
                 # until the result pipe closes or the worker exits (a process the tool forked
                 # may hold the pipe; the finally block gives the reader a moment more)
                 while not out_task.done() and proc.returncode is None:
                     await asyncio.wait({out_task}, timeout=POLL_S)
+                    for asked in _take_asks(out):
+                        started = asyncio.get_running_loop().time()
+                        reply = await _answer(ctx, asked)
+                        waited = asyncio.get_running_loop().time() - started
+                        when = clock.when()
+                        if when is not None:  # the user's time is not the tool's
+                            clock.reschedule(when + waited)
+                        with contextlib.suppress(ConnectionError):
+                            proc.stdin.write(reply)
+                            await proc.stdin.drain()
         except TimeoutError:
             timed_out = True
             if tool.on_timeout is not None and not out_task.done():
@@ -275,10 +295,86 @@ async def _run_in_worker(
     )
 
 
+def _take_asks(out: bytearray) -> list[Any]:
+    """The question lines the worker wrote so far, taken out of `out` (whole lines only)."""
+    asks: list[Any] = []
+    marker = b'{"' + ASK_KEY.encode() + b'"'
+    while True:
+        start = out.find(marker)
+        if start < 0 or (start > 0 and out[start - 1] != 0x0A):
+            return asks
+        end = out.find(b"\n", start)
+        if end < 0:
+            return asks
+        line = bytes(out[start:end])
+        del out[start : end + 1]
+        try:
+            asks.append(json.loads(line)[ASK_KEY])
+        except (ValueError, KeyError, TypeError):
+            asks.append(None)
+
+
+async def _answer(ctx: ToolContext, asked: Any) -> bytes:
+    """The answer line for one question line of the worker (an error line when the host has
+    no bridge, the questions do not validate, or the host's bridge raised)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    reply: dict[str, Any] = {"op": "answer"}
+    if ctx.questions is None:
+        reply["error"] = "no user is there to answer (headless)"
+    else:
+        try:
+            specs = TypeAdapter(list[QuestionSpec]).validate_python(asked)
+            answers = await ctx.questions.ask(specs)
+            reply["answers"] = [a.to_dict() for a in answers]
+        except ValidationError as exc:
+            reply["error"] = f"the questions are not valid: {exc.error_count()} error(s)"
+        except Exception as exc:  # the host's bridge failed: the tool hears why
+            reply["error"] = describe_exception(exc)
+    return (json.dumps(reply) + "\n").encode()
+
+
 # --- the worker side -------------------------------------------------------------------------
 
 
-def _context(raw: Mapping[str, Any]) -> ToolContext:
+class _Bridge:
+    """The worker's `QuestionBridge`: a question line on the result pipe, the answer from the
+    control reader (`_serve`)."""
+
+    pipe: ClassVar[Any] = None
+    """The worker's private result pipe (set by `main`)."""
+
+    def __init__(self) -> None:
+        self.waiting: asyncio.Future[dict[str, Any]] | None = None
+        self.lock = asyncio.Lock()
+
+    async def ask(self, questions: Any) -> list[Answer]:
+        async with self.lock:  # one question line at a time
+            loop = asyncio.get_running_loop()
+            self.waiting = loop.create_future()
+            specs = [QuestionSpec.model_validate(q).model_dump(mode="json") for q in questions]
+            assert _Bridge.pipe is not None
+            _Bridge.pipe.write(json.dumps({ASK_KEY: specs}) + "\n")
+            _Bridge.pipe.flush()
+            reply = await self.waiting
+        if "error" in reply:
+            raise RuntimeError(str(reply["error"]))
+        return [_answer_of(a) for a in cast("list[dict[str, Any]]", reply.get("answers", []))]
+
+    def answered(self, reply: dict[str, Any]) -> None:
+        if self.waiting is not None and not self.waiting.done():
+            self.waiting.set_result(reply)
+
+
+def _answer_of(raw: Mapping[str, Any]) -> Answer:
+    if raw.get("abandoned"):
+        return Answer(abandoned=True)
+    if raw.get("text") is not None:
+        return Answer(text=str(raw["text"]))
+    return Answer(labels=tuple(str(x) for x in cast("list[object]", raw.get("labels", []))))
+
+
+def _context(raw: Mapping[str, Any], bridge: _Bridge | None = None) -> ToolContext:
     from tether.sandbox.policy import PathPolicy
 
     pol = raw.get("policy")
@@ -289,6 +385,7 @@ def _context(raw: Mapping[str, Any]) -> ToolContext:
         env=dict(os.environ),
         session_dir=None if session_dir is None else Path(session_dir),
         policy=policy,
+        questions=bridge if raw.get("questions") else None,
     )
 
 
@@ -316,7 +413,8 @@ async def _serve(req: Mapping[str, Any]) -> tuple[Outcome, bool]:
     tool = tools.get(req["tool"])
     if tool is None:
         return error_outcome(f"tool {req['tool']!r} is no longer defined in {file}"), False
-    ctx = _context(req["context"])
+    bridge = _Bridge()
+    ctx = _context(req["context"], bridge)
     try:
         kwargs = tool.bind(req["arguments"], ctx)
     except ValidationError as e:
@@ -338,6 +436,10 @@ async def _serve(req: Mapping[str, Any]) -> tuple[Outcome, bool]:
             except Exception as e:
                 return exception_outcome(e), False
         msg = control.result()
+        if msg is not None and msg.get("op") == "answer":
+            bridge.answered(msg)
+            control = asyncio.create_task(_read_control())
+            continue
         if msg is None or msg.get("op") != "timeout":
             control = asyncio.create_task(asyncio.sleep(1e9, None))  # stdin closed: just wait
             continue
@@ -355,6 +457,7 @@ def main() -> None:
     result_fd = os.dup(1)  # non-inheritable: the tool's children never see it
     os.dup2(2, 1)  # fd 1 (print, C code, child processes) now goes to stderr
     result = os.fdopen(result_fd, "w", encoding="utf-8")
+    _Bridge.pipe = result
     line = sys.stdin.readline()
     try:
         req = cast("dict[str, Any]", json.loads(line))
