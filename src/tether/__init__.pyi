@@ -9,6 +9,7 @@ from tether.agent.events import CompactionEndEvent as CompactionEndEvent
 from tether.agent.events import CompactionStartEvent as CompactionStartEvent
 from tether.agent.events import DiscardEvent as DiscardEvent
 from tether.agent.events import DoneEvent as DoneEvent
+from tether.agent.events import EnvEvent as EnvEvent
 from tether.agent.events import ErrorEvent as ErrorEvent
 from tether.agent.events import FallbackEvent as FallbackEvent
 from tether.agent.events import RetryEvent as RetryEvent
@@ -19,6 +20,7 @@ from tether.agent.events import TextDeltaEvent as TextDeltaEvent
 from tether.agent.events import ThinkingDeltaEvent as ThinkingDeltaEvent
 from tether.agent.events import ToolCallEvent as ToolCallEvent
 from tether.agent.events import ToolResultEvent as ToolResultEvent
+from tether.agent.events import ToolStartEvent as ToolStartEvent
 from tether.agent.events import TurnEndEvent as TurnEndEvent
 from tether.agent.events import TurnStartEvent as TurnStartEvent
 from tether.agent.events import WarningEvent as WarningEvent
@@ -70,6 +72,7 @@ __all__ = [
     "ConfigError",
     "DiscardEvent",
     "DoneEvent",
+    "EnvEvent",
     "ErrorEvent",
     "FallbackEvent",
     "HookDecision",
@@ -97,6 +100,7 @@ __all__ = [
     "ToolError",
     "ToolOutput",
     "ToolResultEvent",
+    "ToolStartEvent",
     "Turn",
     "TurnEndEvent",
     "TurnStartEvent",

@@ -4,7 +4,8 @@ Owns: the keyring entries (service `tether`, user name = the provider name), the
 `<user config dir>/credentials.json` (mode 0600; used when no usable keyring backend exists or
 when asked for), and the lookup order the providers use:
 
-    explicit argument → environment variable → keyring → credential file
+    explicit argument → a key given to this process (`give_key`, `tether run --token`) →
+    environment variable → keyring → credential file
 
 The environment variable is the provider's `api_key_env` when settings give one, else the
 type's default (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`/`GOOGLE_API_KEY`,
@@ -40,7 +41,7 @@ KEYRING_SERVICE = "tether"
 CREDENTIALS_FILE = "credentials.json"
 
 Store = Literal["auto", "keyring", "file"]
-Source = Literal["argument", "env", "keyring", "file"]
+Source = Literal["argument", "given", "env", "keyring", "file"]
 
 DEFAULT_ENV: Mapping[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -57,12 +58,30 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 @dataclass(frozen=True, slots=True)
 class FoundKey:
-    """A key and where it came from (`argument`, `env`, `keyring`, `file`); `detail` names the
+    """A key and where it came from (`argument`, `given`, `env`, `keyring`, `file`); `detail` names the
     variable or the file."""
 
     key: str
     source: Source
     detail: str = ""
+
+
+_GIVEN: dict[str, str] = {}
+"""Keys given to this process for one provider name each (`give_key`)."""
+
+
+def give_key(provider: str, key: str) -> None:
+    """Use `key` for `provider` in this process (`tether run --token`), before the environment,
+    the keyring and the file: it is never stored, never put in `os.environ` (tool, hook and MCP
+    subprocesses cannot see it) and, as every provider key, redacted from tool output.
+
+    Raises:
+        ConfigError: an empty key or an invalid provider name.
+    """
+    key = key.strip()
+    if not key:
+        raise ConfigError("--token is empty")
+    _GIVEN[check_provider_name(provider)] = key
 
 
 def credentials_path() -> Path:
@@ -287,6 +306,8 @@ def find_key(
     """
     if explicit:
         return FoundKey(explicit, "argument")
+    if given := _GIVEN.get(provider):
+        return FoundKey(given, "given")
     env = os.environ if environ is None else environ
     for var in env_vars_for(provider, type_=type_, api_key_env=api_key_env):
         if value := env.get(var, "").strip():

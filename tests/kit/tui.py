@@ -56,7 +56,8 @@ def scripted_app(
     opened = itertools.count(1)
 
     def factory(host: Host, resume_id: str | None) -> Opened:
-        history = store.load(resume_id).turns if store and resume_id else ()
+        loaded = store.load(resume_id) if store and resume_id else None
+        history = loaded.turns if loaded is not None else ()
         writer = None
         if store is not None:
             if resume_id:
@@ -69,7 +70,7 @@ def scripted_app(
             tools=[*builtin_tools(), question, *tools, *extra],
             root=tmp_path,
             host=replace(host, note=None),  # the scripted agent's setup notes are not shown
-            session=AgentSession(history=history, sink=writer),
+            session=AgentSession(history=history, sink=writer, loaded=loaded),
             runtime=deterministic(id_prefix=f"t{next(opened)}"),  # unique across /new, /fork
         )
         return Opened(agent, writer, store=store)

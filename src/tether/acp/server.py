@@ -64,6 +64,7 @@ from tether.agent.events import (
     ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
+    ToolStartEvent,
     WarningEvent,
 )
 from tether.agent.host import Host
@@ -377,12 +378,12 @@ class TetherAcp:
         elif isinstance(event, ThinkingDeltaEvent):
             text = TextContentBlock(type="text", text=event.text)
             put(AgentThoughtChunk(session_update="agent_thought_chunk", content=text))
-        elif isinstance(event, ToolCallEvent | ToolResultEvent):
+        elif isinstance(event, ToolCallEvent | ToolStartEvent | ToolResultEvent):
             self._on_call(s, convert.MAIN_AGENT, event)
         elif isinstance(event, SubagentEvent):
             # a subagent's calls join the session's list of tool calls; its text reaches the
             # parent as the `task` call's result, its plan stays its own
-            if isinstance(event.event, ToolCallEvent | ToolResultEvent):
+            if isinstance(event.event, ToolCallEvent | ToolStartEvent | ToolResultEvent):
                 self._on_call(s, event.agent_path, event.event)
             elif isinstance(event.event, WarningEvent):
                 self.note(f"warning ({'/'.join(event.agent_path)}): {event.event.message}")
@@ -395,8 +396,20 @@ class TetherAcp:
             put(convert.plan_update(items))
 
     def _on_call(
-        self, s: AcpSession, path: Sequence[str], event: ToolCallEvent | ToolResultEvent
+        self,
+        s: AcpSession,
+        path: Sequence[str],
+        event: ToolCallEvent | ToolStartEvent | ToolResultEvent,
     ) -> None:
+        if isinstance(event, ToolStartEvent):  # it runs now (not when approved: it may wait)
+            s.updates.put_nowait(
+                ToolCallProgress(
+                    session_update="tool_call_update",
+                    tool_call_id=convert.agent_call_id(path, event.tool_call_id),
+                    status="in_progress",
+                )
+            )
+            return
         if isinstance(event, ToolResultEvent):
             call_id = convert.agent_call_id(path, event.tool_call_id)
             s.updates.put_nowait(
@@ -439,12 +452,6 @@ class TetherAcp:
                 add_allow_rules(decision.rules)
             except (OSError, ConfigError) as exc:
                 _err(f"tether: could not save {', '.join(decision.rules)}: {exc}")
-        if decision.allow:
-            s.updates.put_nowait(
-                ToolCallProgress(
-                    session_update="tool_call_update", tool_call_id=call_id, status="in_progress"
-                )
-            )
         return decision
 
     # -- prompts ------------------------------------------------------------------------------

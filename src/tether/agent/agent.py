@@ -158,7 +158,7 @@ class Agent:
             safe_mode=cfg.tools.safe or parts.sandbox_missing or cfg.tools.approval == "read-only",
             resumed=bool(self._history),
         )
-        self._mcp = McpServers(cfg, parts.emit, self._note)
+        self._mcp = McpServers(lambda: self.parts.config, parts.emit, self._note)  # live `mcp.*`
         user_controls.adopt(self)
 
     @classmethod

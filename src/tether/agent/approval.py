@@ -21,7 +21,10 @@ behave as `auto`. A headless host that wants a gate passes `Agent(approver=...)`
 Permission rules (`permissions` settings, `tether.permissions.rules`) come first, in every
 mode: a `deny` match is refused (the rule named), an `allow` match runs unasked, an `ask`
 match is asked even where the mode asks nothing (headless: refused, naming the rule to move
-to `permissions.allow`). The host's "always allow" answer (`ApprovalDecision.always`) adds
+to `permissions.allow`). The `write` content trip-wire (`tether.permissions.content`) is a
+built-in `ask` after the rules: a `write` whose content names an existing path outside the
+project is asked in every mode, and refused headless (an `allow` rule for it lets it through).
+The host's "always allow" answer (`ApprovalDecision.always`) adds
 the rules it shows to the live rules; writing them to the settings file is the host's part.
 """
 
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from tether.permissions.content import tripwire_reason
 from tether.permissions.rules import Decision, RuleError, Rules, suggest
 
 ApprovalMode = Literal["ask", "auto-edit", "read-only", "auto"]
@@ -165,6 +169,17 @@ def ask_refused_result(call: ToolCallBlock, decision: Decision) -> ToolResultBlo
     return ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True)
 
 
+def tripwire_refused_result(call: ToolCallBlock, reason: str) -> ToolResultBlock:
+    """The is_error result of a `write` the content trip-wire wants asked, in a run that cannot
+    ask anyone (headless)."""
+    text = (
+        f"refused: {reason}, and no one can answer in this run to allow it. It was not run. "
+        "Write the file without naming paths outside the project, or ask the user; a "
+        "permission rule in permissions.allow (e.g. write(PATH)) lets such a write through."
+    )
+    return ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True)
+
+
 class ApprovalGate:
     """Asks the host about calls its mode does not let through, after the permission rules.
 
@@ -218,6 +233,10 @@ class ApprovalGate:
         if ruled.action == "allow":
             return None
         forced = ruled.action == "ask"
+        if not forced and (trip := tripwire_reason(call.name, call.arguments, self.root)):
+            if self.approver is None:
+                return tripwire_refused_result(call, trip)
+            forced, ruled = True, Decision(action="ask", reason=trip)
         if forced and self.approver is None:
             return ask_refused_result(call, ruled)
         if not forced and not self.asks(call.name, safe=safe):

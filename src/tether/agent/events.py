@@ -26,6 +26,28 @@ class SessionStartEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EnvEvent:
+    """A change of the agent's environment, not of its conversation (the seed's Env lifecycle
+    events, apart from the turn events). `what`, `state`:
+
+    - `sandbox`, `ready`: the OS sandbox tool commands run in (`name`: `bwrap`, `landlock`, or
+      `none`), once, right after the main agent's first `session_start`;
+    - `mcp_server`, `up` / `down`: an MCP server (`name`: its settings name) started with its
+      tools offered (`detail`: `N tools`), failed to start (`detail`: why; a `warning` event
+      says more), or stopped when the agent closed (`detail`: `stopped`). Servers start
+      before the run, so these come before its `session_start`.
+
+    The session's own start and resume are `session_start` (`resumed`).
+    """
+
+    type: Literal["env"] = "env"
+    what: str
+    name: str
+    state: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartEvent:
     """A request is about to be sent; `turn` counts requests in this run from 1."""
 
@@ -54,6 +76,18 @@ class ToolCallEvent:
     name: str
     arguments: dict[str, Any]
     invalid: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStartEvent:
+    """A call starts running now: its hooks and approval passed and the calls it waited for
+    are done (the session's `tool_call_started` record is already written). Between its
+    `tool_call` and this event a call waits; a call refused, denied, replayed or skipped never
+    starts, and its `tool_result` comes without one."""
+
+    type: Literal["tool_start"] = "tool_start"
+    tool_call_id: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,10 +315,12 @@ class PlanEvent:
 
 _OwnEvents: TypeAlias = (  # the one list of event types (`AgentEvent` adds `subagent`)
     SessionStartEvent
+    | EnvEvent
     | TurnStartEvent
     | TextDeltaEvent
     | ThinkingDeltaEvent
     | ToolCallEvent
+    | ToolStartEvent
     | ServerToolEvent
     | ToolResultEvent
     | TurnEndEvent

@@ -5,7 +5,8 @@ the TUI, Jobs, subagents, a library user).
 Owns: `AgentSession` (built by `resume`, `new` or directly; opened by the agent it is given to,
 last in the agent's construction, so a configuration error — a missing API key — leaves no
 session file behind), the `tool_call_started` records (`record_started`, `started_call_ids`),
-and `interrupted_turn` (the results a crash or cancel left missing, told apart by whether the
+the durable per-tool state's source (`tool_states`), the output of host commands
+(`HostOutput`, `record_host_output`, `stored_host_outputs`), and `interrupted_turn` (the results a crash or cancel left missing, told apart by whether the
 call had started).
 Does not own: the file format and its errors (`tether.session`), the loop (`tether.agent.turn.loop`).
 """
@@ -21,22 +22,26 @@ from tether.messages import ToolCallBlock, Turn
 from tether.prompt.facts import CONTEXT_EVENT, SessionContext
 from tether.session import EventEntry, SessionStore, SessionWriter
 from tether.session.store import LoadedSession
+from tether.tools.state import ToolStates
 from tether.wire import interrupt_results
 from tether.wire.resume import drop_retried_user_turns, pending_tool_calls
 
 __all__ = [
     "CANCELLED_RUNNING",
     "EFFORT_EVENT",
+    "HOST_OUTPUT_EVENT",
     "INTERRUPTED",
     "NEVER_RAN",
     "STARTED_EVENT",
     "STARTED_LOST",
     "AgentSession",
+    "HostOutput",
     "TurnSink",
     "interrupted_turn",
     "started_call_ids",
     "stored_context",
     "stored_effort",
+    "stored_host_outputs",
 ]
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
@@ -62,6 +67,45 @@ STARTED_EVENT = "tool_call_started"
 EFFORT_EVENT = "effort"
 """The session event persisted when the reasoning effort changes: `{"effort": str | null}`
 (`run.effort`); a resume takes the last one (`stored_effort`)."""
+
+HOST_OUTPUT_EVENT = "host_output"
+"""The session event holding the output of a command the user ran in a host (the TUI's
+`/tool NAME {json}`): `{"after": turn id | null, "command": str, "text": str, "is_error": bool}`.
+It is not a turn: the model never sees it; a host shows it again where it was (after the turn
+`after`) when the session is resumed (`stored_host_outputs`)."""
+MAX_HOST_OUTPUT_CHARS = 100_000
+"""The most of a host command's output kept in its event (the rest is cut, and said so)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostOutput:
+    """The stored output of one host command (see `HOST_OUTPUT_EVENT`).
+
+    Attributes:
+        after: the id of the last turn of the history when it ran (None: before any turn).
+        command: what the user typed (`/tool rotate_key {"key": "db"}`).
+        text: what the host showed.
+        is_error: the command failed.
+    """
+
+    after: str | None
+    command: str
+    text: str
+    is_error: bool = False
+
+
+def stored_host_outputs(events: Sequence[EventEntry]) -> list[HostOutput]:
+    """The host command outputs of a loaded session's `events`, in order (malformed ones
+    skipped)."""
+    found: list[HostOutput] = []
+    for e in events:
+        if e.kind != HOST_OUTPUT_EVENT:
+            continue
+        after, command, text = e.data.get("after"), e.data.get("command"), e.data.get("text")
+        if isinstance(command, str) and isinstance(text, str):
+            after_id = after if isinstance(after, str) else None
+            found.append(HostOutput(after_id, command, text, e.data.get("is_error") is True))
+    return found
 
 
 class TurnSink(Protocol):
@@ -226,6 +270,29 @@ class AgentSession:
             self.started = set(self.started or ())
         self.started.add(call.id)
         self.record_event(STARTED_EVENT, {"tool_call_id": call.id, "name": call.name})
+
+    def tool_states(self) -> ToolStates:
+        """The durable per-tool state (`tether.tools.state`): a resumed session's
+        `tool_state` events folded, each new change recorded as one more event."""
+        events = self.loaded.events if self.loaded is not None else ()
+        return ToolStates.from_events(((e.kind, e.data) for e in events), self.record_event)
+
+    def record_host_output(self, output: HostOutput) -> None:
+        """Persist the output of a command the user ran in the host (`HOST_OUTPUT_EVENT`;
+        past `MAX_HOST_OUTPUT_CHARS` its text is cut)."""
+        text = output.text
+        if len(text) > MAX_HOST_OUTPUT_CHARS:
+            cut = len(text) - MAX_HOST_OUTPUT_CHARS
+            text = f"{text[:MAX_HOST_OUTPUT_CHARS]}\n… ({cut} more characters not kept)"
+        self.record_event(
+            HOST_OUTPUT_EVENT,
+            {
+                "after": output.after,
+                "command": output.command,
+                "text": text,
+                "is_error": output.is_error,
+            },
+        )
 
     def record_event(self, kind: str, data: dict[str, object]) -> None:
         """Persist a session event (`{"type": "event", "kind": kind, "data": data}`) when the

@@ -11,7 +11,6 @@ first).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +19,7 @@ import typer
 
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
+from tether.cli.models_cmd import models
 from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
 from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
@@ -44,6 +44,7 @@ app.add_typer(jobs_app, name="jobs")
 app.add_typer(permissions_app, name="permissions")
 app.command()(login)
 app.command()(logout)
+app.command()(models)
 
 
 # Options declared once for the commands that share them (`chat`, `run`, `compact`).
@@ -346,6 +347,17 @@ def run(
             "run.max_tool_calls).",
         ),
     ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="The API key for --model's provider (@FILE: read it from a file, e.g. "
+            "@/dev/fd/3); never stored, never in the tools' environment.",
+        ),
+    ] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level)."),
+    ] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -382,6 +394,8 @@ def run(
                 name=name,
                 output_schema=output_schema,
                 max_tool_calls=max_tool_calls,
+                token=token,
+                log_level=log_level,
             )
         )
     )
@@ -405,13 +419,19 @@ def tool_cmd(
 
 
 @app.command()
-def acp(model: ModelOption = None, add_dir: AddDirOption = None) -> None:
+def acp(
+    model: ModelOption = None,
+    add_dir: AddDirOption = None,
+    log_level: Annotated[str | None, typer.Option(help="Log lines on stderr from this level.")] = None,
+) -> None:
     """Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim clients)."""
     from tether.acp.stdio import serve
+    from tether.cli import logsink
     from tether.cli.agent_setup import add_dir_override
 
     try:
         overrides = add_dir_override(add_dir, Path.cwd())
+        logsink.install(logsink.level_for(log_level, "warning"), propagate=False)
     except ConfigError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
@@ -491,31 +511,6 @@ def replay(
             err=err,
         )
     )
-
-
-@app.command()
-def models(
-    provider: Annotated[str | None, typer.Argument(help="openai, google, ollama, ...")] = None,
-    base_url: Annotated[str | None, typer.Option(help="The provider's endpoint.")] = None,
-) -> None:
-    """List models, one JSON line per provider: live, else last cached listing, else bundled."""
-    import asyncio
-
-    from tether.providers.models import MODEL_PROVIDERS, list_all, listing_to_dict
-
-    if base_url and not provider:
-        err("--base-url needs a provider")
-        raise typer.Exit(EXIT_USAGE)
-    try:
-        names = (provider,) if provider else MODEL_PROVIDERS
-        listings = asyncio.run(list_all(names, base_url=base_url))
-    except ConfigError as exc:
-        err(str(exc))
-        raise typer.Exit(EXIT_USAGE) from exc
-    for listing in listings:
-        print(json.dumps(listing_to_dict(listing)))
-        note = f" ({listing.note})" if listing.note else ""
-        err(f"{listing.provider}: {len(listing.models)} models from {listing.source}{note}")
 
 
 @app.command()

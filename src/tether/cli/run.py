@@ -32,7 +32,7 @@ from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
-from tether.cli import cancel, run_limits
+from tether.cli import cancel, logsink, run_limits
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
@@ -44,6 +44,7 @@ from tether.cli.output import (
     err,
 )
 from tether.cli.stdin import MalformedInputError, StdinInput, parse_stdin
+from tether.cli.token import give_token
 from tether.errors import AuthError, ConfigError, RunError, SessionError, exit_code_for
 from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
@@ -86,6 +87,8 @@ class RunOptions:
     name: str | None = None
     output_schema: str | None = None
     max_tool_calls: int | None = None
+    token: str | None = field(default=None, repr=False)  # `--token`: never shown
+    log_level: str | None = None
 
 
 EXIT_TIMEOUT = 124
@@ -161,6 +164,8 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         return EXIT_USAGE
     try:
         setup.check_flags(opts.model, opts.base_url)
+        give_token(opts.token, opts.model)  # `tether.cli.token`
+        logsink.level_for(opts.log_level, "warning")  # a bad --log-level: one line, exit 1
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -407,10 +412,11 @@ def _build(
         base_url=opts.base_url,
         overrides=overrides,
         system=opts.system or stdin.system,
-        host=Host(on_event=sink, note=err),
+        host=Host(on_event=logsink.logged(sink), note=err),
         session=session,
         runtime=Runtime(new_id=new_id),
     )
+    logsink.install(logsink.level_for(opts.log_level, agent.config.log.level))
     if prompt is not None:
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)

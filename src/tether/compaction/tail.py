@@ -6,7 +6,10 @@ turns before a boundary (at least `keep_recent_turns` from the end, advanced in 
 pure function of the turn alone and the boundary only moves forward as turns are appended, so a
 turn's rendering changes at most once and the view stays byte-stable across requests for prompt
 caching (only one request in `step_turns` sees a change inside its prefix). A `<persisted-output` stub is never cut. The stored turns are not changed.
-Also `Compactor`: the protocol of a user-supplied function that replaces the LLM summarizer.
+Also `Compactor`: the protocol of a user-supplied function that replaces the LLM summarizer, and
+`WireCompactor` with its `CompactContext` (`compact_context`): a user function that takes the
+tail strategy's place on the wire view, told the same knobs (threshold, keep-turns) and the
+view's total bytes.
 Does not own: the LLM summary (`tether.compaction.summarize`).
 """
 
@@ -103,3 +106,50 @@ class Compactor(Protocol):
     def __call__(
         self, turns: Sequence[Turn], previous_summary: str | None, focus: str | None
     ) -> str | Awaitable[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CompactContext:
+    """What a `WireCompactor` is told besides the view: the knobs the built-in tail strategy
+    uses, so a host can reuse them, and the view's size, so it can return early.
+
+    Attributes:
+        threshold: `TailPolicy.max_result_bytes` (bytes).
+        keep_turns: `TailPolicy.keep_recent_turns`.
+        total_bytes: the UTF-8 bytes of the view's text (text blocks and tool results' text),
+            before the compactor runs.
+    """
+
+    threshold: int
+    keep_turns: int
+    total_bytes: int
+
+
+class WireCompactor(Protocol):
+    """A user function that shapes the wire view in place of the tail strategy
+    (`AutoCompaction(wire_compactor=...)`): it gets the view about to be sent and a
+    `CompactContext`, and returns the view to send (the input itself when it changes nothing).
+    The stored turns are never changed. What it returns is repaired like any transformed view
+    (every call answered, a user turn last); it may be called more than once per request, so
+    it should be pure and cheap."""
+
+    def __call__(self, view: tuple[Turn, ...], ctx: CompactContext) -> Sequence[Turn]: ...
+
+
+def view_bytes(view: Sequence[Turn]) -> int:
+    """The UTF-8 bytes of the text in `view` (text blocks and tool results' text parts)."""
+    total = 0
+    for turn in view:
+        for b in turn.content:
+            if isinstance(b, TextBlock):
+                total += len(b.text.encode("utf-8"))
+            elif isinstance(b, ToolResultBlock):
+                total += sum(
+                    len(p.text.encode("utf-8")) for p in b.content if isinstance(p, TextBlock)
+                )
+    return total
+
+
+def compact_context(view: Sequence[Turn], policy: TailPolicy) -> CompactContext:
+    """The `CompactContext` of `view` under `policy`'s knobs."""
+    return CompactContext(policy.max_result_bytes, policy.keep_recent_turns, view_bytes(view))

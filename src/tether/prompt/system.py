@@ -43,7 +43,8 @@ are not readable.
 between calls (write `cd dir && cmd`). stdin is empty, secret variables are removed, and \
 what a call leaves running is killed when it ends. For a server or watcher that must keep \
 running, set `run_in_background`; read it with `shell_output`, stop it with `shell_kill`. \
-The time limit is 120 s by default (`timeout_s`, at most 600).
+The time limit is 120 s by default (`timeout_s`; a longer one is cut to the configured \
+ceiling, 20 min by default).
 - A long result is saved to a file; you get a preview and the file's path. `read` the path \
 (`offset`, `limit`) or `grep` it instead of running the command again.
 - The conversation is stored append-only. When the context window fills, older turns are \

@@ -10,9 +10,12 @@ Request (Ollama API reference, "Generate a chat completion"):
      "options": {"num_ctx": <always sent>, "temperature"?, "num_predict"?},
      "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
      "messages": [{"role": "system"|"user"|"assistant"|"tool", "content": str,
-                   "images"?: [base64], "thinking"?: str,
+                   "images"?: [base64],
                    "tool_calls"?: [{"function": {"name", "arguments": <object>}}],
                    "tool_name"?: str}]}             # a tool message names the tool it answers
+Thinking is local-only: an assistant turn's thinking blocks (Ollama's own or any other
+provider's) are kept in the session and never sent; an assistant turn with nothing else is not
+sent.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from tether.messages import (
     DocumentBlock,
     ImageBlock,
     TextBlock,
-    ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
     Turn,
@@ -70,18 +72,17 @@ def _user_messages(turn: Turn, names: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def _assistant_message(turn: Turn) -> dict[str, Any] | None:
+    # thinking is local-only: stored in the session, never sent back (the seed's rule; it
+    # would only fill a small local window with reasoning the model has finished with)
     text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
-    thinking = "".join(b.text for b in turn.content if isinstance(b, ThinkingBlock))
     calls = [
         {"function": {"name": b.name, "arguments": b.arguments}}
         for b in turn.content
         if isinstance(b, ToolCallBlock)
     ]
-    if not text and not calls and not thinking:
+    if not text and not calls:
         return None
     msg: dict[str, Any] = {"role": "assistant", "content": text}
-    if thinking:
-        msg["thinking"] = thinking
     if calls:
         msg["tool_calls"] = calls
     return msg

@@ -4,6 +4,8 @@ Owns: the model-string grammar and the provider defaults. Does not own: credenti
 (`tether.credentials`, whose lookup order — argument → environment → keyring → credential file —
 is applied here) or fallback chains (a later layer).
 
+An entry of type `openai-compatible` / `anthropic-compatible` is an endpoint declared in the
+settings alone (`tether.providers.compatible`: its headers, auth scheme and model list).
 A name from the settings' `providers` section (`--model work/MODEL` with `providers.work =
 {"type": "openai", "base_url": ...}`) picks its adapter by `type` and supplies `base_url`, a
 default model, and `api_key_env`; an explicit `base_url` argument wins.
@@ -33,6 +35,8 @@ from tether.providers.base import Provider
 from tether.settings.model import ProviderSettings
 
 PROVIDERS = ("local", "openai", "anthropic", "openai-responses", "google", "ollama")
+COMPATIBLE_TYPES = ("openai-compatible", "anthropic-compatible")
+"""Types only a settings entry can use (`tether.providers.compatible`: base_url, headers, auth)."""
 
 
 def resolve_provider(
@@ -64,6 +68,13 @@ def resolve_provider(
         provider_name, name = endpoint.type or provider_name, provider_name
     else:
         name = provider_name
+    if endpoint is not None and provider_name in COMPATIBLE_TYPES:  # declared in the settings
+        from tether.providers.compatible import compatible_provider
+
+        if not model_name:
+            raise ConfigError(f"--model {spec!r} names no model; use {name}/MODEL")
+        key = api_key or key_for(spec, providers=providers)
+        return compatible_provider(name, model_name, endpoint, key)
     if provider_name == "local":
         from tether.providers.local.provider import LocalProvider
 
@@ -114,7 +125,9 @@ def key_for(model: str | None, *, providers: Mapping[str, ProviderSettings] | No
     name = provider_name
     if endpoint is not None:
         provider_name = endpoint.type or provider_name
-    if provider_name in ("local", "ollama") or provider_name not in PROVIDERS:
+    if provider_name in ("local", "ollama"):
+        return None
+    if provider_name not in PROVIDERS and not (endpoint and provider_name in COMPATIBLE_TYPES):
         return None
     return lookup_key(
         name, type_=provider_name, api_key_env=endpoint.api_key_env if endpoint else None

@@ -25,6 +25,7 @@ from tether.effort import Effort
 from tether.settings.base import Duration, Fraction
 from tether.settings.base import Section as _Section
 from tether.settings.jobs import JobsSettings as JobsSettings
+from tether.settings.log import LogSettings
 from tether.settings.lsp import LspServerSettings as LspServerSettings
 from tether.settings.lsp import LspSettings
 from tether.settings.mcp import McpOAuthSettings as McpOAuthSettings
@@ -36,7 +37,19 @@ from tether.settings.tools import SandboxKind as SandboxKind
 from tether.settings.tools import ToolsSettings
 from tether.settings.tools import WebSettings as WebSettings
 
-ProviderType = Literal["anthropic", "openai", "openai-responses", "google", "ollama", "local"]
+ProviderType = Literal[
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "google",
+    "ollama",
+    "local",
+    "openai-compatible",  # a declared endpoint (`tether.providers.compatible`)
+    "anthropic-compatible",
+]
+
+AuthScheme = Literal["bearer", "x-api-key", "api-key", "none"]
+"""How a declared endpoint gets its key (`ProviderSettings.auth`)."""
 
 OutputFormat = Literal["stream-json", "json", "text"]
 """What `tether run` prints on stdout (`tether.cli.formats`)."""
@@ -69,12 +82,28 @@ class ProviderSettings(_Section):
         model: the model used when a selection names only the provider.
         api_key_env: the environment variable holding the key (instead of the type's default,
             e.g. `OPENAI_API_KEY`); tool subprocesses never see it (`AgentConfig.refused_env`).
+        headers: extra HTTP headers sent with every request (a gateway's, a tenant id).
+        auth: how the key is sent: `bearer` (`Authorization: Bearer KEY`; the
+            `openai-compatible` default), `x-api-key` (the `anthropic-compatible` default),
+            `api-key` (Azure's header), `none`.
+        models_url: where `tether models --test` lists the models (default: `<base_url>/models`,
+            `<base_url>/v1/models` for `anthropic-compatible`).
     """
 
     type: ProviderType | None = None
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # `openai-compatible` / `anthropic-compatible` endpoints (`tether.providers.compatible`):
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    auth: AuthScheme | None = None
+    models_url: str | None = None
+
+    @model_validator(mode="after")
+    def _compatible_needs_url(self) -> Self:
+        if self.type in ("openai-compatible", "anthropic-compatible") and not self.base_url:
+            raise ValueError(f"type {self.type!r} needs a base_url")
+        return self
 
 
 class RetrySettings(_Section):
@@ -424,6 +453,7 @@ class AgentConfig(_Section):
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     tui: TuiSettings = Field(default_factory=TuiSettings)
     lsp: LspSettings = Field(default_factory=LspSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
     read: ReadSettings = Field(default_factory=ReadSettings)
 
     def refused_env(self) -> list[str]:

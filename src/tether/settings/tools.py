@@ -134,6 +134,9 @@ class ToolsSettings(_Section):
 
     Attributes:
         timeout_s: default time limit of one tool call, seconds (JSON key `timeout`).
+        max_timeout_s: the ceiling of a time limit the model asks for (a tool's `timeout`
+            argument, `bash`'s `timeout_s`), seconds (JSON key `max_timeout`); never below
+            `timeout_s`.
         output_threshold_chars: results longer than this (characters) are persisted to disk.
         refused_env: variable names (exact or `*` globs, case-insensitive) never passed to tool
             subprocesses; see `tether.tools.env.scrubbed_env`.
@@ -178,6 +181,7 @@ class ToolsSettings(_Section):
     """
 
     timeout_s: Duration = Field(default=120.0, alias="timeout")
+    max_timeout_s: Duration = Field(default=1200.0, alias="max_timeout", gt=0)
     output_threshold_chars: int = Field(default=50_000, ge=1)
     refused_env: list[str] = Field(default_factory=lambda: _default_refused())
     deny_paths: list[str] = Field(default_factory=list[str])

@@ -20,7 +20,8 @@ system notes appended to the results turn after all tool_results, `display` goes
 only (an event field), never to the model nor into the stored tool_result.
 
 The timeout parameter: a parameter named `timeout` (seconds, with a default) is offered to the
-model, read by the runner as the call's time limit (capped at `MAX_CALL_TIMEOUT_S`) and stripped
+model, read by the runner as the call's time limit (capped at `ToolContext.max_timeout_s`, the
+`tools.max_timeout` setting, 20 min by default) and stripped
 before the function is called.
 """
 
@@ -45,7 +46,11 @@ DEFAULT_TIMEOUT_S = 120.0
 TIMEOUT_PARAM = "timeout"
 """The name of the harness-read time-limit parameter (seconds)."""
 MAX_CALL_TIMEOUT_S = 1200.0
-"""The cap on a model-chosen `timeout` argument (20 min)."""
+"""The default cap on a model-chosen `timeout` argument (20 min; the `tools.max_timeout`
+setting, `ToolContext.max_timeout_s`)."""
+TIMES_ITSELF_MARGIN_S = 30.0
+"""For a tool that times itself (`Tool.times_itself`): how long past the ceiling the runner
+waits before it stops the call."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TimedOut:
@@ -95,6 +100,9 @@ class Tool:
         secret: kept out of the model's catalog and uncallable by the model (a call naming it
             is an unknown tool); the user calls it (`tether tool NAME`, `/tool NAME` in the TUI:
             `tether.tools.direct`).
+        times_itself: the tool enforces its own time limit, at most `ToolContext.max_timeout_s`
+            (`bash`'s `timeout_s`); the runner's limit is that ceiling plus
+            `TIMES_ITSELF_MARGIN_S`, a backstop.
     """
 
     name: str
@@ -111,6 +119,7 @@ class Tool:
     timeout_param: str | None = field(default=None, repr=False)
     source: Path | None = None
     secret: bool = False
+    times_itself: bool = False
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     def spec(self) -> ToolSpec:
@@ -162,6 +171,7 @@ def _build(
     inline: bool,
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
+    times_itself: bool = False,
 ) -> Tool:
     tool_name = name or getattr(fn, "__name__", "")
     if not _NAME_RE.match(tool_name):
@@ -188,7 +198,7 @@ def _build(
                     "strips it before calling the function)"
                 )
             timeout_param = pname
-            arg_docs.setdefault(pname, f"time limit in seconds (at most {MAX_CALL_TIMEOUT_S:g})")
+            arg_docs.setdefault(pname, "time limit in seconds")
         fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
     model = create_model(
         f"{tool_name}_args",
@@ -213,6 +223,7 @@ def _build(
         on_timeout=on_timeout,
         timeout_param=timeout_param,
         secret=secret,
+        times_itself=times_itself,
     )
 
 
@@ -228,6 +239,7 @@ def tool(
     inline: bool = False,
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
+    times_itself: bool = False,
 ) -> Tool: ...
 
 
@@ -243,6 +255,7 @@ def tool(
     inline: bool = False,
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
+    times_itself: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -257,6 +270,7 @@ def tool(
     inline: bool = False,
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
+    times_itself: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a `Tool` from a typed function; usable as `@tool`, `@tool(safe=True)` or `tool(fn)`.
 
@@ -271,6 +285,7 @@ def tool(
         on_timeout: called once (with a `TimedOut`) when a call times out; it may clean up and
             return a final result within `ON_TIMEOUT_GRACE_S` (see `tether.tools.exec.run`).
         secret: only the user may call it (`Tool.secret`).
+        times_itself: it enforces its own time limit (`Tool.times_itself`).
 
     Returns:
         The Tool, or a decorator producing it when `fn` is omitted.
@@ -291,6 +306,7 @@ def tool(
             inline=inline,
             on_timeout=on_timeout,
             secret=secret,
+            times_itself=times_itself,
         )
 
     if fn is not None:

@@ -11,7 +11,8 @@ Shapes:
     ToolContext(root: Path, env: Mapping[str, str], session_dir: Path | None, policy, wrap,
                 questions, sandbox: Sandbox | None, network: bool, limits, call_id, spawn,
                 web: WebPolicy | None, shells: BackgroundShells | None,
-                lsp: LspHook | None)
+                lsp: LspHook | None, states: ToolStates | None, tool_name: str | None)
+    ctx.state -> ToolState (the running tool's durable values, `tether.tools.state`)
     ToolOutput(content: str | Sequence[TextBlock | ImageBlock], is_error, system, display,
                raw: bytes | None)
 """
@@ -26,7 +27,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tether.errors import ToolError
 from tether.messages import ImageBlock, TextBlock
+from tether.tools.state import ToolState, ToolStates
 
 if TYPE_CHECKING:
     from tether.sandbox.base import Sandbox
@@ -187,6 +190,9 @@ class ToolContext:
             may be started.
         lsp: the language servers `write` / `edit` report to and take diagnostics from
             (`tether.lsp`), or None.
+        states: the session's durable per-tool state (`tether.tools.state`; set by the
+            agent), or None: none.
+        tool_name: the name of the tool being run (set per call by `run_tool`), or None.
     """
 
     root: Path
@@ -204,6 +210,24 @@ class ToolContext:
     web: WebPolicy | None = None
     shells: BackgroundShells | None = field(default=None, repr=False, compare=False)
     lsp: LspHook | None = field(default=None, repr=False, compare=False)
+    max_timeout_s: float = 1200.0
+    """The ceiling of a model-chosen time limit, seconds (`tools.max_timeout`): a tool's
+    `timeout` argument and `bash`'s `timeout_s` are capped at it."""
+    states: ToolStates | None = field(default=None, repr=False, compare=False)
+    tool_name: str | None = None
+
+    @property
+    def state(self) -> ToolState:
+        """The running tool's own durable values (kept in the session, back on resume; 64 KiB
+        of JSON a value): `ctx.state.get(key)`, `ctx.state.set(key, value)`.
+
+        Raises:
+            ToolError: there is no session state here (a tool run outside an agent, or a
+                folder-scanned tool, which runs in a worker process).
+        """
+        if self.states is None or self.tool_name is None:
+            raise ToolError("durable tool state is not available to this call")
+        return self.states.for_tool(self.tool_name)
 
     @classmethod
     def create(

@@ -34,6 +34,7 @@ from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
 from tether.agent.input_fit import input_overflow
 from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
+from tether.agent.sessions import stored_host_outputs
 from tether.errors import ConfigError, RunError
 from tether.messages import ContentBlock, ImageBlock
 from tether.skills.commands import Command
@@ -212,7 +213,9 @@ class TetherApp(App[int]):
         if agent.config.tui.vim and self.prompt_input.vim is None:
             self.prompt_input.set_vim(True)
         subagents = stored_subagents(self.opened.store, agent.session.id)
-        await self.transcript.show_history(history_rows(agent.history, subagents))
+        loaded = agent.session.loaded
+        outputs = stored_host_outputs(loaded.events) if loaded is not None else ()
+        await self.transcript.show_history(history_rows(agent.history, subagents, outputs))
         self._show(pending)
         if not agent.history:  # a new session opens on where you are and what was loaded
             self.transcript.add(Welcome(agent))

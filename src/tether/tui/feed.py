@@ -26,6 +26,7 @@ from tether.agent.events import (
     ThinkingDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
+    ToolStartEvent,
     TurnEndEvent,
     TurnStartEvent,
     WarningEvent,
@@ -124,6 +125,9 @@ class Feed:
         elif isinstance(event, ServerToolEvent):
             self.end_blocks()
             transcript.add(NoteRow(search_text(event.query, event.results, event.error)))
+        elif isinstance(event, ToolStartEvent):
+            if (row := self.tool_rows.get(event.tool_call_id)) is not None:
+                row.start()
         elif isinstance(event, ToolResultEvent):
             if (row := self.tool_rows.pop(event.tool_call_id, None)) is not None:
                 row.finish(event.content, is_error=event.is_error, duration_ms=event.duration_ms)
@@ -190,6 +194,9 @@ class Feed:
             if event.name == TASK_TOOL:
                 self.hosts[(*path, f"task:{event.id}")] = call
             host.nest(call, path, step=True)
+        elif isinstance(event, ToolStartEvent):
+            if (call := self.child_calls.get((path, event.tool_call_id))) is not None:
+                call.start()
         elif isinstance(event, ToolResultEvent):
             call = self.child_calls.pop((path, event.tool_call_id), None)
             if call is not None:

@@ -11,10 +11,12 @@ Does not own: parsing and the command list (`tether.tui.commands`), the app.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tether.agent import user_controls
 from tether.agent.approval import APPROVAL_MODES
+from tether.agent.sessions import HostOutput
 from tether.effort import EFFORTS, Effort, next_effort, parse_effort
 from tether.errors import ConfigError, RunError, SessionError
 from tether.providers.pricing import turns_usage_line
@@ -157,7 +159,16 @@ async def _tool(app: AppHost, arg: str) -> None:
         timeout_s=parts.run.tool_timeout_s,
         redact=parts.redact,
     )
-    app.note(f"/tool {name}{' (error)' if block.is_error else ''}:\n{block.text}")
+    text = f"/tool {name}{' (error)' if block.is_error else ''}:\n{block.text}"
+    app.note(text)
+    session = app.agent.session  # kept, and shown again on resume (not a turn: not sent)
+    history = app.agent.history
+    try:
+        session.open()
+        output = HostOutput(history[-1].id if history else None, f"/tool {arg.strip()}", text)
+        session.record_host_output(replace(output, is_error=block.is_error))
+    except SessionError as exc:
+        app.note(f"/tool: its output was not saved in the session: {exc}")
 
 
 def effort_command(app: AppHost, arg: str) -> None:

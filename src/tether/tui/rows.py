@@ -8,7 +8,8 @@ comes from the call's arguments, so it is the same live and read back), finished
 result; a subagent's text and tool calls are nested under its `task` row with `ToolRow.nest`,
 the text as one row per reply (`step=False`), each call as a step (`step=True`), to any depth.
 What only events carry is not stored and so not shown read back: durations, thinking a
-subagent streamed, notes and warnings.
+subagent streamed, notes and warnings (but a host command's output is stored as a session event,
+`tether.agent.sessions.HostOutput`, and shown again).
 Does not own: the rows themselves (`tether.tui.widgets`), the scrolling column
 (`tether.tui.transcript`), the session files (`tether.session`).
 """
@@ -22,6 +23,7 @@ from functools import partial
 from textual.widget import Widget
 
 from tether.agent.mentions import mention_chip
+from tether.agent.sessions import HostOutput
 from tether.agent.subagents import TASK_TOOL
 from tether.errors import SessionError
 from tether.messages import (
@@ -36,6 +38,7 @@ from tether.messages import (
 )
 from tether.session import SessionStore
 from tether.tui.attach import image_chip
+from tether.tui.bang import parse_bang, shown_output
 from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow, UserRow
 from tether.wire.markers import is_marker
 
@@ -92,36 +95,60 @@ def nest_run(host: ToolRow, run: SubagentRun) -> None:
 
 
 def history_rows(
-    history: Sequence[Turn], subagents: Callable[[str], SubagentRun | None] = no_subagents
+    history: Sequence[Turn],
+    subagents: Callable[[str], SubagentRun | None] = no_subagents,
+    outputs: Sequence[HostOutput] = (),
 ) -> list[RowMaker]:
     """One maker per row of a stored `history`, oldest first: user and assistant text (a user
     turn with images: one row, its images as chips), thinking, tool calls (with an edit's diff, finished with their results, a `task` call with
     its subagent's stored run nested: `subagents` maps a call id to it), server-side web
-    searches (`search_text`), compaction markers."""
+    searches (`search_text`), compaction markers, a `!cmd` message as its `!cmd` line and
+    output, and the stored output of host commands (`outputs`: `/tool`) after the turn each
+    followed."""
     results = _results(history)
     makers: list[RowMaker] = []
+    shown_after: dict[str | None, list[HostOutput]] = {}
+    for output in outputs:
+        shown_after.setdefault(output.after, []).append(output)
+    makers.extend(partial(NoteRow, o.text) for o in shown_after.pop(None, ()))
     for turn in history:
-        if is_marker(turn):
-            makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
-            continue
-        if turn.role == "user" and (chips := _chips(turn)):  # its text and chips in one row
-            text = "\n".join(
-                b.text for b in turn.content if isinstance(b, TextBlock) and not mention_chip(b)
-            )
-            makers.append(partial(UserRow, text, images=chips))
-            continue
-        for block in turn.content:
-            if isinstance(block, TextBlock) and block.text.strip():
-                kind = UserRow if turn.role == "user" else AssistantRow
-                makers.append(partial(kind, block.text))
-            elif isinstance(block, ThinkingBlock) and block.text:
-                makers.append(partial(ThinkingRow, block.text))
-            elif isinstance(block, ToolCallBlock):
-                makers.append(partial(_tool_row, block, results.get(block.id), subagents))
-            elif isinstance(block, ServerToolBlock):
-                text = search_text(block.query, block.results, block.error)
-                makers.append(partial(NoteRow, text))
+        _turn_rows(turn, results, subagents, makers)
+        makers.extend(partial(NoteRow, o.text) for o in shown_after.pop(turn.id, ()))
+    for rest in shown_after.values():  # after a turn no longer in the history: at the end
+        makers.extend(partial(NoteRow, o.text) for o in rest)
     return makers
+
+
+def _turn_rows(
+    turn: Turn,
+    results: dict[str, ToolResultBlock],
+    subagents: Callable[[str], SubagentRun | None],
+    makers: list[RowMaker],
+) -> None:
+    if is_marker(turn):
+        makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
+        return
+    if turn.role == "user" and (chips := _chips(turn)):  # its text and chips in one row
+        text = "\n".join(
+            b.text for b in turn.content if isinstance(b, TextBlock) and not mention_chip(b)
+        )
+        makers.append(partial(UserRow, text, images=chips))
+        return
+    if turn.role == "user" and (bang := parse_bang(turn.text)) is not None:
+        makers.append(partial(UserRow, f"!{bang[0]}"))  # as `!cmd` showed it live
+        makers.append(partial(NoteRow, shown_output(bang[1])))
+        return
+    for block in turn.content:
+        if isinstance(block, TextBlock) and block.text.strip():
+            kind = UserRow if turn.role == "user" else AssistantRow
+            makers.append(partial(kind, block.text))
+        elif isinstance(block, ThinkingBlock) and block.text:
+            makers.append(partial(ThinkingRow, block.text))
+        elif isinstance(block, ToolCallBlock):
+            makers.append(partial(_tool_row, block, results.get(block.id), subagents))
+        elif isinstance(block, ServerToolBlock):
+            text = search_text(block.query, block.results, block.error)
+            makers.append(partial(NoteRow, text))
 
 
 def _chips(turn: Turn) -> list[str]:

@@ -2,8 +2,9 @@
 next message) and `/tasks` (the background shells: list them, stop one).
 
 Owns: `run_bang` (while the agent works the command is queued, shown as queued, and run once
-it is idle: `run_queued_bangs`; Esc drops the queue), `tasks`, and the context text a `!cmd`
-adds (`bang_context`, Claude Code's `<bash-input>` / `<bash-stdout>` shape).
+it is idle: `run_queued_bangs`; Esc drops the queue), `tasks`. The context text a `!cmd` adds
+(Claude Code's `<bash-input>` / `<bash-stdout>` shape) and its reading back are
+`tether.tui.bang` (re-exported here).
 Does not own: running the command (`tether.tools.builtin.bash.run_command`: the same sandbox
 and limits as the `bash` tool), the background shells (`tether.tools.exec.background`),
 dispatching commands (`tether.tui.handlers`).
@@ -16,8 +17,8 @@ import subprocess
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.messages import TextBlock, Turn
-from tether.sandbox.proc import output_cut_note
 from tether.tools.builtin.bash import run_command
+from tether.tui.bang import BANG_LEAD, SHOWN_CHARS, bang_context, parse_bang, shown_output
 from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
@@ -27,6 +28,17 @@ if TYPE_CHECKING:
 
     from tether.agent.agent import Agent
     from tether.tui.transcript import Transcript
+
+__all__ = [
+    "BANG_LEAD",
+    "SHOWN_CHARS",
+    "ShellHost",
+    "bang_context",
+    "parse_bang",
+    "run_bang",
+    "shown_output",
+    "tasks",
+]
 
 
 class ShellHost(Protocol):
@@ -47,22 +59,6 @@ class ShellHost(Protocol):
 
 BANG_TIMEOUT_S = 120.0
 """The time limit of a `!cmd` (s); Esc stops it sooner."""
-SHOWN_CHARS = 8000
-"""How much of a `!cmd`'s output the transcript shows (the conversation gets up to
-`tools.output_threshold_chars`)."""
-BANG_LEAD = (
-    "The user ran this command in the sandbox themselves (they saw its output). It is context "
-    "for their next message, not a request: do not act on it unless they ask."
-)
-
-
-def bang_context(command: str, output: str, cap: int) -> str:
-    """The text a `!cmd` adds to the conversation: a lead line, `<bash-input>` and
-    `<bash-stdout>` (stdout and stderr merged; past `cap` characters the middle is cut)."""
-    if len(output) > cap:
-        head, tail = output[: cap // 2], output[-(cap // 2) :]
-        output = f"{head}{output_cut_note(len(output) - len(head) - len(tail), len(output))}{tail}"
-    return f"{BANG_LEAD}\n<bash-input>{command}</bash-input>\n<bash-stdout>{output}</bash-stdout>"
 
 
 def run_bang(app: ShellHost, command: str) -> None:
@@ -113,10 +109,7 @@ async def _bang(app: ShellHost, command: str) -> None:
         out = await run_command(command, agent.tool_context, BANG_TIMEOUT_S)
         assert isinstance(out.content, str)
         text = agent.redact(out.content)
-        shown = text
-        if len(shown) > SHOWN_CHARS:
-            shown = f"{shown[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters)"
-        app.note(shown)
+        app.note(shown_output(text))
         cap = agent.config.tools.output_threshold_chars
         body = bang_context(command, text, cap)
         agent.append(Turn(id=agent.parts.new_id(), role="user", content=(TextBlock(text=body),)))

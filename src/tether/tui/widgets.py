@@ -314,7 +314,7 @@ class ToolRow(Collapsible):
         self.name_ = name
         self.summary = args_summary(arguments)
         self.body = Static("")
-        self.status = "running"
+        self.status = "waiting"  # until its `tool_start` event: then "running"
         self.persisted: str | None = None
         self.agent_path: tuple[str, ...] | None = None
         self.steps_count = 0
@@ -356,6 +356,11 @@ class ToolRow(Collapsible):
         if self.steps is not None and self._waiting:
             rows, self._waiting = self._waiting, []
             self.steps.mount_all(rows)
+
+    def start(self) -> None:
+        """The call runs now (its `tool_start`): before, it waited for approval or a call."""
+        self.status = "running"
+        self.title = self._heading(self._tail)
 
     def finish(self, content: str, *, is_error: bool, duration_ms: float | None) -> None:
         """The call ended; `duration_ms` None for a result read back from a session."""

@@ -25,6 +25,8 @@ Terms:
         route the turn's api alone decides (the caller did not say which model it talks to).
 
 Rules (with their source):
+    To every target: thinking produced by Ollama is dropped (local-only, as the seed's Ollama
+        contract has it: kept in the session, never sent back, to Ollama or any other provider).
     To `anthropic`:
         * redacted_thinking: keep (Anthropic requires it back verbatim), unless it comes from
           another Claude model than the route's (a model switch) or another producer.
@@ -79,7 +81,7 @@ from tether.messages import (
     Turn,
 )
 from tether.wire._util import blank, map_turns, with_content
-from tether.wire.pairing import RepairHook, Reporter
+from tether.wire.pairing import PLACEHOLDER_TEXT, RepairHook, Reporter
 from tether.wire.server_tools import server_tool_turn
 
 GEMINI_SIGNATURE_KEY = "thought_signature"
@@ -181,6 +183,8 @@ def reasoning_action(
             return "drop"
         return "keep"
     assert type(block) is ThinkingBlock
+    if producer == "ollama":
+        return "drop"  # local-only: kept in the session, never sent to any provider
     signed = bool(block.signature)
     if target == "anthropic":
         if producer not in (None, "anthropic") or not signed:
@@ -344,10 +348,37 @@ def sanitize_history_for_provider(
             not base64 and is dropped (target `google`).
         strict: raise `tether.errors.WireError` instead of dropping such a signature.
 
+    A turn this pass empties (an assistant turn that held only thinking another provider
+    cannot read) keeps the neutral marker the wire's pairing repair uses, one text block
+    `(no content)` (`tether.wire.pairing.PLACEHOLDER_TEXT`), so role boundaries stay intact in a
+    history a host stores (the seed's host-facing rule). `build_view` uses `reason_history`,
+    which leaves such a turn empty for the pairing pass to repair.
+
     Returns:
         The input tuple itself when nothing changes; otherwise a new tuple in which unchanged
         turns are the same objects.
     """
+    report = Reporter(on_repair, strict) if on_repair is not None or strict else None
+
+    def one(t: Turn) -> Turn:
+        out = reason_turn(t, target, route, report)
+        if out is not t and not out.content:
+            return with_content(out, (TextBlock(text=PLACEHOLDER_TEXT),))
+        return out
+
+    return map_turns(turns, one)
+
+
+def reason_history(
+    turns: tuple[Turn, ...],
+    target: Target,
+    *,
+    route: Provenance | None = None,
+    on_repair: RepairHook | None = None,
+    strict: bool = False,
+) -> tuple[Turn, ...]:
+    """`sanitize_history_for_provider` without the placeholder: an emptied turn stays empty
+    (the second pass of `build_view`; the pairing pass repairs it)."""
     report = Reporter(on_repair, strict) if on_repair is not None or strict else None
     return map_turns(turns, lambda t: reason_turn(t, target, route, report))
 

@@ -130,12 +130,14 @@ def assemble(
         sandbox=sandbox,
         network=config.tools.network,
         limits=limits_for(config.tools),
+        max_timeout_s=max(config.tools.max_timeout_s, config.tools.timeout_s),
         spawn=spawn,
         web=WebPolicy.of(config.tools.web),
         # the main agent's only: a subagent's would outlive its `task` call
         shells=BackgroundShells(config.tools.max_background)
         if host.agent_path == ("main",)
         else None,
+        states=session.tool_states(),
         lsp=host.lsp
         or lsp_manager(  # language servers: started on the first touch of a file
             config.lsp,

@@ -51,7 +51,7 @@ from tether.wire import Repair, ViewBuilder
 
 __all__ = ["SETTINGS_APPLIED_LIVE", "AgentParts", "RepairReporter", "RunSettings"]
 
-SETTINGS_APPLIED_LIVE = ("run.", "context.", "retry.")
+SETTINGS_APPLIED_LIVE = ("run.", "context.", "retry.", "mcp.")
 """The config sections `AgentParts.with_settings` re-derives mid-session (dotted prefixes)."""
 
 

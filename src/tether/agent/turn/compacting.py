@@ -41,7 +41,13 @@ from tether.compaction.summarize import (
     compact_with,
     truncation_marker,
 )
-from tether.compaction.tail import Compactor, TailPolicy, shorten_old_results
+from tether.compaction.tail import (
+    Compactor,
+    TailPolicy,
+    WireCompactor,
+    compact_context,
+    shorten_old_results,
+)
 from tether.errors import RunError
 from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
 from tether.providers.base import Provider
@@ -104,6 +110,9 @@ class AutoCompaction(TurnPolicy):
         compactor: a user function replacing the LLM summarizer (see `Compactor`).
         keep_turns: live turns kept verbatim after the summary (rounded to whole rounds).
         tail: the wire-only tail strategy's settings, or None to leave results whole.
+        wire_compactor: a user function shaping the wire view in the tail strategy's place
+            (`tether.compaction.tail.WireCompactor`), told `tail`'s knobs (default
+            `TailPolicy()`) and the view's total bytes; its output is repaired before it is sent.
         restore_budget_tokens: tokens of recently read files restored after a compaction
             (default: a tenth of the window); 0 disables restoring.
         max_restore_files: files restored at most.
@@ -128,6 +137,7 @@ class AutoCompaction(TurnPolicy):
         compactor: Compactor | None = None,
         keep_turns: int = 4,
         tail: TailPolicy | None = None,
+        wire_compactor: WireCompactor | None = None,
         restore_budget_tokens: int | None = None,
         max_restore_files: int = 5,
         timeout_s: float = 120.0,
@@ -146,6 +156,7 @@ class AutoCompaction(TurnPolicy):
         self.compactor = compactor
         self.keep_turns = keep_turns
         self.tail = tail
+        self.wire_compactor = wire_compactor
         self.restore_budget_tokens = restore_budget_tokens
         self.max_restore_files = max_restore_files
         self.timeout_s = timeout_s
@@ -190,7 +201,10 @@ class AutoCompaction(TurnPolicy):
     def _shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
         if self.pruner is not None:
             view = self.pruner.shape(view)
-        if self.tail is not None:
+        if self.wire_compactor is not None:  # in the tail strategy's place
+            ctx = compact_context(view, self.tail or TailPolicy())
+            view = tuple(self.wire_compactor(view, ctx))
+        elif self.tail is not None:
             view = shorten_old_results(view, self.tail)
         if self._dedup is not None:
             view = self._dedup.shape(view)

@@ -34,6 +34,7 @@ from tether.agent.assembly.parts import AgentParts
 from tether.agent.events import (
     AgentEvent,
     DoneEvent,
+    EnvEvent,
     ErrorEvent,
     ServerToolEvent,
     SessionStartEvent,
@@ -78,7 +79,8 @@ class Controls:
         safe_mode: offer and run only safe tools.
         steering: user messages queued for the next request, oldest first.
         resumed: the history was not empty when the agent was built.
-        warned_no_sandbox: the `no_sandbox` warning was sent (once per agent).
+        warned_no_sandbox: the `no_sandbox` warning (and the main agent's `env` sandbox
+            event) was sent (once per agent).
         plan_mode: plan mode: only safe tools, the prompt tells the model to end with a plan,
             and a run that ends with an answer emits it as a `plan` event.
     """
@@ -201,7 +203,8 @@ async def _tools(c: Controls, parts: AgentParts, state: RunState, turn: Turn) ->
 
 
 def _start(c: Controls, parts: AgentParts) -> None:
-    """The `session_start` event, and the `no_sandbox` warning once per agent."""
+    """The `session_start` event, then once per agent the sandbox's `env` event (the main
+    agent's) and the `no_sandbox` warning."""
     parts.emit(
         SessionStartEvent(
             session_id=c.session.id,
@@ -211,9 +214,14 @@ def _start(c: Controls, parts: AgentParts) -> None:
             resumed=c.resumed,
         )
     )
-    if parts.sandbox_missing and not c.warned_no_sandbox:
+    if not c.warned_no_sandbox:
         c.warned_no_sandbox = True
-        parts.emit(WarningEvent(kind="no_sandbox", message=NO_SANDBOX_WARNING))
+        if parts.agent_path == ("main",):  # the environment is the main agent's (`env`)
+            box = parts.tool_context.sandbox
+            name = "none" if box is None else box.kind
+            parts.emit(EnvEvent(what="sandbox", name=name, state="ready"))
+        if parts.sandbox_missing:
+            parts.emit(WarningEvent(kind="no_sandbox", message=NO_SANDBOX_WARNING))
 
 
 def _end(c: Controls, parts: AgentParts, state: RunState, n: int) -> RunResult:

@@ -6,7 +6,7 @@ the model's order, `tether.tools.exec.order`; a checkpoint before a call that ma
 `tether.agent.turn.checkpoints`; the `todo` event after a successful `todo` call; system notes after
 all results, `cancel` of one call, `interrupted` results for calls a run-wide cancel cut short,
 calls skipped because the user steered while they waited, the `tool_call_started` record right
-before a call runs), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
+before a call runs, then the `tool_start` event), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.turn.state.RunParts`) and
 appends the results turn through the run's `RunState`.
 Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tether.agent.approval import ApprovalGate
-from tether.agent.events import TodoEvent, ToolResultEvent
+from tether.agent.events import TodoEvent, ToolResultEvent, ToolStartEvent
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED
 from tether.agent.turn.gate import CallGate
 from tether.agent.turn.state import RunParts, RunState
@@ -284,6 +284,7 @@ class ToolCalls:
                 await parts.checkpoints.before_change(state.session, state.history)
             state.session.record_started(call)
             self._started.add(call.id)
+            parts.emit(ToolStartEvent(tool_call_id=call.id, name=call.name))
             run = await self._run_cancellable(call, parts, timeout_s)
             tool = parts.registry.get(call.name)
             run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)

@@ -50,8 +50,6 @@ from tether.tools.base import DEFAULT_TIMEOUT_S, tool
 from tether.tools.context import ToolContext, ToolOutput
 from tether.tools.exec.persist import spill_file
 
-MAX_TIMEOUT_S = 600.0
-
 
 async def _drain(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> bool:
     """Wait for the output to end. If the shell exits while something still holds the pipe,
@@ -191,10 +189,10 @@ async def start_background(command: str, ctx: ToolContext) -> ToolOutput:
     )
 
 
-@tool(timeout_s=MAX_TIMEOUT_S + 30)
+@tool(times_itself=True)  # its `timeout_s`, capped at `ctx.max_timeout_s` (`tools.max_timeout`)
 async def bash(
     command: str,
-    timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)] = DEFAULT_TIMEOUT_S,
+    timeout_s: Annotated[float, Field(gt=0)] = DEFAULT_TIMEOUT_S,
     run_in_background: bool = False,
     *,
     ctx: ToolContext,
@@ -208,11 +206,12 @@ async def bash(
 
     Args:
         command: the command line.
-        timeout_s: the time limit in seconds (at most 600).
+        timeout_s: the time limit in seconds (longer requests are cut to the configured
+            ceiling, 1200 by default).
         run_in_background: for a command that keeps running (a server, a watcher): return
             at once with a shell id for shell_output / shell_kill (`&` does not outlive the
             call).
     """
     if run_in_background:
         return await start_background(command, ctx)
-    return await run_command(command, ctx, timeout_s)
+    return await run_command(command, ctx, min(timeout_s, ctx.max_timeout_s))

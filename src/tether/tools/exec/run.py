@@ -14,8 +14,9 @@ same timeout, unless declared `inline=True` (then on the event loop, untimed). A
 worker thread cannot be killed: it finishes in the background and its result is dropped.
 
 Time limits (seconds): the tool's `timeout` argument when it declares one (capped at
-`MAX_CALL_TIMEOUT_S`, 1200), else the tool's `timeout_s`, else the runner's `timeout_s`
-(default 120). On expiry the tool's `on_timeout` (if any) is called once and gets `grace_s`
+`ToolContext.max_timeout_s`, the `tools.max_timeout` setting, 1200 by default), else the tool's
+`timeout_s`, else the runner's `timeout_s` (default 120); a tool that times itself (`bash`) gets
+the ceiling plus `TIMES_ITSELF_MARGIN_S`. On expiry the tool's `on_timeout` (if any) is called once and gets `grace_s`
 (default 60) to clean up or return a final result; then a worker's process group is killed.
 A timed-out call is always an is_error result starting with "`name` timed out after N s".
 """
@@ -24,14 +25,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from tether.messages import TextBlock, ToolCallBlock, ToolResultBlock
-from tether.tools.base import DEFAULT_TIMEOUT_S, MAX_CALL_TIMEOUT_S, TimedOut, Tool
+from tether.tools.base import (
+    DEFAULT_TIMEOUT_S,
+    MAX_CALL_TIMEOUT_S,
+    TIMES_ITSELF_MARGIN_S,
+    TimedOut,
+    Tool,
+)
 from tether.tools.context import ToolContext
 from tether.tools.exec.outcome import (
     Outcome,
@@ -107,11 +114,16 @@ def finish(call_id: str, outcome: Outcome, redact: Redactor | None) -> ToolRunRe
     return ToolRunResult(block=block, system_notes=notes, display=outcome.display, raw=raw)
 
 
-def call_limit_s(tool: Tool, requested_s: float | None, default_s: float) -> float:
-    """The time limit of one call (s): the model's `timeout` argument capped at
-    `MAX_CALL_TIMEOUT_S`, else the tool's `timeout_s`, else `default_s`."""
+def call_limit_s(
+    tool: Tool, requested_s: float | None, default_s: float, max_s: float = MAX_CALL_TIMEOUT_S
+) -> float:
+    """The time limit of one call (s): the model's `timeout` argument capped at `max_s` (the
+    `tools.max_timeout` setting), else the tool's `timeout_s`, else `default_s`; for a tool
+    that times itself, `max_s` plus `TIMES_ITSELF_MARGIN_S`."""
+    if tool.times_itself:
+        return max_s + TIMES_ITSELF_MARGIN_S
     if requested_s is not None:
-        return min(requested_s, MAX_CALL_TIMEOUT_S)
+        return min(requested_s, max_s)
     return tool.timeout_s if tool.timeout_s is not None else default_s
 
 
@@ -158,6 +170,8 @@ async def run_tool(
                 "truncated, e.g. in smaller pieces)",
             )
         )
+    if ctx.states is not None and ctx.tool_name != tool.name:
+        ctx = replace(ctx, tool_name=tool.name)  # `ctx.state` is this tool's own
     try:
         kwargs = tool.bind(call.arguments, ctx)
     except ValidationError as e:
@@ -168,10 +182,10 @@ async def run_tool(
             block=_error(
                 call.id,
                 f"invalid arguments for tool `{tool.name}`; the call was not run:\n"
-                f"- timeout: must be a number of seconds > 0 (at most {MAX_CALL_TIMEOUT_S:g})",
+                f"- timeout: must be a number of seconds > 0 (at most {ctx.max_timeout_s:g})",
             )
         )
-    limit_s = call_limit_s(tool, requested_s, timeout_s)
+    limit_s = call_limit_s(tool, requested_s, timeout_s, ctx.max_timeout_s)
     if tool.source is not None:
         from tether.tools.exec.worker import run_in_worker
 

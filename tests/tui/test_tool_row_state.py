@@ -1,0 +1,45 @@
+"""A tool row's state follows the call (issue 39): `waiting` while it is asked about or queued
+behind another call, `running` from its `tool_start` event, then `ok` / `error`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from kit.tui import SIZE, idle, scripted_app, send
+from tether.testing import call
+from tether.tools.base import tool
+from tether.tui.screens import ApprovalScreen
+from tether.tui.widgets import ToolRow
+
+
+async def test_the_row_waits_while_asked_then_runs_then_finishes(tmp_path: Path) -> None:
+    running, release = asyncio.Event(), asyncio.Event()
+
+    @tool()  # not safe: `ask` asks about it
+    async def build() -> str:
+        """Build."""
+        running.set()
+        await release.wait()
+        return "built"
+
+    app, _ = scripted_app(tmp_path, [call("build"), "done"], tools=[build], approval="ask")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "build it")
+        for _ in range(200):
+            await pilot.pause()
+            if isinstance(app.screen, ApprovalScreen):
+                break
+        assert isinstance(app.screen, ApprovalScreen)
+        row = app.query_one(ToolRow)
+        assert row.status == "waiting" and "· waiting" in str(row.title)
+        await pilot.press("y")
+        await asyncio.wait_for(running.wait(), 10)
+        for _ in range(50):
+            await pilot.pause()
+            if row.status == "running":
+                break
+        assert row.status == "running" and "· running" in str(row.title)
+        release.set()
+        await idle(app, pilot)
+        assert row.status == "ok"
