@@ -23,6 +23,7 @@ import asyncio
 import json
 import statistics
 import tempfile
+from typing import cast
 
 from tether import AgentConfig, Runtime
 from tether.agent.agent import Agent
@@ -115,9 +116,9 @@ def run(mode: str) -> dict[str, object]:
             prov,
             tools=[dump],
             root=root,
-            config=AgentConfig(run={"max_turns": ROUNDS + 5}),
+            config=AgentConfig.model_validate({"run": {"max_turns": ROUNDS + 5}}),
             host=Host(on_event=events.append),
-            compaction=manager,
+            compaction=manager if manager is not None else False,  # off, as None was
             runtime=Runtime(new_id=iter(f"t{i}" for i in range(1, 10**6)).__next__),
         )
         asyncio.run(agent.run("Process every record with the dump tool, one per step."))
@@ -151,7 +152,7 @@ def run(mode: str) -> dict[str, object]:
             fills += 1
             level = after
         level += estimate_tokens([t])
-    growth = [
+    growth: list[float] = [
         (ends[i + 1].tokens_before - ends[i].tokens_after) / (trigger - ends[i].tokens_after)
         for i in range(len(ends) - 1)
     ]
@@ -184,6 +185,7 @@ def main() -> None:
     assert isinstance(fills, int)
     growth = auto["growth"]
     assert isinstance(growth, list)
+    growth = cast("list[float]", growth)
     print(
         f"auto: compactions {auto['compactions']}, window fills {fills} -> compactions per "
         f"window fill {int(auto['compactions']) / max(fills, 1):.2f} (target 1.00)"  # type: ignore[call-overload]

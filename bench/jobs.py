@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
@@ -46,6 +47,7 @@ sys.path[:0] = [str(HERE.parent / "tests")]
 from kit import jobs as jobkit  # noqa: E402
 from kit import postgres as pgserver  # noqa: E402
 from kit.jobs import LoopModel  # noqa: E402
+from kit.zygote import Forked  # noqa: E402
 
 SETTINGS = {"poll_interval": "50ms", "worker_concurrency": 1, "concurrency": 8}
 
@@ -62,7 +64,7 @@ def _wait(cond: Callable[[], bool], what: str, timeout: float = 1800) -> None:
         time.sleep(0.01)
 
 
-def _stop(procs: list[subprocess.Popen[str]]) -> None:
+def _stop(procs: list[Forked]) -> None:
     for p in procs:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGTERM)
@@ -108,8 +110,9 @@ def setup_run(
     """(dispatch seconds per task, seconds from the dispatch's start until the n runs ended,
     seconds from the first of the n runs' end to the last's)."""
     tmp = Path(tempfile.mkdtemp(prefix="tether-bench-jobs-"))
-    db = {"TETHER_JOBS_DATABASE_URL": url} if url else {}
-    procs: list[subprocess.Popen[str]] = []
+    # the environment extras for kit.jobs (Any: a **dict of str could have filled its trust=)
+    db: dict[str, Any] = {"TETHER_JOBS_DATABASE_URL": url} if url else {}
+    procs: list[Forked] = []
     try:
         # a project name per setup: the PostgreSQL database is shared by the setups, and the
         # same task in the same project is the same workflow (it would not run again)
@@ -181,8 +184,8 @@ def recovery(url: str, timeout_s: float) -> None:
     from dbos import DBOSClient
 
     tmp = Path(tempfile.mkdtemp(prefix="tether-bench-jobs-"))
-    db = {"TETHER_JOBS_DATABASE_URL": url}
-    procs: list[subprocess.Popen[str]] = []
+    db: dict[str, Any] = {"TETHER_JOBS_DATABASE_URL": url}
+    procs: list[Forked] = []
     name = f"bench-recovery-{os.getpid()}"
     settings = SETTINGS | {"project": name, "worker_timeout": f"{timeout_s:g}s"}
     client = DBOSClient(system_database_url=url, application_name="tether-jobs")

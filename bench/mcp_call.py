@@ -59,6 +59,7 @@ async def main() -> None:
         ctx = ToolContext.create(root)
         settings = McpServerSettings(command=sys.executable, args=[str(DEMO)])
         starts: dict[str, float] = {}
+        mcp_ms: list[float] = []
         for label, sandbox in (("unsandboxed", None), ("sandboxed", detect_sandbox())):
             if label == "sandboxed" and sandbox is None:
                 continue

@@ -23,6 +23,9 @@ import resource
 import statistics
 import sys
 import time
+import types
+from collections.abc import Iterable
+from typing import Any, cast
 
 T_PROCESS = time.perf_counter()  # taken before the framework is imported
 PAYLOAD_BYTES = 2048
@@ -84,12 +87,13 @@ def rss_now_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def deep_size(obj, _seen=None) -> int:
+def deep_size(obj: object, _seen: set[int] | None = None) -> int:
     """Rough recursive sys.getsizeof over containers, __dict__ and __slots__ (types, modules,
     functions are not followed). Shared objects are counted once."""
-    seen = set() if _seen is None else _seen
-    stack, total = [obj], 0
-    skip = (type, type(sys), type(deep_size), type(len))
+    seen: set[int] = set() if _seen is None else _seen
+    stack: list[Any] = [obj]
+    total = 0
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
     while stack:
         o = stack.pop()
         if id(o) in seen or isinstance(o, skip):
@@ -97,12 +101,12 @@ def deep_size(obj, _seen=None) -> int:
         seen.add(id(o))
         total += sys.getsizeof(o, 0)
         if isinstance(o, dict):
-            stack.extend(o.keys())
-            stack.extend(o.values())
+            stack.extend(cast("dict[Any, Any]", o).keys())
+            stack.extend(cast("dict[Any, Any]", o).values())
         elif isinstance(o, (list, tuple, set, frozenset)):
-            stack.extend(o)
+            stack.extend(cast("Iterable[Any]", o))
         elif not isinstance(o, (str, bytes, bytearray, int, float, bool)) and o is not None:
-            d = getattr(o, "__dict__", None)
+            d: object = getattr(o, "__dict__", None)
             if isinstance(d, dict):
                 stack.append(d)
             for cls in type(o).__mro__:
@@ -116,7 +120,7 @@ def report(
     name: str,
     version: str,
     clock: Clock,
-    history_obj,
+    history_obj: object,
     history_items: int,
     history_json_bytes: int,
     window: int,

@@ -38,7 +38,7 @@ from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import CompactionPolicy, ModelLimits, estimate_tokens
 from tether.compaction.prune import PRUNE_TAG, PrunePolicy, prune_policy
-from tether.messages import TextBlock, Turn, Usage
+from tether.messages import TextBlock, ToolCallBlock, Turn, Usage
 from tether.providers.base import ModelRequest
 from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
@@ -102,7 +102,7 @@ def model() -> ScriptedProvider:
         missing = [n for n in range(1, NEEDLES + 1) if n not in found]
         if missing and not state["recalled"]:
             state["recalled"] = True
-            calls = []
+            calls: list[ToolCallBlock] = []
             for n in missing:
                 m = re.search(
                     re.escape(PRUNE_TAG) + r' dump \{"n": ' + str(n) + r"\}[^\]]*recall turn (\S+)",
@@ -139,7 +139,7 @@ def run(prune: bool, policy: PrunePolicy | None = None) -> dict[str, float]:
             prov,
             tools=[dump],
             root=root,
-            config=AgentConfig(run={"max_turns": ROUNDS + 10}),
+            config=AgentConfig.model_validate({"run": {"max_turns": ROUNDS + 10}}),
             host=Host(on_event=events.append),
             compaction=manager,
             runtime=Runtime(new_id=iter(f"t{i}" for i in range(1, 10**6)).__next__),

@@ -79,7 +79,7 @@ async def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="calls per variant (≥ 30)")
     args = parser.parse_args()
     asyncio.run(main(max(args.n, 30)))

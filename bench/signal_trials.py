@@ -112,7 +112,7 @@ def _reply(messages: list[dict[str, Any]]) -> list[str]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:

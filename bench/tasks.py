@@ -308,7 +308,7 @@ def run_task(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", action="append", help="repeatable; default: both models")
     parser.add_argument("--tasks", help="comma-separated task names (default: all)")
     parser.add_argument("--max-turns", type=int, default=6)

@@ -28,6 +28,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from textual import events
 from textual.app import App, ComposeResult
@@ -93,8 +94,8 @@ class Bare(App[None]):
 
 async def first_paint(make: type[App[None]] | object) -> float:
     t0 = time.perf_counter()
-    app = make() if callable(make) else make  # type: ignore[operator]
-    async with app.run_test(size=SIZE) as pilot:  # type: ignore[union-attr]
+    app = cast("App[None]", make() if callable(make) else make)
+    async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         return time.perf_counter() - t0
 
@@ -105,7 +106,7 @@ async def keystrokes(app: TetherApp, n: int, stream: bool) -> tuple[list[float],
     press: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         frames: list[float] = []
-        display = app._display  # pyright: ignore[reportPrivateUsage]
+        display = app._display  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType, reportUnknownVariableType]  # textual's own, timed here
 
         def timed(screen: object, renderable: object) -> None:
             if renderable is not None:

@@ -135,7 +135,7 @@ def _run(turns: int, compaction: bool, tracing: Tracing, tmp: str):
         tools=[tool(echo, inline=not THREAD_TOOL)],
         root=str(project),
         session=AgentSession(sink=writer),
-        config=AgentConfig(run={"max_turns": turns + 1}),
+        config=AgentConfig.model_validate({"run": {"max_turns": turns + 1}}),
         compaction=_compaction() if compaction else False,
         runtime=Runtime(tracing=tracing),
     )
@@ -188,7 +188,7 @@ def main() -> None:
             f"tool, session persisted to JSONL, tracing {tracing_mode}",
         )
         ivals = [(b - a) * 1e3 for a, b in zip(clock.calls, clock.calls[1:], strict=False)]
-        w = args.window
+        w: int = args.window
         early = sorted(ivals[:w])[len(ivals[:w]) // 2]
         late = sorted(ivals[-w:])[len(ivals[-w:]) // 2]
         size_kib = writer.path.stat().st_size // 1024

@@ -18,12 +18,14 @@ import gc
 import json
 import statistics
 import time
+from collections.abc import Callable
 
 from pydantic import TypeAdapter
 
 from tether.messages import (
     CompactSummaryBlock,
     Provenance,
+    Target,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -98,10 +100,10 @@ def chars(turns: tuple[Turn, ...]) -> int:
     return sum(len(json.dumps(turn_to_dict(t))) for t in turns)
 
 
-def best(fn: object, repeat: int = 11) -> float:
+def best(fn: Callable[[], object], repeat: int = 11) -> float:
     """The best of `repeat` timings, with the cyclic GC paused (as `timeit` does)."""
     assert callable(fn)
-    times = []
+    times: list[float] = []
     gc.collect()
     gc.disable()
     try:
@@ -134,7 +136,8 @@ def main() -> None:
         f"encode view, json.dumps(turn_to_dict):    {t_json_py * 1e3:8.2f} ms   "
         f"ratio build/encode = {t_build / t_json_py:.2f}"
     )
-    for target in ("openai-chat", "openai-responses", "google", "ollama"):
+    targets: tuple[Target, ...] = ("openai-chat", "openai-responses", "google", "ollama")
+    for target in targets:
         t = best(lambda target=target: build_view(session, target), repeat=5)
         print(f"build_view (full, {target}):{' ' * (22 - len(target))}{t * 1e3:8.2f} ms")
 

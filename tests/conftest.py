@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import keyring
@@ -70,10 +70,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """After a test body that passed: the network guard and the scripted replies."""
     try:
-        result = yield
+        result: None = yield
     except BaseException:
         netguard.blocked()
         agents.forget_scripts()
@@ -93,9 +93,17 @@ def _language_servers_only_in_their_tests(
     agent would otherwise start (a node process, seconds of CPU) at every edit of a `.py` file
     in any test; and the `lsp` tool is offered there only, so the tools a test sees do not
     depend on which servers the machine has (rust-analyzer on PATH, say)."""
-    if "lsp" not in request.node.path.parent.parts:
-        monkeypatch.setattr("tether.agent.assembly.assemble.lsp_manager", lambda *_a, **_k: None)
-        monkeypatch.setattr("tether.agent.assembly.build.resolve_servers", lambda *_a, **_k: ((), ()))
+    if "lsp" not in request.path.parent.parts:
+        monkeypatch.setattr("tether.agent.assembly.assemble.lsp_manager", _no_lsp_manager)
+        monkeypatch.setattr("tether.agent.assembly.build.resolve_servers", _no_servers)
+
+
+def _no_lsp_manager(*_a: object, **_k: object) -> None:
+    return None
+
+
+def _no_servers(*_a: object, **_k: object) -> tuple[tuple[()], tuple[()]]:
+    return ((), ())
 
 
 @pytest.fixture(autouse=True)

@@ -196,7 +196,7 @@ def test_file_store_is_honoured_with_a_keyring(memory: MemoryKeyring) -> None:
 
 def test_logout_removes_from_everywhere_and_is_idempotent(memory: MemoryKeyring) -> None:
     store_key("anthropic", "file-key", store="file")
-    memory.set_password(KEYRING_SERVICE, "anthropic", KEY)
+    memory.set_password(KEYRING_SERVICE, "anthropic", KEY)  # pyright: ignore[reportUnknownMemberType]  # keyring wraps set_password untyped
     store_key("openai", "other", store="file")
     assert remove_key("anthropic") == ["keyring", "file"]
     assert remove_key("anthropic") == []
@@ -217,7 +217,7 @@ def test_lookup_order_argument_env_keyring_file(
     memory: MemoryKeyring, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store_key("anthropic", "from-file", store="file")
-    memory.set_password(KEYRING_SERVICE, "anthropic", "from-keyring")
+    memory.set_password(KEYRING_SERVICE, "anthropic", "from-keyring")  # pyright: ignore[reportUnknownMemberType]  # keyring wraps set_password untyped
     monkeypatch.setenv("ANTHROPIC_API_KEY", "from-env")
     assert lookup_key("anthropic", explicit="from-arg") == "from-arg"
     assert lookup_key("anthropic") == "from-env"

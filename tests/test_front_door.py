@@ -288,7 +288,7 @@ def test_local_without_the_extra_is_one_clear_error(monkeypatch: pytest.MonkeyPa
 
 
 def test_config_is_the_settings_shape_and_with_values_validates() -> None:
-    config = AgentConfig(tools={"timeout": "30s"}, run={"max_turns": 3})
+    config = AgentConfig.model_validate({"tools": {"timeout": "30s"}, "run": {"max_turns": 3}})
     assert config.tools.timeout_s == 30 and config.run.max_turns == 3
     changed = config.with_values({"tools.safe": True, "context.window": 4096})
     assert changed.tools.safe and changed.context.window == 4096 and not config.tools.safe

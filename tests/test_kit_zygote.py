@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_each_command_has_its_own_environment_and_folder(tmp_path: Path) -> None
     user = tmp_path / "cfg"
     user.mkdir()
     (user / "settings.json").write_text(json.dumps({"retry": {"max": "7s"}}))
-    shown = []
+    shown: list[dict[str, Any]] = []
     for k in range(2):
         here = tmp_path / f"p{k}"
         (here / ".tether").mkdir(parents=True)

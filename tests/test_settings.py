@@ -7,12 +7,13 @@ import json
 import math
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kit.numbers import approx
 from tether.agent.assembly.build import check_only_tools, model_refs
 from tether.errors import ConfigError
 from tether.settings import (
@@ -252,7 +253,7 @@ def test_to_json_round_trips_and_uses_file_names() -> None:
     ],
 )
 def test_parse_duration(value: object, seconds: float) -> None:
-    assert parse_duration(value) == pytest.approx(seconds, abs=1e-12)
+    assert parse_duration(value) == approx(seconds, abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -322,7 +323,7 @@ json_object = st.dictionaries(st.sampled_from("abcd"), json_value, max_size=4)
 
 # Layers that agree on the type at each key, as files valid against one schema do: key "n" holds
 # numbers, "l" lists, "s" strings, "o" objects of the same kind.
-typed_object = st.deferred(
+typed_object: st.SearchStrategy[dict[str, Any]] = st.deferred(
     lambda: st.fixed_dictionaries(
         {},
         optional={
@@ -342,7 +343,9 @@ def test_merge_is_associative(a: dict[str, Any], b: dict[str, Any], c: dict[str,
 
 def test_merge_is_not_associative_when_a_scalar_replaces_an_object() -> None:
     """Documented limit: `null` over an object, then an object again, depends on grouping."""
-    a, b, c = {"k": {"x": 1}}, {"k": None}, {"k": {}}
+    a: dict[str, Any] = {"k": {"x": 1}}
+    b: dict[str, Any] = {"k": None}
+    c: dict[str, Any] = {"k": {}}
     assert merge_layers(merge_layers(a, b), c) == {"k": {}}
     assert merge_layers(a, merge_layers(b, c)) == {"k": {"x": 1}}
 
@@ -372,9 +375,9 @@ def test_merge_never_mutates_and_overlay_scalars_win(a: dict[str, Any], b: dict[
 
 def _containers(v: Any) -> list[Any]:
     if isinstance(v, dict):
-        return [v, *(c for x in v.values() for c in _containers(x))]
+        return [v, *(c for x in cast("dict[Any, Any]", v).values() for c in _containers(x))]
     if isinstance(v, list):
-        return [v, *(c for x in v for c in _containers(x))]
+        return [v, *(c for x in cast("list[Any]", v) for c in _containers(x))]
     return []
 
 

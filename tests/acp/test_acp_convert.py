@@ -156,7 +156,7 @@ def test_plan_keeps_every_item_in_order(items: list[dict[str, str]]) -> None:
 @example(names=["-"])  # found by this property: a name of only a dash
 @given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=5))
 def test_client_mcp_servers_become_valid_settings(names: list[str]) -> None:
-    servers = [
+    servers: list[schema.McpServerStdio | schema.HttpMcpServer | schema.SseMcpServer] = [
         schema.McpServerStdio(
             name=n, command="srv", args=["-x"], env=[schema.EnvVariable(name="K", value="v")]
         )

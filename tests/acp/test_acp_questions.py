@@ -81,7 +81,7 @@ async def _ask(project: Project, client: Client, caps: schema.ClientCapabilities
 
     with project.stderr.open("wb") as errlog:
         async with acp.spawn_agent_process(
-            client,
+            client,  # pyright: ignore[reportArgumentType]  # a partial client: the SDK answers method-not-found for the rest
             *project.argv(),
             env=project.env(),
             cwd=project.work,

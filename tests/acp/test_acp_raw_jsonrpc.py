@@ -100,7 +100,7 @@ def test_raw_jsonrpc_new_prompt_permission_cancel_load(project: Project) -> None
         order = [m.get("method") for d, m in log.messages if d == "in" and m.get("method")]
         assert order.index("session/request_permission") > next(
             i
-            for i, (d, m) in enumerate(
+            for i, (_, m) in enumerate(
                 (d, m) for d, m in log.messages if d == "in" and m.get("method")
             )
             if m["params"].get("update", {}).get("sessionUpdate") == "tool_call"
@@ -150,7 +150,7 @@ def test_requests_from_a_file_and_replies_into_a_file(project: Project, tmp_path
 
     requests = tmp_path / "requests.jsonl"
     replies = tmp_path / "replies.jsonl"
-    hello = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+    hello: dict[str, object] = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
     requests.write_text(
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n"
     )
@@ -179,7 +179,7 @@ def test_lines_that_are_not_messages_get_a_jsonrpc_error_and_the_session_goes_on
     answered as usual."""
     import acp
 
-    hello = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+    hello: dict[str, object] = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
     lines = [
         "this is not json",
         "[1, 2]",

@@ -65,7 +65,7 @@ async def test_sdk_client_new_prompt_permission_cancel_load(project: Project) ->
     client = ScriptedClient(["allow_once", "cancel"])
     with project.stderr.open("wb") as errlog:
         async with acp.spawn_agent_process(
-            client,
+            client,  # pyright: ignore[reportArgumentType]  # a partial client: the SDK answers method-not-found for the rest
             *project.argv(),
             env=project.env(),
             cwd=project.work,
@@ -138,7 +138,7 @@ async def test_sdk_client_new_prompt_permission_cancel_load(project: Project) ->
     # a new process loads the session: its turns come back as updates
     reload = ScriptedClient([])
     async with acp.spawn_agent_process(
-        reload,
+        reload,  # pyright: ignore[reportArgumentType]  # a partial client: the SDK answers method-not-found for the rest
         *project.argv(),
         env=project.env(),
         cwd=project.work,
@@ -169,7 +169,7 @@ def test_stderr_has_diagnostics_only(project: Project, tmp_path: Path) -> None:
     import json
     import subprocess
 
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
         {
             "jsonrpc": "2.0",
@@ -213,7 +213,7 @@ async def test_a_subagents_calls_are_tool_calls_of_the_session(tmp_path: Path) -
         log = SchemaLog()
         client = ScriptedClient(["allow_once", "allow_once"])
         async with acp.spawn_agent_process(
-            client,
+            client,  # pyright: ignore[reportArgumentType]  # a partial client: the SDK answers method-not-found for the rest
             *project.argv(),
             env=project.env(),
             cwd=project.work,
@@ -254,12 +254,16 @@ async def test_an_at_path_in_a_prompt_sends_the_file_and_a_refusal_is_said(tmp_p
         (tmp_path / "outside.txt").write_text("zebra-secret\n")
         client = ScriptedClient([])
         async with acp.spawn_agent_process(
-            client, *project.argv(), env=project.env(), cwd=project.work
+            client,  # pyright: ignore[reportArgumentType]  # a partial client: the SDK answers method-not-found for the rest
+            *project.argv(),
+            env=project.env(),
+            cwd=project.work,
         ) as (conn, _proc):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             sid = (await conn.new_session(cwd=str(project.work), mcp_servers=[])).session_id
-            prompt = [acp.text_block("see @notes.txt and @../outside.txt")]
-            done = await conn.prompt(session_id=sid, prompt=prompt)
+            done = await conn.prompt(
+                session_id=sid, prompt=[acp.text_block("see @notes.txt and @../outside.txt")]
+            )
         assert done.stop_reason == "end_turn"
         (req,) = project.server.requests
     sent = json.dumps(req["body"]["messages"])

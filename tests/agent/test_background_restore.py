@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,12 @@ from tether.agent.agent import Agent
 from tether.agent.turn.compacting import AutoCompaction
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import ModelLimits
+from tether.messages import Turn
 from tether.testing import ScriptedProvider, call, deterministic
 from tether.tools.builtin.toolset import builtin_tools
 
 
-async def _summary(turns: Any, focus: Any) -> str:
+async def _summary(turns: Sequence[Turn], previous_summary: str | None, focus: str | None) -> str:
     return "summary"
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from types import CoroutineType
+from typing import Any, cast
 
 from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession
@@ -57,7 +58,7 @@ def _run(tmp_path: Path, sizes: list[tuple[str, int]]) -> tuple[list[str], list[
         loop = asyncio.get_running_loop()
 
         def factory(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kw: Any) -> asyncio.Task[Any]:
-            wrapped.append(coro.cr_code.co_name)
+            wrapped.append(cast("CoroutineType[Any, Any, Any]", coro).cr_code.co_name)  # a task's coroutine
             return asyncio.Task(coro, loop=loop, **kw)
 
         loop.set_task_factory(factory)  # pyright: ignore[reportArgumentType]

@@ -50,7 +50,7 @@ def retrying_agent(
         provider,
         root,
         host=Host(on_event=events.append),
-        config=AgentConfig(retry={"max_attempts": attempts}),
+        config=AgentConfig.model_validate({"retry": {"max_attempts": attempts}}),
         runtime=Runtime(sleep=_no_sleep),
     )
 
@@ -69,7 +69,7 @@ async def test_a_message_resent_after_a_failed_request_reaches_the_model_once(
 ) -> None:
     provider = ScriptedProvider(["done"])
     history = [text_turn("u1", "user", "fix the bug")]  # its request failed: no reply stored
-    agent = make_agent(provider, tmp_path, session=AgentSession(history=history),)
+    agent = make_agent(provider, tmp_path, session=AgentSession(history=tuple(history)),)
     await agent.run("fix the bug")
     (request,) = provider.requests
     assert _user_texts(request.messages) == ["fix the bug"]

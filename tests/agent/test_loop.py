@@ -15,14 +15,21 @@ from tether.agent.events import AgentEvent, ToolResultEvent
 from tether.agent.host import Host
 from tether.agent.sessions import CANCELLED_RUNNING, AgentSession
 from tether.errors import RunError
-from tether.messages import TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
-from tether.providers.base import StreamError, TextDelta, TextStart, ToolCallDelta, ToolCallStart
+from tether.messages import Target, TextBlock, ToolCallBlock, Turn, tool_result, turn_from_dict
+from tether.providers.base import (
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    TextStart,
+    ToolCallDelta,
+    ToolCallStart,
+)
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider, UnexpectedRequestError, call
 from tether.tools.base import tool
 from tether.tools.builtin.toolset import builtin_tools
 
-ONE_ATTEMPT = AgentConfig(retry={"max_attempts": 1})
+ONE_ATTEMPT = AgentConfig.model_validate({"retry": {"max_attempts": 1}})
 
 
 def _stored_turns(path: Path) -> list[Turn]:
@@ -97,7 +104,7 @@ async def test_invalid_arguments_are_never_executed(tmp_path: Path) -> None:
 async def test_provider_error_stops_the_run_and_persists_nothing_partial(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
     writer = store.create(cwd=str(tmp_path))
-    partial = [
+    partial: list[StreamEvent] = [
         TextStart(index=0),
         TextDelta(index=0, text="half an ans"),
         ToolCallStart(index=1, id="x", name="bash"),
@@ -130,7 +137,7 @@ async def test_colliding_call_ids_are_reminted_before_running(tmp_path: Path) ->
 async def test_max_turns_stops_the_loop(tmp_path: Path) -> None:
     provider = ScriptedProvider(lambda _r: call("ls"))
     agent = Agent(
-        provider, tools=builtin_tools(), root=tmp_path, config=AgentConfig(run={"max_turns": 3})
+        provider, tools=builtin_tools(), root=tmp_path, config=AgentConfig.model_validate({"run": {"max_turns": 3}})
     )
     result = await agent.run("loop")
     assert result.stop_reason == "max_turns" and len(provider.requests) == 3
@@ -186,7 +193,7 @@ async def test_resume_closes_pending_calls_before_new_user_text(tmp_path: Path) 
         provider,
         tools=builtin_tools(),
         root=tmp_path,
-        session=AgentSession(history=history),
+        session=AgentSession(history=tuple(history)),
     )
     await agent.run("continue please")
     roles = [(t.role, [b.type for b in t.content]) for t in agent.history]
@@ -210,7 +217,7 @@ async def test_cancel_mid_stream_persists_the_partial_turn_and_closes_its_calls(
 
     class Hanging:
         name = "hang"
-        target = "anthropic"
+        target: Target = "anthropic"
         model = "m"
 
         async def stream(self, request: object):
@@ -278,7 +285,7 @@ async def test_each_wire_repair_is_reported_once_per_run(tmp_path: Path) -> None
         tools=builtin_tools(),
         root=tmp_path,
         host=Host(on_event=events.append),
-        session=AgentSession(history=history),
+        session=AgentSession(history=tuple(history)),
     )
     await agent.run()
     repairs = [e for e in events if e.type == "wire_repair"]
@@ -296,14 +303,14 @@ async def test_prefill_capability_comes_from_the_provider(tmp_path: Path) -> Non
     await Agent(
         plain,
         root=tmp_path,
-        session=AgentSession(history=history),
+        session=AgentSession(history=tuple(history)),
     ).run()
     assert plain.requests[0].messages[-1].role == "user"  # T12: never assistant-final
     prefill = ScriptedProvider(["x"], supports_prefill=True)
     await Agent(
         prefill,
         root=tmp_path,
-        session=AgentSession(history=history),
+        session=AgentSession(history=tuple(history)),
     ).run()
     assert prefill.requests[0].messages[-1].role == "assistant"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from tether.agent.turn.checkpoints import STOP_HOOK_PREFIX, checkpoint_store, sy
 from tether.agent.turn.plan import PLAN_MODE_REMINDER
 from tether.agent.turn.stop_hooks import STOP_DENIED
 from tether.checkpoint.rewind import RewindError, plan_rewind, rewind, turn_rows
-from tether.messages import Usage
+from tether.messages import Turn, Usage
 from tether.session import SessionStore
 from tether.testing import Reply, ScriptedProvider, call, deterministic
 from tether.tools.base import tool
@@ -233,14 +234,14 @@ async def test_the_todo_list_is_an_event_and_is_restored_after_a_compaction(tmp_
     from tether.agent.turn.compacting import AutoCompaction
     from tether.compaction.monitor import ContextMonitor
     from tether.compaction.pressure import ModelLimits
-    from tether.compaction.summarize import CompactionResult  # noqa: F401
+    from tether.compaction.summarize import CompactionResult  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     events: list[AgentEvent] = []
     items = [{"text": "write tests", "status": "done"}, {"text": "fix bug", "status": "in_progress"}]
     script = [call("todo", items=items), "noted", "a", "b", "c", "after"]
     provider = ScriptedProvider(script)
 
-    async def compactor(turns: Any, focus: Any) -> str:
+    async def compactor(turns: Sequence[Turn], previous_summary: str | None, focus: str | None) -> str:
         return "summary"
 
     compaction = AutoCompaction(

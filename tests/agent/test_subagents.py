@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -460,7 +460,7 @@ def test_a_child_gets_its_callers_tools_but_starts_no_mcp_servers_of_its_own(
     @tool(safe=True)
     def peek() -> str:
         """Look at the running child."""
-        child = holder["main"].subagents.running["t1"]
+        child = cast(Agent, holder["main"].subagents.running["t1"])  # a child is an Agent
         seen["servers"] = dict(child.config.mcp.servers)
         seen["spawn"] = child.config.agents.spawn
         return "peeked"

@@ -120,7 +120,7 @@ def test_the_walker_sees_every_kind_of_import() -> None:
 
 
 def test_the_cycle_finder_names_each_component() -> None:
-    graph = {"a": {"b"}, "b": {"a", "c"}, "c": set(), "d": {"e"}, "e": {"f"}, "f": {"d"}}
+    graph: dict[str, set[str]] = {"a": {"b"}, "b": {"a", "c"}, "c": set(), "d": {"e"}, "e": {"f"}, "f": {"d"}}
     assert cycles(graph) == [["a", "b"], ["d", "e", "f"]]
 
 

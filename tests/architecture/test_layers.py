@@ -290,7 +290,7 @@ def test_a_module_outside_the_public_api_is_not_reexported_at_the_top() -> None:
     import tether
 
     with pytest.raises(AttributeError):
-        tether.loop  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
+        tether.loop  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 
 
 @pytest.mark.parametrize("path", files("agent/turn"), ids=lambda p: p.name)

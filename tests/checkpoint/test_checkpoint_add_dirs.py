@@ -4,6 +4,7 @@ mid-session (`apply_settings`, what `/add-dir` does) takes effect from the next 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,11 @@ from tether.agent.turn.checkpoints import checkpoint_store, synthetic_user_turn
 from tether.checkpoint.rewind import plan_rewind, rewind
 from tether.errors import ConfigError
 from tether.session import SessionStore
-from tether.testing import ScriptedProvider, call, deterministic
+from tether.testing import Response, ScriptedProvider, call, deterministic
 from tether.tools.builtin.toolset import builtin_tools
 
 
-def agent_for(root: Path, script: list[object], store: SessionStore, add_dirs: list[str]) -> Agent:
+def agent_for(root: Path, script: Sequence[Response], store: SessionStore, add_dirs: list[str]) -> Agent:
     config = AgentConfig.model_validate(
         {"tools": {"approval": "auto", "sandbox": sandbox_or_skip(), "add_dirs": add_dirs}}
     )

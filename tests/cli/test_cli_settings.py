@@ -152,7 +152,7 @@ class _ToolCallServer(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         type(self).seen.append({"auth": self.headers.get("authorization"), "body": body})
         n = next(self.ids)
-        chunks = [
+        chunks: list[dict[str, Any]] = [
             {
                 "delta": {
                     "role": "assistant",
@@ -193,7 +193,7 @@ class _ToolCallServer(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -64,23 +64,23 @@ def test_permissions_check_prints_the_decision_and_the_rule(tmp_path: Path) -> N
     (config / "settings.json").write_text(
         json.dumps({"permissions": {"allow": ["bash(pytest *)"], "deny": ["bash(rm -rf *)"]}})
     )
-    env = {"TETHER_CONFIG_DIR": str(config)}
-    out = tether(["permissions", "check", "bash(pytest -x && rm -rf build)"], home, **env)
+    cfg = str(config)
+    out = tether(["permissions", "check", "bash(pytest -x && rm -rf build)"], home, TETHER_CONFIG_DIR=cfg)
     assert out.returncode == 0, out.stderr
     action, rule, source = out.stdout.strip().split("\t")
     assert (action, rule, source) == ("deny", "bash(rm -rf *)", str(config / "settings.json"))
-    out = tether(["permissions", "check", "bash(make)"], home, **env)
+    out = tether(["permissions", "check", "bash(make)"], home, TETHER_CONFIG_DIR=cfg)
     assert out.stdout.startswith("none\t") and "no rule" in out.stderr
-    out = tether(["permissions", "check", "bash("], home, **env)
+    out = tether(["permissions", "check", "bash("], home, TETHER_CONFIG_DIR=cfg)
     assert out.returncode == 1 and "does not parse" in out.stderr
 
     (config / "settings.json").write_text(json.dumps({}))
-    out = tether(["permissions", "list"], home, **env)
+    out = tether(["permissions", "list"], home, TETHER_CONFIG_DIR=cfg)
     assert out.returncode == 0 and out.stdout == ""
     assert out.stderr.strip() == (
         "tether: no permission rules (permissions.allow / ask / deny in a settings file)"
     )
 
     (config / "settings.json").write_text(json.dumps({"permissions": {"allow": ["bash(("]}}))
-    out = tether(["permissions", "list"], home, **env)
+    out = tether(["permissions", "list"], home, TETHER_CONFIG_DIR=cfg)
     assert out.returncode == 1 and "bash((" in out.stderr and len(out.stderr.splitlines()) == 1

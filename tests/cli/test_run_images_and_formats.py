@@ -8,7 +8,7 @@ import base64
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from PIL import Image
 
@@ -40,7 +40,8 @@ def image_urls(body: dict[str, Any]) -> list[str]:
     for msg in body["messages"]:
         content = msg.get("content")
         if isinstance(content, list):
-            out += [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+            parts = cast("list[dict[str, Any]]", content)
+            out += [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
     return out
 
 

@@ -35,7 +35,7 @@ def _setup(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _tool(home: Path, env: dict[str, str], *args: str) -> Completed:
-    return run_cli(["tool", *args], home, **env)
+    return run_cli(["tool", *args], home, TETHER_CONFIG_DIR=env["TETHER_CONFIG_DIR"])
 
 
 def test_the_user_calls_a_secret_tool_and_lists_it_marked(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_the_model_neither_sees_nor_calls_a_secret_tool(tmp_path: Path) -> None:
             ["run", "--model", "openai/m", "--base-url", server.openai_url, "--no-session", "go"],
             home,
             OPENAI_API_KEY="sk-test",
-            **env,
+            TETHER_CONFIG_DIR=env["TETHER_CONFIG_DIR"],
         )
         offered = [t["function"]["name"] for t in server.requests[0]["body"]["tools"]]
     assert proc.returncode == 0, proc.stderr

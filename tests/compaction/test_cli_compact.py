@@ -30,9 +30,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _summarizer(monkeypatch: pytest.MonkeyPatch) -> ScriptedProvider:
     provider = ScriptedProvider(lambda r: "## Goal\nrefactor the parser")
-    monkeypatch.setattr(
-        build, "resolve_provider", lambda model, base_url=None, providers=None: provider
-    )
+
+    def resolve(
+        model: str, base_url: str | None = None, providers: object = None
+    ) -> ScriptedProvider:
+        return provider
+
+    monkeypatch.setattr(build, "resolve_provider", resolve)
     return provider
 
 

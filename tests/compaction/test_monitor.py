@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kit.numbers import approx
 from tether.compaction import (
     CompactionPolicy,
     ContextMonitor,
@@ -43,7 +44,7 @@ def test_first_check_is_an_estimate_plus_system_tokens() -> None:
     assert d.pressure.tokens == 1_300
     assert d.pressure.source == "estimated" and d.pressure.is_approximate
     assert d.pressure.effective_window == 10_000
-    assert d.pressure.ratio == pytest.approx(0.13)
+    assert d.pressure.ratio == approx(0.13)
     assert d.pressure.headroom == 8_700
     assert not d.compact and d.runaway is None and not d.no_progress and d.reason is None
     assert mon.pressure == d.pressure

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,8 +18,8 @@ from tether.wire.markers import SUMMARY_HEADER, elided_ids, is_marker
 from .helpers import TASK, round_turns
 
 
-def _compactor(turns: object, previous: str | None, focus: str | None) -> str:
-    return f"summary after {previous!r}"
+def _compactor(turns: Sequence[Turn], previous_summary: str | None, focus: str | None) -> str:
+    return f"summary after {previous_summary!r}"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

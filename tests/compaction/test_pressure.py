@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kit.numbers import approx
 from tether.compaction import (
     CompactionPolicy,
     ModelLimits,
@@ -138,7 +139,9 @@ def test_invalid_tool_call_counts_its_raw_text() -> None:
 
 
 def test_tokenizer_hook_replaces_the_heuristic() -> None:
-    words = lambda s: len(s.split())  # noqa: E731
+    def words(s: str) -> int:
+        return len(s.split())
+
     turn = Turn(
         id="a",
         role="user",
@@ -258,7 +261,7 @@ def test_threshold_is_positive_for_any_window_and_config(threshold: float, windo
 
 def test_normalized_fraction() -> None:
     assert normalized_fraction(0.3, 0.8) == 0.3
-    assert normalized_fraction(80, 0.8) == pytest.approx(0.8)
+    assert normalized_fraction(80, 0.8) == approx(0.8)
     assert normalized_fraction(250, 0.8) == 1.0
     assert normalized_fraction(0, 0.8) == 0.8
     assert normalized_fraction(-0.5, 0.8) == 0.8

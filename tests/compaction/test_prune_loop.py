@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from kit.agents import make_agent
+from tether.agent.agent import Agent
 from tether.agent.assembly.build import auto_compaction
 from tether.agent.events import AgentEvent, CompactionStartEvent
 from tether.agent.turn.compacting import AutoCompaction
@@ -83,7 +84,7 @@ class Model:
 
 def _agent(
     tmp_path: Path, model: Model, events: list[AgentEvent], prune: bool = True, **kw: object
-) -> object:
+) -> Agent:
     manager = AutoCompaction(
         ContextMonitor(LIMITS, POLICY),
         prune=PRUNE if prune else None,
@@ -106,21 +107,21 @@ async def test_pruned_needles_come_back_through_recall(tmp_path: Path) -> None:
     model = Model()
     events: list[AgentEvent] = []
     agent = _agent(tmp_path, model, events)
-    await agent.run("dump the records")  # type: ignore[attr-defined]
+    await agent.run("dump the records")
     requests = model.provider.requests
     last_dump = requests[STEPS - 1]
     stubs = STUB_RE.findall("\n".join(r.text for t in last_dump.messages for r in t.tool_results))
     assert len(stubs) >= 10  # the early results were pruned on the wire ...
     assert not [e for e in events if isinstance(e, CompactionStartEvent)]  # ... before any summary
     assert estimate_tokens(last_dump.messages) < PRUNE.trigger * 56_000 + 1_500
-    history: list[Turn] = agent.history  # type: ignore[attr-defined]
+    history: list[Turn] = agent.history
     for n, turn in stubs:
         assert needle(int(n)) in recall_text(history, turn)  # the store holds the full text
     # recall is offered once something was pruned, not before
     offered = ["recall" in {t.name for t in r.tools} for r in requests]
     assert not offered[0] and offered[-1]
-    await agent.run("what were the needles?")  # type: ignore[attr-defined]
-    answer = agent.history[-1].text  # type: ignore[attr-defined]
+    await agent.run("what were the needles?")
+    answer = agent.history[-1].text
     for n, _ in stubs:
         assert needle(int(n)) in answer  # every pruned needle answered through recall
 
@@ -130,7 +131,7 @@ async def test_prefix_changes_only_in_chunks(tmp_path: Path) -> None:
     steps."""
     model = Model()
     agent = _agent(tmp_path, model, [])
-    await agent.run("dump the records")  # type: ignore[attr-defined]
+    await agent.run("dump the records")
     reqs = list(model.provider.requests)[:STEPS]
     changed = [
         i
@@ -166,13 +167,13 @@ async def _idle_run(
         clock=clock,
     )
     model.dumps = STEPS - 12
-    await agent.run("dump the records")  # type: ignore[attr-defined]
+    await agent.run("dump the records")
     assert not [e for e in events if isinstance(e, CompactionStartEvent)]
     first = len(model.provider.requests)
     assert not STUB_RE.search(_results(model.provider.requests[first - 1]))
     clock.now += pause
     model.recalled = True  # the second prompt just answers
-    await agent.run("and now?")  # type: ignore[attr-defined]
+    await agent.run("and now?")
     stubs = len(STUB_RE.findall(_results(model.provider.requests[first])))
     return [e.reason for e in events if isinstance(e, CompactionStartEvent)], stubs
 
@@ -214,10 +215,12 @@ def test_idle_rule_and_lifetimes() -> None:
 
 
 def test_settings_build_the_driver() -> None:
-    on = auto_compaction(LIMITS, AgentConfig(context={"idle_compact": True, "cache_ttl_s": 60}))
+    on = auto_compaction(
+        LIMITS, AgentConfig.model_validate({"context": {"idle_compact": True, "cache_ttl_s": 60}})
+    )
     assert on is not None and on.pruner is not None and on.idle is not None
     assert on.idle.policy.lifetime_s == 60 and on.idle.policy.min_tokens == 50_000
-    off = auto_compaction(LIMITS, AgentConfig(context={"prune": False}))
+    off = auto_compaction(LIMITS, AgentConfig.model_validate({"context": {"prune": False}}))
     assert off is not None and off.pruner is None and off.idle is None
 
 
@@ -239,7 +242,7 @@ async def test_context_rows_show_the_view_as_sent(tmp_path: Path) -> None:
     """`/context` counts the pruned view (what is sent), and says which results are pruned."""
     model = Model()
     agent = _agent(tmp_path, model, [])
-    await agent.run("dump the records")  # type: ignore[attr-defined]
+    await agent.run("dump the records")
     rows = context_rows_of(agent)  # type: ignore[arg-type]
     pruned = [r for r in rows if "pruned (recall brings them back)" in r.label]
     assert len(pruned) >= 10

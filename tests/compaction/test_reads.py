@@ -165,6 +165,7 @@ def test_a_request_costs_the_new_turns_only() -> None:
     state = StaleReads(RULES)
     dedup = ReadDedup(RULES, lambda: frozenset())
     view: list[Turn] = []
+    out: tuple[Turn, ...] = ()
     for i in range(1_000):
         name = "read" if i % 2 == 0 else "edit"
         c = ToolCallBlock(id=f"c{i}", name=name, arguments={"path": f"f{i % 7}.py"})

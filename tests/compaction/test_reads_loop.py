@@ -4,7 +4,7 @@ scripted model: what the requests carry, what the session keeps."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kit.agents import make_agent
 from tether.agent.turn.compacting import AutoCompaction
@@ -14,7 +14,7 @@ from tether.compaction.prune import PRUNE_TAG, PrunePolicy
 from tether.compaction.reads import DEDUP_TAG, STALE_TAG
 from tether.messages import TextBlock, ToolResultBlock
 from tether.providers.base import ModelRequest
-from tether.testing import Reply, ScriptedProvider, call
+from tether.testing import Reply, Response, ScriptedProvider, call
 from tether.tools.base import tool
 
 BODY = "".join(f"line {i} of the file\n" for i in range(60))
@@ -152,11 +152,11 @@ async def test_a_re_read_after_a_compaction_is_whole_unless_restoration_brought_
     )
     agent = make_agent(provider, tmp_path, builtins=True, settings={"context": {"window": 50_000}})
     await agent.run("work on a.py")
-    provider.script.extend([Reply(blocks=(TextBlock(text="summary"),))])
+    cast("list[Response]", provider.script).extend([Reply(blocks=(TextBlock(text="summary"),))])
     assert await agent.compact_now()
     restored = [c for t in agent.history[-2:] for c in t.tool_calls]
     assert [c.arguments["path"] for c in restored] == ["b.py", "a.py"]  # the map's order
-    provider.script.extend(
+    cast("list[Response]", provider.script).extend(
         [Reply(blocks=(call("read", id="r2", path="a.py"),)), Reply(blocks=(TextBlock(text="ok"),))]
     )
     await agent.run("again")
@@ -180,14 +180,15 @@ async def test_a_re_read_after_a_compaction_without_restoration_is_whole(tmp_pat
     )
     agent = make_agent(provider, tmp_path, builtins=True, compaction=manager)
     await agent.run("work on a.py")
-    provider.script.extend([Reply(blocks=(TextBlock(text="summary"),))])
+    cast("list[Response]", provider.script).extend([Reply(blocks=(TextBlock(text="summary"),))])
     assert await agent.compact_now()
-    provider.script.extend(
+    cast("list[Response]", provider.script).extend(
         [Reply(blocks=(call("read", id="r2", path="a.py"),)), Reply(blocks=(TextBlock(text="ok"),))]
     )
     await agent.run("again")
-    assert agent.parts.compaction.reads is not None
-    assert "r2" in agent.parts.compaction.reads.unchanged  # the map: same mtime and size
+    compaction = agent.parts.compaction
+    assert compaction is not None and compaction.reads is not None
+    assert "r2" in compaction.reads.unchanged  # the map: same mtime and size
     last = provider.requests[-1]
     assert "line 5 of the file" in _result(last, "r2").text  # ... but sent whole
     assert all(r.tool_call_id != "r1" for t in last.messages for r in t.tool_results)

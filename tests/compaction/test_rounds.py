@@ -72,7 +72,9 @@ def test_selection_covers_exactly_the_selected_rounds(
     if kind != "from":
         assert flat == after_task
     # whole rounds: the selected range and the kept part are each unions of rounds
-    ids_of = lambda rs: {tuple(t.id for t in r) for r in rs}  # noqa: E731
+    def ids_of(rs: tuple[tuple[Turn, ...], ...]) -> set[tuple[str, ...]]:
+        return {tuple(t.id for t in r) for r in rs}
+
     assert ids_of(split_rounds(chosen)) <= ids_of(split_rounds(after_task))
     assert sel.turns == tuple(t for r in sel.rounds for t in r)
     if sel.kept:

@@ -27,6 +27,7 @@ from tether.messages import (
     CompactSummaryBlock,
     DocumentBlock,
     ImageBlock,
+    Target,
     TextBlock,
     ToolCallBlock,
     Turn,
@@ -39,10 +40,6 @@ from tether.providers.retry import RetryPolicy
 from tether.testing import ScriptedProvider, events_for
 
 from .helpers import TASK, history, request_text, summarizer
-
-
-def _run(coro: object) -> object:
-    return asyncio.run(coro)  # type: ignore[arg-type]
 
 
 async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
@@ -213,7 +210,8 @@ async def test_the_summary_usage_is_reported() -> None:
 
 
 class _Slow:
-    name, target, model = "slow", "anthropic", "slow"
+    name, model = "slow", "slow"
+    target: Target = "anthropic"
 
     def __init__(self) -> None:
         self.started = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -131,7 +131,7 @@ def test_recent_read_paths_reads_only_back_to_the_last_paths_found() -> None:
 
         def __getitem__(self, i: Any) -> Any:
             self.reads += 1
-            return self.turns[i]
+            return cast(Any, self.turns)[i]
 
     def read(k: int, path: str) -> list[Turn]:
         c = ToolCallBlock(id=f"c{k}", name="read", arguments={"path": path})

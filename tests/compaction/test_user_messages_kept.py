@@ -4,6 +4,7 @@ first, within a budget); past the budget they are folded in and the summary says
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from tether.wire import build_view
 from .helpers import TASK, round_turns
 
 
-def _compactor(turns: object, previous: str | None, focus: str | None) -> str:
+def _compactor(turns: Sequence[Turn], previous_summary: str | None, focus: str | None) -> str:
     return "the summary"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -278,7 +280,7 @@ TEMPLATES = [
 def test_parse_overflow_limit_reads_the_maximum_not_the_request(
     template: str, n: int, m: int, commas: bool
 ) -> None:
-    fmt = (lambda x: f"{x:,}") if commas and "n_ctx" not in template else str
+    fmt: Callable[[int], str] = (lambda x: f"{x:,}") if commas and "n_ctx" not in template else str
     assert parse_overflow_limit(template.format(n=fmt(n), m=fmt(m))) == n
 
 

@@ -71,7 +71,7 @@ def test_small_window_compacts_twice_keeps_going_and_recalls_verbatim(tmp_path: 
 
     driver = ScriptedProvider(drive, target="openai-chat")
     summarizer = LocalProvider(n_ctx=WINDOW, max_output_tokens=160)
-    limits = ModelLimits(context_window=WINDOW, max_output_tokens=256, source="configured")
+    limits = ModelLimits(context_window=WINDOW, max_output_tokens=256, source="settings")
     manager = AutoCompaction(
         ContextMonitor(limits, CompactionPolicy()),
         summarizer=summarizer,
@@ -83,7 +83,7 @@ def test_small_window_compacts_twice_keeps_going_and_recalls_verbatim(tmp_path: 
         driver,
         tools=builtin_tools(),
         root=tmp_path,
-        config=AgentConfig(run={"max_turns": 40}),
+        config=AgentConfig.model_validate({"run": {"max_turns": 40}}),
         host=Host(on_event=events.append),
         compaction=manager,
     )

@@ -4,15 +4,18 @@ damaged lines salvaged by the same rules), and one writer at a time across proce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+import sqlalchemy.event as sa_event
+import sqlalchemy.exc as sa_exc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
-from tether.messages import TextBlock, Turn
+from tether.messages import Role, TextBlock, Turn
 from tether.session import SessionStore
 from tether.session.dbstore import ENTRIES, DbSessionStore
 
@@ -39,7 +42,7 @@ def _stores(tmp: Path, url: str) -> tuple[SessionStore, DbSessionStore]:
     return files, db
 
 
-def _turn(i: int, role: str = "user") -> Turn:
+def _turn(i: int, role: Role = "user") -> Turn:
     return Turn(id=f"t{i}", role=role, content=(TextBlock(text=f"hello {i} \u00e9\n\"q\""),))
 
 
@@ -96,12 +99,18 @@ def test_a_writer_taken_over_adds_nothing(tmp_path: Path, url: str) -> None:
     assert [t.id for t in db.load("job.a").turns] == ["t1", "t3"]
 
 
+
+def _tagged(kind: str) -> Callable[[object], tuple[str, object]]:
+    """A line of `kind` holding the drawn value."""
+    return lambda value: (kind, value)
+
+
 LINES = st.lists(
     st.one_of(
-        st.builds(lambda i: ("turn", i), st.integers(0, 5)),
-        st.builds(lambda k: ("event", k), st.sampled_from(["a", "b\u00e9"])),
+        st.builds(_tagged("turn"), st.integers(0, 5)),
+        st.builds(_tagged("event"), st.sampled_from(["a", "b\u00e9"])),
         st.builds(
-            lambda b: ("raw", b),
+            _tagged("raw"),
             st.sampled_from(
                 [b"", b"not json", b'{"type":"event"', b"\xff\xfe", b'{"type":"turn","id":"z"}']
             ),
@@ -254,7 +263,7 @@ def test_a_connection_goes_back_to_the_pool_with_no_query_open_on_sqlite(tmp_pat
         except sqlite3.OperationalError as exc:
             refused.append(str(exc))
 
-    sa.event.listen(store.engine, "checkin", probe)
+    sa_event.listen(store.engine, "checkin", probe)
     try:
         with store.open_for_append("job.a") as w:  # reads the last entries, newest first
             assert w.last_entry_id == "t3"
@@ -268,8 +277,8 @@ def test_a_connection_goes_back_to_the_pool_with_no_query_open_on_sqlite(tmp_pat
             rows = c.execute(sa.select(ENTRIES.c.line))
             assert rows.fetchone() is not None
         assert refused == []
-        with pytest.raises(sa.exc.ProgrammingError, match="closed cursor"):
+        with pytest.raises(sa_exc.ProgrammingError, match="closed cursor"):
             rows.fetchone()
     finally:
-        sa.event.remove(store.engine, "checkin", probe)
+        sa_event.remove(store.engine, "checkin", probe)
         other.close()

@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_queued_runs_do_not_start_once_jobs_are_disabled(tmp_path: Path, how: st
         for n in names:
             wid = recs[n]["workflow_id"]
             (line,) = [x for x in finished if f"finished {wid}: " in x]
-            assert line.split(": ", 2)[2].startswith(recs[n]["stop_reason"]), line
+            assert line.split(": ", 2)[2].startswith(cast("str", recs[n]["stop_reason"])), line
         store = job_sessions(tmp_path, root)
         assert not any(f".{n}." in info.id for info in store.list() for n in skipped)
         # a skipped run-once task is not archived: it stays to be run again

@@ -30,7 +30,7 @@ def _records(root: Path) -> list[Path]:
 def test_three_workers_share_100_tasks_and_survive_a_kill(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    db = postgres_url
     with LoopModel(delay_s=0.02) as model:
         root = project(
             tmp_path,
@@ -40,7 +40,9 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
         names = [f"p{i:03d}" for i in range(N)]
         for name in names:
             task_file(root, name, f"{name} answer")
-        out = tether(tmp_path, root, "dispatch", "--once", "--enqueue-only", **db)
+        out = tether(
+            tmp_path, root, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db
+        )
         assert out.returncode == 0, out.stderr
         assert f"{N} new run(s) enqueued" in out.stderr
         assert model.requests == []  # enqueue-only runs nothing
@@ -49,7 +51,13 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
         try:
             for wid in ("w1", "w2", "w3"):
                 workers[wid] = popen(
-                    tmp_path, root, "worker", "--id", wid, start_new_session=True, **db
+                    tmp_path,
+                    root,
+                    "worker",
+                    "--id",
+                    wid,
+                    start_new_session=True,
+                    TETHER_JOBS_DATABASE_URL=db,
                 )
             deadline = time.monotonic() + 300
             while len(_records(root)) < N // 3:
@@ -60,7 +68,13 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
             killed_at = len(_records(root))
             assert killed_at < N
             workers["w2"] = popen(
-                tmp_path, root, "worker", "--id", "w2", start_new_session=True, **db
+                tmp_path,
+                root,
+                "worker",
+                "--id",
+                "w2",
+                start_new_session=True,
+                TETHER_JOBS_DATABASE_URL=db,
             )
             while len(_records(root)) < N:
                 assert time.monotonic() < deadline, f"{len(_records(root))} of {N} done"
@@ -68,7 +82,7 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
             # a run's record is written by its first step; its workflow ends after the archive
             # step: wait for every workflow to finish before the workers are stopped
             while True:
-                status = lines(tether(tmp_path, root, "status", **db).stdout)
+                status = lines(tether(tmp_path, root, "status", TETHER_JOBS_DATABASE_URL=db).stdout)
                 if len(status) == N and {r["status"] for r in status} == {"SUCCESS"}:
                     break
                 assert time.monotonic() < deadline, Counter(r["status"] for r in status)
@@ -84,7 +98,7 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
 
-        status = lines(tether(tmp_path, root, "status", **db).stdout)
+        status = lines(tether(tmp_path, root, "status", TETHER_JOBS_DATABASE_URL=db).stdout)
         assert sorted(r["workflow_id"].split(":")[1] for r in status) == names
         assert {r["status"] for r in status} == {"SUCCESS"}
         spread = Counter(r["executor_id"] for r in status)
@@ -108,7 +122,7 @@ def test_a_worker_runs_its_own_projects_runs_only(tmp_path: Path, postgres_url: 
     """Two projects share one database: a worker of one takes its own project's queue and
     leaves the other's (before, it took every queue of the database and ran the other
     project's task in its own folder)."""
-    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    db = postgres_url
     settings = {"poll_interval": "100ms", "worker_concurrency": 2}
     with LoopModel() as model:
         a_tmp, b_tmp = tmp_path / "a", tmp_path / "b"
@@ -117,12 +131,20 @@ def test_a_worker_runs_its_own_projects_runs_only(tmp_path: Path, postgres_url: 
         a = project(a_tmp, model, jobs_settings=settings)
         b = project(b_tmp, model, jobs_settings=settings)
         task_file(b, "bee", "bee answer")
-        out = tether(b_tmp, b, "dispatch", "--once", "--enqueue-only", **db)
+        out = tether(b_tmp, b, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db)
         assert out.returncode == 0, out.stderr
         task_file(a, "ant", "ant answer")
-        out = tether(a_tmp, a, "dispatch", "--once", "--enqueue-only", **db)
+        out = tether(a_tmp, a, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db)
         assert out.returncode == 0, out.stderr
-        worker = popen(a_tmp, a, "worker", "--id", "only-a", start_new_session=True, **db)
+        worker = popen(
+            a_tmp,
+            a,
+            "worker",
+            "--id",
+            "only-a",
+            start_new_session=True,
+            TETHER_JOBS_DATABASE_URL=db,
+        )
         try:
             deadline = time.monotonic() + 120
             while not _records(a):
@@ -136,5 +158,5 @@ def test_a_worker_runs_its_own_projects_runs_only(tmp_path: Path, postgres_url: 
         assert _records(b) == []
         asked = {str(r["body"]) for r in model.requests}
         assert not any("bee answer" in body for body in asked)
-        status = lines(tether(b_tmp, b, "status", **db).stdout)
+        status = lines(tether(b_tmp, b, "status", TETHER_JOBS_DATABASE_URL=db).stdout)
         assert [r["status"] for r in status] == ["ENQUEUED"]

@@ -29,7 +29,8 @@ FAST = {"poll_interval": "100ms", "worker_concurrency": 4, "concurrency": 4}
 
 def _twenty(root: Path) -> tuple[set[str], set[str]]:
     """8 run-once, 4 every, 4 cron, 2 at in the past, 2 at in the future."""
-    once, due = set(), set()
+    once: set[str] = set()
+    due: set[str] = set()
     for i in range(8):
         task_file(root, f"once{i}", f"once{i} say hi")
         once.add(f"once{i}")

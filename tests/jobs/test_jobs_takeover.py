@@ -121,7 +121,7 @@ def _once(store: Any, root: Path, workflow_id: str) -> dict[str, Any]:
 def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    db = postgres_url
     with LoopModel(delay_s=3.0) as model:  # the model takes 3 s per answer
         a = tmp_path / "a"
         root = project(a, model, jobs_settings=SETTINGS)
@@ -129,7 +129,7 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
         names = [f"m{i}" for i in range(6)]
         for name in names:
             task_file(root, name, f"{name} TOOL then answer")
-        out = tether(a, root, "dispatch", "--once", "--enqueue-only", **db)
+        out = tether(a, root, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db)
         assert out.returncode == 0, out.stderr
         store = job_sessions(a, root, postgres_url)
         wa = _worker(a, root, "A", postgres_url)
@@ -141,7 +141,9 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
             ):
                 assert time.monotonic() < deadline and wa.poll() is None, "A never started"
                 time.sleep(0.05)
-            again = tether(b, root, "worker", "--id", "A", **db)  # A is alive: refused
+            again = tether(
+                b, root, "worker", "--id", "A", TETHER_JOBS_DATABASE_URL=db
+            )  # A is alive: refused
             assert again.returncode == 1, again.stderr
             assert "refused: worker id A is alive" in again.stderr
             assert len(again.stderr.strip().splitlines()) == 1
@@ -173,15 +175,20 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
             assert _once(store, root, w)["resumed"]  # from A's session, not anew
         for w in flows:
             _once(store, root, w)
-        rows = {r["executor_id"]: r for r in lines(tether(b, root, "workers", **db).stdout)}
+        rows = {
+            r["executor_id"]: r
+            for r in lines(tether(b, root, "workers", TETHER_JOBS_DATABASE_URL=db).stdout)
+        }
         assert rows["A"]["state"] == "recovered" and rows["A"]["recovered_by"] == "B"
         # machine B shows the session of a run A started
         name = held[0].split(":")[1]
-        logs = tether(b, root, "logs", name, "--turns", **db)
+        logs = tether(b, root, "logs", name, "--turns", TETHER_JOBS_DATABASE_URL=db)
         assert logs.returncode == 0, logs.stderr
         turns = [r for r in lines(logs.stdout) if "turn" in r]
         assert turns and turns[-1]["turn"]["content"][0]["text"] == f"done {name}"
-        shown = zygote.run(["sessions", "show", _sid(held[0])], env=env(b, **db), cwd=root)
+        shown = zygote.run(
+            ["sessions", "show", _sid(held[0])], env=env(b, TETHER_JOBS_DATABASE_URL=db), cwd=root
+        )
         assert shown.returncode == 0, shown.stderr
         assert len(lines(shown.stdout)) == len(turns)
 
@@ -189,13 +196,18 @@ def test_a_dead_machines_runs_finish_on_another_from_its_sessions(
 def test_a_worker_that_comes_back_after_being_declared_dead_runs_nothing_twice(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    db = postgres_url
     with LoopModel(delay_s=1.0) as model:
         a = tmp_path / "a"
         root = project(a, model, jobs_settings=SETTINGS)
         b = _machine(tmp_path, "b", a)
         task_file(root, "r0", "r0 TOOL then answer")
-        assert tether(a, root, "dispatch", "--once", "--enqueue-only", **db).returncode == 0
+        assert (
+            tether(
+                a, root, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db
+            ).returncode
+            == 0
+        )
         store = job_sessions(a, root, postgres_url)
         wa = _worker(a, root, "A", postgres_url)
         wb: Forked | None = None
@@ -227,14 +239,19 @@ def test_a_worker_that_comes_back_after_being_declared_dead_runs_nothing_twice(
 
 
 def test_two_live_workers_racing_recover_a_dead_one_once(tmp_path: Path, postgres_url: str) -> None:
-    db = {"TETHER_JOBS_DATABASE_URL": postgres_url}
+    db = postgres_url
     with LoopModel(delay_s=2.0) as model:
         a = tmp_path / "a"
         root = project(a, model, jobs_settings=SETTINGS | {"worker_concurrency": 1})
         b, c = _machine(tmp_path, "b", a), _machine(tmp_path, "c", a)
         for name in ("x0", "x1", "x2"):
             task_file(root, name, f"{name} TOOL then answer")
-        assert tether(a, root, "dispatch", "--once", "--enqueue-only", **db).returncode == 0
+        assert (
+            tether(
+                a, root, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db
+            ).returncode
+            == 0
+        )
         store = job_sessions(a, root, postgres_url)
         wa = _worker(a, root, "A", postgres_url)
         wb = wc = None
@@ -256,7 +273,10 @@ def test_two_live_workers_racing_recover_a_dead_one_once(tmp_path: Path, postgre
             wa.wait(timeout=30)
         finally:
             _stop(wa, *[w for w in (wb, wc) if w is not None])
-        rows = {r["executor_id"]: r for r in lines(tether(b, root, "workers", **db).stdout)}
+        rows = {
+            r["executor_id"]: r
+            for r in lines(tether(b, root, "workers", TETHER_JOBS_DATABASE_URL=db).stdout)
+        }
         assert rows["A"]["state"] == "recovered" and rows["A"]["recovered_by"] in ("B", "C")
         flows = _flows(postgres_url)
         assert flows[held[0]][1] in ("B", "C")

@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 WARM = (
@@ -58,6 +59,10 @@ def _warm() -> None:
     assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
 
 
+def _wake(_signum: int, _frame: FrameType | None) -> None:
+    """SIGCHLD's handler: nothing; its byte on the wakeup fd wakes the server's select."""
+
+
 def _serve(
     ctl: socket.socket,
 ) -> tuple[dict[str, Any], socket.socket, list[int]] | None:
@@ -66,7 +71,7 @@ def _serve(
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGCHLD, _wake)
     signal.set_wakeup_fd(wake_w)
     pending: dict[int, socket.socket] = {}
     while True:

@@ -5,7 +5,7 @@ of every JSON-RPC message against the SDK's own pydantic models."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +107,7 @@ class Project:
 
 
 @contextmanager
-def acp_project(tmp_path: Path, script: list[Step] | None = None) -> Iterator[Project]:
+def acp_project(tmp_path: Path, script: list[Step] | None = None) -> Generator[Project]:
     """A home, a work folder and a config folder under `tmp_path`, the fault server playing
     `script` (default `SCRIPT`), and settings choosing it (`fake/m`) with a working OS sandbox
     (else: skip)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kit.events import first_user_text
 from kit.sandbox import sandbox_or_skip
@@ -79,10 +79,16 @@ def make_agent(
     if events is not None:
         assert "host" not in kw, "pass events= or host=, not both"
         kw["host"] = Host(on_event=events.append)
-    for p in provider if isinstance(provider, list) else [provider]:
+    for p in _providers(provider):
         if exact and isinstance(p, ScriptedProvider) and not callable(p.script):
             _scripted.append(p)
     return Agent(provider, config=cfg, tools=offered, root=root, **kw)
+
+
+
+def _providers(provider: Any) -> list[Any]:
+    """`make_agent`'s `provider` as a list (a fallback list as it is)."""
+    return cast("list[Any]", provider) if isinstance(provider, list) else [provider]
 
 
 def subagent_agent(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tether.messages import (
     CompactSummaryBlock,
@@ -79,16 +79,16 @@ def _block(b: dict[str, Any], turn_id: str, k: int) -> ContentBlock:
     if kind == "text":
         return TextBlock(text=b["text"])
     if kind == "tool_call":
-        args = b.get("args", {})
+        args: Any = b.get("args", {})
         raw: str | None = None
         invalid: str | None = None
         if isinstance(args, str):
             try:
-                parsed = json.loads(args) if args.strip() else {}
+                parsed: Any = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError:
                 parsed = None
             if isinstance(parsed, dict):
-                args = parsed
+                args = cast("dict[str, Any]", parsed)
             else:
                 raw, invalid, args = args, "the arguments are not a JSON object", {}
         return ToolCallBlock(
@@ -100,8 +100,9 @@ def _block(b: dict[str, Any], turn_id: str, k: int) -> ContentBlock:
             provider_meta=b.get("provider_meta"),
         )
     if kind == "tool_result":
-        content = b.get("content", "")
+        content: Any = b.get("content", "")
         if isinstance(content, list):
+            content = cast("list[Any]", content)
             return tool_result(
                 b["tool_call_id"],
                 "".join(str(x) for x in content),

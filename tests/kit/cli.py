@@ -26,7 +26,7 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +78,7 @@ class _Captured(io.BytesIO):
 
 
 @contextlib.contextmanager
-def _isolated(env: dict[str, str], cwd: Path, stdin: str) -> Iterator[tuple[io.BytesIO, io.BytesIO]]:
+def _isolated(env: dict[str, str], cwd: Path, stdin: str) -> Generator[tuple[io.BytesIO, io.BytesIO]]:
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)

@@ -59,7 +59,7 @@ class CrashTolerantGroups(LoadGroupScheduling):
 @pytest.hookimpl(trylast=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadGroupScheduling | None:
     """Our scheduler for `--dist loadgroup`; xdist's own for the other modes."""
-    if config.getvalue("dist") == "loadgroup":
+    if config.getoption("dist") == "loadgroup":
         return CrashTolerantGroups(config, log)
     return None
 

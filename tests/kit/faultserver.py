@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 Mode = Literal[
     "text",
@@ -120,7 +120,7 @@ def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str,
     }
 
 
-_OPENAI_USAGE = {
+_OPENAI_USAGE: dict[str, Any] = {
     "id": "chatcmpl-fault",
     "object": "chat.completion.chunk",
     "created": 1,
@@ -260,9 +260,9 @@ def _error_body(step: Step, anthropic: bool) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: _Server  # pyright: ignore[reportIncompatibleVariableOverride]  # served by _Server only
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:
@@ -387,7 +387,7 @@ class FaultServer:
             return self.script(n, path, body)
         return self.script[n - 1] if n <= len(self.script) else None
 
-    def start(self) -> FaultServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -395,7 +395,7 @@ class FaultServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> FaultServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

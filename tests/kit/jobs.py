@@ -13,7 +13,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kit import cli, zygote
 from kit.faultserver import FaultServer, Step, text, tool
@@ -26,7 +26,10 @@ def _first_user_text(body: Any) -> str:
             if isinstance(c, str):
                 return c
             if isinstance(c, list):
-                return " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+                parts = cast("list[Any]", c)
+                return " ".join(
+                    cast("dict[str, str]", p).get("text", "") for p in parts if isinstance(p, dict)
+                )
     return ""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-from typing import Any
+from typing import Any, cast
 
 _lock = threading.Lock()
 _attempts: list[str] = []
@@ -49,7 +49,7 @@ def _refuse(what: str) -> NetworkBlocked:
 
 def _check_address(sock: socket.socket, address: Any) -> None:
     if sock.family in (socket.AF_INET, socket.AF_INET6):
-        host = address[0] if isinstance(address, tuple) else address
+        host: Any = cast("tuple[Any, ...]", address)[0] if isinstance(address, tuple) else address
         if not _loopback_host(host):
             raise _refuse(f"connect to {address!r}")
 

@@ -16,7 +16,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -36,7 +36,7 @@ def bin_dir() -> Path | None:
 
 
 @contextlib.contextmanager
-def postgres() -> Iterator[str]:
+def postgres() -> Generator[str]:
     """Start a server; yields its URL (`postgresql://tether@/postgres?host=<dir>&port=5432`)."""
     bins = bin_dir()
     if bins is None:

@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -41,15 +41,16 @@ def load_cassette(path: Path) -> list[Recorded]:
     data = yaml.safe_load(path.read_text())
     out: list[Recorded] = []
     for interaction in data["interactions"]:
-        resp = interaction["response"]
-        headers = {
-            k.lower(): v[0] if isinstance(v, list) else v
-            for k, v in (resp.get("headers") or {}).items()
+        resp: dict[str, Any] = interaction["response"]
+        raw_headers: dict[str, Any] = resp.get("headers") or {}
+        headers: dict[str, str] = {
+            k.lower(): cast("list[str]", v)[0] if isinstance(v, list) else v
+            for k, v in raw_headers.items()
             if k.lower() in ("content-type", "retry-after")
         }
-        body_obj = resp.get("body")
-        if isinstance(body_obj, dict) and isinstance(body_obj.get("string"), str):
-            body = body_obj["string"].encode()
+        body_obj: Any = resp.get("body")
+        if isinstance(body_obj, dict) and isinstance(cast("dict[str, Any]", body_obj).get("string"), str):
+            body = cast("dict[str, str]", body_obj)["string"].encode()
         else:
             body = json.dumps(resp["parsed_body"]).encode()
         out.append(Recorded(resp["status"]["code"], headers, body))
@@ -92,7 +93,7 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 class Server:
     """A mocked transport serving queued responses and recording request bodies."""
 
-    responses: list[Recorded | Handler]
+    responses: list[Recorded] | list[Recorded | Handler]  # a cassette's list is served as it is
     requests: list[dict[str, Any]] = field(default_factory=lambda: [])
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:

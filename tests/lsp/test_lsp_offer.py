@@ -15,7 +15,11 @@ from tether.agent.assembly import build
 @pytest.fixture
 def servers(monkeypatch: pytest.MonkeyPatch) -> None:
     """A language server counts as installed (the suite's conftest says none is)."""
-    monkeypatch.setattr(build, "resolve_servers", lambda *_a, **_k: (("python",), ()))
+
+    def installed(*_a: object, **_k: object) -> tuple[tuple[str], tuple[()]]:
+        return (("python",), ())
+
+    monkeypatch.setattr(build, "resolve_servers", installed)
 
 
 def _names(tmp_path: Path, model: str) -> set[str]:

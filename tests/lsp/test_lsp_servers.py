@@ -12,7 +12,7 @@ import os
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -22,7 +22,7 @@ from tether.lsp.config import find_command
 from tether.lsp.manager import LspManager, lsp_manager
 from tether.lsp.report import block_count
 from tether.lsp.tool import lsp_tool
-from tether.messages import ToolResultBlock
+from tether.messages import TextBlock, ToolResultBlock
 from tether.sandbox.detect import detect_sandbox
 from tether.settings.model import LspSettings
 from tether.tools import ToolContext, ToolRegistry, builtin_tools, run_tool_call, scrubbed_env
@@ -120,8 +120,8 @@ async def test_an_edit_that_adds_an_undefined_name_and_a_type_error_gets_them_in
         "edit", path="a.py", old_string="print(greet('you'))", new_string="print(greet(3), nope)"
     )
     assert not r.is_error
-    assert r.content[0].text == "edited a.py: replaced 1 occurrence"  # pyright: ignore[reportAttributeAccessIssue]
-    block = r.content[1].text  # pyright: ignore[reportAttributeAccessIssue]
+    assert cast(TextBlock, r.content[0]).text == "edited a.py: replaced 1 occurrence"
+    block = cast(TextBlock, r.content[1]).text
     assert block.startswith('<diagnostics file="a.py" server="python"')
     assert '"nope" is not defined [reportUndefinedVariable] (basedpyright) (new)' in block
     assert "5:13 error:" in block  # line and character column of `nope`

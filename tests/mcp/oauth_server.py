@@ -17,6 +17,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -36,7 +37,7 @@ class LoopbackClient(OAuthClientInformationFull):
         return redirect_uri
 
 
-class MemoryAuthProvider:
+class MemoryAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
     """In-memory `OAuthAuthorizationServerProvider`; access tokens live `token_ttl_s`."""
 
     def __init__(self, token_ttl_s: int = 3600) -> None:

@@ -12,6 +12,7 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
@@ -149,7 +150,9 @@ async def test_authorization_header_bypasses_oauth(server: OAuthDemo, tmp_path: 
     mcp = McpTools(
         {"protected": settings},
         root=tmp_path,
-        lookup=lambda name: str(tokens["access_token"]) if name == "PROTECTED_TOKEN" else None,
+        lookup=lambda name: (
+            str(cast("dict[str, object]", tokens)["access_token"]) if name == "PROTECTED_TOKEN" else None
+        ),
     )
     try:
         await mcp.start()

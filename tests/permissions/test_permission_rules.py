@@ -24,7 +24,7 @@ RULES = Rules.of(
     deny=["bash(rm -rf *)", "read(.env)"],
 )
 
-TABLE = [
+TABLE: list[tuple[str, dict[str, str], str | None, str | None]] = [
     # (tool, arguments, action, rule)
     ("bash", {"command": "pytest"}, "allow", "bash(pytest *)"),
     ("bash", {"command": "pytest -x tests/"}, "allow", "bash(pytest *)"),

@@ -99,6 +99,7 @@ async def test_thinking_with_signature() -> None:
     assert thinking.text.startswith("This is a straightforward question about pedestrian safety.")
     assert thinking.text.endswith("could help prevent accidents.")
     assert thinking.signature == signature
+    assert thinking.signature is not None
     assert thinking.signature.startswith("EvMCCkYICxgCKkCHP2cSuEdcJK/0rFwqES/")
     assert thinking.producer == "anthropic"
     assert isinstance(text, TextBlock)
@@ -183,6 +184,7 @@ async def test_prompt_cache_write_then_read() -> None:
     for r, rec in ((write, recs[0]), (read, recs[1])):
         assert r.turn.text.startswith("Here are concise summaries of the three articles:")
         assert texts(r) == raw_text(payloads(rec))
+    assert write.turn.usage is not None and read.turn.usage is not None
     assert write.turn.usage.prompt_tokens == read.turn.usage.prompt_tokens == 1169
 
 

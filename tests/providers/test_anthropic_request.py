@@ -4,7 +4,7 @@ round trip (request bodies captured from the real SDK client; no network)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -47,10 +47,10 @@ def breakpoints(body: Any) -> list[str]:
         if isinstance(node, dict):
             if "cache_control" in node:
                 out.append(path)
-            for k, v in node.items():
+            for k, v in cast("dict[str, Any]", node).items():
                 walk(v, f"{path}.{k}")
         elif isinstance(node, list):
-            for i, v in enumerate(node):
+            for i, v in enumerate(cast("list[Any]", node)):
                 walk(v, f"{path}[{i}]")
 
     walk(body, "$")
@@ -156,14 +156,15 @@ _blocks = st.lists(
 
 
 def _make(kind: str, k: int) -> Any:
-    return {
+    shapes: dict[str, dict[str, Any]] = {
         "text": {"type": "text", "text": "t"},
         "empty": {"type": "text", "text": ""},
         "thinking": {"type": "thinking", "thinking": "x", "signature": "s"},
         "redacted": {"type": "redacted_thinking", "data": "d"},
         "result": {"type": "tool_result", "tool_use_id": f"c{k}", "content": []},
         "call": {"type": "tool_use", "id": f"c{k}", "name": "t", "input": {}},
-    }[kind]
+    }
+    return shapes[kind]
 
 
 @settings(max_examples=200)
@@ -178,7 +179,7 @@ def test_cache_messages_properties(shapes: list[list[str]], budget: int) -> None
     assert json.dumps(messages) == before  # input not mutated
     marks = breakpoints(out)
     assert len(marks) == placed <= min(budget, 2)
-    for m in out:
+    for m in cast("list[Any]", out):
         for b in m["content"]:
             if "cache_control" in b:
                 assert b["type"] not in ("thinking", "redacted_thinking")
@@ -188,7 +189,7 @@ def test_cache_messages_properties(shapes: list[list[str]], budget: int) -> None
             "role": m["role"],
             "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
         }
-        for m in out
+        for m in cast("list[Any]", out)
     ]
     assert json.dumps(stripped) == before  # only breakpoints were added
 

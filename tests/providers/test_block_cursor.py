@@ -26,9 +26,9 @@ from tether.providers.base import (
 )
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, incomplete
 
-STARTS = {TextStart: "text", ThinkingStart: "thinking", ToolCallStart: "tool"}
-DELTAS = {TextDelta: "text", ThinkingDelta: "thinking", ToolCallDelta: "tool"}
-ENDS = {TextEnd: "text", ThinkingEnd: "thinking", ToolCallEnd: "tool"}
+STARTS: dict[type[StreamEvent], str] = {TextStart: "text", ThinkingStart: "thinking", ToolCallStart: "tool"}
+DELTAS: dict[type[StreamEvent], str] = {TextDelta: "text", ThinkingDelta: "thinking", ToolCallDelta: "tool"}
+ENDS: dict[type[StreamEvent], str] = {TextEnd: "text", ThinkingEnd: "thinking", ToolCallEnd: "tool"}
 
 
 def check_well_formed(events: list[StreamEvent]) -> tuple[set[int], set[int]]:

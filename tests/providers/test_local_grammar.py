@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +29,8 @@ from tether.providers.local.grammar import (
 from tether.tools.base import Tool
 from tether.tools.builtin.toolset import builtin_tools
 
+ALL_HEALTH_CHECKS = cast("list[HealthCheck]", list(HealthCheck))  # Hypothesis types the enum's iteration loosely
+
 TOKEN = re.compile(
     r'\s*(?:(?P<lit>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])|(?P<rep>\{\d*(?:,\d*)?\})'
     r"|(?P<op>[()|?*+])|(?P<name>[a-zA-Z0-9-]+))"
@@ -45,7 +47,8 @@ def gbnf_to_regex(grammar: str) -> str:
 
     @cache
     def rule(name: str) -> str:
-        body, out, pos = rules[name], [], 0
+        body, pos = rules[name], 0
+        out: list[str] = []
         while pos < len(body):
             m = TOKEN.match(body, pos)
             if m is None:
@@ -89,7 +92,7 @@ def _tool_replies(name: str) -> st.SearchStrategy[str]:
     return st.from_regex(_tool_regex(name), fullmatch=True)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=ALL_HEALTH_CHECKS)
 @given(st.sampled_from(sorted(TOOLS)), st.data())
 def test_every_call_the_grammar_admits_validates_against_the_tool_schema(
     name: str, data: st.DataObject
@@ -103,7 +106,7 @@ def test_every_call_the_grammar_admits_validates_against_the_tool_schema(
     TOOLS[name].bind(action["arguments"])  # raises pydantic.ValidationError if invalid
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=ALL_HEALTH_CHECKS)
 @given(st.data())
 def test_every_reply_of_the_full_catalog_grammar_is_a_valid_call_or_an_answer(
     data: st.DataObject,
@@ -239,7 +242,7 @@ def test_local_refs_are_inlined_and_a_recursive_one_admits_any_value() -> None:
     items) nested in the reply's schema: its `#/$defs/...` would point at the wrong root."""
     from tether.providers.base import inline_refs
 
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},

@@ -5,6 +5,7 @@ Uses a small fake split (three tiny packages on sys.path), never the real 491 MB
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 from pathlib import Path
@@ -39,7 +40,7 @@ def _fake_split(root: Path, prefix: str, parts: list[bytes]) -> NamedModel:
 def test_assembles_once_verifies_and_reuses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))  # pyright: ignore[reportUnknownMemberType]  # pytest leaves its parameter unannotated
     model = _fake_split(tmp_path / "site", "fakeparts_a", PARTS)
     cache = tmp_path / "cache"
     path = named_model_path(model, cache)
@@ -63,9 +64,9 @@ def test_assembles_once_verifies_and_reuses(
 def test_corrupt_parts_are_refused_and_nothing_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))  # pyright: ignore[reportUnknownMemberType]  # pytest leaves its parameter unannotated
     good = _fake_split(tmp_path / "site", "fakeparts_b", PARTS)
-    bad = NamedModel(**{**good.__dict__, "sha256": "0" * 64})
+    bad = dataclasses.replace(good, sha256="0" * 64)
     with pytest.raises(ConfigError, match="do not assemble to the expected file"):
         named_model_path(bad, tmp_path / "cache")
     left = {p.name for p in (tmp_path / "cache" / "gguf").iterdir()}
@@ -90,7 +91,7 @@ def test_missing_parts_name_the_extra_and_never_download(tmp_path: Path) -> None
 
 
 def test_resolve_maps_known_names_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))  # pyright: ignore[reportUnknownMemberType]  # pytest leaves its parameter unannotated
     model = _fake_split(tmp_path / "site", "fakeparts_c", PARTS)
     monkeypatch.setitem(local_models.NAMED_MODELS, model.name, model)
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))

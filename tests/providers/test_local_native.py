@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -39,6 +39,8 @@ from tether.providers.local.native import (
 from tether.providers.local.native import NativeStreamer as _NativeStreamer
 from tether.providers.local.prompt import RETRY
 from tether.providers.local.provider import LocalProvider
+
+ALL_HEALTH_CHECKS = cast("list[HealthCheck]", list(HealthCheck))  # Hypothesis types the enum's iteration loosely
 
 # Qwen2.5-Instruct's `tokenizer.chat_template`, as read from the GGUF metadata (llama_cpp
 # `Llama(..., vocab_only=True).metadata["tokenizer.chat_template"]`); trimmed of nothing.
@@ -111,7 +113,7 @@ def _tool_regex(name: str) -> str:
     return gbnf_to_regex(native_grammar((TOOLS[name].spec(),)))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=ALL_HEALTH_CHECKS)
 @given(st.sampled_from(sorted(TOOLS)), st.data())
 def test_every_native_call_the_grammar_admits_parses_back_into_a_valid_call(
     name: str, data: st.DataObject

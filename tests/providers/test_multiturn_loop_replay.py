@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -54,13 +54,14 @@ def _norm_openai(messages: list[dict[str, Any]]) -> list[Any]:
     for m in messages:
         if m["role"] == "system":
             continue
+        tool_calls: list[dict[str, Any]] = m.get("tool_calls") or []
         calls = [
             (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
-            for c in m.get("tool_calls") or []
+            for c in tool_calls
         ]
         content = m.get("content")
         if isinstance(content, list):
-            content = "".join(p.get("text", "") for p in content)
+            content = "".join(p.get("text", "") for p in cast("list[dict[str, str]]", content))
         out.append((m["role"], content or None, calls, m.get("tool_call_id")))
     return out
 
@@ -95,7 +96,8 @@ async def test_openai_parallel_tool_calls_multiturn(tmp_path: Path) -> None:
             results[m["tool_call_id"]] = m["content"]
     by_call: dict[tuple[str, str], str] = {}
     for m in recorded[-1]["messages"]:
-        for c in m.get("tool_calls") or []:
+        recorded_calls: list[dict[str, Any]] = m.get("tool_calls") or []
+        for c in recorded_calls:
             by_call[(c["function"]["name"], c["function"]["arguments"])] = results[c["id"]]
 
     @tool

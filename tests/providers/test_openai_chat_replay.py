@@ -32,7 +32,8 @@ def raw_content(rec: Recorded) -> str:
     for line in rec.body.decode().splitlines():
         if line.startswith("data: ") and line != "data: [DONE]":
             data: dict[str, Any] = json.loads(line[6:])
-            for choice in data.get("choices") or []:
+            choices: list[dict[str, Any]] = data.get("choices") or []
+            for choice in choices:
                 out.append(choice.get("delta", {}).get("content") or "")
     return "".join(out)
 
@@ -144,6 +145,7 @@ async def test_openrouter_cached_tokens() -> None:
     assert r.turn.text == raw_content(recs[0])
     # prompt_tokens 687 of which cached 679: input = 687 - 679.
     assert r.turn.usage == Usage(input_tokens=8, output_tokens=187, cache_read_tokens=679)
+    assert r.turn.usage is not None
     assert r.turn.usage.prompt_tokens == 687
     assert r.turn.stop_reason == "end_turn"  # finish_reason before the usage-only chunk
 

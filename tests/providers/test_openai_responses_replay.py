@@ -111,6 +111,7 @@ async def test_reasoning_summary_stream() -> None:
     assert len(done) == 4
     assert thinking.summary == tuple(e["text"] for e in done)
     assert thinking.text == "\n\n".join(e["text"] for e in done)
+    assert thinking.item_id is not None
     assert thinking.producer == "openai-responses" and thinking.item_id.startswith("rs_")
     assert text.text == "".join(
         e["delta"] for e in raw if e["type"] == "response.output_text.delta"
@@ -158,7 +159,7 @@ async def test_encrypted_reasoning_agent_loop_replays_items() -> None:
     p = OpenAIResponsesProvider(model, client=server.openai(), name="openai-responses")
     route = Provenance(provider="openai-responses", api="openai-responses", model=model)
     history: list[Turn] = [text_turn("u0", "user", "compute")]
-    results = []
+    results: list[Turn] = []
     for k in range(4):
         r = await run(p, ModelRequest(model=model, messages=tuple(history)), f"a{k}")
         turn = Turn(

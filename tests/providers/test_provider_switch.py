@@ -64,7 +64,7 @@ def check_anthropic(body: dict[str, Any], model: str) -> list[str]:
         problems.append("last message is not user")
     pending: set[str] = set()
     for i, m in enumerate(msgs):
-        blocks = m["content"] if isinstance(m["content"], list) else []
+        blocks: list[dict[str, Any]] = m["content"] if isinstance(m["content"], list) else []
         results = {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
         if results != pending:
             problems.append(f"message {i}: results {results} do not answer calls {pending}")
@@ -139,7 +139,7 @@ def check_responses(body: dict[str, Any], issued_items: set[str]) -> list[str]:
         if kind == "reasoning":
             if item["id"] not in issued_items or not item.get("encrypted_content"):
                 problems.append(f"item {i}: reasoning item not issued on this route")
-            nxt = body["input"][i + 1] if i + 1 < len(body["input"]) else {}
+            nxt: dict[str, Any] = body["input"][i + 1] if i + 1 < len(body["input"]) else {}
             if nxt.get("type") not in ("function_call",) and nxt.get("role") != "assistant":
                 problems.append(f"item {i}: reasoning item without its following item")
         elif kind == "function_call":
@@ -164,7 +164,7 @@ def check_google(body: dict[str, Any], native_signatures: set[str]) -> list[str]
     for i, c in enumerate(contents):
         calls = [p["functionCall"] for p in c["parts"] if "functionCall" in p]
         if calls:
-            nxt = contents[i + 1]["parts"] if i + 1 < len(contents) else []
+            nxt: list[dict[str, Any]] = contents[i + 1]["parts"] if i + 1 < len(contents) else []
             responses = [p["functionResponse"] for p in nxt if "functionResponse" in p]
             if [r["name"] for r in responses] != [f["name"] for f in calls]:
                 problems.append(f"content {i}: function responses do not match calls")
@@ -328,7 +328,7 @@ async def test_provider_switch_sends_nothing_a_target_rejects() -> None:
 
 
 def test_validators_catch_what_targets_reject() -> None:
-    bad_anthropic = {
+    bad_anthropic: dict[str, Any] = {
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "q"}]},
             {
@@ -367,7 +367,7 @@ def test_validators_catch_what_targets_reject() -> None:
         ],
     }
     assert len(check_responses(bad_responses, set())) == 4
-    bad_google = {
+    bad_google: dict[str, Any] = {
         "contents": [
             {
                 "role": "model",

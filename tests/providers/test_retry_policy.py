@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kit.numbers import approx
 from tether.agent.assembly.build import model_refs
 from tether.agent.turn.continuation import (
     Continuations,
@@ -19,7 +20,7 @@ from tether.agent.turn.continuation import (
 )
 from tether.durations import parse_duration
 from tether.errors import ConfigError, LengthResumeExhausted, exit_code_for
-from tether.messages import Provenance, TextBlock, Turn, Usage
+from tether.messages import Provenance, StopReason, TextBlock, Turn, Usage
 from tether.providers.base import ErrorKind, StreamError
 from tether.providers.catalog import price_for
 from tether.providers.errors import classify_status, error_code, is_quota_error, parse_retry_after
@@ -62,7 +63,7 @@ KINDS: tuple[ErrorKind, ...] = (
     ],
 )
 def test_parse_duration_examples(value: int | float | str, seconds: float) -> None:
-    assert parse_duration(value) == pytest.approx(seconds)
+    assert parse_duration(value) == approx(seconds)
 
 
 @pytest.mark.parametrize(
@@ -82,13 +83,13 @@ def test_parse_duration_rejects(value: object) -> None:
 )
 def test_parse_duration_compound_is_the_sum(h: int, m: int, s: int, ms: int) -> None:
     text = f"{h}h{m}m{s}s{ms}ms"
-    assert parse_duration(text) == pytest.approx(h * 3600 + m * 60 + s + ms / 1000)
+    assert parse_duration(text) == approx(h * 3600 + m * 60 + s + ms / 1000)
 
 
 @given(st.floats(min_value=0, max_value=1e9, allow_nan=False))
 def test_parse_duration_numbers_are_milliseconds(ms: float) -> None:
-    assert parse_duration(ms) == pytest.approx(ms / 1000)
-    assert parse_duration(repr(ms)) == pytest.approx(ms / 1000)
+    assert parse_duration(ms) == approx(ms / 1000)
+    assert parse_duration(repr(ms)) == approx(ms / 1000)
 
 
 @given(st.text(max_size=12))
@@ -139,7 +140,7 @@ def test_is_retryable(event: StreamError, retry: bool) -> None:
 def test_backoff_doubles_from_base_and_is_capped() -> None:
     policy = RetryPolicy(max_attempts=10, retry_base_s=2.0, retry_max_s=30.0)
     assert [backoff_s(policy, k, 0.0) for k in range(1, 7)] == [2, 4, 8, 16, 30, 30]
-    assert backoff_s(policy, 1, 0.999) == pytest.approx(2 + 0.999 * 0.5)
+    assert backoff_s(policy, 1, 0.999) == approx(2 + 0.999 * 0.5)
     assert backoff_s(policy, 5, 0.999) == 30.0  # the jitter never passes the cap
 
 
@@ -335,10 +336,15 @@ def test_chain_mistakes_fail_at_start(
 names = st.text("abcxyz", min_size=1, max_size=3)
 
 
+def _pair(n: str, m: str) -> tuple[str, str]:
+    return (n, m)
+
+
+
 @given(
     providers=st.lists(st.tuples(names, names), min_size=1, max_size=4, unique_by=lambda p: p[0]),
     items=st.lists(
-        st.one_of(names, st.builds(lambda n, m: (n, m), names, names)), min_size=1, max_size=6
+        st.one_of(names, st.builds(_pair, names, names)), min_size=1, max_size=6
     ),
 )
 def test_chain_properties(
@@ -430,7 +436,7 @@ def test_decay_validation() -> None:
 # --- continuations ----------------------------------------------------------------------------
 
 
-def reply(text: str, stop: str, *, calls: bool = False) -> Turn:
+def reply(text: str, stop: StopReason, *, calls: bool = False) -> Turn:
     content = (TextBlock(text=text),) if text else ()
     if calls:
         content = (*content, call("ls", id="c1"))
@@ -481,13 +487,13 @@ def test_t19_costs_use_the_separate_fields() -> None:
     )
     assert openai_usage.prompt_tokens + openai_usage.output_tokens == 184753
     # 768 uncached at $2.50/M + 183936 cached at $1.25/M + 49 out at $10/M
-    assert cost_usd(openai_usage, "gpt-4o") == pytest.approx(0.23233)
+    assert cost_usd(openai_usage, "gpt-4o") == approx(0.23233)
     anthropic_usage = Usage(
         input_tokens=12, output_tokens=800, cache_read_tokens=150000, cache_write_tokens=9000
     )
     assert anthropic_usage.prompt_tokens + anthropic_usage.output_tokens == 159812
     # 12 x $3 + 800 x $15 + 150000 x $0.30 + 9000 x $3.75, per million
-    assert cost_usd(anthropic_usage, "claude-sonnet-4-5-20250929") == pytest.approx(0.090786)
+    assert cost_usd(anthropic_usage, "claude-sonnet-4-5-20250929") == approx(0.090786)
 
 
 def test_prices_match_names_and_snapshots_only() -> None:
@@ -506,7 +512,7 @@ def test_session_usage_and_cost() -> None:
     u = Usage(input_tokens=1_000_000, output_tokens=0)
     turns = [Turn(id="u", role="user"), t("claude-haiku-4-5", u), t("claude-haiku-4-5", u)]
     assert turns_usage(turns) == Usage(input_tokens=2_000_000)
-    assert turns_cost_usd(turns) == pytest.approx(2.0)
+    assert turns_cost_usd(turns) == approx(2.0)
     assert usage_line(turns_usage(turns), 2.0) == "in 2000000 / 0 out · $2.0000"
     assert turns_cost_usd([*turns, t("unknown", u)]) is None
     assert turns_cost_usd([]) is None  # nothing priced: no "$0.0000"

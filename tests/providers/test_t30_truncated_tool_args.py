@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -137,7 +138,7 @@ async def test_t30_connection_reset_mid_body() -> None:
 
 
 def anthropic_t30(termination: str) -> list[str]:
-    events = [
+    events: list[dict[str, Any]] = [
         {
             "type": "message_start",
             "message": {

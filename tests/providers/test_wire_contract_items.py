@@ -8,7 +8,7 @@ field the rule is about.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, cast
 
 from tether.messages import (
     TARGETS,
@@ -199,7 +199,7 @@ def test_4_prefill_is_stripped_as_sent() -> None:
         p = prefill.request_params(request(*turns))
         last = p.messages[-1]
         assert last["role"] == "assistant"
-        final = dict(list(last["content"])[-1])
+        final = dict(cast("list[dict[str, Any]]", list(last["content"]))[-1])
         assert (final["type"], final["text"]) == ("text", "Sure,")
         assert anthropic_problems(prefill, *turns) == []
 

@@ -48,7 +48,7 @@ async def test_file_size_limit_applies_per_call_on_one_server(
     root: Path, kind: str, tmp_path: Path
 ) -> None:
     folder = tool_folder(tmp_path / "tools")
-    env = context(root, kind).env
+    env = dict(context(root, kind).env)
     small = context(root, kind, env=env, limits=ResourceLimits(max_file_size_bytes=1 << 20))
     large = context(root, kind, env=env, limits=ResourceLimits(max_file_size_bytes=16 << 20))
     await worker_sh(small, folder, "head -c 8M /dev/zero > small.bin; echo done")

@@ -45,6 +45,7 @@ def alive(marker: str) -> list[int]:
 
 
 def settle(marker: str) -> list[int]:
+    left: list[int] = []
     for _ in range(40):
         left = alive(marker)
         if not left:
@@ -146,6 +147,7 @@ async def test_within_limits_nothing_is_reported(root: Path, kind: str) -> None:
 
 def test_a_killed_sessions_private_tmp_is_removed_at_the_next_start(kind: str) -> None:
     sb = sandbox_for(kind)
+    assert sb is not None
     mine = sb.tmp_dir
     code = (
         "import sys; from tether.sandbox.detect import available; "

@@ -233,7 +233,11 @@ async def test_landlock_alone_when_namespaces_are_refused(
     from tether.sandbox import landlock
 
     sb = sandbox_for("landlock-child")
-    monkeypatch.setattr(landlock, "_namespaces", lambda *args: False)
+
+    def refused(*_args: object) -> bool:
+        return False
+
+    monkeypatch.setattr(landlock, "_namespaces", refused)
     ctx = ToolContext.create(world["root"], env=scrubbed_env(), sandbox=sb)
     before = snapshot(world["outside"])
     for command in escape_commands(world["outside"])[:6]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.tools.exec.order import conflict, footprint, waits
+from tether.tools.exec.order import Footprint, conflict, footprint, waits
 
 SAFE = {"read": True, "grep": True, "ls": True, "todo": True, "write": False, "edit": False,
         "bash": False, "task": False, "mcp__x__y": False}
@@ -36,7 +36,7 @@ def test_conflict_is_symmetric_and_read_only_calls_never_conflict(reply: list[tu
                 assert not conflict(a, b)
 
 
-def fp(name: str, path: str = "a.txt") -> object:
+def fp(name: str, path: str = "a.txt") -> Footprint:
     return footprint(name, {"path": path}, safe=SAFE.get(name, False))
 
 

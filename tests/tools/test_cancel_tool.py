@@ -15,9 +15,10 @@ from tether.agent.turn.tool_calls import TOOL_CANCELLED
 from tether.messages import ToolCallBlock
 from tether.testing import Reply, ScriptedProvider
 from tether.tools import tool
+from tether.tools.base import Tool
 
 
-def _slow_tools(started: dict[str, asyncio.Event]) -> list[object]:
+def _slow_tools(started: dict[str, asyncio.Event]) -> list[Tool]:
     @tool
     async def slow(tag: str) -> str:
         started.setdefault(tag, asyncio.Event()).set()

@@ -4,6 +4,7 @@ notices."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -72,10 +73,14 @@ def test_different_commands_stay_different() -> None:
     assert shell_key("bash", {"command": "cd x && ls"}) == shell_key("bash", {"command": "ls "})
 
 
+def _joined(*parts: str) -> str:
+    return "".join(parts)
+
+
 _shell = st.text(
     alphabet=st.sampled_from(list("ab cd&;|'\"\\\t\nsleep0123.xyz-/")), max_size=60
 ) | st.builds(
-    lambda pre, body, tail: f"{pre}{body}{tail}",
+    _joined,
     st.sampled_from(["", "cd /x && ", "cd 'a b' &&  cd c && "]),
     st.text(alphabet="abc -_\"' ", max_size=20),
     st.sampled_from(["", " & sleep 3; tail log", "; sleep 1", " && sleep 2 && x"]),
@@ -214,11 +219,13 @@ def _blocked(h: Hygiene, calls: list[ToolCallBlock]) -> list[bool]:
 def test_the_settings_section_tunes_the_loop_breaker() -> None:
     """Issue 39: `tools.loop_breaker` sets the threshold, the reason and the opted-out calls
     (a skip pattern), adds rules for other tools and turns the built-in one off."""
-    config = AgentConfig(
-        tools={
-            "loop_breaker": {
-                "bash": {"after": 2, "reason": "Poll with `watch` instead.", "skip": ["^gh run"]},
-                "grep": {"after": 1},
+    config = AgentConfig.model_validate(
+        {
+            "tools": {
+                "loop_breaker": {
+                    "bash": {"after": 2, "reason": "Poll with `watch` instead.", "skip": ["^gh run"]},
+                    "grep": {"after": 1},
+                }
             }
         }
     )
@@ -231,17 +238,17 @@ def test_the_settings_section_tunes_the_loop_breaker() -> None:
     assert _blocked(h, polls) == [False] * 6
     assert _blocked(h, [c("grep", pattern="x"), c("grep", pattern="x")]) == [False, True]
     off = Hygiene(
-        loop_breaker_config(AgentConfig(tools={"loop_breaker": {"bash": {"policy": "off"}}}).tools.loop_breaker)
+        loop_breaker_config(AgentConfig.model_validate({"tools": {"loop_breaker": {"bash": {"policy": "off"}}}}).tools.loop_breaker)
     )
     assert _blocked(off, [c("bash", command="ls") for _ in range(8)]) == [False] * 8
     default = Hygiene(loop_breaker_config({}))
     assert _blocked(default, [c("bash", command="ls") for _ in range(6)]) == [False] * 5 + [True]
     with pytest.raises(ValueError, match="not a regular expression"):
-        AgentConfig(tools={"loop_breaker": {"bash": {"skip": ["("]}}})
+        AgentConfig.model_validate({"tools": {"loop_breaker": {"bash": {"skip": ["("]}}}})
 
 
 def test_a_hasher_returning_none_opts_a_call_out() -> None:
-    def key(name: str, arguments: dict[str, Any]) -> str | None:
+    def key(name: str, arguments: Mapping[str, Any]) -> str | None:
         return None if arguments.get("poll") else default_key(name, arguments)
 
     h = Hygiene(HygieneConfig(dedup={"t": DedupRule(policy="block", after=1, key=key)}))

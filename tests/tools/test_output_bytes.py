@@ -37,8 +37,8 @@ async def _bash_through_the_loop(tmp_path: Path, command: str) -> tuple[str, Pat
     return agent.history[2].tool_results[0].text, session_dir
 
 
-BIG = b"".join(b"line %05d of a file that ends in a newline\n" % i for i in range(1300))
-BIG += b"x" * (61_249 - len(BIG) - 1) + b"\n"
+_LINES = b"".join(b"line %05d of a file that ends in a newline\n" % i for i in range(1300))
+BIG = _LINES + b"x" * (61_249 - len(_LINES) - 1) + b"\n"
 
 
 async def test_cat_of_a_file_is_saved_with_its_last_newline(tmp_path: Path) -> None:

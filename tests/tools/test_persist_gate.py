@@ -48,7 +48,7 @@ def _result(text: str, *, call_id: str = "call_1", is_error: bool = False) -> To
 def _listing(lines: int, size_bytes: int) -> str:
     """An `ls -la`-like listing of exactly `lines` lines and `size_bytes` bytes (ASCII)."""
     per = size_bytes // lines
-    rows = []
+    rows: list[str] = []
     for i in range(lines):
         width = per + (1 if i < size_bytes - per * lines else 0)
         head = f"-rw-r--r--  1 user staff {i * 37 % 99991:>8} Nov 30 06:00 file_{i:05d}.txt"
@@ -306,7 +306,7 @@ async def test_loop_stores_and_reports_the_gated_result(tmp_path: Path) -> None:
         root=tmp_path / "ws",
         host=Host(on_event=events.append),
         session=AgentSession(sink=writer, session_dir=store.session_dir("s1")),
-        config=AgentConfig(tools={"output_threshold_chars": 10_000}),
+        config=AgentConfig.model_validate({"tools": {"output_threshold_chars": 10_000}}),
     )
     await agent.run("go")
     writer.close()

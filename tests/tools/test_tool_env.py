@@ -78,12 +78,16 @@ _PREFIXES = st.sampled_from(
     ]
 )
 _BODY = st.text(alphabet="AZaz09_-", min_size=0, max_size=70)
-_KEYISH = st.builds(
-    lambda p, b: p + b, _PREFIXES, st.text(alphabet="AZ09", min_size=8, max_size=60)
-)
 
 
-_ONE_KEY = st.builds(lambda a, k, b: a + k + b, _BODY, _KEYISH, _BODY)
+def _joined(*parts: str) -> str:
+    return "".join(parts)
+
+
+_KEYISH = st.builds(_joined, _PREFIXES, st.text(alphabet="AZ09", min_size=8, max_size=60))
+
+
+_ONE_KEY = st.builds(_joined, _BODY, _KEYISH, _BODY)
 _MIXED = st.lists(
     st.one_of(_PREFIXES, _BODY, _KEYISH, st.sampled_from([" ", "\n"])), max_size=10
 ).map("".join)

@@ -22,6 +22,7 @@ from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession
 from tether.messages import Turn, Usage, text_turn
 from tether.providers.base import StreamError
+from tether.sandbox.base import SandboxMechanism
 from tether.sandbox.detect import available
 from tether.settings.model import TracingSettings
 from tether.testing import ScriptedProvider, call, deterministic
@@ -82,7 +83,7 @@ async def test_span_tree_and_genai_attributes(
     )
     agent = Agent(
         provider,
-        config=AgentConfig(run={"max_output_tokens": 512, "temperature": 0.2}),
+        config=AgentConfig.model_validate({"run": {"max_output_tokens": 512, "temperature": 0.2}}),
         tools=[probe],
         root=tmp_path,
         runtime=runtime,
@@ -175,14 +176,14 @@ async def test_a_subagent_run_nests_under_the_tool_call_that_started_it(
 
 @pytest.mark.parametrize("kind", ["bwrap", "landlock"])
 async def test_bash_sees_the_tool_calls_trace_context(
-    tmp_path: Path, runtime: Runtime, exporter: InMemorySpanExporter, kind: str
+    tmp_path: Path, runtime: Runtime, exporter: InMemorySpanExporter, kind: SandboxMechanism
 ) -> None:
     if available(kind) is None:
         pytest.skip(f"sandbox {kind} is not available on this machine")
     provider = ScriptedProvider([call("bash", command="echo tp=$TRACEPARENT"), "done"])
     agent = Agent(
         provider,
-        config=AgentConfig(tools={"sandbox": kind}),
+        config=AgentConfig.model_validate({"tools": {"sandbox": kind}}),
         tools=builtin_tools(),
         root=tmp_path,
         runtime=runtime,
@@ -219,7 +220,7 @@ async def test_compaction_span_holds_its_summary_request(
         provider,
         root=tmp_path,
         runtime=runtime,
-        session=AgentSession(history=history),
+        session=AgentSession(history=tuple(history)),
     )
     result = await agent.run("next")
     assert result.text == "final"
@@ -285,7 +286,7 @@ def test_agent_takes_tracing_from_its_config(tmp_path: Path) -> None:
     off = Agent(
         ScriptedProvider(["x"]),
         root=tmp_path,
-        config=AgentConfig(tracing={"enabled": False}),
+        config=AgentConfig.model_validate({"tracing": {"enabled": False}}),
         runtime=Runtime(env=env),
     )
     assert off.tracing is NO_TRACING

@@ -72,12 +72,12 @@ async def test_ctrl_g_under_an_overlay_does_nothing(tmp_path: Path, monkeypatch:
         prompt = app.query_one(PromptInput)
         prompt.text = "#a note"
         await pilot.press("enter")  # the quick memory picker opens over the prompt
-        await until(pilot, lambda: app.screen is not app.default_screen)
+        await until(pilot, lambda: app.screen is not app.default_screen)  # pyright: ignore[reportUnknownMemberType]  # textual types default_screen as a bare Screen
         prompt.text = "draft"
         await pilot.press("ctrl+g")
         await pilot.pause()
         assert prompt.text == "draft"
         await pilot.press("escape")
-        await until(pilot, lambda: app.screen is app.default_screen)
+        await until(pilot, lambda: app.screen is app.default_screen)  # pyright: ignore[reportUnknownMemberType]  # textual types default_screen as a bare Screen
         await pilot.press("ctrl+g")
         await until(pilot, lambda: prompt.text == "edited")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
+from textual.pilot import Pilot
 
 from kit.tui import SIZE, idle, notes, scripted_app, send, until
 from tether.agent.subagents import TASK_TOOL
@@ -34,7 +35,7 @@ from tether.tui.widgets import (
 )
 
 
-async def scroll_up_a_page(pilot: object, transcript: Transcript) -> None:
+async def scroll_up_a_page(pilot: Pilot[Any], transcript: Transcript) -> None:
     """Scroll to the top of what is mounted; wait for the page before it."""
     lo = transcript.lo
     transcript.scroll_home(animate=False, immediate=True)

@@ -11,6 +11,7 @@ from tether.messages import (
     ImageBlock,
     Provenance,
     RedactedThinkingBlock,
+    Role,
     SearchHit,
     ServerToolBlock,
     TextBlock,
@@ -157,7 +158,8 @@ def transcripts(draw: st.DrawFn, max_turns: int = 14, markers: bool = True) -> t
                 draw(st.lists(st.sampled_from(pool), max_size=5, unique=True)) if pool else []
             )
             block = CompactSummaryBlock(summary=draw(texts), replaces_turn_ids=tuple(replaced))
-            role = draw(st.sampled_from(["user", "system", "assistant"]))
+            marker_roles: list[Role] = ["user", "system", "assistant"]
+            role = draw(st.sampled_from(marker_roles))
             content: list[ContentBlock] = [block]
             if draw(st.booleans()):
                 content.append(TextBlock(text="extra"))

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.compaction.rounds import next_generation
-from tether.messages import CompactSummaryBlock, TextBlock, Turn
+from tether.messages import CompactSummaryBlock, Role, TextBlock, Turn
 from tether.wire.markers import LiveTurns, elide_markers, live_sequence
 from tether.wire.view import ViewBuilder, build_view
 
@@ -47,7 +47,8 @@ def compacted(draw: st.DrawFn, max_turns: int = 40, wild: bool = False) -> tuple
                 replaced += draw(st.lists(st.sampled_from(pool), max_size=3))
             turns.append(_marker(tid, replaced, draw(st.integers(1, 6))))
         else:
-            role = draw(st.sampled_from(["user", "assistant"]))
+            roles: list[Role] = ["user", "assistant"]
+            role = draw(st.sampled_from(roles))
             turns.append(Turn(id=tid, role=role, content=(TextBlock(text=tid),)))
     return tuple(turns)
 

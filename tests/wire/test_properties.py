@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import TypedDict
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +25,15 @@ from tether.wire import (
 from .contract import view_problems
 from .strategies import routes, targets, transcripts
 
+
+class _Opts(TypedDict):
+    """`build_view`'s options the properties vary."""
+
+    supports_prefill: bool
+    route: Provenance | None
+    vendor_endpoint: bool
+
+
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -33,7 +44,7 @@ def test_view_satisfies_contract(
 ) -> None:
     before = copy.deepcopy(turns)
     repairs: list[Repair] = []
-    opts = {"supports_prefill": prefill, "route": route, "vendor_endpoint": vendor}
+    opts: _Opts = {"supports_prefill": prefill, "route": route, "vendor_endpoint": vendor}
     view = build_view(turns, target, on_repair=repairs.append, **opts)
     assert turns == before, "the input was mutated"
     assert view_problems(view, target, **opts) == []
@@ -48,7 +59,7 @@ def test_view_satisfies_contract(
 def test_each_pass_is_pure_and_idempotent(
     turns: tuple[Turn, ...], target: Target, route: Provenance | None
 ) -> None:
-    passes = [
+    passes: list[Callable[[tuple[Turn, ...]], tuple[Turn, ...]]] = [
         elide_markers,
         lambda v: sanitize_history_for_provider(v, target, route=route),
         lambda v: sanitize_tool_ids(v, target),
@@ -106,7 +117,7 @@ def test_view_builder_equals_build_view(
     route: Provenance | None,
     vendor: bool,
 ) -> None:
-    opts = {"supports_prefill": prefill, "route": route, "vendor_endpoint": vendor}
+    opts: _Opts = {"supports_prefill": prefill, "route": route, "vendor_endpoint": vendor}
     vb = ViewBuilder(target, **opts)
     for seq in steps:
         assert vb.view(seq) == build_view(seq, target, **opts)

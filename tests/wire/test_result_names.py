@@ -28,7 +28,7 @@ from tether.wire import ViewBuilder
 from tether.wire import contract as rules
 
 from .corrupt import GOOGLE, OLLAMA, PROVENANCES
-from .test_vendor_contract import TARGET_NAMES, VARIANTS, _check
+from .test_vendor_contract import TARGET_NAMES, VARIANTS, check_view
 
 NAMES = ["f", "grep", "read"]
 IDS = ["call_0", "call_1", "a_b"]
@@ -113,7 +113,7 @@ def test_every_target_accepts_reused_ids(target: str) -> None:
     def run(data: st.DataObject) -> None:
         turns = data.draw(reused_ids(), label="history")
         variant = data.draw(st.sampled_from(VARIANTS[target]), label="variant")
-        _check(target, turns, variant, data.draw(st.booleans(), label="via_loop"), None)
+        check_view(target, turns, variant, data.draw(st.booleans(), label="via_loop"), None)
 
     run()
 

@@ -10,6 +10,7 @@ from tether.messages import (
     Provenance,
     SearchHit,
     ServerToolBlock,
+    Target,
     TextBlock,
     Turn,
     text_turn,
@@ -18,8 +19,8 @@ from tether.wire import build_view, server_tool_action
 
 from .strategies import targets, transcripts
 
-USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
-RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+USE: dict[str, object] = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+RESULT: dict[str, object] = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
 CLAUDE = Provenance(provider="anthropic", api="anthropic", model="claude-a")
 
 
@@ -65,7 +66,7 @@ def test_the_view_holds_the_block_or_its_text() -> None:
 @settings(max_examples=150, deadline=None)
 @given(transcripts(), targets)
 def test_no_server_block_reaches_another_api_and_the_pass_is_idempotent(
-    turns: tuple[Turn, ...], target
+    turns: tuple[Turn, ...], target: Target
 ) -> None:
     view = build_view(turns, target)
     for t in view:

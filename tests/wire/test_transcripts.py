@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -42,7 +42,8 @@ def _cc_block(b: dict[str, Any]) -> ContentBlock | None:
         return ToolCallBlock(id=b["id"], name=b["name"], arguments=b.get("input") or {})
     if kind == "tool_result":
         c = b.get("content")
-        text = c if isinstance(c, str) else "".join(p.get("text", "") for p in c or [])
+        parts = cast("list[dict[str, Any]]", c or [])
+        text = c if isinstance(c, str) else "".join(p.get("text", "") for p in parts)
         return ToolResultBlock(
             tool_call_id=b["tool_use_id"],
             content=(TextBlock(text=text),) if text else (),
@@ -76,9 +77,10 @@ def codex_turns(path: Path) -> tuple[Turn, ...]:
     turns: list[Turn] = []
     for k, line in enumerate(path.read_text().splitlines()):
         row = json.loads(line)
-        p = row.get("payload") or {}
+        p: dict[str, Any] = row.get("payload") or {}
         if row["type"] == "response_item" and p.get("type") == "message":
-            text = "".join(c.get("text", "") for c in p["content"])
+            content: list[dict[str, Any]] = p["content"]
+            text = "".join(c.get("text", "") for c in content)
             role = "assistant" if p["role"] == "assistant" else "user"
             turns.append(Turn(id=f"cx{k}", role=role, content=(TextBlock(text=text),)))
     return tuple(turns)

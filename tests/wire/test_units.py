@@ -8,6 +8,7 @@ from tether.messages import (
     CompactSummaryBlock,
     Provenance,
     RedactedThinkingBlock,
+    StopReason,
     Target,
     TextBlock,
     ThinkingBlock,
@@ -201,7 +202,7 @@ def test_sanitize_id_rules() -> None:
 # -- resume ---------------------------------------------------------------------------------------
 
 
-def call_turn(tid: str, *cids: str, stop: str | None = "tool_use") -> Turn:
+def call_turn(tid: str, *cids: str, stop: StopReason | None = "tool_use") -> Turn:
     return Turn(
         id=tid,
         role="assistant",

@@ -166,7 +166,7 @@ VARIANTS: dict[str, list[str]] = {
 TARGET_NAMES = list(VARIANTS)
 
 
-def _check(
+def check_view(
     target: str, turns: tuple[Turn, ...], variant: str, via_loop: bool, system: str | None
 ) -> None:
     # a snapshot as deep as deepcopy's: every field of every block is in a dataclass's repr
@@ -197,7 +197,7 @@ def test_every_request_is_accepted(target: str) -> None:
         variant = data.draw(st.sampled_from(VARIANTS[target]), label="variant")
         via_loop = data.draw(st.booleans(), label="via_loop")
         system = data.draw(st.sampled_from([None, "You are terse."]), label="system")
-        _check(target, turns, variant, via_loop, system)
+        check_view(target, turns, variant, via_loop, system)
 
     run()
 
@@ -213,7 +213,7 @@ def _seeded(target: str, n: int, start: int | None = None) -> None:
         turns = random_history(rng)
         variant = rng.choice(VARIANTS[target])
         try:
-            _check(
+            check_view(
                 target, turns, variant, rng.random() < 0.5, rng.choice([None, "You are terse."])
             )
         except AssertionError as exc:
