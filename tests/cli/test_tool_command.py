@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kit.cli import Completed, run_cli
 from kit.faultserver import FaultServer, text, tool
+from kit.sandbox import sandbox_or_skip
 
 VAULT = '''from tether.tools import tool
 
@@ -109,3 +110,23 @@ def test_the_settings_model_needs_no_credentials_for_a_direct_call(tmp_path: Pat
     assert done.stdout == "rotated db\n"
     pinned = _tool(home, {**env, "OPENAI_API_KEY": ""}, "--list", "--model", "openai/gpt-4o")
     assert pinned.returncode == 0, pinned.stderr
+
+
+def test_a_call_the_permission_rules_deny_is_refused_for_the_user_too(tmp_path: Path) -> None:
+    """`permissions.deny` holds for the user's own calls as for the model's (the trial deleted
+    a file through `tether tool bash` that `bash(rm *)` denies); `ask` is the user's own call."""
+    home, env = _setup(tmp_path)
+    config = Path(env["TETHER_CONFIG_DIR"]) / "settings.json"
+    settings = json.loads(config.read_text())
+    rules = {"deny": ["bash(rm *)"], "ask": ["bash(touch *)"]}
+    config.write_text(json.dumps({**settings, "permissions": rules}))
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    (work / "victim.txt").write_text("keep me\n")
+    env = {**env, "TETHER_SANDBOX": sandbox_or_skip()}
+    denied = _tool(home, env, "bash", "--json", '{"command": "rm victim.txt"}')
+    assert denied.returncode == 1 and (work / "victim.txt").exists()
+    lines = [x for x in denied.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "denied" in lines[0] and "bash(rm *)" in lines[0], denied.stderr
+    asked = _tool(home, env, "bash", "--json", '{"command": "touch made.txt"}')
+    assert asked.returncode == 0 and (work / "made.txt").exists(), asked.stderr

@@ -100,6 +100,7 @@ async def _call(
             parts.tool_context,
             timeout_s=parts.run.tool_timeout_s,
             redact=parts.redact,
+            rules=parts.tool_calls.approval.rules,
         )
     finally:
         await agent.aclose()

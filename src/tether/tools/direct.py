@@ -4,7 +4,9 @@ kept out of the model's catalog and uncallable by the model, callable only here)
 
 Owns: `parse_arguments` (the JSON text → an arguments object, or the one-line reason),
 `call_directly` (one call through the same runner the model's calls take: the agent's tool
-context — sandbox, path policy, environment —, its time limit and its redaction) and
+context — sandbox, path policy, environment —, its time limit and its redaction; a call the
+permission rules deny is refused, as it is for the model — `ask` needs no asking, the user
+is the one calling) and
 `tool_lines` (the `--list` rows).
 Does not own: the runner (`tether.tools.exec.run`), building the agent (`tether.agent`).
 """
@@ -17,6 +19,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from tether.messages import ToolCallBlock, ToolResultBlock, tool_result
+from tether.permissions.rules import Rules
 from tether.tools.base import DEFAULT_TIMEOUT_S
 from tether.tools.context import ToolContext
 from tether.tools.exec.run import Redactor, run_tool
@@ -48,15 +51,19 @@ async def call_directly(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     redact: Redactor | None = None,
+    rules: Rules | None = None,
 ) -> ToolResultBlock:
     """Run the tool `name` (a `secret` one too) with `arguments`, as a call of the model's would
     run (arguments validated, time-limited, output redacted); its result block (`is_error` for
-    an unknown tool, bad arguments or a fault)."""
+    an unknown tool, bad arguments, a call `rules` deny, or a fault)."""
     call = ToolCallBlock(id=f"user_{next(_ids)}", name=name, arguments=arguments)
     tool = registry.user_get(name)
     if tool is None:
         names = ", ".join(t.name for t in registry) or "(none)"
         return tool_result(call.id, f"unknown tool {name!r}; tools: {names}", is_error=True)
+    decision = (rules or Rules()).decide(name, arguments, str(ctx.root))
+    if decision.action == "deny":
+        return tool_result(call.id, f"denied: {decision.reason}", is_error=True)
     one = ToolRegistry([replace(tool, secret=False)])  # the user may call what the model may not
     result = await run_tool(
         one, call, replace(ctx, call_id=call.id), timeout_s=timeout_s, redact=redact

@@ -158,6 +158,7 @@ async def _tool(app: AppHost, arg: str) -> None:
         parts.tool_context,
         timeout_s=parts.run.tool_timeout_s,
         redact=parts.redact,
+        rules=parts.tool_calls.approval.rules,
     )
     text = f"/tool {name}{' (error)' if block.is_error else ''}:\n{block.text}"
     app.note(text)
