@@ -337,7 +337,7 @@ async def _answer(ctx: ToolContext, asked: Any) -> bytes:
 # --- the worker side -------------------------------------------------------------------------
 
 
-class _Bridge:
+class _WorkerQuestions:
     """The worker's `QuestionBridge`: a question line on the result pipe, the answer from the
     control reader (`_serve`)."""
 
@@ -353,9 +353,9 @@ class _Bridge:
             loop = asyncio.get_running_loop()
             self.waiting = loop.create_future()
             specs = [QuestionSpec.model_validate(q).model_dump(mode="json") for q in questions]
-            assert _Bridge.pipe is not None
-            _Bridge.pipe.write(json.dumps({ASK_KEY: specs}) + "\n")
-            _Bridge.pipe.flush()
+            assert _WorkerQuestions.pipe is not None
+            _WorkerQuestions.pipe.write(json.dumps({ASK_KEY: specs}) + "\n")
+            _WorkerQuestions.pipe.flush()
             reply = await self.waiting
         if "error" in reply:
             raise RuntimeError(str(reply["error"]))
@@ -374,7 +374,7 @@ def _answer_of(raw: Mapping[str, Any]) -> Answer:
     return Answer(labels=tuple(str(x) for x in cast("list[object]", raw.get("labels", []))))
 
 
-def _context(raw: Mapping[str, Any], bridge: _Bridge | None = None) -> ToolContext:
+def _context(raw: Mapping[str, Any], bridge: _WorkerQuestions | None = None) -> ToolContext:
     from tether.sandbox.policy import PathPolicy
 
     pol = raw.get("policy")
@@ -413,7 +413,7 @@ async def _serve(req: Mapping[str, Any]) -> tuple[Outcome, bool]:
     tool = tools.get(req["tool"])
     if tool is None:
         return error_outcome(f"tool {req['tool']!r} is no longer defined in {file}"), False
-    bridge = _Bridge()
+    bridge = _WorkerQuestions()
     ctx = _context(req["context"], bridge)
     try:
         kwargs = tool.bind(req["arguments"], ctx)
@@ -457,7 +457,7 @@ def main() -> None:
     result_fd = os.dup(1)  # non-inheritable: the tool's children never see it
     os.dup2(2, 1)  # fd 1 (print, C code, child processes) now goes to stderr
     result = os.fdopen(result_fd, "w", encoding="utf-8")
-    _Bridge.pipe = result
+    _WorkerQuestions.pipe = result
     line = sys.stdin.readline()
     try:
         req = cast("dict[str, Any]", json.loads(line))
