@@ -208,12 +208,15 @@ def test_tether_run_falls_back_to_the_next_configured_provider(tmp_path: Path) -
     assert evs[-1]["type"] == "done" and evs[-1]["text"] == "from the second"
 
 
-def test_a_runaway_context_exits_4_and_max_turns_is_noted(tmp_path: Path) -> None:
+def test_a_window_the_fixed_prompt_overfills_exits_5_and_max_turns_is_noted(
+    tmp_path: Path,
+) -> None:
+    """A 300-token window is overfilled by the system prompt and the tools alone: the run is
+    refused before any request (it used to send one, then stop with a runaway context; the
+    runaway itself is `tests/cli/test_sessions_fork.py`'s and `test_runaway_guard.py`'s)."""
     home = tmp_path / "home"
     (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "big.txt").write_text("lorem ipsum dolor sit amet\n" * 150)
-    with FaultServer([tool("read", path="big.txt"), text("never sent")]) as server:
-        # one file read fills a 300-token window; compaction cannot bring it down: stop
+    with FaultServer([text("never sent")]) as server:
         proc = run_cli(
             [
                 "run",
@@ -229,10 +232,9 @@ def test_a_runaway_context_exits_4_and_max_turns_is_noted(tmp_path: Path) -> Non
             home,
             OPENAI_API_KEY="sk-test",
         )
-        assert len(server.requests) == 1, proc.stdout
-    assert proc.returncode == 4, proc.stderr
-    assert "context ran away" in proc.stderr
-    assert any(e["type"] == "error" and e["kind"] == "context_overflow" for e in jsonl(proc.stdout))
+        assert server.requests == [], proc.stdout
+    assert proc.returncode == 5, proc.stderr
+    assert "of system prompt and tools" in proc.stderr and "nothing was sent" in proc.stderr
     with FaultServer([tool("ls", path=".")]) as server:
         proc = run_cli(
             [

@@ -123,6 +123,27 @@ def test_a_prompt_far_over_the_window_is_refused_before_sending(tmp_path: Path) 
     _no_sessions(home)
 
 
+def test_a_file_the_prompt_attaches_counts_and_so_do_the_system_prompt_and_tools(
+    tmp_path: Path,
+) -> None:
+    """`@big.txt` (40 KB, ~10,000 tokens) over an 8,192-token window: refused before anything
+    is sent or stored (the trial's session stored it, overflowed, and could never go on); a
+    prompt that fits alone but not beside the system prompt and tools is refused too."""
+    home = tmp_path / "home"
+    (tmp_path / "big.txt").write_text("word " * 8_000)  # the run's folder: home's parent
+    with FaultServer([text("hi")]) as server:
+        base = ["run", "--model", "openai/m", "--base-url", server.openai_url]
+        attached = _tether([*base, "--context-window", "8192", "Summarize @big.txt"], home)
+        beside = _tether([*base, "--context-window", "2048", "y" * 6_000], home)
+        assert server.requests == []
+    for proc in (attached, beside):
+        assert proc.returncode == 5, proc.stderr
+        assert "nothing was sent" in proc.stderr
+        _one_clean_line(proc.stderr)
+    assert "of system prompt and tools" in beside.stderr
+    _no_sessions(home)
+
+
 @pytest.mark.parametrize(
     "stdin",
     [

@@ -215,7 +215,8 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         err(f"note: {line}")
     images = attachments.images
     try:
-        agent, writer, prompt = _build(opts, root, stdin, new_id, prompt, sink, images)
+        attached = [b.text for b in attachments.blocks]
+        agent, writer, prompt = _build(opts, root, stdin, new_id, prompt, sink, images, attached)
     except AuthError as exc:
         sink.error = f"auth: {exc}"
         err(str(exc))
@@ -259,17 +260,27 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         _set_handlers(previous)  # everything is persisted: the CLI's own handlers again
 
 
-def check_input_fits(prompt: str | None, stdin: StdinInput, window_tokens: int) -> None:
+def check_input_fits(
+    prompt: str | None, stdin: StdinInput, agent: Agent, attached: Sequence[str] = ()
+) -> None:
     """Refuse new input that cannot fit the model's window before anything is sent or written
-    (the rule: `tether.agent.input_fit.input_overflow`, which the TUI uses too).
+    (the rule: `tether.agent.input_fit.input_overflow`, which the TUI uses too): the prompt,
+    what its `@path` words attached, the stdin messages, and the system prompt and tool
+    schemas every request sends.
 
     Raises:
-        MalformedInputError: the prompt and stdin messages are estimated above the window
-            (exit 5); the message names both figures and the way out (a file the agent reads).
+        MalformedInputError: the input is estimated above the window (exit 5); the message
+            names both figures and the way out (a file the agent reads).
     """
-    from tether.agent.input_fit import input_overflow
+    from tether.agent.input_fit import fixed_tokens, input_overflow
 
-    why = input_overflow(prompt, window_tokens, messages=stdin.messages, system=stdin.system)
+    why = input_overflow(
+        prompt,
+        agent.limits.context_window,
+        messages=stdin.messages,  # the system prompt (stdin's too) is in `fixed`
+        attached=attached,
+        fixed_tokens=fixed_tokens(agent),
+    )
     if why is not None:
         raise MalformedInputError(why)
 
@@ -393,6 +404,7 @@ def _build(
     prompt: str | None,
     sink: OutputSink | None = None,
     images: Sequence[ImageBlock] = (),
+    attached: Sequence[str] = (),
 ) -> tuple[Agent, SessionWriter | None, str | None]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
     credentials of `root`; its MCP servers start with the run); a `/name args` prompt
@@ -430,7 +442,7 @@ def _build(
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
     run_limits.check_schema(agent)  # a bad schema is one line before any request
-    check_input_fits(prompt, stdin, agent.limits.context_window)
+    check_input_fits(prompt, stdin, agent, attached)
     agent.set_plan_mode(opts.plan)
     from tether.agent.attachments import image_refusal
 

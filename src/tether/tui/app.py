@@ -32,7 +32,7 @@ from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.attachments import image_refusal
 from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
-from tether.agent.input_fit import input_overflow
+from tether.agent.input_fit import fixed_tokens, input_overflow
 from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
 from tether.agent.sessions import stored_host_outputs
 from tether.errors import ConfigError, RunError
@@ -279,17 +279,20 @@ class TetherApp(App[int]):
         if self.opened is None:
             self.note("no agent: fix the problem above and restart")
             return
-        too_large = input_overflow(text, self.agent.limits.context_window)
-        if too_large is not None:
-            self.set_prompt(message.text, keep_typed=True)
-            self.note(f"not sent: {too_large}")
-            return
         try:
             found = resolve_mentions(text, self.agent.root)  # `@path`: files, folders, images
             images = [*self.attached, *found.images]
             refusal = image_refusal(self.agent.provider, len(images))
             if refusal is not None or ((images or found.blocks) and self.busy):
                 raise ConfigError(refusal or "@files and images go with a new prompt: wait until it is idle")
+            too_large = input_overflow(
+                text,
+                self.agent.limits.context_window,
+                attached=[b.text for b in found.blocks],
+                fixed_tokens=fixed_tokens(self.agent),
+            )
+            if too_large is not None:
+                raise ConfigError(too_large)
         except ConfigError as exc:
             self.set_prompt(message.text, keep_typed=True)
             self.note(f"not sent: {exc}")
