@@ -31,9 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from tether.agent.attachments import read_image
+from tether.gitignore import IgnoreRules, read_gitignore
 from tether.messages import ContentBlock, ImageBlock, TextBlock
 from tether.providers.images import ATTACHABLE_TYPES
 
@@ -165,7 +164,7 @@ def _file_block(word: str, path: Path, out: Mentions, cap: int) -> int:
 
 
 def _folder_block(word: str, path: Path) -> TextBlock:
-    ignored = _ignore_spec(path)
+    rules = IgnoreRules().enter("", read_gitignore(path))
     names: list[str] = []
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
@@ -176,7 +175,7 @@ def _folder_block(word: str, path: Path) -> TextBlock:
             continue
         is_dir = entry.is_dir()
         shown = entry.name + ("/" if is_dir else "")
-        if ignored is not None and ignored.match_file(shown):
+        if rules.ignored(entry.name, is_dir=is_dir):
             continue
         names.append(shown)
     more = len(names) - MAX_LISTING
@@ -215,39 +214,26 @@ def mention_content(
     return blocks
 
 
-def _ignore_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
-    gitignore = folder / ".gitignore"
-    try:
-        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-def _ignored(path: str, specs: Sequence[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
-    """Whether a `.gitignore` of a folder above `path` (each spec with its folder's prefix)
-    ignores it."""
-    return any(path.startswith(base) and s.match_file(path[len(base) :]) for base, s in specs)
-
-
 def project_paths(root: Path, cap: int = 20_000) -> list[str]:
     """The files and folders below `root` as relative paths (folders end in `/`), each
-    folder's `.gitignore` respected (and `.git`, `node_modules`, `__pycache__` skipped), about
+    folder's `.gitignore` and `.git/info/exclude` respected (`tether.gitignore`; and `.git`, `node_modules`, `__pycache__` skipped), about
     `cap` at most: what `@` completes from."""
     out: list[str] = []
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    below: dict[str, IgnoreRules] = {"": IgnoreRules.at(root)}
     for folder, dirs, names in os.walk(root):
         rel = Path(folder).relative_to(root).as_posix()
         prefix = "" if rel == "." else rel + "/"
-        spec = _ignore_spec(Path(folder))
-        if spec is not None:
-            specs.append((prefix, spec))
-
+        rules = below.pop(prefix)
+        if prefix:
+            rules = rules.enter(prefix, read_gitignore(Path(folder)))
         dirs[:] = sorted(
-            d for d in dirs if d not in _ALWAYS_SKIPPED and not _ignored(prefix + d + "/", specs)
+            d
+            for d in dirs
+            if d not in _ALWAYS_SKIPPED and not rules.ignored(prefix + d, is_dir=True)
         )
+        below.update((f"{prefix}{d}/", rules) for d in dirs)
         out += [f"{prefix}{d}/" for d in dirs]
-        out += [prefix + n for n in sorted(names) if not _ignored(prefix + n, specs)]
+        out += [prefix + n for n in sorted(names) if not rules.ignored(prefix + n, is_dir=False)]
         if len(out) > cap:
             break
     return out

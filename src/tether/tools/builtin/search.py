@@ -1,19 +1,23 @@
 """The built-in search tools: `glob` (names) and `grep` (contents, pure Python `re`).
 
 Owns: their behaviour, caps and output formats. Neither ever reports a path outside the working
-folder: every candidate reached through a symlink is re-checked with the path guard. `grep` skips
-`.git`, binary files and files the deny policy refuses (so a read deny cannot be bypassed
-through it).
-Does not own: the path guard (`tether.sandbox.paths`).
+folder: every candidate reached through a symlink is re-checked with the path guard. Both skip
+`.git` (`.hg`, `.svn`) and what the project's ignore files ignore (`tether.gitignore`, as
+ripgrep does: the ignored folders pruned, never walked), except below a path the call names
+that is itself ignored (`path: ".venv/lib"`, a pattern starting `.venv/`). `grep` also skips
+binary files and files the deny policy refuses (so a read deny cannot be bypassed through it).
+Does not own: the path guard (`tether.sandbox.paths`), the ignore rules (`tether.gitignore`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from tether.errors import PathDeniedError, PathOutsideError, ToolError
+from tether.gitignore import IgnoreRules, read_gitignore
 from tether.sandbox.paths import open_inside, resolve_inside
 from tether.sandbox.policy import check_hardlinks, check_policy, compile_glob
 from tether.tools.base import tool
@@ -50,8 +54,9 @@ def glob_(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     """Find files and folders by name pattern, e.g. `**/*.py` or `src/*.toml`; sorted paths
     relative to the working folder, folders ending with `/`.
 
-    `*` matches within one path component, `**` any number of folders. `.git` is skipped unless
-    the pattern names it.
+    `*` matches within one path component, `**` any number of folders. `.git` and what the
+    project's `.gitignore` files ignore are skipped, unless the pattern starts with that folder
+    (`.venv/**/*.py`) or `path` is inside it.
 
     Args:
         pattern: the glob, relative to `path` (no `..`, not absolute).
@@ -82,55 +87,108 @@ def glob_(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
 
 
 def fd_glob(root: Path, base: Path, pattern: str, *, show_git: bool) -> list[str]:
-    """Relative paths under `base` matching `pattern` (anchored at `base`), found by walking
-    folder fds (`os.fwalk`, never following a symlink, each folder re-checked under its open
-    fd), starting from a fd opened from the root without following symlinks: a folder swapped
-    for a symlink to outside while the walk runs is not entered. At most
+    """Relative paths under `base` matching `pattern` (anchored at `base`), found by `fd_walk`
+    from the pattern's leading literal folders (`src/` of `src/**/*.py`). At most
     `MAX_GLOB_SCAN` results.
 
     Raises:
         PathOutsideError: `base` itself is (now) a symlink.
     """
     rx = compile_glob(pattern, anchored=True)
-    parts = pattern.split("/")
+    parts = pattern.strip("/").split("/")
     max_depth = None if any("**" in p for p in parts) else len(parts)
-    top = open_dir_inside(root, base)
     out: list[str] = []
+    for rel_dir, dirnames, filenames in fd_walk(root, base, lead(pattern), skip_vcs=not show_git):
+        depth = 0 if rel_dir == "" else rel_dir.count("/") + 1
+        for name in (*dirnames, *filenames):
+            r = rel_dir + "/" + name if rel_dir else name
+            if rx.match(r):
+                out.append(r)
+                if len(out) >= MAX_GLOB_SCAN:
+                    return out
+        if max_depth is not None and depth + 1 >= max_depth:
+            dirnames[:] = []
+    return out
+
+
+def lead(pattern: str) -> str:
+    """The leading folders of an anchored glob that hold no wildcard (`src/a` of
+    `src/a/**/*.py`; `""` for `**/*.py` or `*.py`): where a walk for it can start."""
+    parts = pattern.strip("/").split("/")[:-1]
+    out: list[str] = []
+    for part in parts:
+        if part in ("", ".") or any(c in part for c in "*?[\\"):
+            break
+        out.append(part)
+    return "/".join(out)
+
+
+def fd_walk(
+    root: Path, base: Path, sub: str = "", *, skip_vcs: bool = True
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`(folder, its folders, its files)` for each folder from `base/sub` down, the folder
+    relative to `base` (`""` for `base`), names sorted; what the project's ignore rules ignore
+    is left out and never entered (unless `base/sub` is itself ignored or in an ignored
+    folder: then nothing below it is), VCS folders too when `skip_vcs`. A caller may prune
+    `folders` further before the walk goes on.
+
+    Walked by folder fds (`os.fwalk`, never following a symlink, each folder re-checked under
+    its open fd), from a fd opened from the root without following symlinks: a folder swapped
+    for a symlink to outside while the walk runs is not entered.
+
+    Raises:
+        PathOutsideError: `base` itself is (now) a symlink.
+    """
+    start = base / sub if sub else base
     try:
-        for dirpath, dirnames, filenames, _fd in os.fwalk(
-            ".", dir_fd=top, follow_symlinks=False
-        ):
-            rel_dir = os.path.normpath(dirpath)
-            depth = 0 if rel_dir == "." else rel_dir.count("/") + 1
-            if not show_git:
+        top = open_dir_inside(root, start)
+    except (OSError, PathOutsideError):
+        if not sub:
+            raise
+        return  # the pattern's folder is missing, or a symlink
+    at = os.path.relpath(start, root)
+    at = "" if at == "." else at.replace(os.sep, "/") + "/"
+    first = None if IgnoreRules.covers(root, at) else IgnoreRules.at(root, at)
+    below: dict[str, IgnoreRules] = {}
+    head = sub + "/" if sub else ""
+    try:
+        for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            here = os.path.normpath(dirpath)
+            here = "" if here == "." else here + "/"
+            if skip_vcs:
                 dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-            for name in (*dirnames, *filenames):
-                r = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if rx.match(r):
-                    out.append(r)
-                    if len(out) >= MAX_GLOB_SCAN:
-                        return out
-            if max_depth is not None and depth + 1 >= max_depth:
-                dirnames[:] = []
+            if first is not None:
+                rules = (
+                    first
+                    if not here
+                    else below.pop(here).enter(at + here, read_gitignore(dir_fd=fd))
+                )
+                dirnames[:] = [d for d in dirnames if not rules.ignored(at + here + d, is_dir=True)]
+                filenames[:] = [
+                    f for f in filenames if not rules.ignored(at + here + f, is_dir=False)
+                ]
+                below.update((here + d + "/", rules) for d in dirnames)
+            dirnames.sort()
+            filenames.sort()
+            yield (head + here).rstrip("/"), dirnames, filenames
     finally:
         os.close(top)
-    return out
 
 
-def _walk(base: Path) -> list[Path]:
-    """Files under `base` (not following symlinked folders, skipping VCS folders), sorted."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        d = Path(dirpath)
-        out.extend(d / f for f in sorted(filenames))
-    return out
+def _walk(root: Path, base: Path, sub: str = "") -> list[Path]:
+    """The files `fd_walk` finds under `base/sub`, sorted."""
+    return [
+        base / rel_dir / f if rel_dir else base / f
+        for rel_dir, _dirs, files in fd_walk(root, base, sub)
+        for f in files
+    ]
 
 
 @tool(safe=True)
 def grep(pattern: str, path: str = ".", glob: str | None = None, *, ctx: ToolContext) -> str:
     """Search file contents with a Python regular expression; prints `file:line: text` for each
-    matching line, files in sorted order. Skips binary files and `.git`.
+    matching line, files in sorted order. Skips binary files, `.git` and what the project's
+    `.gitignore` files ignore, unless `path` (or `glob`'s start) is inside that folder.
 
     Args:
         pattern: the regex (Python `re` syntax), searched in each line.
@@ -145,8 +203,8 @@ def grep(pattern: str, path: str = ".", glob: str | None = None, *, ctx: ToolCon
     base = guard(ctx, path)
     if not base.exists():
         raise ToolError(f"{rel(ctx, base)} does not exist")
-    files = [base] if base.is_file() else _walk(base)
     top = base_of(ctx, base)  # the root, or the extra folder searched
+    files = [base] if base.is_file() else _walk(top, base, lead(glob) if glob else "")
     only = compile_glob(glob) if glob else None
     out: list[str] = []
     denied = 0
