@@ -49,5 +49,9 @@ def test_timeout_stops_the_whole_run_with_124_and_keeps_the_partial_turn(tmp_pat
     assert result.is_error and result.text == CANCELLED_RUNNING
     with FaultServer([text("never sent")]) as server:
         bad = _run(server, home, "--no-session", "--timeout", "soon", "hi")
-        assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr
+        huge = _run(server, home, "--no-session", "--timeout", "9" * 20, "hi")
         assert server.requests == []
+    for proc in (bad, huge):
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        # the flag's unit is seconds: the line says so, not the settings' milliseconds
+        assert "give seconds (600)" in proc.stderr and "milliseconds" not in proc.stderr

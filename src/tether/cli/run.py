@@ -383,13 +383,17 @@ def _overrides(opts: RunOptions) -> dict[str, Any]:
         from tether.durations import parse_duration
         from tether.errors import DurationError
 
-        value = opts.timeout.strip()
+        given = opts.timeout.strip()
+        value = given
         if value.replace(".", "", 1).isdigit():  # a bare number on the command line: seconds
             value += "s"
         try:
             seconds = parse_duration(value)
-        except DurationError as exc:
-            raise ConfigError(f"--timeout: {exc}") from None
+        except DurationError:
+            raise ConfigError(
+                f"--timeout {given!r}: give seconds (600) or a duration like 90s, 10m, 1h30m, "
+                "at most a year"
+            ) from None
         if seconds <= 0:
             raise ConfigError("--timeout must be above 0")
         overrides["run.timeout_s"] = value  # a string, as in the file (a number is ms there)
