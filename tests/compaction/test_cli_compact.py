@@ -105,3 +105,20 @@ def test_compact_in_an_unapproved_project_ignores_its_settings_and_says_so(
     _summarizer(monkeypatch)
     out = CliRunner().invoke(app, ["compact", "s3"])
     assert "warning:" in out.output and "tether trust" in out.output
+
+
+def test_compact_refuses_a_summary_that_is_not_shorter(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial's small session went from 18 to 86 tokens and the command said it compacted:
+    a summary longer than what it replaces is refused (exit 5) and nothing is written."""
+    store = SessionStore()
+    with store.create("s3", cwd=str(home)) as w:
+        for t in history(2, result_chars=10):
+            w.append(t)
+    provider = ScriptedProvider(lambda r: "## Goal\n" + "a long summary of very little. " * 60)
+    monkeypatch.setattr(build, "resolve_provider", lambda *a, **k: provider)  # type: ignore[misc]
+    before = len(store.load("s3").turns)
+    out = CliRunner().invoke(app, ["compact", "s3", "--model", "x/y"])
+    assert out.exit_code == 5 and "not shorter" in out.output, out.output
+    assert len(store.load("s3").turns) == before  # nothing written

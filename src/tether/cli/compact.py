@@ -91,6 +91,12 @@ def compact_command(
     except CompactionFailedError as exc:
         err(str(exc))
         return exit_code_for(exc.kind)
+    if result.tokens_after >= result.tokens_before:  # a summary longer than what it replaces
+        err(
+            f"cannot compact {session_id}: the summary ({result.tokens_after} tokens with what "
+            f"stays) is not shorter than the conversation ({result.tokens_before}); nothing written"
+        )
+        return EXIT_MALFORMED
     try:
         with store.open_for_append(session_id) as writer:
             writer.append(result.marker_turn)
