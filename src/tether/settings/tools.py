@@ -4,7 +4,7 @@ sandbox, the environment passed to tools, the web tool and the loop-breaker rule
 from __future__ import annotations
 
 import re
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -200,6 +200,11 @@ class ToolsSettings(_Section):
     web: WebSettings = Field(default_factory=WebSettings)
     only: list[str] | None = None
     loop_breaker: dict[str, LoopRuleSettings] = Field(default_factory=dict[str, LoopRuleSettings])
+    settings: dict[str, dict[str, Any]] = Field(default_factory=dict[str, dict[str, Any]])
+    """Each tool's own settings, by tool name (`tools.settings.<tool>.<key>`): a tool that
+    declares them (`@tool(settings=Model)`) has them validated by its model when the agent is
+    built (a bad value is one line naming the key); names of tools not loaded are kept as
+    they are. `tether tool --list` shows each tool's keys and defaults."""
     add_dirs: list[str] = Field(default_factory=list[str])
     """Folders outside the working folder the tools may use too (`--add-dir`, `/add-dir`;
     Claude Code's `additionalDirectories`): the file tools read and write there and commands

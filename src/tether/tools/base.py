@@ -103,6 +103,9 @@ class Tool:
         times_itself: the tool enforces its own time limit, at most `ToolContext.max_timeout_s`
             (`bash`'s `timeout_s`); the runner's limit is that ceiling plus
             `TIMES_ITSELF_MARGIN_S`, a backstop.
+        settings: the pydantic model of the tool's own settings (`tools.settings.<name>` in a
+            settings file, validated by it when the agent is built; the tool reads them with
+            `ctx.settings(Model)`), or None: the tool contributes its settings' schema.
     """
 
     name: str
@@ -120,6 +123,7 @@ class Tool:
     source: Path | None = None
     secret: bool = False
     times_itself: bool = False
+    settings: type[BaseModel] | None = field(default=None, repr=False, compare=False)
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     def spec(self) -> ToolSpec:
@@ -172,6 +176,7 @@ def _build(
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
     times_itself: bool = False,
+    settings: type[BaseModel] | None = None,
 ) -> Tool:
     tool_name = name or getattr(fn, "__name__", "")
     if not _NAME_RE.match(tool_name):
@@ -224,6 +229,7 @@ def _build(
         timeout_param=timeout_param,
         secret=secret,
         times_itself=times_itself,
+        settings=settings,
     )
 
 
@@ -240,6 +246,7 @@ def tool(
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
     times_itself: bool = False,
+    settings: type[BaseModel] | None = None,
 ) -> Tool: ...
 
 
@@ -256,6 +263,7 @@ def tool(
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
     times_itself: bool = False,
+    settings: type[BaseModel] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -271,6 +279,7 @@ def tool(
     on_timeout: OnTimeout | None = None,
     secret: bool = False,
     times_itself: bool = False,
+    settings: type[BaseModel] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a `Tool` from a typed function; usable as `@tool`, `@tool(safe=True)` or `tool(fn)`.
 
@@ -286,6 +295,7 @@ def tool(
             return a final result within `ON_TIMEOUT_GRACE_S` (see `tether.tools.exec.run`).
         secret: only the user may call it (`Tool.secret`).
         times_itself: it enforces its own time limit (`Tool.times_itself`).
+        settings: the pydantic model of its own settings (`Tool.settings`).
 
     Returns:
         The Tool, or a decorator producing it when `fn` is omitted.
@@ -307,6 +317,7 @@ def tool(
             on_timeout=on_timeout,
             secret=secret,
             times_itself=times_itself,
+            settings=settings,
         )
 
     if fn is not None:

@@ -23,13 +23,15 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tether.errors import ToolError
 from tether.messages import ImageBlock, TextBlock
 from tether.tools.state import ToolState, ToolStates
+
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 if TYPE_CHECKING:
     from tether.sandbox.base import Sandbox
@@ -215,6 +217,8 @@ class ToolContext:
     `timeout` argument and `bash`'s `timeout_s` are capped at it."""
     states: ToolStates | None = field(default=None, repr=False, compare=False)
     tool_name: str | None = None
+    tool_settings: Mapping[str, BaseModel] = field(default_factory=dict[str, BaseModel], repr=False)
+    """Each tool's own validated settings, by tool name (`ToolContext.settings`)."""
 
     @property
     def state(self) -> ToolState:
@@ -228,6 +232,12 @@ class ToolContext:
         if self.states is None or self.tool_name is None:
             raise ToolError("durable tool state is not available to this call")
         return self.states.for_tool(self.tool_name)
+
+    def settings(self, model: type[SettingsT]) -> SettingsT:
+        """The running tool's own settings (`@tool(settings=model)`: `tools.settings.<name>`
+        in a settings file, validated when the agent was built), else `model`'s defaults."""
+        found = self.tool_settings.get(self.tool_name or "")
+        return found if isinstance(found, model) else model()
 
     @classmethod
     def create(

@@ -24,6 +24,7 @@ from tether.tools.base import DEFAULT_TIMEOUT_S
 from tether.tools.context import ToolContext
 from tether.tools.exec.run import Redactor, run_tool
 from tether.tools.registry import ToolRegistry
+from tether.tools.tool_settings import settings_lines
 
 __all__ = ["call_directly", "parse_arguments", "tool_lines"]
 
@@ -81,4 +82,5 @@ def tool_lines(registry: ToolRegistry) -> list[str]:
         about = t.description.strip().splitlines()[0] if t.description.strip() else ""
         tag = f"[{', '.join(marks)}] " if marks else ""
         rows.append(f"{t.name:<{width}}  {tag}{about}")
+        rows += [f"{'':<{width}}  {line}" for line in settings_lines(t)]
     return rows

@@ -49,6 +49,7 @@ from tether.tools.exec.persist import OutputLimits
 from tether.tools.exec.read_state import ReadState
 from tether.tools.fetch import WebPolicy
 from tether.tools.registry import ToolRegistry
+from tether.tools.tool_settings import validate_tool_settings
 from tether.tracing import tracing_for
 
 __all__ = ["assemble"]
@@ -138,6 +139,7 @@ def assemble(
         if host.agent_path == ("main",)
         else None,
         states=session.tool_states(),
+        tool_settings=validate_tool_settings(registry, config.tools.settings),
         lsp=host.lsp
         or lsp_manager(  # language servers: started on the first touch of a file
             config.lsp,

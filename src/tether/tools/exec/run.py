@@ -170,8 +170,8 @@ async def run_tool(
                 "truncated, e.g. in smaller pieces)",
             )
         )
-    if ctx.states is not None and ctx.tool_name != tool.name:
-        ctx = replace(ctx, tool_name=tool.name)  # `ctx.state` is this tool's own
+    if (ctx.states is not None or tool.settings is not None) and ctx.tool_name != tool.name:
+        ctx = replace(ctx, tool_name=tool.name)  # `ctx.state`, `ctx.settings`: this tool's own
     try:
         kwargs = tool.bind(call.arguments, ctx)
     except ValidationError as e:

@@ -7,7 +7,8 @@ Protocol (UTF-8 JSON lines):
     harness → worker stdin, first line:
         {"file": str, "tool": str, "arguments": {...},
          "context": {"root": str, "session_dir": str | null,
-                     "policy": <PathPolicy.to_json()> | null}}
+                     "policy": <PathPolicy.to_json()> | null, "questions": bool,
+                     "settings": <the tool's own settings> | null}}
     harness → worker stdin, later (only when the call timed out and the tool has `on_timeout`):
         {"op": "timeout", "limit_s": float}
     worker → stdout, exactly one line, written LAST and flushed, then the worker exits:
@@ -104,6 +105,13 @@ def _worker_env(ctx: ToolContext) -> dict[str, str]:
     return env
 
 
+def _settings_json(ctx: ToolContext, name: str) -> Any:
+    """The tool's own validated settings as JSON (validated again by its model in the
+    worker), or None."""
+    found = ctx.tool_settings.get(name)
+    return None if found is None else found.model_dump(mode="json")
+
+
 def _request(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> bytes:
     policy = ctx.policy
     req = {
@@ -115,6 +123,7 @@ def _request(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> byte
             "session_dir": None if ctx.session_dir is None else str(ctx.session_dir),
             "policy": None if policy is None else policy.to_json(),
             "questions": ctx.questions is not None,
+            "settings": _settings_json(ctx, tool.name),
         },
     }
     return (json.dumps(req, default=str) + "\n").encode()
@@ -415,6 +424,13 @@ async def _serve(req: Mapping[str, Any]) -> tuple[Outcome, bool]:
         return error_outcome(f"tool {req['tool']!r} is no longer defined in {file}"), False
     bridge = _WorkerQuestions()
     ctx = _context(req["context"], bridge)
+    raw_settings = req["context"].get("settings")
+    if tool.settings is not None and raw_settings is not None:
+        ctx = replace(
+            ctx,
+            tool_name=tool.name,
+            tool_settings={tool.name: tool.settings.model_validate(raw_settings)},
+        )
     try:
         kwargs = tool.bind(req["arguments"], ctx)
     except ValidationError as e:
