@@ -533,6 +533,8 @@ def trust(
     if show:
         for name, what in state.changes:
             print(f"{what}\t{name}")
+        for name in state.removed:
+            print(f"removed\t{name}")
         for name in state.approved:
             print(f"approved\t{name}")
         err(
