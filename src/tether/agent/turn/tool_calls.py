@@ -355,7 +355,6 @@ class ToolCalls:
             )
         )
 
-
     async def _gate_shielded(
         self, call: ToolCallBlock, run: ToolRunResult, session_dir: Path | None
     ) -> ToolResultBlock:
