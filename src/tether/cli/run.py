@@ -238,7 +238,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         content = mention_content(prompt, attachments) if prompt is not None else None
         return asyncio.run(_drive(agent, content))
     except asyncio.CancelledError:  # a signal landed as the run was returning
-        err("cancelled")
+        cancel.say()
         return EXIT_CANCELLED
     except ConfigError as exc:
         err(str(exc))
@@ -494,7 +494,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         err(str(exc))
         return exit_code_for(exc.kind)
     except asyncio.CancelledError:
-        err("cancelled")
+        cancel.say()
         return EXIT_CANCELLED
     finally:
         try:
