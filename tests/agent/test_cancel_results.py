@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from tether.agent.agent import Agent
+from tether.agent.events import ToolResultEvent
+from tether.agent.host import Host
 from tether.agent.sessions import CANCELLED_RUNNING, INTERRUPTED, AgentSession
 from tether.agent.turn.hooks import HookInput, Hooks
 from tether.messages import Turn
@@ -57,12 +59,14 @@ async def test_finished_running_and_waiting_calls_are_told_apart(tmp_path: Path)
         call("work", id="slow", name="slow"),
         call("work", id="held", name="held"),
     )
+    events: list[Any] = []
     agent = Agent(
         ScriptedProvider([Reply(blocks=calls)]),
         tools=[work],
         root=tmp_path,
         hooks=Hooks(after_tool=[after], before_tool=[before]),
         session=AgentSession(sink=writer),
+        host=Host(on_event=events.append),
     )
     run = asyncio.create_task(agent.run("go"))
     await settling.wait()
@@ -75,6 +79,12 @@ async def test_finished_running_and_waiting_calls_are_told_apart(tmp_path: Path)
     assert results[0].text == "done finished" and not results[0].is_error
     assert results[1].is_error and results[1].text == CANCELLED_RUNNING
     assert results[2].is_error and results[2].text == INTERRUPTED
+    # the host hears of each call's result once, as stored
+    told = {e.tool_call_id: e for e in events if isinstance(e, ToolResultEvent)}
+    assert len([e for e in events if isinstance(e, ToolResultEvent)]) == 3
+    assert [(told[r.tool_call_id].content, told[r.tool_call_id].is_error) for r in results] == [
+        (r.text, r.is_error) for r in results
+    ]
     assert CANCELLED_RUNNING.startswith("cancelled while running: it may have had effects")
 
 

@@ -51,8 +51,7 @@ def exit_now(signum: int, frame: FrameType | None) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a reentrant flush or a closed pipe
             stream.flush()
-    with contextlib.suppress(OSError):
-        os.write(2, b"tether: cancelled\n")
+    cancel.say(raw=True)
     os._exit(EXIT_CANCELLED)
 
 
@@ -129,9 +128,9 @@ def leave(code: int) -> NoReturn:
             with contextlib.suppress(Exception):
                 step()
     if cancel.received():
-        if code != EXIT_CANCELLED:  # the signal's cancel reached a run that had finished
-            with contextlib.suppress(OSError):
-                os.write(2, b"tether: cancelled\n")
+        # said already, unless the signal's cancel reached a run that had finished, or the
+        # CLI's `KeyboardInterrupt` became a quiet exit 130 (typer does that)
+        cancel.say()
         code = EXIT_CANCELLED
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tether.cli import cancel
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.models_cmd import models
@@ -533,6 +534,8 @@ def trust(
     if show:
         for name, what in state.changes:
             print(f"{what}\t{name}")
+        for name in state.removed:
+            print(f"removed\t{name}")
         for name in state.approved:
             print(f"approved\t{name}")
         err(
@@ -580,7 +583,7 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):  # before a run's own handlers; typer's Abort
         # is what its prompts raise on Ctrl-C / Ctrl-D (typer >= 0.26 vendors its own click,
         # whose Abort is not `click.exceptions.Abort`)
-        err("cancelled")
+        cancel.say()
         sys.exit(EXIT_CANCELLED)
     except Exception as exc:
         format_message = getattr(exc, "format_message", None)
@@ -592,4 +595,8 @@ def main() -> None:
             )
         )
         sys.exit(EXIT_USAGE)
+    if code == EXIT_CANCELLED and cancel.received():
+        # typer turns a `KeyboardInterrupt` (a signal during a command's start-up: its lazy
+        # imports, the settings, the agent) into a quiet exit 130
+        cancel.say()
     sys.exit(code if isinstance(code, int) else EXIT_OK)

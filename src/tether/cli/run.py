@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,7 +45,7 @@ from tether.cli.output import (
     clean_text,
     err,
 )
-from tether.cli.stdin import StdinInput, parse_stdin
+from tether.cli.stdin import StdinInput, parse_stdin, plain_text
 from tether.cli.token import give_token
 from tether.errors import (
     AuthError,
@@ -53,7 +55,7 @@ from tether.errors import (
     SessionError,
     exit_code_for,
 )
-from tether.messages import ContentBlock, ImageBlock, Turn
+from tether.messages import ContentBlock, ImageBlock, TextBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -191,6 +193,13 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         except MalformedInputError as exc:
             err(f"malformed input: {exc}")
             return EXIT_MALFORMED
+    piped = _piped_text() if prompt is not None else ""
+    if piped and not plain_text(piped):
+        err(
+            "note: stdin ignored: beside a prompt argument only plain text is added to it "
+            "(send a JSON context or message lines on stdin alone)"
+        )
+        piped = ""
     if prompt is None and not opts.resume:
         if not stdin.messages:
             err("no prompt: give one as an argument or on stdin")
@@ -237,9 +246,11 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         from tether.agent.mentions import mention_content
 
         content = mention_content(prompt, attachments) if prompt is not None else None
+        if piped and content is not None:  # after the prompt; its `@words` attach nothing
+            content = _with_piped(content, piped)
         return asyncio.run(_drive(agent, content))
     except asyncio.CancelledError:  # a signal landed as the run was returning
-        err("cancelled")
+        cancel.say()
         return EXIT_CANCELLED
     except ConfigError as exc:
         err(str(exc))
@@ -476,6 +487,31 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
     return text
 
 
+def _piped_text() -> str:
+    """stdin's text when it is a pipe or a file (`cat log | tether run "summarize"`), else ""
+    (a terminal, /dev/null, a socket)."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        return ""
+    try:
+        mode: int | None = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):  # not a file descriptor (a stream in this process)
+        mode = None
+    if mode is not None and not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return ""
+    return clean_text(stream.read())
+
+
+def _with_piped(content: str | list[ContentBlock], piped: str) -> str | list[ContentBlock]:
+    """The prompt followed by the piped text (after the prompt's text, before its files)."""
+    if isinstance(content, str):
+        return f"{content}\n\n{piped}"
+    block = TextBlock(text=piped)
+    if content and isinstance(content[0], TextBlock):
+        return [content[0], block, *content[1:]]
+    return [block, *content]
+
+
 async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
     """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
     MCP servers start first (their tools join the agent's registry) and stop at the end."""
@@ -510,7 +546,7 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         err(str(exc))
         return exit_code_for(exc.kind)
     except asyncio.CancelledError:
-        err("cancelled")
+        cancel.say()
         return EXIT_CANCELLED
     finally:
         try:

@@ -18,6 +18,10 @@ Malformed (exit 5), never sent as a prompt:
 
 message = {"role": "user" | "assistant" | "system", "content": str | [content block, ...]}
 (content blocks in tether's own JSON form, see `tether.messages`).
+
+With a prompt argument, stdin that is plain text (`plain_text`: user text lines only, no JSON
+context or message line) is added after the prompt (`cat log | tether run "summarize"`, as
+Claude Code's `-p`); other stdin is ignored, and said so.
 """
 
 from __future__ import annotations
@@ -96,6 +100,28 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
             pending.append(line)
     flush()
     return StdinInput(None, tuple(turns))
+
+
+def plain_text(text: str) -> bool:
+    """True when `text` is user text by the grammar: not empty, not a JSON value, not
+    something that starts as JSON, and no line a JSON object (a message)."""
+    stripped = text.strip()
+    if not stripped or _starts_as_json(stripped):
+        return False
+    try:
+        json.loads(stripped)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return False
+    for line in text.splitlines():
+        if line.lstrip().startswith("{"):
+            try:
+                if isinstance(json.loads(line), dict):
+                    return False
+            except json.JSONDecodeError:
+                continue
+    return True
 
 
 _VALUE_START = frozenset('{["-0123456789tfn')

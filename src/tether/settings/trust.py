@@ -14,8 +14,9 @@ like `AGENTS.md`, left out) and under each tool folder that the
 project's settings file names in `tools.folders`. Files a project has none of need no approval:
 a project without `.tether/` runs as before, and a file that appears there later (planted by a
 tool call of an earlier run, or pulled from a repository) is new, hence unapproved. A removed
-file is a change too, except a Jobs task file (`.tether/jobs/*.md`: Jobs archives run-once
-tasks; fewer tasks never runs anything new).
+file needs no approval (it takes nothing new into a run: a removed settings file leaves the
+user's settings, which a refusal loads too; a removed tool, command or Jobs task file leaves
+fewer, each of the rest as approved); `tether trust --show` still lists it.
 
 A project's first run: nothing is approved yet, so a project that already has `.tether/` files
 is refused until the user runs `tether trust` there (a cloned repository's tools and settings are
@@ -167,13 +168,15 @@ class TrustState:
 
     Attributes:
         root: the project (real path).
-        changes: (name, `new` | `changed` | `removed`) for each file that differs, sorted.
+        changes: (name, `new` | `changed`) for each file that needs approval, sorted.
         approved: names whose content is as approved.
+        removed: approved names that are gone (no approval needed), sorted.
     """
 
     root: Path
     changes: tuple[tuple[str, str], ...]
     approved: tuple[str, ...]
+    removed: tuple[str, ...] = ()
 
     @property
     def trusted(self) -> bool:
@@ -193,13 +196,6 @@ class TrustState:
         )
 
 
-def _is_task_file(name: str) -> bool:
-    """A Jobs task file (`.tether/jobs/<id>.md`): one that is gone only means fewer runs (Jobs
-    archives a run-once task after its run), so its removal needs no new approval."""
-    path = Path(name)
-    return path.parent == Path(PROJECT_DIR) / "jobs" and path.suffix == ".md"
-
-
 def check_trust(root: Path) -> TrustState:
     """Compare the project's files with its approval (see the module docstring)."""
     root = Path(os.path.realpath(root))
@@ -211,11 +207,9 @@ def check_trust(root: Path) -> TrustState:
             changes.append((name, "new"))
         elif before[name] != digest:
             changes.append((name, "changed"))
-    for name in before:
-        if name not in now and not _is_task_file(name):
-            changes.append((name, "removed"))
+    gone = tuple(sorted(name for name in before if name not in now))
     same = tuple(sorted(n for n, d in now.items() if before.get(n) == d))
-    return TrustState(root=root, changes=tuple(sorted(changes)), approved=same)
+    return TrustState(root=root, changes=tuple(sorted(changes)), approved=same, removed=gone)
 
 
 def approve(root: Path) -> dict[str, str]:

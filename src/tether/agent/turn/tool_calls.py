@@ -4,9 +4,9 @@ itself (timed, cancellable one by one), the output gate, events, and the results
 Owns: `ToolCalls` (parallel calls, results in call order; calls that touch the same thing in
 the model's order, `tether.tools.exec.order`; a checkpoint before a call that may change files,
 `tether.agent.turn.checkpoints`; the `todo` event after a successful `todo` call; system notes after
-all results, `cancel` of one call, `interrupted` results for calls a run-wide cancel cut short,
-calls skipped because the user steered while they waited, the `tool_call_started` record right
-before a call runs, then the `tool_start` event), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
+all results, `cancel` of one call, `interrupted` results (and their `tool_result` events) for
+calls a run-wide cancel cut short, calls skipped because the user steered while they waited, the
+`tool_call_started` record right before a call runs, then the `tool_start` event), `TOOL_CANCELLED` and `STEERED_SKIP`. It reads the tools,
 their context and the event sink from the agent's parts (`tether.agent.turn.state.RunParts`) and
 appends the results turn through the run's `RunState`.
 Does not own: a call's execution (`tether.tools.exec.run`), the dedup / stale-read rules
@@ -104,6 +104,10 @@ class ToolCalls:
         """The calls of the reply being run that started (their tool was called)."""
         self._finished: dict[str, ToolResultBlock] = {}
         """Results of calls whose tool returned before a run-wide cancel reached them."""
+        self._reported: set[str] = set()
+        """The calls of the reply being run whose `tool_result` event was emitted."""
+        self._began: dict[str, float] = {}
+        """When each call of the reply being run was taken up (`time.perf_counter`)."""
 
     @property
     def approval(self) -> ApprovalGate:
@@ -154,13 +158,22 @@ class ToolCalls:
                 return self._traced(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
             return self._run_one(call, parts, state, safe_mode=safe_mode, timeout_s=timeout_s)
 
+        def persist_cancelled(results: list[ToolResultBlock]) -> None:
+            # the host hears of every call's result, a call the cancel cut short included
+            for call, result in zip(calls, results, strict=True):
+                if call.id not in self._reported:
+                    self._report(parts, call, result)
+            persist(results)
+
         self._started.clear()
         self._finished.clear()
+        self._reported.clear()
+        self._began.clear()
         if len(calls) == 1:
             try:
                 results: list[ToolResultBlock] = [await one(calls[0])]
             except asyncio.CancelledError:
-                persist([self._unfinished(calls[0])])
+                persist_cancelled([self._unfinished(calls[0])])
                 raise
         else:
             # calls that touch the same thing run in the model's order (`tools.exec.order`)
@@ -175,7 +188,7 @@ class ToolCalls:
                     if not t.cancelling():
                         t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-                persist(
+                persist_cancelled(
                     [
                         t.result()
                         if t.done() and not t.cancelled() and t.exception() is None
@@ -260,7 +273,7 @@ class ToolCalls:
         safe_mode: bool,
         timeout_s: float,
     ) -> ToolResultBlock:
-        started = time.perf_counter()
+        started = self._began[call.id] = time.perf_counter()
         refused = refuse_in_safe_mode(parts.registry, call, safe_mode)
         if refused is None and self._steered():  # the user steered while it waited
             refused = tool_result(call.id, STEERED_SKIP, is_error=True)
@@ -316,18 +329,31 @@ class ToolCalls:
                 items = call.arguments.get("items")
                 if isinstance(items, list):
                     parts.emit(TodoEvent(items=latest_todo_items(cast(list[Any], items))))
-            parts.emit(
-                ToolResultEvent(
-                    tool_call_id=call.id,
-                    name=call.name,
-                    content=result.text,
-                    is_error=result.is_error,
-                    duration_ms=(time.perf_counter() - started) * 1e3,
-                    display=run.display,
-                )
-            )
+            self._report(parts, call, result, started=started, display=run.display)
         return result
 
+    def _report(
+        self,
+        parts: RunParts,
+        call: ToolCallBlock,
+        result: ToolResultBlock,
+        *,
+        started: float | None = None,
+        display: Any = None,
+    ) -> None:
+        """Emit the call's `tool_result` event (once per call)."""
+        self._reported.add(call.id)
+        began = started if started is not None else self._began.get(call.id)
+        parts.emit(
+            ToolResultEvent(
+                tool_call_id=call.id,
+                name=call.name,
+                content=result.text,
+                is_error=result.is_error,
+                duration_ms=0.0 if began is None else (time.perf_counter() - began) * 1e3,
+                display=display,
+            )
+        )
 
     async def _gate_shielded(
         self, call: ToolCallBlock, run: ToolRunResult, session_dir: Path | None

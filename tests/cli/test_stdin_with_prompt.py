@@ -1,0 +1,66 @@
+"""`tether run PROMPT` with piped stdin (docs/cli.md, stdin grammar): plain text stdin is sent
+after the prompt (`cat log | tether run "summarize"`, as Claude Code's `-p`); stdin that the
+grammar reads as JSON (a context, message lines) is ignored with one line saying so. A real
+`tether run` process (stdin a pipe) against a loopback model server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kit.cli import tether
+from kit.faultserver import FaultServer, text
+
+LOG = "ERROR disk full on /var\nWARN retrying @notes.txt in 5 s\n"
+
+
+def _user_text(request: dict[str, Any]) -> str:
+    users = [m for m in request["body"]["messages"] if m["role"] == "user"]
+    content = users[-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content)
+
+
+def _run(tmp: Path, server: FaultServer, stdin: str) -> tuple[int, str]:
+    args = ["run", "--no-session", "--model", "openai/m", "--base-url", server.openai_url]
+    done = tether(
+        [*args, "summarize"],
+        tmp / "home",
+        input=stdin,
+        OPENAI_API_KEY="sk-test",
+        TETHER_CONFIG_DIR=str(tmp / "cfg"),
+    )
+    return done.returncode, done.stderr
+
+
+def test_plain_text_stdin_follows_the_prompt(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notes.txt").write_text("secret notes\n")
+    with FaultServer([text("ok")]) as server:
+        code, stderr = _run(tmp_path, server, LOG)
+        sent = _user_text(server.requests[0])
+    assert code == 0, stderr
+    assert sent.startswith("summarize\n\nERROR disk full on /var\n"), sent
+    assert "ERROR disk full on /var" in sent and "WARN retrying" in sent
+    assert "secret notes" not in sent  # an `@word` in the piped text attaches nothing
+    assert "stdin ignored" not in stderr
+
+
+def test_json_stdin_beside_a_prompt_is_ignored_and_said_so(tmp_path: Path) -> None:
+    context = json.dumps({"messages": [{"role": "user", "content": "other task"}]})
+    with FaultServer([text("ok")]) as server:
+        code, stderr = _run(tmp_path, server, context)
+        sent = _user_text(server.requests[0])
+    assert code == 0, stderr
+    assert sent == "summarize"
+    assert [ln for ln in stderr.splitlines() if "stdin ignored" in ln] != [], stderr
+
+
+def test_no_stdin_leaves_the_prompt_alone(tmp_path: Path) -> None:
+    with FaultServer([text("ok")]) as server:
+        code, stderr = _run(tmp_path, server, "")
+        sent = _user_text(server.requests[0])
+    assert code == 0, stderr
+    assert sent == "summarize" and "stdin" not in stderr

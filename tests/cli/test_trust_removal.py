@@ -1,0 +1,81 @@
+"""A removed approved file needs no new approval (it takes nothing new into a run); an added or
+changed one still does: `tether trust`, then remove, add or change `.tether/` files, then
+`tether run --print-system`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit.cli import run_cli
+from tether.settings.trust import check_trust
+
+TOOL = "from tether.tools import tool\n\n@tool\ndef mine() -> str:\n    return 'mine'\n"
+
+
+def _cli(args: list[str], tmp: Path) -> tuple[int, str, str]:
+    done = run_cli(
+        args,
+        tmp / "home",
+        cwd=tmp / "proj",
+        TETHER_CONFIG_DIR=str(tmp / "cfg"),
+        OPENAI_API_KEY="sk-test",
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def _project(tmp: Path) -> Path:
+    proj = tmp / "proj"
+    (proj / ".tether" / "tools").mkdir(parents=True)
+    (proj / ".tether" / "settings.json").write_text("{}")
+    (proj / ".tether" / "tools" / "mine.py").write_text(TOOL)
+    (proj / "more").mkdir()
+    (proj / "more" / "b.py").write_text(TOOL.replace("mine", "b"))
+    (tmp / "cfg").mkdir()
+    return proj
+
+
+def test_removing_the_settings_file_needs_no_approval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "cfg"))
+    proj = _project(tmp_path)
+    assert _cli(["trust"], tmp_path)[0] == 0
+    (proj / ".tether" / "settings.json").unlink()
+    code, _, stderr = _cli(["run", "--model", "openai/m", "--print-system"], tmp_path)
+    assert code == 0, stderr
+    assert "not approved" not in stderr, stderr
+    state = check_trust(proj)
+    assert state.trusted and state.removed == (".tether/settings.json",)
+    # `tether trust --show` still lists the removal
+    shown = _cli(["trust", "--show"], tmp_path)
+    assert "removed\t.tether/settings.json" in shown[1].splitlines(), shown
+    # a settings file that comes back with other content is a change again
+    (proj / ".tether" / "settings.json").write_text('{"tools": {"safe": true}}')
+    code, _, stderr = _cli(["run", "--model", "openai/m", "--print-system"], tmp_path)
+    assert ".tether/settings.json (changed) not approved" in stderr, stderr
+
+
+def test_removing_a_tool_folder_needs_no_approval_but_adding_or_changing_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "cfg"))
+    proj = _project(tmp_path)
+    (proj / ".tether" / "settings.json").write_text('{"tools": {"folders": ["more"]}}')
+    assert _cli(["trust"], tmp_path)[0] == 0
+    (proj / "more" / "b.py").unlink()
+    (proj / ".tether" / "tools" / "mine.py").unlink()
+    state = check_trust(proj)
+    assert state.trusted, state.message()
+    assert state.removed == (".tether/tools/mine.py", "more/b.py")
+    code, _, stderr = _cli(["run", "--model", "openai/m", "--print-system"], tmp_path)
+    assert code == 0 and "not approved" not in stderr, stderr
+    # an added file, and a changed one, still need approval
+    (proj / ".tether" / "tools" / "new.py").write_text(TOOL.replace("mine", "new"))
+    assert check_trust(proj).changes == ((".tether/tools/new.py", "new"),)
+    (proj / ".tether" / "tools" / "new.py").unlink()
+    (proj / ".tether" / "settings.json").write_text('{"tools": {"folders": []}}')
+    assert check_trust(proj).changes == ((".tether/settings.json", "changed"),)
+    code, _, stderr = _cli(["run", "--model", "openai/m", "--print-system"], tmp_path)
+    assert ".tether/settings.json (changed) not approved" in stderr, stderr
