@@ -60,13 +60,18 @@ def test_info_logs_the_tool_start_and_result_with_fields(tmp_path: Path) -> None
     assert [e["type"] for e in jsonl(proc.stdout)][-1] == "done"
 
 
-def test_warning_by_default_the_variable_and_the_setting(tmp_path: Path) -> None:
+def test_none_by_default_then_the_flag_the_variable_and_the_setting(tmp_path: Path) -> None:
+    """No log lines unless asked: by default the `tether: …` diagnostics alone (a warning
+    was said twice, once as a log line, when the sink was on by default)."""
     home = tmp_path / "home"
     with FaultServer([status(500), text("ok")]) as server:  # a retry: a warning
         quiet = _run(server, home, "hi")
     assert quiet.returncode == 0, quiet.stderr
-    levels = {lvl for lvl, _ in _lines(quiet.stderr)}
-    assert levels == {"WARNING"}, quiet.stderr  # the retry; no info lines
+    assert _lines(quiet.stderr) == [], quiet.stderr
+    with FaultServer([status(500), text("ok")]) as server:
+        warned = _run(server, home, "hi", level="warning")
+    levels = {lvl for lvl, _ in _lines(warned.stderr)}
+    assert levels == {"WARNING"}, warned.stderr  # the retry; no info lines
     with FaultServer([text("ok")]) as server:
         debug = _run(server, home, "hi", level="debug")
     assert any(m.startswith("session_start") for _, m in _lines(debug.stderr)), debug.stderr

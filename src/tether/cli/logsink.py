@@ -77,8 +77,8 @@ class _Stderr(logging.StreamHandler[TextIO]):
         super().emit(record)
 
 
-def level_for(flag: str | None, setting: str) -> str:
-    """The level: `--log-level`, else `TETHER_LOG_LEVEL`, else the setting.
+def level_for(flag: str | None, setting: str | None) -> str | None:
+    """The level: `--log-level`, else `TETHER_LOG_LEVEL`, else the setting (None: no sink).
 
     Raises:
         ConfigError: a flag or variable that is no level.
@@ -91,13 +91,18 @@ def level_for(flag: str | None, setting: str) -> str:
     return setting
 
 
-def install(level: str, *, propagate: bool = True) -> logging.Handler:
+def install(level: str | None, *, propagate: bool = True) -> logging.Handler | None:
     """Send the `tether` logger's records of `level` and above to stderr (replacing an earlier
     sink), formatted by `KvFormatter`; returns the handler. `propagate=False` keeps them from
-    the root logger's handlers too (`tether acp` has one)."""
+    the root logger's handlers too (`tether acp` has one). None: no sink (an earlier one is
+    removed, the logger as Python's defaults leave it)."""
     logger = logging.getLogger("tether")
     for old in [h for h in logger.handlers if isinstance(h, _Stderr)]:
         logger.removeHandler(old)
+    if level is None:
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+        return None
     handler = _Stderr()
     handler.setFormatter(KvFormatter())
     logger.addHandler(handler)

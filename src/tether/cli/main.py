@@ -433,7 +433,7 @@ def acp(
 
     try:
         overrides = add_dir_override(add_dir, Path.cwd())
-        logsink.install(logsink.level_for(log_level, "warning"), propagate=False)
+        logsink.install(logsink.level_for(log_level, None), propagate=False)
     except ConfigError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from None

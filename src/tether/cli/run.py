@@ -175,7 +175,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     try:
         setup.check_flags(opts.model, opts.base_url)
         give_token(opts.token, opts.model)  # `tether.cli.token`
-        logsink.level_for(opts.log_level, "warning")  # a bad --log-level: one line, exit 1
+        logsink.level_for(opts.log_level, None)  # a bad --log-level: one line, exit 1
     except ConfigError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -452,6 +452,7 @@ def _build(
         session=session,
         runtime=Runtime(new_id=new_id),
     )
+    # by default no sink: the one-line `tether: …` diagnostics say it all, once
     logsink.install(logsink.level_for(opts.log_level, agent.config.log.level))
     if prompt is not None:
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)

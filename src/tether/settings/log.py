@@ -21,8 +21,9 @@ class LogSettings(_Section):
 
     Attributes:
         level: `debug` (every event of the run but the streamed text), `info` (sessions, model
-            requests, tool starts and results), `warning` (retries, fallbacks, warnings; the
-            default), `error`.
+            requests, tool starts and results), `warning` (retries, fallbacks, warnings),
+            `error`; None (the default): no log lines, only tether's one-line diagnostics
+            (`tether: …`), so nothing is said twice.
     """
 
-    level: LogLevel = "warning"
+    level: LogLevel | None = None
