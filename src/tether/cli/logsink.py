@@ -115,8 +115,12 @@ def logged(on_event: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], Non
     """`on_event`, and each event logged on `tether.events` (module docstring)."""
     log = logging.getLogger("tether.events")
 
+    sink = logging.getLogger("tether")
+
     def both(event: AgentEvent) -> None:
         on_event(event)
+        if not any(isinstance(h, _Stderr) for h in sink.handlers):
+            return  # no sink asked for: Python's last-resort handler would print it bare
         inner = event.event if isinstance(event, SubagentEvent) else event
         if inner.type in _SKIPPED:
             return
