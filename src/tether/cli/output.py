@@ -2,13 +2,15 @@
 
 Owns: `err` (one `tether: ...` line on stderr), `fail` (that line, then exit 1: for the
 settings and MCP commands), `clean_text` (input bytes made valid UTF-8),
-`EventWriter` (events as JSON lines; a closed stdout stops events, not the run).
+`EventWriter` (events as JSON lines; a closed stdout stops events, not the run),
+`stdout_gone` / `drop_stdout` (a reader that went away: `| head -1`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import sys
 from typing import TYPE_CHECKING
 
@@ -37,6 +39,26 @@ def fail(exc: Exception) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader went away (`tether … | head -1` after `head`
+    ended): a `BrokenPipeError` from writing to something else (a child's stdin) is not."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real stdout, or a closed file object
+        return sys.stdout is None or sys.stdout.closed
+
+
+def drop_stdout(line: str) -> None:
+    """Say `stdout closed: LINE` on stderr and point stdout at devnull, so nothing written
+    later (the interpreter's exit flush included) fails again."""
+    err(f"stdout closed: {line}")
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 class EventWriter:
     """Writes events as JSON lines to stdout. If the reader goes away (`| head`, a closed
     stdout), events stop but the run goes on and is persisted."""
@@ -54,7 +76,4 @@ class EventWriter:
             sys.stdout.flush()
         except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
             self.open = False
-            err("stdout closed: events are no longer written; the session is still persisted")
-            # Point stdout at devnull so the interpreter's exit flush does not fail again.
-            with contextlib.suppress(OSError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            drop_stdout("events are no longer written; the session is still persisted")
