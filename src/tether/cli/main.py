@@ -4,10 +4,7 @@ Owns: argument parsing, the headless JSONL event stream on stdout (diagnostics o
 exit codes, signal handling. The command groups are `tether.cli.sessions_cmds`,
 `settings_cmds`, `mcp_cmds` and `jobs_cmds`.
 
-Every command's stdout may be closed early (`tether sessions list | head -1`): the output
-stops, one `stdout closed: …` line says so on stderr, and the exit code is 0 (`TetherGroup`,
-`main`), as `tether run`'s event stream does (`tether.cli.output.EventWriter`).
-
+A closed stdout (`tether sessions list | head -1`): one line, exit 0 (`output.TetherGroup`).
 Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
 124 `tether run --timeout` passed · 130 cancelled (SIGINT/SIGTERM; the partial turn is persisted
 first).
@@ -20,12 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.models_cmd import models
-from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, drop_stdout, err, stdout_gone
+from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, TetherGroup, err
 from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
@@ -33,24 +29,6 @@ from tether.errors import ConfigError
 
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
 # runs: `tether --help` and `tether sessions list` stay light (start-up time, bench/startup.py).
-
-
-class StdoutClosed(Exception):
-    """A command's stdout reader went away (not an `OSError`: click would make it a silent
-    exit 1)."""
-
-
-class TetherGroup(TyperGroup):
-    """The `tether` group: a `BrokenPipeError` from a closed stdout, raised by any command,
-    leaves as `StdoutClosed` (`main` says so and exits 0)."""
-
-    def invoke(self, ctx: Any) -> Any:  # typer._click.Context (typer vendors click)
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:
-            if not stdout_gone():
-                raise
-            raise StdoutClosed from None
 
 
 app = typer.Typer(
@@ -602,10 +580,6 @@ def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
         code = app(args=bare_resume(sys.argv[1:]), standalone_mode=False)
-        sys.stdout.flush()  # what is buffered: a reader gone shows here (`StdoutClosed`)
-    except (StdoutClosed, BrokenPipeError):
-        drop_stdout("the reader went away; the output was cut short")
-        sys.exit(EXIT_OK)
     except (typer.Abort, KeyboardInterrupt):  # before a run's own handlers; typer's Abort
         # is what its prompts raise on Ctrl-C / Ctrl-D (typer >= 0.26 vendors its own click,
         # whose Abort is not `click.exceptions.Abort`)

@@ -3,7 +3,7 @@
 Owns: `err` (one `tether: ...` line on stderr), `fail` (that line, then exit 1: for the
 settings and MCP commands), `clean_text` (input bytes made valid UTF-8),
 `EventWriter` (events as JSON lines; a closed stdout stops events, not the run),
-`stdout_gone` / `drop_stdout` (a reader that went away: `| head -1`).
+`stdout_gone` / `drop_stdout` / `TetherGroup` (a reader that went away: `| head -1`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import contextlib
 import os
 import select
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:  # imported on use: `tether --help` must not build the event codec
     from tether.agent.events import AgentEvent
@@ -57,6 +58,34 @@ def drop_stdout(line: str) -> None:
     err(f"stdout closed: {line}")
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class StdoutClosed(Exception):
+    """A command's stdout reader went away (not an `OSError`: click would make it a silent
+    exit 1)."""
+
+
+class TetherGroup(TyperGroup):
+    """The `tether` group: when any command's stdout is closed early (`tether sessions list |
+    head -1`), the output stops, one `stdout closed: …` line says so on stderr and the exit
+    code is 0, as `tether run`'s events do (`EventWriter`), not click's silent exit 1."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            code = super().main(*args, **kwargs)
+            sys.stdout.flush()  # what is still buffered: a reader gone shows here too
+        except (StdoutClosed, BrokenPipeError):
+            drop_stdout("the reader went away; the output was cut short")
+            return EXIT_OK
+        return code
+
+    def invoke(self, ctx: Any) -> Any:  # typer._click.Context (typer vendors click)
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            if not stdout_gone():
+                raise
+            raise StdoutClosed from None
 
 
 class EventWriter:
