@@ -4,6 +4,7 @@ Owns: argument parsing, the headless JSONL event stream on stdout (diagnostics o
 exit codes, signal handling. The command groups are `tether.cli.sessions_cmds`,
 `settings_cmds`, `mcp_cmds` and `jobs_cmds`.
 
+A closed stdout (`tether sessions list | head -1`): one line, exit 0 (`output.TetherGroup`).
 Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
 124 `tether run --timeout` passed · 130 cancelled (SIGINT/SIGTERM; the partial turn is persisted
 first).
@@ -21,7 +22,17 @@ from tether.cli import cancel
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.models_cmd import models
-from tether.cli.output import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
+from tether.cli.output import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_USAGE,
+    TetherGroup,
+    err,
+    usage_line,
+)
+from tether.cli.output import (
+    bare_resume as bare_resume,
+)
 from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
@@ -30,7 +41,9 @@ from tether.errors import ConfigError
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
 # runs: `tether --help` and `tether sessions list` stay light (start-up time, bench/startup.py).
 
+
 app = typer.Typer(
+    cls=TetherGroup,
     name="tether",
     help="tether: an agent harness for long sessions. With no command: the interactive session.",
     invoke_without_command=True,
@@ -552,28 +565,6 @@ def trust(
     for name, what in state.changes:
         print(f"{what}\t{name}")
     err(f"approved {len(files)} file(s) of {root}")
-
-
-def usage_line(message: str, command_path: str) -> str:
-    """A usage error in one line: `run: No such option: --bogus (see `tether run --help`)`
-    (click prints three: the usage, a hint, the error)."""
-    first = message.strip().splitlines()[0] if message.strip() else "usage error"
-    if not command_path:
-        return first
-    sub = command_path.split(" ", 1)[1] if " " in command_path else ""
-    return f"{sub + ': ' if sub else ''}{first} (see `{command_path} --help`)"
-
-
-def bare_resume(argv: list[str]) -> list[str]:
-    """`tether chat --resume` without an id (last, or before another option) as `--resume=`:
-    the session picker (typer has no option with an optional value)."""
-    words = [a for a in argv if not a.startswith("-")]
-    if not words or words[0] != "chat":
-        return argv
-    return [
-        "--resume=" if a == "--resume" and (i + 1 == len(argv) or argv[i + 1].startswith("-")) else a
-        for i, a in enumerate(argv)
-    ]
 
 
 def main() -> None:

@@ -2,17 +2,20 @@
 
 Owns: `err` (one `tether: ...` line on stderr), `fail` (that line, then exit 1: for the
 settings and MCP commands), `clean_text` (input bytes made valid UTF-8),
-`EventWriter` (events as JSON lines; a closed stdout stops events, not the run).
+`EventWriter` (events as JSON lines; a closed stdout stops events, not the run),
+`stdout_gone` / `drop_stdout` / `TetherGroup` (a reader that went away: `| head -1`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:  # imported on use: `tether --help` must not build the event codec
     from tether.agent.events import AgentEvent
@@ -37,6 +40,54 @@ def fail(exc: Exception) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader went away (`tether … | head -1` after `head`
+    ended): a `BrokenPipeError` from writing to something else (a child's stdin) is not."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real stdout, or a closed file object
+        return sys.stdout is None or sys.stdout.closed
+
+
+def drop_stdout(line: str) -> None:
+    """Say `stdout closed: LINE` on stderr and point stdout at devnull, so nothing written
+    later (the interpreter's exit flush included) fails again."""
+    err(f"stdout closed: {line}")
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class StdoutClosed(Exception):
+    """A command's stdout reader went away (not an `OSError`: click would make it a silent
+    exit 1)."""
+
+
+class TetherGroup(TyperGroup):
+    """The `tether` group: when any command's stdout is closed early (`tether sessions list |
+    head -1`), the output stops, one `stdout closed: …` line says so on stderr and the exit
+    code is 0, as `tether run`'s events do (`EventWriter`), not click's silent exit 1."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            code = super().main(*args, **kwargs)
+            sys.stdout.flush()  # what is still buffered: a reader gone shows here too
+        except (StdoutClosed, BrokenPipeError):
+            drop_stdout("the reader went away; the output was cut short")
+            return EXIT_OK
+        return code
+
+    def invoke(self, ctx: Any) -> Any:  # typer._click.Context (typer vendors click)
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            if not stdout_gone():
+                raise
+            raise StdoutClosed from None
+
+
 class EventWriter:
     """Writes events as JSON lines to stdout. If the reader goes away (`| head`, a closed
     stdout), events stop but the run goes on and is persisted."""
@@ -54,7 +105,26 @@ class EventWriter:
             sys.stdout.flush()
         except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
             self.open = False
-            err("stdout closed: events are no longer written; the session is still persisted")
-            # Point stdout at devnull so the interpreter's exit flush does not fail again.
-            with contextlib.suppress(OSError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            drop_stdout("events are no longer written; the session is still persisted")
+
+
+def usage_line(message: str, command_path: str) -> str:
+    """A usage error in one line: `run: No such option: --bogus (see `tether run --help`)`
+    (click prints three: the usage, a hint, the error)."""
+    first = message.strip().splitlines()[0] if message.strip() else "usage error"
+    if not command_path:
+        return first
+    sub = command_path.split(" ", 1)[1] if " " in command_path else ""
+    return f"{sub + ': ' if sub else ''}{first} (see `{command_path} --help`)"
+
+
+def bare_resume(argv: list[str]) -> list[str]:
+    """`tether chat --resume` without an id (last, or before another option) as `--resume=`:
+    the session picker (typer has no option with an optional value)."""
+    words = [a for a in argv if not a.startswith("-")]
+    if not words or words[0] != "chat":
+        return argv
+    return [
+        "--resume=" if a == "--resume" and (i + 1 == len(argv) or argv[i + 1].startswith("-")) else a
+        for i, a in enumerate(argv)
+    ]

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,7 +32,7 @@ from tether.agent.runtime import Runtime, default_id_factory
 from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
-from tether.cli import cancel, logsink, run_limits
+from tether.cli import cancel, logsink, run_input, run_limits
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
@@ -55,14 +53,14 @@ from tether.errors import (
     SessionError,
     exit_code_for,
 )
-from tether.messages import ContentBlock, ImageBlock, TextBlock, Turn
+from tether.messages import ContentBlock, ImageBlock, Turn
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
 
 if TYPE_CHECKING:
-    from tether.agent.mentions import Mentions
+    pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,20 +107,45 @@ def run_command(opts: RunOptions) -> int:
     shows is the config's `run.output_format` (`--output-format` sets it; `tether.cli.formats`):
     with `json` or `text` the result is printed once the run has ended."""
     fmt = opts.output_format
-    if fmt is not None and fmt not in OUTPUT_FORMATS:
+    if fmt is not None and fmt not in OUTPUT_FORMATS:  # no format to print a result in
         err(f"--output-format {fmt!r}: give one of {', '.join(OUTPUT_FORMATS)}")
         return EXIT_USAGE
+    sink = OutputSink(fmt)
     try:
         setup.effort_override(opts.effort)
         setup.add_dir_override(opts.add_dirs, opts.cwd.resolve())
     except ConfigError as exc:
-        err(str(exc))
-        return EXIT_USAGE
-    sink = OutputSink(fmt)
+        code = refuse(sink, EXIT_USAGE, str(exc))
+        sink.finish(code)
+        return code
     if opts.worktree is not None:
         return _in_worktree(opts, sink)
     code = _run_command(opts, sink)
     sink.finish(code)
+    return code
+
+
+REFUSAL_KINDS = {EXIT_USAGE: "usage", EXIT_AUTH: "auth", EXIT_MALFORMED: "malformed"}
+"""The `error` field's kind (`--output-format json`) of a run refused with each exit code."""
+
+
+def refuse(sink: OutputSink, code: int, reason: str, *, line: str | None = None) -> int:
+    """Refuse the run before it starts: `line` (default `reason`) on stderr, and `kind:
+    reason` as the json result's `error` (its kind from `code`: `usage`, `auth`,
+    `malformed`); returns `code`."""
+    if sink.error is None:
+        sink.error = f"{REFUSAL_KINDS[code]}: {reason}"
+    err(line if line is not None else reason)
+    return code
+
+
+def stopped(sink: OutputSink | None, kind: str, reason: str, code: int) -> int:
+    """End a run on an error stop: `stopped: reason; exit CODE` on stderr, and `kind: reason`
+    as the json result's `error` unless the run's `error` event already gave one; returns
+    `code`."""
+    if sink is not None and sink.error is None:
+        sink.error = f"{kind}: {reason}"
+    err(f"stopped: {reason}; exit {code}")
     return code
 
 
@@ -137,9 +160,7 @@ def _in_worktree(opts: RunOptions, sink: OutputSink) -> int:
     try:
         tree = create(cwd, opts.worktree)
     except WorktreeError as exc:
-        sink.error = f"usage: {exc}"
-        err(str(exc))
-        sink.finish(EXIT_USAGE)
+        sink.finish(refuse(sink, EXIT_USAGE, str(exc)))
         return EXIT_USAGE
     try:
         code = _run_command(replace(opts, cwd=folder_in(tree, cwd), worktree=None), sink)
@@ -152,48 +173,42 @@ def _in_worktree(opts: RunOptions, sink: OutputSink) -> int:
 def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     if opts.continue_last:
         if opts.resume or opts.session_id or opts.no_session:
-            err("--continue cannot be combined with --resume, --session or --no-session")
-            return EXIT_USAGE
+            why = "--continue cannot be combined with --resume, --session or --no-session"
+            return refuse(sink, EXIT_USAGE, why)
         last = latest_session(opts.cwd.resolve())
         if last is None:
-            err(f"no session to continue in {opts.cwd.resolve()}")
-            return EXIT_USAGE
+            return refuse(sink, EXIT_USAGE, f"no session to continue in {opts.cwd.resolve()}")
         opts = replace(opts, resume=last, continue_last=False)
     try:
         opts = _named(opts)
     except ConfigError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, str(exc))
     if opts.print_system:
-        return print_system(opts)
+        return print_system(opts, sink)
     if opts.session_id and opts.resume:
-        err("--session and --resume cannot be combined")
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, "--session and --resume cannot be combined")
     if opts.no_session and (opts.session_id or opts.resume):
-        err("--no-session cannot be combined with --session or --resume")
-        return EXIT_USAGE
+        why = "--no-session cannot be combined with --session or --resume"
+        return refuse(sink, EXIT_USAGE, why)
     try:
         setup.check_flags(opts.model, opts.base_url)
         give_token(opts.token, opts.model)  # `tether.cli.token`
         logsink.level_for(opts.log_level, None)  # a bad --log-level: one line, exit 1
     except ConfigError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, str(exc))
     prompt = opts.prompt
     if prompt is not None:
         prompt = clean_text(prompt)
         if not prompt.strip():
-            err("empty prompt")
-            return EXIT_USAGE
+            return refuse(sink, EXIT_USAGE, "empty prompt")
     new_id = default_id_factory()
     stdin = StdinInput(None, ())
     if prompt is None and not sys.stdin.isatty():
         try:
             stdin = parse_stdin(clean_text(sys.stdin.read()), new_id)
         except MalformedInputError as exc:
-            err(f"malformed input: {exc}")
-            return EXIT_MALFORMED
-    piped = _piped_text() if prompt is not None else ""
+            return refuse(sink, EXIT_MALFORMED, str(exc), line=f"malformed input: {exc}")
+    piped = run_input.piped_text() if prompt is not None else ""
     if piped and not plain_text(piped):
         err(
             "note: stdin ignored: beside a prompt argument only plain text is added to it "
@@ -202,24 +217,19 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         piped = ""
     if prompt is None and not opts.resume:
         if not stdin.messages:
-            err("no prompt: give one as an argument or on stdin")
-            return EXIT_USAGE
+            return refuse(sink, EXIT_USAGE, "no prompt: give one as an argument or on stdin")
         if all(t.role == "system" for t in stdin.messages):  # nothing to answer: refused alike
-            err("no prompt: the stdin context holds only system messages; add a user message")
-            return EXIT_USAGE
+            why = "no prompt: the stdin context holds only system messages; add a user message"
+            return refuse(sink, EXIT_USAGE, why)
     root = opts.cwd.resolve()
     if not root.is_dir():
-        err(f"--cwd {opts.cwd} is not a folder")
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, f"--cwd {opts.cwd} is not a folder")
     if opts.images and prompt is None:
-        err("--image needs the prompt as an argument")
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, "--image needs the prompt as an argument")
     try:
-        attachments = prompt_attachments(prompt, opts.images, root)
+        attachments = run_input.prompt_attachments(prompt, opts.images, root)
     except ConfigError as exc:
-        sink.error = f"usage: {exc}"
-        err(str(exc))
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, str(exc))
     for line in attachments.notes:
         err(f"note: {line}")
     images = attachments.images
@@ -227,17 +237,11 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         attached = [b.text for b in attachments.blocks]
         agent, writer, prompt = _build(opts, root, stdin, new_id, prompt, sink, images, attached)
     except AuthError as exc:
-        sink.error = f"auth: {exc}"
-        err(str(exc))
-        return EXIT_AUTH
+        return refuse(sink, EXIT_AUTH, str(exc))
     except MalformedInputError as exc:
-        sink.error = f"malformed: {exc}"
-        err(f"malformed input: {exc}")
-        return EXIT_MALFORMED
+        return refuse(sink, EXIT_MALFORMED, str(exc), line=f"malformed input: {exc}")
     except (ConfigError, SessionError) as exc:
-        sink.error = f"usage: {exc}"
-        err(str(exc))
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, str(exc))
     start = len(agent.history)
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     try:
@@ -247,14 +251,13 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
 
         content = mention_content(prompt, attachments) if prompt is not None else None
         if piped and content is not None:  # after the prompt; its `@words` attach nothing
-            content = _with_piped(content, piped)
-        return asyncio.run(_drive(agent, content))
+            content = run_input.with_piped(content, piped)
+        return asyncio.run(_drive(agent, content, sink))
     except asyncio.CancelledError:  # a signal landed as the run was returning
         cancel.say()
         return EXIT_CANCELLED
     except ConfigError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, str(exc))
     finally:
         ran = agent.history[start:]
         sink.cost_usd = turns_cost_usd(ran)
@@ -269,31 +272,6 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
                 writer.close()
             err(f"session {writer.id} ({writer.path})")
         _set_handlers(previous)  # everything is persisted: the CLI's own handlers again
-
-
-def check_input_fits(
-    prompt: str | None, stdin: StdinInput, agent: Agent, attached: Sequence[str] = ()
-) -> None:
-    """Refuse new input that cannot fit the model's window before anything is sent or written
-    (the rule: `tether.agent.input_fit.input_overflow`, which the TUI uses too): the prompt,
-    what its `@path` words attached, the stdin messages, and the system prompt and tool
-    schemas every request sends.
-
-    Raises:
-        MalformedInputError: the input is estimated above the window (exit 5); the message
-            names both figures and the way out (a file the agent reads).
-    """
-    from tether.agent.input_fit import fixed_tokens, input_overflow
-
-    why = input_overflow(
-        prompt,
-        agent.limits.context_window,
-        messages=stdin.messages,  # the system prompt (stdin's too) is in `fixed`
-        attached=attached,
-        fixed_tokens=fixed_tokens(agent),
-    )
-    if why is not None:
-        raise MalformedInputError(why)
 
 
 def _named(opts: RunOptions) -> RunOptions:
@@ -321,13 +299,13 @@ def latest_session(root: Path) -> str | None:
     return SessionStore().latest(root)  # headers only: the resume decodes the file once
 
 
-def print_system(opts: RunOptions) -> int:
+def print_system(opts: RunOptions, sink: OutputSink | None = None) -> int:
     """`--print-system`: the system prompt the run would send (a resumed session's stored
     one), on stdout; nothing is sent or written."""
+    sink = sink or OutputSink()
     root = opts.cwd.resolve()
     if not root.is_dir():
-        err(f"--cwd {opts.cwd} is not a folder")
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, f"--cwd {opts.cwd} is not a folder")
     overrides = _overrides(opts)
     try:
         session = AgentSession.resume(SessionStore(), opts.resume) if opts.resume else AgentSession()
@@ -341,33 +319,15 @@ def print_system(opts: RunOptions) -> int:
             session=session,
         )
     except AuthError as exc:
-        err(str(exc))
-        return EXIT_AUTH
+        return refuse(sink, EXIT_AUTH, str(exc))
     except (ConfigError, SessionError) as exc:
-        err(str(exc))
-        return EXIT_USAGE
+        return refuse(sink, EXIT_USAGE, str(exc))
     from tether.tokens import text_tokens
 
     text = agent.system or ""
     print(text)
     err(f"system prompt: {len(text)} characters, ~{text_tokens(text)} tokens (estimated)")
     return EXIT_OK
-
-
-def prompt_attachments(prompt: str | None, files: Sequence[Path], root: Path) -> Mentions:
-    """What goes with the prompt: the images of `--image FILE` (in order), then what it names
-    as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached),
-    paths relative to `root`.
-
-    Raises:
-        ConfigError: an image is missing or not an image (one line naming it).
-    """
-    from tether.agent.attachments import read_image
-    from tether.agent.mentions import Mentions, resolve_mentions
-
-    found = resolve_mentions(prompt, root) if prompt else Mentions()
-    found.images[:0] = [read_image(name, root=root) for name in files]
-    return found
 
 
 def _overrides(opts: RunOptions) -> dict[str, Any]:
@@ -458,7 +418,7 @@ def _build(
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
     run_limits.check_schema(agent)  # a bad schema is one line before any request
-    check_input_fits(prompt, stdin, agent, attached)
+    run_input.check_input_fits(prompt, stdin, agent, attached)
     agent.set_plan_mode(opts.plan)
     from tether.agent.attachments import image_refusal
 
@@ -488,34 +448,12 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
     return text
 
 
-def _piped_text() -> str:
-    """stdin's text when it is a pipe or a file (`cat log | tether run "summarize"`), else ""
-    (a terminal, /dev/null, a socket)."""
-    stream = sys.stdin
-    if stream is None or stream.isatty():
-        return ""
-    try:
-        mode: int | None = os.fstat(stream.fileno()).st_mode
-    except (OSError, ValueError):  # not a file descriptor (a stream in this process)
-        mode = None
-    if mode is not None and not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
-        return ""
-    return clean_text(stream.read())
-
-
-def _with_piped(content: str | list[ContentBlock], piped: str) -> str | list[ContentBlock]:
-    """The prompt followed by the piped text (after the prompt's text, before its files)."""
-    if isinstance(content, str):
-        return f"{content}\n\n{piped}"
-    block = TextBlock(text=piped)
-    if content and isinstance(content[0], TextBlock):
-        return [content[0], block, *content[1:]]
-    return [block, *content]
-
-
-async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
+async def _drive(
+    agent: Agent, prompt: str | list[ContentBlock] | None, sink: OutputSink | None = None
+) -> int:
     """Run the agent; SIGINT/SIGTERM cancel it (the loop persists the partial turn first).
-    MCP servers start first (their tools join the agent's registry) and stop at the end."""
+    MCP servers start first (their tools join the agent's registry) and stop at the end. An
+    error stop's reason becomes `sink`'s `error` (`stopped`)."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
@@ -541,9 +479,11 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
         if not deadline.expired():
             raise
         assert limit is not None
-        err(f"stopped: the run's time limit ({limit:g} s, --timeout) passed; exit {EXIT_TIMEOUT}")
-        return EXIT_TIMEOUT
+        why = f"the run's time limit ({limit:g} s, --timeout) passed"
+        return stopped(sink, "timeout", why, EXIT_TIMEOUT)
     except RunError as exc:
+        if sink is not None and sink.error is None:
+            sink.error = f"{exc.kind}: {exc}"
         err(str(exc))
         return exit_code_for(exc.kind)
     except asyncio.CancelledError:
@@ -559,30 +499,26 @@ async def _drive(agent: Agent, prompt: str | list[ContentBlock] | None) -> int:
             # lost.
             _set_handlers(dict.fromkeys(SIGNALS, _note_signal))
     if result.stop_reason == "context_runaway":  # the runaway guard refused to go on
-        err("stopped: context_overflow: the context ran away (see the error event); exit 4")
+        why = "context_overflow: the context ran away (see the error event)"
+        code = stopped(sink, "context_overflow", why, exit_code_for("context_overflow"))
         hint = fork_hint(agent.session.id, agent.history)
         if hint:
             err(hint)
-        return exit_code_for("context_overflow")
+        return code
     if result.stop_reason == "prompt_denied":  # a user_prompt hook refused it: nothing sent
-        err(f"stopped: a user_prompt hook refused the prompt; exit {EXIT_USAGE}")
-        return EXIT_USAGE
+        return stopped(sink, "prompt_denied", "a user_prompt hook refused the prompt", EXIT_USAGE)
     if result.stop_reason == "max_budget":  # the `warning` event `max_budget` says why
         limit = agent.config.run.max_budget_usd  # the agent's public config, as the flag set it
         cap = f" {usd(limit)}" if limit is not None else ""
-        err(f"stopped: the next request would pass --max-budget-usd{cap}; exit {EXIT_USAGE}")
-        return EXIT_USAGE
+        why = f"the next request would pass --max-budget-usd{cap}"
+        return stopped(sink, "max_budget", why, EXIT_USAGE)
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
         err("plan mode: nothing was changed; the plan is the `plan` event")
-    if (stopped := run_limits.stop_line(agent, result)) is not None:
-        err(stopped)
-        return EXIT_USAGE
-    if result.stop_reason == "max_turns":
-        err(
-            f"stopped: --max-turns reached ({result.turns} requests) before a final answer; "
-            f"exit {EXIT_USAGE}"
-        )
-        return EXIT_USAGE  # the run did not finish its task
+    if (why := run_limits.stop_reason_line(agent, result)) is not None:
+        return stopped(sink, result.stop_reason, why, EXIT_USAGE)
+    if result.stop_reason == "max_turns":  # the run did not finish its task
+        why = f"--max-turns reached ({result.turns} requests) before a final answer"
+        return stopped(sink, "max_turns", why, EXIT_USAGE)
     return EXIT_OK
 
 

@@ -1,7 +1,7 @@
 """`tether run`'s `--output-schema` and `--max-tool-calls` (issue 39): the flags as settings,
 the schema checked before anything is sent, and the stop line of a run they ended.
 
-Owns: `overrides`, `check_schema`, `stop_line`. Does not own: the per-run policies
+Owns: `overrides`, `check_schema`, `stop_reason_line`. Does not own: the per-run policies
 (`tether.agent.turn.output_schema`, `tether.agent.turn.tool_limit`), the exit codes (`tether.cli.run`).
 """
 
@@ -50,17 +50,17 @@ def check_schema(agent: Agent) -> None:
     load_schema(agent.config.run.output_schema, agent.root)
 
 
-def stop_line(agent: Agent, result: RunResult) -> str | None:
-    """The stderr line of a run that ended on `schema_invalid` or `max_tool_calls` (exit 1),
-    else None."""
+def stop_reason_line(agent: Agent, result: RunResult) -> str | None:
+    """Why a run ended on `schema_invalid` or `max_tool_calls` (exit 1; `tether.cli.run.stopped`
+    makes it the `stopped: …` stderr line and the json result's `error`), else None."""
     run = agent.config.run
     if result.stop_reason == "max_tool_calls":  # the `warning` event says which call
         cap = run.max_tool_calls
-        return f"stopped: --max-tool-calls reached ({cap} calls) before a final answer; exit 1"
+        return f"--max-tool-calls reached ({cap} calls) before a final answer"
     if result.stop_reason != "schema_invalid":
         return None
     _, why = parse_answer(result.text, load_schema(run.output_schema, agent.root) or {})
     return (
-        "stopped: the final answer did not validate against --output-schema "
-        f"({run.output_schema_retries} retries): {why}; exit 1"
+        "the final answer did not validate against --output-schema "
+        f"({run.output_schema_retries} retries): {why}"
     )

@@ -11,7 +11,8 @@ from tether.tui.opening import ChatOptions
 
 
 def run_tui(options: ChatOptions) -> int:
-    """Run the interactive session until the user quits; returns the exit code (0)."""
+    """Run the interactive session until the user quits; returns the exit code: 0, or 1 when
+    it could not start an agent (the reason is repeated on stderr once the screen is gone)."""
     from tether.agent.host import Host
     from tether.session import SessionStore
     from tether.session.names import NAME_EVENT
@@ -33,4 +34,8 @@ def run_tui(options: ChatOptions) -> int:
     app = TetherApp(factory, resume=options.resume, pick=pick if options.pick else None)
     app.preopen()  # before Textual owns the terminal: model loading may print or redirect fds
     code = app.run()
+    if code and app.start_error is not None:
+        import sys
+
+        print(f"tether: {app.start_error}", file=sys.stderr, flush=True)
     return code if isinstance(code, int) else 0

@@ -124,6 +124,9 @@ class TetherApp(App[int]):
         self.completer = Completer(lambda: None if self.opened is None else self.agent.root)
         self._preopened: Opened | None = None
         self._preopen_failed = False
+        self.start_error: str | None = None
+        """Why the last session could not be opened (None once one opened): with no agent
+        open at quit, the exit code is 1 (`action_quit`)."""
         self._pending_notes: list[str] = []
         self._last_esc: float | None = None
         self._plan: str | None = None  # a plan mode run's plan, shown once the run ends
@@ -180,7 +183,8 @@ class TetherApp(App[int]):
         try:
             self._preopened = self.factory(self.host, self.resume)
         except Exception as exc:
-            self._pending_notes.append(f"cannot start the agent: {exc}")
+            self.start_error = f"cannot start the agent: {exc}"
+            self._pending_notes.append(self.start_error)
             self._preopen_failed = True
             return
         note = load_embedded(self._preopened)  # a crash in its child process: shown, app opens
@@ -201,13 +205,16 @@ class TetherApp(App[int]):
             else:
                 self.opened = self.factory(self.host, resume)
         except (ConfigError, OSError) as exc:
-            self._show([*pending, f"cannot start the agent: {exc}"])
+            self.start_error = f"cannot start the agent: {exc}"
+            self._show([*pending, self.start_error])
             self.opened = None
             return
         except Exception as exc:  # SessionError and the like: say it, keep the app up
-            self._show([*pending, f"cannot open the session: {exc}"])
+            self.start_error = f"cannot open the session: {exc}"
+            self._show([*pending, self.start_error])
             self.opened = None
             return
+        self.start_error = None
         agent = self.opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
         if agent.config.tui.vim and self.prompt_input.vim is None:
@@ -524,7 +531,8 @@ class TetherApp(App[int]):
         self.notify("Press Ctrl+C again to quit", timeout=QUIT_WINDOW_S)
 
     async def action_quit(self) -> None:
-        """Cancel a running request (its partial turn is persisted), close the session, exit."""
+        """Cancel a running request (its partial turn is persisted), close the session, exit:
+        0, or 1 when no agent is open because it could not start (`start_error`)."""
         if self.worker is not None and self.busy:
             self.worker.cancel()
             for _ in range(200):
@@ -533,5 +541,5 @@ class TetherApp(App[int]):
                 await asyncio.sleep(0.01)
         if self.opened is not None:
             await self.opened.aclose()
-        self.exit(0)
+        self.exit(1 if self.opened is None and self.start_error is not None else 0)
 

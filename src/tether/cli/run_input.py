@@ -1,0 +1,91 @@
+"""What goes with a `tether run` prompt: the images and `@path` words it attaches
+(`prompt_attachments`), the plain text piped beside it (`piped_text`, `with_piped`), and the
+check that it all fits the model's window before anything is sent (`check_input_fits`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tether.cli.output import clean_text
+from tether.cli.stdin import StdinInput
+from tether.errors import MalformedInputError
+from tether.messages import ContentBlock, TextBlock
+
+if TYPE_CHECKING:
+    from tether.agent.agent import Agent
+    from tether.agent.mentions import Mentions
+
+
+def prompt_attachments(prompt: str | None, files: Sequence[Path], root: Path) -> Mentions:
+    """What goes with the prompt: the images of `--image FILE` (in order), then what it names
+    as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached),
+    paths relative to `root`.
+
+    Raises:
+        ConfigError: an image is missing or not an image (one line naming it).
+    """
+    from tether.agent.attachments import read_image
+    from tether.agent.mentions import Mentions, resolve_mentions
+
+    found = resolve_mentions(prompt, root) if prompt else Mentions()
+    found.images[:0] = [read_image(name, root=root) for name in files]
+    return found
+
+
+def check_input_fits(
+    prompt: str | None, stdin: StdinInput, agent: Agent, attached: Sequence[str] = ()
+) -> None:
+    """Refuse new input that cannot fit the model's window before anything is sent or written
+    (the rule: `tether.agent.input_fit.input_overflow`, which the TUI uses too): the prompt,
+    what its `@path` words attached, the stdin messages, and the system prompt and tool
+    schemas every request sends.
+
+    Raises:
+        MalformedInputError: the input is estimated above the window (exit 5); the message
+            names both figures and the way out (a file the agent reads).
+    """
+    from tether.agent.input_fit import fixed_tokens, input_overflow
+
+    why = input_overflow(
+        prompt,
+        agent.limits.context_window,
+        messages=stdin.messages,  # the system prompt (stdin's too) is in `fixed`
+        attached=attached,
+        fixed_tokens=fixed_tokens(agent),
+    )
+    if why is not None:
+        raise MalformedInputError(why)
+
+
+def piped_text() -> str:
+    """stdin's text when it is a pipe or a file (`cat log | tether run "summarize"`), else ""
+    (a terminal, /dev/null, a socket)."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        return ""
+    try:
+        mode: int | None = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):  # not a file descriptor (a stream in this process)
+        mode = None
+    if mode is not None and not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return ""
+    try:
+        return clean_text(stream.read())
+    except (OSError, ValueError):  # a stream that cannot be read (closed; pytest's capture)
+        return ""
+
+
+def with_piped(content: str | list[ContentBlock], piped: str) -> str | list[ContentBlock]:
+    """The prompt followed by the piped text (after the prompt's text, before its files)."""
+    if isinstance(content, str):
+        return f"{content}\n\n{piped}"
+    block = TextBlock(text=piped)
+    if content and isinstance(content[0], TextBlock):
+        return [content[0], block, *content[1:]]
+    return [block, *content]
