@@ -18,15 +18,13 @@ the signal from its self-pipe); one during the exit-code step escaped `tether.cl
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kit.cli import cli_env
 from kit.faultserver import FaultServer, text
-from kit.waits import wait_until
+from kit.paused import signal_at
 
 CHILD = r"""
 import functools, os, sys, time
@@ -91,28 +89,9 @@ def test_a_signal_while_the_run_closes_exits_130(tmp_path: Path, point: str, sig
     with FaultServer([text("the answer")]) as server:
         args = ["run", "--model", "openai/m", "--base-url", server.openai_url]
         args += ["--output-format", "stream-json", "hi"]
-        with subprocess.Popen(
-            [sys.executable, "-c", CHILD, point, str(marks), *args],
-            cwd=work,
-            env=cli_env(home),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        ) as proc:
-            try:
-                wait_until(
-                    lambda: (marks / "paused").exists() or proc.poll() is not None,
-                    timeout_s=60,
-                    what=f"the child paused at {point}",
-                )
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                proc.send_signal(sig)
-                (marks / "sent").touch()
-                out, errs = proc.communicate(timeout=60)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-    assert proc.returncode == 130, (out, errs)
+        code, out, errs = signal_at(
+            CHILD, point, marks, args, cwd=work, env=cli_env(home), sig=sig
+        )
+    assert code == 130, (out, errs)
     assert "Traceback" not in errs and "KeyboardInterrupt" not in errs, errs
     assert "cancelled" in errs

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kit.cli import cli_env
 from kit.faultserver import FaultServer, text
-from kit.waits import wait_until
+from kit.paused import signal_at
 
 CHILD = r"""
 import functools, sys, time
@@ -85,30 +84,11 @@ def test_a_signal_while_the_run_starts_says_cancelled(tmp_path: Path, point: str
     marks.mkdir()
     with FaultServer([text("the answer")]) as server:
         args = ["run", "--model", "openai/m", "--base-url", server.openai_url, "hi"]
-        with subprocess.Popen(
-            [sys.executable, "-c", CHILD, point, str(marks), *args],
-            cwd=work,
-            env=cli_env(home, OPENAI_API_KEY="sk-test"),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        ) as proc:
-            try:
-                wait_until(
-                    lambda: (marks / "paused").exists() or proc.poll() is not None,
-                    timeout_s=60,
-                    what=f"the child paused at {point}",
-                )
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                proc.send_signal(sig)
-                (marks / "sent").touch()
-                out, errs = proc.communicate(timeout=60)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+        env = cli_env(home, OPENAI_API_KEY="sk-test")
+        code, out, errs = signal_at(
+            CHILD, point, marks, args, cwd=work, env=env, sig=sig, stdin=subprocess.DEVNULL
+        )
         assert not server.requests  # cancelled before the model was asked
-    assert proc.returncode == 130, (out, errs)
+    assert code == 130, (out, errs)
     assert "Traceback" not in errs and "KeyboardInterrupt" not in errs, errs
     assert errs.splitlines().count("tether: cancelled") == 1, errs
