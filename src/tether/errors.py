@@ -44,7 +44,8 @@ sessions, failed runs reported to a caller, and bugs.
     │                               (`tether.checkpoint.rewind`)
     ├── WorktreeError               a git worktree could not be made or cleaned up
     │                               (`tether.worktrees`)
-    └── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
+    ├── MalformedInputError         `tether run`'s stdin is not valid input (`tether.cli`)
+    └── StdoutClosed                a command's stdout reader went away (`tether.cli.output`)
 
 Every class is defined here (a test checks it and the tree); the modules named raise them.
 Outside the tree: `tether.testing.UnexpectedRequestError` is an `AssertionError` on purpose (a
@@ -250,6 +251,11 @@ class WorktreeError(TetherError):
 
 class MalformedInputError(TetherError, ValueError):
     """stdin does not follow the grammar (exit code 5)."""
+
+
+class StdoutClosed(TetherError):
+    """A command's stdout reader went away (not an `OSError`: click would make it a silent
+    exit 1; `tether.cli.output.TetherGroup` says it in one line, exit 0)."""
 
 
 _EXIT_BY_KIND = {

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from tether.errors import StdoutClosed
+
 if TYPE_CHECKING:  # imported on use: `tether --help` must not build the event codec
     from tether.agent.events import AgentEvent
 
@@ -58,11 +60,6 @@ def drop_stdout(line: str) -> None:
     err(f"stdout closed: {line}")
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-class StdoutClosed(Exception):
-    """A command's stdout reader went away (not an `OSError`: click would make it a silent
-    exit 1)."""
 
 
 class TetherGroup(TyperGroup):
