@@ -119,41 +119,32 @@ class _Refused(Exception):
         self.body = body
 
 
-class OpenAICompatibleProvider(OpenAIChatProvider):
-    """Chat Completions at any endpoint, with its own headers and auth scheme.
-
-    Args:
-        model: the model name the endpoint knows.
-        base_url: the endpoint (`https://gateway.example/v1`).
-        api_key: the key, sent as `auth` says; None: none sent.
-        headers: extra headers on every request.
-        auth: the scheme (default `default_auth`).
-        models_url: the model list (default `base_url` + `models_path`).
-        name: the provider name (the settings entry's).
-    """
+class _Endpoint:
+    """What both compatible providers add to their API's provider: the endpoint's address,
+    headers and auth scheme, its model list and the connection test. A library subclass
+    overrides only what differs (`auth_headers`, `list_models`, `test_connection`)."""
 
     default_auth: ClassVar[AuthScheme] = "bearer"
     models_path: ClassVar[str] = "/models"
+    base_url: str
+    auth: AuthScheme
+    models_url: str
+    headers: dict[str, str]
 
-    def __init__(
+    def _endpoint(
         self,
-        model: str,
-        *,
         base_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        auth: AuthScheme | None = None,
-        models_url: str | None = None,
-        name: str = "openai-compatible",
-    ) -> None:
+        api_key: str | None,
+        headers: Mapping[str, str] | None,
+        auth: AuthScheme | None,
+        models_url: str | None,
+    ) -> dict[str, str]:
+        """Set the endpoint's fields; the headers every request sends (the key's included)."""
         self.base_url = base_url.rstrip("/")
-        self.auth: AuthScheme = auth or self.default_auth
+        self.auth = auth or self.default_auth
         self.models_url = models_url or self.base_url + self.models_path
         self.headers = {**(headers or {}), **self.auth_headers(api_key)}
-        client = _OpenAIClient(
-            api_key="unused", base_url=base_url, default_headers=self.headers, max_retries=0
-        )
-        super().__init__(model, client=client, name=name)
+        return self.headers
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         """The headers that carry the key (override for another scheme or a signed gateway)."""
@@ -166,10 +157,42 @@ class OpenAICompatibleProvider(OpenAIChatProvider):
     async def test_connection(self, timeout_s: float = 10.0) -> ConnectionResult:
         """List the models; where the endpoint has no list (404, 405), send a one-token
         request instead. Never raises for an endpoint fault: it is in the result."""
-        return await test_connection(self, timeout_s)
+        provider = cast("OpenAICompatibleProvider | AnthropicCompatibleProvider", self)
+        return await test_connection(provider, timeout_s)
 
 
-class AnthropicCompatibleProvider(AnthropicProvider):
+class OpenAICompatibleProvider(_Endpoint, OpenAIChatProvider):
+    """Chat Completions at any endpoint, with its own headers and auth scheme.
+
+    Args:
+        model: the model name the endpoint knows.
+        base_url: the endpoint (`https://gateway.example/v1`).
+        api_key: the key, sent as `auth` says; None: none sent.
+        headers: extra headers on every request.
+        auth: the scheme (default `default_auth`).
+        models_url: the model list (default `base_url` + `models_path`).
+        name: the provider name (the settings entry's).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        auth: AuthScheme | None = None,
+        models_url: str | None = None,
+        name: str = "openai-compatible",
+    ) -> None:
+        sent = self._endpoint(base_url, api_key, headers, auth, models_url)
+        client = _OpenAIClient(
+            api_key="unused", base_url=base_url, default_headers=sent, max_retries=0
+        )
+        super().__init__(model, client=client, name=name)
+
+
+class AnthropicCompatibleProvider(_Endpoint, AnthropicProvider):
     """The Messages API at any endpoint, with its own headers and auth scheme (default
     `x-api-key`; `bearer` sends `Authorization: Bearer`). Same arguments as
     `OpenAICompatibleProvider`."""
@@ -188,22 +211,11 @@ class AnthropicCompatibleProvider(AnthropicProvider):
         models_url: str | None = None,
         name: str = "anthropic-compatible",
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.auth: AuthScheme = auth or self.default_auth
-        self.models_url = models_url or self.base_url + self.models_path
-        self.headers = {**(headers or {}), **auth_headers(self.auth, api_key)}
+        sent = self._endpoint(base_url, api_key, headers, auth, models_url)
         client = _AnthropicClient(
-            api_key="unused", base_url=base_url, default_headers=self.headers, max_retries=0
+            api_key="unused", base_url=base_url, default_headers=sent, max_retries=0
         )
         super().__init__(model, client=client, name=name)
-
-    async def list_models(self, timeout_s: float = 10.0) -> list[str]:
-        """The endpoint's models (GET `models_url` with the endpoint's headers)."""
-        return await _get_models(self.models_url, self.headers, timeout_s)
-
-    async def test_connection(self, timeout_s: float = 10.0) -> ConnectionResult:
-        """As `OpenAICompatibleProvider.test_connection`."""
-        return await test_connection(self, timeout_s)
 
 
 def compatible_provider(
