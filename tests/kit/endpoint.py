@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kit.faultserver import anthropic_events, openai_events, text
+
 
 @dataclass
 class Seen:
@@ -118,55 +120,14 @@ def _handler(owner: Endpoint) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _openai(text: str) -> list[str]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": "c1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-
-    usage: dict[str, Any] = {
-        **chunk({}),
-        "choices": [],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-    }
-    payloads: list[dict[str, Any]] = [chunk({"role": "assistant", "content": text}), chunk({}, "stop"), usage]
-    return [f"data: {json.dumps(p)}\n\n" for p in payloads] + ["data: [DONE]\n\n"]
+def _openai(answer: str) -> list[str]:
+    """The streamed reply `answer`, as the fault server writes a text step."""
+    return [f"data: {d}\n\n" for d in openai_events(text(answer)) if d is not None]
 
 
-def _anthropic(text: str) -> list[str]:
-    message: dict[str, Any] = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 3, "output_tokens": 0},
-    }
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": message}),
-        (
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        ),
-        (
-            "content_block_delta",
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 1},
-            },
-        ),
-        ("message_stop", {"type": "message_stop"}),
+def _anthropic(answer: str) -> list[str]:
+    return [
+        f"event: {item[0]}\ndata: {json.dumps(item[1])}\n\n"
+        for item in anthropic_events(text(answer))
+        if item is not None
     ]
-    return [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events]

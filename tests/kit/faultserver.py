@@ -130,7 +130,7 @@ _OPENAI_USAGE: dict[str, Any] = {
 }
 
 
-def _openai_events(step: Step) -> Iterator[str | None]:
+def openai_events(step: Step) -> Iterator[str | None]:
     """SSE data payloads (None = the fault point: the handler injects it)."""
     if step.mode in ("tool", "truncated_tool"):
         yield json.dumps(
@@ -165,7 +165,7 @@ def _openai_events(step: Step) -> Iterator[str | None]:
     yield "[DONE]"
 
 
-def _anthropic_events(step: Step) -> Iterator[tuple[str, dict[str, Any]] | None]:
+def anthropic_events(step: Step) -> Iterator[tuple[str, dict[str, Any]] | None]:
     yield (
         "message_start",
         {
@@ -329,14 +329,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._write("data: " + json.dumps({"error": {**error, "code": None}}) + "\n\n")
 
     def _openai(self, step: Step) -> None:
-        for data in _openai_events(step):
+        for data in openai_events(step):
             if data is None:
                 self._fault(step, anthropic=False)
                 return
             self._write(f"data: {data}\n\n")
 
     def _anthropic(self, step: Step) -> None:
-        for item in _anthropic_events(step):
+        for item in anthropic_events(step):
             if item is None:
                 self._fault(step, anthropic=True)
                 return
