@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 from kit.waits import wait_until
 
@@ -28,6 +32,34 @@ class Tmux:
         return subprocess.run(
             ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
         ).stdout
+
+    @contextmanager
+    def chat(
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        home: Path,
+        drop: Sequence[str] = (),
+        **env: str,
+    ) -> Generator[None]:
+        """`tether chat ARGS` in a 120x40 session `name` on this server, with the test's
+        environment without provider keys, `COLUMNS` / `LINES` (they would override the
+        pane's size in Textual) and `drop`, plus `TETHER_HOME=home`, `TERM` and `env`; the
+        server is killed at the end."""
+        gone = ("COLUMNS", "LINES", *drop)
+        full = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in gone}
+        full.update(TETHER_HOME=str(home), TERM="xterm-256color", **env)
+        command = " ".join([sys.executable, "-m", "tether.cli", "chat", *args])
+        subprocess.run(
+            ["tmux", "-L", self.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
+            env=full,
+            check=True,
+        )
+        try:
+            yield
+        finally:
+            subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
     def screen(self, name: str) -> str:
         """What session `name`'s pane shows now."""

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -43,22 +42,9 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
     work.mkdir()
     (work / "notes.txt").write_text("Buy milk.\nCall Alice at 5pm.\n")
     name = f"tether-tui-{os.getpid()}"
-    # COLUMNS / LINES (set by some runners) would override the pane's 120x40 in Textual, and a
-    # narrower footer hides the "working" this test waits on
-    drop = ("COLUMNS", "LINES")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
-    env.update(TETHER_HOME=str(home), TERM="xterm-256color")
     prompts.share(home / "cache")
-    command = (
-        f"{sys.executable} -m tether.cli chat --model local --cwd {work} "
-        "--approval auto --max-turns 4"
-    )
-    subprocess.run(
-        ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
-        env=env,
-        check=True,
-    )
-    try:
+    args = ["--model", "local", "--cwd", str(work), "--approval", "auto", "--max-turns", "4"]
+    with tmux.chat(name, args, home=home):
         wait_for(name, "local/", 120)  # first paint: the footer names the model
         tmux("send-keys", "-t", name, "-l", "Read notes.txt and tell me what it says.")
         tmux("send-keys", "-t", name, "Enter")
@@ -71,8 +57,6 @@ def test_chat_in_tmux_with_the_embedded_model(tmp_path: Path) -> None:
         tmux("send-keys", "-t", name, "-l", "/quit")
         tmux("send-keys", "-t", name, "Enter")
         wait_until(lambda: not has_session(name), timeout_s=30, what="the TUI quit")
-    finally:
-        subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
     store = SessionStore(home / "sessions")
     (info,) = store.list()
     loaded = store.load(info.id)
@@ -93,20 +77,9 @@ def test_at_path_the_model_picker_and_copy_in_tmux(tmp_path: Path) -> None:
     work.mkdir()
     (work / "notes.txt").write_text("Buy milk.\n")
     name = f"tether-tui-copy-{os.getpid()}"
-    drop = ("COLUMNS", "LINES")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
-    env.update(TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-tmux-test")
     with FaultServer([text("It says to buy milk.")]) as server:
-        command = (
-            f"{sys.executable} -m tether.cli chat --model openai/m --base-url {server.openai_url}"
-            f" --cwd {work} --approval auto"
-        )
-        subprocess.run(
-            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
-            env=env,
-            check=True,
-        )
-        try:
+        args = ["--model", "openai/m", "--base-url", server.openai_url, "--cwd", str(work)]
+        with tmux.chat(name, [*args, "--approval", "auto"], home=home, OPENAI_API_KEY="sk-tmux-test"):
             tmux("set-option", "-g", "set-clipboard", "on")
             wait_for(name, ("openai/m", "folder"), 60)  # the footer and the opening panel
             tmux("send-keys", "-t", name, "-l", "what is in @no")
@@ -131,7 +104,5 @@ def test_at_path_the_model_picker_and_copy_in_tmux(tmp_path: Path) -> None:
             tmux("send-keys", "-t", name, "-l", "/quit")
             tmux("send-keys", "-t", name, "Enter")
             wait_until(lambda: not has_session(name), timeout_s=30, what="the TUI quit")
-        finally:
-            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         (request,) = server.requests
     assert '<file path=\\"notes.txt\\">\\nBuy milk.\\n</file>' in json.dumps(request["body"])

@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,28 +33,14 @@ def test_ctrl_g_opens_the_editor_and_takes_the_text_back(tmp_path: Path) -> None
     )
     editor.chmod(editor.stat().st_mode | stat.S_IXUSR)
     name = f"tether-editor-{os.getpid()}"
-    drop = ("COLUMNS", "LINES", "VISUAL")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
-    env.update(
-        TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-test", EDITOR=str(editor)
-    )
     with FaultServer([]) as server:
-        command = (
-            f"{sys.executable} -m tether.cli chat --model openai/m --base-url "
-            f"{server.openai_url} --cwd {work}"
-        )
-        subprocess.run(
-            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
-            env=env,
-            check=True,
-        )
-        try:
+        args = ["--model", "openai/m", "--base-url", server.openai_url, "--cwd", str(work)]
+        keys = {"OPENAI_API_KEY": "sk-test", "EDITOR": str(editor)}
+        with tmux.chat(name, args, home=home, drop=("VISUAL",), **keys):
             wait_for(name, "openai/", 120)  # first paint: the footer names the model
             tmux("send-keys", "-t", name, "-l", "a first draft")
             wait_for(name, "a first draft", 30)
             tmux("send-keys", "-t", name, "C-g")
             wait_for(name, "the-editor-has-the-terminal: a first draft", 30)
             wait_for(name, "edited by the script 42", 30)  # back in the prompt
-        finally:
-            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         assert server.requests == []

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,20 +27,9 @@ def test_a_bracketed_paste_of_three_lines_is_one_message(tmp_path: Path) -> None
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     name = f"tether-paste-{os.getpid()}"
-    drop = ("COLUMNS", "LINES")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
-    env.update(TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-test")
     with FaultServer([text("pasted text received")]) as server:
-        command = (
-            f"{sys.executable} -m tether.cli chat --model openai/m --base-url "
-            f"{server.openai_url} --cwd {work}"
-        )
-        subprocess.run(
-            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
-            env=env,
-            check=True,
-        )
-        try:
+        args = ["--model", "openai/m", "--base-url", server.openai_url, "--cwd", str(work)]
+        with tmux.chat(name, args, home=home, OPENAI_API_KEY="sk-test"):
             tmux.wait_for(name, "openai/", 120)  # first paint: the footer names the model
             tmux("set-buffer", "-b", "tp", PASTED)
             tmux("paste-buffer", "-p", "-b", "tp", "-t", name)  # -p: bracketed, as asked for
@@ -53,8 +40,6 @@ def test_a_bracketed_paste_of_three_lines_is_one_message(tmp_path: Path) -> None
             assert server.requests == []  # no newline sent it
             tmux("send-keys", "-t", name, "Enter")
             tmux.wait_for(name, "pasted text received", 60)
-        finally:
-            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
     (request,) = server.requests
     said = [m for m in request["body"]["messages"] if m["role"] == "user"]
     content = said[-1]["content"]

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,21 +34,10 @@ def test_enter_selects_and_submit_answers_in_a_real_terminal(tmp_path: Path) -> 
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     name = f"tether-question-{os.getpid()}"
-    drop = ("COLUMNS", "LINES")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
-    env.update(TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-test")
     script = [tool("question", questions=[QUESTION]), text("going big")]
     with FaultServer(script) as server:
-        command = (
-            f"{sys.executable} -m tether.cli chat --model openai/m --base-url "
-            f"{server.openai_url} --cwd {work}"
-        )
-        subprocess.run(
-            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command],
-            env=env,
-            check=True,
-        )
-        try:
+        args = ["--model", "openai/m", "--base-url", server.openai_url, "--cwd", str(work)]
+        with tmux.chat(name, args, home=home, OPENAI_API_KEY="sk-test"):
             tmux.wait_for(name, "openai/", 120)  # first paint: the footer names the model
             tmux("send-keys", "-t", name, "-l", "plan it")
             tmux("send-keys", "-t", name, "Enter")
@@ -63,7 +50,5 @@ def test_enter_selects_and_submit_answers_in_a_real_terminal(tmp_path: Path) -> 
             tmux("send-keys", "-t", name, "Enter")  # the highlight is on Submit
             tmux.wait_for(name, "going big", 60)
             wait_until(lambda: len(server.requests) == 2, timeout_s=10)
-        finally:
-            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
     results = [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"]
     assert json.loads(results[-1]["content"]) == [{"header": "Plan", "labels": ["big"]}]

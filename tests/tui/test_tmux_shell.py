@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,21 +37,9 @@ def test_bang_and_tasks_in_tmux(tmp_path: Path) -> None:
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     name = f"tether-bang-{os.getpid()}"
-    drop = ("COLUMNS", "LINES")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
-    env.update(TETHER_HOME=str(home), TERM="xterm-256color", OPENAI_API_KEY="sk-test")
     with FaultServer([]) as server:
-        command = (
-            f"{sys.executable} -m tether.cli chat --model openai/m --base-url "
-            f"{server.openai_url} --cwd {work}"
-        )
-        size = ["-x", "120", "-y", "40"]
-        subprocess.run(
-            ["tmux", "-L", tmux.socket, "new-session", "-d", "-s", name, *size, command],
-            env=env,
-            check=True,
-        )
-        try:
+        args = ["--model", "openai/m", "--base-url", server.openai_url, "--cwd", str(work)]
+        with tmux.chat(name, args, home=home, OPENAI_API_KEY="sk-test"):
             wait_for(name, "openai/", 120)  # first paint: the footer names the model
             type_line(name, "!echo bang-$((6*7)) && touch from-bang")
             wait_for(name, "bang-42", 60)
@@ -68,8 +55,6 @@ def test_bang_and_tasks_in_tmux(tmp_path: Path) -> None:
                 timeout_s=30,
                 what="the TUI quit",
             )
-        finally:
-            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
         assert server.requests == []  # `!` is no model turn
     store = SessionStore(home / "sessions")
     (info,) = store.list()
