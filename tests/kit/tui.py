@@ -115,3 +115,24 @@ def notes(app: TetherApp) -> str:
 def status(app: TetherApp) -> str:
     """The status bar's text."""
     return str(app.query_one(StatusBar).render())
+
+
+QUESTIONS: list[dict[str, Any]] = [
+    {
+        "header": "Plan",
+        "question": "Which plan?",
+        "options": [
+            {"label": "small", "description": "one file", "preview": "PREVIEW-SMALL"},
+            {"label": "big", "description": "many files"},
+        ],
+    },
+    {
+        "header": "Parts",
+        "question": "Which parts?",
+        "multi_select": True,
+        "options": [{"label": "api"}, {"label": "cli"}, {"label": "docs"}],
+    },
+    {"header": "Name", "question": "Name?", "options": [{"label": "a"}, {"label": "b"}]},
+]
+"""Three questions for the `question` tool (a single-select with a preview, a multi-select, a
+plain one): the question overlay tests' script."""

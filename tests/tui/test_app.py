@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from kit.tui import SIZE, idle, notes, scripted_app, send, status
+from kit.tui import QUESTIONS, SIZE, idle, notes, scripted_app, send, status
 from tether.messages import TextBlock, ThinkingBlock
 from tether.session import SessionStore
 from tether.testing import Reply, call
@@ -168,23 +168,6 @@ async def test_approval_allow_once_for_session_and_deny_with_reason(tmp_path: Pa
     assert denied.is_error and "use git clean" in denied.text
 
 
-QUESTIONS = [
-    {
-        "header": "Plan",
-        "question": "Which plan?",
-        "options": [
-            {"label": "small", "description": "one file", "preview": "PREVIEW-SMALL"},
-            {"label": "big", "description": "many files"},
-        ],
-    },
-    {
-        "header": "Parts",
-        "question": "Which parts?",
-        "multi_select": True,
-        "options": [{"label": "api"}, {"label": "cli"}, {"label": "docs"}],
-    },
-    {"header": "Name", "question": "Name?", "options": [{"label": "a"}, {"label": "b"}]},
-]
 
 
 async def wait_screen(app: TetherApp, pilot: Pilot[int], kind: type) -> None:

@@ -11,28 +11,10 @@ from textual.pilot import Pilot
 from textual.widgets import Markdown, OptionList, Static
 from textual.widgets._markdown import MarkdownFence  # pyright: ignore[reportPrivateUsage]
 
-from kit.tui import SIZE, idle, scripted_app, send, until
+from kit.tui import QUESTIONS, SIZE, idle, scripted_app, send, until
 from tether.testing import call
 from tether.tui.app import TetherApp
 from tether.tui.screens import QuestionScreen
-
-QUESTIONS: list[dict[str, Any]] = [
-    {
-        "header": "Plan",
-        "question": "Which plan?",
-        "options": [
-            {"label": "small", "description": "one file", "preview": "PREVIEW-SMALL"},
-            {"label": "big", "description": "many files"},
-        ],
-    },
-    {
-        "header": "Parts",
-        "question": "Which parts?",
-        "multi_select": True,
-        "options": [{"label": "api"}, {"label": "cli"}, {"label": "docs"}],
-    },
-    {"header": "Name", "question": "Name?", "options": [{"label": "a"}, {"label": "b"}]},
-]
 
 
 async def overlay(app: TetherApp, pilot: Pilot[Any]) -> QuestionScreen:
