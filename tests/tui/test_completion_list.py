@@ -100,3 +100,28 @@ def test_accept_entry() -> None:
     assert accept_entry("/co", "/compact") == "/compact"
     assert accept_entry("see @src/ma", "@src/main.py") == "see @src/main.py"
     assert accept_entry("see @", "@a.txt") == "see @a.txt"
+
+
+async def test_enter_typed_before_the_change_is_seen_sends_what_was_typed(tmp_path: Path) -> None:
+    """Keys typed fast (a paste, tmux's send-keys) can reach the prompt before the text's
+    Changed message: the list still holds the entries of an older text (`/`: `/compact`
+    first). Enter must send `/tasks`, not take `/compact` (a clean clone's CI saw this)."""
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        prompt, menu = app.query_one(PromptInput), app.query_one(CompletionList)
+        prompt.text = "/"
+        await pilot.pause()
+        assert menu.is_open and menu.current == "/compact"
+        prompt.move_cursor(prompt.document.end)
+        prompt.insert("tasks")  # its Changed message not handled yet
+        assert app.menu_key("enter") is False  # nothing taken: the prompt is sent as typed
+        assert prompt.text == "/tasks"
+        prompt.text = "/co"
+        await pilot.pause()
+        await pilot.press("tab")  # an entry taken: the list shuts for that text
+        await pilot.pause()
+        taken = prompt.text
+        assert not menu.display
+        prompt.text = "/co"  # back to the text the list was shown for: it shows again
+        await pilot.pause()
+        assert menu.is_open and taken != "/co"

@@ -392,14 +392,21 @@ class TetherApp(App[int]):
         """The completion list follows what is typed (a bare `/name`, an `@path`), unless it
         was closed for this very text (an entry taken, Esc)."""
         if isinstance(event.text_area, PromptInput):
-            menu, text = self.query_one(CompletionList), event.text_area.text
-            if text == menu.dismissed:
-                return
-            menu.dismissed = None
-            menu.show(self.completer.entries(text, self.command_table()))
+            self._follow_prompt(event.text_area.text)
+
+    def _follow_prompt(self, text: str) -> None:
+        menu = self.query_one(CompletionList)
+        if text == menu.shown_for or text == menu.dismissed:
+            return
+        menu.dismissed = None
+        menu.show(self.completer.entries(text, self.command_table()), text)
 
     def menu_key(self, key: str) -> bool:
-        """A key of the prompt while the completion list shows (`tether.tui.completion`)."""
+        """A key of the prompt while the completion list shows (`tether.tui.completion`). The
+        list is brought up to the prompt's text first: keys typed fast (a paste, tmux) can
+        reach here before the text's Changed message, and Enter must not take an entry
+        computed for an older text."""
+        self._follow_prompt(self.prompt_input.text)
         return menu_key(self.query_one(CompletionList), self.prompt_input, key)
 
     def complete(self, text: str) -> str | None:

@@ -101,6 +101,8 @@ class CompletionList(Static):
         self.index = 0
         self.dismissed: str | None = None
         """The prompt text the list was closed for (an entry taken, Esc): shut until it changes."""
+        self.shown_for: str | None = None
+        """The prompt text these entries were computed for."""
 
     @property
     def is_open(self) -> bool:
@@ -111,10 +113,11 @@ class CompletionList(Static):
         """The highlighted entry's value."""
         return self.entries[self.index][0] if self.is_open else None
 
-    def show(self, entries: Sequence[tuple[str, str]]) -> None:
-        """Show these entries (value, line), the first highlighted; hide the list when there
-        are none."""
+    def show(self, entries: Sequence[tuple[str, str]], text: str | None = None) -> None:
+        """Show these entries (value, line) for the prompt's `text`, the first highlighted;
+        hide the list when there are none."""
         self.entries = list(entries)
+        self.shown_for = text
         self.index = 0
         self._render_entries()
 
@@ -127,6 +130,7 @@ class CompletionList(Static):
     def close(self, text: str) -> None:
         """Hide the list until the prompt's text is no longer `text`."""
         self.dismissed = text
+        self.shown_for = None
         self.display = False
 
     def _render_entries(self) -> None:
