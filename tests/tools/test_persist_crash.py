@@ -1,5 +1,6 @@
 """Crash safety of persisted outputs: a process SIGKILLed while writing one leaves the final
-path absent (or its previous complete version), never a half-written file."""
+path absent (or its previous complete version), never a half-written file; both ways of
+writing (an unnamed file linked into place, and the named temp file the host falls back to)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tether.tools.exec import persist
 from tether.tools.exec.persist import TOOL_RESULTS_DIR, WRITE_CHUNK_BYTES
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -28,6 +32,7 @@ def pause(written):
         time.sleep(0.5)
 
 persist._after_chunk = pause
+persist.unnamed_files = persist.unnamed_files and sys.argv[5] == "unnamed"
 line = "0123456789abcdef" * 63 + "\\n"  # 1009 chars
 text = line * ((persist.WRITE_CHUNK_BYTES * int(sys.argv[4])) // len(line))
 r = ToolResultBlock(tool_call_id="call_big", content=(TextBlock(text=text),))
@@ -41,9 +46,9 @@ def _expected(chunks: int) -> bytes:
     return (line * ((WRITE_CHUNK_BYTES * chunks) // len(line))).encode()
 
 
-def _spawn(session_dir: Path, mode: str, chunks: int) -> subprocess.Popen[str]:
+def _spawn(session_dir: Path, mode: str, chunks: int, how: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(SRC), str(session_dir), mode, str(chunks)],
+        [sys.executable, "-c", WRITER, str(SRC), str(session_dir), mode, str(chunks), how],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -59,22 +64,29 @@ def _kill_after(proc: subprocess.Popen[str], chunks_seen: int) -> None:
     proc.stdout.close()
 
 
-def test_sigkill_mid_write_leaves_no_half_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["unnamed", "named"])
+def test_sigkill_mid_write_leaves_no_half_file(tmp_path: Path, how: str) -> None:
+    if how == "unnamed" and not persist.unnamed_files:
+        pytest.skip("this host cannot write unnamed files (O_TMPFILE)")
     final = tmp_path / TOOL_RESULTS_DIR / "call_big.txt"
-    proc = _spawn(tmp_path, "slow", SIZE_CHUNKS)
+    proc = _spawn(tmp_path, "slow", SIZE_CHUNKS, how)
     _kill_after(proc, 3)
-    # killed mid-write: the bytes written so far sit in a temp file, the final path is absent
+    # killed mid-write: the final path is absent; the bytes written so far sit in a temp file
+    # (named) or in an unnamed file the kernel frees with the process (unnamed)
     assert not final.exists()
     temps = [p for p in final.parent.iterdir() if p.name.endswith(".tmp")]
-    assert len(temps) == 1 and 0 < temps[0].stat().st_size < len(_expected(SIZE_CHUNKS))
+    if how == "named":
+        assert len(temps) == 1 and 0 < temps[0].stat().st_size < len(_expected(SIZE_CHUNKS))
+    else:
+        assert temps == []
     # a complete run afterwards writes the whole output
-    done = _spawn(tmp_path, "fast", SIZE_CHUNKS)
+    done = _spawn(tmp_path, "fast", SIZE_CHUNKS, how)
     out, _ = done.communicate(timeout=120)
     assert done.returncode == 0 and "DONE <persisted-output" in out
     want = _expected(SIZE_CHUNKS)
     assert final.stat().st_size == len(want)
     assert hashlib.sha256(final.read_bytes()).digest() == hashlib.sha256(want).digest()
     # killed while replacing it with a bigger one: the previous complete version stays
-    again = _spawn(tmp_path, "slow", SIZE_CHUNKS * 2)
+    again = _spawn(tmp_path, "slow", SIZE_CHUNKS * 2, how)
     _kill_after(again, 4)
     assert final.read_bytes() == want

@@ -389,3 +389,40 @@ def test_temp_names_skip_a_leftover_and_the_folder_is_made_on_demand(
     assert target.read_bytes() == b"second"
     assert leftover.read_bytes() == b"half"
     assert sorted(p.name for p in folder.iterdir()) == [leftover.name, "c1.txt"]
+
+
+@pytest.mark.parametrize("refused", ["open", "link"])
+def test_a_host_without_unnamed_files_falls_back_to_the_named_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: str
+) -> None:
+    """An injected fault: the file system refuses `O_TMPFILE` (EOPNOTSUPP), or there is no
+    `/proc` to link the unnamed file from (ENOENT). The write still lands whole, through the
+    named temp file, nothing is left behind, and the process stops trying the unnamed way."""
+    import errno
+
+    flag = getattr(os, "O_TMPFILE", 0)
+    real_open, real_link = os.open, os.link
+    tried: list[str] = []
+
+    def fake_open(path: object, flags: int, *args: object, **kw: object) -> int:
+        if flag and flags & flag == flag and refused == "open":
+            tried.append("open")
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        return real_open(path, flags, *args, **kw)  # type: ignore[arg-type]
+
+    def fake_link(src: object, dst: object, **kw: object) -> None:
+        if str(src).startswith("/proc/self/fd/") and refused == "link":
+            tried.append("link")
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+        real_link(src, dst, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(persist, "unnamed_files", True)
+    monkeypatch.setattr(os, "open", fake_open)
+    monkeypatch.setattr(os, "link", fake_link)
+    target = tmp_path / TOOL_RESULTS_DIR / "c1.txt"
+    for data in (b"first", b"second"):
+        atomic_write_file(target, data, durable=False)
+        assert target.read_bytes() == data
+    assert tried == [refused]  # tried once, then the named way only
+    assert persist.unnamed_files is False
+    assert [p.name for p in target.parent.iterdir()] == ["c1.txt"]
