@@ -114,6 +114,49 @@ async def test_each_turn_is_checkpointed_and_a_rewind_restores_files_and_forks(t
     assert done.report is not None and done.report.removed == ("a.txt",)
 
 
+async def test_the_turns_snapshot_is_taken_while_the_model_answers(tmp_path: Path) -> None:
+    """The snapshot before a user turn's first change starts as the turn's request goes out:
+    the shadow repository has its commit before the model's reply (which asks for a write)
+    arrives, that commit holds the folder before the write, and the checkpoint recorded for
+    the turn names it. A turn without a change records nothing."""
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "keep.txt").write_text("original")
+    store = SessionStore(tmp_path / "data" / "sessions")
+    cp = checkpoint_store(store.root)
+    seen: list[bool] = []
+
+    def head_exists() -> bool:
+        return any(cp.glob("*/refs/heads/main"))
+
+    def reply(request: Any) -> Any:
+        if len(request.messages) == 1:  # the first request: wait for the snapshot (≤ 10 s)
+            deadline = time.monotonic() + 10
+            while not head_exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append(head_exists())
+            return call("write", path="keep.txt", content="changed")
+        return "done"
+
+    events: list[AgentEvent] = []
+    agent, _ = agent_for(root, [], store=store, events=events, provider=ScriptedProvider(reply))
+    await agent.run("change keep")
+    assert seen == [True]  # taken before the reply came, not after it
+    (before,) = [e for e in events if isinstance(e, CheckpointEvent) and e.at == "before"]
+    (repo_dir,) = [p.parent.parent.parent for p in cp.glob("*/refs/heads/main")]
+    from tether.checkpoint.shadow import ShadowRepo
+
+    repo = ShadowRepo(root, store=cp)
+    assert repo.git_dir == repo_dir
+    assert repo.files(before.commit) == {"keep.txt": b"original"}
+    assert (root / "keep.txt").read_text() == "changed"
+
+    talk, _ = agent_for(root, ["just talking"], store=store, events=(quiet := []))
+    await talk.run("hello")
+    await asyncio.sleep(0.2)  # the early snapshot's thread has ended
+    assert not [e for e in quiet if isinstance(e, CheckpointEvent)]
+
+
 async def test_files_changed_outside_tether_are_kept_unless_forced(tmp_path: Path) -> None:
     root = tmp_path / "work"
     root.mkdir()

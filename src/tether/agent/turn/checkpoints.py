@@ -1,6 +1,13 @@
 """Checkpoints inside a run: a snapshot of the working folder before each user turn's first call
 that may change files, and one when a run ends (the tree tether left).
 
+The snapshot for a user turn is started early, in a thread, as the turn's first request goes
+out (`prepare`, called by `tether.agent.turn.checkpoint_policy`): the git processes it needs
+(tens of milliseconds on a busy machine) then run while the model answers, not after it, and
+the first call that may change files only waits for what is left of it. It is recorded only
+when such a call comes (a turn of questions and reads records nothing); like Claude Code's,
+it holds the folder as it was when the turn was sent.
+
 Owns: `Checkpoints` (one per main agent with a stored session: `before_change`, called by the
 tool calls before a call of a tool that is not `safe` runs — `write`, `edit`, `bash`, folder
 and MCP tools, `task`; `after_run`, called by the loop when a run ends, cancelled or failed
@@ -37,8 +44,18 @@ from tether.checkpoint.timeline import (
 from tether.errors import CheckpointError
 from tether.messages import Turn
 
+_Taken = tuple[Snapshot, dict[str, str]] | CheckpointError | None
+"""A snapshot and the extra folders' commits, the reason there is none, or None (no store)."""
+
 STOP_HOOK_PREFIX = "A stop hook did not accept this as the final answer"
 """How the message after a refused stop begins (`tether.agent.turn.stop_hooks.STOP_DENIED`)."""
+
+
+def _retrieved(task: asyncio.Future[_Taken]) -> None:
+    """Read a finished early snapshot's outcome, so an unexpected error in one nobody waited
+    for (its turn made no change) is not logged as never retrieved; a waiter still gets it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def synthetic_user_turn(turn: Turn) -> bool:
@@ -111,6 +128,8 @@ class Checkpoints:
         self._lock = asyncio.Lock()
         self._warned: set[str] = set()
         self._latest = LatestUserTurn()
+        self._early: tuple[str, asyncio.Future[_Taken]] | None = None
+        """The user turn whose snapshot `prepare` started, and the task taking it."""
 
     def _repo_for(self, session: AgentSession) -> ShadowRepo | None:
         if self._repo is None:
@@ -132,9 +151,30 @@ class Checkpoints:
         loaded = session.loaded
         return loaded is not None and any(e.kind == CHECKPOINT_EVENT for e in loaded.events)
 
+    def prepare(self, session: AgentSession, history: list[Turn]) -> None:
+        """Start the current user turn's snapshot in a thread, unless it has one or one is
+        under way (called as each request goes out; `before_change` takes the result)."""
+        if self.off or not self._stored(session):
+            return
+        turn_id = self._latest(history)
+        if turn_id is None or turn_id == self._taken_for:
+            return
+        if self._early is not None and self._early[0] == turn_id:
+            return
+        if self._repo_for(session) is None:
+            return
+        # run_in_executor hands the work to a thread at once (a task would wait for the loop
+        # to come round, and the request may be sent before it does)
+        task = asyncio.get_running_loop().run_in_executor(
+            None, self._take, session, f"before {turn_id}"
+        )
+        task.add_done_callback(_retrieved)
+        self._early = (turn_id, task)
+
     async def before_change(self, session: AgentSession, history: list[Turn]) -> None:
-        """Snapshot the folder unless the current user turn has its snapshot already (a
-        thread does the work: the event loop keeps serving the host)."""
+        """Snapshot the folder unless the current user turn has its snapshot already: the
+        one `prepare` started, else one taken now (a thread does the work: the event loop
+        keeps serving the host)."""
         if self.off or not self._stored(session):
             return
         turn_id = self._latest(history)
@@ -143,7 +183,12 @@ class Checkpoints:
         async with self._lock:
             if turn_id == self._taken_for or self.off:
                 return
-            snap = await asyncio.to_thread(self._snapshot, session, f"before {turn_id}")
+            early, self._early = self._early, None
+            if early is not None and early[0] == turn_id:
+                taken = await asyncio.shield(early[1])
+            else:
+                taken = await asyncio.to_thread(self._take, session, f"before {turn_id}")
+            snap = self._reported(taken)
             self._taken_for = turn_id
             if snap is not None:
                 self._record(session, *snap, "before", turn_id)
@@ -160,7 +205,13 @@ class Checkpoints:
     def _snapshot(
         self, session: AgentSession, message: str
     ) -> tuple[Snapshot, dict[str, str]] | None:
-        """The root's snapshot and the extra folders' commits (folder → commit)."""
+        """The root's snapshot and the extra folders' commits (folder → commit); None when
+        checkpoints are unavailable (reported once, and off from then on)."""
+        return self._reported(self._take(session, message))
+
+    def _take(self, session: AgentSession, message: str) -> _Taken:
+        """`_snapshot`'s work, the failure returned rather than reported (it may run in a
+        thread whose result nobody waits for)."""
         repo = self._repo_for(session)
         if repo is None:
             return None
@@ -174,14 +225,20 @@ class Checkpoints:
             }
             return snap, extra
         except CheckpointError as exc:
+            return exc
+
+    def _reported(self, taken: _Taken) -> tuple[Snapshot, dict[str, str]] | None:
+        if not isinstance(taken, CheckpointError):
+            return taken
+        if not self.off:
             self.off = True
             self.emit(
                 WarningEvent(
                     kind="checkpoint_unavailable",
-                    message=f"checkpoints are off for this session: {exc}",
+                    message=f"checkpoints are off for this session: {taken}",
                 )
             )
-            return None
+        return None
 
     def _record(
         self,
