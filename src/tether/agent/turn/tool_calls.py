@@ -273,7 +273,23 @@ class ToolCalls:
         safe_mode: bool,
         timeout_s: float,
     ) -> ToolResultBlock:
+        """One call in three steps: `_prepare` (refused, replayed, blocked or denied?),
+        `_execute` (run it, when not), `_finalize` (gate the output, keep and report the
+        result)."""
         started = self._began[call.id] = time.perf_counter()
+        call, run = await self._prepare(call, parts, safe_mode=safe_mode)
+        me = asyncio.current_task()
+        cancels = me.cancelling() if me is not None else 0
+        if run is None:  # not refused, replayed, blocked or denied: run it
+            run = await self._execute(call, parts, state, timeout_s)
+        return await self._finalize(call, run, parts, me, cancels, started)
+
+    async def _prepare(
+        self, call: ToolCallBlock, parts: RunParts, *, safe_mode: bool
+    ) -> tuple[ToolCallBlock, ToolRunResult | None]:
+        """The call as the hooks left it, and its result when it is not to run: refused in
+        safe mode, skipped after steering, replayed or blocked by the loop-breaker, denied by
+        a hook or the approval; None for a call to run."""
         refused = refuse_in_safe_mode(parts.registry, call, safe_mode)
         if refused is None and self._steered():  # the user steered while it waited
             refused = tool_result(call.id, STEERED_SKIP, is_error=True)
@@ -289,22 +305,42 @@ class ToolCalls:
             run = ToolRunResult(block=denied) if denied is not None else None
             if run is None and self._steered():  # steered during the approval prompt
                 run = ToolRunResult(block=tool_result(call.id, STEERED_SKIP, is_error=True))
-        me = asyncio.current_task()
-        cancels = me.cancelling() if me is not None else 0
-        if run is None:  # not refused, replayed, blocked or denied: run it
-            tool = parts.registry.get(call.name)
-            if parts.checkpoints is not None and (tool is None or not tool.safe):
-                await parts.checkpoints.before_change(state.session, state.history)
-            state.session.record_started(call)
-            self._started.add(call.id)
-            parts.emit(ToolStartEvent(tool_call_id=call.id, name=call.name))
-            run = await self._run_cancellable(call, parts, timeout_s)
-            tool = parts.registry.get(call.name)
-            run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
-            if self._subfolders is not None and not run.block.is_error:
-                found = self._subfolders.notes_for(call.name, call.arguments, state.history)
-                if found:
-                    run = replace(run, system_notes=(*run.system_notes, *found))
+        return call, run
+
+    async def _execute(
+        self, call: ToolCallBlock, parts: RunParts, state: RunState, timeout_s: float
+    ) -> ToolRunResult:
+        """Run a call: the user turn's snapshot first when the tool may change files, the
+        start recorded and announced, then the tool; the loop-breaker and the sub-folders'
+        instruction notes see its result."""
+        tool = parts.registry.get(call.name)
+        if parts.checkpoints is not None and (tool is None or not tool.safe):
+            await parts.checkpoints.before_change(state.session, state.history)
+        state.session.record_started(call)
+        self._started.add(call.id)
+        parts.emit(ToolStartEvent(tool_call_id=call.id, name=call.name))
+        run = await self._run_cancellable(call, parts, timeout_s)
+        tool = parts.registry.get(call.name)
+        run = self._hygiene.record(call, run, safe=tool is not None and tool.safe)
+        if self._subfolders is not None and not run.block.is_error:
+            found = self._subfolders.notes_for(call.name, call.arguments, state.history)
+            if found:
+                run = replace(run, system_notes=(*run.system_notes, *found))
+        return run
+
+    async def _finalize(
+        self,
+        call: ToolCallBlock,
+        run: ToolRunResult,
+        parts: RunParts,
+        me: asyncio.Task[Any] | None,
+        cancels: int,
+        started: float,
+    ) -> ToolResultBlock:
+        """Keep a finished call's result: through the output gate, into the read state and
+        the notes, past the after-hooks, reported (`me` is the call's task, `cancels` its
+        cancel count before the call ran: a cancel that came meanwhile stops the run here,
+        the result kept)."""
         # The call has finished: a cancel from here on must not lose its result. The output
         # gate (it may write the output to a file) runs inline for an ordinary output (no
         # await: nothing can cancel it midway, and no task or shield per call), else in a
