@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tether.tools.exec.persist import TOOL_RESULTS_DIR, WRITE_CHUNK_BYTES
+from tether.atomic import WRITE_CHUNK_BYTES
+from tether.tools.exec.persist import TOOL_RESULTS_DIR
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SIZE_CHUNKS = 12
@@ -20,6 +21,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from tether.messages import TextBlock, ToolResultBlock
+from tether import atomic
 from tether.tools.exec import persist
 
 def pause(written):
@@ -27,9 +29,9 @@ def pause(written):
     if sys.argv[3] == "slow":
         time.sleep(0.5)
 
-persist._after_chunk = pause
+atomic._after_chunk = pause
 line = "0123456789abcdef" * 63 + "\\n"  # 1009 chars
-text = line * ((persist.WRITE_CHUNK_BYTES * int(sys.argv[4])) // len(line))
+text = line * ((atomic.WRITE_CHUNK_BYTES * int(sys.argv[4])) // len(line))
 r = ToolResultBlock(tool_call_id="call_big", content=(TextBlock(text=text),))
 out = persist.persist_tool_result(r, Path(sys.argv[2]))
 print("DONE", out.text[:40], flush=True)

@@ -4,7 +4,6 @@ output, mixed results, no-session fallback, write failures, and the agent loop w
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import re
 import sys
@@ -24,13 +23,11 @@ from tether.session import ARTIFACT_KINDS, SessionStore
 from tether.testing import ScriptedProvider, call
 from tether.tools.base import tool
 from tether.tools.context import ToolOutput
-from tether.tools.exec import persist
 from tether.tools.exec.normalize import PERSISTED_OUTPUT_OPEN, render_stub
 from tether.tools.exec.persist import (
     DEFAULT_THRESHOLD_CHARS,
     TOOL_RESULTS_DIR,
     OutputLimits,
-    atomic_write_file,
     persist_tool_result,
     result_file_name,
 )
@@ -371,21 +368,13 @@ def test_saved_outputs_are_fsynced_with_the_session_not_per_call(
     writer.close()
 
 
-def test_temp_names_skip_a_leftover_and_the_folder_is_made_on_demand(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Temp files are named `.<name>.<pid>-<n>.tmp` from a counter (mkstemp's random names
-    cost a tenth of a turn): a leftover of a killed process with the same pid and number is
-    skipped, never written into or removed; a missing folder is created (0o700) on first use."""
-    monkeypatch.setattr(persist, "_temp_names", itertools.count(7))
-    folder = tmp_path / "a" / TOOL_RESULTS_DIR
-    target = folder / "c1.txt"
-    atomic_write_file(target, b"first", durable=False)
-    assert target.read_bytes() == b"first"
+def test_the_results_folder_is_made_on_demand_private(tmp_path: Path) -> None:
+    """The gate's first save in a session makes `tool-results/` (0o700) and the file (0o600);
+    the temp names and the write itself are `tether.atomic`'s (tests/test_atomic.py)."""
+    session_dir = tmp_path / "a"
+    session_dir.mkdir()
+    persist_tool_result(_result("x" * (DEFAULT_THRESHOLD_CHARS + 1), call_id="c1"), session_dir)
+    folder = session_dir / TOOL_RESULTS_DIR
     assert folder.stat().st_mode & 0o777 == 0o700
-    leftover = folder / f".c1.txt.{os.getpid()}-8.tmp"
-    leftover.write_bytes(b"half")
-    atomic_write_file(target, b"second", durable=True)
-    assert target.read_bytes() == b"second"
-    assert leftover.read_bytes() == b"half"
-    assert sorted(p.name for p in folder.iterdir()) == [leftover.name, "c1.txt"]
+    assert [p.name for p in folder.iterdir()] == ["c1.txt"]
+    assert (folder / "c1.txt").stat().st_mode & 0o777 == 0o600
