@@ -66,3 +66,24 @@ def test_build_view_still_repairs_the_emptied_turn_itself() -> None:
     )
     view = build_view(turns, "openai-chat")
     assert view[-1].role == "user" and all(t.content for t in view)
+
+
+@given(target=st.sampled_from(TARGETS), redacted=st.booleans(), with_text=st.booleans())
+def test_without_the_placeholder_only_the_emptied_turn_differs(
+    target: Target, redacted: bool, with_text: bool
+) -> None:
+    """`placeholder=False` (`build_view`'s second pass, whose pairing pass repairs an empty
+    turn) is the same pass: the one difference is an emptied turn left empty."""
+    turn = only_reasoning(redacted)
+    if with_text:
+        turn = Turn(
+            id="a1", role="assistant", provenance=ANT, content=(*turn.content, TextBlock(text="x"))
+        )
+    turns = (Turn(id="u1", role="user", content=(TextBlock(text="hi"),)), turn)
+    filled = sanitize_history_for_provider(turns, target)
+    bare = sanitize_history_for_provider(turns, target, placeholder=False)
+    assert bare[0] is turns[0] and [t.id for t in bare] == ["u1", "a1"]
+    if bare[1].content:
+        assert bare == filled
+    else:
+        assert filled[1].content == (TextBlock(text=PLACEHOLDER_TEXT),)
