@@ -11,8 +11,9 @@ Who writes with it and how:
   `sync()` fsyncs the saved files before the session file), the folder made on demand (0o700);
 - the settings, trust, permissions, credentials, Jobs and model-catalog files: durable (a
   `tether config set` or a login survives a power loss), mode 0o644 or 0o600 for secrets;
-- the embedded model's prompt cache and the checkpoints' shadow repository: mode 0o600, not
-  durable (both are caches a lost write only makes slower).
+- the embedded model's prompt cache and load verdicts, and the checkpoints' shadow repository
+  (its objects read-only, 0o444): mode 0o600, not durable, as before (a power loss may lose
+  the newest entry; a killed process never leaves a torn one).
 """
 
 from __future__ import annotations
