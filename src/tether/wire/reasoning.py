@@ -243,6 +243,11 @@ def reason_turn(
     Returns:
         `turn` itself when nothing changes, else a copy with reasoning blocks dropped or
         stripped and tool calls' `provider_meta` filtered (module docstring rules).
+
+    A Gemini signature that is not base64 is checked in two places, and handled apart for a
+    reason: on a thinking block it is the block's whole point, so the block goes; on a tool
+    call only the `provider_meta` key goes, the call itself must reach the wire (its result
+    follows it).
     """
     content = turn.content
     types = set(map(type, content))
