@@ -213,16 +213,16 @@ def main() -> None:
         saves = _saved_output_cost(tmp)
         print(
             f"the disk's share: each turn saves its cut 2 KB echo output (case T26); "
-            f"atomic_write_file of 2 KB into a new file under {tempfile.gettempdir()}: median {saves[0]:.3f} ms wall, "
+            f"write_atomic of 2 KB into a new file under {tempfile.gettempdir()}: median {saves[0]:.3f} ms wall, "
             f"{saves[1]:.3f} ms CPU (1,000 files, measured after the run)"
         )
 
 
 def _saved_output_cost(tmp: str, n: int = 1000) -> tuple[float, float]:
-    """Median wall and mean CPU ms of the gate's file save (`atomic_write_file`, no fsync) of a
+    """Median wall and mean CPU ms of the gate's file save (`tether.atomic.write_atomic`, no fsync, as the gate calls it) of a
     2 KB output into a fresh folder beside the session: on some disks creating a file costs
     more than the rest of a turn, which the per-turn figures include."""
-    from tether.tools.exec.persist import atomic_write_file
+    from tether.atomic import write_atomic
 
     folder = Path(tmp) / "save-cost"
     data = b"x" * 2048
@@ -230,7 +230,7 @@ def _saved_output_cost(tmp: str, n: int = 1000) -> tuple[float, float]:
     c0 = time.thread_time()
     for k in range(n):
         t0 = time.perf_counter()
-        atomic_write_file(folder / f"call_{k}.txt", data, durable=False)
+        write_atomic(folder / f"call_{k}.txt", data, durable=False, mode=0o600, folder_mode=0o700)
         walls.append(time.perf_counter() - t0)
     cpu = (time.thread_time() - c0) / n
     return statistics.median(walls) * 1e3, cpu * 1e3

@@ -34,8 +34,9 @@ from typing import Any, Literal, cast
 
 from filelock import FileLock
 
+from tether.atomic import write_atomic
 from tether.errors import ConfigError
-from tether.settings.files import user_config_dir, write_atomic
+from tether.settings.files import user_config_dir
 
 KEYRING_SERVICE = "tether"
 CREDENTIALS_FILE = "credentials.json"

@@ -82,6 +82,12 @@ def test_messages_and_errors_import_nothing_of_ours() -> None:
     assert tether_imports(SRC / "errors.py") == set()
 
 
+def test_the_atomic_write_sits_on_the_bottom_floor() -> None:
+    """`atomic` (the one atomic file write) imports nothing of ours, so the settings, the
+    providers, the tools, the checkpoints and the hosts all write files through it."""
+    assert tether_imports(SRC / "atomic.py") == set()
+
+
 def test_the_token_estimate_sits_on_the_bottom_floor() -> None:
     """`tokens` (the estimate and `ModelLimits`) imports only `messages`, so the providers and
     the session store need not import compaction to count tokens or hold a model's limits."""
@@ -319,8 +325,14 @@ def test_the_loop_is_a_skeleton_of_at_most_80_lines() -> None:
 def test_the_settings_import_only_leaves_below_them(path: Path) -> None:
     """The settings schema sits low (floor 3): it imports no tools (`DEFAULT_REFUSED` is the
     settings' own default), no permissions (the rule grammar is `settings/rules.py`) and
-    nothing above; only leaf vocabulary."""
-    allowed = ("tether.settings", "tether.errors", "tether.durations", "tether.effort")
+    nothing above; only leaf vocabulary and the atomic file write."""
+    allowed = (
+        "tether.settings",
+        "tether.errors",
+        "tether.durations",
+        "tether.effort",
+        "tether.atomic",
+    )
     bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
     assert bad == set(), f"settings/{path.name} imports {bad}"
 

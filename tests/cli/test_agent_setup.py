@@ -70,6 +70,19 @@ def test_a_bad_selection_is_an_error_at_start(data: dict[str, Any], message: str
         build.model_refs(_settings(data))
 
 
+@pytest.mark.parametrize("entry", ["ghost/m", {"provider": "ghost", "model": "m"}])
+def test_an_unknown_pinned_provider_is_named_with_the_ones_there_are(entry: object) -> None:
+    """Text and `{provider, model}` entries are one idea (a pinned entry) and fail alike: the
+    error names the configured and the built-in providers, whichever way it was written."""
+    data = {"providers": {"a": {"type": "openai", "model": "m1"}}, "model": [entry]}
+    with pytest.raises(ConfigError) as caught:
+        build.model_refs(_settings(data))
+    assert str(caught.value) == (
+        "unknown provider 'ghost' in the settings' model 'ghost/m' "
+        f"(configured: a; built in: {', '.join(build.PROVIDERS)})"
+    )
+
+
 def test_chain_skips_entries_without_a_key_and_fails_with_the_first_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

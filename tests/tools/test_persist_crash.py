@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tether.tools.exec import persist
-from tether.tools.exec.persist import TOOL_RESULTS_DIR, WRITE_CHUNK_BYTES
+from tether import atomic
+from tether.atomic import WRITE_CHUNK_BYTES
+from tether.tools.exec.persist import TOOL_RESULTS_DIR
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SIZE_CHUNKS = 12
@@ -24,6 +25,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from tether.messages import TextBlock, ToolResultBlock
+from tether import atomic
 from tether.tools.exec import persist
 
 def pause(written):
@@ -31,10 +33,10 @@ def pause(written):
     if sys.argv[3] == "slow":
         time.sleep(0.5)
 
-persist._after_chunk = pause
-persist.unnamed_files = persist.unnamed_files and sys.argv[5] == "unnamed"
+atomic._after_chunk = pause
+atomic.unnamed_files = atomic.unnamed_files and sys.argv[5] == "unnamed"
 line = "0123456789abcdef" * 63 + "\\n"  # 1009 chars
-text = line * ((persist.WRITE_CHUNK_BYTES * int(sys.argv[4])) // len(line))
+text = line * ((atomic.WRITE_CHUNK_BYTES * int(sys.argv[4])) // len(line))
 r = ToolResultBlock(tool_call_id="call_big", content=(TextBlock(text=text),))
 out = persist.persist_tool_result(r, Path(sys.argv[2]))
 print("DONE", out.text[:40], flush=True)
@@ -66,7 +68,7 @@ def _kill_after(proc: subprocess.Popen[str], chunks_seen: int) -> None:
 
 @pytest.mark.parametrize("how", ["unnamed", "named"])
 def test_sigkill_mid_write_leaves_no_half_file(tmp_path: Path, how: str) -> None:
-    if how == "unnamed" and not persist.unnamed_files:
+    if how == "unnamed" and not atomic.unnamed_files:
         pytest.skip("this host cannot write unnamed files (O_TMPFILE)")
     final = tmp_path / TOOL_RESULTS_DIR / "call_big.txt"
     proc = _spawn(tmp_path, "slow", SIZE_CHUNKS, how)

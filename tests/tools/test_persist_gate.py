@@ -4,7 +4,6 @@ output, mixed results, no-session fallback, write failures, and the agent loop w
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import re
 import sys
@@ -24,13 +23,11 @@ from tether.session import ARTIFACT_KINDS, SessionStore
 from tether.testing import ScriptedProvider, call
 from tether.tools.base import tool
 from tether.tools.context import ToolOutput
-from tether.tools.exec import persist
 from tether.tools.exec.normalize import PERSISTED_OUTPUT_OPEN, render_stub
 from tether.tools.exec.persist import (
     DEFAULT_THRESHOLD_CHARS,
     TOOL_RESULTS_DIR,
     OutputLimits,
-    atomic_write_file,
     persist_tool_result,
     result_file_name,
 )
@@ -371,58 +368,13 @@ def test_saved_outputs_are_fsynced_with_the_session_not_per_call(
     writer.close()
 
 
-def test_temp_names_skip_a_leftover_and_the_folder_is_made_on_demand(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Temp files are named `.<name>.<pid>-<n>.tmp` from a counter (mkstemp's random names
-    cost a tenth of a turn): a leftover of a killed process with the same pid and number is
-    skipped, never written into or removed; a missing folder is created (0o700) on first use."""
-    monkeypatch.setattr(persist, "_temp_names", itertools.count(7))
-    folder = tmp_path / "a" / TOOL_RESULTS_DIR
-    target = folder / "c1.txt"
-    atomic_write_file(target, b"first", durable=False)
-    assert target.read_bytes() == b"first"
+def test_the_results_folder_is_made_on_demand_private(tmp_path: Path) -> None:
+    """The gate's first save in a session makes `tool-results/` (0o700) and the file (0o600);
+    the temp names and the write itself are `tether.atomic`'s (tests/test_atomic.py)."""
+    session_dir = tmp_path / "a"
+    session_dir.mkdir()
+    persist_tool_result(_result("x" * (DEFAULT_THRESHOLD_CHARS + 1), call_id="c1"), session_dir)
+    folder = session_dir / TOOL_RESULTS_DIR
     assert folder.stat().st_mode & 0o777 == 0o700
-    leftover = folder / f".c1.txt.{os.getpid()}-8.tmp"
-    leftover.write_bytes(b"half")
-    atomic_write_file(target, b"second", durable=True)
-    assert target.read_bytes() == b"second"
-    assert leftover.read_bytes() == b"half"
-    assert sorted(p.name for p in folder.iterdir()) == [leftover.name, "c1.txt"]
-
-
-@pytest.mark.parametrize("refused", ["open", "link"])
-def test_a_host_without_unnamed_files_falls_back_to_the_named_temp_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: str
-) -> None:
-    """An injected fault: the file system refuses `O_TMPFILE` (EOPNOTSUPP), or there is no
-    `/proc` to link the unnamed file from (ENOENT). The write still lands whole, through the
-    named temp file, nothing is left behind, and the process stops trying the unnamed way."""
-    import errno
-
-    flag = getattr(os, "O_TMPFILE", 0)
-    real_open, real_link = os.open, os.link
-    tried: list[str] = []
-
-    def fake_open(path: object, flags: int, *args: object, **kw: object) -> int:
-        if flag and flags & flag == flag and refused == "open":
-            tried.append("open")
-            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
-        return real_open(path, flags, *args, **kw)  # type: ignore[arg-type]
-
-    def fake_link(src: object, dst: object, **kw: object) -> None:
-        if str(src).startswith("/proc/self/fd/") and refused == "link":
-            tried.append("link")
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory")
-        real_link(src, dst, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(persist, "unnamed_files", True)
-    monkeypatch.setattr(os, "open", fake_open)
-    monkeypatch.setattr(os, "link", fake_link)
-    target = tmp_path / TOOL_RESULTS_DIR / "c1.txt"
-    for data in (b"first", b"second"):
-        atomic_write_file(target, data, durable=False)
-        assert target.read_bytes() == data
-    assert tried == [refused]  # tried once, then the named way only
-    assert persist.unnamed_files is False
-    assert [p.name for p in target.parent.iterdir()] == ["c1.txt"]
+    assert [p.name for p in folder.iterdir()] == ["c1.txt"]
+    assert (folder / "c1.txt").stat().st_mode & 0o777 == 0o600

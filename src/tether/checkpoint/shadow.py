@@ -31,7 +31,6 @@ snapshot stays reachable and `git gc` never loses one.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
@@ -48,6 +47,7 @@ from typing import Literal
 import platformdirs
 from filelock import FileLock
 
+from tether.atomic import write_atomic
 from tether.errors import CheckpointError
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -201,9 +201,14 @@ class ShadowRepo:
             if not self.exists():
                 for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
                     (git_dir / sub).mkdir(parents=True, exist_ok=True)
-                _write_atomic(git_dir / "config", _CONFIG)
-                _write_atomic(git_dir / "tether-project", (str(self.root) + "\n").encode())
-                _write_atomic(git_dir / "HEAD", f"ref: {REF}\n".encode())
+                write_atomic(git_dir / "config", _CONFIG, durable=False, mode=0o600)
+                write_atomic(
+                    git_dir / "tether-project",
+                    (str(self.root) + "\n").encode(),
+                    durable=False,
+                    mode=0o600,
+                )
+                write_atomic(git_dir / "HEAD", f"ref: {REF}\n".encode(), durable=False, mode=0o600)
         except OSError as exc:
             raise CheckpointError(
                 f"cannot create the checkpoint store {git_dir}: {exc.strerror or exc}"
@@ -390,10 +395,7 @@ class ShadowRepo:
         """Point the branch at `commit` (its loose ref file, replaced atomically; the
         repository lock is held)."""
         ref = self.git_dir / REF
-        ref.parent.mkdir(parents=True, exist_ok=True)
-        tmp = ref.with_name(f".{ref.name}.tmp")
-        tmp.write_text(commit + "\n")
-        os.replace(tmp, ref)
+        write_atomic(ref, (commit + "\n").encode(), durable=False, folder_mode=0o777)
 
     def _commit(self, tree: str, parent: str | None, message: str) -> str:
         """Write the commit object of `tree` (its parent `parent`) as a loose object, as
@@ -503,29 +505,14 @@ _CONFIG = b"""[core]
 wrote)."""
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `path` through a temporary file beside it and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _write_object(git_dir: Path, kind: bytes, body: bytes) -> str:
-    """Store one loose object (`objects/xx/yyyy…`, zlib-compressed `kind size\\0body`) and
-    return its id; an object already there is left as is."""
+    """Store one loose object (`objects/xx/yyyy…`, zlib-compressed `kind size\\0body`, read-only
+    as git writes it) and return its id; an object already there is left as is."""
     data = b"%s %d\0%s" % (kind, len(body), body)
     oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
     path = git_dir / "objects" / oid[:2] / oid[2:]
     if not path.exists():
-        path.parent.mkdir(exist_ok=True)
-        _write_atomic(path, zlib.compress(data, 1))
-        os.chmod(path, 0o444)
+        write_atomic(path, zlib.compress(data, 1), durable=False, mode=0o444, folder_mode=0o777)
     return oid
 
 

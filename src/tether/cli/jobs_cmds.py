@@ -167,9 +167,9 @@ def add(
     cwd: Cwd = Path("."),
 ) -> None:
     """Check a task file and copy it into the jobs folder as <id>.md."""
+    from tether.atomic import write_atomic
     from tether.jobs import folder
     from tether.jobs.parse import Rejected, parse_task
-    from tether.settings import write_atomic
 
     root = _root(cwd)
     try:

@@ -204,7 +204,8 @@ def mcp_remove(
     """Remove an MCP server from the user (default) or project settings file."""
     from filelock import FileLock
 
-    from tether.settings.files import read_json_object, settings_path, validate_layer, write_atomic
+    from tether.atomic import write_atomic
+    from tether.settings.files import read_json_object, settings_path, validate_layer
 
     path = settings_path("project" if project else "user", cwd.resolve())
     try:

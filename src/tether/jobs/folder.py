@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from tether.atomic import write_atomic
 from tether.jobs.parse import Rejected, Task, parse_folder
-from tether.settings.files import PROJECT_DIR, write_atomic
+from tether.settings.files import PROJECT_DIR
 
 JOBS_DIR = "jobs"
 ENABLED = "ai-jobs"

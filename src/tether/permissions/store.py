@@ -15,9 +15,10 @@ from typing import Any, cast
 
 from filelock import FileLock
 
+from tether.atomic import write_atomic
 from tether.errors import ConfigError, RuleError
 from tether.permissions.rules import parse_rule
-from tether.settings.files import read_json_object, settings_path, validate_layer, write_atomic
+from tether.settings.files import read_json_object, settings_path, validate_layer
 from tether.settings.merge import set_dotted
 
 

@@ -27,10 +27,10 @@ from typing import Any, Literal, cast
 
 import platformdirs
 
+from tether.atomic import write_atomic
 from tether.errors import AuthError, ConfigError
 from tether.providers.catalog import listed_models
 from tether.providers.errors import classify_exception
-from tether.settings.files import write_atomic
 
 ModelSource = Literal["provider", "cache", "bundled"]
 
@@ -154,7 +154,7 @@ def read_cache(path: Path) -> tuple[list[str], int | None] | None:
 def write_cache(
     path: Path, provider: str, base_url: str | None, models: list[str], fetched_ms: int
 ) -> None:
-    """Write a cache file atomically (`tether.settings.files.write_atomic`: temporary file,
+    """Write a cache file atomically (`tether.atomic.write_atomic`: temporary file,
     fsync, rename; mode 0o600). Raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {

@@ -174,6 +174,9 @@ def atomic_write(root: Path, path: Path, data: bytes) -> bool:
     """Write `data` to `path` (from `resolve_inside`) via a temp file and rename in the same
     folder, keeping an existing file's permission bits; missing parent folders are created.
     Every step goes through directory fds opened without following symlinks (see `open_inside`).
+    This is why the file tools do not use `tether.atomic.write_atomic` (tether's own files):
+    a path inside the working folder is the model's to name, so a component swapped for a
+    symlink between the check and the write must not lead the write outside.
 
     Returns:
         True when the file was created, False when it was replaced.

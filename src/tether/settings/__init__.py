@@ -27,7 +27,6 @@ from tether.settings.files import (
     save_setting,
     settings_path,
     user_config_dir,
-    write_atomic,
 )
 from tether.settings.merge import merge_layers
 from tether.settings.model import (
@@ -67,5 +66,4 @@ __all__ = [
     "save_setting",
     "settings_path",
     "user_config_dir",
-    "write_atomic",
 ]

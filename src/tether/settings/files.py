@@ -12,11 +12,9 @@ Files, lowest precedence first:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ import platformdirs
 from filelock import FileLock
 from pydantic import ValidationError
 
+from tether.atomic import write_atomic
 from tether.errors import ConfigError
 from tether.settings.merge import merge_layers, set_dotted, split_dotted
 from tether.settings.model import AgentConfig
@@ -274,25 +273,3 @@ def save_setting(
         validate_layer(updated, f"{path} (after setting {dotted_key})")
         write_atomic(path, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode())
     return path
-
-
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace `path` by `data` atomically: a new temporary file in the same folder created by
-    `os.open(..., O_CREAT | O_EXCL, mode)` (so it never exists with wider permissions; the umask
-    can only narrow them), written, fsynced, then `os.replace`d over `path`.
-
-    Raises:
-        OSError: the folder is not writable, the disk is full, ... (`path` is then unchanged).
-    """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

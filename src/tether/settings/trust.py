@@ -42,13 +42,13 @@ from typing import Any, cast
 
 from filelock import FileLock
 
+from tether.atomic import write_atomic
 from tether.settings.files import (
     PROJECT_DIR,
     SETTINGS_FILE,
     LoadedSettings,
     load_settings,
     user_config_dir,
-    write_atomic,
 )
 
 TRUST_FILE = "trusted-projects.json"

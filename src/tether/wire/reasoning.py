@@ -81,6 +81,7 @@ from tether.messages import (
     Turn,
 )
 from tether.wire._util import blank, map_turns, with_content
+from tether.wire.markers import without_thinking
 from tether.wire.pairing import PLACEHOLDER_TEXT, RepairHook, Reporter
 from tether.wire.server_tools import server_tool_turn
 
@@ -242,6 +243,11 @@ def reason_turn(
     Returns:
         `turn` itself when nothing changes, else a copy with reasoning blocks dropped or
         stripped and tool calls' `provider_meta` filtered (module docstring rules).
+
+    A Gemini signature that is not base64 is checked in two places, and handled apart for a
+    reason: on a thinking block it is the block's whole point, so the block goes; on a tool
+    call only the `provider_meta` key goes, the call itself must reach the wire (its result
+    follows it).
     """
     content = turn.content
     types = set(map(type, content))
@@ -336,8 +342,9 @@ def sanitize_history_for_provider(
     route: Provenance | None = None,
     on_repair: RepairHook | None = None,
     strict: bool = False,
+    placeholder: bool = True,
 ) -> tuple[Turn, ...]:
-    """Apply the reasoning wire action to every turn (the second pass of `build_view`).
+    """Apply the reasoning wire action to every turn (`reason_turn`).
 
     Args:
         turns: the history (any turns; only reasoning blocks and tool calls' `provider_meta`
@@ -347,18 +354,20 @@ def sanitize_history_for_provider(
         on_repair: called with an `invalid_signature` repair for each Gemini signature that is
             not base64 and is dropped (target `google`).
         strict: raise `tether.errors.WireError` instead of dropping such a signature.
-
-    A turn this pass empties (an assistant turn that held only thinking another provider
-    cannot read) keeps the neutral marker the wire's pairing repair uses, one text block
-    `(no content)` (`tether.wire.pairing.PLACEHOLDER_TEXT`), so role boundaries stay intact in a
-    history a host stores (the seed's host-facing rule). `build_view` uses `reason_history`,
-    which leaves such a turn empty for the pairing pass to repair.
+        placeholder: a turn this pass empties (an assistant turn that held only thinking
+            another provider cannot read) keeps the neutral marker the wire's pairing repair
+            uses, one text block `(no content)` (`tether.wire.pairing.PLACEHOLDER_TEXT`), so
+            role boundaries stay intact in a history a host stores (the seed's host-facing
+            rule). False: such a turn stays empty; `build_view`'s second pass, whose pairing
+            pass repairs it.
 
     Returns:
         The input tuple itself when nothing changes; otherwise a new tuple in which unchanged
         turns are the same objects.
     """
     report = Reporter(on_repair, strict) if on_repair is not None or strict else None
+    if not placeholder:
+        return map_turns(turns, lambda t: reason_turn(t, target, route, report))
 
     def one(t: Turn) -> Turn:
         out = reason_turn(t, target, route, report)
@@ -367,20 +376,6 @@ def sanitize_history_for_provider(
         return out
 
     return map_turns(turns, one)
-
-
-def reason_history(
-    turns: tuple[Turn, ...],
-    target: Target,
-    *,
-    route: Provenance | None = None,
-    on_repair: RepairHook | None = None,
-    strict: bool = False,
-) -> tuple[Turn, ...]:
-    """`sanitize_history_for_provider` without the placeholder: an emptied turn stays empty
-    (the second pass of `build_view`; the pairing pass repairs it)."""
-    report = Reporter(on_repair, strict) if on_repair is not None or strict else None
-    return map_turns(turns, lambda t: reason_turn(t, target, route, report))
 
 
 def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
@@ -401,14 +396,7 @@ def drop_earlier_thinking(turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
             break
 
     def strip(t: Turn) -> Turn:
-        if t.role != "assistant":
-            return t
-        blocks = tuple(
-            b
-            for b in t.content
-            if type(b) is not ThinkingBlock and type(b) is not RedactedThinkingBlock
-        )
-        return t if len(blocks) == len(t.content) else with_content(t, blocks)
+        return without_thinking(t) if t.role == "assistant" else t
 
     if keep_idx < 0:
         return map_turns(turns, strip)

@@ -13,7 +13,8 @@ Shapes:
 Passes, in this order (docs/architecture.md, "One turn"):
     1. marker elision             `elide_markers`; the turns the newest marker preserved
                                   without their thinking (`replayed_thinking_ids`)
-    2. reasoning wire action       `reason_history(target, route)`, with the
+    2. reasoning wire action       `sanitize_history_for_provider(target, route,
+                                  placeholder=False)`, with the
                                   server-tool wire action (`server_tools`: a web search kept
                                   verbatim for the API that ran it, else plain text)
     3. tool-id sanitation          `sanitize_tool_ids(target, route, vendor_endpoint)`
@@ -38,7 +39,7 @@ from tether.wire.markers import (
     without_thinking,
 )
 from tether.wire.pairing import Pairing, RepairHook, Reporter, repair_pairing
-from tether.wire.reasoning import reason_history, reason_turn
+from tether.wire.reasoning import reason_turn, sanitize_history_for_provider
 from tether.wire.tail import ensure_user_tail, tail_turns
 
 
@@ -75,7 +76,9 @@ def build_view(
     view = elide_markers(view)
     if strip:
         view = tuple(without_thinking(t) if t.id in strip else t for t in view)
-    view = reason_history(view, target, route=route, on_repair=on_repair, strict=strict)
+    view = sanitize_history_for_provider(
+        view, target, route=route, on_repair=on_repair, strict=strict, placeholder=False
+    )
     view = sanitize_tool_ids(view, target, route=route, vendor_endpoint=vendor_endpoint)
     view = repair_pairing(view, on_repair=on_repair, strict=strict)
     return ensure_user_tail(view, supports_prefill=supports_prefill, target=target)

@@ -71,7 +71,6 @@ def model_refs(config: AgentConfig) -> tuple[ModelRef, ...]:
     """
     configured = {name: p.model or "" for name, p in config.providers.items()}
     check_provider_names(list(configured))
-    known = set(configured) | set(PROVIDERS)
     refs: list[ModelRef] = []
     raw = config.model
     items: list[object] = [] if raw is None else [raw] if isinstance(raw, str) else list(raw)
@@ -80,34 +79,42 @@ def model_refs(config: AgentConfig) -> tuple[ModelRef, ...]:
         return tuple(dict.fromkeys(refs)) or (ModelRef(provider="local", model=""),)
     for item in items:
         if isinstance(item, str):
-            ref = ModelRef.parse(item)
-            name, model = ref.provider, ref.model
-            if "/" in item or name == "local":
-                if name not in known:
+            text = item
+            if "/" not in item and ModelRef.parse(item).provider != "local":  # a bare model
+                if not configured:
                     raise ConfigError(
-                        f"unknown provider {name!r} in the settings' model {item!r} "
-                        f"(configured: {', '.join(configured) or 'none'}; built in: "
-                        f"{', '.join(PROVIDERS)})"
+                        f"model {item!r} names no provider and none is configured; "
+                        "write provider/model"
                     )
-                refs.append(ModelRef(provider=name, model=model or configured.get(name, "")))
-            elif not configured:
-                raise ConfigError(
-                    f"model {item!r} names no provider and none is configured; write provider/model"
-                )
-            else:
                 refs += [ModelRef(provider=n, model=item.strip()) for n in configured]
+                continue
         else:
             spec = getattr(item, "spec", None)
             if not isinstance(spec, str):
                 raise ConfigError(
                     f"a model selection entry must be text or {{provider, model}}: {item!r}"
                 )
-            ref = ModelRef.parse(spec)
-            name, model = ref.provider, ref.model
-            if name not in known:
-                raise ConfigError(f"unknown provider {name!r} in the settings' model selection")
-            refs.append(ModelRef(provider=name, model=model or configured.get(name, "")))
+            text = spec
+        refs.append(_pinned(text, configured))
     return tuple(dict.fromkeys(refs))
+
+
+def _pinned(text: str, configured: Mapping[str, str]) -> ModelRef:
+    """A selection entry pinned to one provider (`"provider/model"`, `"local"` or
+    `{provider, model?}`, as `text`): its provider must be configured or built in; no model
+    means the provider's configured default.
+
+    Raises:
+        ConfigError: an unknown provider (naming the configured and built-in ones).
+    """
+    ref = ModelRef.parse(text)
+    name = ref.provider
+    if name not in configured and name not in PROVIDERS:
+        raise ConfigError(
+            f"unknown provider {name!r} in the settings' model {text!r} "
+            f"(configured: {', '.join(configured) or 'none'}; built in: {', '.join(PROVIDERS)})"
+        )
+    return ModelRef(provider=name, model=ref.model or configured.get(name, ""))
 
 
 def project_base_urls(loaded: LoadedSettings, project_dir: Path) -> dict[str, str]:
@@ -135,48 +142,46 @@ def resolve_models(
     the config's selection (entries that do not resolve, e.g. for a missing key, are skipped
     with a note). A provider whose `base_url` comes from `project_urls` is noted.
 
+    Both are one lookup (each entry through `resolve_provider`); they differ only in what a
+    failed entry does, and for a reason: a model the caller named is what it asked for, so its
+    error is the answer, while the settings' selection is a fallback list, so one entry whose
+    key is missing must not stop the others.
+
     Raises:
         ConfigError: (AuthError included) an explicit model does not resolve, the selection is
             invalid, or no selection entry resolves (the first entry's error).
     """
+    strict = model is not None
     if model is not None:
-        items: Sequence[str | Provider] = (
+        entries: Sequence[str | Provider | ModelRef] = (
             [model] if isinstance(model, str | Provider) else list(model)
         )
-        if not items:
+        if not entries:
             raise ConfigError("an Agent needs at least one model")
-        chain: list[Provider] = []
-        for m in items:
-            if not isinstance(m, str):
-                chain.append(m)
-                continue
-            ref = ModelRef.parse(m)
-            chain.append(resolve_provider(ref, base_url=base_url, providers=config.providers))
-            _note_project_url(ref, base_url, project_urls, note)
-        return tuple(chain)
+    else:
+        entries = model_refs(config)
     found: list[Provider] = []
     errors: list[ConfigError] = []
-    for ref in model_refs(config):
+    for entry in entries:
+        if not isinstance(entry, str | ModelRef):  # a provider object, used as it is
+            found.append(entry)
+            continue
+        ref = ModelRef.parse(entry) if isinstance(entry, str) else entry
         try:
             provider = resolve_provider(ref, base_url=base_url, providers=config.providers)
-        except ConfigError as exc:  # AuthError included: try the next entry
+        except ConfigError as exc:  # AuthError included
+            if strict:  # the caller named this model: its error is the answer
+                raise
             note(f"note: skipping model {ref.spec!r} from the settings: {exc}")
-            errors.append(exc)
+            errors.append(exc)  # a selection entry: try the next one
             continue
-        _note_project_url(ref, base_url, project_urls, note)
+        url = (project_urls or {}).get(ref.provider) if not base_url else None
+        if url:
+            note(f"note: provider {ref.provider!r} uses base_url {url!r} from the project settings")
         found.append(provider)
     if not found:
         raise errors[0]
     return tuple(found)
-
-
-def _note_project_url(
-    ref: ModelRef, base_url: str | None, project_urls: Mapping[str, str] | None, note: Note
-) -> None:
-    name = ref.provider
-    url = (project_urls or {}).get(name) if not base_url else None
-    if url:
-        note(f"note: provider {name!r} uses base_url {url!r} from the project settings")
 
 
 def retry_policy(config: AgentConfig, environ: Mapping[str, str] | None = None) -> RetryPolicy:

@@ -38,13 +38,14 @@ import ctypes
 import hashlib
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from llama_cpp.llama_cache import BaseLlamaCache
+
+from tether.atomic import write_atomic
 
 ORPHAN_S = 600.0
 """Age in seconds after which a state without its tokens file, or a temporary file, is a
@@ -217,8 +218,9 @@ class PromptCache(BaseLlamaCache):
             self.folder.mkdir(parents=True, exist_ok=True)
             name = hashlib.sha256(tokens.tobytes()).hexdigest()[:24]
             state = memoryview(buf)[:written]
-            _write(self.folder / f"{name}.state", state)
-            _write(self.folder / f"{name}.tokens", hashlib.sha256(state).digest() + tokens.tobytes())
+            tokens_data = hashlib.sha256(state).digest() + tokens.tobytes()
+            write_atomic(self.folder / f"{name}.state", state, durable=False, mode=0o600)
+            write_atomic(self.folder / f"{name}.tokens", tokens_data, durable=False, mode=0o600)
         except OSError:
             return False
         for old in extended:
@@ -250,18 +252,6 @@ class PromptCache(BaseLlamaCache):
                 break
             total -= _size(path) + _size(path.with_suffix(".state"))
             _remove(path)
-
-
-def _write(path: Path, data: bytes | memoryview) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _remove(tokens_file: Path) -> None:

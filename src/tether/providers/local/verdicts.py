@@ -18,12 +18,12 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
 from filelock import FileLock
 
+from tether.atomic import write_atomic
 from tether.providers.models import default_cache_dir
 
 FILE_NAME = "local-model-verdicts.json"
@@ -99,12 +99,5 @@ class Verdicts:
             with FileLock(str(self.path) + ".lock"):
                 data = self._read()
                 data[key] = {"config": label, "tried": tried, **facts}
-                fd, tmp = tempfile.mkstemp(prefix=".verdicts.", suffix=".tmp", dir=self.path.parent)
-                try:
-                    with os.fdopen(fd, "w") as f:
-                        json.dump(data, f, indent=1, sort_keys=True)
-                    os.replace(tmp, self.path)
-                except BaseException:
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp)
-                    raise
+                body = json.dumps(data, indent=1, sort_keys=True).encode()
+                write_atomic(self.path, body, durable=False, mode=0o600)

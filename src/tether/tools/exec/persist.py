@@ -2,13 +2,11 @@
 
 Owns: `persist_tool_result` / `gate_tool_result` (normalize, detect binary, persist oversized
 output to the session's artifact folder and put a byte-stable `<persisted-output>` stub in its
-place), `OutputLimits`, the atomic file write (`atomic_write_file`: an unnamed file linked into
-place, or a temp file in the same folder and `os.replace`; with `durable=True` fsync of the
-file and the folder) and
-`readable_results_dir` (the one folder outside the working folder that the `read` tool may
-read: this session's `tool-results/`).
-Does not own: the pure text passes and the stub's shape (`tether.tools.exec.normalize`), the session
-layout (`tether.session.layout` names the same `tool-results` sub-folder).
+place), `OutputLimits` and `readable_results_dir` (the one folder outside the working folder
+that the `read` tool may read: this session's `tool-results/`).
+Does not own: the atomic file write (`tether.atomic.write_atomic`), the pure text passes and the
+stub's shape (`tether.tools.exec.normalize`), the session layout (`tether.session.layout` names
+the same `tool-results` sub-folder).
 
 What happens to a result (`session_dir` is the session's artifact folder, or None):
 
@@ -45,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import hashlib
 import itertools
 import os
@@ -54,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tether.atomic import WRITE_CHUNK_BYTES, write_atomic
 from tether.messages import ImageBlock, ResultPart, TextBlock, ToolResultBlock
 from tether.tools.exec.normalize import (
     DEFAULT_MAX_LINE_CHARS,
@@ -75,7 +73,6 @@ __all__ = [
     "PERSISTED_OUTPUT_OPEN",
     "TOOL_RESULTS_DIR",
     "OutputLimits",
-    "atomic_write_file",
     "gate_tool_result",
     "persist_tool_result",
     "readable_results_dir",
@@ -93,12 +90,6 @@ DEFAULT_THRESHOLD_CHARS = 50_000
 
 INLINE_GATE_CHARS = 256 * 1024
 """Results up to this many characters are gated on the event loop; larger ones in a thread."""
-
-WRITE_CHUNK_BYTES = 1 << 20
-"""`atomic_write_file` writes in chunks of this many bytes."""
-
-_after_chunk: Callable[[int], None] | None = None
-"""Test hook: called with the bytes written so far after each chunk of `atomic_write_file`."""
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 
@@ -138,160 +129,6 @@ def result_file_name(call_id: str, suffix: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:80] or "call"
     digest = hashlib.sha256(call_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
     return f"{cleaned}-{digest}{suffix}"
-
-
-_temp_names = itertools.count()
-"""Suffixes of this process's temp file names (`_open_temp`)."""
-
-
-def _open_temp(folder: Path, name: str) -> tuple[int, str]:
-    """Create `.<name>.<pid>-<n>.tmp` in `folder` exclusively (mode 0o600); returns its fd and
-    path. A counter, not `tempfile.mkstemp`'s random names: mkstemp spent ~25 µs per call
-    drawing 8 random letters, a tenth of a turn (bench/turn_overhead.py). A name already taken
-    (a leftover of a killed process with the same pid) moves on to the next number. The folder
-    (mode 0o700) is created only when the open finds it missing.
-
-    Raises:
-        OSError: the folder cannot be created or written.
-    """
-    pid = os.getpid()
-    made = False
-    while True:
-        tmp = f"{folder}{os.sep}.{name}.{pid}-{next(_temp_names)}.tmp"
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
-        except FileExistsError:
-            continue
-        except FileNotFoundError:
-            if made:
-                raise
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            made = True
-
-
-_O_TMPFILE: int | None = getattr(os, "O_TMPFILE", None)
-"""Linux's flag for an unnamed file in a folder (`open(2)`), None elsewhere."""
-
-unnamed_files = _O_TMPFILE is not None
-"""Whether `atomic_write_file` writes an unnamed file and links it into place (Linux's
-`O_TMPFILE` and `linkat` of `/proc/self/fd/N`). Turned off for the process the first time the
-host refuses either (a file system without `O_TMPFILE`, no `/proc`): the named temp file and
-`os.replace` then do the work. Tests turn it off to check that path."""
-
-
-def _write_all(fd: int, data: bytes, *, durable: bool) -> None:
-    view = memoryview(data)
-    written = 0
-    while written < len(view):
-        end = min(written + WRITE_CHUNK_BYTES, len(view))
-        while written < end:
-            written += os.write(fd, view[written:end])
-        if _after_chunk is not None:
-            _after_chunk(written)
-    if durable:
-        os.fsync(fd)
-
-
-def _open_unnamed(folder: Path) -> int | None:
-    """An unnamed file (mode 0o600) in `folder`, or None when the host cannot make one (then
-    `unnamed_files` is turned off). The folder (mode 0o700) is created when missing."""
-    global unnamed_files
-    assert _O_TMPFILE is not None
-    for attempt in (0, 1):
-        try:
-            return os.open(folder, os.O_WRONLY | _O_TMPFILE, 0o600)
-        except FileNotFoundError:
-            if attempt:
-                raise
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as e:  # EOPNOTSUPP, EISDIR (kernels before 3.11), EINVAL
-            if e.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQUOT):
-                raise
-            unnamed_files = False
-            return None
-    return None
-
-
-def _link_unnamed(fd: int, path: Path) -> bool:
-    """Give the unnamed file `fd` the name `path`, replacing what is there. False when the
-    host cannot link it (then `unnamed_files` is turned off and nothing was named)."""
-    global unnamed_files
-    source = f"/proc/self/fd/{fd}"
-    try:
-        # linkat(2) with AT_SYMLINK_FOLLOW: CPython calls linkat only when a dir fd is given
-        # (ignored for these absolute paths), plain link(2) would link the /proc entry itself.
-        os.link(source, path, src_dir_fd=fd, follow_symlinks=True)
-        return True
-    except FileExistsError:
-        pass
-    except OSError as e:  # ENOENT (no /proc), EXDEV, EPERM, EINVAL
-        if e.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EMLINK):
-            raise
-        unnamed_files = False
-        return False
-    # `path` exists: name the file beside it, then replace it in one rename
-    while True:
-        tmp = f"{path.parent}{os.sep}.{path.name}.{os.getpid()}-{next(_temp_names)}.tmp"
-        try:
-            os.link(source, tmp, src_dir_fd=fd, follow_symlinks=True)
-            break
-        except FileExistsError:
-            continue
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return True
-
-
-def atomic_write_file(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write `data` to `path` so that `path` is either absent/unchanged or complete, even if
-    the process is killed mid-write. On Linux the bytes go to an unnamed file in the same
-    folder (`O_TMPFILE`, mode 0o600), which is then linked at `path` (or, when `path` exists,
-    linked beside it and `os.replace`d onto it): a kill leaves no file behind at all, and a new
-    name costs a third of a create-and-rename on ext4 (0.04 against 0.12 ms CPU per 2 KB file,
-    measured for `bench/turn_overhead.py`, whose every turn saves one). Elsewhere, or when the
-    host refuses (`unnamed_files`), a temp file `.<name>.<pid>-<n>.tmp` is written and
-    `os.replace`d. Written in `WRITE_CHUNK_BYTES` chunks. With `durable` (the default) the file
-    is fsynced before it is named and the folder after, so the write also survives a power
-    loss. A missing folder is created (mode 0o700; missing parents above it with the default
-    mode).
-
-    Raises:
-        OSError: the write failed (nothing is left behind).
-    """
-    folder = path.parent
-    fd = _open_unnamed(folder) if unnamed_files else None
-    if fd is not None:
-        try:
-            _write_all(fd, data, durable=durable)
-            named = _link_unnamed(fd, path)
-        finally:
-            os.close(fd)
-        if not named:
-            atomic_write_file(path, data, durable=durable)  # the named temp file, once
-            return
-    else:
-        fd, tmp = _open_temp(folder, path.name)
-        try:
-            try:
-                _write_all(fd, data, durable=durable)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    if not durable:
-        return
-    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 _spill_names = itertools.count()
@@ -404,7 +241,7 @@ def _save(session_dir: Path, call_id: str, suffix: str, data: bytes) -> Path | s
     """Save `data`; returns the path, or the error text when the write failed."""
     path = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR / result_file_name(call_id, suffix)
     try:
-        atomic_write_file(path, data, durable=False)
+        write_atomic(path, data, durable=False, mode=0o600, folder_mode=0o700)
     except OSError as e:
         return f"{type(e).__name__}: {e}"
     return path
