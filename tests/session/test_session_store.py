@@ -530,3 +530,30 @@ def test_unknown_fields_on_an_entry_a_turn_and_a_block_are_ignored_not_refused(
     assert [t.id for t in loaded.turns] == ["u1", "a1"]
     assert loaded.turns[0].text == "hello"
     assert loaded.turns[1] == rich_turn("a1")
+
+
+def test_the_index_stays_whole_when_threads_write_it_at_once(tmp_path: Path) -> None:
+    """Two threads of one process writing the list index at once (a TUI listing sessions while
+    a run ends) each leave a whole index: they once shared one temp name (`index.<pid>.tmp`),
+    so one could rename the other's half-written file into place."""
+
+    from tether.session.index import INDEX_NAME, write_index
+
+    big = {f"s{i}": {"title": "x" * 2000, "n": i} for i in range(40)}
+    errors: list[str] = []
+
+    def writer(k: int) -> None:
+        for j in range(60):
+            write_index(tmp_path, {**big, "who": {"k": k, "j": j}})
+            try:
+                json.loads((tmp_path / INDEX_NAME).read_text(encoding="utf-8"))
+            except (ValueError, OSError) as exc:
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [p.name for p in tmp_path.iterdir()] == [INDEX_NAME]  # no temp file left

@@ -17,10 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tether.atomic import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -64,10 +65,7 @@ def _stored(block: ImageBlock, session_id: str, session_dir: Path) -> ImageBlock
     folder = session_dir / IMAGES
     path = folder / name
     if not path.exists():
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = folder / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(raw)
-        os.replace(tmp, path)
+        write_atomic(path, raw, durable=False, mode=0o600, folder_mode=0o700)
     return replace(block, data="", file=f"{session_id}/{IMAGES}/{name}")
 
 

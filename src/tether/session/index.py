@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any, cast
 
+from tether.atomic import write_atomic
 from tether.session.model import SessionInfo
 
 INDEX_NAME = ".list-index.json"
@@ -113,13 +114,9 @@ def row_of(info: SessionInfo, stamp: Stamp) -> dict[str, Any]:
 
 
 def write_index(root: Path, rows: dict[str, dict[str, Any]]) -> None:
-    """Replace the index atomically (a temporary file renamed over it); any OSError (a
-    read-only folder, a full disk) is ignored: the index is only a cache."""
-    tmp = root / f"{INDEX_NAME}.{os.getpid()}.tmp"
+    """Replace the index atomically (`tether.atomic.write_atomic`: two threads or processes
+    writing it at once each leave a whole index); any OSError (a read-only folder, a full
+    disk) is ignored: the index is only a cache."""
     body = json.dumps({"version": INDEX_VERSION, "rows": rows}, ensure_ascii=False)
-    try:
-        tmp.write_text(body, encoding="utf-8")
-        os.replace(tmp, root / INDEX_NAME)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    with contextlib.suppress(OSError):
+        write_atomic(root / INDEX_NAME, body.encode("utf-8"), durable=False)
