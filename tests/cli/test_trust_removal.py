@@ -79,3 +79,33 @@ def test_removing_a_tool_folder_needs_no_approval_but_adding_or_changing_does(
     assert check_trust(proj).changes == ((".tether/settings.json", "changed"),)
     code, _, stderr = _cli(["run", "--model", "openai/m", "--print-system"], tmp_path)
     assert ".tether/settings.json (changed) not approved" in stderr, stderr
+
+
+def test_tethers_own_writes_keep_the_project_approved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user's trial: one `tether run -w NAME` (its worktree under `.tether/worktrees/`)
+    or one `tether mcp add --project` un-approved the project, and its deny rules stopped
+    applying. The worktrees are tether's own, not project files; `mcp add|remove --project` is
+    the user's change, like `config set --project`: the project stays approved."""
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "cfg"))
+    proj = _project(tmp_path)
+    assert _cli(["config", "set", "--project", "permissions.deny", '["bash(rm *)"]'], tmp_path)[0] == 0
+    assert _cli(["trust"], tmp_path)[0] == 0
+    # what `tether run -w fix` leaves: a checkout with a changed file, its own .tether/ too
+    tree = proj / ".tether" / "worktrees" / "fix"
+    (tree / ".tether").mkdir(parents=True)
+    (tree / "a.txt").write_text("changed in the worktree")
+    (tree / ".tether" / "settings.json").write_text("{}")
+    assert check_trust(proj).trusted
+    code, out, stderr = _cli(["mcp", "add", "--project", "srv", "--", "true"], tmp_path)
+    assert code == 0, stderr
+    assert check_trust(proj).trusted, stderr
+    code, out, stderr = _cli(["permissions", "check", "bash(rm a.txt)"], tmp_path)
+    assert "deny" in out + stderr, (out, stderr)
+    assert _cli(["mcp", "remove", "--project", "srv"], tmp_path)[0] == 0
+    assert check_trust(proj).trusted
+    # a project that was not approved is not approved by tether's write either
+    (proj / ".tether" / "tools" / "mine.py").write_text(TOOL.replace("mine", "other"))
+    assert _cli(["mcp", "add", "--project", "srv", "--", "true"], tmp_path)[0] == 0
+    assert not check_trust(proj).trusted

@@ -170,6 +170,27 @@ def mcp_add(
 ) -> None:
     """Add (or replace) an MCP server: `tether mcp add NAME -- CMD ARGS...` or
     `tether mcp add NAME --url URL`."""
+    from tether.settings.trust import keeping_approval
+
+    root = cwd.resolve()
+    with keeping_approval(root, enabled=project) as notes:
+        path = _add(name, command, url, env, header, disabled, project, root)
+    err(f"added MCP server {name!r} in {path}")
+    for note in notes:
+        err(note)
+
+
+def _add(
+    name: str,
+    command: list[str] | None,
+    url: str | None,
+    env: list[str] | None,
+    header: list[str] | None,
+    disabled: bool,
+    project: bool,
+    root: Path,
+) -> Path:
+    """Write the server's entry (`mcp add`); returns the settings file written."""
     from tether.settings import save_setting
 
     try:
@@ -187,10 +208,9 @@ def mcp_add(
         if disabled:
             entry["enabled"] = False
         key = "mcp.servers." + name.replace(".", "\\.")
-        path = save_setting("project" if project else "user", key, entry, project_dir=cwd.resolve())
+        return save_setting("project" if project else "user", key, entry, project_dir=root)
     except ConfigError as exc:
         raise fail(exc) from None
-    err(f"added MCP server {name!r} in {path}")
 
 
 @mcp_app.command("remove")
@@ -202,12 +222,26 @@ def mcp_remove(
     cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
 ) -> None:
     """Remove an MCP server from the user (default) or project settings file."""
+
+    from tether.settings.files import settings_path
+    from tether.settings.trust import keeping_approval
+
+    root = cwd.resolve()
+    path = settings_path("project" if project else "user", root)
+    with keeping_approval(root, enabled=project) as notes:
+        _remove(name, path)
+    err(f"removed MCP server {name!r} from {path}")
+    for note in notes:
+        err(note)
+
+
+def _remove(name: str, path: Path) -> None:
+    """Delete the server's entry from the settings file `path` (`mcp remove`)."""
     from filelock import FileLock
 
     from tether.atomic import write_atomic
-    from tether.settings.files import read_json_object, settings_path, validate_layer
+    from tether.settings.files import read_json_object, validate_layer
 
-    path = settings_path("project" if project else "user", cwd.resolve())
     try:
         with FileLock(str(path) + ".lock", timeout=10):
             data = read_json_object(path) or {}
@@ -220,7 +254,6 @@ def mcp_remove(
             write_atomic(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
     except ConfigError as exc:
         raise fail(exc) from None
-    err(f"removed MCP server {name!r} from {path}")
 
 
 @mcp_app.command("login")

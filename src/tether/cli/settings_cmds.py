@@ -58,22 +58,19 @@ def config_set(
     project whose files were all approved (or that had none) stays approved: the user made this
     change (`tether trust`)."""
     from tether.settings import parse_cli_value, save_setting
-    from tether.settings.trust import approve, check_trust
+    from tether.settings.trust import keeping_approval
 
     root = cwd.resolve()
-    was_trusted = project and check_trust(root).trusted
-    try:
-        path = save_setting(
-            "project" if project else "user", key, parse_cli_value(value), project_dir=root
-        )
-    except ConfigError as exc:
-        raise fail(exc) from None
-    err(f"set {key} in {path}")
-    if was_trusted:
+    with keeping_approval(root, enabled=project) as notes:
         try:
-            approve(root)
-        except OSError as exc:
-            err(f"note: the approval was not updated ({exc}); run `tether trust`")
+            path = save_setting(
+                "project" if project else "user", key, parse_cli_value(value), project_dir=root
+            )
+        except ConfigError as exc:
+            raise fail(exc) from None
+    err(f"set {key} in {path}")
+    for note in notes:
+        err(note)
 
 
 def login(

@@ -8,8 +8,8 @@ Does not own: loading settings (`tether.settings.files`), scanning tool folders
 (`tether.tools.scan`), the command line (`tether.cli`).
 
 What needs approval: every file under the project's `.tether/` folder (settings, tool modules,
-command files, their helpers; `*.lock`, `*.tmp`, `__pycache__`, what Jobs writes,
-`jobs/archive/` and `jobs/runs/`, and the skills of `skills/`, text that loads without approval
+command files, their helpers; `*.lock`, `*.tmp`, `__pycache__`, what tether writes there,
+`jobs/archive/`, `jobs/runs/` and the `worktrees/` of `--worktree`, and the skills of `skills/`, text that loads without approval
 like `AGENTS.md`, left out) and under each tool folder that the
 project's settings file names in `tools.folders`. Files a project has none of need no approval:
 a project without `.tether/` runs as before, and a file that appears there later (planted by a
@@ -35,7 +35,8 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -73,8 +74,15 @@ def _project_tool_folders(root: Path) -> list[Path]:
     return [root / str(f) for f in cast("list[Any]", folders)]
 
 
-# Written by tether itself (`tether.jobs.folder`): completed run-once tasks and run records.
-_TETHER_WRITTEN = (os.path.join("jobs", "archive"), os.path.join("jobs", "runs"))
+# Written by tether itself: completed run-once tasks and run records (`tether.jobs.folder`),
+# and the git worktrees of `--worktree` (`tether.worktrees`: checkouts of the repository, whose
+# own `.tether/` is checked when a run works in one; counting them here made one `-w` run that
+# changed a file un-approve the project, its deny rules with it).
+_TETHER_WRITTEN = (
+    os.path.join("jobs", "archive"),
+    os.path.join("jobs", "runs"),
+    "worktrees",
+)
 # Text that loads without approval (Agent Skills, like instruction files): not the trust's.
 _TEXT_ONLY = ("skills",)
 
@@ -232,6 +240,24 @@ def approve(root: Path) -> dict[str, str]:
             path, (json.dumps(store, indent=2, sort_keys=True) + "\n").encode(), mode=0o600
         )
     return files
+
+
+@contextmanager
+def keeping_approval(root: Path, *, enabled: bool = True) -> Generator[list[str]]:
+    """Around a change tether makes to the project's `.tether/` files at the user's own
+    command (`tether config set --project`, `tether mcp add|remove --project`): a project whose
+    files were all approved before (or that had none) is approved again after, as `tether
+    trust` would (the user made this change; without it the project's settings, deny rules
+    and all, silently stopped loading). Yields a list that gets a note when the approval could
+    not be updated (the change itself stands)."""
+    was_trusted = enabled and check_trust(root).trusted
+    notes: list[str] = []
+    yield notes
+    if was_trusted:
+        try:
+            approve(root)
+        except OSError as exc:
+            notes.append(f"note: the approval was not updated ({exc}); run `tether trust`")
 
 
 def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
