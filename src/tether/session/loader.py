@@ -185,6 +185,59 @@ def _countable_turn(item: Entry) -> bool:
     return item.type == "turn" and isinstance(turn, dict) and cast(Any, turn).get("id") == item.id
 
 
+def _count(items: Sequence[Entry | SkippedLine]) -> tuple[int, int]:
+    """(turns a load keeps, lines it skips) of a file's or a fork's timeline, short of full
+    turn validation: skipped, duplicate-id and unusable turn lines are not turns."""
+    seen: set[str] = set()
+    turns = skipped = 0
+    for item in items:
+        if isinstance(item, SkippedLine) or item.id in seen:
+            skipped += 1
+        else:
+            seen.add(item.id)
+            if _countable_turn(item):
+                turns += 1
+            elif item.type == "turn":
+                skipped += 1
+    return turns, skipped
+
+
+def _user_text(item: Entry) -> str | None:
+    """The first text block of a user turn entry, else None."""
+    if item.turn is not None:
+        if item.turn.role != "user":
+            return None
+        return next((b.text for b in item.turn.content if b.type == "text"), None)
+    turn: object = item.record.get("turn")
+    if item.type != "turn" or not isinstance(turn, dict):
+        return None
+    t = cast(dict[str, Any], turn)
+    blocks: object = t.get("content")
+    if t.get("role") != "user" or not isinstance(blocks, list):
+        return None
+    for b in cast(list[Any], blocks):
+        if isinstance(b, dict) and cast(dict[str, Any], b).get("type") == "text":
+            text: object = cast(dict[str, Any], b).get("text")
+            return text if isinstance(text, str) else None
+    return None
+
+
+def held(timeline: Sequence[Entry | SkippedLine]) -> tuple[int, str]:
+    """(turn count, preview) of a fork's whole history: its parent chain's entries up to the
+    fork point, then its own (`SessionStore._timeline`), counted as `summarize` counts one
+    file's; the preview is the history's first user text (the parent's first prompt)."""
+    turns, _ = _count(timeline)
+    first = next(
+        (
+            text
+            for item in timeline
+            if not isinstance(item, SkippedLine) and (text := _user_text(item)) is not None
+        ),
+        "",
+    )
+    return turns, _SPACE.sub(" ", first).strip()[:80]
+
+
 def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInfo:
     """The `SessionStore.list()` row of one file's bytes (turns not fully validated).
 
@@ -209,17 +262,7 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
             turn_count=0, preview="", error=str(exc),
         )  # fmt: skip
     header = scan.header
-    seen: set[str] = set()
-    turns = skipped = 0
-    for item in scan.items:
-        if isinstance(item, SkippedLine) or item.id in seen:
-            skipped += 1
-        else:
-            seen.add(item.id)
-            if _countable_turn(item):
-                turns += 1
-            elif item.type == "turn":
-                skipped += 1
+    turns, skipped = _count(scan.items)
     preview = _SPACE.sub(" ", _first_user_text(data)).strip()[:80]
     name = name_of(i for i in scan.items if not isinstance(i, SkippedLine))
     return SessionInfo(

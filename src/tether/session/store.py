@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
-from tether.session.index import info_from_row, read_index, row_of, stamp_of, write_index
+from tether.session.index import (
+    Stamp,
+    held_row,
+    info_from_row,
+    read_index,
+    row_of,
+    stamp_of,
+    write_index,
+)
 from tether.session.layout import (
     SESSION_SUFFIX,
     ArtifactKind,
@@ -33,7 +41,7 @@ from tether.session.layout import (
     validate_session_id,
     wall_clock_ms,
 )
-from tether.session.loader import assemble, summarize
+from tether.session.loader import assemble, held, summarize
 from tether.session.migrate import MigrationReport, legacy_folders, migrate_artifacts
 from tether.session.model import (
     LoadedSession,
@@ -434,6 +442,7 @@ class SessionStore:
             return []
         cached = read_index(self.root)
         rows: dict[str, dict[str, Any]] = {}
+        stamps: dict[str, Stamp] = {}
         changed = False
         infos: list[SessionInfo] = []
         for path in self.root.glob(f"*{SESSION_SUFFIX}"):
@@ -458,11 +467,53 @@ class SessionStore:
                 stamp = (len(data), stamp[1]) if len(data) != stamp[0] else stamp
                 changed = True
             rows[sid] = row_of(info, stamp)
+            stamps[sid] = stamp
             infos.append(info)
+        own = {i.id: i for i in infos}
+        for n, info in enumerate(infos):
+            if info.parent is None or info.error is not None:
+                continue
+            hit = cached.get(info.id)
+            chain = self._chain(info.id, own, stamps)
+            row = None if hit is None else held_row(hit[1], chain)
+            if row is None:
+                row = self._held_row(info.id, chain)
+                changed = True
+            rows[info.id]["held"] = row
+            infos[n] = replace(
+                info, turn_count=row["turns"], preview=row["preview"], error=row["error"]
+            )
         if changed or len(rows) != len(cached):
             write_index(self.root, rows)
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
+
+    def _chain(
+        self, sid: str, own: dict[str, SessionInfo], stamps: dict[str, Stamp]
+    ) -> list[list[Any]]:
+        """`[id, size, mtime_ns]` of a fork and each session in its parent chain (their files'
+        stamps now), up to the first one that is not a fork, missing or already named: what
+        the fork's held count is computed from, so the count is reused only while none of them
+        changed."""
+        chain: list[list[Any]] = [[sid, *stamps[sid]]]
+        at = own[sid].parent
+        while at is not None and at[0] in stamps and len(chain) <= _MAX_FORK_DEPTH:
+            p_sid = at[0]
+            if any(c[0] == p_sid for c in chain):
+                break
+            chain.append([p_sid, *stamps[p_sid]])
+            at = own[p_sid].parent
+        return chain
+
+    def _held_row(self, sid: str, chain: list[list[Any]]) -> dict[str, Any]:
+        """A fork's held turns and preview (`tether.session.loader.held`) read from its chain,
+        or the reason its history cannot be loaded (a missing parent, a lost fork point)."""
+        try:
+            _, _, timeline, _ = self._timeline(sid, ())
+        except (SessionError, OSError) as exc:
+            return {"chain": chain, "turns": 0, "preview": "", "error": str(exc)}
+        turns, preview = held(timeline)
+        return {"chain": chain, "turns": turns, "preview": preview, "error": None}
 
     def latest(self, cwd: Path) -> str | None:
         """The id of the most recently modified session started in `cwd` (subagents' sessions
