@@ -24,7 +24,7 @@ from tether.session.model import (
     SkippedLine,
 )
 from tether.session.names import name_of
-from tether.session.reader import Entry, TurnEntry, excerpt, scan_bytes
+from tether.session.reader import TORN_EVENT, Entry, TurnEntry, excerpt, scan_bytes
 
 if TYPE_CHECKING:  # imported on use: `tether sessions list` needs no pydantic
     from tether.messages import Turn
@@ -43,7 +43,9 @@ def assemble(
 
     Turns are validated with the `tether.messages` codec; a turn that fails, or whose id
     differs from its entry id, is skipped and reported. Of entries sharing an id the first is
-    kept and the rest reported. Non-turn entries become `EventEntry` values.
+    kept and the rest reported. Non-turn entries become `EventEntry` values. A skipped line
+    that a `torn_line` event names (a torn tail a resume isolated after a load reported it)
+    is moved to the report's `isolated`: reported once, not on every load after.
 
     Args:
         header: the session's own header.
@@ -59,7 +61,8 @@ def assemble(
     events: list[EventEntry] = []
     skipped: list[SkippedLine] = []
     first_line: dict[str, Entry] = {}
-    salvaged = 0
+    salvaged: list[Entry] = []
+    isolated: set[tuple[Path, int]] = set()  # torn tails a resume isolated (`TORN_EVENT`)
     last: str | None = header.parent_entry
     for item in timeline:
         if isinstance(item, TurnEntry):  # the common case first: a writer's turn line
@@ -85,14 +88,30 @@ def assemble(
             skipped.append(_skip(item, problem))
             continue
         first_line[item.id] = item
-        salvaged += item.salvaged
+        if item.salvaged:
+            salvaged.append(item)
         last = item.id
         if turn is not None:
             turns.append(turn)
             turn_ts.append(item.ts_ms)
         else:
-            events.append(_event_of(item, len(turns)))
-    report = LoadReport(path=path, skipped=tuple(skipped), torn_tail=torn_tail, salvaged=salvaged)
+            event = _event_of(item, len(turns))
+            if event.kind == TORN_EVENT and isinstance(line := event.data.get("line"), int):
+                isolated.add((item.path, line))
+            events.append(event)
+    if isolated:  # reported once, as the torn tail, by the load before the resume
+        known = tuple(x for x in skipped if (x.path, x.line) in isolated)
+        skipped = [x for x in skipped if (x.path, x.line) not in isolated]
+        salvaged = [x for x in salvaged if (x.path, x.line) not in isolated]
+    else:
+        known = ()
+    report = LoadReport(
+        path=path,
+        skipped=tuple(skipped),
+        torn_tail=torn_tail,
+        salvaged=len(salvaged),
+        isolated=known,
+    )
     return LoadedSession(
         header=header,
         path=path,

@@ -121,12 +121,16 @@ class LoadReport:
         torn_tail: True when the file's last line had no newline and did not parse (a crash
             mid-append); it is dropped and not listed in `skipped`.
         salvaged: entries recovered from damaged lines (a complete entry after a torn prefix).
+        isolated: torn tails an earlier load reported and its resume isolated on their own
+            line (a `torn_line` event names each): skipped like `skipped`, but not reported
+            again (not in `skipped`, `ok` and `describe` leave them out).
     """
 
     path: Path
     skipped: tuple[SkippedLine, ...] = ()
     torn_tail: bool = False
     salvaged: int = 0
+    isolated: tuple[SkippedLine, ...] = ()
 
     @property
     def ok(self) -> bool:

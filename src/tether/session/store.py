@@ -51,10 +51,12 @@ from tether.session.model import (
 )
 from tether.session.reader import (
     FORMAT_VERSION,
+    TORN_EVENT,
     Entry,
     last_entry_id,
     read_header,
     scan_bytes,
+    torn_line_number,
 )
 from tether.session.reclaim import DeleteReport, remove_all
 from tether.session.writer import SessionWriter
@@ -280,8 +282,11 @@ class SessionStore:
         """Resume writing to an existing session.
 
         If the file does not end with a newline (a crash mid-append), a newline is written
-        first so the torn fragment stays alone on its line. Reads only the header and, from the
-        end, enough lines to find the last entry id.
+        first so the torn fragment stays alone on its line, and when the fragment is damaged
+        (the torn tail a load reported), a `torn_line` event naming its line follows it: later
+        loads leave that line out of their report instead of naming it again as a malformed
+        line (`tether.session.loader.assemble`). Reads only the header and, from the end,
+        enough lines to find the last entry id (the whole file only after a crash mid-write).
 
         Returns:
             A writer whose `last_entry_id` is the last well-formed entry's id (or the fork point
@@ -306,7 +311,9 @@ class SessionStore:
                 start = data.find(b"\n") + 1
             lock = self._lock_for_writing(session_id)
             size = os.fstat(fd).st_size
+            torn_line = None
             if os.pread(fd, 1, size - 1) != b"\n":
+                torn_line = torn_line_number(fd, size, path)
                 os.write(fd, b"\n")
             last = last_entry_id(fd, size, start, path) or header.parent_entry
         except BaseException:
@@ -314,7 +321,7 @@ class SessionStore:
             if lock is not None:
                 lock.release()
             raise
-        return SessionWriter(
+        writer = SessionWriter(
             fd,
             session_id=session_id,
             path=path,
@@ -323,6 +330,9 @@ class SessionStore:
             id_factory=self._id_factory,
             lock=lock,
         )
+        if torn_line is not None:  # the load that resumed it reported it: later ones do not
+            writer.append_event(TORN_EVENT, {"line": torn_line})
+        return writer
 
     def _lock_for_writing(self, session_id: str) -> BaseFileLock:
         """Take the session's writer lock (`<artifact dir>/writer.lock`, an OS `flock` via the
