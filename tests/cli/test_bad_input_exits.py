@@ -167,3 +167,29 @@ def test_a_stdin_context_without_a_user_or_assistant_message_is_refused(
     assert "no prompt" in proc.stderr and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     _no_sessions(home)
+
+
+def test_a_taken_session_id_is_one_line_before_any_setup_note(tmp_path: Path) -> None:
+    """`--session ID` names a new session: a taken id printed the skills and context-window
+    notes (and the no-sandbox warning) before its error. Now its one line is all, nothing
+    runs, and the stored session is untouched."""
+    home = tmp_path / "home"
+    (home.parent / ".tether" / "skills" / "s").mkdir(parents=True)  # a skill: a setup note
+    (home.parent / ".tether" / "skills" / "s" / "SKILL.md").write_text(
+        "---\nname: s\ndescription: a skill\n---\nbody\n"
+    )
+    key = {"OPENAI_API_KEY": "sk-test"}
+    with FaultServer([text("first")]) as server:
+        args = ["run", "--model", "openai/m", "--base-url", server.openai_url]
+        first = _tether([*args, "--session", "taken", "hi"], home, env=key)
+        assert first.returncode == 0, first.stderr
+        assert "skill" in first.stderr  # the note a second run must not print
+        before = (home / "sessions" / "taken.jsonl").read_bytes()
+        again = _tether([*args, "--session", "taken", "hi again"], home, env=key)
+        assert len(server.requests) == 1
+    assert again.returncode == 1 and again.stdout == ""
+    assert again.stderr.splitlines() == [
+        f"tether: session taken already exists at {home / 'sessions' / 'taken.jsonl'} "
+        "(--session starts a new one; --resume taken goes on with it)"
+    ]
+    assert (home / "sessions" / "taken.jsonl").read_bytes() == before

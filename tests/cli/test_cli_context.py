@@ -115,3 +115,17 @@ def test_the_latest_session_of_this_folder_not_a_subagents_nor_another_folders(
     store.create("child", cwd=str(here), caller=("a2", "call1", ("main", "task:call1"))).close()
     assert latest_session(here) == "a2"
     assert latest_session(there) == "b1"
+
+
+def test_a_missing_import_in_agents_md_is_one_note_and_the_run_goes_on(tmp_path: Path) -> None:
+    home, work, env = setup(tmp_path)
+    (work / "AGENTS.md").write_text("Always run `make check`.\n@docs/style.md\n")
+    with FaultServer([text("done")]) as server:
+        proc = run(server, home, work, env, "hello")
+    assert proc.returncode == 0, proc.stderr
+    notes = [x for x in proc.stderr.splitlines() if "docs/style.md" in x]
+    assert notes == [
+        f"tether: note: {work / 'AGENTS.md'}: import docs/style.md: no readable file at "
+        f"{work / 'docs' / 'style.md'}"
+    ]
+    assert "Always run `make check`." in system_of(server, 0)

@@ -52,7 +52,7 @@ def test_usage_and_auth_exit_codes(tmp_path: Path, args: list[str], code: int, s
         (["nope"], "tether: No such command 'nope'. (see `tether --help`)"),
         (
             ["sessions", "show"],
-            "tether: sessions show: Missing argument 'session_id'. "
+            "tether: sessions show: Missing argument 'SESSION_ID'. "
             "(see `tether sessions show --help`)",
         ),
     ],

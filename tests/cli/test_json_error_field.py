@@ -75,3 +75,19 @@ def test_max_turns_reached_names_it_in_error(tmp_path: Path) -> None:
     with FaultServer([tool("bash", command="true"), text("never")]) as server:
         out = _served(tmp_path, server, "--max-turns", "1", "go")
     assert out["stop_reason"] == "max_turns" and "--max-turns" in str(out["error"])
+
+
+def test_answer_is_null_not_empty_when_the_run_stops_without_one(tmp_path: Path) -> None:
+    """The last assistant message was a tool call with no text: `answer` was `""`, which a
+    script testing for null took for an (empty) answer (docs/cli.md: null when none)."""
+    with FaultServer([tool("bash", command="true"), text("never")]) as server:
+        out = _served(tmp_path, server, "--max-turns", "1", "go")
+    assert out["answer"] is None and out["stop_reason"] == "max_turns"
+    with FaultServer([text("the answer")]) as server:  # one that answers keeps its text
+        done = run_cli(
+            ["run", *JSON, "--model", "openai/m", "--base-url", server.openai_url, "hi"],
+            tmp_path / "home",
+            OPENAI_API_KEY="sk-test",
+        )
+    (ok,) = jsonl(done.stdout)
+    assert (ok["answer"], ok["exit_code"], ok["error"]) == ("the answer", 0, None)

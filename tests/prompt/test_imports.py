@@ -72,6 +72,17 @@ def test_a_missing_file_or_an_email_is_not_an_import() -> None:
     assert import_spans("a@b.md") == []
 
 
+def test_an_import_line_naming_a_missing_file_is_named_once() -> None:
+    """An `@path` import line whose file does not exist was silent: the user never learned
+    the import did nothing. A mention in prose (`@types/node`) stays silent."""
+    text = "Rules:\n@docs/gone.md\n- @docs/gone.md\nsee @types/node and @x.md in prose\n"
+    got = expand({"/p/AGENTS.md": text})
+    assert got.text == text and got.imports == ()
+    assert got.problems == (
+        "/p/AGENTS.md: import docs/gone.md: no readable file at /p/docs/gone.md",
+    )
+
+
 @given(st.text(alphabet=st.characters(blacklist_characters="@", blacklist_categories=("Cs",))))
 def test_text_without_imports_is_unchanged(text: str) -> None:
     got = expand_imports(text, "/p/AGENTS.md", lambda _p: "X", allowed=[ROOT], home=HOME)

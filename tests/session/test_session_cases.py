@@ -64,15 +64,41 @@ def test_t22_malformed_lines_do_not_hide_the_rest(store: SessionStore) -> None:
 
 def test_t23_resume_isolates_the_torn_fragment(store: SessionStore) -> None:
     path = _write(store, "t23", header_line("t23") + _convert(T23_BEFORE_CRASH))
+    assert store.load("t23").report.torn_tail  # the load that resumes it reports it
     with store.open_for_append("t23") as w:
-        assert w.last_entry_id == "m1"
         w.append(user("m2", "hello"))
     loaded = store.load("t23")
     assert [t.id for t in loaded.turns] == ["m1", "m2"]
-    assert [s.line for s in loaded.report.skipped] == [3]
+    # reported once: later loads skip the isolated fragment without naming it again
+    assert loaded.report.ok and loaded.report.skipped == ()
+    assert [s.line for s in loaded.report.isolated] == [3]
     lines = path.read_bytes().split(b"\n")
     assert lines[2] == b'{"type":"pr-link","session":"S","prNu'  # fragment alone on its line
-    assert json.loads(lines[3])["parent_id"] == "m1"
+    event = json.loads(lines[3])  # the note naming it, chained after the last entry
+    assert (event["kind"], event["data"], event["parent_id"]) == ("torn_line", {"line": 3}, "m1")
+    assert json.loads(lines[4])["parent_id"] == event["id"]
+
+
+def test_a_torn_tail_is_reported_once_and_other_damage_every_time(store: SessionStore) -> None:
+    """A resume after a crash reported the torn last line, isolated it on its own line, and
+    every load after named it again as a malformed line: the same damage twice (and on).
+    Damage the resume did not report still is, on every load."""
+    path = _write(store, "r", header_line("r") + turn_line(user("u1", "hi"), None) + b"garbage\n")
+    with path.open("ab") as f:
+        f.write(turn_line(user("u2", "cut"), "u1")[:30])
+    first = store.load("r").report
+    assert first.describe() == (
+        f"skipped 1 malformed line (3) of {path}; ignored a torn last line (interrupted write) "
+        f"of {path}"
+    )
+    for n in range(2):
+        with store.open_for_append("r") as w:
+            w.append(user(f"m{n}", "again"))
+        again = store.load("r").report
+        assert again.describe() == f"skipped 1 malformed line (3) of {path}", n
+        assert [s.line for s in again.isolated] == [4]
+    assert [t.id for t in store.load("r").turns] == ["u1", "m0", "m1"]
+    assert path.read_bytes().count(b'"torn_line"') == 1  # the second resume found none
 
 
 def test_t23_fused_line_from_an_old_writer_is_salvaged(store: SessionStore) -> None:
@@ -97,15 +123,21 @@ def test_t23_crash_at_every_byte_of_the_last_record(store: SessionStore) -> None
         torn = 0 < cut < len(last) - 1
         assert store.load("c").report.torn_tail == torn  # before resuming: a torn tail
         with store.open_for_append("c") as w:
-            assert w.last_entry_id == ("t2" if complete else "t1")
+            if not torn:
+                assert w.last_entry_id == ("t2" if complete else "t1")
             w.append(user("t3", "again"))
         loaded = store.load("c")
         expected = ["t1", "t2", "t3"] if complete else ["t1", "t3"]
         assert [t.id for t in loaded.turns] == expected, cut
         assert loaded.turns[-2 if complete else 0] == (t2 if complete else t1)
-        assert len(loaded.report.skipped) == int(torn), cut
-        assert not loaded.report.torn_tail
-        assert json.loads(path.read_bytes().split(b"\n")[-2])["parent_id"] == expected[-2]
+        assert len(loaded.report.isolated) == int(torn), cut  # reported before the resume
+        assert loaded.report.ok, cut
+        lines = path.read_bytes().split(b"\n")
+        if torn:  # the torn_line note follows the fragment, chained after the last entry
+            assert json.loads(lines[-3])["parent_id"] == "t1"
+            assert json.loads(lines[-2])["parent_id"] == json.loads(lines[-3])["id"]
+        else:
+            assert json.loads(lines[-2])["parent_id"] == expected[-2]
 
 
 _TURNS = [user("u0", "start"), rich_turn("a0", 200), user("u1", '{"type":'), rich_turn("a1", 50)]

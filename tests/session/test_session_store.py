@@ -319,8 +319,41 @@ def test_list(store: SessionStore) -> None:
     a, b, junk = by_id["a"], by_id["b"], by_id["junk"]
     assert (a.cwd, a.turn_count, a.created_ms, a.modified_ms) == ("/a", 3, 1700000000001, 1000)
     assert a.preview == "Refactor the parser " + "x" * 60 and a.error is None
-    assert (b.turn_count, b.parent, b.preview) == (1, ("a", "u1"), "hello")
+    # a fork holds its parent's turns up to the fork point, then its own; its first prompt
+    assert (b.turn_count, b.parent, b.preview) == (3, ("a", "u1"), a.preview)
     assert junk.error is not None and "not a tether session" in junk.error
+
+
+def test_list_counts_the_turns_a_fork_holds(store: SessionStore) -> None:
+    """A fork stores a parent pointer, not turns: listed as 0 turns and no first prompt, a
+    user took it for empty. Its row counts the history a load gives, kept while the chain's
+    files are unchanged and read again when one changes."""
+    with store.create("p", cwd="/") as w:
+        for t in (user("u1", "first ask"), assistant("a1"), user("u2"), assistant("a2")):
+            w.append(t)
+    store.create("f", cwd="/", parent=("p", "a2")).close()  # `sessions fork p`: nothing own
+    with store.create("g", cwd="/", parent=("f", "a1")) as w:  # at an inherited entry
+        w.append(user("g1"))
+
+    def rows() -> dict[str, tuple[int, str, str | None]]:
+        return {r.id: (r.turn_count, r.preview, r.error) for r in store.list()}
+
+    for _ in range(2):  # built, then from the index
+        assert rows() == {
+            "p": (4, "first ask", None), "f": (4, "first ask", None), "g": (3, "first ask", None)
+        }  # fmt: skip
+        assert [len(store.load(s).turns) for s in ("p", "f", "g")] == [4, 4, 3]
+    with store.open_for_append("p") as w:  # the parent grows past the fork point
+        w.append(user("u3"))
+    with store.open_for_append("f") as w:  # the fork grows
+        w.append(user("f1"))
+    assert rows() == {
+        "p": (5, "first ask", None), "f": (5, "first ask", None), "g": (3, "first ask", None)
+    }  # fmt: skip
+    store.delete("p")  # the fork no longer loads: its row says why
+    (turns, _, error), g_error = rows()["f"], rows()["g"][2]
+    assert turns == 0 and error is not None and "fork of p, which does not exist" in error
+    assert g_error is not None and "does not exist" in g_error
 
 
 def test_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

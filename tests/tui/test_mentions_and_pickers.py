@@ -139,6 +139,17 @@ async def test_chat_resume_without_an_id_opens_on_the_picker(tmp_path: Path) -> 
         assert [t.text for t in app.agent.history] == ["earlier work"]
 
 
+def test_the_resume_picker_shows_a_forks_turns_and_parent(tmp_path: Path) -> None:
+    """A fork (a parent pointer, no turns of its own) showed as "0 turns" with no prompt."""
+    store = SessionStore(tmp_path / "sessions")
+    with store.create("old1", cwd=str(tmp_path)) as w:
+        w.append(text_turn("u1", "user", "earlier work"))
+        w.append(text_turn("a1", "assistant", "done"))
+    store.create("fork1", cwd=str(tmp_path), parent=("old1", "a1")).close()
+    label = {c.key: c.label for c in session_choices(store.list(), tmp_path)}["fork1"]
+    assert "2 turns (fork of old1)" in label and label.endswith("earlier work")
+
+
 def test_the_filter_needs_every_word_and_ignores_case() -> None:
     c = Choice("id1", "login bug (id1)  2026-12-07 10:00  3 turns  Fix the LOGIN page")
     assert matches("LOGIN 12-07", c) and matches("", c) and not matches("login refund", c)

@@ -29,10 +29,11 @@ from tether.settings import settings_path
 from tether.testing import Reply, call
 from tether.tools.exec.normalize import render_stub
 from tether.tui.commands import COMMANDS, KEYS
-from tether.tui.context_view import PART_LABELS, context_parts, context_rows
+from tether.tui.context_view import ADDED_LABEL, PART_LABELS, context_parts, context_rows
 from tether.tui.panels import ContextScreen, TimelineScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.settings_view import flatten, setting_rows
+from tether.wire import CONTINUE_TEXT, build_view
 from tether.wire.markers import render_marker
 
 
@@ -91,6 +92,40 @@ async def test_context_shows_each_turn_with_its_tokens_and_the_bar(tmp_path: Pat
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ContextScreen)
+
+
+async def test_context_marks_the_turn_tether_added_to_the_request(tmp_path: Path) -> None:
+    """The pairing pass's `Continue from where you stopped.` user turn was listed in /context
+    as if the user had typed it: it is marked as tether's, the stored turns are not."""
+    store = SessionStore(tmp_path / "sessions")
+    with store.create("cut", cwd=str(tmp_path)) as w:  # an answer cut short: assistant last
+        w.append(text_turn("u1", "user", "write the report"))
+        w.append(text_turn("a1", "assistant", "The report starts"))
+    app, _ = scripted_app(tmp_path, [], store=store, resume="cut")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await send(pilot, "/context")
+        assert isinstance(app.screen, ContextScreen)
+        assert [t.id for t in app.agent.current_view()][-1] == "a1~continue"
+        labels = [r[4] for r in _rows(_table(app.screen))[2:]]
+    assert labels == [
+        "write the report",
+        "The report starts",
+        f"{ADDED_LABEL} {CONTINUE_TEXT}",
+    ]
+
+
+def test_context_rows_mark_every_turn_the_wire_passes_add() -> None:
+    stored = (
+        text_turn("a0", "assistant", "an assistant turn first"),
+        Turn(id="a1", role="assistant", content=(ToolCallBlock(id="c1", name="ls", arguments={}),)),
+        text_turn("u2", "user", "typed"),
+    )
+    view = build_view(stored, "anthropic")
+    rows = context_rows(view, system_tokens=0, tools_tokens=0)[2:]
+    added = [r.turn_id for r in rows if r.label.startswith(ADDED_LABEL)]
+    assert added == [t.id for t in view if t.id not in {"a0", "a1", "u2"}] and added
+    assert all(not r.label.startswith(ADDED_LABEL) for r in rows if r.turn_id in {"a0", "u2"})
 
 
 def test_context_bar_parts_have_distinct_letters() -> None:

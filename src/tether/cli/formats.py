@@ -89,11 +89,12 @@ class OutputSink:
         """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",
         "cost_usd", "stop_reason", "turns", "exit_code", "error", "structured"}` (`structured`:
         the answer parsed, when `run.output_schema` is set and it validated; `answer` null when the run
-        gave none, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
+        gave no answer text, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
         done = self.done
         return {
             "type": "result",
-            "answer": done.text if done is not None and done.message is not None else None,
+            # null, not "", when the run stopped without answer text (`text` prints nothing)
+            "answer": (done.text or None) if done is not None and done.message is not None else None,
             "session_id": self.session_id or (done.session_id if done else None),
             "usage": _usage_dict(done.usage) if done is not None else None,
             "cost_usd": self.cost_usd,

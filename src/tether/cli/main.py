@@ -83,6 +83,7 @@ AddDirOption = Annotated[
     list[str] | None,
     typer.Option(
         "--add-dir",
+        metavar="PATH",
         help="Also let the tools use this folder (repeatable; PATH:ro read-only).",
     ),
 ]
@@ -91,9 +92,14 @@ WorktreeOption = Annotated[
     typer.Option(
         "--worktree",
         "-w",
+        metavar="NAME",
         help="Work in a new git worktree .tether/worktrees/NAME on branch tether/NAME; "
         "removed at exit when unchanged.",
     ),
+]
+NameOption = Annotated[
+    str | None,
+    typer.Option(metavar="NAME", help="Name the session (--resume NAME finds it again)."),
 ]
 PlanOption = Annotated[
     bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
@@ -117,9 +123,7 @@ def chat(
             help="Open this session (id or name) and continue it; without one: a picker."
         ),
     ] = None,
-    name: Annotated[
-        str | None, typer.Option(help="Name the session (--resume NAME finds it again).")
-    ] = None,
+    name: NameOption = None,
     continue_last: Annotated[
         bool,
         typer.Option("--continue", "-c", help="Continue the latest session of this folder."),
@@ -273,7 +277,9 @@ def run(
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Cap on model requests (default: run.max_turns, 50).")
     ] = None,
-    session: Annotated[str | None, typer.Option(help="Persist under this new session id.")] = None,
+    session: Annotated[
+        str | None, typer.Option(metavar="ID", help="Persist under this new session id.")
+    ] = None,
     resume: Annotated[
         str | None, typer.Option(help="Replay this session (id or name), then continue it.")
     ] = None,
@@ -317,7 +323,7 @@ def run(
     ] = None,
     image: Annotated[
         list[Path] | None,
-        typer.Option("--image", "-i", help="Attach an image file (repeatable; also @shot.png)."),
+        typer.Option("--image", "-i", metavar="FILE", help="Attach an image (repeatable; also @x.png)."),
     ] = None,
     output_format: Annotated[
         str | None,
@@ -336,6 +342,7 @@ def run(
         str | None,
         typer.Option(
             "--timeout",
+            metavar="DURATION",
             help="Time limit of the whole run: 600 (seconds) or 10m; past it the run is cancelled and "
             "exits 124 (setting: run.timeout).",
         ),
@@ -343,13 +350,12 @@ def run(
     effort: EffortOption = None,
     add_dir: AddDirOption = None,
     worktree: WorktreeOption = None,
-    name: Annotated[
-        str | None, typer.Option(help="Name the session (--resume NAME finds it again).")
-    ] = None,
+    name: NameOption = None,
     output_schema: Annotated[
         str | None,
         typer.Option(
             "--output-schema",
+            metavar="FILE|JSON",
             help="The final answer must be JSON valid under this JSON Schema (a file, or the "
             "schema inline); the run asks again, then exits 1 (setting: run.output_schema).",
         ),

@@ -3,7 +3,8 @@
 Owns: `err` (one `tether: ...` line on stderr), `fail` (that line, then exit 1: for the
 settings and MCP commands), `clean_text` (input bytes made valid UTF-8),
 `EventWriter` (events as JSON lines; a closed stdout stops events, not the run),
-`stdout_gone` / `drop_stdout` / `TetherGroup` (a reader that went away: `| head -1`).
+`stdout_gone` / `drop_stdout` / `TetherGroup` (a reader that went away: `| head -1`; and the
+help's metavars, `set_metavars`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import contextlib
 import os
 import select
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from tether.errors import StdoutClosed
 
@@ -62,10 +64,63 @@ def drop_stdout(line: str) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+class _NamedArgument(TyperArgument):
+    """An argument its help names by its metavar alone (`PROMPT`), without typer's `<str>`."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+_NAMES: dict[type, str] = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: "BOOLEAN"}
+
+
+def _metavar(desc: Any) -> str:
+    """Click's name for a value of typer's type descriptor `desc`, the field's habit: `TEXT`,
+    `INTEGER`, `FLOAT`, `PATH` (`FILE`, `DIR`), `[a|b]` for a choice (a range's bounds, a
+    default, are in the help already; a repeatable option says so in its help)."""
+    if desc.is_choice and desc.choices:
+        return "[" + "|".join(str(getattr(c, "value", c)) for c in desc.choices) + "]"
+    if desc.is_path:
+        return str(desc.path_type).upper()
+    annotation: object = desc.annotation
+    if get_origin(annotation) in (list, tuple):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        annotation = args[0] if args else str
+    if isinstance(annotation, type) and issubclass(annotation, PurePath):
+        return "PATH"
+    for kind, name in _NAMES.items():
+        if isinstance(annotation, type) and issubclass(annotation, kind):
+            return "BOOLEAN" if issubclass(annotation, bool) else name
+    return "VALUE"
+
+
+def set_metavars(command: Any) -> None:
+    """Give every option of `command` and its subcommands a click-style metavar and every
+    argument its name in capitals: typer's plain help (since it describes types itself)
+    otherwise shows Python types (`--add-dir <list[str]>`, `prompt <str>`). A metavar a
+    command sets stays."""
+    for param in command.params:
+        desc = getattr(param, "type_descriptor", None)
+        if desc is None:  # a typer before 0.2x: click's own metavars already
+            continue
+        if isinstance(param, TyperOption) and param.metavar is None:
+            param.metavar = _metavar(desc)
+        elif isinstance(param, TyperArgument) and not isinstance(param, _NamedArgument):
+            param.metavar = param.metavar or (param.name or "value").upper()
+            param.__class__ = _NamedArgument
+    for sub in getattr(command, "commands", {}).values():
+        set_metavars(sub)
+
+
 class TetherGroup(TyperGroup):
     """The `tether` group: when any command's stdout is closed early (`tether sessions list |
     head -1`), the output stops, one `stdout closed: …` line says so on stderr and the exit
-    code is 0, as `tether run`'s events do (`EventWriter`), not click's silent exit 1."""
+    code is 0, as `tether run`'s events do (`EventWriter`), not click's silent exit 1. Its
+    commands' help names values as click does (`set_metavars`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        set_metavars(self)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         try:

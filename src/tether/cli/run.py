@@ -386,8 +386,6 @@ def _build(
     expanded (its `model` taken unless `--model` pins one). Raises ConfigError / AuthError /
     SessionError before anything is written (the writer is opened last)."""
     overrides = _overrides(opts)
-    if detect_sandbox() is None:
-        err(f"warning: {NO_SANDBOX_WARNING}")
     sink = sink or OutputSink()
     store = SessionStore()
     if opts.resume:
@@ -401,7 +399,14 @@ def _build(
     elif opts.no_session:
         session = AgentSession()
     else:
+        if opts.session_id and store.exists(opts.session_id):  # before any setup line
+            raise SessionError(
+                f"session {opts.session_id} already exists at {store.path(opts.session_id)} "
+                f"(--session starts a new one; --resume {opts.session_id} goes on with it)"
+            )
         session = AgentSession.new(store, cwd=root, session_id=opts.session_id)
+    if detect_sandbox() is None:
+        err(f"warning: {NO_SANDBOX_WARNING}")
     agent = Agent.from_settings(
         root,
         model=opts.model,

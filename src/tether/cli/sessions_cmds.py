@@ -42,7 +42,9 @@ sessions_app.command("rewind")(sessions_rewind)
 @sessions_app.command("list")
 def sessions_list() -> None:
     """List stored sessions, newest first: id, turns, created, first prompt, name (`--name`,
-    `/rename`); a subagent's session names its caller's session (`caller`)."""
+    `/rename`); a fork names its parent session and entry (`parent`) and counts the turns it
+    holds (the parent's up to the fork point, then its own); a subagent's session names its
+    caller's session (`caller`)."""
     from tether.session import SessionStore
 
     for info in SessionStore().list():

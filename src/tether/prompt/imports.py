@@ -12,7 +12,9 @@ The rules (as Claude Code's and Gemini CLI's memory imports): a token is `@` at 
 a line or after white space, followed by a path (`@AGENTS.md`, `@docs/style.md`,
 `@~/notes.md`, `@/abs/file.md`) that contains a `.` or a `/`; trailing punctuation is not part
 of it. A relative path is relative to the importing file's folder. A token whose file does not
-exist is left as written (`@types/node` in prose is not an import). Inside inline code
+exist is left as written (`@types/node` in prose is not an import); when the token is alone on
+its line (an import line: `@docs/style.md`, or a list item `- @docs/style.md`), the missing file
+is named in `problems`, once. Inside inline code
 (`` `@x.md` ``) and fenced code blocks nothing is imported.
 """
 
@@ -113,7 +115,8 @@ class Expanded:
     Attributes:
         text: the text.
         imports: the imported files (absolute paths), in the order first met.
-        problems: one line per import refused (outside the allowed folders, a cycle, too deep).
+        problems: one line per import refused (outside the allowed folders, a cycle, too deep)
+            or whose import line names no readable file.
     """
 
     text: str
@@ -132,7 +135,8 @@ def expand_imports(
 ) -> Expanded:
     """`text` (the file at `origin`) with every import replaced by the imported file's text,
     expanded in turn (module docstring). A refused import is left as written and named in
-    `problems`; a missing file is left as written silently.
+    `problems`; a missing file is left as written, and named in `problems` when its token is
+    alone on its line (an import line; in prose it is silent).
 
     Args:
         text: the importing file's text.
@@ -146,7 +150,19 @@ def expand_imports(
     imports: list[str] = []
     problems: list[str] = []
     out = _expand(text, origin, (origin,), read, allowed, home, max_depth, imports, problems)
-    return Expanded(text=out, imports=tuple(dict.fromkeys(imports)), problems=tuple(problems))
+    return Expanded(
+        text=out, imports=tuple(dict.fromkeys(imports)), problems=tuple(dict.fromkeys(problems))
+    )
+
+
+def _alone(text: str, start: int, end: int) -> bool:
+    """Whether the token `text[start:end]` is all its line holds (a list marker before it and
+    trailing punctuation after it aside): an import line, not a mention in prose."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start].strip()
+    after = text[end : len(text) if line_end < 0 else line_end].strip()
+    return before in ("", "-", "*", "+") and all(c in _TRAILING for c in after)
 
 
 def _expand(
@@ -180,6 +196,8 @@ def _expand(
             continue
         body = read(target)
         if body is None:
+            if _alone(text, start, end):
+                problems.append(f"{origin}: import {raw}: no readable file at {target}")
             continue
         imports.append(target)
         inner = _expand(

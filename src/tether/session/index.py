@@ -7,10 +7,16 @@ Does not own: what a row says (`tether.session.loader.summarize`), which files a
 (`tether.session.store`).
 
 Format (JSON, version 3):
-    {"version": 2, "rows": {"<session id>": {"size": int, "mtime_ns": int,
+    {"version": 3, "rows": {"<session id>": {"size": int, "mtime_ns": int,
         "created_ms": int, "cwd": str, "turn_count": int, "preview": str,
         "parent": [str, str] | null, "error": str | null, "skipped_lines": int,
-        "caller": str | null, "name": str | null}}}
+        "caller": str | null, "name": str | null,
+        "held": {"chain": [[str, int, int], ...], "turns": int, "preview": str,
+                 "error": str | null}}}}
+`held` is on a fork's row only: the turns and first prompt of its whole history (the parent
+chain's up to the fork point, then its own; `tether.session.loader.held`), or why that
+history cannot be loaded, with the `[id, size, mtime_ns]` of the fork and each parent in the chain
+it was read from; it is reused while those stamps are the chain's current ones.
 An index of another version is ignored (rebuilt).
 A row is used only while its file's size and mtime (ns) are the ones it was computed at; any
 other row is recomputed from the file (the index is rebuilt when stale). The index is a cache:
@@ -94,6 +100,24 @@ def info_from_row(
         turn_count=turns, preview=preview, parent=pair, error=error, skipped_lines=skipped,
         caller=caller, name=name,
     )  # fmt: skip
+
+
+def held_row(row: dict[str, Any], chain: list[list[Any]]) -> dict[str, Any] | None:
+    """A fork row's cached `held` part while its parent chain is the one it was computed
+    from (same sessions, same stamps), else None (recompute)."""
+    held: object = row.get("held")
+    if not isinstance(held, dict):
+        return None
+    h = cast(dict[str, Any], held)
+    turns, preview, error = h.get("turns"), h.get("preview"), h.get("error")
+    if (
+        h.get("chain") != chain
+        or not isinstance(turns, int)
+        or not isinstance(preview, str)
+        or not (error is None or isinstance(error, str))
+    ):
+        return None
+    return h
 
 
 def row_of(info: SessionInfo, stamp: Stamp) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from tether.session.model import (
     SkippedLine,
 )
 from tether.session.names import name_of
-from tether.session.reader import Entry, TurnEntry, excerpt, scan_bytes
+from tether.session.reader import TORN_EVENT, Entry, TurnEntry, excerpt, scan_bytes
 
 if TYPE_CHECKING:  # imported on use: `tether sessions list` needs no pydantic
     from tether.messages import Turn
@@ -43,7 +43,9 @@ def assemble(
 
     Turns are validated with the `tether.messages` codec; a turn that fails, or whose id
     differs from its entry id, is skipped and reported. Of entries sharing an id the first is
-    kept and the rest reported. Non-turn entries become `EventEntry` values.
+    kept and the rest reported. Non-turn entries become `EventEntry` values. A skipped line
+    that a `torn_line` event names (a torn tail a resume isolated after a load reported it)
+    is moved to the report's `isolated`: reported once, not on every load after.
 
     Args:
         header: the session's own header.
@@ -59,7 +61,8 @@ def assemble(
     events: list[EventEntry] = []
     skipped: list[SkippedLine] = []
     first_line: dict[str, Entry] = {}
-    salvaged = 0
+    salvaged: list[Entry] = []
+    isolated: set[tuple[Path, int]] = set()  # torn tails a resume isolated (`TORN_EVENT`)
     last: str | None = header.parent_entry
     for item in timeline:
         if isinstance(item, TurnEntry):  # the common case first: a writer's turn line
@@ -85,14 +88,30 @@ def assemble(
             skipped.append(_skip(item, problem))
             continue
         first_line[item.id] = item
-        salvaged += item.salvaged
+        if item.salvaged:
+            salvaged.append(item)
         last = item.id
         if turn is not None:
             turns.append(turn)
             turn_ts.append(item.ts_ms)
         else:
-            events.append(_event_of(item, len(turns)))
-    report = LoadReport(path=path, skipped=tuple(skipped), torn_tail=torn_tail, salvaged=salvaged)
+            event = _event_of(item, len(turns))
+            if event.kind == TORN_EVENT and isinstance(line := event.data.get("line"), int):
+                isolated.add((item.path, line))
+            events.append(event)
+    if isolated:  # reported once, as the torn tail, by the load before the resume
+        known = tuple(x for x in skipped if (x.path, x.line) in isolated)
+        skipped = [x for x in skipped if (x.path, x.line) not in isolated]
+        salvaged = [x for x in salvaged if (x.path, x.line) not in isolated]
+    else:
+        known = ()
+    report = LoadReport(
+        path=path,
+        skipped=tuple(skipped),
+        torn_tail=torn_tail,
+        salvaged=len(salvaged),
+        isolated=known,
+    )
     return LoadedSession(
         header=header,
         path=path,
@@ -185,6 +204,59 @@ def _countable_turn(item: Entry) -> bool:
     return item.type == "turn" and isinstance(turn, dict) and cast(Any, turn).get("id") == item.id
 
 
+def _count(items: Sequence[Entry | SkippedLine]) -> tuple[int, int]:
+    """(turns a load keeps, lines it skips) of a file's or a fork's timeline, short of full
+    turn validation: skipped, duplicate-id and unusable turn lines are not turns."""
+    seen: set[str] = set()
+    turns = skipped = 0
+    for item in items:
+        if isinstance(item, SkippedLine) or item.id in seen:
+            skipped += 1
+        else:
+            seen.add(item.id)
+            if _countable_turn(item):
+                turns += 1
+            elif item.type == "turn":
+                skipped += 1
+    return turns, skipped
+
+
+def _user_text(item: Entry) -> str | None:
+    """The first text block of a user turn entry, else None."""
+    if item.turn is not None:
+        if item.turn.role != "user":
+            return None
+        return next((b.text for b in item.turn.content if b.type == "text"), None)
+    turn: object = item.record.get("turn")
+    if item.type != "turn" or not isinstance(turn, dict):
+        return None
+    t = cast(dict[str, Any], turn)
+    blocks: object = t.get("content")
+    if t.get("role") != "user" or not isinstance(blocks, list):
+        return None
+    for b in cast(list[Any], blocks):
+        if isinstance(b, dict) and cast(dict[str, Any], b).get("type") == "text":
+            text: object = cast(dict[str, Any], b).get("text")
+            return text if isinstance(text, str) else None
+    return None
+
+
+def held(timeline: Sequence[Entry | SkippedLine]) -> tuple[int, str]:
+    """(turn count, preview) of a fork's whole history: its parent chain's entries up to the
+    fork point, then its own (`SessionStore._timeline`), counted as `summarize` counts one
+    file's; the preview is the history's first user text (the parent's first prompt)."""
+    turns, _ = _count(timeline)
+    first = next(
+        (
+            text
+            for item in timeline
+            if not isinstance(item, SkippedLine) and (text := _user_text(item)) is not None
+        ),
+        "",
+    )
+    return turns, _SPACE.sub(" ", first).strip()[:80]
+
+
 def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInfo:
     """The `SessionStore.list()` row of one file's bytes (turns not fully validated).
 
@@ -209,17 +281,7 @@ def summarize(sid: str, path: Path, data: bytes, modified_ms: int) -> SessionInf
             turn_count=0, preview="", error=str(exc),
         )  # fmt: skip
     header = scan.header
-    seen: set[str] = set()
-    turns = skipped = 0
-    for item in scan.items:
-        if isinstance(item, SkippedLine) or item.id in seen:
-            skipped += 1
-        else:
-            seen.add(item.id)
-            if _countable_turn(item):
-                turns += 1
-            elif item.type == "turn":
-                skipped += 1
+    turns, skipped = _count(scan.items)
     preview = _SPACE.sub(" ", _first_user_text(data)).strip()[:80]
     name = name_of(i for i in scan.items if not isinstance(i, SkippedLine))
     return SessionInfo(

@@ -121,12 +121,16 @@ class LoadReport:
         torn_tail: True when the file's last line had no newline and did not parse (a crash
             mid-append); it is dropped and not listed in `skipped`.
         salvaged: entries recovered from damaged lines (a complete entry after a torn prefix).
+        isolated: torn tails an earlier load reported and its resume isolated on their own
+            line (a `torn_line` event names each): skipped like `skipped`, but not reported
+            again (not in `skipped`, `ok` and `describe` leave them out).
     """
 
     path: Path
     skipped: tuple[SkippedLine, ...] = ()
     torn_tail: bool = False
     salvaged: int = 0
+    isolated: tuple[SkippedLine, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -191,12 +195,15 @@ class SessionInfo:
         created_ms: from the header; the file's mtime when the header is unreadable.
         modified_ms: the file's mtime, integer Unix milliseconds.
         cwd: from the header ("" when unreadable).
-        turn_count: turn entries of this file a load keeps (a fork's inherited turns are not
-            counted; skipped, duplicate and torn lines are not either).
-        preview: the first user text of this file, whitespace collapsed, at most 80 characters
-            ("" when none).
+        turn_count: the turns a load holds: this file's turn entries it keeps, and for a fork
+            its parent chain's up to the fork point too (skipped, duplicate and torn lines are
+            not counted).
+        preview: the first user text of the session's history (a fork's: its parent's first
+            prompt), whitespace collapsed, at most 80 characters ("" when none).
         parent: `(parent_session, parent_entry)` for a fork, else None.
-        error: why the file is not a tether session (a load would fail too), else None.
+        error: why the file is not a tether session, or why a fork's history cannot be
+            loaded (its parent is missing or lacks the fork point): a load would fail too;
+            else None.
         skipped_lines: lines of this file a load skips (damaged header line included).
         caller: for a subagent's session, the id of the session whose `task` call ran it
             (its header's `caller_session`), else None.

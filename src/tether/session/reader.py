@@ -2,8 +2,8 @@
 
 Owns: splitting a session file's bytes into lines, parsing the header (`parse_header`), parsing
 entry envelopes with salvage of a complete entry fused after a torn prefix (`parse_line`),
-scanning a whole file (`scan_bytes`) and finding the last entry id from the end of an open file
-(`last_entry_id`). Never writes.
+scanning a whole file (`scan_bytes`), finding the last entry id from the end of an open file
+(`last_entry_id`) and the line number of a torn last line (`torn_line_number`). Never writes.
 Does not own: turn validation, duplicate removal or fork chains (`tether.session.store`).
 
 Rules:
@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 """The session file format version this code reads and writes."""
+
+TORN_EVENT = "torn_line"
+"""The event `SessionStore.open_for_append` writes after isolating a torn last line (data:
+`{"line": N}`, the fragment's 1-based line in the same file): a load skips that line without
+reporting it again (a load before the resume reported it as the torn tail)."""
 
 _START = '{"type":'
 _DECODER = json.JSONDecoder()
@@ -538,3 +543,15 @@ def last_entry_id(fd: int, size: int, start: int, path: Path, chunk: int = 1 << 
                 return entries[-1].id
         chunk *= 2
     return None
+
+
+def torn_line_number(fd: int, size: int, path: Path) -> int | None:
+    """The 1-based line number of the unterminated last line of an open session file of `size`
+    bytes when it is a torn tail (a load drops and reports it), else None (a complete entry
+    whose newline alone is missing: a load keeps it). Reads the whole file: only after a crash
+    mid-write."""
+    data = os.pread(fd, size, 0)
+    cut = data.rfind(b"\n") + 1
+    line = data.count(b"\n", 0, cut) + 1
+    _, problem = parse_line(data[cut:], path, line)
+    return line if problem else None

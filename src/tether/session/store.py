@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
-from tether.session.index import info_from_row, read_index, row_of, stamp_of, write_index
+from tether.session.index import (
+    Stamp,
+    held_row,
+    info_from_row,
+    read_index,
+    row_of,
+    stamp_of,
+    write_index,
+)
 from tether.session.layout import (
     SESSION_SUFFIX,
     ArtifactKind,
@@ -33,7 +41,7 @@ from tether.session.layout import (
     validate_session_id,
     wall_clock_ms,
 )
-from tether.session.loader import assemble, summarize
+from tether.session.loader import assemble, held, summarize
 from tether.session.migrate import MigrationReport, legacy_folders, migrate_artifacts
 from tether.session.model import (
     LoadedSession,
@@ -43,10 +51,12 @@ from tether.session.model import (
 )
 from tether.session.reader import (
     FORMAT_VERSION,
+    TORN_EVENT,
     Entry,
     last_entry_id,
     read_header,
     scan_bytes,
+    torn_line_number,
 )
 from tether.session.reclaim import DeleteReport, remove_all
 from tether.session.writer import SessionWriter
@@ -272,8 +282,11 @@ class SessionStore:
         """Resume writing to an existing session.
 
         If the file does not end with a newline (a crash mid-append), a newline is written
-        first so the torn fragment stays alone on its line. Reads only the header and, from the
-        end, enough lines to find the last entry id.
+        first so the torn fragment stays alone on its line, and when the fragment is damaged
+        (the torn tail a load reported), a `torn_line` event naming its line follows it: later
+        loads leave that line out of their report instead of naming it again as a malformed
+        line (`tether.session.loader.assemble`). Reads only the header and, from the end,
+        enough lines to find the last entry id (the whole file only after a crash mid-write).
 
         Returns:
             A writer whose `last_entry_id` is the last well-formed entry's id (or the fork point
@@ -298,7 +311,9 @@ class SessionStore:
                 start = data.find(b"\n") + 1
             lock = self._lock_for_writing(session_id)
             size = os.fstat(fd).st_size
+            torn_line = None
             if os.pread(fd, 1, size - 1) != b"\n":
+                torn_line = torn_line_number(fd, size, path)
                 os.write(fd, b"\n")
             last = last_entry_id(fd, size, start, path) or header.parent_entry
         except BaseException:
@@ -306,7 +321,7 @@ class SessionStore:
             if lock is not None:
                 lock.release()
             raise
-        return SessionWriter(
+        writer = SessionWriter(
             fd,
             session_id=session_id,
             path=path,
@@ -315,6 +330,9 @@ class SessionStore:
             id_factory=self._id_factory,
             lock=lock,
         )
+        if torn_line is not None:  # the load that resumed it reported it: later ones do not
+            writer.append_event(TORN_EVENT, {"line": torn_line})
+        return writer
 
     def _lock_for_writing(self, session_id: str) -> BaseFileLock:
         """Take the session's writer lock (`<artifact dir>/writer.lock`, an OS `flock` via the
@@ -434,6 +452,7 @@ class SessionStore:
             return []
         cached = read_index(self.root)
         rows: dict[str, dict[str, Any]] = {}
+        stamps: dict[str, Stamp] = {}
         changed = False
         infos: list[SessionInfo] = []
         for path in self.root.glob(f"*{SESSION_SUFFIX}"):
@@ -458,11 +477,53 @@ class SessionStore:
                 stamp = (len(data), stamp[1]) if len(data) != stamp[0] else stamp
                 changed = True
             rows[sid] = row_of(info, stamp)
+            stamps[sid] = stamp
             infos.append(info)
+        own = {i.id: i for i in infos}
+        for n, info in enumerate(infos):
+            if info.parent is None or info.error is not None:
+                continue
+            hit = cached.get(info.id)
+            chain = self._chain(info.id, own, stamps)
+            row = None if hit is None else held_row(hit[1], chain)
+            if row is None:
+                row = self._held_row(info.id, chain)
+                changed = True
+            rows[info.id]["held"] = row
+            infos[n] = replace(
+                info, turn_count=row["turns"], preview=row["preview"], error=row["error"]
+            )
         if changed or len(rows) != len(cached):
             write_index(self.root, rows)
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
+
+    def _chain(
+        self, sid: str, own: dict[str, SessionInfo], stamps: dict[str, Stamp]
+    ) -> list[list[Any]]:
+        """`[id, size, mtime_ns]` of a fork and each session in its parent chain (their files'
+        stamps now), up to the first one that is not a fork, missing or already named: what
+        the fork's held count is computed from, so the count is reused only while none of them
+        changed."""
+        chain: list[list[Any]] = [[sid, *stamps[sid]]]
+        at = own[sid].parent
+        while at is not None and at[0] in stamps and len(chain) <= _MAX_FORK_DEPTH:
+            p_sid = at[0]
+            if any(c[0] == p_sid for c in chain):
+                break
+            chain.append([p_sid, *stamps[p_sid]])
+            at = own[p_sid].parent
+        return chain
+
+    def _held_row(self, sid: str, chain: list[list[Any]]) -> dict[str, Any]:
+        """A fork's held turns and preview (`tether.session.loader.held`) read from its chain,
+        or the reason its history cannot be loaded (a missing parent, a lost fork point)."""
+        try:
+            _, _, timeline, _ = self._timeline(sid, ())
+        except (SessionError, OSError) as exc:
+            return {"chain": chain, "turns": 0, "preview": "", "error": str(exc)}
+        turns, preview = held(timeline)
+        return {"chain": chain, "turns": turns, "preview": preview, "error": None}
 
     def latest(self, cwd: Path) -> str | None:
         """The id of the most recently modified session started in `cwd` (subagents' sessions

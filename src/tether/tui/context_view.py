@@ -2,7 +2,7 @@
 
 Owns: `context_rows` (one row for the system prompt, one for the tool schemas, one per turn of
 the wire view, each with its estimated tokens and a kind: `user`, `assistant`, `results`,
-`persisted`, `summary`), `context_parts` (the rows summed per kind, in a fixed order, for the
+`persisted`, `summary`; a turn the wire passes added, not the user, is labelled so), `context_parts` (the rows summed per kind, in a fixed order, for the
 bar), `ContextRow` and `cache_line` (the session's prompt-cache hit rate).
 Does not own: the token estimate (`tether.compaction.pressure.estimate_tokens`, the one the
 compaction pressure uses: additive, so the rows of the turns sum to the view's estimate), the
@@ -21,6 +21,7 @@ from tether.compaction.pressure import estimate_tokens
 from tether.compaction.prune import PRUNE_TAG
 from tether.messages import Turn, Usage
 from tether.session.timeline import persisted_output
+from tether.wire import added_by_tether
 from tether.wire.markers import SUMMARY_HEADER, is_marker
 
 RowKind = Literal["system", "tools", "user", "assistant", "results", "persisted", "summary"]
@@ -48,6 +49,10 @@ PART_LABELS: dict[RowKind, str] = {
 """The bar's label of each kind (their first letters differ: the bar draws each part with it)."""
 
 PREVIEW_CHARS = 60
+
+ADDED_LABEL = "[added by tether, not typed]"
+"""Before the label of a turn the wire passes added (`tether.wire.added_by_tether`): the
+`Continue from where you stopped.` user turn, a `(no content)` placeholder, lost results."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +108,8 @@ def _row(index: int, turn: Turn) -> ContextRow:
     else:
         kind = "user"
         label = _preview(text)
+    if added_by_tether(turn):  # in the request, but nobody typed it: say who added it
+        label = f"{ADDED_LABEL} {label}"
     return ContextRow(kind=kind, tokens=tokens, label=label, index=index, turn_id=turn.id)
 
 

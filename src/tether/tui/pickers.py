@@ -128,7 +128,8 @@ def session_choices(
 ) -> list[Choice]:
     """The sessions to resume: those started in `cwd` first, then the others (each newest
     first; subagents' sessions, unreadable files and `current` left out). A row shows its
-    name (or id), date, turns and first prompt; the others' folders too."""
+    name (or id), date, turns (a fork's: the ones it holds, its parent named) and first
+    prompt; the others' folders too."""
     usable = [r for r in rows if r.error is None and r.caller is None and r.id != current]
     here = [r for r in usable if r.cwd and Path(r.cwd) == cwd]
     elsewhere = [r for r in usable if r not in here]
@@ -136,7 +137,9 @@ def session_choices(
     for r in [*here, *elsewhere]:
         title = f"{r.name} ({r.id})" if r.name else r.id
         where = "" if r in here else f"  [{r.cwd}]"
-        label = f"{title}  {_when(r.modified_ms)}  {r.turn_count} turns  {r.preview[:60]}{where}"
+        fork = f" (fork of {r.parent[0]})" if r.parent else ""
+        turns = f"{r.turn_count} turns{fork}"
+        label = f"{title}  {_when(r.modified_ms)}  {turns}  {r.preview[:60]}{where}"
         out.append(Choice(r.id, label, r.preview))
     return out
 

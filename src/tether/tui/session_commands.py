@@ -86,7 +86,8 @@ async def _stored(app: AppHost, name: str, arg: str) -> None:
         return
     if name == "sessions" and not arg:
         lines = [
-            f"{i.id}  {i.turn_count:>5} turns  {(i.name + ': ') if i.name else ''}{(i.preview or '')[:60]}"
+            f"{i.id}  {i.turn_count:>5} turns  {(i.name + ': ') if i.name else ''}"
+            f"{(i.preview or '')[:60]}{f'  (fork of {i.parent[0]})' if i.parent else ''}"
             for i in store.list()
         ]
         app.note("\n".join(["sessions (newest first; /resume opens a picker):", *lines[:30]]))

@@ -95,6 +95,18 @@ NO_OUTPUT_TEXT = "(no output)"
 PLACEHOLDER_TEXT = "(no content)"
 CONTINUE_TEXT = "Continue from where you stopped."
 
+ADDED_ID_SUFFIXES = ("~results", "~gap", "~head", "~continue", "~user")
+"""The id suffixes of the turns the wire passes add (`<stored id>~gap`, ...): results for calls
+that had none (`~results`), the `Continue from where you stopped.` user turn between two
+assistant turns (`~gap`) and at the end (`~continue`, `tether.wire.tail`), the `(no content)`
+user turn before a first assistant turn (`~head`) or in a view with none (`~user`)."""
+
+
+def added_by_tether(turn: Turn) -> bool:
+    """Whether a wire-view turn is one the passes added (`ADDED_ID_SUFFIXES`), not a stored
+    turn: what a view shown to the user marks, since nobody typed it."""
+    return turn.id.endswith(ADDED_ID_SUFFIXES)
+
 _ASSISTANT: frozenset[type] = frozenset(
     {TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolCallBlock, ServerToolBlock}
 )
