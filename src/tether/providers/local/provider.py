@@ -76,6 +76,7 @@ from tether.providers.local.prompt import (
     repeats_last_call,
 )
 from tether.providers.local.supervisor import ModelLoad, supervisor_for
+from tether.providers.login import LoginIO
 from tether.providers.models import default_cache_dir
 
 __all__ = [
@@ -209,6 +210,11 @@ class LocalProvider:
             compact_prompt=True,
             image_input=False,
         )
+
+    @staticmethod
+    def login(name: str, io: LoginIO) -> None:
+        """No login: the embedded model runs on this machine; nothing is stored."""
+        io.say(f"{name}: no login needed: the embedded model runs on this machine; nothing stored")
 
     def options(self) -> GenOptions:
         """This provider's settings for one request in the child."""
