@@ -3,7 +3,8 @@ supervised child process: `tether run`'s JSONL carries it (file, seconds, config
 was tried) before the reply of the request that loaded it; a second process reuses the kept
 verdict and says so; a fallback after a crash in the probe names the configuration it fell
 back to and the crash; a child started again after a crash in the same process is `reloaded`
-and names that crash. The TUI shows the event as a note."""
+and names that crash. A `loading` event comes first, as the request starts. The TUI shows the
+load as a note."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ def _model_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == "env" and e["what"] == "model"]
 
 
+def _loaded(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's `loading` then `loaded` events: the second one."""
+    loading, loaded = _model_events(events)
+    assert loading["state"] == "loading" and loading["name"] == loaded["name"]
+    assert loading["data"]["file"] == loaded["data"]["file"]
+    return loaded
+
+
 @pytest.mark.slow
 def test_tether_run_reports_the_load_in_its_jsonl_then_the_kept_verdict(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
@@ -38,8 +47,22 @@ def test_tether_run_reports_the_load_in_its_jsonl_then_the_kept_verdict(tmp_path
     first = tether(["run", "--max-turns", "1", "Say hi."], home, timeout=600)
     assert first.returncode in (0, 1), first.stderr  # an answer, or a call --max-turns stops
     events = jsonl(first.stdout)
-    (load,) = _model_events(events)
+    loading, load = _model_events(events)
     model = default_model_path()
+    size_mb = model.stat().st_size / 2**20
+    assert loading == {
+        "type": "env",
+        "what": "model",
+        "name": model.name,
+        "state": "loading",
+        "detail": f"loading ({size_mb:.0f} MB)",
+        "data": {
+            "file": str(model),
+            "size_bytes": model.stat().st_size,
+            "n_ctx": load["data"]["n_ctx"],
+            "restart": False,
+        },
+    }
     assert load["name"] == model.name and load["state"] == "loaded"
     data = load["data"]
     assert data["file"] == str(model) and data["size_bytes"] == model.stat().st_size
@@ -49,14 +72,15 @@ def test_tether_run_reports_the_load_in_its_jsonl_then_the_kept_verdict(tmp_path
     assert data["restart"] is False and data["crash"] is None
     assert data["verdicts"] == str(home / "cache" / "local-model-verdicts.json")
     assert load["detail"] == f"loaded in {data['load_s']:.1f} s ({ON})"
-    # after the request started, before anything of its reply
+    # `loading` as the request starts (a UI can say so while it waits), `loaded` before
+    # anything of the reply
     kinds = [e["type"] for e in events]
-    at = events.index(load)
-    assert kinds[at - 1] == "turn_start"
-    assert set(kinds[at + 1 :]) & {"text_delta", "tool_call"}
+    at = events.index(loading)
+    assert kinds[at - 1] == "turn_start" and events[at + 1] == load
+    assert set(kinds[at + 2 :]) & {"text_delta", "tool_call"}
 
     second = tether(["run", "--max-turns", "1", "Say hi."], home, timeout=600)
-    (again,) = _model_events(jsonl(second.stdout))
+    again = _loaded(jsonl(second.stdout))
     assert again["data"]["probed"] is False and again["data"]["tried"] == [ON]
     assert again["state"] == "loaded"
 
@@ -75,7 +99,7 @@ def test_a_fallback_names_its_configuration_and_the_crash_it_healed(tmp_path: Pa
         TETHER_LOCAL_FAULT="after:2,extra_bufts",
     )
     assert run.returncode in (0, 1), run.stderr
-    (load,) = _model_events(jsonl(run.stdout))
+    load = _loaded(jsonl(run.stdout))
     data = load["data"]
     assert data["config"] == OFF and data["extra_bufts"] is False and data["fallback"] is True
     assert data["tried"] == [ON, OFF] and data["probed"] is True
@@ -129,11 +153,14 @@ def test_a_child_started_again_after_a_crash_is_reloaded_and_names_the_crash(
     assert run.returncode == 0, run.stderr
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
     assert [(e["type"], e.get("state")) for e in lines] == [
+        ("env", "loading"),
         ("env", "loaded"),
         ("error", None),
+        ("env", "loading"),
         ("env", "reloaded"),
     ], run.stdout
-    first, crash, second = lines
+    _, first, crash, again, second = lines
+    assert again["detail"].endswith("after a crash") and again["data"]["restart"] is True
     assert "SIGILL" in crash["message"]
     assert first["data"]["restart"] is False and first["data"]["crash"] is None
     assert second["data"]["restart"] is True
@@ -150,7 +177,9 @@ async def test_the_tui_shows_the_load_as_a_note(tmp_path: Path) -> None:
         detail=f"loaded in 1.5 s ({OFF})",
         data={"load_s": 1.5},
     )
+    loading = EnvNotice(what="model", name="tiny.gguf", state="loading", detail="loading (1 MB)")
     reply: list[Any] = [
+        loading,
         notice,
         TextStart(index=0),
         TextDelta(index=0, text="hi"),
@@ -161,4 +190,6 @@ async def test_the_tui_shows_the_load_as_a_note(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
         await idle(app, pilot)
-        assert f"model: tiny.gguf loaded in 1.5 s ({OFF})" in notes(app)
+        shown = notes(app)
+        assert f"model: tiny.gguf loaded in 1.5 s ({OFF})" in shown
+        assert "loading (1 MB)" not in shown  # the start is said once it loaded

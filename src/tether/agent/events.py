@@ -36,6 +36,8 @@ class EnvEvent:
       tools offered (`detail`: `N tools`), failed to start (`detail`: why; a `warning` event
       says more), or stopped when the agent closed (`detail`: `stopped`). Servers start
       before the run, so these come before its `session_start`;
+    - `model`, `loading`: a request found no ready child for the embedded model and starts
+      one (`data`: `file`, `size_bytes`, `n_ctx`, `restart`);
     - `model`, `loaded` / `reloaded`: the embedded model's child process became ready
       (`name`: the model file's name), before the reply of the request that started it (or of
       the first request after the TUI loaded it at start); `reloaded` when a child of it

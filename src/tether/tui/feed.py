@@ -144,7 +144,7 @@ class Feed:
             if self.text is not None:
                 self.text.remove()
             self.text = None
-        elif isinstance(event, EnvEvent) and event.what == "model":
+        elif isinstance(event, EnvEvent) and event.what == "model" and event.state != "loading":
             transcript.add(NoteRow(f"model: {event.name} {event.detail}"))
         elif isinstance(event, ErrorEvent | WarningEvent):
             transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))

@@ -75,7 +75,7 @@ from tether.providers.local.prompt import (
     render_messages,
     repeats_last_call,
 )
-from tether.providers.local.supervisor import ModelLoad, supervisor_for
+from tether.providers.local.supervisor import ModelLoad, ModelLoading, supervisor_for
 from tether.providers.login import LoginIO
 from tether.providers.models import default_cache_dir
 
@@ -145,8 +145,18 @@ class _Progress:
         return f"tether: {what} {self.tokens} tokens ({rate:.1f} tokens/s)"
 
 
-def load_notice(load: ModelLoad) -> EnvNotice:
-    """A load of the model's child as the provider's `EnvNotice` (`env` event `model`)."""
+def load_notice(load: ModelLoading | ModelLoad) -> EnvNotice:
+    """A load of the model's child as the provider's `EnvNotice` (`env` event `model`):
+    `loading` when it starts, then `loaded` (`reloaded` after a crash)."""
+    if isinstance(load, ModelLoading):
+        size = load.path.stat().st_size / 2**20 if load.path.exists() else 0.0
+        return EnvNotice(
+            what="model",
+            name=load.path.name,
+            state="loading",
+            detail=f"loading ({size:.0f} MB)" + (" after a crash" if load.restart else ""),
+            data=load.facts(),
+        )
     return EnvNotice(
         what="model",
         name=load.path.name,
@@ -234,7 +244,7 @@ class LocalProvider:
 
     def _generate(
         self, request: ModelRequest, stop: threading.Event
-    ) -> Iterator[str | int | ModelLoad]:
+    ) -> Iterator[str | int | ModelLoading | ModelLoad]:
         """Blocking generation in the model's child process (`supervisor`, `engine.generate`
         for the items). Raises LocalModelCrash when the child dies."""
         sup = supervisor_for(self.model_path, self.n_ctx)
@@ -251,7 +261,9 @@ class LocalProvider:
         """
         progress = _Progress(time.monotonic())
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[str | int | ModelLoad | BaseException | None] = asyncio.Queue()
+        queue: asyncio.Queue[str | int | ModelLoading | ModelLoad | BaseException | None] = (
+            asyncio.Queue()
+        )
         stop = threading.Event()
 
         def worker() -> None:
@@ -297,7 +309,7 @@ class LocalProvider:
                 if isinstance(item, int):
                     total_tokens = item
                     continue
-                if isinstance(item, ModelLoad):
+                if isinstance(item, ModelLoading | ModelLoad):
                     yield load_notice(item)
                     progress = _Progress(time.monotonic())  # the reply starts now
                     continue

@@ -58,6 +58,27 @@ STOP_TIMEOUT_S = 3.0
 """Wait for a child to exit after its socket closed, before it is killed."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelLoading:
+    """A request found no ready child for the model: one is starting now (a `ModelLoad`
+    follows, or the request's error when it crashes).
+
+    Attributes:
+        path: the GGUF file.
+        n_ctx: the context window to allocate, in tokens.
+        restart: a child of this model crashed before in this process.
+    """
+
+    path: Path
+    n_ctx: int
+    restart: bool = False
+
+    def facts(self) -> dict[str, object]:
+        """The JSON-ready facts (the `env` event's `data`)."""
+        size = self.path.stat().st_size if self.path.exists() else None
+        return {"file": str(self.path), "size_bytes": size, "n_ctx": self.n_ctx, "restart": self.restart}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelLoad:
     """A model's child process became ready (its model loaded, and probed the first time).
 
@@ -367,12 +388,14 @@ class Supervisor:
 
     def generate(
         self, request: ModelRequest, options: GenOptions, stop: threading.Event
-    ) -> Iterator[str | int | ModelLoad]:
-        """One reply's items from the child (see `engine.generate`), after the loads not yet
-        reported (`ModelLoad`: the one this request started, or a `warm`'s). Raises
-        LocalModelCrash (the child died: the next request starts a fresh one), ConfigError,
-        RuntimeError."""
+    ) -> Iterator[str | int | ModelLoading | ModelLoad]:
+        """One reply's items from the child (see `engine.generate`), after `ModelLoading` when
+        no child is ready (one starts now) and the loads not yet reported (`ModelLoad`: the
+        one this request started, or a `warm`'s). Raises LocalModelCrash (the child died: the
+        next request starts a fresh one), ConfigError, RuntimeError."""
         with self.lock:
+            if self.process is None or not self.process.alive():
+                yield ModelLoading(path=self.path, n_ctx=self.n_ctx, restart=self.crashes > 0)
             process = self._start()
             loads, self.loads = self.loads, []
             yield from loads
