@@ -219,3 +219,46 @@ def test_openai_durations_and_counts_are_read_exactly(
     assert limit.name == "tokens" and limit.remaining == remaining
     expected = minutes * 60 + seconds if ms == 0 else ms / 1000
     assert limit.resets_at == approx(expected)
+
+
+async def test_the_tui_usage_command_shows_the_models_readout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/usage` after a reply from a provider that states its limits: the session's tokens,
+    then the plan's limits (Claude Code's `/usage`)."""
+    from dataclasses import replace
+
+    from tether import AgentConfig
+    from tether.agent.agent import Agent
+    from tether.agent.host import Host
+    from tether.agent.sessions import AgentSession
+    from tether.session import SessionStore
+    from tether.tui.app import TetherApp
+    from tether.tui.opening import Opened
+
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    store = SessionStore(tmp_path / "sessions")
+    with FaultServer([text("hello", headers=OPENAI_HEADERS)]) as server:
+        provider = OpenAIChatProvider("m", base_url=server.openai_url, api_key="k")
+
+        def factory(host: Host, resume_id: str | None) -> Opened:
+            writer = store.create("s1", cwd=str(tmp_path))
+            agent = Agent(
+                provider,
+                config=AgentConfig(),
+                root=tmp_path,
+                host=replace(host, note=None),
+                session=AgentSession(history=(), sink=writer),
+            )
+            return Opened(agent, writer, store=store)
+
+        app = TetherApp(factory)
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hi")
+            await idle(app, pilot)
+            await send(pilot, "/usage")
+            await idle(app, pilot)
+            shown = notes(app)
+    assert "openai: plan usage from the rate-limit headers of its last reply" in shown
+    assert "requests        42 of 50 left (84 %), resets in 3" in shown
+    assert "tokens          18,000 of 40,000 left (45 %), resets in 6 min" in shown
