@@ -32,7 +32,13 @@ from tether.providers.local.models import FALLBACKS, LoadConfig, _model_params  
 from tether.providers.local.native import render_native
 from tether.providers.local.prompt import render_messages
 from tether.providers.local.provider import LocalProvider
-from tether.providers.local.supervisor import ModelProcess, stop_all, supervisor_for
+from tether.providers.local.supervisor import (
+    ModelLoad,
+    ModelLoading,
+    ModelProcess,
+    stop_all,
+    supervisor_for,
+)
 
 PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
 
@@ -82,7 +88,9 @@ async def tether_run(provider: LocalProvider, request: ModelRequest) -> tuple[in
     first = 0.0
     started = time.perf_counter()
 
-    def timed(request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
+    def timed(
+        request: ModelRequest, stop: threading.Event
+    ) -> Iterator[str | int | ModelLoading | ModelLoad]:
         nonlocal first
         for item in real(request, stop):
             if not first and isinstance(item, str) and not item.startswith("\x00"):

@@ -13,7 +13,7 @@ gets a 500 `no scripted response` (so a test counting requests sees the extra on
 is threaded and started on a free port; tests start and stop it.
 
 Steps (constructors below):
-    text(t)                         a complete text reply
+    text(t, headers?)               a complete text reply (with extra response headers)
     tool(name, **args)              a complete reply with one tool call
     max_tokens(t)                   text, then the length stop (OpenAI `length`, Anthropic `max_tokens`)
     status(code, body?, retry_after?, headers?)   an HTTP error with a JSON error body
@@ -63,8 +63,8 @@ class Step:
     termination: str = "closed"
 
 
-def text(t: str = "done") -> Step:
-    return Step("text", text=t)
+def text(t: str = "done", *, headers: dict[str, str] | None = None) -> Step:
+    return Step("text", text=t, headers=dict(headers or {}))
 
 
 def tool(name: str, **args: Any) -> Step:
@@ -293,6 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
+        for k, v in step.headers.items():
+            self.send_header(k, v)
         self.end_headers()
         if anthropic:
             self._anthropic(step)

@@ -58,6 +58,7 @@ from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
 from tether.agent.events import (
     AgentEvent,
+    EnvEvent,
     ServerToolEvent,
     SubagentEvent,
     TextDeltaEvent,
@@ -391,6 +392,9 @@ class TetherAcp:
             put(convert.search_call(event.id, event.query, event.results, event.error))
         elif isinstance(event, WarningEvent):
             self.note(f"warning: {event.message}")
+        elif isinstance(event, EnvEvent) and event.what == "model" and event.state != "loading":
+            # no ACP notification for it: the agent's log
+            self.note(f"model: {event.name} {event.detail}")
         elif _kind(event) == "todo":  # the todo tool's list, where that tool exists
             items: Sequence[Mapping[str, str]] = getattr(event, "items", ())
             put(convert.plan_update(items))

@@ -6,7 +6,7 @@ per stdout line. Shapes: every event has a `type` string; usage fields are in to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, TypeAdapter
@@ -35,7 +35,18 @@ class EnvEvent:
     - `mcp_server`, `up` / `down`: an MCP server (`name`: its settings name) started with its
       tools offered (`detail`: `N tools`), failed to start (`detail`: why; a `warning` event
       says more), or stopped when the agent closed (`detail`: `stopped`). Servers start
-      before the run, so these come before its `session_start`.
+      before the run, so these come before its `session_start`;
+    - `model`, `loading`: a request found no ready child for the embedded model and starts
+      one (`data`: `file`, `size_bytes`, `n_ctx`, `restart`);
+    - `model`, `loaded` / `reloaded`: the embedded model's child process became ready
+      (`name`: the model file's name), before the reply of the request that started it (or of
+      the first request after the TUI loaded it at start); `reloaded` when a child of it
+      crashed before in this process. `detail`: `loaded in 1.4 s (extra buffer types on)`;
+      `data`: `file`, `size_bytes`, `n_ctx`, `load_s`, `child_load_s`, `config` (its label),
+      `extra_bufts`, `n_threads`, `use_mmap`, `probed` (the first time on this machine),
+      `tried` (the configurations tried, in order), `fallback` (not llama.cpp's defaults),
+      `restart`, `crash` (the crash it follows, or the one a fallback healed; else null),
+      `verdicts` (the file the verdict is kept in).
 
     The session's own start and resume are `session_start` (`resumed`).
     """
@@ -45,6 +56,7 @@ class EnvEvent:
     name: str
     state: str
     detail: str = ""
+    data: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,7 @@
 """`tether models`: list the models of the known providers, or test one connection.
 
-Owns: the `models` command (`--test NAME`: `tether.providers.connection`).
+Owns: the `models` command (`--test NAME`: `tether.providers.compatible`; `--usage [NAME]`:
+`tether.providers.plan_usage`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ def models(
             "anthropic-compatible entry): one line, exit 0 when it answers.",
         ),
     ] = None,
+    usage: Annotated[
+        bool,
+        typer.Option(
+            "--usage",
+            help="Show the plan usage (rate limits: requests, tokens left, when they reset) "
+            "the provider's last replies stated, for PROVIDER or every provider seen.",
+        ),
+    ] = False,
 ) -> None:
     """List models, one JSON line per provider: live, else last cached listing, else bundled."""
     import asyncio
@@ -33,6 +42,8 @@ def models(
 
     if test is not None:
         raise typer.Exit(test_command(test))
+    if usage:
+        raise typer.Exit(usage_command(provider))
     if base_url and not provider:
         err("--base-url needs a provider")
         raise typer.Exit(EXIT_USAGE)
@@ -88,4 +99,48 @@ def test_command(name: str) -> int:
         print(f"{name}: ok: {len(result.models)} models ({shown}) {took}")
     else:
         print(f"{name}: ok: a one-token request answered (no model list) {took}")
+    return 0
+
+
+def usage_command(name: str | None) -> int:
+    """`tether models --usage [NAME]`: the plan usage kept from the provider's last replies
+    (`tether.providers.plan_usage`) on stdout; without NAME, every provider's that has one.
+    A provider that cannot report it, or an unknown name, is one line on stderr and exit 1."""
+    from pathlib import Path
+
+    from tether.providers.models import default_cache_dir
+    from tether.providers.plan_usage import (
+        load_saved,
+        not_supported,
+        nothing_seen,
+        usage_lines,
+    )
+    from tether.providers.registry import provider_class
+    from tether.settings.files import load_config
+
+    cache = default_cache_dir()
+    if name is None:
+        found = [
+            u
+            for f in sorted((cache / "plan-usage").glob("*.json"))
+            if (u := load_saved(f.stem, cache)) is not None
+        ]
+        if not found:
+            print(
+                "no plan usage seen yet: it is read from the rate-limit headers of the "
+                "providers' replies (run a request first)"
+            )
+        for seen in found:
+            print("\n".join(usage_lines(seen)))
+        return 0
+    try:
+        _, cls = provider_class(name, providers=load_config(Path.cwd()).providers)
+    except ConfigError as exc:
+        err(f"--usage: {exc}")
+        return EXIT_USAGE
+    if not callable(getattr(cls, "plan_usage", None)):
+        err(not_supported(name))
+        return EXIT_USAGE
+    seen = load_saved(name, cache)
+    print("\n".join(usage_lines(seen)) if seen is not None else nothing_seen(name))
     return 0

@@ -87,24 +87,49 @@ def login(
         ),
     ] = None,
 ) -> None:
-    """Store an API key for a provider (system keyring, or a 0600 credential file)."""
-    from tether.credentials import check_provider_name, env_vars_for, store_key
+    """Log in to a provider: its own login flow, else store its API key (system keyring, or a
+    0600 credential file). Ollama and the embedded model need none."""
+    import asyncio
 
+    from tether.credentials import check_provider_name, env_vars_for
+    from tether.providers.login import login_provider
+    from tether.providers.registry import provider_class
+    from tether.settings.files import load_config
+
+    io = _CliLogin(key_stdin)
     try:
         check_provider_name(provider)
-        if key_stdin:
-            key = sys.stdin.readline()
-        elif sys.stdin.isatty():
-            key = typer.prompt(f"{provider} API key", hide_input=True)
-        else:
-            raise ConfigError("stdin is not a terminal: pass --key-stdin to read the key from it")
-        where, place = store_key(provider, key, store=store or "auto")
+        try:
+            _, cls = provider_class(provider, providers=load_config(Path.cwd()).providers)
+        except ConfigError:  # a name no adapter is known for yet: its key, as before
+            cls = None
+        outcome = asyncio.run(login_provider(cls, provider, io, store=store or "auto"))
     except ConfigError as exc:
         raise fail(exc) from None
-    err(f"stored the {provider} key in the {where}: {place}")
+    if outcome.where is None:
+        return
+    err(f"stored the {provider} key in the {outcome.where}: {outcome.place}")
     for var in env_vars_for(provider):
         if os.environ.get(var):
             err(f"note: {var} is set in the environment and is used before the stored key")
+
+
+class _CliLogin:
+    """A login flow's user on the command line: answers from the terminal (hidden), or one
+    line of stdin each with `--key-stdin`; lines go to stderr."""
+
+    def __init__(self, from_stdin: bool) -> None:
+        self.from_stdin = from_stdin
+
+    def ask(self, prompt: str, *, secret: bool = True) -> str:
+        if self.from_stdin:
+            return sys.stdin.readline().strip()
+        if sys.stdin.isatty():
+            return str(typer.prompt(prompt, hide_input=secret))
+        raise ConfigError("stdin is not a terminal: pass --key-stdin to read the key from it")
+
+    def say(self, line: str) -> None:
+        err(line)
 
 
 def logout(

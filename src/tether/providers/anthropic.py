@@ -77,6 +77,7 @@ from tether.providers.base import (
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, catalog_info
+from tether.providers.plan_usage import PlanUsage, PlanWatch
 from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 __all__ = [
@@ -402,6 +403,8 @@ class AnthropicProvider:
                 f"thinking_budget must be at least {MIN_THINKING_BUDGET} tokens (Anthropic's minimum)"
             )
         self.name = name
+        self.plan = PlanWatch(name)
+        """What the replies' rate-limit headers said of the plan (`plan_usage`)."""
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.thinking_budget = thinking_budget
@@ -444,6 +447,12 @@ class AnthropicProvider:
             cache_system=self.info.vendor_endpoint,
         )
 
+    def plan_usage(self) -> PlanUsage | None:
+        """The plan's limits as the last reply's rate-limit headers stated them (this
+        process's, else the last run's, kept in the user cache); None before any
+        (`tether.providers.plan_usage`)."""
+        return self.plan.latest()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
 
@@ -476,7 +485,7 @@ class AnthropicProvider:
         so_far = Assembler("paused")  # the reply so far, to send back after a pause_turn
         for part in range(MAX_PAUSE_CONTINUATIONS + 1):
             paused = False
-            async for event in drive_stream(open_stream, translator):
+            async for event in drive_stream(open_stream, translator, self.plan.observe):
                 so_far.feed(event)
                 if (
                     isinstance(event, StreamDone)

@@ -33,6 +33,7 @@ from tether.messages import (
     Usage,
 )
 from tether.providers.base import (
+    EnvNotice,
     RedactedThinking,
     ServerToolUse,
     StreamDone,
@@ -171,6 +172,8 @@ class Assembler:
                 self.usage = u
             case StreamWarning():
                 self.warnings.append(event)
+            case EnvNotice():
+                pass  # the environment's, not the reply's (the loop emits it as an `env` event)
             case StreamDone():
                 self.done = event
             case StreamError():

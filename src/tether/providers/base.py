@@ -8,7 +8,9 @@ the loop before the request reaches an adapter), or assembling events into a tur
 Event contract of `Provider.stream(request)`:
     any number of TextStart/TextDelta/TextEnd, ThinkingStart/ThinkingDelta/ThinkingEnd,
     RedactedThinking, ToolCallStart/ToolCallDelta/ToolCallEnd, ServerToolUse (a web search
-    the provider ran, whole), UsageEvent and StreamWarning events, each block keyed by an
+    the provider ran, whole), UsageEvent, StreamWarning and EnvNotice events (the last: a
+    change of the provider's environment, e.g. the embedded model loaded; the loop emits it as
+    an `env` event and the reply ignores it), each block keyed by an
     `index` unique within the stream, then EXACTLY ONE terminal
     event: `StreamDone` or `StreamError`. Provider faults are values (an `StreamError`), never raised; an
     adapter raises only for configuration mistakes and bugs.
@@ -16,8 +18,8 @@ Event contract of `Provider.stream(request)`:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -35,6 +37,7 @@ from tether.messages import (
 from tether.wire import build_view
 
 __all__ = [
+    "EnvNotice",
     "ErrorKind",
     "ModelRequest",
     "Provider",
@@ -269,6 +272,29 @@ class StreamWarning:
     reported_prompt_tokens: int | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvNotice:
+    """A change of the provider's environment during a request, not part of the reply (the
+    embedded model's child process loaded, or loaded again after a crash). The agent loop
+    emits it as an `env` event (`tether.agent.events.EnvEvent`, same fields); the assembler
+    ignores it. This is how a provider reaches the host's events without importing the agent.
+
+    Attributes:
+        what: the kind of thing (`model`).
+        name: which one (the model file's name).
+        state: what happened to it (`loaded`, `reloaded`).
+        detail: one line for people.
+        data: JSON-ready facts (for `model`: file, load seconds, configuration, ...).
+    """
+
+    type: Literal["env"] = "env"
+    what: str
+    name: str
+    state: str
+    detail: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict[str, Any])
+
+
 StreamEvent = (
     TextStart
     | TextDelta
@@ -283,6 +309,7 @@ StreamEvent = (
     | ServerToolUse
     | UsageEvent
     | StreamWarning
+    | EnvNotice
     | StreamDone
     | StreamError
 )

@@ -60,6 +60,7 @@ from tether.providers.base import (
     wire_messages,
 )
 from tether.providers.catalog import ModelInfo, lookup, reasons
+from tether.providers.login import LoginIO
 from tether.providers.ollama_request import (
     estimate_prompt_tokens,
     to_ollama_messages,
@@ -206,6 +207,16 @@ class OllamaProvider:
         self.host = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         self._route = Provenance(provider=name, api="ollama", model=model)
         self._client = client or ollama.AsyncClient(host=self.host)
+
+    @staticmethod
+    def login(name: str, io: LoginIO) -> None:
+        """No login (the seed's no-auth procedure): nothing is stored. A local server takes no
+        key; one that does (ollama.com) gets `OLLAMA_API_KEY` from the environment, which the
+        `ollama` client reads itself."""
+        io.say(
+            f"{name}: no login needed: a local Ollama server takes no key (for one that does, "
+            f"set OLLAMA_API_KEY: the Ollama client sends it); nothing stored"
+        )
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `AsyncClient.chat` for `request` (without `stream`)."""

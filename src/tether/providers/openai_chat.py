@@ -57,6 +57,7 @@ from tether.providers.openai_chat_request import (
     to_chat_messages,
     to_chat_tools,
 )
+from tether.providers.plan_usage import PlanUsage, PlanWatch
 from tether.providers.streaming import TEXT, THINKING, BlockCursor, drive_stream, incomplete
 
 OPENAI_HOST = "api.openai.com"
@@ -207,6 +208,8 @@ class OpenAIChatProvider:
         max_retries: int = 0,
     ) -> None:
         self.name = name
+        self.plan = PlanWatch(name)
+        """What the replies' rate-limit headers said of the plan (`plan_usage`)."""
         self.model = model
         self._route = Provenance(provider=name, api="openai-chat", model=model)
         if client is None:
@@ -233,6 +236,12 @@ class OpenAIChatProvider:
             request, "openai-chat", route=self._route, vendor_endpoint=self.info.vendor_endpoint
         )
         return to_chat_messages(view, request.system)
+
+    def plan_usage(self) -> PlanUsage | None:
+        """The plan's limits as the last reply's rate-limit headers stated them (this
+        process's, else the last run's, kept in the user cache); None before any
+        (`tether.providers.plan_usage`)."""
+        return self.plan.latest()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
@@ -263,5 +272,5 @@ class OpenAIChatProvider:
                 reasoning_effort=effort if effort is not None else openai.omit,
             )
 
-        async for event in drive_stream(open_stream, ChatStreamTranslator()):
+        async for event in drive_stream(open_stream, ChatStreamTranslator(), self.plan.observe):
             yield event

@@ -80,6 +80,7 @@ from tether.providers.catalog import ModelInfo, catalog_info
 from tether.providers.errors import classify_status, error_code
 from tether.providers.openai_chat import OPENAI_HOST
 from tether.providers.openai_responses_request import build_params
+from tether.providers.plan_usage import PlanUsage, PlanWatch
 from tether.providers.streaming import BlockCursor, drive_stream, incomplete
 
 PRODUCER = "openai-responses"
@@ -279,6 +280,8 @@ class OpenAIResponsesProvider:
         max_retries: int = 0,
     ) -> None:
         self.name = name
+        self.plan = PlanWatch(name)
+        """What the replies' rate-limit headers said of the plan (`plan_usage`)."""
         self.model = model
         self.reasoning = reasoning
         self.reasoning_effort = reasoning_effort
@@ -314,6 +317,12 @@ class OpenAIResponsesProvider:
             reasoning_summary=self.reasoning_summary,
         )
 
+    def plan_usage(self) -> PlanUsage | None:
+        """The plan's limits as the last reply's rate-limit headers stated them (this
+        process's, else the last run's, kept in the user cache); None before any
+        (`tether.providers.plan_usage`)."""
+        return self.plan.latest()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; yields events, then exactly one `StreamDone` or `StreamError`.
 
@@ -326,5 +335,5 @@ class OpenAIResponsesProvider:
         async def open_stream() -> openai.AsyncStream[ResponseStreamEvent]:
             return await client.responses.create(stream=True, **cast(Any, params))
 
-        async for event in drive_stream(open_stream, ResponsesStreamTranslator()):
+        async for event in drive_stream(open_stream, ResponsesStreamTranslator(), self.plan.observe):
             yield event

@@ -113,6 +113,57 @@ def resolve_provider(
         raise AuthError(f"{exc}, or store one with `tether login {name}`") from None
 
 
+def provider_class(
+    name: str, *, providers: Mapping[str, ProviderSettings] | None = None
+) -> tuple[str, type]:
+    """The type of provider `name` (a type, or a `providers.<name>` entry's) and its adapter
+    class, without building it (no key needed): what `tether login` and `tether models
+    --usage` ask for the optional methods (`login`, `plan_usage`).
+
+    Raises:
+        ConfigError: an unknown name.
+    """
+    endpoint = (providers or {}).get(name)
+    type_ = (endpoint.type if endpoint is not None else None) or name
+    if type_ == "local":
+        from tether.providers.local.provider import LocalProvider
+
+        return type_, LocalProvider
+    if type_ == "ollama":
+        from tether.providers.ollama import OllamaProvider
+
+        return type_, OllamaProvider
+    if type_ == "google":
+        from tether.providers.google import GoogleProvider
+
+        return type_, GoogleProvider
+    if type_ == "openai":
+        from tether.providers.openai_chat import OpenAIChatProvider
+
+        return type_, OpenAIChatProvider
+    if type_ == "openai-responses":
+        from tether.providers.openai_responses import OpenAIResponsesProvider
+
+        return type_, OpenAIResponsesProvider
+    if type_ == "anthropic":
+        from tether.providers.anthropic import AnthropicProvider
+
+        return type_, AnthropicProvider
+    if endpoint is not None and type_ in COMPATIBLE_TYPES:
+        from tether.providers.compatible import (
+            AnthropicCompatibleProvider,
+            OpenAICompatibleProvider,
+        )
+
+        if type_ == "openai-compatible":
+            return type_, OpenAICompatibleProvider
+        return type_, AnthropicCompatibleProvider
+    raise ConfigError(
+        f"unknown provider {name!r}: use one of {', '.join(PROVIDERS)} or a providers.<name> "
+        f"entry of the settings"
+    )
+
+
 def key_for(
     model: ModelRef | str | None, *, providers: Mapping[str, ProviderSettings] | None = None
 ) -> str | None:

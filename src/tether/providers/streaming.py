@@ -20,9 +20,10 @@ from collections.abc import (
     Hashable,
     Iterable,
     Iterator,
+    Mapping,
 )
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from tether.providers.base import (
     RedactedThinking,
@@ -261,9 +262,24 @@ async def _close(items: object) -> None:
             return
 
 
+def _headers_of(
+    holder: object, on_response: Callable[[Mapping[str, str], int], None] | None
+) -> None:
+    """Hand `holder`'s HTTP response headers (an SDK stream's or status error's `response`) to
+    `on_response`; nothing when there is none."""
+    if on_response is None:
+        return
+    response = getattr(holder, "response", None)  # httpx or httpx2 (the SDKs' fork): duck-typed
+    headers: object = getattr(response, "headers", None)
+    status: object = getattr(response, "status_code", None)
+    if isinstance(headers, Mapping) and isinstance(status, int):
+        on_response(cast(Mapping[str, str], headers), status)
+
+
 async def drive_stream(
     open_stream: Callable[[], Awaitable[AsyncIterable[_T]]],
     translator: Translator[_T],
+    on_response: Callable[[Mapping[str, str], int], None] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Open an SDK stream, translate its items and end with exactly one terminal event.
 
@@ -272,6 +288,9 @@ async def drive_stream(
             A provider fault it raises becomes the only (terminal) event.
         translator: see `Translator`. A terminal event it yields itself (an in-stream error the
             SDK passed through as an item, e.g. Responses `response.failed`) ends the stream.
+        on_response: given the HTTP response's headers and status once they arrived, a
+            refused request's included (the SDKs' streams and status errors carry their
+            `httpx.Response`); where rate-limit headers are read (`tether.providers.plan_usage`).
 
     Yields:
         Normalized events; the last one is a `StreamDone` or an `StreamError`. `asyncio.CancelledError`
@@ -280,8 +299,10 @@ async def drive_stream(
     try:
         items = await open_stream()
     except Exception as exc:  # provider faults are values; CancelledError propagates
+        _headers_of(exc, on_response)
         yield classify_exception(exc)
         return
+    _headers_of(items, on_response)
     try:
         async for item in guard_stream(items):
             if isinstance(item, StreamError):

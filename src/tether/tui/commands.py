@@ -31,7 +31,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/init", "ask the agent to write an AGENTS.md for this project"),
     ("/timeline", "tokens per request of this session, compactions and switches marked"),
     ("/settings", "the effective settings; change this session's (F2)"),
-    ("/usage", "this session's tokens and cost"),
+    ("/usage", "this session's tokens and cost, and the plan's limits the provider stated"),
     ("/export", "[md|html|jsonl] [FILE]  write this session to a file (default: ID.html)"),
     ("/tasks", "[stop ID]  the background shells: list them, or stop one"),
     ("/tool", "[NAME {json}]  call a tool yourself (secret ones too); without a name: list them"),

@@ -2,7 +2,8 @@
 
 Owns: `Feed`: streamed text and thinking (collected per delta, shown by `flush` at most ~20
 times a second), tool rows (finished by their results), compaction dividers, notes for errors
-and warnings (an error said once: `error_shown`), and a subagent's events (`SubagentEvent`) as
+and warnings (an error said once: `error_shown`), a note when the embedded model loads (the
+`env` event `model`: file, seconds, configuration), and a subagent's events (`SubagentEvent`) as
 rows nested under the `task` row that runs it, at any depth (its text, its tool calls and their
 results, its errors).
 Does not own: the rows (`tether.tui.widgets`), the transcript (`tether.tui.transcript`), what
@@ -19,6 +20,7 @@ from tether.agent.events import (
     CompactionEndEvent,
     DiscardEvent,
     DoneEvent,
+    EnvEvent,
     ErrorEvent,
     ServerToolEvent,
     SubagentEvent,
@@ -142,6 +144,8 @@ class Feed:
             if self.text is not None:
                 self.text.remove()
             self.text = None
+        elif isinstance(event, EnvEvent) and event.what == "model" and event.state != "loading":
+            transcript.add(NoteRow(f"model: {event.name} {event.detail}"))
         elif isinstance(event, ErrorEvent | WarningEvent):
             transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
             if isinstance(event, ErrorEvent):

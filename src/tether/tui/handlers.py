@@ -19,6 +19,7 @@ from tether.agent.approval import APPROVAL_MODES
 from tether.agent.sessions import HostOutput
 from tether.effort import EFFORTS, Effort, next_effort, parse_effort
 from tether.errors import ConfigError, RunError, SessionError
+from tether.providers.plan_usage import PlanUsage, plan_usage_of, usage_lines
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import COMMANDS, KEYS
 from tether.tui.context_view import cache_line
@@ -89,9 +90,11 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
                 app.note("/rewind: wait until the agent is idle (or Esc)")
                 return
             open_rewind(app)
-        elif name == "usage":
+        elif name == "usage":  # the session's tokens, then the plan's limits (Claude Code's)
             history = agent.history
-            app.note(f"usage: {turns_usage_line(history)}")
+            plan = plan_usage_of(agent.provider)
+            shown = "\n".join(usage_lines(plan)) if isinstance(plan, PlanUsage) else plan
+            app.note(f"usage: {turns_usage_line(history)}\n{shown}")
         elif name == "context":
             limits = agent.limits
             app.push_screen(

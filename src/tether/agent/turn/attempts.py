@@ -22,6 +22,7 @@ from dataclasses import replace
 from tether.agent.events import (
     AgentEvent,
     DiscardEvent,
+    EnvEvent,
     ErrorEvent,
     FallbackEvent,
     RetryEvent,
@@ -33,6 +34,7 @@ from tether.errors import RunError
 from tether.messages import Provenance, Usage
 from tether.providers.assemble import Assembler
 from tether.providers.base import (
+    EnvNotice,
     ModelRequest,
     Provider,
     StreamError,
@@ -67,7 +69,8 @@ class Attempts:
     Args:
         chain: providers in fallback order (at least one).
         policy: retries per provider.
-        emit: receives `text_delta`, `thinking_delta`, `retry`, `fallback` and `error` events.
+        emit: receives `text_delta`, `thinking_delta`, `retry`, `fallback`, `error`, `warning`
+            and `env` events (a provider's `EnvNotice`).
         sleep: the async sleep between attempts, in seconds (tests inject a recorder).
         rng: the jitter source, floats in [0, 1).
         tracing: opens a `chat` span per provider tried (retries included); off by default.
@@ -197,6 +200,16 @@ class Attempts:
                 self.emit(ThinkingDeltaEvent(text=event.text))
             if isinstance(event, ProviderWarning):
                 self.emit(WarningEvent(kind=event.kind, message=event.message))
+            elif isinstance(event, EnvNotice):  # the provider's environment changed
+                self.emit(
+                    EnvEvent(
+                        what=event.what,
+                        name=event.name,
+                        state=event.state,
+                        detail=event.detail,
+                        data=dict(event.data),
+                    )
+                )
         if assembler.error is None and assembler.done is not None:
             return assembler
         self.current = None  # discarded: never persisted, no tool runs from it

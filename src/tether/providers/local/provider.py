@@ -2,7 +2,8 @@
 
 Owns: `LocalProvider`: a reply generated in the model's child process (`supervisor`; the
 generation itself is `engine`'s, run there), read by a worker thread, progress lines on stderr,
-and the reply turned into events. A native fault in llama.cpp kills the child, never tether: it
+and the reply turned into events; a load of the model's child (`supervisor.ModelLoad`) goes
+out first, as an `EnvNotice` (the host's `env` event, `what="model"`). A native fault in llama.cpp kills the child, never tether: it
 becomes a `StreamError` (kind `provider`, code `native_crash`) naming the signal and what was tried,
 and the next request starts a fresh child. Rendering the prompt is `prompt`'s (JSON protocol) or
 `native`'s (the model's own chat template), in the child.
@@ -38,6 +39,7 @@ from typing import Any, cast
 from tether.errors import ConfigError, LocalModelCrash
 from tether.messages import Target, Usage
 from tether.providers.base import (
+    EnvNotice,
     ModelRequest,
     StreamDone,
     StreamError,
@@ -73,7 +75,8 @@ from tether.providers.local.prompt import (
     render_messages,
     repeats_last_call,
 )
-from tether.providers.local.supervisor import supervisor_for
+from tether.providers.local.supervisor import ModelLoad, ModelLoading, supervisor_for
+from tether.providers.login import LoginIO
 from tether.providers.models import default_cache_dir
 
 __all__ = [
@@ -142,6 +145,27 @@ class _Progress:
         return f"tether: {what} {self.tokens} tokens ({rate:.1f} tokens/s)"
 
 
+def load_notice(load: ModelLoading | ModelLoad) -> EnvNotice:
+    """A load of the model's child as the provider's `EnvNotice` (`env` event `model`):
+    `loading` when it starts, then `loaded` (`reloaded` after a crash)."""
+    if isinstance(load, ModelLoading):
+        size = load.path.stat().st_size / 2**20 if load.path.exists() else 0.0
+        return EnvNotice(
+            what="model",
+            name=load.path.name,
+            state="loading",
+            detail=f"loading ({size:.0f} MB)" + (" after a crash" if load.restart else ""),
+            data=load.facts(),
+        )
+    return EnvNotice(
+        what="model",
+        name=load.path.name,
+        state="reloaded" if load.restart else "loaded",
+        detail=load.line(),
+        data=load.facts(),
+    )
+
+
 class LocalProvider:
     """The embedded llama-cpp-python model.
 
@@ -197,6 +221,11 @@ class LocalProvider:
             image_input=False,
         )
 
+    @staticmethod
+    def login(name: str, io: LoginIO) -> None:
+        """No login: the embedded model runs on this machine; nothing is stored."""
+        io.say(f"{name}: no login needed: the embedded model runs on this machine; nothing stored")
+
     def options(self) -> GenOptions:
         """This provider's settings for one request in the child."""
         return GenOptions(
@@ -207,12 +236,15 @@ class LocalProvider:
             cache_root=str(default_cache_dir() / "prompts"),
         )
 
-    def warm(self) -> None:
+    def warm(self) -> ModelLoad | None:
         """Start the model's child process now (load, and the first time on this machine the
-        probe), so the first reply does not wait for it."""
-        supervisor_for(self.model_path, self.n_ctx).warm()
+        probe), so the first reply does not wait for it; the load it made (None: it was
+        running). The next reply still reports it as an `EnvNotice`."""
+        return supervisor_for(self.model_path, self.n_ctx).warm()
 
-    def _generate(self, request: ModelRequest, stop: threading.Event) -> Iterator[str | int]:
+    def _generate(
+        self, request: ModelRequest, stop: threading.Event
+    ) -> Iterator[str | int | ModelLoading | ModelLoad]:
         """Blocking generation in the model's child process (`supervisor`, `engine.generate`
         for the items). Raises LocalModelCrash when the child dies."""
         sup = supervisor_for(self.model_path, self.n_ctx)
@@ -229,7 +261,9 @@ class LocalProvider:
         """
         progress = _Progress(time.monotonic())
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[str | int | BaseException | None] = asyncio.Queue()
+        queue: asyncio.Queue[str | int | ModelLoading | ModelLoad | BaseException | None] = (
+            asyncio.Queue()
+        )
         stop = threading.Event()
 
         def worker() -> None:
@@ -274,6 +308,10 @@ class LocalProvider:
                     return
                 if isinstance(item, int):
                     total_tokens = item
+                    continue
+                if isinstance(item, ModelLoading | ModelLoad):
+                    yield load_notice(item)
+                    progress = _Progress(time.monotonic())  # the reply starts now
                     continue
                 if item.startswith("\x00protocol:"):
                     protocol = "native" if item.endswith("native") else "json"

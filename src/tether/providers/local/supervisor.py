@@ -5,7 +5,11 @@ child's death turned into a `LocalModelCrash` naming the signal and what was tri
 (one per (file, n_ctx) in this process, stopped at exit), and self-healing: the first time a model
 file runs on a llama.cpp build and a CPU, it is probed (loaded and a few tokens generated) with
 llama.cpp's defaults, then with the fallbacks (`models.FALLBACKS`) while the child crashes; the
-verdict is kept in the user cache (`verdicts`) and reused by later processes.
+verdict is kept in the user cache (`verdicts`) and reused by later processes. Each time a
+child becomes ready, a `ModelLoad` (file, seconds, configuration, what was tried, the crash it
+follows) waits in `Supervisor.loads` until a reply's items carry it to the provider, which
+turns it into an `env` notice for the agent (the channel from here to the host's events: no
+listener, no import of the agent layer).
 Does not own: generation (`engine`, in the child), events (`provider`).
 
 Why a child started with `subprocess` (`python -m …`), not `multiprocessing`: a fresh
@@ -32,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -51,6 +56,88 @@ START_TIMEOUT_S = 600.0
 
 STOP_TIMEOUT_S = 3.0
 """Wait for a child to exit after its socket closed, before it is killed."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelLoading:
+    """A request found no ready child for the model: one is starting now (a `ModelLoad`
+    follows, or the request's error when it crashes).
+
+    Attributes:
+        path: the GGUF file.
+        n_ctx: the context window to allocate, in tokens.
+        restart: a child of this model crashed before in this process.
+    """
+
+    path: Path
+    n_ctx: int
+    restart: bool = False
+
+    def facts(self) -> dict[str, object]:
+        """The JSON-ready facts (the `env` event's `data`)."""
+        size = self.path.stat().st_size if self.path.exists() else None
+        return {"file": str(self.path), "size_bytes": size, "n_ctx": self.n_ctx, "restart": self.restart}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelLoad:
+    """A model's child process became ready (its model loaded, and probed the first time).
+
+    Attributes:
+        path: the GGUF file.
+        n_ctx: the context window allocated, in tokens.
+        config: the configuration it runs with (llama.cpp's defaults, or a fallback).
+        load_s: seconds from starting the child to ready (a probe and fallbacks included).
+        child_load_s: seconds the child itself took to load the model (the last try).
+        probed: whether it was probed now (the first time for this file × llama.cpp build ×
+            CPU), else the kept verdict was used.
+        tried: the configurations tried, in order (the last one worked).
+        restart: a child of this model crashed before in this process; this one replaces it.
+        crash: what crashed before (`SIGSEGV while generating`), or the crash a fallback
+            healed while probing; None when nothing did.
+        verdicts: the file the verdict is kept in.
+    """
+
+    path: Path
+    n_ctx: int
+    config: LoadConfig
+    load_s: float
+    child_load_s: float
+    probed: bool
+    tried: tuple[str, ...]
+    restart: bool = False
+    crash: str | None = None
+    verdicts: str = ""
+
+    def facts(self) -> dict[str, object]:
+        """The JSON-ready facts of the load (the `env` event's `data`)."""
+        size = self.path.stat().st_size if self.path.exists() else None
+        return {
+            "file": str(self.path),
+            "size_bytes": size,
+            "n_ctx": self.n_ctx,
+            "load_s": round(self.load_s, 3),
+            "child_load_s": round(self.child_load_s, 3),
+            "config": self.config.label,
+            "extra_bufts": self.config.extra_bufts,
+            "n_threads": self.config.n_threads,
+            "use_mmap": self.config.use_mmap,
+            "probed": self.probed,
+            "tried": list(self.tried),
+            "fallback": self.config != FALLBACKS[0],
+            "restart": self.restart,
+            "crash": self.crash,
+            "verdicts": self.verdicts,
+        }
+
+    def line(self) -> str:
+        """One line: `loaded in 1.4 s (extra buffer types on)`, what it follows after it."""
+        after = ""
+        if self.restart:
+            after = f"; restarted after a crash ({self.crash})" if self.crash else "; restarted"
+        elif self.crash:
+            after = f"; fell back after a crash ({self.crash})"
+        return f"loaded in {self.load_s:.1f} s ({self.config.label}){after}"
+
 
 def _signal_name(returncode: int | None) -> str:
     if returncode is None:
@@ -184,6 +271,10 @@ class Supervisor:
         self.process: ModelProcess | None = None
         self.probes = 0
         self.crashes = 0
+        self.last_crash: str | None = None
+        """The last crash of this model's child (`SIGSEGV while generating`), None before any."""
+        self.loads: list[ModelLoad] = []
+        """Loads not yet reported: `generate` hands them out before a reply's items."""
 
     def _fault(self) -> bool:
         """Whether a new child gets `TETHER_LOCAL_FAULT`: not once a child crashed when it
@@ -208,7 +299,12 @@ class Supervisor:
                 process.load()
             except EOFError:
                 self.crashes += 1
-                raise process.crashed("loading", [config.label]) from None
+                crash = process.crashed("loading", [config.label])
+                self.last_crash = f"{crash.signal_name} while loading"
+                raise crash from None
+            tried = (config.label,)
+            probed = False
+            healed: str | None = None
             if config != FALLBACKS[0]:
                 _say(
                     f"tether: the embedded model crashed with llama.cpp's defaults on this CPU "
@@ -216,16 +312,37 @@ class Supervisor:
                 )
         else:
             try:
-                process = self._probe(store, key, facts)
-            except LocalModelCrash:
+                process, tried, healed = self._probe(store, key, facts)
+            except LocalModelCrash as crash:
                 self.crashes += 1
+                self.last_crash = f"{crash.signal_name} while loading"
                 raise
-        _say(f"tether: model loaded in {time.monotonic() - started:.1f} s")
+            probed = True
+        took = time.monotonic() - started
+        _say(f"tether: model loaded in {took:.1f} s")
+        restart = self.crashes > 0
+        self.loads.append(
+            ModelLoad(
+                path=self.path,
+                n_ctx=self.n_ctx,
+                config=process.config,
+                load_s=took,
+                child_load_s=process.load_s,
+                probed=probed,
+                tried=tried,
+                restart=restart,
+                crash=self.last_crash if restart else healed,
+                verdicts=str(store.path),
+            )
+        )
         self.process = process
         return process
 
-    def _probe(self, store: Verdicts, key: str, facts: dict[str, str]) -> ModelProcess:
-        """Try each configuration until one loads and generates; keep the verdict."""
+    def _probe(
+        self, store: Verdicts, key: str, facts: dict[str, str]
+    ) -> tuple[ModelProcess, tuple[str, ...], str | None]:
+        """Try each configuration until one loads and generates; keep the verdict. Returns the
+        process, the configurations tried, and the crash a fallback healed (None: none)."""
         _say("tether: checking the embedded model on this machine (once per model, llama.cpp build and CPU)…")
         self.probes += 1
         tried: list[str] = []
@@ -249,15 +366,19 @@ class Supervisor:
                     f"tether: the embedded model crashed in llama.cpp ({last.signal_name if last else '?'}) "
                     f"with {tried[0]} on this CPU; using {config.label} (kept in {store.path})"
                 )
-            return process
+            healed = f"{last.signal_name} with {tried[0]}" if last is not None else None
+            return process, tuple(tried), healed
         assert last is not None
         raise last
 
-    def warm(self) -> None:
-        """Start the child now (load and, the first time, probe). Raises LocalModelCrash,
-        ConfigError (the next request tries again)."""
+    def warm(self) -> ModelLoad | None:
+        """Start the child now (load and, the first time, probe); the load it made (None: the
+        child was running). The load is still reported by the next reply (`loads`). Raises
+        LocalModelCrash, ConfigError (the next request tries again)."""
         with self.lock:
+            before = len(self.loads)
             self._start()
+            return self.loads[-1] if len(self.loads) > before else None
 
     def config(self) -> LoadConfig:
         """The configuration the model runs with on this machine (starting its child, and
@@ -267,17 +388,25 @@ class Supervisor:
 
     def generate(
         self, request: ModelRequest, options: GenOptions, stop: threading.Event
-    ) -> Iterator[str | int]:
-        """One reply's items from the child (see `engine.generate`). Raises LocalModelCrash
-        (the child died: the next request starts a fresh one), ConfigError, RuntimeError."""
+    ) -> Iterator[str | int | ModelLoading | ModelLoad]:
+        """One reply's items from the child (see `engine.generate`), after `ModelLoading` when
+        no child is ready (one starts now) and the loads not yet reported (`ModelLoad`: the
+        one this request started, or a `warm`'s). Raises LocalModelCrash (the child died: the
+        next request starts a fresh one), ConfigError, RuntimeError."""
         with self.lock:
+            if self.process is None or not self.process.alive():
+                yield ModelLoading(path=self.path, n_ctx=self.n_ctx, restart=self.crashes > 0)
             process = self._start()
+            loads, self.loads = self.loads, []
+            yield from loads
             try:
                 yield from process.run(("generate", request, options), stop)
             except EOFError:
                 self.process = None
                 self.crashes += 1
-                raise process.crashed("generating", [process.config.label]) from None
+                crash = process.crashed("generating", [process.config.label])
+                self.last_crash = f"{crash.signal_name} while generating"
+                raise crash from None
 
     def close(self) -> None:
         with self.lock:
