@@ -29,6 +29,7 @@ it is not supported, in one line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -340,14 +341,11 @@ class PlanWatch:
             self._save(self._latest)
 
     def _save(self, usage: PlanUsage) -> None:
-        from tether.settings.files import write_atomic
+        from tether.atomic import write_atomic
 
         path = cache_file(self.name, self.cache_dir)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps(usage.to_dict()).encode())
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # a cache: a failed write loses nothing needed
+            write_atomic(path, json.dumps(usage.to_dict()).encode(), durable=False, folder_mode=0o700)
 
     def latest(self) -> PlanUsage | None:
         """This process's newest readout, else the cached one (another run's), else None."""
