@@ -19,6 +19,7 @@ editor (`tether.tui.editor`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -50,7 +51,7 @@ from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
 from tether.tui.keys import app_bindings, apply_keybindings
 from tether.tui.notify import alert_text
-from tether.tui.opening import Factory, Opened, load_embedded
+from tether.tui.opening import Factory, Opened, load_in_background
 from tether.tui.pickers import Choice, PickerScreen
 from tether.tui.rows import history_rows, stored_subagents
 from tether.tui.safety import PlanScreen, TodoPanel, cycle_mode, open_rewind, plan_done
@@ -124,6 +125,8 @@ class TetherApp(App[int]):
         self.completer = Completer(lambda: None if self.opened is None else self.agent.root)
         self._preopened: Opened | None = None
         self._preopen_failed = False
+        self.model_loading = False
+        """The embedded model is loading in the background (the footer says so)."""
         self.start_error: str | None = None
         """Why the last session could not be opened (None once one opened): with no agent
         open at quit, the exit code is 1 (`action_quit`)."""
@@ -175,9 +178,8 @@ class TetherApp(App[int]):
         self.run_worker(self.open_session(key))
 
     def preopen(self) -> None:
-        """Build the agent now, before the app runs, and start an embedded model's child
-        process (its progress lines go to stderr before Textual owns the terminal). Errors
-        are shown once the app is up."""
+        """Build the agent now, before the app runs (an embedded model loads once the app
+        is up: `open_session`). Errors are shown once the app is up."""
         if self.pick is not None:  # the session is picked once the app runs
             return
         try:
@@ -187,9 +189,6 @@ class TetherApp(App[int]):
             self._pending_notes.append(self.start_error)
             self._preopen_failed = True
             return
-        note = load_embedded(self._preopened)  # a crash in its child process: shown, app opens
-        if note is not None:
-            self._pending_notes.append(note)
 
     async def open_session(self, resume: str | None) -> None:
         """Build the agent (new session, or `resume`) and show its history (the notes kept
@@ -215,6 +214,7 @@ class TetherApp(App[int]):
             self.opened = None
             return
         self.start_error = None
+        self.model_loading = self._load_model(self.opened)
         agent = self.opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
         if agent.config.tui.vim and self.prompt_input.vim is None:
@@ -233,6 +233,25 @@ class TetherApp(App[int]):
             self.note(f"warning: MCP servers did not start: {exc}")
         self.update_status()
 
+    def _load_model(self, opened: Opened) -> bool:
+        """Start loading `opened`'s embedded model in the background (`load_in_background`):
+        the app paints and quits without waiting for it. True: a load started."""
+        loop = asyncio.get_running_loop()
+
+        def done(note: str | None) -> None:  # in the load's thread
+            with contextlib.suppress(RuntimeError):  # the app is gone: nothing to show
+                loop.call_soon_threadsafe(self._model_loaded, opened, note)
+
+        return load_in_background(opened, done)
+
+    def _model_loaded(self, opened: Opened, note: str | None) -> None:
+        if opened is not self.opened:  # a session switched since
+            return
+        self.model_loading = False
+        if note is not None:  # a crash in its child process: the next request tries again
+            self.note(note)
+        self.update_status()
+
     def note(self, text: str) -> None:
         """Show a line from tether in the transcript."""
         try:
@@ -249,7 +268,8 @@ class TetherApp(App[int]):
     def update_status(self) -> None:
         """Refresh the footer."""
         agent = None if self.opened is None else self.opened.agent
-        self.query_one(StatusBar).show(agent, busy=self.busy, queued=len(self.queued))
+        bar = self.query_one(StatusBar)
+        bar.show(agent, busy=self.busy, queued=len(self.queued), loading=self.model_loading)
 
     # -- events ------------------------------------------------------------------------------
 
