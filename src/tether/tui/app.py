@@ -30,19 +30,16 @@ from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.agent.attachments import image_refusal
 from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
-from tether.agent.input_fit import fixed_tokens, input_overflow
-from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
 from tether.agent.sessions import stored_host_outputs
-from tether.errors import ConfigError, RunError
+from tether.errors import ConfigError
 from tether.messages import ContentBlock, ImageBlock
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
 from tether.tools.context import Answer, QuestionSpec
 from tether.tui.appearance import apply_saved_theme, theme_command
-from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
+from tether.tui.attach import attach_pasted, clipboard_image, paste_image
 from tether.tui.clipboard import answer_choices, copy_command
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer, menu_key
@@ -54,13 +51,14 @@ from tether.tui.notify import alert_text
 from tether.tui.opening import Factory, Opened, load_in_background
 from tether.tui.pickers import Choice, PickerScreen
 from tether.tui.rows import history_rows, stored_subagents
-from tether.tui.safety import PlanScreen, TodoPanel, cycle_mode, open_rewind, plan_done
+from tether.tui.run_control import cancel_tool, start_run, stop_run, turn_started
+from tether.tui.safety import TodoPanel, cycle_mode, open_rewind
 from tether.tui.screens import ask_approval, ask_questions
+from tether.tui.sending import send_prompt
 from tether.tui.settings_screen import SettingsScreen
-from tether.tui.shell_commands import run_queued_bangs
 from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
-from tether.tui.user_commands import CommandRun, CompletionList, command_table
+from tether.tui.user_commands import CompletionList, command_table
 from tether.tui.welcome import Welcome
 from tether.tui.widgets import NoteRow, PromptInput, UserRow
 
@@ -118,7 +116,7 @@ class TetherApp(App[int]):
         self.feed = Feed(
             lambda: self.transcript,
             history=lambda: self.agent.history,
-            turn_started=self._turn_started,
+            turn_started=lambda: turn_started(self),
             turn_ended=self.update_status,
         )
         self._last_ctrl_c: float | None = None
@@ -132,7 +130,7 @@ class TetherApp(App[int]):
         open at quit, the exit code is 1 (`action_quit`)."""
         self._pending_notes: list[str] = []
         self._last_esc: float | None = None
-        self._plan: str | None = None  # a plan mode run's plan, shown once the run ends
+        self.plan: str | None = None  # a plan mode run's plan, shown once the run ends
         self.host = Host(
             on_event=self.on_agent_event,
             questions=_Bridge(self),
@@ -273,14 +271,6 @@ class TetherApp(App[int]):
 
     # -- events ------------------------------------------------------------------------------
 
-    def _turn_started(self) -> None:
-        """A turn boundary: the queued steering rows are sent once the agent took them all."""
-        if not self.agent.pending_steering:
-            for row in self.queued:
-                row.sent()
-            self.queued.clear()
-        self.update_status()
-
     def on_agent_event(self, event: AgentEvent) -> None:
         """Called by the agent (same event loop) with each event (`Feed`). A display fault
         is a note, never the agent's problem (the agent would fail the call it came from)."""
@@ -288,7 +278,7 @@ class TetherApp(App[int]):
             if isinstance(event, TodoEvent):
                 self.query_one(TodoPanel).show_items(event.items)
             elif isinstance(event, PlanEvent):
-                self._plan = event.text
+                self.plan = event.text
             self.feed.on_event(event)
         except Exception as exc:
             self.note(f"display error on a {event.type} event: {type(exc).__name__}: {exc}")
@@ -296,49 +286,14 @@ class TetherApp(App[int]):
     # -- input -------------------------------------------------------------------------------
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        """A `/command` is run (`tether.tui.handlers`), anything else sent
+        (`tether.tui.sending`)."""
         text = message.text
         command = parse_command(text)
         if command is not None:
             await self.run_command(command.name, command.arg)
             return
-        if text.strip().startswith("//"):
-            text = text.strip()[1:]
-        if self.opened is None:
-            self.note("no agent: fix the problem above and restart")
-            return
-        try:
-            found = resolve_mentions(text, self.agent.root)  # `@path`: files, folders, images
-            images = [*self.attached, *found.images]
-            refusal = image_refusal(self.agent.provider, len(images))
-            if refusal is not None or ((images or found.blocks) and self.busy):
-                raise ConfigError(refusal or "@files and images go with a new prompt: wait until it is idle")
-            too_large = input_overflow(
-                text,
-                self.agent.limits.context_window,
-                attached=[b.text for b in found.blocks],
-                fixed_tokens=fixed_tokens(self.agent),
-            )
-            if too_large is not None:
-                raise ConfigError(too_large)
-        except ConfigError as exc:
-            self.set_prompt(message.text, keep_typed=True)
-            self.note(f"not sent: {exc}")
-            return
-        for line in found.notes:
-            self.note(line)
-        await self.transcript.jump_end()
-        await self.query(Welcome).remove()  # the first message: the opening panel goes
-        if self.busy:
-            self.agent.steer(text)
-            row = UserRow(text, queued=True)
-            self.queued.append(row)
-            self.transcript.add(row)
-            self.update_status()
-            return
-        chips = [*(mention_chip(b) or "" for b in found.blocks), *(image_chip(i) for i in images)]
-        self.transcript.add(UserRow(text, images=chips))
-        self.start_run(mention_content(text, found, self.attached))
-        self.attached = []
+        await send_prompt(self, text)
 
     def set_prompt(self, text: str, *, keep_typed: bool = False) -> None:
         """Put `text` in the prompt editor (`keep_typed`: not over something typed)."""
@@ -358,51 +313,8 @@ class TetherApp(App[int]):
     def start_run(
         self, prompt: str | list[ContentBlock] | None, *, command: Command | None = None
     ) -> None:
-        """Run the agent on `prompt` as a worker (for a `/name` command: with its `model` and
-        `allowed-tools` for this run)."""
-        self.busy = True
-        self.update_status()
-        work = self._run(prompt, command)
-        self.worker = self.run_worker(work, group="agent", exit_on_error=False)
-
-    async def _run(
-        self, prompt: str | list[ContentBlock] | None, command: Command | None = None
-    ) -> None:
-        self.feed.forget_errors()
-        cancelled = False
-        try:
-            while True:
-                try:
-                    with CommandRun(self.agent, command):
-                        await self.agent.run(prompt)
-                except RunError as exc:
-                    if not self.feed.error_shown(exc.kind, exc.message):  # its event said it
-                        self.note(f"error: {exc}")
-                    break
-                except (ConfigError, OSError) as exc:  # e.g. a model that cannot take the tools
-                    self.note(f"error: {exc}")
-                    break
-                except asyncio.CancelledError:
-                    self.note("cancelled (the partial turn is saved)")
-                    cancelled = True
-                    raise
-                left = self.agent.take_steering()
-                if not left:
-                    break
-                for row in self.queued:
-                    row.sent()
-                self.queued.clear()
-                prompt = "\n\n".join(left)
-        finally:
-            self.feed.end_blocks()
-            self.completer.forget()  # the run may have written files
-            self.busy = False
-            self.update_status()
-            self.alert("the run ended")
-            plan, self._plan = self._plan, None
-            if plan is not None and self.agent.plan_mode:
-                self.push_screen(PlanScreen(plan), callback=lambda mode: plan_done(self, mode))
-            run_queued_bangs(self, cancelled=cancelled)  # the `!cmd`s typed meanwhile
+        """Run the agent on `prompt` (`tether.tui.run_control.start_run`)."""
+        start_run(self, prompt, command)
 
     def command_table(self) -> list[tuple[str, str, str]]:
         """Every command: (name, argument hint, description), built-in then the session's."""
@@ -512,11 +424,7 @@ class TetherApp(App[int]):
             edit_prompt(self, self.prompt_input)
 
     def action_cancel_tool(self) -> None:
-        for call_id in reversed(list(self.feed.tool_rows)):
-            if self.agent.cancel_tool(call_id):
-                self.note(f"cancelled tool call {call_id}")
-                return
-        self.note("no tool call is running")
+        cancel_tool(self)
 
     def action_settings(self) -> None:
         if self.opened is not None:
@@ -560,12 +468,7 @@ class TetherApp(App[int]):
     async def action_quit(self) -> None:
         """Cancel a running request (its partial turn is persisted), close the session, exit:
         0, or 1 when no agent is open because it could not start (`start_error`)."""
-        if self.worker is not None and self.busy:
-            self.worker.cancel()
-            for _ in range(200):
-                if not self.busy:
-                    break
-                await asyncio.sleep(0.01)
+        await stop_run(self)
         if self.opened is not None:
             await self.opened.aclose()
         self.exit(1 if self.opened is None and self.start_error is not None else 0)
