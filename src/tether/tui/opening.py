@@ -10,6 +10,8 @@ Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.asse
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -141,15 +143,19 @@ def load_embedded(opened: Opened) -> str | None:
 
 def load_in_background(opened: Opened, done: Callable[[str | None], None]) -> bool:
     """Start loading `opened`'s embedded model in a daemon thread (`load_embedded`), so the
-    app paints and takes keys meanwhile; `done` is called in that thread with its note once
-    the load ended. Quitting never waits for it: the thread dies with tether, and the model's
-    child process exits when tether does (its socket's EOF). The first request waits for a
-    load still under way (the supervisor's lock), never starts a second one. False: there
-    is no embedded model (nothing started)."""
+    app paints and takes keys meanwhile; `done` is called on the running event loop with its
+    note once the load ended (not at all once that loop is closed). Quitting never waits for
+    it: the thread dies with tether, and the model's child process exits when tether does
+    (its socket's EOF). The first request waits for a load still under way (the supervisor's
+    lock), never starts a second one. False: there is no embedded model (nothing started)."""
     if embedded_model(opened) is None:
         return False
-    thread = threading.Thread(
-        target=lambda: done(load_embedded(opened)), name="tether-model-load", daemon=True
-    )
-    thread.start()
+    loop = asyncio.get_running_loop()
+
+    def load() -> None:
+        note = load_embedded(opened)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the app is gone
+            loop.call_soon_threadsafe(done, note)
+
+    threading.Thread(target=load, name="tether-model-load", daemon=True).start()
     return True
