@@ -32,7 +32,7 @@ def run_tui(options: ChatOptions) -> int:
         return session_choices(SessionStore().list(), options.cwd.resolve())
 
     app = TetherApp(factory, resume=options.resume, pick=pick if options.pick else None)
-    app.preopen()  # before Textual owns the terminal: model loading may print or redirect fds
+    app.preopen()  # the agent built before Textual owns the terminal; a model loads after
     code = app.run()
     if code and app.start_error is not None:
         import sys

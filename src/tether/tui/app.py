@@ -1,81 +1,61 @@
-"""The interactive session: `tether` / `tether chat` (a Textual app).
+"""The interactive session: `tether` / `tether chat` (a Textual app): the composition.
 
-Owns: the screen's layout (transcript, todo panel, completions, prompt editor, footer), opening
-a session, running the agent as a worker (Esc cancels it: the loop persists the partial turn),
-steering (a prompt sent while the agent works is queued with `Agent.steer` and shown as queued
-until the next turn boundary takes it), sending a prompt (a `/command`, or text too large for
-the window: refused and kept in the editor), and the key table, each key handed to the part
-that owns it.
-Does not own: building the agent (`tether.tui.opening`), the widgets (`tether.tui.widgets`),
-the footer (`tether.tui.status`), the transcript and its windowing (`tether.tui.transcript`),
-events → rows (`tether.tui.feed`), running the commands (`tether.tui.handlers`), the approval
-prompt and the question overlay (`tether.tui.screens`), the safety net's keys and panels
-(`tether.tui.safety`: Esc Esc rewinds, Shift+Tab cycles the modes, the plan approval, the todo
-panel), images (`tether.tui.attach`: Ctrl+V, a pasted image path, `@shot.png`), desktop
-notifications (`tether.tui.notify`), the overlays' viewer (`tether.tui.viewer`), Ctrl+G's
-editor (`tether.tui.editor`).
+Owns: the screen's layout (transcript, todo panel, completions, prompt editor, footer), the
+app's state (the open session, the run's worker, the queued prompts, the attached images), the
+key table's actions and the wiring: each message, key and host callback handed to the part
+that owns it; the notes (`note`), the footer's refresh, the desktop alert's gate (the terminal
+not focused).
+Does not own: building the agent (`tether.tui.opening`: also the embedded model's load in the
+background), opening a session in the app (`tether.tui.session_open`), sending a prompt
+(`tether.tui.sending`), running the agent, steering, cancelling (`tether.tui.run_control`),
+the completion list's following of the prompt (`CompletionList.follow`, `tether.tui.completion`),
+the commands (`tether.tui.handlers`, `/copy`: `tether.tui.clipboard`), the widgets
+(`tether.tui.widgets`), the footer (`tether.tui.status`), the transcript, its windowing and
+its keys (`tether.tui.transcript`), events → rows (`tether.tui.feed`), the approval prompt, the
+question overlay and its bridge (`tether.tui.screens`), the safety net's keys and panels
+(`tether.tui.safety`), images (`tether.tui.attach`), desktop notifications
+(`tether.tui.notify`), Ctrl+G's editor (`tether.tui.editor`), double presses (`tether.tui.keys`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from textual.app import App, ComposeResult
-from textual.widgets import Collapsible, TextArea
+from textual.widgets import TextArea
 from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.agent.attachments import image_refusal
 from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
 from tether.agent.host import Host
-from tether.agent.input_fit import fixed_tokens, input_overflow
-from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
-from tether.agent.sessions import stored_host_outputs
-from tether.errors import ConfigError, RunError
 from tether.messages import ContentBlock, ImageBlock
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
-from tether.tools.context import Answer, QuestionSpec
 from tether.tui.appearance import apply_saved_theme, theme_command
-from tether.tui.attach import attach_pasted, clipboard_image, image_chip, paste_image
-from tether.tui.clipboard import answer_choices, copy_command
+from tether.tui.attach import attach_pasted, clipboard_image, paste_image
+from tether.tui.clipboard import copy_answer
 from tether.tui.commands import COMMANDS, parse_command
 from tether.tui.completion import Completer, menu_key
 from tether.tui.editor import edit_prompt
 from tether.tui.feed import Feed
 from tether.tui.handlers import cycle_effort, run_command
-from tether.tui.keys import app_bindings, apply_keybindings
+from tether.tui.keys import DOUBLE_PRESS_S, DoublePress, app_bindings, apply_keybindings
 from tether.tui.notify import alert_text
-from tether.tui.opening import Factory, Opened, load_embedded
+from tether.tui.opening import Factory, Opened, load_in_background
 from tether.tui.pickers import Choice, PickerScreen
-from tether.tui.rows import history_rows, stored_subagents
-from tether.tui.safety import PlanScreen, TodoPanel, cycle_mode, open_rewind, plan_done
-from tether.tui.screens import ask_approval, ask_questions
+from tether.tui.run_control import cancel_tool, start_run, stop_run, turn_started
+from tether.tui.safety import TodoPanel, cycle_mode, open_rewind
+from tether.tui.screens import OverlayQuestions, ask_approval
+from tether.tui.sending import send_prompt
+from tether.tui.session_open import Opening, show_session, start_servers
 from tether.tui.settings_screen import SettingsScreen
-from tether.tui.shell_commands import run_queued_bangs
 from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
-from tether.tui.user_commands import CommandRun, CompletionList, command_table
-from tether.tui.welcome import Welcome
+from tether.tui.user_commands import CompletionList, command_table
 from tether.tui.widgets import NoteRow, PromptInput, UserRow
-
-QUIT_WINDOW_S = 2.0
-"""Two Ctrl+C presses within this many seconds quit."""
-
-
-class _Bridge:
-    """The `QuestionBridge` of the app: the question overlay."""
-
-    def __init__(self, app: TetherApp) -> None:
-        self.app = app
-
-    async def ask(self, questions: Sequence[QuestionSpec]) -> Sequence[Answer]:
-        self.app.alert("a question is waiting for you")
-        return await ask_questions(self.app, questions)
 
 
 class TetherApp(App[int]):
@@ -87,7 +67,7 @@ class TetherApp(App[int]):
         resume: a session id to resume at start, or None for a new session.
         pick: the sessions to offer at start (`tether chat --resume` without an id): the app
             opens on a picker of them (none picked: a new session), or None.
-        clock: seconds, for the Ctrl+C window.
+        clock: seconds, for the double presses (Ctrl+C quits, Esc Esc rewinds).
     """
 
     TITLE = "tether"
@@ -102,10 +82,8 @@ class TetherApp(App[int]):
         pick: Callable[[], list[Choice]] | None = None,
     ) -> None:
         super().__init__()
-        self.factory = factory
         self.resume = resume
         self.pick = pick
-        self.clock = clock
         self.opened: Opened | None = None
         self.worker: Worker[None] | None = None
         self.busy = False
@@ -117,25 +95,25 @@ class TetherApp(App[int]):
         self.feed = Feed(
             lambda: self.transcript,
             history=lambda: self.agent.history,
-            turn_started=self._turn_started,
+            turn_started=lambda: turn_started(self),
             turn_ended=self.update_status,
         )
-        self._last_ctrl_c: float | None = None
+        self._ctrl_c = DoublePress(clock)
         self.completer = Completer(lambda: None if self.opened is None else self.agent.root)
-        self._preopened: Opened | None = None
-        self._preopen_failed = False
+        self.model_loading = False
+        """The embedded model is loading in the background (the footer says so)."""
         self.start_error: str | None = None
         """Why the last session could not be opened (None once one opened): with no agent
         open at quit, the exit code is 1 (`action_quit`)."""
-        self._pending_notes: list[str] = []
-        self._last_esc: float | None = None
-        self._plan: str | None = None  # a plan mode run's plan, shown once the run ends
+        self._esc = DoublePress(clock)
+        self.plan: str | None = None  # a plan mode run's plan, shown once the run ends
         self.host = Host(
             on_event=self.on_agent_event,
-            questions=_Bridge(self),
+            questions=OverlayQuestions(self, self.alert),
             approver=self.approve,
             note=self.note,
         )
+        self.opening = Opening(factory, self.host)
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -161,7 +139,7 @@ class TetherApp(App[int]):
 
     async def on_mount(self) -> None:
         self.set_interval(0.05, self.feed.flush)
-        apply_keybindings(self, self._pending_notes.append)  # shown once the session opens
+        apply_keybindings(self, self.opening.pending.append)  # shown once the session opens
         self.query_one(PromptInput).focus()  # before the rows: a focus change restyles them all
         choices = self.pick() if self.pick is not None else []
         if choices:  # `--resume` without an id: the picker first
@@ -175,70 +153,45 @@ class TetherApp(App[int]):
         self.run_worker(self.open_session(key))
 
     def preopen(self) -> None:
-        """Build the agent now, before the app runs, and start an embedded model's child
-        process (its progress lines go to stderr before Textual owns the terminal). Errors
-        are shown once the app is up."""
-        if self.pick is not None:  # the session is picked once the app runs
-            return
-        try:
-            self._preopened = self.factory(self.host, self.resume)
-        except Exception as exc:
-            self.start_error = f"cannot start the agent: {exc}"
-            self._pending_notes.append(self.start_error)
-            self._preopen_failed = True
-            return
-        note = load_embedded(self._preopened)  # a crash in its child process: shown, app opens
-        if note is not None:
-            self._pending_notes.append(note)
+        """Build the agent now, before the app runs (an embedded model loads once the app
+        is up: `open_session`). Errors are shown once the app is up."""
+        if self.pick is None:  # else the session is picked once the app runs
+            self.start_error = self.opening.preopen(self.resume)
 
     async def open_session(self, resume: str | None) -> None:
-        """Build the agent (new session, or `resume`) and show its history (the notes kept
-        for the start after it: showing the history clears the transcript)."""
-        pending, self._pending_notes = self._pending_notes, []
-        if self._preopen_failed:
-            self._preopen_failed = False
+        """Build the agent (new session, or `resume`), start its embedded model's load, show
+        it (`tether.tui.session_open`)."""
+        opened, error, pending = self.opening.build(resume)
+        if opened is None:
+            if error is not None:
+                self.start_error, self.opened = error, None
+                pending.append(error)
             self._show(pending)
             return
-        try:
-            if self._preopened is not None:
-                self.opened, self._preopened = self._preopened, None
-            else:
-                self.opened = self.factory(self.host, resume)
-        except (ConfigError, OSError) as exc:
-            self.start_error = f"cannot start the agent: {exc}"
-            self._show([*pending, self.start_error])
-            self.opened = None
-            return
-        except Exception as exc:  # SessionError and the like: say it, keep the app up
-            self.start_error = f"cannot open the session: {exc}"
-            self._show([*pending, self.start_error])
-            self.opened = None
-            return
-        self.start_error = None
-        agent = self.opened.agent
+        self.opened, self.start_error = opened, None
+        self.model_loading = load_in_background(opened, lambda note: self._model_loaded(opened, note))
+        agent = opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
         if agent.config.tui.vim and self.prompt_input.vim is None:
             self.prompt_input.set_vim(True)
-        subagents = stored_subagents(self.opened.store, agent.session.id)
-        loaded = agent.session.loaded
-        outputs = stored_host_outputs(loaded.events) if loaded is not None else ()
-        await self.transcript.show_history(history_rows(agent.history, subagents, outputs))
-        self._show(pending)
-        if not agent.history:  # a new session opens on where you are and what was loaded
-            self.transcript.add(Welcome(agent))
+        await show_session(self, opened, pending)
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
-        try:
-            await self.opened.start()
-        except Exception as exc:
-            self.note(f"warning: MCP servers did not start: {exc}")
+        await start_servers(self, opened)
         self.update_status()
+
+    def _model_loaded(self, opened: Opened, note: str | None) -> None:
+        """The embedded model's load ended (`note`: it failed; the next request tries again)."""
+        if opened is self.opened:  # else a session switched since
+            self.model_loading = False
+            self._show([note] if note is not None else [])
+            self.update_status()
 
     def note(self, text: str) -> None:
         """Show a line from tether in the transcript."""
         try:
             transcript = self.transcript
         except Exception:  # before the screen is composed: shown once it is
-            self._pending_notes.append(text)
+            self.opening.pending.append(text)
             return
         transcript.add(NoteRow(text))
 
@@ -249,17 +202,10 @@ class TetherApp(App[int]):
     def update_status(self) -> None:
         """Refresh the footer."""
         agent = None if self.opened is None else self.opened.agent
-        self.query_one(StatusBar).show(agent, busy=self.busy, queued=len(self.queued))
+        bar = self.query_one(StatusBar)
+        bar.show(agent, busy=self.busy, queued=len(self.queued), loading=self.model_loading)
 
     # -- events ------------------------------------------------------------------------------
-
-    def _turn_started(self) -> None:
-        """A turn boundary: the queued steering rows are sent once the agent took them all."""
-        if not self.agent.pending_steering:
-            for row in self.queued:
-                row.sent()
-            self.queued.clear()
-        self.update_status()
 
     def on_agent_event(self, event: AgentEvent) -> None:
         """Called by the agent (same event loop) with each event (`Feed`). A display fault
@@ -268,7 +214,7 @@ class TetherApp(App[int]):
             if isinstance(event, TodoEvent):
                 self.query_one(TodoPanel).show_items(event.items)
             elif isinstance(event, PlanEvent):
-                self._plan = event.text
+                self.plan = event.text
             self.feed.on_event(event)
         except Exception as exc:
             self.note(f"display error on a {event.type} event: {type(exc).__name__}: {exc}")
@@ -276,49 +222,14 @@ class TetherApp(App[int]):
     # -- input -------------------------------------------------------------------------------
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        """A `/command` is run (`tether.tui.handlers`), anything else sent
+        (`tether.tui.sending`)."""
         text = message.text
         command = parse_command(text)
         if command is not None:
             await self.run_command(command.name, command.arg)
             return
-        if text.strip().startswith("//"):
-            text = text.strip()[1:]
-        if self.opened is None:
-            self.note("no agent: fix the problem above and restart")
-            return
-        try:
-            found = resolve_mentions(text, self.agent.root)  # `@path`: files, folders, images
-            images = [*self.attached, *found.images]
-            refusal = image_refusal(self.agent.provider, len(images))
-            if refusal is not None or ((images or found.blocks) and self.busy):
-                raise ConfigError(refusal or "@files and images go with a new prompt: wait until it is idle")
-            too_large = input_overflow(
-                text,
-                self.agent.limits.context_window,
-                attached=[b.text for b in found.blocks],
-                fixed_tokens=fixed_tokens(self.agent),
-            )
-            if too_large is not None:
-                raise ConfigError(too_large)
-        except ConfigError as exc:
-            self.set_prompt(message.text, keep_typed=True)
-            self.note(f"not sent: {exc}")
-            return
-        for line in found.notes:
-            self.note(line)
-        await self.transcript.jump_end()
-        await self.query(Welcome).remove()  # the first message: the opening panel goes
-        if self.busy:
-            self.agent.steer(text)
-            row = UserRow(text, queued=True)
-            self.queued.append(row)
-            self.transcript.add(row)
-            self.update_status()
-            return
-        chips = [*(mention_chip(b) or "" for b in found.blocks), *(image_chip(i) for i in images)]
-        self.transcript.add(UserRow(text, images=chips))
-        self.start_run(mention_content(text, found, self.attached))
-        self.attached = []
+        await send_prompt(self, text)
 
     def set_prompt(self, text: str, *, keep_typed: bool = False) -> None:
         """Put `text` in the prompt editor (`keep_typed`: not over something typed)."""
@@ -338,68 +249,21 @@ class TetherApp(App[int]):
     def start_run(
         self, prompt: str | list[ContentBlock] | None, *, command: Command | None = None
     ) -> None:
-        """Run the agent on `prompt` as a worker (for a `/name` command: with its `model` and
-        `allowed-tools` for this run)."""
-        self.busy = True
-        self.update_status()
-        work = self._run(prompt, command)
-        self.worker = self.run_worker(work, group="agent", exit_on_error=False)
-
-    async def _run(
-        self, prompt: str | list[ContentBlock] | None, command: Command | None = None
-    ) -> None:
-        self.feed.forget_errors()
-        cancelled = False
-        try:
-            while True:
-                try:
-                    with CommandRun(self.agent, command):
-                        await self.agent.run(prompt)
-                except RunError as exc:
-                    if not self.feed.error_shown(exc.kind, exc.message):  # its event said it
-                        self.note(f"error: {exc}")
-                    break
-                except (ConfigError, OSError) as exc:  # e.g. a model that cannot take the tools
-                    self.note(f"error: {exc}")
-                    break
-                except asyncio.CancelledError:
-                    self.note("cancelled (the partial turn is saved)")
-                    cancelled = True
-                    raise
-                left = self.agent.take_steering()
-                if not left:
-                    break
-                for row in self.queued:
-                    row.sent()
-                self.queued.clear()
-                prompt = "\n\n".join(left)
-        finally:
-            self.feed.end_blocks()
-            self.completer.forget()  # the run may have written files
-            self.busy = False
-            self.update_status()
-            self.alert("the run ended")
-            plan, self._plan = self._plan, None
-            if plan is not None and self.agent.plan_mode:
-                self.push_screen(PlanScreen(plan), callback=lambda mode: plan_done(self, mode))
-            run_queued_bangs(self, cancelled=cancelled)  # the `!cmd`s typed meanwhile
+        """Run the agent on `prompt` (`tether.tui.run_control.start_run`)."""
+        start_run(self, prompt, command)
 
     def command_table(self) -> list[tuple[str, str, str]]:
         """Every command: (name, argument hint, description), built-in then the session's."""
         return command_table(COMMANDS, self.opened.commands if self.opened else {})
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        """The completion list follows what is typed (a bare `/name`, an `@path`), unless it
-        was closed for this very text (an entry taken, Esc)."""
+        """The completion list follows what is typed (`CompletionList.follow`)."""
         if isinstance(event.text_area, PromptInput):
             self._follow_prompt(event.text_area.text)
 
     def _follow_prompt(self, text: str) -> None:
-        menu = self.query_one(CompletionList)
-        if text == menu.shown_for or text == menu.dismissed:
-            return
-        menu.dismissed = None
-        menu.show(self.completer.entries(text, self.command_table()), text)
+        table = self.command_table
+        self.query_one(CompletionList).follow(text, lambda t: self.completer.entries(t, table()))
 
     def menu_key(self, key: str) -> bool:
         """A key of the prompt while the completion list shows (`tether.tui.completion`). The
@@ -416,22 +280,8 @@ class TetherApp(App[int]):
     # -- commands ----------------------------------------------------------------------------
 
     def copy_answer(self, arg: str = "") -> None:
-        """`/copy [N|pick]`: an answer to the clipboard (`tether.tui.clipboard`); `pick`: chosen
-        in a picker of them all."""
-        history = self.agent.history
-        if arg.strip() != "pick":
-            copy_command(self, history, os.environ, arg)
-            return
-        choices = answer_choices(history)
-        if not choices:
-            copy_command(self, history, os.environ)  # says there is no answer yet
-            return
-
-        def picked(key: str | None) -> None:
-            if key is not None:
-                copy_command(self, self.agent.history, os.environ, key)
-
-        self.push_screen(PickerScreen("copy which answer? (newest first)", choices), callback=picked)
+        """`/copy [N|pick]` (`tether.tui.clipboard.copy_answer`)."""
+        copy_answer(self, arg, os.environ)
 
     def pick_theme(self, arg: str) -> None:
         """`/theme [name]` (`tether.tui.appearance`)."""
@@ -469,12 +319,8 @@ class TetherApp(App[int]):
         if self.busy and self.worker is not None:
             self.worker.cancel()
             return
-        now = self.clock()
-        if self._last_esc is not None and now - self._last_esc <= QUIT_WINDOW_S:
-            self._last_esc = None
+        if self._esc.pressed():
             open_rewind(self)
-            return
-        self._last_esc = now
 
     def action_next_mode(self) -> None:
         """Shift+Tab: ask → auto-edit → plan (`tether.tui.safety.cycle_mode`); while the
@@ -492,11 +338,7 @@ class TetherApp(App[int]):
             edit_prompt(self, self.prompt_input)
 
     def action_cancel_tool(self) -> None:
-        for call_id in reversed(list(self.feed.tool_rows)):
-            if self.agent.cancel_tool(call_id):
-                self.note(f"cancelled tool call {call_id}")
-                return
-        self.note("no tool call is running")
+        cancel_tool(self)
 
     def action_settings(self) -> None:
         if self.opened is not None:
@@ -508,9 +350,7 @@ class TetherApp(App[int]):
         self.update_status()
 
     def action_toggle_last(self) -> None:
-        rows = list(self.transcript.query(Collapsible))
-        if rows:
-            rows[-1].collapsed = not rows[-1].collapsed
+        self.transcript.toggle_last()
 
     async def action_transcript_start(self) -> None:
         """Ctrl+Home: the transcript's first turn (mounted on demand)."""
@@ -522,30 +362,18 @@ class TetherApp(App[int]):
 
     def action_transcript_page(self, pages: int) -> None:
         """PageUp / PageDown in the editor: scroll the transcript."""
-        transcript = self.transcript
-        if pages < 0:
-            transcript.scroll_page_up(animate=False)
-        else:
-            transcript.scroll_page_down(animate=False)
-        transcript.check()
+        self.transcript.page(pages)
 
     async def action_ctrl_c(self) -> None:
-        now = self.clock()
-        if self._last_ctrl_c is not None and now - self._last_ctrl_c <= QUIT_WINDOW_S:
+        if self._ctrl_c.pressed():
             await self.action_quit()
             return
-        self._last_ctrl_c = now
-        self.notify("Press Ctrl+C again to quit", timeout=QUIT_WINDOW_S)
+        self.notify("Press Ctrl+C again to quit", timeout=DOUBLE_PRESS_S)
 
     async def action_quit(self) -> None:
         """Cancel a running request (its partial turn is persisted), close the session, exit:
         0, or 1 when no agent is open because it could not start (`start_error`)."""
-        if self.worker is not None and self.busy:
-            self.worker.cancel()
-            for _ in range(200):
-                if not self.busy:
-                    break
-                await asyncio.sleep(0.01)
+        await stop_run(self)
         if self.opened is not None:
             await self.opened.aclose()
         self.exit(1 if self.opened is None and self.start_error is not None else 0)

@@ -6,8 +6,8 @@ Owns: `osc52` (the sequence: `ESC ] 52 ; c ; base64 BEL`; inside tmux also wrapp
 passthrough, `ESC P tmux ;` … `ESC \\`, so it reaches the outer terminal even with tmux's
 default `set-clipboard external`), `system_copy` (`pbcopy`, `wl-copy`, `xclip`, `xsel` or
 `clip.exe`, the first found for this display), `answers` / `last_answer` (the texts of the
-assistant turns that have text), `answer_choices` (`/copy pick`'s rows) and `copy_command` (the
-command's body).
+assistant turns that have text), `answer_choices` (`/copy pick`'s rows), `copy_command` (the
+command's body) and `copy_answer` (`/copy [N|pick]` in the app: `pick` chosen in a picker).
 Does not own: writing to the terminal (the app's `copy_to_clipboard`, Textual's, and
 `write_terminal`).
 """
@@ -18,15 +18,22 @@ import base64
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.messages import Turn
-from tether.tui.pickers import Choice
+from tether.tui.pickers import Choice, PickerScreen
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from tether.agent.agent import Agent
 
 __all__ = [
     "ClipboardHost",
+    "CopyHost",
     "answer_choices",
     "answers",
+    "copy_answer",
     "copy_command",
     "last_answer",
     "osc52",
@@ -101,12 +108,11 @@ def answer_choices(history: Sequence[Turn]) -> list[Choice]:
 class ClipboardHost(Protocol):
     """The app as `/copy` sees it.
 
+    Attributes:
+        write_terminal: writes a sequence to the terminal with the screen's output.
     """
 
-    @property
-    def write_terminal(self) -> Callable[[str], None]:
-        """Writes a sequence to the terminal with the screen's output."""
-        ...
+    write_terminal: Callable[[str], None]
 
     def copy_to_clipboard(self, text: str) -> None:
         """Textual's: the OSC 52 sequence to the terminal, and the app's own clipboard."""
@@ -143,3 +149,37 @@ def copy_command(
     via = "the terminal (OSC 52)" + (f" and {tool}" if tool else "")
     what = "the last answer" if n == 1 else f"answer {n} counted back from the last"
     app.note(f"copied {what} ({len(text)} characters) through {via}")
+
+
+class CopyHost(ClipboardHost, Protocol):
+    """The app as `/copy` in it sees it (`ClipboardHost`, with its agent and screens)."""
+
+    @property
+    def agent(self) -> Agent:
+        """The open session's agent."""
+        ...
+
+    def push_screen(
+        self, screen: Screen[Any], callback: Callable[[Any], None] | None = None
+    ) -> object:
+        """Show `screen` over the app (`callback` gets what it dismisses with)."""
+        ...
+
+
+def copy_answer(app: CopyHost, arg: str, env: Mapping[str, str]) -> None:
+    """`/copy [N|pick]`: an answer to the clipboard (`copy_command`); `pick`: chosen in a picker
+    of them all."""
+    history = app.agent.history
+    if arg.strip() != "pick":
+        copy_command(app, history, env, arg)
+        return
+    choices = answer_choices(history)
+    if not choices:
+        copy_command(app, history, env)  # says there is no answer yet
+        return
+
+    def picked(key: str | None) -> None:
+        if key is not None:
+            copy_command(app, app.agent.history, env, key)
+
+    app.push_screen(PickerScreen("copy which answer? (newest first)", choices), callback=picked)

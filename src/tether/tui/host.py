@@ -77,8 +77,11 @@ class AppHost(Protocol):
         """Refresh the footer."""
         ...
 
-    def run_worker(self, work: Coroutine[Any, Any, None], *, group: str) -> Worker[None]:
-        """Run `work` as a worker of the app, in `group`."""
+    def run_worker(
+        self, work: Coroutine[Any, Any, None], *, group: str, exit_on_error: bool = True
+    ) -> Worker[None]:
+        """Run `work` as a worker of the app, in `group` (`exit_on_error`: its failure ends
+        the app)."""
         ...
 
     def push_screen(

@@ -91,3 +91,26 @@ def apply_keybindings(app: KeymapHost, note: Callable[[str], None], path: Path |
     if problem is not None:
         note(problem)
     app.set_keymap(keymap)
+
+
+DOUBLE_PRESS_S = 2.0
+"""Two presses of a key within this many seconds are a double press (Ctrl+C twice quits, Esc
+twice opens the rewind picker)."""
+
+
+class DoublePress:
+    """A key's double press, timed on `clock` (seconds)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.last: float | None = None
+
+    def pressed(self) -> bool:
+        """A press: True when it is the second within `DOUBLE_PRESS_S` (and the count starts
+        over), False when it is a first one."""
+        now = self.clock()
+        if self.last is not None and now - self.last <= DOUBLE_PRESS_S:
+            self.last = None
+            return True
+        self.last = now
+        return False

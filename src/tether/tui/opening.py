@@ -4,16 +4,19 @@ Owns: `ChatOptions` (the `tether chat` flags), `Opened` (the agent with its sess
 writer and MCP servers) and `open_agent`, which builds them: `Agent.from_settings` in the
 working folder with the TUI's `tether.Host` (event callback, question bridge, approver,
 notes), a resumed session or a new one (or none: `tether.agent.sessions.AgentSession`),
-the MCP servers.
+the MCP servers; `load_in_background`, the embedded model's load while the app runs.
 Does not own: the app (`tether.tui.app`), the settings rules (`tether.agent.assembly.build`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.agent import Agent
 from tether.agent.assembly.prompting import session_commands
@@ -22,6 +25,9 @@ from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
 from tether.session import SessionStore, SessionWriter
 from tether.skills.commands import Command
+
+if TYPE_CHECKING:
+    from tether.providers.local.provider import LocalProvider
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,17 +118,44 @@ def open_agent(
     return Opened(agent, session.writer, store, commands)
 
 
-def load_embedded(opened: Opened) -> str | None:
-    """Start `opened`'s embedded model now, if it runs one (its child process loads it before
-    the app runs); a crash there is returned as a note for the transcript (None: it loaded, or
-    there is none), and the app still opens."""
+def embedded_model(opened: Opened) -> LocalProvider | None:
+    """`opened`'s embedded model, if its agent runs one (a child process to load)."""
     provider = opened.agent.provider
-    if provider.name == "local":
-        from tether.providers.local.provider import LocalProvider
+    if provider.name != "local":
+        return None
+    from tether.providers.local.provider import LocalProvider
 
-        if isinstance(provider, LocalProvider):
-            try:
-                provider.warm()
-            except Exception as exc:
-                return f"the embedded model: {exc}"
+    return provider if isinstance(provider, LocalProvider) else None
+
+
+def load_embedded(opened: Opened) -> str | None:
+    """Load `opened`'s embedded model now, if it runs one (its child process starts and loads
+    it; blocking); a crash there is returned as a note for the transcript (None: it loaded, or
+    there is none)."""
+    model = embedded_model(opened)
+    if model is not None:
+        try:
+            model.warm()
+        except Exception as exc:
+            return f"the embedded model: {exc}"
     return None
+
+
+def load_in_background(opened: Opened, done: Callable[[str | None], None]) -> bool:
+    """Start loading `opened`'s embedded model in a daemon thread (`load_embedded`), so the
+    app paints and takes keys meanwhile; `done` is called on the running event loop with its
+    note once the load ended (not at all once that loop is closed). Quitting never waits for
+    it: the thread dies with tether, and the model's child process exits when tether does
+    (its socket's EOF). The first request waits for a load still under way (the supervisor's
+    lock), never starts a second one. False: there is no embedded model (nothing started)."""
+    if embedded_model(opened) is None:
+        return False
+    loop = asyncio.get_running_loop()
+
+    def load() -> None:
+        note = load_embedded(opened)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the app is gone
+            loop.call_soon_threadsafe(done, note)
+
+    threading.Thread(target=load, name="tether-model-load", daemon=True).start()
+    return True

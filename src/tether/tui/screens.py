@@ -4,8 +4,8 @@ Owns: `ApprovalScreen` (shows the call: its kind, arguments, the diff of an edit
 y = allow once, a = allow for this session, n = deny with a typed reason, Esc = deny) and
 r = always allow: the rules shown are added for good, the app writes them to the user settings;
 `ask_approval` and `ask_questions` show the approval prompt or the question overlay
-(`tether.tui.question.QuestionScreen`) and wait for the answer (the app's `Approver` and
-`QuestionBridge`).
+(`tether.tui.question.QuestionScreen`) and wait for the answer (the app's `Approver`, and
+`OverlayQuestions`, the app's `QuestionBridge` to the overlay).
 Does not own: the gate (`tether.agent.approval`), the question overlay itself
 (`tether.tui.question`), the question schema (`tether.tools.context`).
 """
@@ -31,7 +31,7 @@ from tether.permissions.store import add_allow_rules
 from tether.tools.context import Answer, QuestionSpec
 from tether.tui.question import QuestionScreen
 
-__all__ = ["ApprovalScreen", "QuestionScreen", "ask_approval", "ask_questions"]
+__all__ = ["ApprovalScreen", "OverlayQuestions", "QuestionScreen", "ask_approval", "ask_questions"]
 
 
 async def ask_approval(
@@ -53,6 +53,19 @@ async def ask_approval(
 
     app.push_screen(ApprovalScreen(request), callback=finish)
     return await done
+
+
+class OverlayQuestions:
+    """The app's `QuestionBridge` (`tether.agent.host`): the desktop alerted (`alert`), then
+    the question overlay over `app`."""
+
+    def __init__(self, app: App[Any], alert: Callable[[str], None]) -> None:
+        self.app = app
+        self.alert = alert
+
+    async def ask(self, questions: Sequence[QuestionSpec]) -> Sequence[Answer]:
+        self.alert("a question is waiting for you")
+        return await ask_questions(self.app, questions)
 
 
 async def ask_questions(app: App[Any], questions: Sequence[QuestionSpec]) -> list[Answer]:

@@ -1,4 +1,5 @@
-"""The TUI's footer: model · context gauge · usage and cost · mode · activity.
+"""The TUI's footer: model · context gauge · usage and cost · mode · activity (the embedded
+model loading, working, prompts queued).
 
 Owns: `StatusBar` (the footer widget) and its context gauge (the last request's pressure, else
 an estimate of the view, cached per history).
@@ -28,18 +29,22 @@ class StatusBar(Static):
         super().__init__(id=id)
         self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
         self._later = False
-        self._last: tuple[Agent | None, bool, int] = (None, False, 0)
+        self._last: tuple[Agent | None, bool, int, bool] = (None, False, 0, False)
 
-    def show(self, agent: Agent | None, *, busy: bool = False, queued: int = 0) -> None:
-        """Show `agent`'s state (None: no agent), `busy` working, `queued` steering prompts."""
-        self._last = (agent, busy, queued)
+    def show(
+        self, agent: Agent | None, *, busy: bool = False, queued: int = 0, loading: bool = False
+    ) -> None:
+        """Show `agent`'s state (None: no agent), `busy` working, `queued` steering prompts,
+        `loading` the embedded model still loading."""
+        self._last = (agent, busy, queued, loading)
         if agent is None:
             self.update("no agent")
             return
         ratio, approx = self._pressure(agent)
         usage = turns_usage_line(agent.history)
         mode = "PLAN" if agent.plan_mode else "SAFE" if agent.safe_mode else f"approval: {agent.approval_mode}"
-        work = " · working" if busy else ""
+        work = " · loading the model" if loading else ""
+        work += " · working" if busy else ""
         waiting = f" · {queued} queued" if queued else ""
         model = f"{agent.provider.name}/{agent.provider.model}"
         if agent.parts.run.effort is not None:
@@ -47,8 +52,8 @@ class StatusBar(Static):
         self.update(f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{work}{waiting}")
 
     def _again(self) -> None:
-        agent, busy, queued = self._last
-        self.show(agent, busy=busy, queued=queued)
+        agent, busy, queued, loading = self._last
+        self.show(agent, busy=busy, queued=queued, loading=loading)
 
     def _pressure(self, agent: Agent) -> tuple[float | None, bool]:
         """The context gauge: the last request's pressure, else an estimate of the view

@@ -19,6 +19,7 @@ from typing import Any
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
+from textual.widgets import Collapsible
 
 from tether.tui.rows import RowMaker
 
@@ -113,6 +114,20 @@ class Transcript(VerticalScroll):
         """Mount the page before / after the window if the view is at its top / bottom
         (after a key that scrolls)."""
         self._check()
+
+    def page(self, pages: int) -> None:
+        """Scroll a page up (`pages` < 0) or down (PageUp / PageDown in the editor)."""
+        if pages < 0:
+            self.scroll_page_up(animate=False)
+        else:
+            self.scroll_page_down(animate=False)
+        self.check()
+
+    def toggle_last(self) -> None:
+        """Fold or unfold the last foldable row (Ctrl+O)."""
+        rows = list(self.query(Collapsible))
+        if rows:
+            rows[-1].collapsed = not rows[-1].collapsed
 
     def _check(self) -> None:
         """Mount the page before / after the window when the view nears its top / bottom."""

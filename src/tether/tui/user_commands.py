@@ -17,7 +17,7 @@ import hashlib
 import os
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -120,6 +120,14 @@ class CompletionList(Static):
         self.shown_for = text
         self.index = 0
         self._render_entries()
+
+    def follow(self, text: str, entries: Callable[[str], Sequence[tuple[str, str]]]) -> None:
+        """Follow the prompt's `text` (a bare `/name`, an `@path`): show `entries(text)`, unless
+        they are shown already or the list was closed for this very text (an entry taken, Esc)."""
+        if text == self.shown_for or text == self.dismissed:
+            return
+        self.dismissed = None
+        self.show(entries(text), text)
 
     def move(self, delta: int) -> None:
         """Highlight the entry `delta` rows down (wrapping round)."""
