@@ -96,12 +96,14 @@ class ContextScreen(_Panel):
             yield Static(Text("↑↓ PgUp PgDn scroll · Esc close"), classes="keys")
 
     def on_mount(self) -> None:
-        table = cast(DataTable[str], self.query_one(DataTable))
+        table = cast(DataTable[str | Text], self.query_one(DataTable))
         table.add_columns("#", "kind", "tokens", "share", "what")
         for row in self.rows:
             index = "" if row.index is None else str(row.index + 1)
             share = f"{row.tokens / self.window:.1%}"
-            table.add_row(index, row.kind, str(row.tokens), share, row.label)
+            # the label as plain text: a string cell is read as markup, and `[...]` in it (the
+            # added-by-tether label, a prompt's own brackets) vanished as a style tag
+            table.add_row(index, row.kind, str(row.tokens), share, Text(row.label))
         table.focus()
 
 
