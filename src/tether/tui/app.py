@@ -30,7 +30,7 @@ from textual.worker import Worker
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
 from tether.agent.attachments import image_refusal
-from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
+from tether.agent.events import AgentEvent, ErrorEvent, PlanEvent, TodoEvent, WarningEvent
 from tether.agent.host import Host
 from tether.agent.input_fit import fixed_tokens, input_overflow
 from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
@@ -65,6 +65,8 @@ from tether.tui.widgets import NoteRow, PromptInput, UserRow
 
 QUIT_WINDOW_S = 2.0
 """Two Ctrl+C presses within this many seconds quit."""
+Notice = ErrorEvent | WarningEvent
+"""The events the transcript shows as one note line (as `Feed` does)."""
 
 
 class _Bridge:
@@ -128,6 +130,7 @@ class TetherApp(App[int]):
         """Why the last session could not be opened (None once one opened): with no agent
         open at quit, the exit code is 1 (`action_quit`)."""
         self._pending_notes: list[str] = []
+        self._pending_events: list[AgentEvent] = []  # before the screen exists (`preopen`)
         self._last_esc: float | None = None
         self._plan: str | None = None  # a plan mode run's plan, shown once the run ends
         self.host = Host(
@@ -206,15 +209,16 @@ class TetherApp(App[int]):
                 self.opened = self.factory(self.host, resume)
         except (ConfigError, OSError) as exc:
             self.start_error = f"cannot start the agent: {exc}"
-            self._show([*pending, self.start_error])
+            self._show([*pending, *self._early_notes(), self.start_error])
             self.opened = None
             return
         except Exception as exc:  # SessionError and the like: say it, keep the app up
             self.start_error = f"cannot open the session: {exc}"
-            self._show([*pending, self.start_error])
+            self._show([*pending, *self._early_notes(), self.start_error])
             self.opened = None
             return
         self.start_error = None
+        pending += self._early_notes()
         agent = self.opened.agent
         apply_saved_theme(self, agent.config.tui.theme, self.note)
         if agent.config.tui.vim and self.prompt_input.vim is None:
@@ -232,6 +236,12 @@ class TetherApp(App[int]):
         except Exception as exc:
             self.note(f"warning: MCP servers did not start: {exc}")
         self.update_status()
+
+    def _early_notes(self) -> list[str]:
+        """The warnings and errors the agent sent while it was built (`on_agent_event`), as
+        the transcript's note lines; its other events then are dropped (no run yet)."""
+        events, self._pending_events = self._pending_events, []
+        return [f"{e.type}: {e.kind}: {e.message}" for e in events if isinstance(e, Notice)]
 
     def note(self, text: str) -> None:
         """Show a line from tether in the transcript."""
@@ -263,7 +273,13 @@ class TetherApp(App[int]):
 
     def on_agent_event(self, event: AgentEvent) -> None:
         """Called by the agent (same event loop) with each event (`Feed`). A display fault
-        is a note, never the agent's problem (the agent would fail the call it came from)."""
+        is a note, never the agent's problem (the agent would fail the call it came from).
+        An event sent while the agent is built (in `preopen`, before the screen exists, or
+        in `open_session`, before the history clears the transcript: a trust warning) is
+        shown after the history."""
+        if self.opened is None:
+            self._pending_events.append(event)
+            return
         try:
             if isinstance(event, TodoEvent):
                 self.query_one(TodoPanel).show_items(event.items)
