@@ -107,7 +107,21 @@ def test_bad_settings_files_exit_1_naming_file_and_place(
         assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
+def test_login_takes_a_variable_an_mcp_server_uses(tmp_path: Path) -> None:
+    """docs/mcp.md: `${VAR}` in an MCP server's settings comes from `tether login VAR`."""
+    server = {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}
+    proc = tether(["config", "set", "mcp.servers.gh", json.dumps(server)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = tether(["login", "GH_TOKEN", "--key-stdin"], tmp_path, stdin=KEY)
+    assert proc.returncode == 0, proc.stderr
+    proc = tether(["login", "GH_TOKN", "--key-stdin"], tmp_path, stdin=KEY)
+    assert proc.returncode == 1 and "unknown provider 'GH_TOKN'" in proc.stderr
+
+
 def test_login_key_stdin_then_logout(tmp_path: Path) -> None:
+    """`x` is a provider the settings declare; a second logout has nothing to remove: exit 1."""
+    endpoint = json.dumps({"type": "openai", "base_url": "http://127.0.0.1:9/v1"})
+    assert tether(["config", "set", "providers.x", endpoint], tmp_path).returncode == 0
     proc = tether(["login", "x", "--key-stdin"], tmp_path, stdin=KEY + "\nignored\n")
     assert proc.returncode == 0, proc.stderr
     assert "stored the x key in the file" in proc.stderr
@@ -118,8 +132,10 @@ def test_login_key_stdin_then_logout(tmp_path: Path) -> None:
     proc = tether(["logout", "x"], tmp_path)
     assert proc.returncode == 0 and "removed the x key from: file" in proc.stderr
     proc = tether(["logout", "x"], tmp_path)
-    assert proc.returncode == 0 and "nothing removed" in proc.stderr
+    assert proc.returncode == 1 and "no stored x key: nothing removed" in proc.stderr
     assert json.loads(path.read_text())["keys"] == {}
+    proc = tether(["logout", "nosuch"], tmp_path)
+    assert proc.returncode == 1 and "no stored nosuch key" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -134,6 +150,13 @@ def test_login_key_stdin_then_logout(tmp_path: Path) -> None:
         ),
         (["login", "anthropic", "--store", "vault"], KEY, "vault"),
         (["login", "a b", "--key-stdin"], KEY, "bad provider name"),
+        (  # a typo: refused with the names, not stored under it
+            ["login", "antropic", "--key-stdin"],
+            KEY,
+            "unknown provider 'antropic'; use one of: anthropic, openai, openai-responses, "
+            "google, ollama (or declare providers.<name> in the settings;",
+        ),
+        (["login", "nosuch"], "", "unknown provider 'nosuch'"),  # the name first, then stdin
     ],
 )
 def test_login_refusals(tmp_path: Path, args: list[str], stdin: str, says: str) -> None:
@@ -211,13 +234,13 @@ def server() -> Iterator[str]:
 def test_run_uses_model_endpoint_key_and_max_turns_from_settings(
     tmp_path: Path, server: str
 ) -> None:
-    assert tether(["login", "work", "--key-stdin"], tmp_path, stdin=KEY).returncode == 0
     for key, value in [
         ("model", '["anthropic/claude-x", "work/m-from-settings"]'),  # no anthropic key
         ("providers.work", json.dumps({"type": "openai", "base_url": server})),
         ("run.max_turns", "2"),
     ]:
         assert tether(["config", "set", key, value], tmp_path).returncode == 0
+    assert tether(["login", "work", "--key-stdin"], tmp_path, stdin=KEY).returncode == 0
     proc = tether(["run", "--no-session", "list files"], tmp_path)
     assert proc.returncode == 1, proc.stderr  # --max-turns reached before an answer
     assert "skipping model 'anthropic/claude-x'" in proc.stderr
@@ -298,7 +321,7 @@ def test_ctrl_d_or_ctrl_c_at_the_key_prompt_cancels_with_130_and_no_traceback(
     }
     pid, fd = pty.fork()  # the child's controlling terminal is the pty: the prompt shows
     if pid == 0:  # pragma: no cover - the child
-        os.execve(sys.executable, [sys.executable, "-m", "tether.cli", "login", "x"], env)
+        os.execve(sys.executable, [sys.executable, "-m", "tether.cli", "login", "openai"], env)
     out = b""
     deadline = time.monotonic() + 60
     sent = 0.0  # when the key was last sent: getpass flushes input typed before it turns the

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tether.errors import WireError
-from tether.messages import Provenance, Target, Turn
+from tether.messages import Provenance, Target, TextBlock, Turn
 from tether.wire import (
     Repair,
     ViewBuilder,
@@ -20,6 +20,12 @@ from tether.wire import (
     repair_pairing,
     sanitize_history_for_provider,
     sanitize_tool_ids,
+)
+from tether.wire.interrupts import (
+    INTERRUPTED_REQUEST_TEXT,
+    cancelled_reply,
+    is_cancelled_reply,
+    render_interrupts,
 )
 
 from .contract import view_problems
@@ -61,6 +67,7 @@ def test_each_pass_is_pure_and_idempotent(
 ) -> None:
     passes: list[Callable[[tuple[Turn, ...]], tuple[Turn, ...]]] = [
         elide_markers,
+        render_interrupts,
         lambda v: sanitize_history_for_provider(v, target, route=route),
         lambda v: sanitize_tool_ids(v, target),
         repair_pairing,
@@ -132,3 +139,23 @@ def test_view_builder_is_incremental_without_markers(
     for n in range(len(turns) + 1):
         assert vb.view(turns[:n]) == build_view(turns[:n], target)
     assert vb.full_builds <= 1
+
+
+@SETTINGS
+@given(transcripts(markers=False), targets, st.booleans(), st.data())
+def test_a_cancelled_prompt_reaches_the_wire_followed_by_the_interruption_note(
+    turns: tuple[Turn, ...], target: Target, prefill: bool, data: st.DataObject
+) -> None:
+    """A user prompt, the stored cancel, a new prompt, anywhere in a history: the view keeps
+    the contract and carries the cancelled prompt, the note and the new prompt in that order."""
+    at = data.draw(st.integers(0, len(turns)))
+    cancelled = Turn(id="c1", role="user", content=(TextBlock(text="CANCELLED-PROMPT"),))
+    new = Turn(id="c3", role="user", content=(TextBlock(text="NEW-PROMPT"),))
+    history = (*turns[:at], cancelled, cancelled_reply("c2"), new, *turns[at:])
+    view = build_view(history, target, supports_prefill=prefill)
+    assert view_problems(view, target, supports_prefill=prefill) == []
+    assert not any(is_cancelled_reply(t) for t in view)
+    texts = [b.text for t in view for b in t.content if isinstance(b, TextBlock)]
+    i = texts.index("CANCELLED-PROMPT")
+    assert texts[i : i + 3] == ["CANCELLED-PROMPT", INTERRUPTED_REQUEST_TEXT, "NEW-PROMPT"]
+    assert ViewBuilder(target, supports_prefill=prefill).view(history) == view

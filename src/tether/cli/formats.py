@@ -19,7 +19,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, get_args
 
-from tether.cli.output import EventWriter
+from tether.cli.output import EventWriter, err
 from tether.settings.model import OutputFormat
 
 if TYPE_CHECKING:
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 """The formats, in the order the usage line names them."""
+
+STDERR_WARNINGS = frozenset({"budget_unpriced"})
+"""The `warning` events a `text` or `json` run also says on stderr, as `tether: warning: …`
+(in `stream-json` they are events on stdout): the ones no other stderr line tells (the trust
+warning is a note already, the budget and tool-call stops a `stopped:` line)."""
 
 
 def _usage_dict(usage: Usage) -> dict[str, int]:
@@ -67,9 +72,8 @@ class OutputSink:
         """Fix the format; held events are written now when it is `stream-json`."""
         self.fmt = fmt
         held, self._held = self._held, []
-        if fmt == "stream-json":
-            for event in held:
-                self._events(event)
+        for event in held:
+            self._emit(event)
 
     def __call__(self, event: AgentEvent) -> None:
         from tether.agent.events import DoneEvent, ErrorEvent, SessionStartEvent
@@ -82,8 +86,18 @@ class OutputSink:
             self.session_id = event.session_id
         if self.fmt is None:
             self._held.append(event)
-        elif self.fmt == "stream-json":
+        else:
+            self._emit(event)
+
+    def _emit(self, event: AgentEvent) -> None:
+        """`event` as the format shows it: a line on stdout (`stream-json`), else only a
+        `STDERR_WARNINGS` warning, on stderr."""
+        from tether.agent.events import WarningEvent
+
+        if self.fmt == "stream-json":
             self._events(event)
+        elif isinstance(event, WarningEvent) and event.kind in STDERR_WARNINGS:
+            err(f"warning: {event.message}")
 
     def result(self, exit_code: int) -> dict[str, Any]:
         """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",

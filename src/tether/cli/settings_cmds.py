@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -18,6 +19,9 @@ import typer
 
 from tether.cli.output import err, fail
 from tether.errors import ConfigError
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A `${VAR}` of the settings (`tether.mcp.config` expands them from the stored keys)."""
 
 if TYPE_CHECKING:  # settings and credentials are imported by the commands that use them
     pass
@@ -101,7 +105,8 @@ def login(
         check_provider_name(provider)
         try:
             _, cls = provider_class(provider, providers=load_config(Path.cwd()).providers)
-        except ConfigError:  # a name no adapter is known for yet: its key, as before
+        except ConfigError:  # no adapter: a name the settings use for a key, else refused
+            _check_known(provider)
             cls = None
         outcome = asyncio.run(login_provider(cls, provider, io, store=store or "auto"))
     except ConfigError as exc:
@@ -135,7 +140,8 @@ class _CliLogin:
 def logout(
     provider: Annotated[str, typer.Argument(help="Provider name used with `tether login`.")],
 ) -> None:
-    """Remove a provider's stored key from the keyring and the credential file (idempotent)."""
+    """Remove a provider's stored key from the keyring and the credential file; exit 1 when
+    there was none."""
     from tether.credentials import env_vars_for, remove_key
 
     try:
@@ -149,5 +155,30 @@ def logout(
     for var in env_vars_for(provider):
         if os.environ.get(var):
             err(f"note: {var} is still set in the environment")
+    if not removed:
+        raise typer.Exit(1)
 
 
+def _check_known(provider: str) -> None:
+    """Raise ConfigError unless `provider` takes a key: a built-in provider that reads one
+    (`DEFAULT_ENV`), a `providers.<name>` of the settings (user and this folder's project), or
+    a `${VAR}` they use (an MCP server's, `tether.mcp.config.default_lookup`)."""
+    from tether.credentials import DEFAULT_ENV
+    from tether.settings import load_settings
+
+    builtin = [name for name, env in DEFAULT_ENV.items() if env]
+    try:
+        settings = load_settings(Path.cwd()).settings
+    except (ConfigError, OSError):  # a broken settings file: the built-in names still hold
+        declared: list[str] = []
+        variables: list[str] = []
+    else:
+        declared = sorted(settings.providers)
+        variables = sorted(set(_VAR.findall(json.dumps(settings.to_json()))))
+    if provider in (*builtin, *declared, *variables):
+        return
+    raise ConfigError(
+        f"unknown provider {provider!r}; use one of: {', '.join([*builtin, *declared])} "
+        "(or declare providers.<name> in the settings; an MCP server's ${VAR} is stored "
+        "under VAR)"
+    )

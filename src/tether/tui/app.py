@@ -29,7 +29,7 @@ from textual.worker import Worker
 
 from tether.agent.agent import Agent
 from tether.agent.approval import ApprovalDecision, ApprovalRequest
-from tether.agent.events import AgentEvent, PlanEvent, TodoEvent
+from tether.agent.events import AgentEvent, ErrorEvent, PlanEvent, TodoEvent, WarningEvent
 from tether.agent.host import Host
 from tether.messages import ContentBlock, ImageBlock
 from tether.skills.commands import Command
@@ -107,6 +107,7 @@ class TetherApp(App[int]):
         open at quit, the exit code is 1 (`action_quit`)."""
         self._esc = DoublePress(clock)
         self.plan: str | None = None  # a plan mode run's plan, shown once the run ends
+        self._pending_events: list[AgentEvent] = []  # sent while no agent is open
         self.host = Host(
             on_event=self.on_agent_event,
             questions=OverlayQuestions(self, self.alert),
@@ -162,6 +163,7 @@ class TetherApp(App[int]):
         """Build the agent (new session, or `resume`), start its embedded model's load, show
         it (`tether.tui.session_open`)."""
         opened, error, pending = self.opening.build(resume)
+        pending += self._early_notes()
         if opened is None:
             if error is not None:
                 self.start_error, self.opened = error, None
@@ -178,6 +180,17 @@ class TetherApp(App[int]):
         self.query_one(TodoPanel).show_items(latest_todo(agent.history))
         await start_servers(self, opened)
         self.update_status()
+
+    def _early_notes(self) -> list[str]:
+        """The warnings and errors the agent sent while it was built (`on_agent_event`: a
+        trust warning, before the screen existed), as note lines shown after the history;
+        its other events then are dropped (no run yet)."""
+        events, self._pending_events = self._pending_events, []
+        return [
+            f"{e.type}: {e.kind}: {e.message}"
+            for e in events
+            if isinstance(e, ErrorEvent | WarningEvent)
+        ]
 
     def _model_loaded(self, opened: Opened, note: str | None) -> None:
         """The embedded model's load ended (`note`: it failed; the next request tries again)."""
@@ -209,7 +222,12 @@ class TetherApp(App[int]):
 
     def on_agent_event(self, event: AgentEvent) -> None:
         """Called by the agent (same event loop) with each event (`Feed`). A display fault
-        is a note, never the agent's problem (the agent would fail the call it came from)."""
+        is a note, never the agent's problem (the agent would fail the call it came from).
+        An event sent while no agent is open (it is being built, in `preopen` before the
+        screen exists or in `open_session`) is shown after the history (`_early_notes`)."""
+        if self.opened is None:
+            self._pending_events.append(event)
+            return
         try:
             if isinstance(event, TodoEvent):
                 self.query_one(TodoPanel).show_items(event.items)

@@ -40,6 +40,7 @@ from tether.session import SessionStore
 from tether.tui.attach import image_chip
 from tether.tui.bang import parse_bang, shown_output
 from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow, UserRow
+from tether.wire.interrupts import is_cancelled_reply
 from tether.wire.markers import is_marker
 
 RowMaker = Callable[[], Widget]
@@ -102,7 +103,7 @@ def history_rows(
     """One maker per row of a stored `history`, oldest first: user and assistant text (a user
     turn with images: one row, its images as chips), thinking, tool calls (with an edit's diff, finished with their results, a `task` call with
     its subagent's stored run nested: `subagents` maps a call id to it), server-side web
-    searches (`search_text`), compaction markers, a `!cmd` message as its `!cmd` line and
+    searches (`search_text`), compaction markers, a cancelled request (`cancelled`), a `!cmd` message as its `!cmd` line and
     output, and the stored output of host commands (`outputs`: `/tool`) after the turn each
     followed."""
     results = _results(history)
@@ -127,6 +128,9 @@ def _turn_rows(
 ) -> None:
     if is_marker(turn):
         makers.append(partial(MarkerRow, 0, 0, turn.text or ""))
+        return
+    if is_cancelled_reply(turn):  # a prompt cancelled before any reply: as Esc showed it
+        makers.append(partial(NoteRow, "cancelled"))
         return
     if turn.role == "user" and (chips := _chips(turn)):  # its text and chips in one row
         text = "\n".join(

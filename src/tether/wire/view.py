@@ -12,7 +12,9 @@ Shapes:
 
 Passes, in this order (docs/architecture.md, "One turn"):
     1. marker elision             `elide_markers`; the turns the newest marker preserved
-                                  without their thinking (`replayed_thinking_ids`)
+                                  without their thinking (`replayed_thinking_ids`); a
+                                  cancelled request's stored turn rendered as its
+                                  interruption note (`render_interrupts`)
     2. reasoning wire action       `sanitize_history_for_provider(target, route,
                                   placeholder=False)`, with the
                                   server-tool wire action (`server_tools`: a web search kept
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 
 from tether.messages import Provenance, Target, Turn
 from tether.wire.ids import IdMapper, sanitize_tool_ids
+from tether.wire.interrupts import render_interrupt, render_interrupts
 from tether.wire.markers import (
     LiveTurns,
     elide_markers,
@@ -76,6 +79,7 @@ def build_view(
     view = elide_markers(view)
     if strip:
         view = tuple(without_thinking(t) if t.id in strip else t for t in view)
+    view = render_interrupts(view)
     view = sanitize_history_for_provider(
         view, target, route=route, on_repair=on_repair, strict=strict, placeholder=False
     )
@@ -201,7 +205,7 @@ class ViewBuilder:
         target, route, mapper = self.target, self.route, self._ids
         report = self._reporter
         for t in new:
-            stage.append(mapper.turn(reason_turn(t, target, route, report)))
+            stage.append(mapper.turn(reason_turn(render_interrupt(t), target, route, report)))
         pairing = self._pairing
         if pairing.checkpoint is not None:
             start = pairing.restore()
@@ -233,7 +237,12 @@ class ViewBuilder:
         strip = replayed_thinking_ids(seq)
         self._stage = [
             mapper.turn(
-                reason_turn(without_thinking(t) if t.id in strip else t, target, route, report)
+                reason_turn(
+                    render_interrupt(without_thinking(t) if t.id in strip else t),
+                    target,
+                    route,
+                    report,
+                )
             )
             for t in elide_markers(live if self._live.regular else _tuple(seq))
         ]

@@ -13,7 +13,8 @@ re-minted BEFORE its tools run, the policies' `after_reply` (continuation of a c
 gated) and their results persisted; at the end the policies' `after_run` (checkpoints, plan
 mode, subagent usage) and `done`. Each feature is a policy (`tether.agent.turn.policy`), not
 lines here. A cancel persists the partial turn and gives pending calls `interrupted` results,
-so the session stays well-formed.
+so the session stays well-formed; a cancel before any reply to the last user turn stores
+`tether.wire.interrupts.cancelled_reply`, which the wire renders as an interruption note.
 Does not own: building the parts (`tether.agent.assembly`), the host-facing object
 (`tether.agent.agent.Agent`), transport (providers), the wire passes (`tether.wire`), tool
 bodies (`tether.tools`), file formats (`tether.session`).
@@ -62,7 +63,8 @@ from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.tools.safe_mode import offered_specs
 from tether.tracing import Span
-from tether.wire import remint_tool_call_ids
+from tether.wire import is_marker, remint_tool_call_ids
+from tether.wire.interrupts import cancelled_reply
 from tether.wire.resume import is_retried_message
 
 __all__ = ["PROMPT_DENIED", "Controls", "close_interrupted", "run_turns"]
@@ -171,6 +173,7 @@ async def run_turns(
         raise
     except asyncio.CancelledError:
         state.stop_reason = "cancelled"
+        _record_cancel(parts, state)
         raise
     except Exception:  # a configuration mistake or a bug: `done` must not say "max_turns"
         state.stop_reason = "error"
@@ -200,6 +203,21 @@ async def _tools(c: Controls, parts: AgentParts, state: RunState, turn: Turn) ->
     results = tuple(tool_result(call.id, held.text, is_error=True) for call in rest)
     state.append(Turn(id=parts.new_id(), role="user", content=results))
     return held.stop_reason
+
+
+def _record_cancel(parts: AgentParts, state: RunState) -> None:
+    """A run cancelled while the history ends with a user message nobody answered (not tool
+    results: a cancelled call's result says so already) stores `cancelled_reply`: the wire
+    view renders it as the interruption note, so the model never takes the cancelled prompt
+    as part of the next one (`tether.wire.interrupts`)."""
+    last = next((t for t in reversed(state.history) if t.role != "system"), None)
+    if (
+        last is not None
+        and last.role == "user"
+        and not last.tool_results
+        and not is_marker(last)
+    ):
+        state.append(cancelled_reply(parts.new_id()))
 
 
 def _start(c: Controls, parts: AgentParts) -> None:

@@ -1,0 +1,109 @@
+"""A prompt whose run is cancelled before any reply (TUI Esc, SIGINT in `tether run`) reaches the
+model again only as the cancelled request it was: the next request carries it, then the
+interruption note, then the new prompt (`tether.wire.interrupts`), in the live agent and after a
+resume from the stored session alike."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tether.agent.agent import Agent
+from tether.agent.sessions import AgentSession
+from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
+from tether.messages import TextBlock, Turn
+from tether.providers.base import ModelRequest, StreamEvent
+from tether.session import SessionStore
+from tether.testing import ScriptedProvider
+from tether.wire import check_pairing
+from tether.wire.interrupts import INTERRUPTED_REQUEST_TEXT
+
+CANCELLED = "SLEEP5 CALL write oops.txt"
+NEXT = "never mind, just say hi"
+
+
+@dataclass(kw_only=True)
+class HangingFirst(ScriptedProvider):
+    """Its first request hangs until cancelled (`asked` is set once it arrived)."""
+
+    asked: asyncio.Event | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if not self.requests:
+            self.requests.append(request)
+            assert self.asked is not None
+            self.asked.set()
+            await asyncio.sleep(60)
+        async for event in super().stream(request):
+            yield event
+
+
+def _user_text(turn: Turn) -> str:
+    return "\n\n".join(b.text for b in turn.content if isinstance(b, TextBlock))
+
+
+def _assert_sent_as_interrupted(provider: ScriptedProvider) -> None:
+    messages = provider.requests[-1].messages
+    assert check_pairing(messages) == []
+    users = [t for t in messages if t.role == "user"]
+    assert len(users) == 1 and len(messages) == 1
+    assert _user_text(users[0]) == f"{CANCELLED}\n\n{INTERRUPTED_REQUEST_TEXT}\n\n{NEXT}"
+
+
+async def test_a_prompt_cancelled_before_any_reply_is_sent_as_interrupted(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    asked = asyncio.Event()
+    provider = HangingFirst(script=["unused", "hi"], asked=asked)
+    agent = Agent(provider, tools=[], root=tmp_path, session=AgentSession(sink=writer))
+    run = asyncio.create_task(agent.run(CANCELLED))
+    await asyncio.wait_for(asked.wait(), 30)
+    run.cancel()  # what the TUI's Esc does
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    result = await agent.run(NEXT)
+    assert result.answer == "hi"
+    _assert_sent_as_interrupted(provider)
+    stored = store.load(writer.id).turns
+    assert [t.role for t in stored] == ["user", "assistant", "user", "assistant"]
+    assert stored[1].stop_reason == "interrupted" and not stored[1].content
+
+
+@pytest.fixture
+def _handlers_back() -> Iterator[None]:
+    """`_drive` leaves record-only handlers for `run_command` to replace: put them back."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in before.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
+@pytest.mark.usefixtures("_handlers_back")
+def test_sigint_then_resume_sends_the_cancelled_prompt_as_interrupted(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+
+    async def cancelled() -> int:
+        asked = asyncio.Event()
+        provider = HangingFirst(script=["unused"], asked=asked)
+        agent = Agent(provider, tools=[], root=tmp_path, session=AgentSession(sink=writer))
+        task = asyncio.create_task(_drive(agent, CANCELLED))
+        await asyncio.wait_for(asked.wait(), 30)
+        os.kill(os.getpid(), signal.SIGINT)
+        return await task
+
+    assert asyncio.run(cancelled()) == 130
+    writer.close()  # the process ends here in `tether run`
+    provider = ScriptedProvider(["hi"])
+    resumed = Agent(
+        provider, tools=[], root=tmp_path, session=AgentSession.resume(store, writer.id)
+    )
+    assert asyncio.run(resumed.run(NEXT)).answer == "hi"
+    _assert_sent_as_interrupted(provider)
