@@ -42,6 +42,7 @@ from tether.providers.retry import RetryPolicy
 from tether.session import SessionStore
 from tether.tools.base import Tool
 from tether.tools.base import tool as make_tool
+from tether.wire.interrupts import is_cancelled_reply
 
 Make = Callable[[FaultServer], Provider]
 
@@ -369,7 +370,11 @@ async def test_cancel_during_the_wait_persists_nothing_of_the_failed_attempt(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert [t.role for t in h.stored()] == ["user"]
+    # nothing of the failed attempt: the prompt, then only the empty reply that records the
+    # cancel (the wire view renders it as the interruption note: `tether.wire.interrupts`)
+    stored = h.stored()
+    assert [t.role for t in stored] == ["user", "assistant"]
+    assert is_cancelled_reply(stored[1])
 
 
 # --- run limits through the server ------------------------------------------------------------
