@@ -343,6 +343,8 @@ async def test_plan_mode_offers_only_safe_tools_and_ends_with_a_plan(tmp_path: P
     assert "write" not in names and "read" in names and "todo" in names
     assert provider.requests[0].messages[-1].content[-1].text == PLAN_MODE_REMINDER  # type: ignore[union-attr]
     assert not (tmp_path / "x.txt").exists()
+    refusal = agent.history[2].tool_results[0].text  # the write, refused: in plan mode's words
+    assert "plan mode" in refusal and "safe mode" not in refusal, refusal
     plans = [e for e in events if isinstance(e, PlanEvent)]
     assert [p.text for p in plans] == ["1. do this\n2. then that"]
     agent.set_plan_mode(False)

@@ -58,3 +58,18 @@ def test_values_are_named_as_click_names_them(tmp_path: Path) -> None:
     assert "Usage: tether run [OPTIONS] [PROMPT]" in run
     export = run_cli(["sessions", "export", "--help"], tmp_path / "home").stdout
     assert "SESSION_ID  [required]" in export and "-o, --output PATH" in export
+
+
+def test_dash_h_is_help_everywhere_and_version_prints_it(tmp_path: Path) -> None:
+    """A new user's reflexes (`tether -h`, `tether run -h`, `tether --version`): each was
+    `No such option`. `-h` is `--help` for every command (inherited from the group), and
+    `--version` / `-V` print the installed version and exit 0."""
+    from importlib.metadata import version
+
+    for path in ((), ("run",), ("sessions", "export")):
+        short = run_cli([*path, "-h"], tmp_path / "home")
+        assert short.returncode == 0, (path, short.stderr)
+        assert short.stdout == run_cli([*path, "--help"], tmp_path / "home").stdout
+    for flag in ("--version", "-V"):
+        shown = run_cli([flag], tmp_path / "home")
+        assert (shown.returncode, shown.stdout) == (0, f"tether {version('tether')}\n")

@@ -17,6 +17,7 @@ Does not own: the rules (`tether.checkpoint`), the `sessions` group (`tether.cli
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,7 +34,7 @@ def sessions_checkpoints(session_id: str) -> None:
 
     sessions = SessionStore()
     try:
-        loaded = sessions.load(session_id)
+        loaded = sessions.load(sessions.find(session_id, Path.cwd()) or session_id)  # an id or a name
         rows = turn_rows(loaded, repo_for(loaded, checkpoint_store(sessions.root)), synthetic_user_turn)
     except TetherError as exc:
         err(str(exc))
@@ -78,7 +79,7 @@ def sessions_rewind(
     both = files == conversation  # neither flag, or both: files and conversation
     sessions = SessionStore()
     try:
-        loaded = sessions.load(session_id)
+        loaded = sessions.load(sessions.find(session_id, Path.cwd()) or session_id)  # an id or a name
         plan = plan_rewind(
             loaded,
             to,

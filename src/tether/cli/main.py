@@ -22,6 +22,19 @@ from tether.cli import cancel
 from tether.cli.jobs_cmds import jobs_app
 from tether.cli.mcp_cmds import mcp_app
 from tether.cli.models_cmd import models
+from tether.cli.options import (
+    AddDirOption,
+    BaseUrlOption,
+    CwdOption,
+    EffortOption,
+    ModelOption,
+    NameOption,
+    NetworkOption,
+    PlanOption,
+    SafeOption,
+    VersionOption,
+    WorktreeOption,
+)
 from tether.cli.output import (
     EXIT_CANCELLED,
     EXIT_OK,
@@ -50,6 +63,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: rendering through rich costs ~0.2 s per start-up
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's, inherited
 )
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
@@ -61,53 +75,8 @@ app.command()(logout)
 app.command()(models)
 
 
-# Options declared once for the commands that share them (`chat`, `run`, `compact`).
-ModelOption = Annotated[
-    str | None, typer.Option("--model", "-m", help="provider/model, e.g. local, openai/gpt-4o.")
-]
-BaseUrlOption = Annotated[
-    str | None, typer.Option(help="Endpoint for an OpenAI-compatible server.")
-]
-CwdOption = Annotated[Path, typer.Option(help="Working folder the tools are confined to.")]
-SafeOption = Annotated[
-    bool, typer.Option("--safe", help="Safe mode: only read-only tools (read, ls, glob, grep).")
-]
-NetworkOption = Annotated[
-    bool, typer.Option("--network", help="Let sandboxed tool commands use the network.")
-]
-EffortOption = Annotated[
-    str | None,
-    typer.Option(help="Reasoning effort: low | medium | high | max (setting: run.effort)."),
-]
-AddDirOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--add-dir",
-        metavar="PATH",
-        help="Also let the tools use this folder (repeatable; PATH:ro read-only).",
-    ),
-]
-WorktreeOption = Annotated[
-    str | None,
-    typer.Option(
-        "--worktree",
-        "-w",
-        metavar="NAME",
-        help="Work in a new git worktree .tether/worktrees/NAME on branch tether/NAME; "
-        "removed at exit when unchanged.",
-    ),
-]
-NameOption = Annotated[
-    str | None,
-    typer.Option(metavar="NAME", help="Name the session (--resume NAME finds it again)."),
-]
-PlanOption = Annotated[
-    bool, typer.Option("--plan", help="Plan mode: read-only tools, the agent ends with a plan.")
-]
-
-
 @app.callback()
-def _default(ctx: typer.Context) -> None:
+def _default(ctx: typer.Context, version: VersionOption = False) -> None:
     """With no subcommand, `tether` opens the interactive session (as `tether chat`)."""
     if ctx.invoked_subcommand is None:
         raise typer.Exit(_chat())

@@ -64,12 +64,22 @@ def sessions_list() -> None:
         print(json.dumps(row))
 
 
+def session_ref(ref: str) -> str:
+    """The id of the session `ref` names: an id, else the newest session given that name
+    (`--name`; one started in this folder first: `SessionStore.find`), else `ref` itself (its
+    load then says there is none). Every `tether sessions` command takes either."""
+    from tether.session import SessionStore
+
+    return SessionStore().find(ref, Path.cwd()) or ref
+
+
 def _load_session(session_id: str) -> LoadedSession:
-    """The stored session, its malformed lines reported on stderr; an unknown or invalid id
-    is one line and exit 1."""
+    """The stored session `session_id` names (an id or a name), its malformed lines reported
+    on stderr; an unknown or invalid id is one line and exit 1."""
     from tether.errors import SessionNotFoundError
     from tether.session import SessionStore
 
+    session_id = session_ref(session_id)
     try:
         try:
             loaded = SessionStore().load(session_id)
@@ -180,6 +190,7 @@ def sessions_delete(session_id: str) -> None:
     (best effort: what cannot be removed is counted, named, and the exit code is 1)."""
     from tether.session import SessionStore
 
+    session_id = session_ref(session_id)
     try:
         report = SessionStore().delete(session_id)
     except SessionError as exc:

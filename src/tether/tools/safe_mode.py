@@ -22,18 +22,20 @@ def offered_specs(registry: ToolRegistry, safe_mode: bool) -> tuple[ToolSpec, ..
 
 
 def refuse_in_safe_mode(
-    registry: ToolRegistry, call: ToolCallBlock, safe_mode: bool
+    registry: ToolRegistry, call: ToolCallBlock, safe_mode: bool, *, plan: bool = False
 ) -> ToolResultBlock | None:
     """The is_error result for `call` when safe mode forbids it (a known tool without the `safe`
-    flag), else None (run it; unknown tools are reported by the runner)."""
+    flag), else None (run it; unknown tools are reported by the runner). `plan`: the run is in
+    plan mode (which runs as safe mode), and the refusal says so."""
     if not safe_mode:
         return None
     tool = registry.get(call.name)
     if tool is None or tool.safe:
         return None
     allowed = ", ".join(t.name for t in registry if t.safe) or "(none)"
+    mode = "plan mode: read-only tools until the plan is approved" if plan else "safe mode"
     text = (
-        f"refused: `{call.name}` can modify files or run commands, and this session is in safe "
-        f"mode (read-only tools only: {allowed}); the call was not run"
+        f"refused: `{call.name}` can modify files or run commands, and this session is in "
+        f"{mode} (read-only tools only: {allowed}); the call was not run"
     )
     return ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text=text),), is_error=True)

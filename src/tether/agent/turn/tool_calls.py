@@ -277,7 +277,7 @@ class ToolCalls:
         `_execute` (run it, when not), `_finalize` (gate the output, keep and report the
         result)."""
         started = self._began[call.id] = time.perf_counter()
-        call, run = await self._prepare(call, parts, safe_mode=safe_mode)
+        call, run = await self._prepare(call, parts, safe_mode=safe_mode, plan=state.plan_mode)
         me = asyncio.current_task()
         cancels = me.cancelling() if me is not None else 0
         if run is None:  # not refused, replayed, blocked or denied: run it
@@ -285,12 +285,12 @@ class ToolCalls:
         return await self._finalize(call, run, parts, me, cancels, started)
 
     async def _prepare(
-        self, call: ToolCallBlock, parts: RunParts, *, safe_mode: bool
+        self, call: ToolCallBlock, parts: RunParts, *, safe_mode: bool, plan: bool = False
     ) -> tuple[ToolCallBlock, ToolRunResult | None]:
         """The call as the hooks left it, and its result when it is not to run: refused in
         safe mode, skipped after steering, replayed or blocked by the loop-breaker, denied by
         a hook or the approval; None for a call to run."""
-        refused = refuse_in_safe_mode(parts.registry, call, safe_mode)
+        refused = refuse_in_safe_mode(parts.registry, call, safe_mode, plan=plan)
         if refused is None and self._steered():  # the user steered while it waited
             refused = tool_result(call.id, STEERED_SKIP, is_error=True)
         run = ToolRunResult(block=refused) if refused is not None else self._hygiene.check(call)
