@@ -143,3 +143,25 @@ async def test_a_hook_that_returns_no_string_is_a_one_line_error(
 
     with pytest.raises(ConfigError, match=r"^x: the login flow returned no credential$"):
         await login_provider(Broken, "x", _Answers())
+
+
+def test_every_provider_type_names_its_adapter_class() -> None:
+    """`provider_class` answers every built-in type with the adapter `resolve_provider` builds
+    for it, a settings entry's compatible type with its class, and refuses other names."""
+    from tether.errors import ConfigError
+    from tether.providers.registry import PROVIDERS, provider_class, resolve_provider
+    from tether.settings.model import ProviderSettings
+
+    for type_ in PROVIDERS:
+        got_type, cls = provider_class(type_)
+        assert got_type == type_ and callable(getattr(cls, "stream", None)), cls
+        if type_ == "ollama":  # built without a key or a model file
+            assert type(resolve_provider(f"{type_}/m")) is cls
+    entry = {
+        "gw": ProviderSettings.model_validate(
+            {"type": "openai-compatible", "base_url": "http://127.0.0.1:1/v1"}
+        )
+    }
+    assert provider_class("gw", providers=entry)[1].__name__ == "OpenAICompatibleProvider"
+    with pytest.raises(ConfigError, match="unknown provider"):
+        provider_class("antropic")

@@ -26,6 +26,7 @@ The model name is everything after the first `/` (so `ollama/qwen3:8b` and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -113,6 +114,17 @@ def resolve_provider(
         raise AuthError(f"{exc}, or store one with `tether login {name}`") from None
 
 
+_ADAPTERS: dict[str, tuple[str, str]] = {
+    "local": ("tether.providers.local.provider", "LocalProvider"),
+    "ollama": ("tether.providers.ollama", "OllamaProvider"),
+    "google": ("tether.providers.google", "GoogleProvider"),
+    "openai": ("tether.providers.openai_chat", "OpenAIChatProvider"),
+    "openai-responses": ("tether.providers.openai_responses", "OpenAIResponsesProvider"),
+    "anthropic": ("tether.providers.anthropic", "AnthropicProvider"),
+}
+"""Each built-in provider type's adapter class (module, class name), for `provider_class`."""
+
+
 def provider_class(
     name: str, *, providers: Mapping[str, ProviderSettings] | None = None
 ) -> tuple[str, type]:
@@ -125,30 +137,9 @@ def provider_class(
     """
     endpoint = (providers or {}).get(name)
     type_ = (endpoint.type if endpoint is not None else None) or name
-    if type_ == "local":
-        from tether.providers.local.provider import LocalProvider
-
-        return type_, LocalProvider
-    if type_ == "ollama":
-        from tether.providers.ollama import OllamaProvider
-
-        return type_, OllamaProvider
-    if type_ == "google":
-        from tether.providers.google import GoogleProvider
-
-        return type_, GoogleProvider
-    if type_ == "openai":
-        from tether.providers.openai_chat import OpenAIChatProvider
-
-        return type_, OpenAIChatProvider
-    if type_ == "openai-responses":
-        from tether.providers.openai_responses import OpenAIResponsesProvider
-
-        return type_, OpenAIResponsesProvider
-    if type_ == "anthropic":
-        from tether.providers.anthropic import AnthropicProvider
-
-        return type_, AnthropicProvider
+    where = _ADAPTERS.get(type_)
+    if where is not None:  # imported only when asked: each adapter pulls in its SDK
+        return type_, getattr(importlib.import_module(where[0]), where[1])
     if endpoint is not None and type_ in COMPATIBLE_TYPES:
         from tether.providers.compatible import (
             AnthropicCompatibleProvider,
