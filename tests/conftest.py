@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -121,6 +122,17 @@ def _isolated_user_config(
     keyring.set_keyring(fail.Keyring())
     yield
     keyring.set_keyring(before)
+
+
+@pytest.fixture
+def handlers_back() -> Iterator[None]:
+    """`tether.cli.run._drive` leaves record-only SIGINT / SIGTERM handlers for `run_command`
+    to replace: a test that drives it directly puts the previous ones back."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in before.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 @pytest.fixture

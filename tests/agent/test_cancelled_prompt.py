@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,17 +75,7 @@ async def test_a_prompt_cancelled_before_any_reply_is_sent_as_interrupted(tmp_pa
     assert stored[1].stop_reason == "interrupted" and not stored[1].content
 
 
-@pytest.fixture
-def _handlers_back() -> Iterator[None]:
-    """`_drive` leaves record-only handlers for `run_command` to replace: put them back."""
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for sig, handler in before.items():
-        if handler is not None:
-            signal.signal(sig, handler)
-
-
-@pytest.mark.usefixtures("_handlers_back")
+@pytest.mark.usefixtures("handlers_back")
 def test_sigint_then_resume_sends_the_cancelled_prompt_as_interrupted(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
     writer = store.create(cwd=str(tmp_path))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,7 @@ from tether.session import SessionStore
 from tether.testing import ScriptedProvider, call
 from tether.tools.builtin.toolset import builtin_tools
 
-
-@pytest.fixture(autouse=True)
-def _handlers_back() -> Iterator[None]:
-    """`_drive` leaves record-only handlers for `run_command` to replace: put them back."""
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for sig, handler in before.items():
-        if handler is not None:
-            signal.signal(sig, handler)
+pytestmark = pytest.mark.usefixtures("handlers_back")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
