@@ -40,7 +40,7 @@ def is_cancelled_reply(turn: Turn) -> bool:
 def render_interrupt(turn: Turn) -> Turn:
     """`turn` as the wire carries it: a cancelled reply becomes the user text turn
     `INTERRUPTED_REQUEST_TEXT` (same id); any other turn is returned itself."""
-    if turn.content or turn.role != "assistant" or turn.stop_reason != "interrupted":
+    if not is_cancelled_reply(turn):
         return turn
     return Turn(id=turn.id, role="user", content=_MARKER)
 
