@@ -24,18 +24,10 @@ import pytest
 
 from kit.cli import cli_env
 from kit.faultserver import FaultServer, text
-from kit.paused import signal_at
+from kit.paused import PAUSE, signal_at
 
-CHILD = r"""
-import functools, os, sys, time
-from pathlib import Path
-
-point, marks = sys.argv[1], Path(sys.argv[2])
-
-def pause():
-    (marks / "paused").touch()
-    while not (marks / "sent").exists():  # each stat() returns to user space: the signal lands
-        time.sleep(0.002)
+CHILD = PAUSE + r"""
+import functools, os
 
 def around(owner, name, when):
     original = getattr(owner, name)

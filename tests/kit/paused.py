@@ -14,6 +14,20 @@ from pathlib import Path
 
 from kit.waits import wait_until
 
+PAUSE = r"""
+import sys, time
+from pathlib import Path
+
+point, marks = sys.argv[1], Path(sys.argv[2])
+
+def pause():
+    (marks / "paused").touch()
+    while not (marks / "sent").exists():  # each stat() returns to user space: the signal lands
+        time.sleep(0.002)
+"""
+"""The child script's opening: its `point` and `marks` arguments and `pause()`, which touches
+`marks/paused` and waits for `marks/sent` (the script goes on to call `pause()` at `point`)."""
+
 
 def signal_at(
     child: str,
