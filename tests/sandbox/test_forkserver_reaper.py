@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_processes import DAEMONS, settle
+from test_processes import DAEMONS
 
+from kit.procs import left, marker
 from kit.sandbox import context, tool_folder, worker_sh
 from tether.sandbox.limits import ResourceLimits
 from tether.tools.exec import forkserver
@@ -32,13 +33,15 @@ def fork_server() -> Iterator[None]:
 async def test_nothing_a_forked_worker_starts_outlives_the_call(
     root: Path, kind: str, how: str, tmp_path: Path
 ) -> None:
-    marker = f"{os.getpid() % 1000 + 1}{hash((kind, how, 'fs')) % 1000 + 3000}"
+    mark = marker()
     folder = tool_folder(tmp_path / "tools")
     ctx = context(root, kind)
-    r = await worker_sh(ctx, folder, DAEMONS[how].format(t=marker) + " echo up")
+    r = await worker_sh(ctx, folder, DAEMONS[how].format(t=mark) + " echo up")
     assert "up" in r.text, r.text
     assert forkserver.servers() == 1  # the call went through the fork server
-    assert settle(marker) == [], f"{how} from a forked worker outlived the call under {kind}"
+    assert left(f"sleep {mark}", wait_s=2.0) == [], (
+        f"{how} from a forked worker outlived the call under {kind}"
+    )
     # the server is still up (it is not its exit that ended the daemon) and serves again
     r = await worker_sh(ctx, folder, "echo again")
     assert "again" in r.text and forkserver.servers() == 1, r.text

@@ -12,11 +12,11 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from kit.procs import left, marker
 from kit.sandbox import bash, context, sandbox_for, tool_folder, worker_sh
 from tether.sandbox.config import tmp_parent
 from tether.sandbox.limits import ResourceLimits
@@ -28,51 +28,25 @@ DAEMONS = {
 }
 
 
-def alive(marker: str) -> list[int]:
-    out: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if f"sleep {marker}" in cmd:
-            stat = Path(f"/proc/{name}/stat").read_text()
-            if ") Z" not in stat:
-                out.append(int(name))
-    return out
-
-
-def settle(marker: str) -> list[int]:
-    left: list[int] = []
-    for _ in range(40):
-        left = alive(marker)
-        if not left:
-            return []
-        time.sleep(0.05)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)  # do not leak them into the rest of the suite
-    return left
-
-
 @pytest.mark.parametrize("how", sorted(DAEMONS))
 async def test_bash_leaves_no_process_behind(root: Path, kind: str, how: str) -> None:
-    marker = f"{os.getpid() % 1000 + 1}{hash((kind, how)) % 1000 + 1000}"
-    r = await bash(context(root, kind), DAEMONS[how].format(t=marker) + " echo started")
+    mark = marker()
+    r = await bash(context(root, kind), DAEMONS[how].format(t=mark) + " echo started")
     assert "started" in r.text
-    assert settle(marker) == [], f"{how} outlived the call under {kind}"
+    assert left(f"sleep {mark}", wait_s=2.0) == [], f"{how} outlived the call under {kind}"
 
 
 @pytest.mark.parametrize("how", sorted(DAEMONS))
 async def test_a_worker_leaves_no_process_behind(
     root: Path, kind: str, how: str, tmp_path: Path
 ) -> None:
-    marker = f"{os.getpid() % 1000 + 1}{hash((kind, how, 'w')) % 1000 + 2000}"
+    mark = marker()
     folder = tool_folder(tmp_path / "tools")
-    r = await worker_sh(context(root, kind), folder, DAEMONS[how].format(t=marker) + " echo up")
+    r = await worker_sh(context(root, kind), folder, DAEMONS[how].format(t=mark) + " echo up")
     assert "up" in r.text, r.text
-    assert settle(marker) == [], f"{how} from a worker outlived the call under {kind}"
+    assert left(f"sleep {mark}", wait_s=2.0) == [], (
+        f"{how} from a worker outlived the call under {kind}"
+    )
 
 
 async def test_a_worker_cannot_signal_tether(root: Path, kind: str, tmp_path: Path) -> None:
@@ -159,13 +133,65 @@ def test_a_killed_sessions_private_tmp_is_removed_at_the_next_start(kind: str) -
         [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None and proc.stdin is not None
-    left = Path(proc.stdout.readline().strip())
-    assert left.is_dir() and left.parent == tmp_parent()
+    stale = Path(proc.stdout.readline().strip())
+    assert stale.is_dir() and stale.parent == tmp_parent()
     proc.kill()
     assert proc.wait() == -9
     proc.stdin.close()
     proc.stdout.close()
     fresh = type(sb)() if kind == "bwrap" else type(sb)(sb.abi)  # type: ignore[call-arg,attr-defined]
     assert fresh.tmp_dir.is_dir()
-    assert not left.exists()
+    assert not stale.exists()
     assert mine.is_dir()  # a live session's folder is kept
+
+
+KILLED_RIGHT_AFTER_SPAWN = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from kit.sandbox import context
+from tether.sandbox.proc import spawn_confined
+
+async def main() -> None:
+    ctx = context(Path(sys.argv[1]), sys.argv[2])
+    await spawn_confined(["bash", "-c", "sleep " + sys.argv[3]], ctx, stdin=-3, stderr=-2)
+    os.kill(os.getpid(), signal.SIGKILL)  # before the launcher has even finished starting
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("how", ["landlock", "landlock-child"])
+def test_a_tether_killed_right_after_a_spawn_takes_the_command(root: Path, how: str) -> None:
+    """The death signal is set in the forked child before the exec: a launcher still starting
+    (~12 ms of Python) when tether is killed used to set it only once re-parented, so it and
+    its command ran on; Landlock entered in the child (no launcher) never set it at all.
+    (bwrap is left out: its own child sets the signal a few microseconds after bwrap's clone,
+    a window tether cannot close from outside.)"""
+    sandbox_for(how)  # skips where it does not work
+    mark = marker()
+    tests = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_RIGHT_AFTER_SPAWN, str(root), how, mark],
+        env={**os.environ, "PYTHONPATH": tests},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert left(f"sleep {mark}") == [], (
+        f"a command outlived a tether killed right after its spawn ({how})"
+    )
+
+
+def test_a_child_whose_parent_is_already_gone_kills_itself() -> None:
+    """`die_with_parent(parent)` in a child already re-parented (its parent died before the
+    setting was made, so no signal would ever come) ends the child at once."""
+    code = "import os; from tether.sandbox.reaper import die_with_parent as d; d({}); print('on')"
+    same = subprocess.run(
+        [sys.executable, "-c", code.format("os.getppid()")], capture_output=True, text=True
+    )
+    assert (same.returncode, same.stdout) == (0, "on\n"), same.stderr
+    other = subprocess.run(
+        [sys.executable, "-c", code.format("os.getppid() + 1")], capture_output=True, text=True
+    )
+    assert (other.returncode, other.stdout) == (-signal.SIGKILL, ""), other.stderr

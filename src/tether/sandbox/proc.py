@@ -23,6 +23,7 @@ from tether.sandbox.base import Launch, Sandbox
 from tether.sandbox.config import confinement
 from tether.sandbox.limits import LimitGuard, ResourceLimits
 from tether.sandbox.policy import PathPolicy
+from tether.sandbox.reaper import die_with_parent
 
 if TYPE_CHECKING:
     from tether.sandbox.tree import TrustRoots
@@ -144,9 +145,13 @@ START_REAP_S = 5.0
 before giving up (seconds); the start itself takes milliseconds."""
 
 
-async def spawn_group(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
+async def spawn_group(
+    *argv: str, tied: bool = False, **kwargs: Any
+) -> asyncio.subprocess.Process:
     """`asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)` that a cancel
-    cannot cut in half.
+    cannot cut in half; `tied`: the process dies with tether (`die_with_parent`, set in the
+    forked child before the exec, ahead of any `preexec_fn`: the sandbox launcher and bwrap set
+    it too, but only once started, and a tether killed before that left them running).
 
     A plain `create_subprocess_exec` cancelled while the process is starting (the fork has
     happened, the handle does not exist yet) kills only the process it started, and leaves
@@ -159,6 +164,15 @@ async def spawn_group(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
         asyncio.CancelledError: after the group was killed.
         OSError, subprocess.SubprocessError: the process could not be started.
     """
+    if tied:
+        harness, then = os.getpid(), kwargs.pop("preexec_fn", None)
+
+        def preexec() -> None:
+            die_with_parent(harness)
+            if then is not None:
+                then()
+
+        kwargs["preexec_fn"] = preexec
     starting = asyncio.ensure_future(
         asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
     )
@@ -297,6 +311,7 @@ async def spawn_confined(
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             preexec_fn=preexec,
+            tied=ctx.sandbox is not None,
         )
     except BaseException:
         guard.finish()

@@ -12,7 +12,7 @@ Nothing the model starts outlives tether: `aclose` (the agent's close: run end, 
 a session switch, Ctrl-C and SIGTERM, which the CLI turns into a cancel) kills every shell's
 process group; an `atexit` hook does the same for a manager never closed; and when tether is
 killed outright (-9), the kernel ends them: bwrap's `--die-with-parent`, and the Landlock
-launcher's `PR_SET_PDEATHSIG` with its PID namespace (without namespaces, only the launcher
+launcher's `PR_SET_PDEATHSIG` (set before its exec: `spawn_confined`) with its PID namespace (without namespaces, only the launcher
 and the shell are killed then; what they started may be orphaned).
 
 Output: each shell's stdout and stderr, merged, go to `<session>/tasks/<id>.log` when the

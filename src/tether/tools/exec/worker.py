@@ -227,6 +227,7 @@ async def _run_in_worker(
                 cwd=ctx.root,
                 env=env,
                 preexec_fn=guard.preexec,
+                tied=ctx.sandbox is not None,
             )
         except OSError as e:
             guard.finish()
