@@ -1,7 +1,9 @@
 """Durations in settings files: parsing and formatting (pure).
 
 Owns: `parse_duration` (a JSON number of milliseconds, or a string such as `"250ms"`, `"30s"`,
-`"5m"`, `"1h"`, `"1m30s"`) → seconds, and `format_duration` (seconds → the shortest exact string).
+`"5m"`, `"1h"`, `"1m30s"`) → seconds, `header_seconds` (a duration in an HTTP header: plain
+seconds or the unit form, None when neither) and `format_duration` (seconds → the shortest exact
+string).
 Does not own: where durations appear (settings files, the environment, HTTP headers).
 """
 
@@ -65,6 +67,20 @@ def parse_duration(value: object) -> float:
     if seconds > MAX_DURATION_S:
         raise DurationError(f"{value!r} is longer than a year; {_HELP}")
     return seconds
+
+
+def header_seconds(value: str) -> float | None:
+    """A duration in an HTTP header (`x-ratelimit-reset-*`, a rate-limit window) → seconds:
+    plain seconds (`"12"`, `"1.5"`) or the unit form (`"6m0s"`, `"20ms"`); None for anything
+    else (negative, not finite, garbage). Never raises."""
+    try:
+        plain = float(value.strip())
+    except ValueError:
+        try:
+            return parse_duration(value.strip())
+        except DurationError:
+            return None
+    return plain if math.isfinite(plain) and plain >= 0 else None
 
 
 def _decimal(text: str) -> Decimal:

@@ -18,7 +18,7 @@ from tether.agent.turn.continuation import (
     StepDecay,
     thinking_budget_for_turn,
 )
-from tether.durations import parse_duration
+from tether.durations import header_seconds, parse_duration
 from tether.errors import ConfigError, LengthResumeExhausted, exit_code_for
 from tether.messages import Provenance, StopReason, TextBlock, Turn, Usage
 from tether.providers.base import ErrorKind, StreamError
@@ -264,6 +264,25 @@ def test_depleted_quota_is_auth_and_not_retried(status: int, body: object) -> No
 def test_quota_words_in_prose_are_not_quota(body: object) -> None:
     assert not is_quota_error(429, body)
     assert classify_status(429, body) == "rate_limited"
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("12", 12.0), (" 1.5 ", 1.5), ("0", 0.0), ("6m0s", 360.0), ("20ms", 0.02), ("1m30s", 90.0),
+     ("-1", None), ("inf", None), ("nan", None), ("", None), ("soon", None), ("5s5m", None)],
+)
+def test_a_header_duration_is_plain_seconds_or_the_unit_form(
+    value: str, seconds: float | None
+) -> None:
+    """One reading for both header readers (the retry wait and the plan-usage readout): a plain
+    number is seconds here, not the settings' milliseconds."""
+    assert header_seconds(value) == (None if seconds is None else approx(seconds))
+
+
+@given(st.text(max_size=12))
+def test_a_header_duration_never_raises_and_is_never_negative(value: str) -> None:
+    got = header_seconds(value)
+    assert got is None or (got >= 0 and math.isfinite(got))
 
 
 def test_openai_reset_headers_only_on_a_429() -> None:

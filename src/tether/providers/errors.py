@@ -55,7 +55,7 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
-from tether.durations import parse_duration
+from tether.durations import header_seconds
 from tether.providers.base import ErrorKind, StreamError
 
 _T = TypeVar("_T")
@@ -256,16 +256,8 @@ _RESET_HEADERS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
 def _reset_headers(lowered: Mapping[str, str]) -> float | None:
     """OpenAI's `x-ratelimit-reset-requests` / `-tokens` ("1s", "6m0s", "20ms"): the longer
     of the two, used only when no Retry-After was sent."""
-    found: list[float] = []
-    for name in _RESET_HEADERS:
-        raw = lowered.get(name)
-        if raw is None:
-            continue
-        try:
-            found.append(parse_duration(raw if raw.strip()[-1:].isalpha() else raw + "s"))
-        except (ValueError, IndexError):
-            continue
-    return max(found) if found else None
+    found = [header_seconds(lowered.get(name) or "") for name in _RESET_HEADERS]
+    return max((s for s in found if s is not None), default=None)
 
 
 def _message(body: object, fallback: str) -> str:

@@ -40,7 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-from tether.durations import DurationError, parse_duration
+from tether.durations import header_seconds
 
 SAVE_EVERY_S = 5.0
 """A provider's readout is written to the cache at most this often (and always when a limit is
@@ -141,18 +141,6 @@ def _float(value: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _duration_s(value: str) -> float | None:
-    """`6m0s`, `1.5s`, `12ms` (`tether.durations`' unit form), or plain seconds → seconds;
-    None when it is neither."""
-    plain = _float(value)
-    if plain is not None:
-        return plain if plain >= 0 else None
-    try:
-        return parse_duration(value.strip())
-    except DurationError:
-        return None
-
-
 def _rfc3339(value: str) -> float | None:
     try:
         return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).timestamp()
@@ -202,7 +190,7 @@ def parse_rate_limits(headers: Mapping[str, str], now: float) -> tuple[RateLimit
         elif m := _SUFFIXED.match(name):
             what, field = m["what"].replace("_", "-"), m["field"]
             if field == "reset":
-                delta = _duration_s(value)
+                delta = header_seconds(value)
                 put(what, "resets_at", None if delta is None else now + delta)
             else:
                 put(what, field, _int(value))
