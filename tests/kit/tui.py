@@ -1,5 +1,6 @@
 
-"""The TUI tests' pieces: an app over a scripted provider and a stored session, and the Pilot
+"""The TUI tests' pieces: an app over a scripted provider and a stored session (or over a real
+provider: `provider_app`), and the Pilot
 helpers (send a prompt, wait for a condition or for the agent to go idle, read notes/status)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tether.agent.agent import Agent
 from tether.agent.host import Host
 from tether.agent.sessions import AgentSession
 from tether.agent.subagents import task_tool
-from tether.providers.base import ModelRequest
+from tether.providers.base import ModelRequest, Provider
 from tether.session import SessionStore
 from tether.testing import Response, ScriptedProvider, deterministic
 from tether.tools.base import Tool
@@ -76,6 +77,32 @@ def scripted_app(
         return Opened(agent, writer, store=store)
 
     return TetherApp(factory, resume=resume), provider
+
+
+def provider_app(
+    tmp_path: Path,
+    provider: Provider,
+    store: SessionStore,
+    *,
+    config: AgentConfig | None = None,
+    tools: Sequence[Tool] = (),
+) -> TetherApp:
+    """A TetherApp whose agent talks to a real `provider` in `tmp_path`, its session `s1` in
+    `store` (the setup notes not shown)."""
+
+    def factory(host: Host, resume_id: str | None) -> Opened:
+        writer = store.create("s1", cwd=str(tmp_path))
+        agent = Agent(
+            provider,
+            config=config or AgentConfig(),
+            tools=tools,
+            root=tmp_path,
+            host=replace(host, note=None),
+            session=AgentSession(history=(), sink=writer),
+        )
+        return Opened(agent, writer, store=store)
+
+    return TetherApp(factory)
 
 
 async def until(pilot: Pilot[Any], check: Callable[[], object], timeout_s: float = 10) -> None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kit.cli import run_cli
 from kit.faultserver import FaultServer, status, text
 from kit.numbers import approx
-from kit.tui import SIZE, idle, notes, scripted_app, send
+from kit.tui import SIZE, idle, notes, provider_app, scripted_app, send
 from tether.messages import text_turn
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import ModelRequest, StreamError
@@ -234,33 +234,13 @@ async def test_the_tui_usage_command_shows_the_models_readout(
 ) -> None:
     """`/usage` after a reply from a provider that states its limits: the session's tokens,
     then the plan's limits (Claude Code's `/usage`)."""
-    from dataclasses import replace
-
-    from tether import AgentConfig
-    from tether.agent.agent import Agent
-    from tether.agent.host import Host
-    from tether.agent.sessions import AgentSession
     from tether.session import SessionStore
-    from tether.tui.app import TetherApp
-    from tether.tui.opening import Opened
 
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     store = SessionStore(tmp_path / "sessions")
     with FaultServer([text("hello", headers=OPENAI_HEADERS)]) as server:
         provider = OpenAIChatProvider("m", base_url=server.openai_url, api_key="k")
-
-        def factory(host: Host, resume_id: str | None) -> Opened:
-            writer = store.create("s1", cwd=str(tmp_path))
-            agent = Agent(
-                provider,
-                config=AgentConfig(),
-                root=tmp_path,
-                host=replace(host, note=None),
-                session=AgentSession(history=(), sink=writer),
-            )
-            return Opened(agent, writer, store=store)
-
-        app = TetherApp(factory)
+        app = provider_app(tmp_path, provider, store)
         async with app.run_test(size=SIZE) as pilot:
             await send(pilot, "hi")
             await idle(app, pilot)
@@ -268,5 +248,6 @@ async def test_the_tui_usage_command_shows_the_models_readout(
             await idle(app, pilot)
             shown = notes(app)
     assert "openai: plan usage from the rate-limit headers of its last reply" in shown
-    assert "requests        42 of 50 left (84 %), resets in 3" in shown
+    requests = re.search(r"requests        42 of 50 left \(84 %\), resets in (\d+) s", shown)
+    assert requests is not None and 4 <= int(requests[1]) <= 34, shown  # 34 s, counting down
     assert "tokens          18,000 of 40,000 left (45 %), resets in 6 min" in shown

