@@ -12,7 +12,9 @@ Does not own: the data shapes (`tether.prompt.facts`), the pure passes
 `context` event, `tether.agent.assembly.prompting`).
 
 Trust: instruction files are text; they load without `tether trust`, as at every peer. Only
-files inside the project and the user config folder are read (imports included).
+files inside the project and the user config folder are read (imports included), and never a
+secret (`refusal`: from the config folder only Markdown and text, never its settings or
+credentials; nowhere what the file tools' deny list refuses, dotenv files by default).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from tether.messages import CompactSummaryBlock, TextBlock, Turn
 from tether.prompt.facts import Environment, GitFacts, InstructionFile, InstructionScope
-from tether.prompt.imports import apply_cap, expand_imports, is_within
+from tether.prompt.imports import Refusal, apply_cap, expand_imports, is_within
 
 MAX_FILE_BYTES = 1024 * 1024
 """An instruction file (or import) larger than this is not read (bytes)."""
@@ -137,11 +139,47 @@ def find_instruction_file(folder: Path, names: Sequence[str]) -> Path | None:
     return None
 
 
-def read_instruction(path: str, allowed: Sequence[str]) -> bytes | None:
-    """The bytes of `path` when its real path is inside `allowed` (real paths), it is a
-    regular file and at most `MAX_FILE_BYTES`; else None."""
+CONFIG_TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+"""The only files an instruction file may import from tether's config folder: its settings,
+credentials and key bindings live there too, and are never part of a prompt."""
+
+Denied = Callable[[str], "str | None"]
+"""The file tools' read deny list for one real path (`tools.deny_read`: dotenv files by
+default): the matching rule, or None."""
+
+
+def refusal(user_dir: Path, names: Sequence[str] = (), denied: Denied | None = None) -> Refusal:
+    """Why a file may not be read as instructions or imported, judged by its real path (a
+    symlink to a secret is the secret): in tether's config folder `user_dir`, anything but
+    Markdown or text (`CONFIG_TEXT_SUFFIXES`, or an instruction file name); anywhere, what
+    the file tools' deny list refuses (`denied`)."""
+    config = _real(user_dir)
+
+    def why(path: str) -> str | None:
+        real = os.path.realpath(path)
+        base = os.path.basename(real)
+        if is_within(real, [config]) and not (
+            base.lower().endswith(CONFIG_TEXT_SUFFIXES) or base in names
+        ):
+            return (
+                "tether's config folder gives only Markdown and text files (its settings and "
+                "credentials are never imported)"
+            )
+        hit = None if denied is None else denied(real)
+        if hit is not None:
+            return f"the file tools' deny list refuses it ({hit})"
+        return None
+
+    return why
+
+
+def read_instruction(
+    path: str, allowed: Sequence[str], refuse: Refusal | None = None
+) -> bytes | None:
+    """The bytes of `path` when its real path is inside `allowed` (real paths), `refuse` has
+    nothing against it, it is a regular file and at most `MAX_FILE_BYTES`; else None."""
     real = os.path.realpath(path)
-    if not is_within(real, allowed):
+    if not is_within(real, allowed) or (refuse is not None and refuse(real) is not None):
         return None
     try:
         with open(real, "rb") as f:
@@ -152,9 +190,9 @@ def read_instruction(path: str, allowed: Sequence[str]) -> bytes | None:
         return None
 
 
-def _text_reader(allowed: Sequence[str]) -> Callable[[str], str | None]:
+def _text_reader(allowed: Sequence[str], refuse: Refusal) -> Callable[[str], str | None]:
     def read(path: str) -> str | None:
-        data = read_instruction(path, allowed)
+        data = read_instruction(path, allowed, refuse)
         return None if data is None else data.decode("utf-8", errors="replace")
 
     return read
@@ -197,13 +235,15 @@ def load_instructions(
     user_dir: Path,
     home: Path,
     cap_bytes: int,
+    denied: Denied | None = None,
 ) -> LoadedInstructions:
     """The instruction files for a session in `cwd` (see the module docstring): the user's
     (`user_dir`), then the project root's down to `cwd`'s; imports expanded (only from the
-    project and `user_dir`); the total cut to `cap_bytes`."""
+    project and `user_dir`, never a secret: `refusal`); the total cut to `cap_bytes`."""
     cwd = Path(_real(cwd))
     root = project_root(cwd)
     allowed = [_real(root), _real(user_dir)]
+    refuse = refusal(user_dir, names, denied)
     found: list[tuple[Path, InstructionScope]] = []
     if names:
         user_file = find_instruction_file(user_dir, names)
@@ -215,9 +255,9 @@ def load_instructions(
                 found.append((f, "project"))
     loaded: list[tuple[Path, InstructionScope, bytes, str, tuple[str, ...]]] = []
     problems: list[str] = []
-    read = _text_reader(allowed)
+    read = _text_reader(allowed, refuse)
     for path, scope in found:
-        data = read_instruction(str(path), allowed)
+        data = read_instruction(str(path), allowed, refuse)
         if data is None:
             continue
         expanded = expand_imports(
@@ -226,6 +266,7 @@ def load_instructions(
             read,
             allowed=allowed,
             home=str(home),
+            refuse=refuse,
         )
         problems += expanded.problems
         loaded.append((path, scope, data, expanded.text, expanded.imports))
@@ -274,10 +315,18 @@ class SubfolderInstructions:
         cap_bytes: the most bytes of one file's text a note carries.
         home: the user's home folder (for `~/` imports).
         user_dir: the user config folder (imports may come from it).
+        denied: the file tools' read deny list (`refusal`).
     """
 
     def __init__(
-        self, root: Path, *, names: Sequence[str], cap_bytes: int, home: Path, user_dir: Path
+        self,
+        root: Path,
+        *,
+        names: Sequence[str],
+        cap_bytes: int,
+        home: Path,
+        user_dir: Path,
+        denied: Denied | None = None,
     ) -> None:
         self.root = Path(_real(root))
         self.project = project_root(self.root)
@@ -285,6 +334,7 @@ class SubfolderInstructions:
         self.cap_bytes = cap_bytes
         self.home = home
         self.allowed = [_real(self.project), _real(user_dir)]
+        self.refuse = refusal(user_dir, names, denied)
         self.added: set[str] = set()
         self._checked: set[str] = set()
         self._seen_turns = 0
@@ -348,15 +398,16 @@ class SubfolderInstructions:
         return tuple(notes)
 
     def _note(self, path: Path, shown: str, folder: Path) -> str:
-        data = read_instruction(str(path), self.allowed)
+        data = read_instruction(str(path), self.allowed, self.refuse)
         if data is None:
             return ""
         expanded = expand_imports(
             data.decode("utf-8", errors="replace"),
             str(path),
-            _text_reader(self.allowed),
+            _text_reader(self.allowed, self.refuse),
             allowed=self.allowed,
             home=str(self.home),
+            refuse=self.refuse,
         )
         capped = apply_cap([(shown, expanded.text)], self.cap_bytes)
         text = capped.texts[0].strip()

@@ -30,6 +30,8 @@ MAX_IMPORT_DEPTH = 5
 
 Reader = Callable[[str], "str | None"]
 """Reads one file by absolute path: its text, or None when it is missing or refused."""
+Refusal = Callable[[str], "str | None"]
+"""Why one file (absolute path, inside the allowed folders) may not be imported, or None."""
 
 _TOKEN = re.compile(r"(?:(?<=\s)|^)@([^\s`'\"<>()\[\]{}]+)", re.MULTILINE)
 _TRAILING = ".,;:!?"
@@ -132,6 +134,7 @@ def expand_imports(
     allowed: Sequence[str],
     home: str,
     max_depth: int = MAX_IMPORT_DEPTH,
+    refuse: Refusal | None = None,
 ) -> Expanded:
     """`text` (the file at `origin`) with every import replaced by the imported file's text,
     expanded in turn (module docstring). A refused import is left as written and named in
@@ -146,10 +149,13 @@ def expand_imports(
             user config folder.
         home: the user's home folder, for `~/` paths.
         max_depth: the deepest import level allowed.
+        refuse: why a file inside `allowed` may still not be imported (a secret: tether's
+            settings and credentials, a dotenv file), or None when it may.
     """
     imports: list[str] = []
     problems: list[str] = []
-    out = _expand(text, origin, (origin,), read, allowed, home, max_depth, imports, problems)
+    rules = _Rules(read, allowed, home, max_depth, refuse or _nothing_refused)
+    out = _expand(text, origin, (origin,), rules, imports, problems)
     return Expanded(
         text=out, imports=tuple(dict.fromkeys(imports)), problems=tuple(dict.fromkeys(problems))
     )
@@ -165,25 +171,40 @@ def _alone(text: str, start: int, end: int) -> bool:
     return before in ("", "-", "*", "+") and all(c in _TRAILING for c in after)
 
 
+def _nothing_refused(_path: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    read: Reader
+    allowed: Sequence[str]
+    home: str
+    max_depth: int
+    refuse: Refusal
+
+
 def _expand(
     text: str,
     origin: str,
     stack: tuple[str, ...],
-    read: Reader,
-    allowed: Sequence[str],
-    home: str,
-    max_depth: int,
+    rules: _Rules,
     imports: list[str],
     problems: list[str],
 ) -> str:
     pieces: list[str] = []
     last = 0
+    max_depth = rules.max_depth
     for start, end, raw in import_spans(text):
-        target = resolve_import(raw, origin, home)
-        if not is_within(target, allowed):
+        target = resolve_import(raw, origin, rules.home)
+        if not is_within(target, rules.allowed):
             problems.append(
-                f"{origin}: import {raw} refused: outside the project and the user folder"
+                f"{origin}: import {raw} refused: outside the project and tether's config folder"
             )
+            continue
+        why = rules.refuse(target)
+        if why is not None:
+            problems.append(f"{origin}: import {raw} refused: {why}")
             continue
         if target in stack:
             chain = " -> ".join((*stack, target))
@@ -194,15 +215,13 @@ def _expand(
                 f"{origin}: import {raw} refused: nested deeper than {max_depth} levels"
             )
             continue
-        body = read(target)
+        body = rules.read(target)
         if body is None:
             if _alone(text, start, end):
                 problems.append(f"{origin}: import {raw}: no readable file at {target}")
             continue
         imports.append(target)
-        inner = _expand(
-            body, target, (*stack, target), read, allowed, home, max_depth, imports, problems
-        )
+        inner = _expand(body, target, (*stack, target), rules, imports, problems)
         pieces.append(text[last:start])
         pieces.append(inner.rstrip("\n"))
         last = end

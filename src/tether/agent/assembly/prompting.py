@@ -15,6 +15,7 @@ record of parts (`tether.agent.assembly.parts`: it renders the prompt from the s
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +44,7 @@ from tether.skills.spec import Skill
 from tether.skills.tool import SKILL_TOOL, skill_read_roots, skill_tool
 from tether.tokens import CHARS_PER_TOKEN
 from tether.tools.base import Tool
+from tether.tools.env import redact_secrets, secret_values
 from tether.tools.registry import ToolRegistry
 
 
@@ -94,6 +96,7 @@ def gather_context(
         user_dir=user_dir,
         home=home,
         cap_bytes=config.context.instruction_max_bytes,
+        denied=read_denied(config, root),
     )
     for problem in loaded.problems:
         note(f"note: {problem}")
@@ -109,9 +112,13 @@ def gather_context(
         extensions=extensions,
         warn=note,
     )
+    # what a tool's output would have masked (a key pasted into a project file) is masked in
+    # the prompt too: it goes to the provider and into the session file
+    values = secret_values(None, build.refused_env(config), tuple(config.tools.allow_env))
+    instructions = tuple(replace(f, text=redact_secrets(f.text, values)) for f in loaded.files)
     return SessionContext(
         environment=env,
-        instructions=loaded.files,
+        instructions=instructions,
         instructions_note=loaded.note,
         skills=entries(catalog),
         skills_budget_chars=budget_chars,
@@ -249,7 +256,23 @@ def subfolder_notes(
         cap_bytes=config.context.instruction_max_bytes,
         home=Path.home(),
         user_dir=user_config_dir(),
+        denied=read_denied(config, root),
     )
+
+
+def read_denied(config: AgentConfig, root: Path) -> Callable[[str], str | None]:
+    """The file tools' read deny list (`tools.deny_read` with the built-in dotenv rules) as a
+    test of one real path, for the instruction files and their imports: the matching rule or
+    None. Paths are matched relative to the project root, and by their name alone."""
+    policy = policy_for(config.tools, root)
+    base = project_root(root)
+
+    def denied(real: str) -> str | None:
+        inside = Path(real).is_relative_to(base)
+        rel = os.path.relpath(real, base) if inside else os.path.basename(real)
+        return policy.denied((rel, os.path.basename(real)), write=False)
+
+    return denied
 
 
 def host_tools(tools: list[Tool], cfg: AgentConfig, host: Host) -> None:
