@@ -109,3 +109,42 @@ def test_tethers_own_writes_keep_the_project_approved(
     (proj / ".tether" / "tools" / "mine.py").write_text(TOOL.replace("mine", "other"))
     assert _cli(["mcp", "add", "--project", "srv", "--", "true"], tmp_path)[0] == 0
     assert not check_trust(proj).trusted
+
+
+def test_jobs_commands_keep_the_project_approved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third trial: `tether jobs init` (its `ai-jobs` marker) and `tether jobs add` (a task
+    file) un-approved the project, so its deny rules stopped applying and the documented
+    `jobs init && jobs add x.md && jobs dispatch` failed at its third step."""
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "cfg"))
+    proj = _project(tmp_path)
+    assert _cli(["config", "set", "--project", "permissions.deny", '["bash(rm *)"]'], tmp_path)[0] == 0
+    assert _cli(["trust"], tmp_path)[0] == 0
+    task = tmp_path / "hi.md"
+    task.write_text("---\nid: hi\nschedule: {every: 1h}\n---\nSay hi.\n")
+    for args in (["jobs", "init"], ["jobs", "add", str(task)], ["jobs", "disable"], ["jobs", "enable"]):
+        code, _out, stderr = _cli(args, tmp_path)
+        assert code == 0, (args, stderr)
+        assert check_trust(proj).trusted, (args, stderr)
+    assert (proj / ".tether" / "jobs" / "hi.md").is_file()
+
+
+def test_an_unapproved_project_still_gives_its_deny_and_ask_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change anywhere in `.tether/` leaves the project unapproved until `tether trust`; its
+    settings file then gives only what takes away (deny and ask rules), never what grants (an
+    allow rule, a tool folder, a hook): a planted file must not disarm the deny rules."""
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(tmp_path / "cfg"))
+    proj = _project(tmp_path)
+    settings = '{"permissions": {"deny": ["bash(rm *)"], "ask": ["bash(git push*)"], "allow": ["bash(curl *)"]}}'
+    (proj / ".tether" / "settings.json").write_text(settings)
+    assert not check_trust(proj).trusted  # never approved
+    checks = {"bash(rm a.txt)": "deny", "bash(git push origin)": "ask", "bash(curl x)": "none"}
+    for call, verdict in checks.items():
+        _code, out, stderr = _cli(["permissions", "check", call], tmp_path)
+        assert out.split()[0] == verdict, (call, out, stderr)
+    assert _cli(["trust"], tmp_path)[0] == 0
+    _code, out, stderr = _cli(["permissions", "check", "bash(curl x)"], tmp_path)
+    assert out.split()[0] == "allow", (out, stderr)

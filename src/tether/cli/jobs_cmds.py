@@ -15,8 +15,10 @@ live worker after `jobs.worker_timeout`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -102,12 +104,26 @@ def _print(row: dict[str, Any]) -> None:
     print(json.dumps(row, default=str), flush=True)
 
 
+@contextlib.contextmanager
+def _keeping_approval(root: Path) -> Generator[None]:
+    """Around a change of `.tether/jobs/` made at the user's command: an approved project
+    stays approved (`tether.settings.trust.keeping_approval`); a note when it could not."""
+    from tether.settings.trust import keeping_approval
+
+    with keeping_approval(root) as notes:
+        yield
+    for line in notes:
+        err(line)
+
+
 @jobs_app.command("init")
 def init(cwd: Cwd = Path(".")) -> None:
     """Create .tether/jobs/ with its `ai-jobs` marker (enables Jobs here)."""
     from tether.jobs import folder
 
-    d = folder.init(_root(cwd))
+    root = _root(cwd)
+    with _keeping_approval(root):
+        d = folder.init(root)
     err(f"jobs enabled: add task files (*.md) to {d}")
 
 
@@ -116,8 +132,10 @@ def enable(cwd: Cwd = Path(".")) -> None:
     """Enable Jobs (removes the `ai-jobs-disabled` marker)."""
     from tether.jobs import folder
 
+    root = _root(cwd)
     try:
-        folder.set_enabled(_root(cwd), True)
+        with _keeping_approval(root):
+            folder.set_enabled(root, True)
     except FileNotFoundError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
@@ -129,8 +147,10 @@ def disable(cwd: Cwd = Path(".")) -> None:
     """Disable Jobs (adds the `ai-jobs-disabled` marker: dispatch and workers refuse)."""
     from tether.jobs import folder
 
+    root = _root(cwd)
     try:
-        folder.set_enabled(_root(cwd), False)
+        with _keeping_approval(root):
+            folder.set_enabled(root, False)
     except FileNotFoundError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
@@ -181,16 +201,18 @@ def add(
     if isinstance(parsed, Rejected):
         err(f"rejected {parsed.describe()}")
         raise typer.Exit(EXIT_USAGE)
-    d = folder.init(root) if not folder.jobs_dir(root).is_dir() else folder.jobs_dir(root)
     taken = {t.id: t.file for t in folder.scan(root).tasks}
     if parsed.id in taken:
         err(f"rejected {file.name}: duplicate_id: id {parsed.id!r} is already {taken[parsed.id]}")
         raise typer.Exit(EXIT_USAGE)
-    dest = d / f"{parsed.id}.md"
+    dest = folder.jobs_dir(root) / f"{parsed.id}.md"
     if dest.exists():
         err(f"{dest} exists already")
         raise typer.Exit(EXIT_USAGE)
-    write_atomic(dest, text.encode())
+    with _keeping_approval(root):
+        if not folder.jobs_dir(root).is_dir():
+            folder.init(root)
+        write_atomic(dest, text.encode())
     err(f"added {parsed.id} ({parsed.schedule.describe()}) as {dest}")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -184,13 +184,18 @@ def _is_branch(part: str) -> bool:
 
 
 def load_settings(
-    project_dir: Path | None = None, *, user_dir: Path | None = None
+    project_dir: Path | None = None,
+    *,
+    user_dir: Path | None = None,
+    project_part: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> LoadedSettings:
     """Load, merge and validate the user and project settings.
 
     Args:
         project_dir: the project folder (its `.tether/settings.json` is read); None: no project.
         user_dir: the user config folder; None: `user_config_dir()`.
+        project_part: keeps part of the project file's object (None: all of it; an unapproved
+            project gives only its restrictions, `tether.settings.trust.restrictions`).
 
     Returns:
         `LoadedSettings`; defaults everywhere when neither file exists.
@@ -205,10 +210,12 @@ def load_settings(
     sources: list[Path] = []
     layers: list[dict[str, Any]] = []
     merged: dict[str, Any] = {}
-    for path in paths:
+    for i, path in enumerate(paths):
         data = read_json_object(path)
         if data is None:
             continue
+        if i == 1 and project_part is not None:
+            data = project_part(data)
         validate_layer(data, str(path))
         sources.append(path)
         layers.append(data)

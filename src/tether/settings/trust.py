@@ -20,9 +20,10 @@ fewer, each of the rest as approved); `tether trust --show` still lists it.
 
 A project's first run: nothing is approved yet, so a project that already has `.tether/` files
 is refused until the user runs `tether trust` there (a cloned repository's tools and settings are
-not run on sight). Refused means: tether loads neither the project settings file nor the
-project's tool folders (the user settings and built-in tools still load), and says so in one
-line on stderr and as a `warning` event (`kind="untrusted_project"`).
+not run on sight). Refused means: tether loads neither the project settings file (but its
+deny and ask rules, `RESTRICTIONS`: they only take away) nor the project's tool folders (the
+user settings and built-in tools still load), and says so in one line on stderr and as a
+`warning` event (`kind="untrusted_project"`).
 
 The store lives in the user config folder, which no tool can write (the file tools are confined
 to the working folder, and every OS sandbox hides that folder from commands): the only way to
@@ -44,6 +45,7 @@ from typing import Any, cast
 from filelock import FileLock
 
 from tether.atomic import write_atomic
+from tether.errors import ConfigError
 from tether.settings.files import (
     PROJECT_DIR,
     SETTINGS_FILE,
@@ -198,8 +200,9 @@ class TrustState:
         listed = ", ".join(f"{name} ({what})" for name, what in self.changes[:5])
         more = f" and {len(self.changes) - 5} more" if len(self.changes) > 5 else ""
         return (
-            f"project {self.root}: {listed}{more} not approved; its settings and tool folders "
-            f"are not loaded (approve with `tether trust` in {self.root}; "
+            f"project {self.root}: {listed}{more} not approved; its settings (but their deny "
+            f"and ask rules) and tool folders are not loaded (approve with `tether trust` in "
+            f"{self.root}; "
             "`tether trust --show` lists what would be approved)"
         )
 
@@ -260,10 +263,29 @@ def keeping_approval(root: Path, *, enabled: bool = True) -> Generator[list[str]
             notes.append(f"note: the approval was not updated ({exc}); run `tether trust`")
 
 
+RESTRICTIONS = (("permissions", "deny"), ("permissions", "ask"))
+"""What an unapproved project's settings file still gives: its rules that only take away
+(a call refused, or asked). Loading them can only make a run more careful, so a change
+elsewhere in `.tether/` (a new task file, a planted helper) never disarms the deny rules the
+user approved there."""
+
+
+def restrictions(data: dict[str, Any]) -> dict[str, Any]:
+    """The `RESTRICTIONS` of a settings file's object (lists only; anything else dropped)."""
+    out: dict[str, Any] = {}
+    for section, key in RESTRICTIONS:
+        part = data.get(section)
+        value = cast(dict[str, Any], part).get(key) if isinstance(part, dict) else None
+        if isinstance(value, list):
+            out.setdefault(section, {})[key] = value
+    return out
+
+
 def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
     """The settings for the project `root`: the user's and the project's files when the user
-    approved the project's files as they are now (`tether trust`), else the user's alone with
-    the one-line reason (None: loaded as approved).
+    approved the project's files as they are now (`tether trust`), else the user's with only
+    the project file's restrictions (`RESTRICTIONS`), and the one-line reason (None: loaded
+    as approved). An unapproved project file too malformed to read gives nothing.
 
     Raises:
         ConfigError: a settings file that is loaded is malformed or invalid.
@@ -271,4 +293,7 @@ def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
     trust = check_trust(root)
     if trust.trusted:
         return load_settings(root), None
-    return load_settings(None), trust.message()
+    try:
+        return load_settings(root, project_part=restrictions), trust.message()
+    except ConfigError:
+        return load_settings(None), trust.message()
