@@ -17,10 +17,11 @@ import pytest
 from tether.agent.agent import Agent
 from tether.agent.sessions import AgentSession
 from tether.cli.run import _drive  # pyright: ignore[reportPrivateUsage]
-from tether.messages import TextBlock, Turn
+from tether.messages import TextBlock, Turn, text_turn
 from tether.providers.base import ModelRequest, StreamEvent
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider
+from tether.tui.bang import bang_context
 from tether.wire import check_pairing
 from tether.wire.interrupts import INTERRUPTED_REQUEST_TEXT
 
@@ -97,3 +98,45 @@ def test_sigint_then_resume_sends_the_cancelled_prompt_as_interrupted(tmp_path: 
     )
     assert asyncio.run(resumed.run(NEXT)).answer == "hi"
     _assert_sent_as_interrupted(provider)
+
+
+def _died_after(store: SessionStore, *turns: Turn) -> str:
+    """A session as a process killed before any reply leaves it (kill -9, a closed terminal,
+    a failed request): its turns, then nothing; nobody stored `cancelled_reply`."""
+    writer = store.create(cwd=str(store.root))
+    for turn in turns:
+        writer.append(turn)
+    writer.close()
+    return writer.id
+
+
+def test_a_prompt_left_unanswered_by_a_crash_is_sent_as_interrupted(tmp_path: Path) -> None:
+    """The third trial: after a SIGHUP or kill -9 before any reply, the next prompt was glued
+    to the unanswered one and the model acted on it again."""
+    store = SessionStore(tmp_path / "store")
+    sid = _died_after(store, text_turn("u1", "user", CANCELLED))
+    provider = ScriptedProvider(["hi"])
+    agent = Agent(provider, tools=[], root=tmp_path, session=AgentSession.resume(store, sid))
+    assert asyncio.run(agent.run(NEXT)).answer == "hi"
+    _assert_sent_as_interrupted(provider)
+    stored = store.load(sid).turns
+    assert [t.role for t in stored] == ["user", "assistant", "user", "assistant"]
+    assert stored[1].stop_reason == "interrupted" and not stored[1].content
+
+
+def test_a_retry_or_a_shell_context_is_no_interruption(tmp_path: Path) -> None:
+    """The same prompt again after a failed request is a retry (sent once); a TUI `!cmd`'s
+    output is context for the next message, not an unanswered request."""
+    store = SessionStore(tmp_path / "store")
+    sid = _died_after(store, text_turn("u1", "user", CANCELLED))
+    provider = ScriptedProvider(["hi"])
+    agent = Agent(provider, tools=[], root=tmp_path, session=AgentSession.resume(store, sid))
+    asyncio.run(agent.run(CANCELLED))
+    assert [_user_text(t) for t in provider.requests[-1].messages] == [CANCELLED]
+    context = bang_context("ls", "a.txt", 1000)
+    sid = _died_after(store, text_turn("u1", "user", context))
+    provider = ScriptedProvider(["hi"])
+    agent = Agent(provider, tools=[], root=tmp_path, session=AgentSession.resume(store, sid))
+    asyncio.run(agent.run(NEXT))
+    (sent,) = provider.requests[-1].messages
+    assert _user_text(sent) == f"{context}\n\n{NEXT}"

@@ -1,4 +1,5 @@
-"""A call a run-wide cancel kills (SIGINT / SIGTERM during a `bash sleep`) gets its
+"""A call a run-wide cancel kills (SIGINT / SIGTERM / SIGHUP, the terminal closing, during a
+`bash sleep`) gets its
 `tool_result` event (is_error, the `cancelled while running` text) on stdout before `done`, as
 its result is stored in the session file: a real `tether run` process against a loopback model
 server, signalled while the call runs."""
@@ -17,7 +18,7 @@ from kit.waits import wait_until
 from tether.agent.sessions import CANCELLED_RUNNING
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_killed_call_gets_its_tool_result_event_before_done(tmp_path: Path, sig: int) -> None:
     home = tmp_path / "home"
     work = tmp_path / "work"

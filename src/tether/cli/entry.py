@@ -1,7 +1,7 @@
 """The `tether` console entry point: the signal handlers first, then the CLI.
 
-Owns: SIGINT/SIGTERM handling for the whole life of a `tether` process, so a signal at any
-instant ends it with exit code 130 (never -2 / -15):
+Owns: SIGINT/SIGTERM/SIGHUP handling for the whole life of a `tether` process, so a signal at
+any instant ends it with exit code 130 (never -2 / -15 / -1):
     start-up  (before the CLI module is imported)  flush stdout/stderr and exit 130 at once:
               nothing has been written yet;
     the CLI   both signals raise `KeyboardInterrupt`, which `tether.cli.main.main` turns into
@@ -39,9 +39,11 @@ from typing import NoReturn
 from tether.cli import cancel
 
 EXIT_CANCELLED = 130
-"""The exit code of a process ended by SIGINT or SIGTERM."""
+"""The exit code of a process ended by SIGINT, SIGTERM or SIGHUP."""
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that cancel: Ctrl-C, a kill, and the terminal (or SSH link) closing, which
+would otherwise end tether mid-reply without saving the partial turn."""
 
 
 def exit_now(signum: int, frame: FrameType | None) -> None:
@@ -70,7 +72,7 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def install(handler: Callable[[int, FrameType | None], None]) -> None:
-    """Set `handler` for SIGINT and SIGTERM."""
+    """Set `handler` for every signal of `SIGNALS`."""
     for sig in SIGNALS:
         signal.signal(sig, handler)
 

@@ -6,7 +6,7 @@ exit codes, signal handling. The command groups are `tether.cli.sessions_cmds`,
 
 A closed stdout (`tether sessions list | head -1`): one line, exit 0 (`output.TetherGroup`).
 Exit codes: 0 success · 1 usage/other · 2 auth · 3 network · 4 provider error · 5 malformed input ·
-124 `tether run --timeout` passed · 130 cancelled (SIGINT/SIGTERM; the partial turn is persisted
+124 `tether run --timeout` passed · 130 cancelled (SIGINT/SIGTERM/SIGHUP; the partial turn is persisted
 first).
 """
 

@@ -33,6 +33,7 @@ from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
 from tether.cli import cancel, logsink, run_input, run_limits
+from tether.cli.entry import SIGNALS
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
@@ -545,9 +546,6 @@ def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
         f"to go on without user message {n} (resuming stops here again), fork before it: "
         f"tether sessions fork {session_id} --before {n}"
     )
-
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _note_signal(signum: int, frame: FrameType | None) -> None:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 
 from tether.sandbox.proc import output_cut_note
+from tether.wire.interrupts import CONTEXT_LEAD
 
 SHOWN_CHARS = 8000
 """How much of a `!cmd`'s output the transcript shows (the conversation gets up to
 `tools.output_threshold_chars`)."""
-BANG_LEAD = (
-    "The user ran this command in the sandbox themselves (they saw its output). It is context "
-    "for their next message, not a request: do not act on it unless they ask."
-)
+BANG_LEAD = CONTEXT_LEAD
+"""The lead line: context for the next message, not a request (the loop knows it: no
+interruption note follows it, `tether.wire.interrupts.unanswered_prompt`)."""
 
 
 def bang_context(command: str, output: str, cap: int) -> str:

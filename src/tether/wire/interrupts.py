@@ -2,8 +2,10 @@
 
 Owns: the stored shape of a cancel with no reply (`cancelled_reply`: an assistant turn with no
 content and `stop_reason="interrupted"`, appended by the loop when a run is cancelled while the
-history ends with a user turn), and its rendering on the wire (`render_interrupt`, applied per
-turn right after marker elision, before the reasoning pass).
+history ends with a user turn, and when a new prompt comes after a request that got no reply
+at all: `unanswered_prompt`, as a crash, a closed terminal or a failed request leave it), and
+its rendering on the wire (`render_interrupt`, applied per turn right after marker elision,
+before the reasoning pass).
 Does not own: deciding when a run was cancelled (`tether.agent.turn.loop`), nor a partial reply
 cut by a cancel (stored with its content; it reaches the wire as it is).
 
@@ -18,13 +20,36 @@ Code keeps a cancelled prompt followed by "[Request interrupted by user]".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tether.messages import TextBlock, Turn
 from tether.wire._util import map_turns
+from tether.wire.markers import is_marker
 
 INTERRUPTED_REQUEST_TEXT = "[The user interrupted this request before it was answered.]"
 """What the model reads after a prompt whose run the user cancelled before any reply."""
 
 _MARKER: tuple[TextBlock, ...] = (TextBlock(text=INTERRUPTED_REQUEST_TEXT),)
+
+
+CONTEXT_LEAD = (
+    "The user ran this command in the sandbox themselves (they saw its output). It is context "
+    "for their next message, not a request: do not act on it unless they ask."
+)
+"""How a user turn that is context for the next message, not a request, starts (a TUI `!cmd`'s
+output, `tether.tui.bang`): nobody answers it, and that is no interruption."""
+
+
+def unanswered_prompt(turns: Sequence[Turn]) -> bool:
+    """True when the last turn (system turns aside) is a user's request that got no reply: a
+    user turn that holds no tool results, is no marker and no `CONTEXT_LEAD` context. A new
+    prompt after it means that request was cut off (a cancel, a crash, a closed terminal, a
+    failed request): `cancelled_reply` goes between them, or the model reads both as one."""
+    last = next((t for t in reversed(turns) if t.role != "system"), None)
+    if last is None or last.role != "user" or last.tool_results or is_marker(last):
+        return False
+    first = last.content[0] if last.content else None
+    return not (isinstance(first, TextBlock) and first.text.startswith(CONTEXT_LEAD))
 
 
 def cancelled_reply(turn_id: str) -> Turn:

@@ -63,8 +63,8 @@ from tether.providers.base import ModelRequest, Provider, ToolSpec
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.tools.safe_mode import offered_specs
 from tether.tracing import Span
-from tether.wire import is_marker, remint_tool_call_ids
-from tether.wire.interrupts import cancelled_reply
+from tether.wire import remint_tool_call_ids
+from tether.wire.interrupts import cancelled_reply, unanswered_prompt
 from tether.wire.resume import is_retried_message
 
 __all__ = ["PROMPT_DENIED", "Controls", "close_interrupted", "run_turns"]
@@ -136,6 +136,8 @@ async def run_turns(
     content = parts.policies.on_prompt(content, parts, state)
     # A retry after a failed request repeats the message already stored: send it once.
     if content and not is_retried_message(state.history, content):
+        if unanswered_prompt(state.history):  # a crash or a closed terminal left it
+            state.append(cancelled_reply(parts.new_id()))
         state.append(Turn(id=parts.new_id(), role="user", content=content))
     _start(c, parts)
     n = 0
@@ -210,13 +212,7 @@ def _record_cancel(parts: AgentParts, state: RunState) -> None:
     results: a cancelled call's result says so already) stores `cancelled_reply`: the wire
     view renders it as the interruption note, so the model never takes the cancelled prompt
     as part of the next one (`tether.wire.interrupts`)."""
-    last = next((t for t in reversed(state.history) if t.role != "system"), None)
-    if (
-        last is not None
-        and last.role == "user"
-        and not last.tool_results
-        and not is_marker(last)
-    ):
+    if unanswered_prompt(state.history):
         state.append(cancelled_reply(parts.new_id()))
 
 
