@@ -29,10 +29,22 @@ if TYPE_CHECKING:
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 """The formats, in the order the usage line names them."""
 
-STDERR_WARNINGS = frozenset({"budget_unpriced"})
-"""The `warning` events a `text` or `json` run also says on stderr, as `tether: warning: …`
-(in `stream-json` they are events on stdout): the ones no other stderr line tells (the trust
-warning is a note already, the budget and tool-call stops a `stopped:` line)."""
+TOLD_ELSEWHERE = frozenset(
+    {"untrusted_project", "no_sandbox", "max_budget", "max_tool_calls", "prompt_denied"}
+)
+"""The `warning` events a `text` or `json` run does NOT repeat on stderr: another stderr line
+tells each already (the trust note, the sandbox warning, the `stopped:` lines), as it does the
+MCP and language servers' (`TOLD_PREFIXES`: setup notes). Every other warning (a hook that
+failed, a file checkpoints skip, a prompt a provider cut) is said there as `tether: warning: …`
+(in `stream-json` they are events on stdout): a warning a user could act on is never only in a
+format they did not ask for."""
+
+
+TOLD_PREFIXES = ("mcp_", "lsp_")
+
+
+def _told(kind: str) -> bool:
+    return kind in TOLD_ELSEWHERE or kind.startswith(TOLD_PREFIXES)
 
 
 def _usage_dict(usage: Usage) -> dict[str, int]:
@@ -91,12 +103,12 @@ class OutputSink:
 
     def _emit(self, event: AgentEvent) -> None:
         """`event` as the format shows it: a line on stdout (`stream-json`), else only a
-        `STDERR_WARNINGS` warning, on stderr."""
+        warning not `TOLD_ELSEWHERE`, on stderr."""
         from tether.agent.events import WarningEvent
 
         if self.fmt == "stream-json":
             self._events(event)
-        elif isinstance(event, WarningEvent) and event.kind in STDERR_WARNINGS:
+        elif isinstance(event, WarningEvent) and not _told(event.kind):
             err(f"warning: {event.message}")
 
     def result(self, exit_code: int) -> dict[str, Any]:
