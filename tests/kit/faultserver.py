@@ -272,7 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        step = self.server.owner.record(self.path, body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        step = self.server.owner.record(self.path, body, headers)
         anthropic = self.path.rstrip("/").endswith("/messages")
         if step is None:
             step = Step(
@@ -381,9 +382,9 @@ class FaultServer:
     def anthropic_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def record(self, path: str, body: Any) -> Step | None:
+    def record(self, path: str, body: Any, headers: dict[str, str] | None = None) -> Step | None:
         with self._lock:
-            self.requests.append({"path": path, "body": body})
+            self.requests.append({"path": path, "body": body, "headers": headers or {}})
             n = len(self.requests)
         if callable(self.script):
             return self.script(n, path, body)

@@ -94,6 +94,8 @@ def resolve_provider(
 
         return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
     key = api_key or key_for(ref, providers=providers)
+    if key is None and endpoint is not None and endpoint.base_url:
+        key = _no_own_key(name, provider_name, endpoint)
     try:
         if provider_name == "openai":
             from tether.providers.openai_chat import OpenAIChatProvider
@@ -112,6 +114,27 @@ def resolve_provider(
         return AnthropicProvider(model_name, api_key=key, base_url=base_url, name=name)
     except AuthError as exc:
         raise AuthError(f"{exc}, or store one with `tether login {name}`") from None
+
+
+def _no_own_key(name: str, type_: str, endpoint: ProviderSettings) -> str:
+    """What a settings endpoint with its own `base_url` and no key of its own gets: never the
+    type's default key (the SDKs read `OPENAI_API_KEY` & co. when handed none, and would send
+    the user's OpenAI key to the gateway): a keyless OpenAI-style gateway a placeholder;
+    otherwise an `AuthError` naming where its key goes.
+
+    Raises:
+        AuthError: `api_key_env` is set but empty, or the type cannot go without a key.
+    """
+    if endpoint.api_key_env:
+        raise AuthError(
+            f"no key for {name}: set {endpoint.api_key_env} or store one with `tether login {name}`"
+        )
+    if type_ in ("openai", "openai-responses"):
+        return "not-needed"
+    raise AuthError(
+        f"no key for {name}: set providers.{name}.api_key_env or store one with "
+        f"`tether login {name}`"
+    )
 
 
 _ADAPTERS: dict[str, tuple[str, str]] = {
@@ -176,6 +199,11 @@ def key_for(
         return None
     if provider_name not in PROVIDERS and not (endpoint and provider_name in COMPATIBLE_TYPES):
         return None
+    # an endpoint of its own (`base_url`) reads only its own key: its `api_key_env`, else what
+    # is stored under its name; never its type's default variables (another service's key)
+    own = endpoint is not None and bool(endpoint.base_url) and name != provider_name
     return lookup_key(
-        name, type_=provider_name, api_key_env=endpoint.api_key_env if endpoint else None
+        name,
+        type_=name if own else provider_name,
+        api_key_env=endpoint.api_key_env if endpoint else None,
     )
