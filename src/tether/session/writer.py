@@ -42,6 +42,8 @@ SYNCED_FOLDERS = (_TOOL_RESULTS, "images")
 _TURN_HEAD = b'{"type":"turn","id":'
 _EVENT_HEAD = b'{"type":"event","id":'
 _NULL = b"null"
+_EVENT_DATA = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+"""An event's `data` encoder: `json.dumps` with these options builds a new encoder per call."""
 
 
 def _turn_json(turn: Turn) -> bytes:
@@ -228,7 +230,7 @@ class SessionWriter:
         """
         eid = self._id_factory() if event_id is None else event_id
         ejson = _jstr(eid)
-        body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        body = _EVENT_DATA.encode(data)
         line = b"".join(
             (
                 _EVENT_HEAD,

@@ -170,7 +170,11 @@ async def run_tool(
                 "truncated, e.g. in smaller pieces)",
             )
         )
-    if (ctx.states is not None or tool.settings is not None) and ctx.tool_name != tool.name:
+    if (
+        (ctx.states is not None or tool.settings is not None)
+        and ctx.tool_name != tool.name
+        and tool.reads_context  # else the tool never sees it: no copy
+    ):
         ctx = replace(ctx, tool_name=tool.name)  # `ctx.state`, `ctx.settings`: this tool's own
     try:
         kwargs = tool.bind(call.arguments, ctx)
