@@ -46,12 +46,13 @@ def has_inline_images(turn: Turn) -> bool:
     from tether.messages import ImageBlock, ToolResultBlock
 
     for block in turn.content:
-        if isinstance(block, ImageBlock) and block.data:
-            return True
-        if isinstance(block, ToolResultBlock) and any(
-            isinstance(p, ImageBlock) and p.data for p in block.content
-        ):
-            return True
+        if isinstance(block, ImageBlock):
+            if block.data:
+                return True
+        elif isinstance(block, ToolResultBlock):
+            for part in block.content:  # a loop, not a generator: once per stored turn
+                if isinstance(part, ImageBlock) and part.data:
+                    return True
     return False
 
 

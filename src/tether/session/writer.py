@@ -56,6 +56,15 @@ def _turn_json(turn: Turn) -> bytes:
     return turn_to_json(turn)
 
 
+def _has_inline_images(turn: Turn) -> bool:
+    """`tether.session.images.has_inline_images`, imported on first use (as `_turn_json`)."""
+    global _has_inline_images
+    from tether.session.images import has_inline_images
+
+    _has_inline_images = has_inline_images
+    return has_inline_images(turn)
+
+
 def _jstr(s: str) -> bytes:
     """A JSON string literal (UTF-8 bytes), escaping quotes, backslashes and control chars."""
     if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
@@ -188,9 +197,9 @@ class SessionWriter:
         """
         if self._fd is None:
             raise SessionError(f"session {self._id} writer is closed")
-        from tether.session.images import externalize, has_inline_images
+        if _has_inline_images(turn):
+            from tether.session.images import externalize
 
-        if has_inline_images(turn):
             turn = externalize(turn, self._id, self.session_dir)
         tid = _jstr(turn.id)
         self._write(
