@@ -343,17 +343,17 @@ class Turn:
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The tool_call blocks of this turn, in order."""
-        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+        return tuple([b for b in self.content if isinstance(b, ToolCallBlock)])  # a list: no generator
 
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         """The tool_result blocks of this turn, in order."""
-        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+        return tuple([b for b in self.content if isinstance(b, ToolResultBlock)])  # a list: no generator
 
     @property
     def server_tools(self) -> tuple[ServerToolBlock, ...]:
         """The server-side tool blocks (web searches) of this turn, in order."""
-        return tuple(b for b in self.content if isinstance(b, ServerToolBlock))
+        return tuple([b for b in self.content if isinstance(b, ServerToolBlock)])  # a list: no generator
 
     @property
     def text(self) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, overload
 
 from tether.agent.runtime import Runtime
@@ -135,6 +135,15 @@ def events_for(response: Response, usage: Usage | None = None) -> list[StreamEve
     return events
 
 
+_REQUEST_FIELDS = tuple(f.name for f in fields(ModelRequest) if f.init and f.name != "messages")
+
+
+def _without_messages(request: ModelRequest) -> ModelRequest:
+    """`replace(request, messages=())`, in half its time (`replace` walks the fields' specs on
+    every call; a request is logged per turn)."""
+    return ModelRequest(messages=(), **{n: getattr(request, n) for n in _REQUEST_FIELDS})
+
+
 class RequestLog(Sequence[ModelRequest]):
     """The requests a `ScriptedProvider` received, stored compactly: a request whose messages
     extend the previous request's (the agent loop's requests do, between compactions) stores
@@ -157,7 +166,7 @@ class RequestLog(Sequence[ModelRequest]):
                 start = s
                 m = m[n:]
         spine.extend(m)
-        self._items.append((replace(request, messages=()), start, len(spine) - start))
+        self._items.append((_without_messages(request), start, len(spine) - start))
 
     def clear(self) -> None:
         """Forget every request."""
@@ -227,17 +236,26 @@ class ScriptedProvider:
     max_output_tokens: int = 32_000
     image_input: bool | None = None
     requests: RequestLog = field(default_factory=RequestLog)
+    _info: tuple[tuple[int, int, bool, bool | None], ModelInfo] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def info(self) -> ModelInfo:
-        """Its window, output cap and prefill as it reports them (source `provider`)."""
-        return ModelInfo(
-            context_window=self.context_window,
-            max_output_tokens=self.max_output_tokens,
-            supports_prefill=self.supports_prefill,
-            source="provider",
-            image_input=self.image_input,
-        )
+        """Its window, output cap and prefill as it reports them (source `provider`); built
+        again only when one of them changed (the request path asks twice per request)."""
+        key = (self.context_window, self.max_output_tokens, self.supports_prefill, self.image_input)
+        kept = self._info
+        if kept is None or kept[0] != key:
+            info = ModelInfo(
+                context_window=self.context_window,
+                max_output_tokens=self.max_output_tokens,
+                supports_prefill=self.supports_prefill,
+                source="provider",
+                image_input=self.image_input,
+            )
+            kept = self._info = (key, info)
+        return kept[1]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Record `request` and yield the events of the next scripted response."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tether.messages import Turn, text_turn
 from tether.providers.base import ModelRequest
-from tether.testing import RequestLog
+from tether.testing import RequestLog, ScriptedProvider
 
 
 def _req(turns: list[Turn], model: str = "m") -> ModelRequest:
@@ -33,3 +33,32 @@ def test_extending_requests_share_storage_and_read_back_exactly() -> None:
     assert stored == 300 + 3 + 5  # every turn once per segment; a list would hold ~45,000
     log.clear()
     assert log == [] and len(log) == 0
+
+
+def test_the_scripted_providers_info_is_built_once_until_a_figure_changes() -> None:
+    """The request path asks a provider's `info` twice per request: the scripted provider
+    builds it once, and again when one of its figures changed."""
+    provider = ScriptedProvider(["done"], context_window=100_000)
+    first = provider.info
+    assert provider.info is first and first.context_window == 100_000
+    provider.context_window = 50_000
+    changed = provider.info
+    assert changed is not first and changed.context_window == 50_000
+    provider.image_input = True
+    assert provider.info.image_input is True and provider.info.context_window == 50_000
+
+
+def test_a_logged_request_keeps_every_field_but_its_messages() -> None:
+    log = RequestLog()
+    request = ModelRequest(
+        model="m",
+        messages=(text_turn("t0", "user", "hi"),),
+        system="s",
+        max_output_tokens=7,
+        temperature=0.5,
+        is_wire_view=True,
+        thinking_budget_tokens=1_024,
+        effort="high",
+    )
+    log.append(request)
+    assert log[0] == request and log._items[0][0].messages == ()  # pyright: ignore[reportPrivateUsage]

@@ -6,9 +6,18 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether.compaction.monitor import ContextMonitor
-from tether.compaction.pressure import ModelLimits, estimate_tokens
+from tether.compaction.monitor import ContextMonitor, Figures
+from tether.compaction.pressure import (
+    CompactionPolicy,
+    ModelLimits,
+    PressureSource,
+    estimate_tokens,
+    make_pressure,
+    trigger_reached,
+)
 from tether.messages import Turn, Usage, text_turn
+
+from .strategies import any_limits, any_policy
 
 LIMITS = ModelLimits(context_window=100_000, max_output_tokens=4_000)
 
@@ -94,3 +103,35 @@ def test_incremental_equals_fresh_measurement(steps: list[tuple[str, int]]) -> N
         ref._seen, ref._sums = (), [0]  # pyright: ignore[reportPrivateUsage] - force a full pass
         want = ref.check(tuple(view)).pressure
         assert (got.tokens, got.source) == (want.tokens, want.source)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    any_limits,
+    any_policy,
+    st.integers(-10, 3_000_000),
+    st.sampled_from(["measured", "estimated"]),
+    st.booleans(),
+)
+def test_the_kept_figures_equal_the_pressure_rules(
+    limits: ModelLimits,
+    policy: CompactionPolicy,
+    tokens: int,
+    source: PressureSource,
+    approximate: bool,
+) -> None:
+    """A check works out the window, trigger and fractions once per limits and policy
+    (`Figures`): the same pressure and trigger as the rules of `tether.compaction.pressure`."""
+    figures = Figures.of(limits, policy)
+    expected = make_pressure(tokens, limits, policy, source=source, is_approximate=approximate)
+    assert figures.pressure(tokens, source=source, is_approximate=approximate) == expected
+    assert (expected.tokens >= figures.trigger) == trigger_reached(expected, limits, policy)
+
+
+def test_the_figures_follow_new_limits() -> None:
+    monitor = ContextMonitor(LIMITS)
+    turns = _turns(40)
+    before = monitor.check(turns).pressure.effective_window
+    monitor.set_limits(ModelLimits(context_window=50_000, max_output_tokens=4_000))
+    after = monitor.check(turns).pressure.effective_window
+    assert before == LIMITS.context_window - 4_000 and after == 50_000 - 4_000

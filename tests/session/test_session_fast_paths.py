@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -115,3 +117,30 @@ def test_list_works_in_a_read_only_folder(store: SessionStore) -> None:
     finally:
         os.chmod(store.root, 0o755)
     assert [r.preview for r in rows] == ["task"]
+
+
+def test_an_id_stamp_is_formatted_once_a_second_and_follows_the_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`new_id` formats its time stamp when the second changes, not for every id (a session
+    line's event id is one per tool call)."""
+    from tether.session import layout
+
+    now = [1_765_000_000.2]
+    formatted: list[float] = []
+    real_gmtime = time.gmtime
+
+    def gmtime(secs: float | None = None) -> time.struct_time:
+        formatted.append(now[0])
+        return real_gmtime(secs)
+
+    monkeypatch.setattr(layout.time, "time", lambda: now[0])
+    monkeypatch.setattr(layout.time, "gmtime", gmtime)
+    monkeypatch.setattr(layout, "_stamp", (-1, ""))
+    ids = [layout.new_id() for _ in range(5)]
+    now[0] += 1.0
+    later = layout.new_id()
+    assert len(formatted) == 2
+    assert {i[:15] for i in ids} == {time.strftime("%Y%m%d-%H%M%S", real_gmtime(1_765_000_000))}
+    assert later[:15] == time.strftime("%Y%m%d-%H%M%S", real_gmtime(1_765_000_001))
+    assert len(set(ids)) == 5 and all(layout.validate_session_id(i) == i for i in ids)

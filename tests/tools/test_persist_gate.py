@@ -30,6 +30,7 @@ from tether.tools.exec.persist import (
     OutputLimits,
     persist_tool_result,
     result_file_name,
+    results_folder,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared cases loader
@@ -378,3 +379,22 @@ def test_the_results_folder_is_made_on_demand_private(tmp_path: Path) -> None:
     assert folder.stat().st_mode & 0o777 == 0o700
     assert [p.name for p in folder.iterdir()] == ["c1.txt"]
     assert (folder / "c1.txt").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_results_folder_is_worked_out_once_per_session_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved output per turn: the absolute results folder of an absolute session folder is
+    kept (the same object each time); a relative one follows the working folder."""
+    session = tmp_path / "s"
+    first = results_folder(session)
+    assert first == session / TOOL_RESULTS_DIR and results_folder(session) is first
+    long_line = "z" * 3_000
+    stored = persist_tool_result(
+        ToolResultBlock(tool_call_id="c1", content=(TextBlock(text=long_line),)), session
+    )
+    assert (first / "c1.txt").read_text() == long_line and str(first / "c1.txt") in stored.text
+    for where in (tmp_path / "a", tmp_path / "b"):
+        where.mkdir()
+        monkeypatch.chdir(where)
+        assert results_folder(Path("rel")) == where / "rel" / TOOL_RESULTS_DIR

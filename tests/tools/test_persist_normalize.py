@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tether.tools.exec.normalize import (
     PERSISTED_OUTPUT_CLOSE,
     PERSISTED_OUTPUT_OPEN,
+    Normalized,
     binary_notice,
     collapse_overwrites,
     cut_line,
@@ -207,3 +208,23 @@ def test_collapse_keeps_the_final_state(states: list[str], trailing_cr: bool) ->
     line = "\r".join(states) + ("\r" if trailing_cr else "")
     assert collapse_overwrites(f"{line}\nafter") == f"{states[-1]}\nafter"
     assert collapse_overwrites(line.replace("\r", "\r\x1b[K")) == states[-1]
+
+
+def test_an_unchanged_output_is_tested_for_binary_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second binary test (on the normalized text) runs only when normalizing changed
+    the text: an ordinary output is tested once, a changed one twice."""
+    import tether.tools.exec.normalize as module
+
+    tested: list[str] = []
+    real = module.looks_binary
+
+    def counting(text: str, *, ratio: float = module.BINARY_RATIO) -> bool:
+        tested.append(text)
+        return real(text, ratio=ratio)
+
+    monkeypatch.setattr(module, "looks_binary", counting)
+    plain = "ok\n" * 500
+    assert normalize(plain) == Normalized(text=plain, binary=False, lossy=False)
+    assert len(tested) == 1
+    long = "y" * 5_000
+    assert normalize(long).lossy and len(tested) == 3

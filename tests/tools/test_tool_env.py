@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.tools import DEFAULT_REFUSED, redact_secrets, scrubbed_env, secret_values
-from tether.tools.env import _SECRET_SHAPES, is_refused  # pyright: ignore[reportPrivateUsage]
+from tether.tools.env import (  # pyright: ignore[reportPrivateUsage]
+    _SECRET_GATES,  # pyright: ignore[reportPrivateUsage]
+    _SECRET_PREFIXES,  # pyright: ignore[reportPrivateUsage]
+    _SECRET_SHAPES,  # pyright: ignore[reportPrivateUsage]
+    is_refused,
+    may_hold_secret,
+)
 
 
 def test_scrubbed_env_drops_keys_by_name_and_pattern() -> None:
@@ -99,6 +105,18 @@ def test_redaction_prefilter_never_skips_a_secret(text: str) -> None:
     """The literal pre-check in `redact_secrets` skips the pattern only when it cannot match:
     the result equals running the pattern itself, on texts built from every prefix's pieces."""
     assert redact_secrets(text) == _SECRET_SHAPES.sub("[REDACTED]", text)
+
+
+def test_the_gates_group_every_prefix_once_by_a_character_it_holds() -> None:
+    grouped = [p for char, prefixes in _SECRET_GATES for p in prefixes if char in p]
+    assert sorted(grouped) == sorted(_SECRET_PREFIXES)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_ONE_KEY, _MIXED, st.text(alphabet="kAo_-sgxhfIzaKBEGIN", max_size=40)))
+def test_the_gated_precheck_equals_searching_every_prefix(text: str) -> None:
+    """The one-character gates skip a group's searches only when none of them can hit."""
+    assert may_hold_secret(text) == any(p in text for p in _SECRET_PREFIXES)
 
 
 @pytest.mark.parametrize(

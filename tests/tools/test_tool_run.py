@@ -169,3 +169,16 @@ async def test_context_injected_and_redactor(ctx: ToolContext) -> None:
 
     r = await run_tool_call(ToolRegistry([where]), make_call("where"), ctx, redact=redact_secrets)
     assert r.text == f"{ctx.root} [REDACTED]"
+
+
+def test_redaction_keeps_a_part_it_leaves_unchanged() -> None:
+    """`finish` builds a new text part only for a text the redaction changed."""
+    from tether.tools.env import redact_secrets
+    from tether.tools.exec.outcome import Outcome
+    from tether.tools.exec.run import finish
+
+    clean, secret = TextBlock(text="x" * 2_000), TextBlock(text="key sk-" + "A" * 30)
+    run = finish("c1", Outcome(parts=(clean, secret)), redact_secrets)
+    kept, masked = run.block.content
+    assert kept is clean
+    assert isinstance(masked, TextBlock) and masked.text == "key [REDACTED]"

@@ -59,12 +59,13 @@ from tether.compaction.pressure import (
     CompactionPolicy,
     ModelLimits,
     Pressure,
+    PressureSource,
     Tokenizer,
-    make_pressure,
+    effective_window,
     message_tokens,
     normalized_fraction,
     occupied_tokens,
-    trigger_reached,
+    trigger_tokens,
 )
 from tether.compaction.windows import parse_overflow_limit
 from tether.messages import Turn, Usage
@@ -99,6 +100,50 @@ class _Measurement:
     view_len: int
     base: int
     assistant_turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What a check derives from the limits and the policy alone, worked out once per pair
+    (the monitor keeps the figures of its current pair): `effective_window`,
+    `trigger_tokens` and the normalized fractions (`tether.compaction.pressure`)."""
+
+    limits: ModelLimits
+    policy: CompactionPolicy
+    effective_window: int
+    trigger: int
+    threshold: float
+    runaway_total: float
+    runaway_growth: float
+    hysteresis: float
+
+    @classmethod
+    def of(cls, limits: ModelLimits, policy: CompactionPolicy) -> Figures:
+        """The figures of `limits` under `policy`."""
+        threshold = normalized_fraction(policy.threshold, DEFAULT_THRESHOLD)
+        return cls(
+            limits,
+            policy,
+            effective_window(limits, policy),
+            trigger_tokens(limits, policy),
+            threshold,
+            max(threshold, normalized_fraction(policy.runaway_total, DEFAULT_RUNAWAY_TOTAL)),
+            normalized_fraction(policy.runaway_growth, DEFAULT_RUNAWAY_GROWTH),
+            normalized_fraction(policy.hysteresis, DEFAULT_HYSTERESIS),
+        )
+
+    def pressure(self, tokens: int, *, source: PressureSource, is_approximate: bool) -> Pressure:
+        """`make_pressure(tokens, limits, policy, ...)`."""
+        tokens = max(0, tokens)
+        eff = self.effective_window
+        return Pressure(
+            tokens=tokens,
+            effective_window=eff,
+            ratio=tokens / eff,
+            headroom=eff - tokens,
+            source=source,
+            is_approximate=is_approximate or self.limits.source == "default",
+        )
 
 
 def _pct(x: float) -> str:
@@ -149,6 +194,15 @@ class ContextMonitor:
         self._cache: dict[str, tuple[Turn, int]] = {}
         self._seen: tuple[Turn, ...] = ()  # the sequence `_sums` describes
         self._sums: list[int] = [0]
+        self._figures_cache: Figures | None = None
+
+    def _figures(self) -> Figures:
+        """The figures of the current limits and policy (worked out again when either is
+        replaced)."""
+        f = self._figures_cache
+        if f is None or f.limits is not self._limits or f.policy is not self._policy:
+            f = self._figures_cache = Figures.of(self._limits, self._policy)
+        return f
 
     @property
     def generation(self) -> int:
@@ -238,25 +292,16 @@ class ContextMonitor:
         """(pressure, estimated prompt of `turns` without the offset)."""
         sums = self._prefix_sums(turns)
         estimate = self._system_tokens + sums[-1]
+        figures = self._figures()
         m = self._measurement
         if m is not None and m.generation == self._generation:
             appended = self._appended_tokens(turns, sums, m)
             if appended is not None:
-                p = make_pressure(
-                    m.base + appended,
-                    self._limits,
-                    self._policy,
-                    source="measured",
-                    is_approximate=appended > 0,
+                p = figures.pressure(
+                    m.base + appended, source="measured", is_approximate=appended > 0
                 )
                 return p, estimate
-        p = make_pressure(
-            estimate + self._offset,
-            self._limits,
-            self._policy,
-            source="estimated",
-            is_approximate=True,
-        )
+        p = figures.pressure(estimate + self._offset, source="estimated", is_approximate=True)
         return p, estimate
 
     # -- the decision ----------------------------------------------------------------------
@@ -274,19 +319,16 @@ class ContextMonitor:
         p, estimate = self._measure(turns)
         self._last_check = (self._generation, len(turns), estimate)
         self._pressure = p
-        pol, lim = self._policy, self._limits
+        lim, figures = self._limits, self._figures()
         eff = p.effective_window
-        threshold = normalized_fraction(pol.threshold, DEFAULT_THRESHOLD)
-        runaway_total = max(
-            threshold, normalized_fraction(pol.runaway_total, DEFAULT_RUNAWAY_TOTAL)
-        )
-        runaway_growth = normalized_fraction(pol.runaway_growth, DEFAULT_RUNAWAY_GROWTH)
-        hysteresis = normalized_fraction(pol.hysteresis, DEFAULT_HYSTERESIS)
+        runaway_total = figures.runaway_total
+        runaway_growth = figures.runaway_growth
+        hysteresis = figures.hysteresis
 
         growth = p.tokens - self._last_tokens if self._last_tokens is not None else 0
         self._last_tokens = p.tokens
         hard = p.tokens >= max(1, lim.context_window)
-        triggered = trigger_reached(p, lim, pol) or self._force
+        triggered = p.tokens >= figures.trigger or self._force  # `trigger_reached`
         over_total = p.ratio > runaway_total
         spike = growth > runaway_growth * eff
         blocked = (
@@ -416,7 +458,7 @@ class ContextMonitor:
         self._pressure = p
         self._last_tokens = p.tokens
         self._last_check = (self._generation, len(turns_after), estimate)
-        if trigger_reached(p, self._limits, self._policy):
+        if p.tokens >= self._figures().trigger:  # `trigger_reached`
             self._baseline = None
             self._failed_in_row += 1
             self._last_compaction_ok = False

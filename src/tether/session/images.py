@@ -26,7 +26,14 @@ from tether.atomic import write_atomic
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tether.messages import ContentBlock, ImageBlock, ResultPart, TextBlock, Turn
+    from tether.messages import (
+        ContentBlock,
+        ImageBlock,
+        ResultPart,
+        TextBlock,
+        ToolResultBlock,
+        Turn,
+    )
 
 IMAGES = "images"
 """The artifact sub-folder of a session's image bytes (`tether.session.layout.ArtifactKind`)."""
@@ -41,17 +48,27 @@ _SUFFIXES = {
 }
 
 
+_blocks: tuple[type[ImageBlock], type[ToolResultBlock]] | None = None
+"""The block classes `has_inline_images` tests for, imported on its first call (this module
+is imported without pydantic) and kept: an import statement costs ~1 us per stored turn."""
+
+
 def has_inline_images(turn: Turn) -> bool:
     """Whether `turn` holds an image whose bytes are inline (what `externalize` moves out)."""
-    from tether.messages import ImageBlock, ToolResultBlock
+    global _blocks
+    if _blocks is None:
+        from tether.messages import ImageBlock, ToolResultBlock
 
+        _blocks = (ImageBlock, ToolResultBlock)
+    image, result = _blocks
     for block in turn.content:
-        if isinstance(block, ImageBlock) and block.data:
-            return True
-        if isinstance(block, ToolResultBlock) and any(
-            isinstance(p, ImageBlock) and p.data for p in block.content
-        ):
-            return True
+        if isinstance(block, image):
+            if block.data:
+                return True
+        elif isinstance(block, result):
+            for part in block.content:  # a loop, not a generator: once per stored turn
+                if isinstance(part, image) and part.data:
+                    return True
     return False
 
 

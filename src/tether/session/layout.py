@@ -92,5 +92,12 @@ def new_id() -> str:
     Lexicographic order follows creation time at one-second resolution; the random suffix keeps
     ids created within the same second distinct. Always passes `validate_session_id`.
     """
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return f"{stamp}-{secrets.token_hex(4)}"
+    global _stamp
+    now = int(time.time())
+    if now != _stamp[0]:  # the stamp is formatted once a second, not once an id
+        _stamp = (now, time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)))
+    return f"{_stamp[1]}-{secrets.token_hex(4)}"
+
+
+_stamp: tuple[int, str] = (-1, "")
+"""The second `new_id` last formatted, and its stamp."""

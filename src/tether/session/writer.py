@@ -42,6 +42,8 @@ SYNCED_FOLDERS = (_TOOL_RESULTS, "images")
 _TURN_HEAD = b'{"type":"turn","id":'
 _EVENT_HEAD = b'{"type":"event","id":'
 _NULL = b"null"
+_EVENT_DATA = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+"""An event's `data` encoder: `json.dumps` with these options builds a new encoder per call."""
 
 
 def _turn_json(turn: Turn) -> bytes:
@@ -52,6 +54,15 @@ def _turn_json(turn: Turn) -> bytes:
 
     _turn_json = turn_to_json
     return turn_to_json(turn)
+
+
+def _has_inline_images(turn: Turn) -> bool:
+    """`tether.session.images.has_inline_images`, imported on first use (as `_turn_json`)."""
+    global _has_inline_images
+    from tether.session.images import has_inline_images
+
+    _has_inline_images = has_inline_images
+    return has_inline_images(turn)
 
 
 def _jstr(s: str) -> bytes:
@@ -186,9 +197,9 @@ class SessionWriter:
         """
         if self._fd is None:
             raise SessionError(f"session {self._id} writer is closed")
-        from tether.session.images import externalize, has_inline_images
+        if _has_inline_images(turn):
+            from tether.session.images import externalize
 
-        if has_inline_images(turn):
             turn = externalize(turn, self._id, self.session_dir)
         tid = _jstr(turn.id)
         self._write(
@@ -228,7 +239,7 @@ class SessionWriter:
         """
         eid = self._id_factory() if event_id is None else event_id
         ejson = _jstr(eid)
-        body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        body = _EVENT_DATA.encode(data)
         line = b"".join(
             (
                 _EVENT_HEAD,

@@ -136,6 +136,13 @@ class Tool:
             return spec
         return self._spec
 
+    @property
+    def reads_context(self) -> bool:
+        """Whether a call can see its `ToolContext`: the tool takes one (`context_param`), runs
+        in a worker process (which gets it), or has an `on_timeout` callback (told it). For
+        any other tool the runner need not make a per-call copy of the context."""
+        return self.context_param is not None or self.source is not None or self.on_timeout is not None
+
     def bind(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
         """Validate `arguments` and return the keyword arguments for `fn` (context injected).
 

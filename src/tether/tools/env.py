@@ -101,6 +101,27 @@ _SECRET_PREFIXES = (
 (substring search, about 20x faster than running the pattern over output without secrets), the
 pattern cannot match and is not run."""
 
+_SECRET_GATES = (
+    ("k", ("sk-", "gsk_")),
+    ("_", ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    ("A", ("AIza", "AKIA")),
+    ("o", ("xox",)),
+    ("-", ("-----BEGIN",)),
+)
+"""`_SECRET_PREFIXES` grouped by a character each of the group contains: a one-character search
+runs at memchr speed (a 2 KB output in ~0.1 µs, against ~1.5 µs for each prefix), so an output
+without the character skips its group's searches."""
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether any of `_SECRET_PREFIXES` occurs in `text` (the pattern can match only then)."""
+    for char, prefixes in _SECRET_GATES:
+        if char in text:
+            for prefix in prefixes:
+                if prefix in text:
+                    return True
+    return False
+
 
 def redact_secrets(text: str, values: Iterable[str] = ()) -> str:
     """Mask secret-shaped substrings (provider key formats, private-key blocks) and any of the
@@ -116,7 +137,7 @@ def redact_secrets(text: str, values: Iterable[str] = ()) -> str:
     for v in values:
         if len(v) >= 8 and v in text:
             text = text.replace(v, "[REDACTED]")
-    if not any(prefix in text for prefix in _SECRET_PREFIXES):
+    if not may_hold_secret(text):
         return text
     return _SECRET_SHAPES.sub("[REDACTED]", text)
 

@@ -30,6 +30,7 @@ from tether.agent.turn.gate import CallGate
 from tether.agent.turn.state import RunParts, RunState
 from tether.messages import ContentBlock, ToolCallBlock, ToolResultBlock, Turn, tool_result
 from tether.prompt.gather import SubfolderInstructions
+from tether.tools.base import Tool
 from tether.tools.builtin.todo import TODO_TOOL, latest_todo_items
 from tether.tools.exec.hygiene import Hygiene
 from tether.tools.exec.order import Footprint, footprint, waits
@@ -241,17 +242,19 @@ class ToolCalls:
     async def _run_cancellable(
         self, call: ToolCallBlock, parts: RunParts, timeout_s: float
     ) -> ToolRunResult:
-        task = asyncio.ensure_future(
-            run_tool(
-                parts.registry,
-                call,
-                self._tracing.tool_context(  # + TRACEPARENT when tracing
-                    replace(parts.tool_context, call_id=call.id)
-                ),
-                timeout_s=timeout_s,
-                redact=parts.redact,
-            )
-        )
+        tool = parts.registry.get(call.name)
+        ctx = parts.tool_context
+        if tool is not None and tool.reads_context:  # else the call never sees its context
+            if ctx.states is not None or tool.settings is not None:
+                # one copy: `run_tool` would copy it again to name the tool
+                ctx = replace(ctx, call_id=call.id, tool_name=tool.name)
+            else:
+                ctx = replace(ctx, call_id=call.id)
+            ctx = self._tracing.tool_context(ctx)  # + TRACEPARENT when tracing
+        running = run_tool(parts.registry, call, ctx, timeout_s=timeout_s, redact=parts.redact)
+        if runs_through(tool, call):  # it cannot be suspended, so nothing can cancel it midway
+            return await running
+        task = asyncio.ensure_future(running)
         self._running[call.id] = task
         try:
             return await task
@@ -408,6 +411,16 @@ class ToolCalls:
                 gating.cancel()
                 self._finished[call.id] = tool_result(call.id, FINISHED_UNSAVED, is_error=True)
             raise
+
+
+def runs_through(tool: Tool | None, call: ToolCallBlock) -> bool:
+    """Whether `run_tool` runs `call` to its end without suspending: an inline sync tool in
+    this process (called on the event loop, untimed), or a call it answers at once (an unknown
+    tool, unusable arguments). Such a call is awaited directly, with no task per call: no other
+    code runs while it runs, so `ToolCalls.cancel` could never reach it."""
+    if tool is None or call.invalid is not None:
+        return True
+    return tool.inline and not tool.is_async and tool.source is None
 
 
 async def _after(

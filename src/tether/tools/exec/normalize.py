@@ -268,7 +268,7 @@ def normalize(text: str, *, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> Nor
     if had_nul or looks_binary(collapsed):
         return Normalized(text="", binary=True, lossy=True)
     out, cut = cut_long_lines(render_controls(collapsed), max_line_chars)
-    if looks_binary(out):
+    if out is not collapsed and looks_binary(out):  # unchanged: tested just above
         return Normalized(text="", binary=True, lossy=True)
     return Normalized(text=out, binary=False, lossy=cut > 0)
 

@@ -237,9 +237,26 @@ def readable_results_dirs(session_dir: Path | None) -> tuple[Path, ...]:
     return (*((own,) if own is not None else ()), *legacy)
 
 
+_results_folders: dict[Path, Path] = {}
+"""`results_folder` of the absolute session folders seen (a few per process)."""
+
+
+def results_folder(session_dir: Path) -> Path:
+    """`<session_dir>/tool-results` as an absolute path: worked out once per absolute session
+    folder (a saved output per turn paid three path parses for it)."""
+    folder = _results_folders.get(session_dir)
+    if folder is None:
+        folder = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR
+        if session_dir.is_absolute():  # a relative one follows the working folder
+            if len(_results_folders) >= 64:
+                _results_folders.clear()
+            _results_folders[session_dir] = folder
+    return folder
+
+
 def _save(session_dir: Path, call_id: str, suffix: str, data: bytes) -> Path | str:
     """Save `data`; returns the path, or the error text when the write failed."""
-    path = Path(os.path.abspath(session_dir)) / TOOL_RESULTS_DIR / result_file_name(call_id, suffix)
+    path = results_folder(session_dir) / result_file_name(call_id, suffix)
     try:
         write_atomic(path, data, durable=False, mode=0o600, folder_mode=0o700)
     except OSError as e:

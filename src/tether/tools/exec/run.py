@@ -93,6 +93,12 @@ def _error(call_id: str, text: str) -> ToolResultBlock:
     )
 
 
+def _redacted(part: TextBlock, redact: Redactor) -> TextBlock:
+    """`part` with its text redacted (`part` itself when nothing was masked)."""
+    text = redact(part.text)
+    return part if text is part.text else TextBlock(text=text)
+
+
 def finish(call_id: str, outcome: Outcome, redact: Redactor | None) -> ToolRunResult:
     """Tie `outcome` to `call_id`: redact text (and the raw output), fill the empty-output
     placeholder."""
@@ -100,9 +106,7 @@ def finish(call_id: str, outcome: Outcome, redact: Redactor | None) -> ToolRunRe
     notes = outcome.system_notes
     raw = outcome.raw
     if redact is not None:
-        parts = tuple(
-            TextBlock(text=redact(p.text)) if isinstance(p, TextBlock) else p for p in parts
-        )
+        parts = tuple([_redacted(p, redact) if isinstance(p, TextBlock) else p for p in parts])
         notes = tuple(redact(n) for n in notes)
         if isinstance(raw, Path):
             redact_file(raw, redact)
@@ -170,7 +174,11 @@ async def run_tool(
                 "truncated, e.g. in smaller pieces)",
             )
         )
-    if (ctx.states is not None or tool.settings is not None) and ctx.tool_name != tool.name:
+    if (
+        (ctx.states is not None or tool.settings is not None)
+        and ctx.tool_name != tool.name
+        and tool.reads_context  # else the tool never sees it: no copy
+    ):
         ctx = replace(ctx, tool_name=tool.name)  # `ctx.state`, `ctx.settings`: this tool's own
     try:
         kwargs = tool.bind(call.arguments, ctx)
