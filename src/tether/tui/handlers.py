@@ -263,8 +263,8 @@ def _export(app: AppHost, arg: str) -> None:
 
 async def _compact(app: AppHost, focus: str | None) -> None:
     try:
-        if not await app.agent.compact_now(focus):
-            app.note("nothing to compact")
+        if not await app.agent.compact_now(focus) and app.agent.compaction is None:
+            app.note("nothing to compact: compaction is off (--no-compact)")
     except RunError as exc:
         app.note(f"compaction failed: {exc}")
     finally:
