@@ -89,6 +89,9 @@ async def test_rename_and_the_resume_picker_filters_by_name(tmp_path: Path) -> N
         assert "named 'login bug'" in notes(app)
         await send(pilot, "/rename")
         assert "usage: /rename NAME" in notes(app)
+        await send(pilot, "/rename payments")  # old1's: refused, this session keeps its name
+        assert "already named 'payments' (old1" in notes(app)
+        await send(pilot, "/rename login bug")  # its own name again: fine
         await send(pilot, "/resume")
         screen = app.screen
         assert isinstance(screen, PickerScreen)

@@ -218,14 +218,16 @@ def _chat_session(flags: dict[str, Any], cwd: Path) -> dict[str, Any]:
         ConfigError: no such session, an unusable name, `--name` with `--no-session`.
     """
     from tether.session import SessionStore
-    from tether.session.names import check_name
+    from tether.session.names import check_free, check_name
 
     out: dict[str, Any] = {}
+    resume = flags.get("resume")
     if flags.get("name") is not None:
         if flags.get("no_session"):
             raise ConfigError("--name names a stored session: it cannot go with --no-session")
         out["name"] = check_name(flags["name"])
-    resume = flags.get("resume")
+        own = SessionStore().find(resume, cwd) if resume else None
+        check_free(SessionStore().list(), out["name"], own_id=own)
     if resume == "":
         out.update(resume=None, pick=True)
     elif resume:

@@ -281,7 +281,7 @@ def _named(opts: RunOptions) -> RunOptions:
     Raises:
         ConfigError: an unusable name, or `--name` with `--no-session`.
     """
-    from tether.session.names import check_name
+    from tether.session.names import check_free, check_name
 
     if opts.name is not None:
         if opts.no_session:
@@ -290,6 +290,8 @@ def _named(opts: RunOptions) -> RunOptions:
     if opts.resume:
         found = SessionStore().find(opts.resume, opts.cwd.resolve())
         opts = replace(opts, resume=found or opts.resume)
+    if opts.name is not None:  # a name another session has is refused (resumed: its own is fine)
+        check_free(SessionStore().list(), opts.name, own_id=opts.resume)
     return opts
 
 

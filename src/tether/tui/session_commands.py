@@ -10,7 +10,7 @@ Does not own: the pickers (`tether.tui.pickers`), names (`tether.session.names`)
 from __future__ import annotations
 
 from tether.errors import ConfigError
-from tether.session.names import NAME_EVENT, check_name
+from tether.session.names import NAME_EVENT, check_free, check_name
 from tether.tui.host import AppHost
 from tether.tui.pickers import PickerScreen, model_choices, session_choices
 
@@ -52,6 +52,8 @@ async def session_command(app: AppHost, name: str, arg: str) -> None:
             app.note("usage: /rename NAME")
             return
         named = check_name(arg)
+        if app.opened.store is not None:
+            check_free(app.opened.store.list(), named, own_id=writer.id)
         writer.append_event(NAME_EVENT, {"name": named})
         app.note(f"session {writer.id} is named {named!r} (tether --resume {named!r} opens it)")
         return
