@@ -42,6 +42,11 @@ def _no_sessions(home: Path) -> None:
         # the TUI says it before its screen opens (it stayed open on an error screen before)
         (["chat", "--resume", "nosuch-id"], 1, "no session nosuch-id in"),
         (["chat", "--resume", "../bad"], 1, "no session ../bad"),  # neither an id nor a name
+        # a model that cannot be used: as `tether run` says it (it opened a dead TUI)
+        (["chat", "--model", "bogus"], 1, "unknown provider 'bogus' in --model"),
+        (["chat", "--model", "openai"], 1, "names no model"),
+        (["chat", "--model", "anthropic/claude-x", "--base-url", "http://127.0.0.1:9/"], 2,
+         "ANTHROPIC_API_KEY"),
         # not a terminal: the screen would write escape codes into the pipe and wait forever
         ([], 1, "needs a terminal"),
         (["chat"], 1, "needs a terminal"),

@@ -57,6 +57,19 @@ def check_flags(model: str | None, base_url: str | None) -> None:
             )
 
 
+def check_model(model: str, base_url: str | None, cwd: Path) -> None:
+    """`--model` resolves in `cwd` as `tether run` resolves it (`tether chat` asks before its
+    screen opens: a model that cannot be used is one line, not a dead session).
+
+    Raises:
+        ConfigError: an unknown provider, no model named, a missing extra or file.
+        AuthError: no key for the provider.
+    """
+    from tether.agent.assembly import build
+
+    build.settings_chain(cwd, model=model, base_url=base_url, overrides=None, note=lambda _: None)
+
+
 def flag_overrides(
     *,
     max_turns: int | None,

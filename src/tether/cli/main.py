@@ -36,6 +36,7 @@ from tether.cli.options import (
     WorktreeOption,
 )
 from tether.cli.output import (
+    EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_USAGE,
@@ -139,7 +140,8 @@ def chat(
 
 def _chat(**flags: Any) -> int:
     """Open the TUI (Textual is imported only here: `tether --help` stays light)."""
-    from tether.cli.agent_setup import add_dir_override, check_flags, effort_override
+    from tether.cli.agent_setup import add_dir_override, check_flags, check_model, effort_override
+    from tether.errors import AuthError
 
     try:
         check_flags(flags.get("model"), flags.get("base_url"))
@@ -181,9 +183,11 @@ def _chat(**flags: Any) -> int:
         flags["resume"] = last
     try:
         flags.update(_chat_session(flags, cwd))
+        if flags.get("model") is not None:  # as `tether run` says it, before the screen opens
+            check_model(flags["model"], flags.get("base_url"), cwd)
     except ConfigError as exc:
         err(str(exc))
-        return EXIT_USAGE
+        return EXIT_AUTH if isinstance(exc, AuthError) else EXIT_USAGE
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # a full-screen UI on a pipe wrote escape codes into it and waited for keys forever
         err("the interactive session needs a terminal; for a headless run use `tether run`")
