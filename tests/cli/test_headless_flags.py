@@ -55,3 +55,19 @@ def test_timeout_stops_the_whole_run_with_124_and_keeps_the_partial_turn(tmp_pat
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         # the flag's unit is seconds: the line says so, not the settings' milliseconds
         assert "give seconds (600)" in proc.stderr and "milliseconds" not in proc.stderr
+
+
+def test_safe_with_tools_that_safe_mode_never_runs_is_refused(tmp_path: Path) -> None:
+    """The trial's `--safe --tools bash` ran with no usable tool, and `--tools nosuch` named
+    the setting `tools.only`: both are one line naming the flags, exit 1, nothing sent."""
+    home = tmp_path / "home"
+    with FaultServer([text("never sent")]) as server:
+        proc = _run(server, home, "--no-session", "--safe", "--tools", "read,bash", "hi")
+        assert proc.returncode == 1, proc.stderr
+        assert "--safe" in proc.stderr and "--tools names bash" in proc.stderr, proc.stderr
+        proc = _run(server, home, "--no-session", "--tools", "nosuch", "hi")
+        assert proc.returncode == 1 and "unknown tools in --tools: nosuch" in proc.stderr
+        assert server.requests == []
+    with FaultServer([text("ok")]) as server:  # read-only tools go with --safe
+        proc = _run(server, home, "--no-session", "--safe", "--tools", "read,grep", "hi")
+        assert proc.returncode == 0, proc.stderr

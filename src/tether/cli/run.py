@@ -409,16 +409,20 @@ def _build(
         session = AgentSession.new(store, cwd=root, session_id=opts.session_id)
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
-    agent = Agent.from_settings(
-        root,
-        model=opts.model,
-        base_url=opts.base_url,
-        overrides=overrides,
-        system=opts.system or stdin.system,
-        host=Host(on_event=logsink.logged(sink), note=err),
-        session=session,
-        runtime=Runtime(new_id=new_id),
-    )
+    try:
+        agent = Agent.from_settings(
+            root,
+            model=opts.model,
+            base_url=opts.base_url,
+            overrides=overrides,
+            system=opts.system or stdin.system,
+            host=Host(on_event=logsink.logged(sink), note=err),
+            session=session,
+            runtime=Runtime(new_id=new_id),
+        )
+    except ConfigError as exc:
+        raise setup.named_flag(exc, opts.tools) from None
+    setup.check_safe_tools(agent.registry, agent.config.tools.only, opts.safe)
     # by default no sink: the one-line `tether: …` diagnostics say it all, once
     logsink.install(logsink.level_for(opts.log_level, agent.config.log.level))
     if prompt is not None:
