@@ -86,7 +86,7 @@ def test_max_tool_calls_stops_before_the_call_that_would_pass_it(tmp_path: Path)
         sent = len(server.requests)
     assert proc.returncode == 1, proc.stderr
     assert sent == 2
-    assert "--max-tool-calls reached (1 calls)" in proc.stderr
+    assert "--max-tool-calls reached (1 call)" in proc.stderr
     events = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [e["stop_reason"] for e in events if e["type"] == "done"] == ["max_tool_calls"]
     results = [e for e in events if e["type"] == "tool_result"]

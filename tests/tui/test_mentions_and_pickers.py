@@ -150,7 +150,7 @@ def test_the_resume_picker_shows_a_forks_turns_and_parent(tmp_path: Path) -> Non
         w.append(text_turn("a1", "assistant", "done"))
     store.create("fork1", cwd=str(tmp_path), parent=("old1", "a1")).close()
     label = {c.key: c.label for c in session_choices(store.list(), tmp_path)}["fork1"]
-    assert "2 turns (fork of old1)" in label and label.endswith("earlier work")
+    assert "2 messages (fork of old1)" in label and label.endswith("earlier work")
 
 
 def test_the_filter_needs_every_word_and_ignores_case() -> None:

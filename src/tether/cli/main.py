@@ -51,6 +51,7 @@ from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError
+from tether.plural import counted
 
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
 # runs: `tether --help` and `tether sessions list` stay light (start-up time, bench/startup.py).
@@ -535,7 +536,7 @@ def trust(
         err(
             f"{root}: nothing to approve"
             if state.trusted
-            else f"{root}: {len(state.changes)} change(s) to approve with `tether trust`"
+            else f"{root}: {counted(len(state.changes), 'change')} to approve with `tether trust`"
         )
         return
     try:
@@ -545,7 +546,7 @@ def trust(
         raise typer.Exit(EXIT_USAGE) from exc
     for name, what in state.changes:
         print(f"{what}\t{name}")
-    err(f"approved {len(files)} file(s) of {root}")
+    err(f"approved {counted(len(files), 'file')} of {root}")
 
 
 def main() -> None:

@@ -54,6 +54,7 @@ from tether.errors import (
     exit_code_for,
 )
 from tether.messages import ContentBlock, ImageBlock, Turn
+from tether.plural import counted
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -528,7 +529,7 @@ async def _drive(
     if (why := run_limits.stop_reason_line(agent, result)) is not None:
         return stopped(sink, result.stop_reason, why, EXIT_USAGE)
     if result.stop_reason == "max_turns":  # the run did not finish its task
-        why = f"--max-turns reached ({result.turns} requests) before a final answer"
+        why = f"--max-turns reached ({counted(result.turns, 'request')}) before a final answer"
         return stopped(sink, "max_turns", why, EXIT_USAGE)
     return EXIT_OK
 

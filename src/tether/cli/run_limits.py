@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.agent.turn.output_schema import load_schema, parse_answer
 from tether.errors import ConfigError
+from tether.plural import counted
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
@@ -56,7 +57,8 @@ def stop_reason_line(agent: Agent, result: RunResult) -> str | None:
     run = agent.config.run
     if result.stop_reason == "max_tool_calls":  # the `warning` event says which call
         cap = run.max_tool_calls
-        return f"--max-tool-calls reached ({cap} calls) before a final answer"
+        calls = f"{cap} calls" if cap is None else counted(cap, "call")
+        return f"--max-tool-calls reached ({calls}) before a final answer"
     if result.stop_reason != "schema_invalid":
         return None
     _, why = parse_answer(result.text, load_schema(run.output_schema, agent.root) or {})

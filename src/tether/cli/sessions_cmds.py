@@ -27,6 +27,7 @@ import typer
 from tether.cli.checkpoint_cmds import sessions_checkpoints, sessions_rewind
 from tether.cli.output import EXIT_USAGE, err
 from tether.errors import SessionError
+from tether.plural import counted
 
 if TYPE_CHECKING:  # the session stack loads with the commands that use it
     from tether.session import LoadedSession
@@ -197,7 +198,7 @@ def sessions_fork(
         raise typer.Exit(EXIT_USAGE) from exc
     writer.close()
     print(json.dumps({"session": writer.id, "parent": sid, "before": before, "turns": kept}))
-    err(f"forked {sid} into {writer.id} ({kept} turns); go on with: tether run --resume {writer.id}")
+    err(f"forked {sid} into {writer.id} ({counted(kept, 'message')}); go on with: tether run --resume {writer.id}")
 
 
 @sessions_app.command("delete")

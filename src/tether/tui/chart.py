@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tether.plural import counted
 from tether.session.timeline import Timeline, TimelineMark
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -42,7 +43,7 @@ def legend_lines(timeline: Timeline) -> list[str]:
     pts = timeline.points
     peak = max((p.prompt_tokens for p in pts), default=0)
     out_total = sum(p.output_tokens for p in pts)
-    head = f"{len(pts)} requests · peak prompt {peak} tokens · {out_total} output tokens"
+    head = f"{counted(len(pts), 'request')} · peak prompt {peak} tokens · {out_total} output tokens"
     if timeline.unmeasured:
         head += f" · {timeline.unmeasured} replies without usage (not drawn)"
     lines = [head, "⠂ prompt tokens (input + cache read + cache write)   x output tokens"]

@@ -10,6 +10,7 @@ Does not own: the pickers (`tether.tui.pickers`), names (`tether.session.names`)
 from __future__ import annotations
 
 from tether.errors import ConfigError
+from tether.plural import counted
 from tether.session.names import NAME_EVENT, check_free, check_name
 from tether.tui.host import AppHost
 from tether.tui.pickers import PickerScreen, model_choices, session_choices
@@ -88,7 +89,7 @@ async def _stored(app: AppHost, name: str, arg: str) -> None:
         return
     if name == "sessions" and not arg:
         lines = [
-            f"{i.id}  {i.turn_count:>5} turns  {(i.name + ': ') if i.name else ''}"
+            f"{i.id}  {counted(i.turn_count, 'message'):>12}  {(i.name + ': ') if i.name else ''}"
             f"{(i.preview or '')[:60]}{f'  (fork of {i.parent[0]})' if i.parent else ''}"
             for i in store.list()
         ]
