@@ -233,6 +233,9 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         return refuse(sink, EXIT_USAGE, str(exc))
     for line in attachments.notes:
         err(f"note: {line}")
+    stdin_texts = [piped, *(t.text for t in stdin.messages if t.role == "user")]
+    if (note := run_input.stdin_mention_note(stdin_texts, root)) is not None:
+        err(note)
     images = attachments.images
     try:
         attached = [b.text for b in attachments.blocks]
