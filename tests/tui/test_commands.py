@@ -113,6 +113,9 @@ async def test_new_sessions_fork_and_quit(tmp_path: Path) -> None:
         assert [t.text for t in app.agent.history] == ["hello", "hi"]  # not the fork's turns
         await send(pilot, "/sessions nosuch")
         assert "no session" in notes(app)
+        assert app.agent.history != []
+        await send(pilot, "/clear")  # Claude Code's name for /new (the trial's: unknown command)
+        assert app.agent.history == [] and "unknown command" not in notes(app)
         await send(pilot, "/quit")
         await pilot.pause()
     assert app.return_value == 0

@@ -21,7 +21,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/model", "[provider/model]  switch the model from the next request on (a picker without one)"),
     ("/effort", "[low|medium|high|max|default]  reasoning effort (Ctrl+T cycles it)"),
     ("/add-dir", "PATH[:ro]  let the tools use this folder too (:ro read-only)"),
-    ("/new", "start a new session"),
+    ("/new", "start a new session (/clear does the same)"),
     ("/resume", "[id|name]  resume a session (a picker of this folder's sessions without one)"),
     ("/rename", "NAME  name this session (tether --resume NAME opens it)"),
     ("/sessions", "[id]  list the stored sessions, or resume one"),

@@ -52,6 +52,8 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
     if app.opened is None:
         app.note("no agent")
         return
+    if name == "clear" and name not in app.opened.commands:  # Claude Code's name for it
+        name = "new"
     agent = app.agent
     try:
         if name == "compact":
