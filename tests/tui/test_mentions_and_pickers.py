@@ -58,7 +58,7 @@ async def test_a_mentioned_file_goes_with_the_prompt_as_a_chip_live_and_resumed(
         await send(pilot, "read @notes.txt and @../elsewhere.txt")
         await idle(app, pilot)
         (row,) = app.query(UserRow)
-        assert row.images == ("[file notes.txt 1 KB]",)
+        assert row.images == ("[file notes.txt 17 bytes]",)  # the trial's 12 bytes said 1 KB
         assert "@../elsewhere.txt" not in notes(app)  # names nothing: left as text
         await send(pilot, "/quit")
     sent = provider.requests[0].messages[-1].content
@@ -71,7 +71,7 @@ async def test_a_mentioned_file_goes_with_the_prompt_as_a_chip_live_and_resumed(
         await until(pilot, lambda: bool(app2.query(UserRow)))
         (row,) = app2.query(UserRow)
         assert row.text == "read @notes.txt and @../elsewhere.txt"  # not the file's text
-        assert row.images == ("[file notes.txt 1 KB]",)
+        assert row.images == ("[file notes.txt 17 bytes]",)
 
 
 async def test_rename_and_the_resume_picker_filters_by_name(tmp_path: Path) -> None:
