@@ -198,3 +198,15 @@ def test_a_taken_session_id_is_one_line_before_any_setup_note(tmp_path: Path) ->
         "(--session starts a new one; --resume taken goes on with it)"
     ]
     assert (home / "sessions" / "taken.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("group", ["jobs", "mcp", "sessions", "config", "permissions"])
+def test_a_command_group_alone_prints_its_help(tmp_path: Path, group: str) -> None:
+    """The trial's `tether jobs` / `tether mcp` alone were a usage error (exit 1): they print
+    their help, exit 0, as `git remote` alone lists; an unknown subcommand stays an error."""
+    home = tmp_path / "home"
+    proc = _tether([group], home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Usage: tether {group} ") and "Commands" in proc.stdout
+    bad = _tether([group, "bogus"], home)
+    assert bad.returncode == 1 and "No such command 'bogus'" in bad.stderr

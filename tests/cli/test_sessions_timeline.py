@@ -77,6 +77,16 @@ def test_unwritable_svg_is_one_line_exit_1(tmp_path: Path) -> None:
     done = _tether(["sessions", "timeline", "s1", "--svg", str(tmp_path / "no" / "x.svg")], tmp_path)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and "cannot write" in done.stderr
+    assert done.stdout == ""  # refused before the chart is drawn
+
+
+def test_a_size_outside_the_charts_range_is_one_line_exit_1(tmp_path: Path) -> None:
+    """The trial's `--width 5` drew a 24-column chart and `--height 0` a full one."""
+    _session(tmp_path)
+    for flag, value in (("--width", "5"), ("--height", "0"), ("--width", "100000")):
+        done = _tether(["sessions", "timeline", "s1", flag, value], tmp_path)
+        assert done.returncode == 1 and flag in done.stderr, done.stderr
+        assert done.stdout == "" and "Traceback" not in done.stderr
 
 
 def test_timeline_help_stays_light() -> None:

@@ -562,6 +562,10 @@ def main() -> None:
         format_message = getattr(exc, "format_message", None)
         if not callable(format_message):  # not a CLI usage error (typer vendors its own click)
             raise
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            print(ctx.get_help())  # `tether jobs` alone: its help, as `git remote` lists
+            sys.exit(EXIT_OK)
         err(
             usage_line(
                 str(format_message()), getattr(getattr(exc, "ctx", None), "command_path", "")

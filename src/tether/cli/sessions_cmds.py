@@ -134,8 +134,10 @@ def sessions_timeline(
     svg: Annotated[
         Path | None, typer.Option("--svg", help="Also write the chart as an SVG file.")
     ] = None,
-    width: Annotated[int | None, typer.Option(help="Chart width in columns.")] = None,
-    height: Annotated[int, typer.Option(help="Chart height in rows.")] = 20,
+    width: Annotated[
+        int | None, typer.Option(min=30, max=1000, help="Chart width in columns (30-1000).")
+    ] = None,
+    height: Annotated[int, typer.Option(min=8, max=200, help="Chart height in rows (8-200).")] = 20,
 ) -> None:
     """Chart tokens per request over a session (prompt incl. cache, and output), with
     compactions, persisted outputs and model switches marked; the marks are listed below."""
@@ -143,6 +145,9 @@ def sessions_timeline(
     from tether.tui.chart import chart_lines, timeline_svg
 
     loaded = _load_session(session_id)
+    if svg is not None and not svg.resolve().parent.is_dir():  # before the chart is drawn
+        err(f"cannot write {svg}: {svg.resolve().parent} is not a folder")
+        raise typer.Exit(EXIT_USAGE)
     timeline = session_timeline(loaded.turns)
     cols = width or min(max(shutil.get_terminal_size().columns, 40), 160)
     print("\n".join(chart_lines(timeline, width=cols, height=height, color=sys.stdout.isatty())))
