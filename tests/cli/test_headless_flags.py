@@ -71,3 +71,15 @@ def test_safe_with_tools_that_safe_mode_never_runs_is_refused(tmp_path: Path) ->
     with FaultServer([text("ok")]) as server:  # read-only tools go with --safe
         proc = _run(server, home, "--no-session", "--safe", "--tools", "read,grep", "hi")
         assert proc.returncode == 0, proc.stderr
+
+
+def test_plan_mode_says_where_the_plan_is_in_each_format(tmp_path: Path) -> None:
+    """The trial's `--plan --output-format text` pointed at "the `plan` event", which text
+    output has not: the plan is the answer there."""
+    home = tmp_path / "home"
+    with FaultServer([text("1. read\n2. write"), text("1. read\n2. write")]) as server:
+        shown = _run(server, home, "--no-session", "--plan", "--output-format", "text", "go")
+        events = _run(server, home, "--no-session", "--plan", "go")
+    assert shown.returncode == 0 and "1. read" in shown.stdout, shown.stderr
+    assert "the plan is the answer" in shown.stderr and "`plan` event" not in shown.stderr
+    assert events.returncode == 0 and "the plan is the `plan` event" in events.stderr

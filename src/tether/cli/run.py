@@ -528,7 +528,8 @@ async def _drive(
         why = f"the next request would pass --max-budget-usd{cap}"
         return stopped(sink, "max_budget", why, EXIT_USAGE)
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
-        err("plan mode: nothing was changed; the plan is the `plan` event")
+        where = "`plan` event" if agent.config.run.output_format == "stream-json" else "answer"
+        err(f"plan mode: nothing was changed; the plan is the {where}")
     if (why := run_limits.stop_reason_line(agent, result)) is not None:
         return stopped(sink, result.stop_reason, why, EXIT_USAGE)
     if result.stop_reason == "max_turns":  # the run did not finish its task
