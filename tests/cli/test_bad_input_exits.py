@@ -210,3 +210,11 @@ def test_a_command_group_alone_prints_its_help(tmp_path: Path, group: str) -> No
     assert proc.stdout.startswith(f"Usage: tether {group} ") and "Commands" in proc.stdout
     bad = _tether([group, "bogus"], home)
     assert bad.returncode == 1 and "No such command 'bogus'" in bad.stderr
+
+
+def test_an_unknown_local_model_names_the_ones_there_are(tmp_path: Path) -> None:
+    """The trial's `--model local/nosuch` said only "no model file at nosuch"."""
+    proc = _tether(["run", "--no-session", "--model", "local/nosuch", "hi"], tmp_path / "home")
+    assert proc.returncode == 1 and "no model file at nosuch" in proc.stderr
+    assert "smollm2-135m-instruct" in proc.stderr and "qwen2.5-coder-0.5b" in proc.stderr
+    _one_clean_line(proc.stderr)
