@@ -71,7 +71,8 @@ def test_a_bad_schema_is_refused_before_any_request(tmp_path: Path) -> None:
         for value in (str(bad), str(tmp_path / "missing.json"), "{not json"):
             proc = _run(server, home, "--output-schema", value, "hi")
             assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-            assert "schema" in proc.stderr
+            # one line alone: the trial's came after the context and window notes
+            assert len(proc.stderr.strip().splitlines()) == 1 and "schema" in proc.stderr, proc.stderr
         assert server.requests == []
 
 

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 
 def overrides(output_schema: str | None, max_tool_calls: int | None) -> dict[str, Any]:
     """`--output-schema` (a file's path, made absolute from the current folder, or the schema
-    inline when it starts with `{`) and `--max-tool-calls` as settings.
+    inline when it starts with `{`) and `--max-tool-calls` as settings; the schema is loaded
+    here, so a bad one is refused before the settings' and the agent's notes.
 
     Raises:
-        ConfigError: an inline schema that is not JSON.
+        ConfigError: an inline schema that is not JSON, a schema that cannot be loaded.
     """
     out: dict[str, Any] = {}
     if max_tool_calls is not None:
@@ -39,6 +40,7 @@ def overrides(output_schema: str | None, max_tool_calls: int | None) -> dict[str
             raise ConfigError(f"--output-schema: the inline schema is not JSON ({exc})") from None
     else:
         out["run.output_schema"] = str(Path(output_schema).expanduser().resolve())
+    load_schema(out["run.output_schema"], Path.cwd())  # before any setup line: one line alone
     return out
 
 
