@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 
@@ -73,6 +74,33 @@ async def test_typing_while_the_agent_works_queues_a_steering_message(tmp_path: 
         await idle(app, pilot)
         assert not queued.has_class("queued")
         assert "also check the tests" in provider.requests[1].messages[-1].text
+
+
+async def test_a_message_queued_during_a_reply_shows_after_that_reply(tmp_path: Path) -> None:
+    """The trial's transcript read `first / queued second / echo first / echo second`: the
+    queued row stays where it was typed until the agent takes it, then moves to that point."""
+    app, provider = scripted_app(tmp_path, ["echo first", "echo second"])
+    entered, gate = asyncio.Event(), asyncio.Event()
+    stream, seen = provider.stream, []
+
+    async def slow(request: Any) -> Any:
+        seen.append(request)
+        if len(seen) == 1:  # the first reply waits: the second message is typed meanwhile
+            entered.set()
+            await gate.wait()
+        async for event in stream(request):
+            yield event
+
+    provider.stream = slow  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "first")
+        await asyncio.wait_for(entered.wait(), 10)
+        await send(pilot, "second")
+        gate.set()
+        await idle(app, pilot)
+        rows = [w for w in app.transcript.children if isinstance(w, UserRow | AssistantRow)]
+        assert [w.text for w in rows] == ["first", "echo first", "second", "echo second"]
+        assert not any(w.has_class("queued") for w in rows if isinstance(w, UserRow))
 
 
 async def test_esc_cancels_and_the_partial_turn_is_persisted(tmp_path: Path) -> None:
