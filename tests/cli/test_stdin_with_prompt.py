@@ -56,11 +56,13 @@ def test_an_at_word_in_a_prompt_read_from_stdin_is_noted(tmp_path: Path) -> None
     (tmp_path / "work" / "notes.txt").write_text("secret notes\n")
     args = ["run", "--no-session", "--model", "openai/m"]
     with FaultServer([text("ok"), text("ok")]) as server:
-        env = {"OPENAI_API_KEY": "sk-test", "TETHER_CONFIG_DIR": str(tmp_path / "cfg")}
+        cfg = str(tmp_path / "cfg")
         done = tether([*args, "--base-url", server.openai_url], tmp_path / "home",
-                      input="read @notes.txt please", **env)  # fmt: skip
+                      input="read @notes.txt please", OPENAI_API_KEY="sk-test",
+                      TETHER_CONFIG_DIR=cfg)  # fmt: skip
         other = tether([*args, "--base-url", server.openai_url], tmp_path / "home",
-                       input="ask @nobody about it", **env)  # fmt: skip
+                       input="ask @nobody about it", OPENAI_API_KEY="sk-test",
+                       TETHER_CONFIG_DIR=cfg)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "@notes.txt on stdin attaches nothing" in done.stderr
     assert other.returncode == 0 and "attaches nothing" not in other.stderr

@@ -81,7 +81,7 @@ async def test_a_message_queued_during_a_reply_shows_after_that_reply(tmp_path: 
     queued row stays where it was typed until the agent takes it, then moves to that point."""
     app, provider = scripted_app(tmp_path, ["echo first", "echo second"])
     entered, gate = asyncio.Event(), asyncio.Event()
-    stream, seen = provider.stream, []
+    stream, seen = provider.stream, list[object]()
 
     async def slow(request: Any) -> Any:
         seen.append(request)
