@@ -126,6 +126,28 @@ async def test_esc_cancels_and_the_partial_turn_is_persisted(tmp_path: Path) -> 
     assert turns[-1].tool_results[0].text.startswith("cancelled while running")  # killed
 
 
+async def test_ctrl_c_cancels_a_running_request_as_esc_does(tmp_path: Path) -> None:
+    """The trial pressed Ctrl+C to interrupt (Claude Code's habit) and the request went on:
+    one press cancels it, and the session stays open (two quit)."""
+    started = asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    app, _ = scripted_app(tmp_path, [call("wait")], tools=[wait])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await asyncio.wait_for(started.wait(), 10)
+        await pilot.press("ctrl+c")
+        await idle(app, pilot)
+        assert "cancelled" in notes(app) and not app.busy
+        assert app.is_running  # one press: still open
+
+
 async def test_ctrl_k_cancels_the_running_tool_and_the_run_goes_on(tmp_path: Path) -> None:
     started = asyncio.Event()
 

@@ -63,7 +63,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("PageUp / PageDown", "scroll the transcript"),
     ("Ctrl+Home / Ctrl+End", "the transcript's first turn / its end"),
     ("F2", "settings: change model, approval, safe mode, compaction for this session"),
-    ("Ctrl+C Ctrl+C", "quit"),
+    ("Ctrl+C Ctrl+C", "quit (one Ctrl+C cancels a running request, as Esc)"),
 )
 """(key, action) for `/help` and the keys table of docs/tui.md."""
 
