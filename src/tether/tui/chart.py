@@ -28,6 +28,19 @@ MARK_COLORS = {"compaction": "red", "persisted": "yellow", "model": "magenta"}
 MARK_NAMES = {"compaction": "compaction", "persisted": "persisted output", "model": "model switch"}
 
 
+MAX_TICKS = 10
+"""The most request numbers the x axis labels."""
+
+
+def short_count(n: int) -> str:
+    """A token count as an axis label: `950`, `1.2k`, `12k`, `1.5M`."""
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f}".rstrip("0").rstrip(".") + unit if value < 10 else f"{value:.0f}{unit}"
+    return str(n)
+
+
 def mark_tags(timeline: Timeline) -> list[tuple[str, TimelineMark]]:
     """Each mark with its tag (`C1`, `P2`, `M1`: letter of the kind, number within the kind)."""
     counts: dict[str, int] = {}
@@ -79,6 +92,10 @@ def chart_text(
         fig.draw(prompt)
         fig.draw(output)
         fig.legend(False)  # the key is `legend_lines`' first line
+        xticks = xs[:: max(1, -(-len(xs) // MAX_TICKS))]  # whole request numbers, not 1.17
+        fig.ruler("x").ticks(xticks, [str(x) for x in xticks])
+        yticks = [round(top * k / 4) for k in range(5)]
+        fig.ruler("y").ticks(yticks, [short_count(y) for y in yticks])  # 1.2k, not 1.2e3
         seen: set[str] = set()
         for tag, mark in mark_tags(timeline):
             x = mark.at + 0.5
