@@ -64,8 +64,8 @@ def main() -> None:
         mb = sum(p.stat().st_size for p in sessions.glob("*.jsonl")) / 1e6
         base, _ = _time([py, "-c", "pass"], env, args.repeat)
         helped, _ = _time([py, "-m", "tether.cli", "--help"], env, args.repeat)
-        cold, _ = _time([py, "-m", "tether.cli", "sessions", "list"], env, 1)
-        warm, out = _time([py, "-m", "tether.cli", "sessions", "list"], env, args.repeat)
+        cold, _ = _time([py, "-m", "tether.cli", "sessions", "list", "--all"], env, 1)
+        warm, out = _time([py, "-m", "tether.cli", "sessions", "list", "--all"], env, args.repeat)
         rows = out.count(b"\n")
         count = subprocess.run(
             [py, "-X", "importtime", "-m", "tether.cli", "--help"],

@@ -46,6 +46,7 @@ async def test_deny_with_reason_reaches_the_model_and_nothing_runs(tmp_path: Pat
     assert not (tmp_path / "made.txt").exists()
     [res] = results(events)
     assert res.is_error and "denied" in res.content and "use the Makefile instead" in res.content
+    assert "Their reason: use the Makefile instead. Do not repeat" in res.content  # a full stop
     assert host.seen[0].kind == "exec" and host.seen[0].call.arguments == {
         "command": "touch made.txt"
     }
@@ -147,3 +148,12 @@ async def test_read_only_mode_is_safe_mode(tmp_path: Path) -> None:
     assert not agent.safe_mode and agent.approval_mode == "auto"
     agent.set_approval_mode("read-only")
     assert agent.safe_mode
+
+
+def test_a_reason_that_ends_its_sentence_gets_no_second_stop() -> None:
+    from tether.agent.approval import denied_result
+    from tether.messages import ToolCallBlock
+
+    c = ToolCallBlock(id="c1", name="bash", arguments={})
+    assert "Their reason: not now! Do not" in denied_result(c, " not now! ").text
+    assert "Their reason" not in denied_result(c, "  ").text

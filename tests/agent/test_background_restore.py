@@ -82,7 +82,7 @@ async def test_a_compaction_tells_the_model_which_shells_still_run(tmp_path: Pat
 
 
 async def test_no_listing_when_no_shell_runs(tmp_path: Path) -> None:
-    agent = _agent(tmp_path, ["a", "b", "c", "d"])
+    agent = _agent(tmp_path, [c * 800 for c in "abcd"])  # the summary is shorter than they are
     for p in ("w", "x", "y", "z"):
         await agent.run(p)
     assert await agent.compact_now()

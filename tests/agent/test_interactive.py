@@ -67,7 +67,8 @@ async def test_switch_model_changes_the_provider_and_the_window(tmp_path: Path) 
 
 async def test_compact_now_appends_a_marker_with_the_focus(tmp_path: Path) -> None:
     events: list[AgentEvent] = []
-    provider = ScriptedProvider(["one", "two", "three", "summary of it", "after"])
+    long = ["one" * 300, "two" * 300, "three" * 300]  # the summary is shorter than they are
+    provider = ScriptedProvider([*long, "summary of it", "after"])
     agent = Agent(
         provider,
         root=tmp_path,

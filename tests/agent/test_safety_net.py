@@ -281,7 +281,8 @@ async def test_the_todo_list_is_an_event_and_is_restored_after_a_compaction(tmp_
 
     events: list[AgentEvent] = []
     items = [{"text": "write tests", "status": "done"}, {"text": "fix bug", "status": "in_progress"}]
-    script = [call("todo", items=items), "noted", "a", "b", "c", "after"]
+    long = [c * 800 for c in "abc"]  # so that the summary is shorter than what it replaces
+    script = [call("todo", items=items), "noted", *long, "after"]
     provider = ScriptedProvider(script)
 
     async def compactor(turns: Sequence[Turn], previous_summary: str | None, focus: str | None) -> str:

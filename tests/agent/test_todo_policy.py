@@ -66,7 +66,10 @@ async def _plan_then_compact(agent: Agent) -> int:
     return len(agent.history)
 
 
-SCRIPT = [call("todo", items=ITEMS), "noted", "a", "b", "c", "after"]
+LONG = tuple(c * 800 for c in "abc")
+"""Replies long enough that the summary is shorter than the turns it replaces (a manual
+compaction that would grow the context writes nothing; user prompts are kept verbatim)."""
+SCRIPT = [call("todo", items=ITEMS), "noted", *LONG, "after"]
 
 
 async def test_a_summary_that_replaced_the_list_is_followed_by_it_before_the_next_request(
@@ -92,7 +95,7 @@ async def test_the_list_is_restated_once_per_marker(tmp_path: Path) -> None:
 
 
 async def test_a_list_the_compaction_kept_is_not_restated(tmp_path: Path) -> None:
-    script = ["a", "b", "c", call("todo", items=ITEMS), "noted", "after"]
+    script = [*LONG, call("todo", items=ITEMS), "noted", "after"]
     agent = _agent(tmp_path, script, keep_turns=4)
     for p in ("x", "y", "z"):
         await agent.run(p)

@@ -88,6 +88,11 @@ def test_the_atomic_write_sits_on_the_bottom_floor() -> None:
     assert tether_imports(SRC / "atomic.py") == set()
 
 
+def test_the_counted_nouns_sit_on_the_bottom_floor() -> None:
+    """`plural` imports nothing of ours: the CLI, the TUI and the agent's notes all use it."""
+    assert tether_imports(SRC / "plural.py") == set()
+
+
 def test_the_token_estimate_sits_on_the_bottom_floor() -> None:
     """`tokens` (the estimate and `ModelLimits`) imports only `messages`, so the providers and
     the session store need not import compaction to count tokens or hold a model's limits."""

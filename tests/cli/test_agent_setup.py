@@ -265,7 +265,7 @@ def test_a_window_the_fixed_prompt_overfills_exits_5_and_max_turns_is_noted(
             OPENAI_API_KEY="sk-test",
         )
     assert proc.returncode == 1, proc.stderr  # not success: no final answer
-    assert "--max-turns reached (1 requests)" in proc.stderr
+    assert "--max-turns reached (1 request)" in proc.stderr
 
 
 async def test_a_key_from_the_credential_file_is_redacted_from_tool_output(

@@ -42,6 +42,11 @@ def _no_sessions(home: Path) -> None:
         # the TUI says it before its screen opens (it stayed open on an error screen before)
         (["chat", "--resume", "nosuch-id"], 1, "no session nosuch-id in"),
         (["chat", "--resume", "../bad"], 1, "no session ../bad"),  # neither an id nor a name
+        # a model that cannot be used: as `tether run` says it (it opened a dead TUI)
+        (["chat", "--model", "bogus"], 1, "unknown provider 'bogus' in --model"),
+        (["chat", "--model", "openai"], 1, "names no model"),
+        (["chat", "--model", "anthropic/claude-x", "--base-url", "http://127.0.0.1:9/"], 2,
+         "ANTHROPIC_API_KEY"),
         # not a terminal: the screen would write escape codes into the pipe and wait forever
         ([], 1, "needs a terminal"),
         (["chat"], 1, "needs a terminal"),
@@ -193,3 +198,23 @@ def test_a_taken_session_id_is_one_line_before_any_setup_note(tmp_path: Path) ->
         "(--session starts a new one; --resume taken goes on with it)"
     ]
     assert (home / "sessions" / "taken.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("group", ["jobs", "mcp", "sessions", "config", "permissions"])
+def test_a_command_group_alone_prints_its_help(tmp_path: Path, group: str) -> None:
+    """The trial's `tether jobs` / `tether mcp` alone were a usage error (exit 1): they print
+    their help, exit 0, as `git remote` alone lists; an unknown subcommand stays an error."""
+    home = tmp_path / "home"
+    proc = _tether([group], home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Usage: tether {group} ") and "Commands" in proc.stdout
+    bad = _tether([group, "bogus"], home)
+    assert bad.returncode == 1 and "No such command 'bogus'" in bad.stderr
+
+
+def test_an_unknown_local_model_names_the_ones_there_are(tmp_path: Path) -> None:
+    """The trial's `--model local/nosuch` said only "no model file at nosuch"."""
+    proc = _tether(["run", "--no-session", "--model", "local/nosuch", "hi"], tmp_path / "home")
+    assert proc.returncode == 1 and "no model file at nosuch" in proc.stderr
+    assert "smollm2-135m-instruct" in proc.stderr and "qwen2.5-coder-0.5b" in proc.stderr
+    _one_clean_line(proc.stderr)

@@ -70,3 +70,18 @@ def test_the_flag_adds_to_the_settings_folders(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"{kept.resolve()} (read-write)" in system and f"{added.resolve()} (read-write)" in system
     assert system.count(str(kept.resolve())) == 1  # named twice, listed once
+
+
+def test_rw_says_read_write_explicitly(tmp_path: Path) -> None:
+    """The trial's `--add-dir DIR:rw` was "DIR:rw is not a folder": `:rw` is read-write, as
+    the folder alone is (`:ro` read-only)."""
+    from tether.sandbox.policy import parse_add_dir
+
+    (tmp_path / "d").mkdir()
+    real = str((tmp_path / "d").resolve())
+    assert parse_add_dir("d:rw", tmp_path) == (real, True) == parse_add_dir("d", tmp_path)
+    assert parse_add_dir("d:ro", tmp_path) == (real, False)
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    done = run_cli(["acp", "--add-dir", f"{tmp_path / 'nowhere'}:rw"], home, cwd=work)
+    assert done.returncode == 1 and f"{tmp_path / 'nowhere'} is not a folder" in done.stderr

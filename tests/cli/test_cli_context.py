@@ -50,6 +50,7 @@ def test_the_default_prompt_is_sent_recorded_and_continued_byte_for_byte(tmp_pat
         first = run(server, home, work, env, "hello")
         assert first.returncode == 0, first.stderr
         assert "context: instruction files AGENTS.md (25 bytes)" in first.stderr
+        assert "skill: write-skill (built in)" in first.stderr  # named, not `1 skill(s)`
         (work / "later.txt").write_text("the tree is dirty now")
         again = run(server, home, work, env, "-c", "and again")
         assert again.returncode == 0, again.stderr

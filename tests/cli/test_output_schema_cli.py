@@ -71,7 +71,8 @@ def test_a_bad_schema_is_refused_before_any_request(tmp_path: Path) -> None:
         for value in (str(bad), str(tmp_path / "missing.json"), "{not json"):
             proc = _run(server, home, "--output-schema", value, "hi")
             assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-            assert "schema" in proc.stderr
+            # one line alone: the trial's came after the context and window notes
+            assert len(proc.stderr.strip().splitlines()) == 1 and "schema" in proc.stderr, proc.stderr
         assert server.requests == []
 
 
@@ -86,7 +87,7 @@ def test_max_tool_calls_stops_before_the_call_that_would_pass_it(tmp_path: Path)
         sent = len(server.requests)
     assert proc.returncode == 1, proc.stderr
     assert sent == 2
-    assert "--max-tool-calls reached (1 calls)" in proc.stderr
+    assert "--max-tool-calls reached (1 call)" in proc.stderr
     events = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [e["stop_reason"] for e in events if e["type"] == "done"] == ["max_tool_calls"]
     results = [e for e in events if e["type"] == "tool_result"]

@@ -38,3 +38,31 @@ def test_sessions_commands_find_a_session_by_its_name(tmp_path: Path) -> None:
     assert "s-old" in deleted.stderr  # the id it stood for is named
     assert all(json.loads(line)["id"] != "s-old" for line in
                run_cli(["sessions", "list"], home, cwd=tmp_path).stdout.splitlines())  # fmt: skip
+
+
+def test_a_name_another_session_has_is_refused(tmp_path: Path) -> None:
+    """The trial's `--name my-sess` twice made two sessions so named, and the older could no
+    longer be found by name: the second `--name` (run and chat) is one line, exit 1, nothing
+    stored; the session that has it can take it again."""
+    from kit.faultserver import FaultServer, text
+
+    home = tmp_path / "home"
+    store = SessionStore(home / "sessions")
+    with store.create("s-first", cwd=str(tmp_path)) as w:
+        w.append(text_turn("u1", "user", "fix the login"))
+        w.append_event(NAME_EVENT, {"name": "my-sess"})
+    with FaultServer([text("never sent")]) as server:
+        model = ["--model", "openai/m", "--base-url", server.openai_url]
+        proc = run_cli(["run", *model, "--name", "my-sess", "hi"], home, cwd=tmp_path,
+                       OPENAI_API_KEY="sk-test")  # fmt: skip
+        assert proc.returncode == 1 and "already named 'my-sess'" in proc.stderr, proc.stderr
+        assert "s-first" in proc.stderr and "Traceback" not in proc.stderr
+        chat = run_cli(["chat", *model, "--name", "my-sess"], home, cwd=tmp_path)
+        assert chat.returncode == 1 and "already named 'my-sess'" in chat.stderr, chat.stderr
+        assert server.requests == []
+    assert [r.id for r in store.list()] == ["s-first"]
+    with FaultServer([text("again")]) as server:
+        model = ["--model", "openai/m", "--base-url", server.openai_url]
+        proc = run_cli(["run", *model, "--resume", "my-sess", "--name", "my-sess", "go on"],
+                       home, cwd=tmp_path, OPENAI_API_KEY="sk-test")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr

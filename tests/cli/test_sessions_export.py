@@ -65,3 +65,23 @@ def test_unknown_id_or_format_is_one_line_exit_1(tmp_path: Path) -> None:
     assert missing.returncode == 1 and fmt.returncode == 1
     assert len(missing.stderr.strip().splitlines()) == 1 and missing.stdout == ""
     assert fmt.stderr.strip() == "tether: --format 'pdf': give one of md, html, jsonl"
+
+
+def test_a_reply_cancelled_before_any_text_is_said_not_an_empty_heading(tmp_path: Path) -> None:
+    """The trial's export showed an empty `## Assistant` for a prompt cancelled before any
+    reply (an empty assistant turn, stop reason interrupted): one line says what happened."""
+    home = tmp_path / "home"
+    store = SessionStore(home / "sessions")
+    with store.create("c1", cwd=str(tmp_path)) as w:
+        w.append(Turn(id="u1", role="user", content=(TextBlock(text="do it"),)))
+        w.append(Turn(id="a1", role="assistant", content=(), stop_reason="interrupted"))
+        w.append(Turn(id="u2", role="user", content=(TextBlock(text="again"),)))
+        w.append(Turn(id="a2", role="assistant", content=(TextBlock(text="ok"),)))
+    md = run_cli(["sessions", "export", "c1", "-f", "md"], home, cwd=tmp_path)
+    assert md.returncode == 0, md.stderr
+    assert md.stdout.count("## Assistant") == 1 and "cancelled before any reply" in md.stdout
+    page = tmp_path / "c1.html"
+    html = run_cli(["sessions", "export", "c1", "-f", "html", "-o", str(page)], home, cwd=tmp_path)
+    assert html.returncode == 0, html.stderr
+    text = page.read_text()
+    assert text.count('class="turn assistant"') == 1 and "cancelled before any reply" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -54,6 +55,11 @@ def test_timeline_prints_the_chart_and_writes_the_svg(tmp_path: Path) -> None:
     done = _tether(["sessions", "timeline", "s1", "--svg", str(out)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "tokens per request" in done.stdout
+    lines = done.stdout.splitlines()  # the trial's axes read 1.00 1.17 1.33 … and 1.1e3
+    labels = lines[next(i for i, x in enumerate(lines) if x.lstrip().startswith("└")) + 1].split()
+    assert labels and all(x.isdigit() for x in labels), labels
+    ylabels = [x.split("┤")[0].strip() for x in lines if "┤" in x]
+    assert ylabels and all(re.fullmatch(r"\d+(\.\d)?[kM]?", y) for y in ylabels), ylabels
     assert "\x1b[" not in done.stdout  # not a terminal: no colour codes
     assert "C1   after request 5: compaction 1" in done.stdout
     assert "P1   after request 6: persisted output" in done.stdout
@@ -77,6 +83,16 @@ def test_unwritable_svg_is_one_line_exit_1(tmp_path: Path) -> None:
     done = _tether(["sessions", "timeline", "s1", "--svg", str(tmp_path / "no" / "x.svg")], tmp_path)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and "cannot write" in done.stderr
+    assert done.stdout == ""  # refused before the chart is drawn
+
+
+def test_a_size_outside_the_charts_range_is_one_line_exit_1(tmp_path: Path) -> None:
+    """The trial's `--width 5` drew a 24-column chart and `--height 0` a full one."""
+    _session(tmp_path)
+    for flag, value in (("--width", "5"), ("--height", "0"), ("--width", "100000")):
+        done = _tether(["sessions", "timeline", "s1", flag, value], tmp_path)
+        assert done.returncode == 1 and flag in done.stderr, done.stderr
+        assert done.stdout == "" and "Traceback" not in done.stderr
 
 
 def test_timeline_help_stays_light() -> None:

@@ -46,6 +46,26 @@ def test_plain_text_stdin_follows_the_prompt(tmp_path: Path) -> None:
     assert "ERROR disk full on /var" in sent and "WARN retrying" in sent
     assert "secret notes" not in sent  # an `@word` in the piped text attaches nothing
     assert "stdin ignored" not in stderr
+    assert "@notes.txt on stdin attaches nothing" in stderr  # and one line says so
+
+
+def test_an_at_word_in_a_prompt_read_from_stdin_is_noted(tmp_path: Path) -> None:
+    """The trial's `echo "stdin @notes.txt" | tether run` sent the bare word and said
+    nothing; a word naming no file is no mention (an e-mail, a handle) and is not noted."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notes.txt").write_text("secret notes\n")
+    args = ["run", "--no-session", "--model", "openai/m"]
+    with FaultServer([text("ok"), text("ok")]) as server:
+        cfg = str(tmp_path / "cfg")
+        done = tether([*args, "--base-url", server.openai_url], tmp_path / "home",
+                      input="read @notes.txt please", OPENAI_API_KEY="sk-test",
+                      TETHER_CONFIG_DIR=cfg)  # fmt: skip
+        other = tether([*args, "--base-url", server.openai_url], tmp_path / "home",
+                       input="ask @nobody about it", OPENAI_API_KEY="sk-test",
+                       TETHER_CONFIG_DIR=cfg)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "@notes.txt on stdin attaches nothing" in done.stderr
+    assert other.returncode == 0 and "attaches nothing" not in other.stderr
 
 
 def test_json_stdin_beside_a_prompt_is_ignored_and_said_so(tmp_path: Path) -> None:

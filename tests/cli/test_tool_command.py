@@ -130,3 +130,20 @@ def test_a_call_the_permission_rules_deny_is_refused_for_the_user_too(tmp_path: 
     assert len(lines) == 1 and "denied" in lines[0] and "bash(rm *)" in lines[0], denied.stderr
     asked = _tool(home, env, "bash", "--json", '{"command": "touch made.txt"}')
     assert asked.returncode == 0 and (work / "made.txt").exists(), asked.stderr
+
+
+def test_the_tools_are_those_run_offers_and_a_failed_command_exits_1(tmp_path: Path) -> None:
+    """The trial's `tether tool --list` showed 10 tools (the embedded model's, the settings'
+    default) while `tether run` offered 14, and `bash` exiting 3 exited 0: every tool is there,
+    and a command that fails prints its output and exits 1."""
+    home, env = _setup(tmp_path)
+    listed = _tool(home, env, "--list")
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split()[0] for line in listed.stdout.splitlines() if line[:1].strip()}
+    assert {"shell_output", "shell_kill", "skill", "bash", "task"} <= names, names
+    failed = _tool(home, env, "bash", "--json", '{"command": "echo hi; exit 3"}')
+    assert failed.returncode == 1 and failed.stdout == "hi\n(exit code 3)\n", failed
+    quiet = _tool(home, env, "bash", "--json", '{"command": "exit 4"}')
+    assert quiet.returncode == 1 and "exit code 4" in quiet.stdout
+    done = _tool(home, env, "bash", "--json", '{"command": "echo fine"}')
+    assert done.returncode == 0 and done.stdout == "fine\n"

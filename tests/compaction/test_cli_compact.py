@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from tether import Agent, AgentConfig, AutoCompaction
 from tether.agent.assembly import build
 from tether.cli.agent_setup import ContextOptions, flag_overrides
 from tether.cli.main import app
-from tether.messages import text_turn
+from tether.messages import Provenance, text_turn
+from tether.providers.fallback import ModelRef
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider
 from tether.wire import build_view
@@ -69,7 +71,7 @@ def test_compact_refuses_nothing_to_summarize_and_unknown_sessions(
         w.append(text_turn("t", "user", "only the task"))
     provider = _summarizer(monkeypatch)
     out = CliRunner().invoke(app, ["compact", "s2"])
-    assert out.exit_code == 5 and "nothing to summarize" in out.output
+    assert out.exit_code == 1 and "nothing to summarize" in out.output  # a no-op, not malformed
     assert provider.requests == [] and len(store.load("s2").turns) == 1  # nothing lost
     out = CliRunner().invoke(app, ["compact", "missing"])
     assert out.exit_code == 1
@@ -111,7 +113,8 @@ def test_compact_refuses_a_summary_that_is_not_shorter(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The trial's small session went from 18 to 86 tokens and the command said it compacted:
-    a summary longer than what it replaces is refused (exit 5) and nothing is written."""
+    a summary longer than what it replaces is refused and nothing is written: exit 1 (usage/
+    other; 5 is malformed input, which this is not)."""
     store = SessionStore()
     with store.create("s3", cwd=str(home)) as w:
         for t in history(2, result_chars=10):
@@ -120,5 +123,32 @@ def test_compact_refuses_a_summary_that_is_not_shorter(
     monkeypatch.setattr(build, "resolve_provider", lambda *a, **k: provider)  # type: ignore[misc]
     before = len(store.load("s3").turns)
     out = CliRunner().invoke(app, ["compact", "s3", "--model", "x/y"])
-    assert out.exit_code == 5 and "not shorter" in out.output, out.output
+    assert out.exit_code == 1 and "not shorter" in out.output, out.output
     assert len(store.load("s3").turns) == before  # nothing written
+
+
+def test_compact_uses_the_sessions_model_unless_model_is_given(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial's session ran on openai/m and `tether compact` loaded the embedded model (the
+    settings' selection): the summary is written by the session's own model, `--model` wins."""
+    store = SessionStore()
+    with store.create("s4", cwd=str(home)) as w:
+        for t in history(6, result_chars=2_000):
+            prov = Provenance(provider="openai", api="openai-chat", model="gpt-test")
+            w.append(dataclasses.replace(t, provenance=prov) if t.role == "assistant" else t)
+    provider = ScriptedProvider(lambda r: "## Goal\nrefactor the parser")
+    asked: list[str] = []
+
+    def resolve(
+        ref: ModelRef, base_url: str | None = None, providers: object = None
+    ) -> ScriptedProvider:
+        asked.append(ref.spec)
+        return provider
+
+    monkeypatch.setattr(build, "resolve_provider", resolve)
+    out = CliRunner().invoke(app, ["compact", "s4"])
+    assert out.exit_code == 0, out.output
+    assert asked == ["openai/gpt-test"] and "the session's model" in out.output
+    out = CliRunner().invoke(app, ["compact", "s4", "--model", "x/y"])
+    assert asked[-1] == "x/y", out.output

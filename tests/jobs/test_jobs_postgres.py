@@ -44,7 +44,7 @@ def test_three_workers_share_100_tasks_and_survive_a_kill(
             tmp_path, root, "dispatch", "--once", "--enqueue-only", TETHER_JOBS_DATABASE_URL=db
         )
         assert out.returncode == 0, out.stderr
-        assert f"{N} new run(s) enqueued" in out.stderr
+        assert f"{N} new runs enqueued" in out.stderr
         assert model.requests == []  # enqueue-only runs nothing
 
         workers: dict[str, Forked] = {}

@@ -89,7 +89,7 @@ def test_twenty_tasks_run_once_each_and_a_second_dispatch_runs_nothing(tmp_path:
         n = len(model.requests)
         second = tether(tmp_path, root, "dispatch", "--once")
         assert second.returncode == 0, second.stderr
-        assert "0 new run(s) enqueued" in second.stderr
+        assert "0 new runs enqueued" in second.stderr
         assert len(model.requests) == n  # nothing ran again
 
         status = tether(tmp_path, root, "status")
@@ -178,5 +178,5 @@ def test_the_views_of_a_project_never_dispatched_show_nothing_and_an_unknown_tas
             out = tether(tmp_path, root, *args)
             assert out.returncode == 1 and "no task nothing" in out.stderr, (args, out.stderr)
         out = tether(tmp_path, root, "cancel", "real")
-        assert out.returncode == 0 and "cancelled 0 run(s) of real" in out.stderr
+        assert out.returncode == 0 and "cancelled 0 runs of real" in out.stderr
         assert model.requests == []

@@ -140,5 +140,7 @@ def test_cli_models_command(server: str, tmp_path: Path) -> None:
     assert row["models"] == ["llama3.1:latest", "qwen3:8b"]
     assert "2 models from provider" in out.stderr
     assert list((tmp_path / "cache" / "models").iterdir())  # cached under TETHER_HOME
+    dead = run_cli(["models", "ollama", "--base-url", _dead_url()], tmp_path, cwd=tmp_path)
+    assert "(the live listing failed: network" in dead.stderr, dead.stderr  # says what failed
     bad = run_cli(["models", "nope"], tmp_path, cwd=tmp_path)
     assert bad.returncode == 1 and "unknown provider" in bad.stderr

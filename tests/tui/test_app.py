@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 
@@ -75,6 +76,33 @@ async def test_typing_while_the_agent_works_queues_a_steering_message(tmp_path: 
         assert "also check the tests" in provider.requests[1].messages[-1].text
 
 
+async def test_a_message_queued_during_a_reply_shows_after_that_reply(tmp_path: Path) -> None:
+    """The trial's transcript read `first / queued second / echo first / echo second`: the
+    queued row stays where it was typed until the agent takes it, then moves to that point."""
+    app, provider = scripted_app(tmp_path, ["echo first", "echo second"])
+    entered, gate = asyncio.Event(), asyncio.Event()
+    stream, seen = provider.stream, list[object]()
+
+    async def slow(request: Any) -> Any:
+        seen.append(request)
+        if len(seen) == 1:  # the first reply waits: the second message is typed meanwhile
+            entered.set()
+            await gate.wait()
+        async for event in stream(request):
+            yield event
+
+    provider.stream = slow  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "first")
+        await asyncio.wait_for(entered.wait(), 10)
+        await send(pilot, "second")
+        gate.set()
+        await idle(app, pilot)
+        rows = [w for w in app.transcript.children if isinstance(w, UserRow | AssistantRow)]
+        assert [w.text for w in rows] == ["first", "echo first", "second", "echo second"]
+        assert not any(w.has_class("queued") for w in rows if isinstance(w, UserRow))
+
+
 async def test_esc_cancels_and_the_partial_turn_is_persisted(tmp_path: Path) -> None:
     started = asyncio.Event()
 
@@ -96,6 +124,28 @@ async def test_esc_cancels_and_the_partial_turn_is_persisted(tmp_path: Path) -> 
         await app.action_quit()
     turns = store.load("s1").turns
     assert turns[-1].tool_results[0].text.startswith("cancelled while running")  # killed
+
+
+async def test_ctrl_c_cancels_a_running_request_as_esc_does(tmp_path: Path) -> None:
+    """The trial pressed Ctrl+C to interrupt (Claude Code's habit) and the request went on:
+    one press cancels it, and the session stays open (two quit)."""
+    started = asyncio.Event()
+
+    @tool(safe=True)
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    app, _ = scripted_app(tmp_path, [call("wait")], tools=[wait])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await asyncio.wait_for(started.wait(), 10)
+        await pilot.press("ctrl+c")
+        await idle(app, pilot)
+        assert "cancelled" in notes(app) and not app.busy
+        assert app.is_running  # one press: still open
 
 
 async def test_ctrl_k_cancels_the_running_tool_and_the_run_goes_on(tmp_path: Path) -> None:

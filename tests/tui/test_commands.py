@@ -27,7 +27,7 @@ def test_gauge_and_bar() -> None:
 
 
 async def test_compact_help_usage_context_and_unknown(tmp_path: Path) -> None:
-    script = ["one", "two", "three", "the summary"]
+    script = ["one" * 300, "two" * 300, "three" * 300, "the summary"]  # longer than a summary
     app, provider = scripted_app(tmp_path, script)
     async with app.run_test(size=SIZE) as pilot:
         for p in ("a", "b", "c"):
@@ -48,6 +48,25 @@ async def test_compact_help_usage_context_and_unknown(tmp_path: Path) -> None:
         text = notes(app)
         assert "usage: not reported by the provider" in text and "/compact" in text and "Ctrl+K" in text
         assert "unknown command /nope" in text
+
+
+async def test_compact_refuses_a_summary_that_would_grow_the_context(tmp_path: Path) -> None:
+    """The trial's tiny conversation went from 148 to 210 tokens on /compact while
+    `tether compact` refused the same: /compact writes nothing and says why."""
+    script = ["one", "two", "the summary, " * 80]
+    app, provider = scripted_app(tmp_path, script)
+    async with app.run_test(size=SIZE) as pilot:
+        for p in ("a", "b"):
+            await send(pilot, p)
+            await idle(app, pilot)
+        before = list(app.agent.history)
+        await send(pilot, "/compact")
+        await idle(app, pilot)
+        assert len(provider.requests) == 3  # the summary was asked for
+        assert not app.query(MarkerRow) and app.agent.history == before
+        text = notes(app)
+        assert "is not shorter than the conversation" in text and "nothing written" in text
+        assert "nothing to compact" not in text
 
 
 async def test_safe_approval_and_model_switch(tmp_path: Path) -> None:
@@ -94,6 +113,9 @@ async def test_new_sessions_fork_and_quit(tmp_path: Path) -> None:
         assert [t.text for t in app.agent.history] == ["hello", "hi"]  # not the fork's turns
         await send(pilot, "/sessions nosuch")
         assert "no session" in notes(app)
+        assert app.agent.history != []
+        await send(pilot, "/clear")  # Claude Code's name for /new (the trial's: unknown command)
+        assert app.agent.history == [] and "unknown command" not in notes(app)
         await send(pilot, "/quit")
         await pilot.pause()
     assert app.return_value == 0

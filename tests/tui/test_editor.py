@@ -53,6 +53,32 @@ async def test_ctrl_g_edits_the_prompt_in_the_editor(
     assert list(temp.iterdir()) == []  # the temporary file is gone
 
 
+def test_without_editor_set_a_terminal_gets_nano_or_vi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial's `/memory` without $EDITOR only said to set it (git falls back to vi): with
+    a terminal to hand over, the first of nano, vi installed; without one, none."""
+    import io
+    import sys
+
+    from tether.tui.user_commands import editor_command
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    vi = tmp_path / "vi"
+    vi.write_text("#!/bin/sh\n")
+    vi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(sys, "stdin", Tty())
+    assert editor_command() == [str(vi)]
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # no terminal: nothing to hand over
+    assert editor_command() is None
+
+
 async def test_ctrl_g_without_an_editor_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EDITOR", raising=False)
     monkeypatch.delenv("VISUAL", raising=False)

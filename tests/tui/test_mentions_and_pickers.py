@@ -58,7 +58,7 @@ async def test_a_mentioned_file_goes_with_the_prompt_as_a_chip_live_and_resumed(
         await send(pilot, "read @notes.txt and @../elsewhere.txt")
         await idle(app, pilot)
         (row,) = app.query(UserRow)
-        assert row.images == ("[file notes.txt 1 KB]",)
+        assert row.images == ("[file notes.txt 17 bytes]",)  # the trial's 12 bytes said 1 KB
         assert "@../elsewhere.txt" not in notes(app)  # names nothing: left as text
         await send(pilot, "/quit")
     sent = provider.requests[0].messages[-1].content
@@ -71,7 +71,7 @@ async def test_a_mentioned_file_goes_with_the_prompt_as_a_chip_live_and_resumed(
         await until(pilot, lambda: bool(app2.query(UserRow)))
         (row,) = app2.query(UserRow)
         assert row.text == "read @notes.txt and @../elsewhere.txt"  # not the file's text
-        assert row.images == ("[file notes.txt 1 KB]",)
+        assert row.images == ("[file notes.txt 17 bytes]",)
 
 
 async def test_rename_and_the_resume_picker_filters_by_name(tmp_path: Path) -> None:
@@ -89,6 +89,9 @@ async def test_rename_and_the_resume_picker_filters_by_name(tmp_path: Path) -> N
         assert "named 'login bug'" in notes(app)
         await send(pilot, "/rename")
         assert "usage: /rename NAME" in notes(app)
+        await send(pilot, "/rename payments")  # old1's: refused, this session keeps its name
+        assert "already named 'payments' (old1" in notes(app)
+        await send(pilot, "/rename login bug")  # its own name again: fine
         await send(pilot, "/resume")
         screen = app.screen
         assert isinstance(screen, PickerScreen)
@@ -147,7 +150,7 @@ def test_the_resume_picker_shows_a_forks_turns_and_parent(tmp_path: Path) -> Non
         w.append(text_turn("a1", "assistant", "done"))
     store.create("fork1", cwd=str(tmp_path), parent=("old1", "a1")).close()
     label = {c.key: c.label for c in session_choices(store.list(), tmp_path)}["fork1"]
-    assert "2 turns (fork of old1)" in label and label.endswith("earlier work")
+    assert "2 messages (fork of old1)" in label and label.endswith("earlier work")
 
 
 def test_the_filter_needs_every_word_and_ignores_case() -> None:

@@ -105,3 +105,40 @@ async def test_rewind_picker_restores_files_forks_and_puts_the_message_back(tmp_
         assert (work / "a.txt").read_text() == "one"
         assert app.query_one(PromptInput).text == "second"
         assert len(store.list()) == 2 and "forked" in notes(app)
+
+
+async def test_the_rewind_picker_shows_what_the_user_typed(tmp_path: Path) -> None:
+    """The trial's picker listed a `!cmd`'s context ("The user ran this command…") and a
+    prompt glued to its `@file` markup: it shows `!cmd` and the typed words, and the prompt
+    put back in the editor is the typed one."""
+    from tether.messages import TextBlock, Turn, text_turn
+    from tether.tui.bang import bang_context
+
+    store = SessionStore(tmp_path / "data" / "sessions")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("hello\n")
+    with store.create("s0", cwd=str(work)) as w:
+        w.append(text_turn("u1", "user", "first"))
+        w.append(text_turn("a1", "assistant", "ok"))
+        w.append(text_turn("u2", "user", bang_context("ls; false", "notes.txt\n", 1000)))
+        typed = TextBlock(text="look at @notes.txt")
+        w.append(Turn(id="u3", role="user", content=(
+            typed, TextBlock(text='<file path="notes.txt">\nhello\n</file>'))))  # fmt: skip
+        w.append(text_turn("a2", "assistant", "seen"))
+    app, _ = scripted_app(work, [], store=store, resume="s0")
+    async with app.run_test(size=SIZE) as pilot:
+        await idle(app, pilot)
+        await pilot.press("escape")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RewindScreen)
+        rows = [str(o.prompt) for o in app.screen.query_one("#turns").options]  # type: ignore[attr-defined]
+        assert rows[0].endswith("look at @notes.txt") and "<file" not in rows[0], rows
+        assert rows[1].endswith("!ls; false") and "ran this command" not in " ".join(rows), rows
+        await pilot.press("c")  # the conversation only, back to before "look at @notes.txt"
+        for _ in range(100):
+            await pilot.pause()
+            if app.query_one(PromptInput).text:
+                break
+        assert app.query_one(PromptInput).text == "look at @notes.txt"

@@ -87,7 +87,7 @@ def test_at_path_the_model_picker_and_copy_in_tmux(tmp_path: Path) -> None:
             tmux("send-keys", "-t", name, "Tab")
             wait_for(name, "what is in @notes.txt", 30)
             tmux("send-keys", "-t", name, "Enter")
-            wait_for(name, ("It says to buy milk.", "[file notes.txt 1 KB]"), 60)
+            wait_for(name, ("It says to buy milk.", "[file notes.txt 9 bytes]"), 60)
             # the answer is on screen before the run ends: /copy once it has (a clean clone's
             # run typed it while the footer still said working, and no copy note came)
             wait_until(lambda: "working" not in screen_of(name), timeout_s=60, every_s=0.2)

@@ -137,7 +137,10 @@ Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 
 def denied_result(call: ToolCallBlock, reason: str) -> ToolResultBlock:
     """The is_error result of a call the user did not allow (it was not run)."""
-    why = f" Their reason: {reason.strip()}" if reason.strip() else ""
+    said = reason.strip()
+    if said and said[-1] not in ".!?":  # the user's words end a sentence before tether's
+        said += "."
+    why = f" Their reason: {said}" if said else ""
     text = (
         f"denied: the user did not allow this `{call.name}` call; it was not run.{why} "
         "Do not repeat the same call; adjust your approach or ask the user."

@@ -34,6 +34,7 @@ from pathlib import Path
 from tether.agent.attachments import read_image
 from tether.gitignore import IgnoreRules, read_gitignore
 from tether.messages import ContentBlock, ImageBlock, TextBlock
+from tether.plural import counted
 from tether.providers.images import ATTACHABLE_TYPES
 
 __all__ = [
@@ -187,8 +188,8 @@ _BLOCK = re.compile(r'\A<(file|folder) path="([^"\n]*)">\n')
 
 
 def mention_chip(block: TextBlock) -> str | None:
-    """`[file notes.txt 2 KB]` / `[folder src/]` for a block `resolve_mentions` made, None
-    for any other text."""
+    """`[file notes.txt 2 KB]` (`[file notes.txt 12 bytes]` under 1 KB) / `[folder src/]` for
+    a block `resolve_mentions` made, None for any other text."""
     match = _BLOCK.match(block.text)
     if match is None:
         return None
@@ -196,7 +197,8 @@ def mention_chip(block: TextBlock) -> str | None:
     if kind == "folder":
         return f"[folder {path.rstrip('/')}/]"
     size = len(block.text.encode("utf-8")) - match.end() - len("\n</file>")
-    return f"[file {path} {max(1, round(size / 1024))} KB]"
+    shown = counted(size, "byte") if size < 1024 else f"{round(size / 1024)} KB"
+    return f"[file {path} {shown}]"
 
 
 def mention_content(

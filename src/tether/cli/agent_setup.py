@@ -21,9 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tether.tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +58,44 @@ def check_flags(model: str | None, base_url: str | None) -> None:
             raise ConfigError(
                 f"--base-url {base_url!r} is not a URL: give http(s)://host[:port][/path]"
             )
+
+
+def check_model(model: str, base_url: str | None, cwd: Path) -> None:
+    """`--model` resolves in `cwd` as `tether run` resolves it (`tether chat` asks before its
+    screen opens: a model that cannot be used is one line, not a dead session).
+
+    Raises:
+        ConfigError: an unknown provider, no model named, a missing extra or file.
+        AuthError: no key for the provider.
+    """
+    from tether.agent.assembly import build
+
+    build.settings_chain(cwd, model=model, base_url=base_url, overrides=None, note=lambda _: None)
+
+
+def named_flag(exc: ConfigError, tools_flag: str | None) -> ConfigError:
+    """`exc`, naming `--tools` where it names the setting the flag set (`tools.only`)."""
+    text = str(exc)
+    if tools_flag is None or type(exc) is not ConfigError or "in tools.only:" not in text:
+        return exc
+    return ConfigError(text.replace("in tools.only:", "in --tools:", 1))
+
+
+def check_safe_tools(registry: ToolRegistry, only: Sequence[str] | None, safe: bool) -> None:
+    """Refuse `--safe` with `--tools` naming a tool safe mode never runs (the trial's
+    `--safe --tools bash` left the run no usable tool).
+
+    Raises:
+        ConfigError: one line naming those tools.
+    """
+    if not safe or only is None:
+        return
+    unsafe = [n for n in only if (tool := registry.get(n)) is not None and not tool.safe]
+    if unsafe:
+        raise ConfigError(
+            f"--safe offers read-only tools only, and --tools names {', '.join(unsafe)}, which "
+            "can modify files or run commands: drop --safe or those tools"
+        )
 
 
 def flag_overrides(

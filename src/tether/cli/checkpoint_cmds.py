@@ -24,6 +24,7 @@ import typer
 
 from tether.cli.output import EXIT_USAGE, err
 from tether.errors import TetherError
+from tether.plural import counted
 
 
 def sessions_checkpoints(session_id: str) -> None:
@@ -52,7 +53,7 @@ def sessions_checkpoints(session_id: str) -> None:
             )
         )
     covered = sum(1 for r in rows if r.checkpoint is not None)
-    err(f"{len(rows)} user turns, {covered} with a checkpoint (rewind: tether sessions rewind "
+    err(f"{counted(len(rows), 'user turn')}, {covered} with a checkpoint (rewind: tether sessions rewind "
         f"{session_id} --to N)")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tether.agent.assembly import build
@@ -29,9 +29,20 @@ from tether.errors import (
     SessionError,
     exit_code_for,
 )
+from tether.messages import Turn
 from tether.session import SessionStore
 
-EXIT_USAGE, EXIT_AUTH, EXIT_MALFORMED = 1, 2, 5
+EXIT_USAGE, EXIT_AUTH = 1, 2
+
+
+def session_model(turns: Sequence[Turn]) -> str | None:
+    """`provider/model` of the session's last assistant turn (its provenance), or None when
+    none has one or it was the embedded model (whose file name is no `--model`)."""
+    for turn in reversed(turns):
+        prov = turn.provenance
+        if turn.role == "assistant" and prov is not None and prov.model:
+            return None if prov.provider == "local" else f"{prov.provider}/{prov.model}"
+    return None
 
 
 def compact_command(
@@ -46,14 +57,21 @@ def compact_command(
 ) -> int:
     """`tether compact`: load, summarize, append the marker; print one JSON line
     `{"session_id", "marker_id", "tokens_before", "tokens_after", "turns_replaced"}`. The model
-    is `--model`, else the settings' selection (of the current folder's project), like
-    `tether run`; windows come from `--context-window`, else the settings, else the table."""
+    is `--model`, else the session's own (its last assistant turn's), else the settings'
+    selection (of the current folder's project); windows come from `--context-window`, else
+    the settings, else the table. Nothing to summarize, or a summary not shorter than what it
+    replaces, writes nothing: one line, exit 1."""
     from tether.cli.agent_setup import check_flags
 
     store = SessionStore()
     root = Path.cwd()
     try:
         check_flags(model, base_url)
+        loaded = store.load(session_id)
+        if model is None and (model := session_model(loaded.turns)) is not None:
+            err(
+                f"note: the summary is written by {model}, the session's model (--model picks another)"
+            )
         overrides = {"context.window": context_window} if context_window is not None else None
         root, config, chain, refused = build.settings_chain(
             root, model=model, base_url=base_url, overrides=overrides, note=err
@@ -63,7 +81,6 @@ def compact_command(
         parts = assemble(
             config, chain, root=root, session=AgentSession(), compaction=False, note=err
         )
-        loaded = store.load(session_id)
     except AuthError as exc:
         err(str(exc))
         return EXIT_AUTH
@@ -86,17 +103,17 @@ def compact_command(
             compact_conversation(parts.provider, request, call=parts.summary_call(None))
         )
     except CompactInvalidInputError as exc:
-        err(f"cannot compact {session_id}: {exc}")
-        return EXIT_MALFORMED
+        err(f"nothing to compact in {session_id}: {exc}; nothing written")
+        return EXIT_USAGE
     except CompactionFailedError as exc:
         err(str(exc))
         return exit_code_for(exc.kind)
     if result.tokens_after >= result.tokens_before:  # a summary longer than what it replaces
         err(
-            f"cannot compact {session_id}: the summary ({result.tokens_after} tokens with what "
+            f"not compacted {session_id}: the summary ({result.tokens_after} tokens with what "
             f"stays) is not shorter than the conversation ({result.tokens_before}); nothing written"
         )
-        return EXIT_MALFORMED
+        return EXIT_USAGE
     try:
         with store.open_for_append(session_id) as writer:
             writer.append(result.marker_turn)

@@ -27,6 +27,7 @@ import typer
 
 from tether.cli.jobs_views import redact_url
 from tether.cli.output import EXIT_USAGE, err
+from tether.plural import counted
 
 if TYPE_CHECKING:
     from tether.jobs.engine import JobsConfig
@@ -178,7 +179,7 @@ def list_tasks(cwd: Cwd = Path(".")) -> None:
         _print({"file": r.file, "rejected": r.reason, "detail": r.detail, "id": r.id})
         err(f"rejected {r.describe()}")
     state = "enabled" if folder.is_enabled(root) else "disabled"
-    err(f"{len(found.tasks)} task(s), {len(found.rejected)} rejected; jobs {state}")
+    err(f"{counted(len(found.tasks), 'task')}, {len(found.rejected)} rejected; jobs {state}")
 
 
 @jobs_app.command("add")
@@ -254,7 +255,7 @@ def dispatch(
             for r in found.rejected:
                 err(f"rejected {r.describe()}")
             new = sum(r.new for r in runs)
-            err(f"{new} new run(s) enqueued, {len(runs) - new} already known")
+            err(f"{counted(new, 'new run')} enqueued, {len(runs) - new} already known")
             if not enqueue_only:
                 _run_and_wait(cfg, [r.workflow_id for r in runs])
             return
@@ -284,7 +285,7 @@ def dispatch(
 def _finished(outcome: dict[str, Any]) -> None:
     """One stderr line per run a long-lived process (`worker`, `dispatch --watch`) finishes."""
     line = f"finished {outcome.get('workflow_id')}: {outcome.get('stop_reason')}"
-    line += f", {outcome.get('turns', 0)} turn(s)"
+    line += f", {counted(int(outcome.get('turns', 0)), 'turn')}"
     if outcome.get("error"):
         line += f" ({str(outcome['error']).splitlines()[0]})"
     err(line)
@@ -343,7 +344,7 @@ def run(
         for t in manual:
             runs = engine.dispatch(cfg, [t], datetime.now(UTC))
             ids += [r.workflow_id for r in runs]
-        err(f"{len(ids)} run(s) started ({stamp})")
+        err(f"{counted(len(ids), 'run')} started ({stamp})")
         _run_and_wait(cfg, ids)
     finally:
         engine.shutdown()
@@ -409,7 +410,7 @@ def logs(
         from tether.cli.jobs_views import print_run_sessions
 
         print_run_sessions(_config(root, role="logs"), task_id, records)
-    err(f"{len(records)} run(s) of {task_id}")
+    err(f"{counted(len(records), 'run')} of {task_id}")
 
 
 @jobs_app.command("cancel")
@@ -433,7 +434,7 @@ def cancel(
         raise typer.Exit(EXIT_USAGE)
     for wid in ids:
         _print({"workflow_id": wid, "status": "CANCELLED"})
-    err(f"cancelled {len(ids)} run(s) of {task_id}")
+    err(f"cancelled {counted(len(ids), 'run')} of {task_id}")
 
 
 def _named(root: Path, task_id: str, records: list[dict[str, Any]]) -> bool:

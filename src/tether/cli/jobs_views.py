@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from tether.cli.output import EXIT_USAGE, err
+from tether.plural import counted
 
 if TYPE_CHECKING:
     from tether.jobs.engine import JobsConfig
@@ -71,7 +72,7 @@ def print_workers(cfg: JobsConfig) -> None:
     for row in rows:
         _print(row | {"running": running.get(str(row["executor_id"]), [])})
     alive = sum(bool(r["alive"]) for r in rows)
-    err(f"{len(rows)} worker(s), {alive} alive (jobs.worker_timeout {cfg.worker_timeout_s:g}s)")
+    err(f"{counted(len(rows), 'worker')}, {alive} alive (jobs.worker_timeout {cfg.worker_timeout_s:g}s)")
 
 
 def print_cycles(cfg: JobsConfig) -> None:
@@ -83,7 +84,7 @@ def print_cycles(cfg: JobsConfig) -> None:
     rows = _read(cfg, lambda: db.cycles(cfg.database_url, cfg.project))
     for row in rows:
         _print(row)
-    err(f"{len(rows)} dispatch cycle(s)")
+    err(f"{counted(len(rows), 'dispatch cycle')}")
 
 
 def print_run_sessions(cfg: JobsConfig, task_id: str, records: list[dict[str, Any]]) -> None:

@@ -36,6 +36,7 @@ from tether.cli.options import (
     WorktreeOption,
 )
 from tether.cli.output import (
+    EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_USAGE,
@@ -50,6 +51,7 @@ from tether.cli.permissions_cmds import permissions_app
 from tether.cli.sessions_cmds import sessions_app
 from tether.cli.settings_cmds import config_app, login, logout
 from tether.errors import ConfigError
+from tether.plural import counted
 
 # Each command imports what it runs on (the agent stack, providers, pydantic codecs) when it
 # runs: `tether --help` and `tether sessions list` stay light (start-up time, bench/startup.py).
@@ -139,7 +141,8 @@ def chat(
 
 def _chat(**flags: Any) -> int:
     """Open the TUI (Textual is imported only here: `tether --help` stays light)."""
-    from tether.cli.agent_setup import add_dir_override, check_flags, effort_override
+    from tether.cli.agent_setup import add_dir_override, check_flags, check_model, effort_override
+    from tether.errors import AuthError
 
     try:
         check_flags(flags.get("model"), flags.get("base_url"))
@@ -181,9 +184,11 @@ def _chat(**flags: Any) -> int:
         flags["resume"] = last
     try:
         flags.update(_chat_session(flags, cwd))
+        if flags.get("model") is not None:  # as `tether run` says it, before the screen opens
+            check_model(flags["model"], flags.get("base_url"), cwd)
     except ConfigError as exc:
         err(str(exc))
-        return EXIT_USAGE
+        return EXIT_AUTH if isinstance(exc, AuthError) else EXIT_USAGE
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # a full-screen UI on a pipe wrote escape codes into it and waited for keys forever
         err("the interactive session needs a terminal; for a headless run use `tether run`")
@@ -218,14 +223,16 @@ def _chat_session(flags: dict[str, Any], cwd: Path) -> dict[str, Any]:
         ConfigError: no such session, an unusable name, `--name` with `--no-session`.
     """
     from tether.session import SessionStore
-    from tether.session.names import check_name
+    from tether.session.names import check_free, check_name
 
     out: dict[str, Any] = {}
+    resume = flags.get("resume")
     if flags.get("name") is not None:
         if flags.get("no_session"):
             raise ConfigError("--name names a stored session: it cannot go with --no-session")
         out["name"] = check_name(flags["name"])
-    resume = flags.get("resume")
+        own = SessionStore().find(resume, cwd) if resume else None
+        check_free(SessionStore().list(), out["name"], own_id=own)
     if resume == "":
         out.update(resume=None, pick=True)
     elif resume:
@@ -529,7 +536,7 @@ def trust(
         err(
             f"{root}: nothing to approve"
             if state.trusted
-            else f"{root}: {len(state.changes)} change(s) to approve with `tether trust`"
+            else f"{root}: {counted(len(state.changes), 'change')} to approve with `tether trust`"
         )
         return
     try:
@@ -539,7 +546,7 @@ def trust(
         raise typer.Exit(EXIT_USAGE) from exc
     for name, what in state.changes:
         print(f"{what}\t{name}")
-    err(f"approved {len(files)} file(s) of {root}")
+    err(f"approved {counted(len(files), 'file')} of {root}")
 
 
 def main() -> None:
@@ -555,6 +562,10 @@ def main() -> None:
         format_message = getattr(exc, "format_message", None)
         if not callable(format_message):  # not a CLI usage error (typer vendors its own click)
             raise
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            print(ctx.get_help())  # `tether jobs` alone: its help, as `git remote` lists
+            sys.exit(EXIT_OK)
         err(
             usage_line(
                 str(format_message()), getattr(getattr(exc, "ctx", None), "command_path", "")

@@ -55,7 +55,7 @@ def models(
         raise typer.Exit(EXIT_USAGE) from exc
     for listing in listings:
         print(json.dumps(listing_to_dict(listing)))
-        note = f" ({listing.note})" if listing.note else ""
+        note = f" (the live listing failed: {listing.note})" if listing.note else ""
         err(f"{listing.provider}: {len(listing.models)} models from {listing.source}{note}")
 
 

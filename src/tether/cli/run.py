@@ -55,6 +55,7 @@ from tether.errors import (
     exit_code_for,
 )
 from tether.messages import ContentBlock, ImageBlock, Turn
+from tether.plural import counted
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
@@ -233,6 +234,9 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         return refuse(sink, EXIT_USAGE, str(exc))
     for line in attachments.notes:
         err(f"note: {line}")
+    stdin_texts = [piped, *(t.text for t in stdin.messages if t.role == "user")]
+    if (note := run_input.stdin_mention_note(stdin_texts, root)) is not None:
+        err(note)
     images = attachments.images
     try:
         attached = [b.text for b in attachments.blocks]
@@ -282,7 +286,7 @@ def _named(opts: RunOptions) -> RunOptions:
     Raises:
         ConfigError: an unusable name, or `--name` with `--no-session`.
     """
-    from tether.session.names import check_name
+    from tether.session.names import check_free, check_name
 
     if opts.name is not None:
         if opts.no_session:
@@ -291,6 +295,8 @@ def _named(opts: RunOptions) -> RunOptions:
     if opts.resume:
         found = SessionStore().find(opts.resume, opts.cwd.resolve())
         opts = replace(opts, resume=found or opts.resume)
+    if opts.name is not None:  # a name another session has is refused (resumed: its own is fine)
+        check_free(SessionStore().list(), opts.name, own_id=opts.resume)
     return opts
 
 
@@ -408,16 +414,20 @@ def _build(
         session = AgentSession.new(store, cwd=root, session_id=opts.session_id)
     if detect_sandbox() is None:
         err(f"warning: {NO_SANDBOX_WARNING}")
-    agent = Agent.from_settings(
-        root,
-        model=opts.model,
-        base_url=opts.base_url,
-        overrides=overrides,
-        system=opts.system or stdin.system,
-        host=Host(on_event=logsink.logged(sink), note=err),
-        session=session,
-        runtime=Runtime(new_id=new_id),
-    )
+    try:
+        agent = Agent.from_settings(
+            root,
+            model=opts.model,
+            base_url=opts.base_url,
+            overrides=overrides,
+            system=opts.system or stdin.system,
+            host=Host(on_event=logsink.logged(sink), note=err),
+            session=session,
+            runtime=Runtime(new_id=new_id),
+        )
+    except ConfigError as exc:
+        raise setup.named_flag(exc, opts.tools) from None
+    setup.check_safe_tools(agent.registry, agent.config.tools.only, opts.safe)
     # by default no sink: the one-line `tether: …` diagnostics say it all, once
     logsink.install(logsink.level_for(opts.log_level, agent.config.log.level))
     if prompt is not None:
@@ -519,11 +529,12 @@ async def _drive(
         why = f"the next request would pass --max-budget-usd{cap}"
         return stopped(sink, "max_budget", why, EXIT_USAGE)
     if agent.plan_mode and result.stop_reason in ("end_turn", "stop_sequence"):
-        err("plan mode: nothing was changed; the plan is the `plan` event")
+        where = "`plan` event" if agent.config.run.output_format == "stream-json" else "answer"
+        err(f"plan mode: nothing was changed; the plan is the {where}")
     if (why := run_limits.stop_reason_line(agent, result)) is not None:
         return stopped(sink, result.stop_reason, why, EXIT_USAGE)
     if result.stop_reason == "max_turns":  # the run did not finish its task
-        why = f"--max-turns reached ({result.turns} requests) before a final answer"
+        why = f"--max-turns reached ({counted(result.turns, 'request')}) before a final answer"
         return stopped(sink, "max_turns", why, EXIT_USAGE)
     return EXIT_OK
 

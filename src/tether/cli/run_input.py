@@ -89,3 +89,25 @@ def with_piped(content: str | list[ContentBlock], piped: str) -> str | list[Cont
     if content and isinstance(content[0], TextBlock):
         return [content[0], block, *content[1:]]
     return [block, *content]
+
+
+def stdin_mention_note(texts: Sequence[str], root: Path) -> str | None:
+    """The note for `@path` words in text piped on stdin that name something in `root`: they
+    attach nothing there (only the prompt argument's do), which the user would not know.
+    None when there is none."""
+    from tether.agent.mentions import mention_words
+
+    def there(word: str) -> bool:
+        try:
+            return (root / word).exists()
+        except OSError:  # a name too long for the file system
+            return False
+
+    words = [w for t in texts for w in mention_words(t) if there(w)]
+    if not words:
+        return None
+    named = ", ".join(f"@{w}" for w in dict.fromkeys(words))
+    return (
+        f"note: {named} on stdin attaches nothing: only the prompt argument's @path words "
+        "attach files (tether run 'look at @FILE')"
+    )

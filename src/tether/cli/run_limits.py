@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.agent.turn.output_schema import load_schema, parse_answer
 from tether.errors import ConfigError
+from tether.plural import counted
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
 
 def overrides(output_schema: str | None, max_tool_calls: int | None) -> dict[str, Any]:
     """`--output-schema` (a file's path, made absolute from the current folder, or the schema
-    inline when it starts with `{`) and `--max-tool-calls` as settings.
+    inline when it starts with `{`) and `--max-tool-calls` as settings; the schema is loaded
+    here, so a bad one is refused before the settings' and the agent's notes.
 
     Raises:
-        ConfigError: an inline schema that is not JSON.
+        ConfigError: an inline schema that is not JSON, a schema that cannot be loaded.
     """
     out: dict[str, Any] = {}
     if max_tool_calls is not None:
@@ -38,6 +40,7 @@ def overrides(output_schema: str | None, max_tool_calls: int | None) -> dict[str
             raise ConfigError(f"--output-schema: the inline schema is not JSON ({exc})") from None
     else:
         out["run.output_schema"] = str(Path(output_schema).expanduser().resolve())
+    load_schema(out["run.output_schema"], Path.cwd())  # before any setup line: one line alone
     return out
 
 
@@ -56,7 +59,8 @@ def stop_reason_line(agent: Agent, result: RunResult) -> str | None:
     run = agent.config.run
     if result.stop_reason == "max_tool_calls":  # the `warning` event says which call
         cap = run.max_tool_calls
-        return f"--max-tool-calls reached ({cap} calls) before a final answer"
+        calls = f"{cap} calls" if cap is None else counted(cap, "call")
+        return f"--max-tool-calls reached ({calls}) before a final answer"
     if result.stop_reason != "schema_invalid":
         return None
     _, why = parse_answer(result.text, load_schema(run.output_schema, agent.root) or {})

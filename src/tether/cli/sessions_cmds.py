@@ -1,12 +1,13 @@
 """`tether sessions ...`: the stored sessions (`tether.session`).
 
-    list | show ID | timeline ID [--svg FILE] [--width N] [--height N] | delete ID
+    list [--all] [--limit N] [--format table|json] | show ID | timeline ID [--svg FILE] [--width N] [--height N] | delete ID
     fork ID [--before N]
     checkpoints ID | rewind ID --to N [--files|--conversation] [--force]
     (the last two: `tether.cli.checkpoint_cmds`)
     export ID [--format md|html|jsonl] [-o FILE]
 
-Output: JSON lines on stdout (`list`: one per session; `show`: one per turn), the chart on
+Output: JSON lines on stdout (`list`: one per session, a table on a terminal; `show`: one per
+turn), the chart on
 stdout (`timeline`), the export on stdout or in a file (`export`), one-line notes on stderr.
 Exit codes: 0 ok · 1 an unknown or invalid session id, an unknown export format, an SVG or
 export file that cannot be written, a `fork --before N` outside the session's user messages.
@@ -26,6 +27,7 @@ import typer
 from tether.cli.checkpoint_cmds import sessions_checkpoints, sessions_rewind
 from tether.cli.output import EXIT_USAGE, err
 from tether.errors import SessionError
+from tether.plural import counted
 
 if TYPE_CHECKING:  # the session stack loads with the commands that use it
     from tether.session import LoadedSession
@@ -40,28 +42,43 @@ sessions_app.command("rewind")(sessions_rewind)
 
 
 @sessions_app.command("list")
-def sessions_list() -> None:
-    """List stored sessions, newest first: id, turns, created, first prompt, name (`--name`,
-    `/rename`); a fork names its parent session and entry (`parent`) and counts the turns it
-    holds (the parent's up to the fork point, then its own); a subagent's session names its
-    caller's session (`caller`)."""
+def sessions_list(
+    all_folders: Annotated[
+        bool, typer.Option("--all", "-a", help="Every folder's sessions, not only this one's.")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="Show at most N (the newest).")
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format", "-f", help="table (the default on a terminal) or json (JSON lines)."
+        ),
+    ] = None,
+) -> None:
+    """List the sessions started in this folder (`--all`: every folder's), newest first: id,
+    last change, messages, name (`--name`, `/rename`), first prompt. A fork counts and previews
+    the messages it holds (the parent's up to the fork point, then its own) and names its
+    parent (`parent`); a subagent's session names its caller's (`caller`). JSON lines (one per
+    session) when stdout is not a terminal, or with `--format json`."""
+    from tether.cli.sessions_list import FORMATS, json_row, pick, table_lines
     from tether.session import SessionStore
 
-    for info in SessionStore().list():
-        row = {
-            "id": info.id,
-            "turns": info.turn_count,
-            "created_ms": info.created_ms,
-            "modified_ms": info.modified_ms,
-            "cwd": info.cwd,
-            "preview": info.preview,
-            "parent": list(info.parent) if info.parent else None,
-            "error": info.error,
-            "skipped_lines": info.skipped_lines,
-            "caller": info.caller,
-            "name": info.name,
-        }
-        print(json.dumps(row))
+    fmt = fmt or ("table" if sys.stdout.isatty() else "json")
+    if fmt not in FORMATS:
+        err(f"--format {fmt!r}: give one of {', '.join(FORMATS)}")
+        raise typer.Exit(EXIT_USAGE)
+    here = Path.cwd().resolve()
+    rows = pick(SessionStore().list(), folder=None if all_folders else here, limit=limit)
+    if fmt == "json":
+        for info in rows:
+            print(json.dumps(json_row(info)))
+        return
+    if not rows:
+        err(f"no sessions started in {here} (--all lists every folder's)")
+        return
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a pipe: whole
+    print("\n".join(table_lines(rows, folders=all_folders, width=width)))
 
 
 def session_ref(ref: str) -> str:
@@ -117,8 +134,10 @@ def sessions_timeline(
     svg: Annotated[
         Path | None, typer.Option("--svg", help="Also write the chart as an SVG file.")
     ] = None,
-    width: Annotated[int | None, typer.Option(help="Chart width in columns.")] = None,
-    height: Annotated[int, typer.Option(help="Chart height in rows.")] = 20,
+    width: Annotated[
+        int | None, typer.Option(min=30, max=1000, help="Chart width in columns (30-1000).")
+    ] = None,
+    height: Annotated[int, typer.Option(min=8, max=200, help="Chart height in rows (8-200).")] = 20,
 ) -> None:
     """Chart tokens per request over a session (prompt incl. cache, and output), with
     compactions, persisted outputs and model switches marked; the marks are listed below."""
@@ -126,6 +145,9 @@ def sessions_timeline(
     from tether.tui.chart import chart_lines, timeline_svg
 
     loaded = _load_session(session_id)
+    if svg is not None and not svg.resolve().parent.is_dir():  # before the chart is drawn
+        err(f"cannot write {svg}: {svg.resolve().parent} is not a folder")
+        raise typer.Exit(EXIT_USAGE)
     timeline = session_timeline(loaded.turns)
     cols = width or min(max(shutil.get_terminal_size().columns, 40), 160)
     print("\n".join(chart_lines(timeline, width=cols, height=height, color=sys.stdout.isatty())))
@@ -181,7 +203,7 @@ def sessions_fork(
         raise typer.Exit(EXIT_USAGE) from exc
     writer.close()
     print(json.dumps({"session": writer.id, "parent": sid, "before": before, "turns": kept}))
-    err(f"forked {sid} into {writer.id} ({kept} turns); go on with: tether run --resume {writer.id}")
+    err(f"forked {sid} into {writer.id} ({counted(kept, 'message')}); go on with: tether run --resume {writer.id}")
 
 
 @sessions_app.command("delete")

@@ -3,9 +3,13 @@ calls one tool directly, `secret` ones included, with the tools and tool context
 builds in that folder (settings, tool folders, sandbox, path policy, environment, MCP servers).
 
 Exit codes: 0 the tool's result printed on stdout · 1 an unknown tool, arguments that are not a
-JSON object or that the tool refuses, a tool error (its text on stderr) or a settings problem.
-No model is called, so a model whose credentials are missing is no error here: the tools are
-built around `NoModel`, which answers any request (a `task` subagent's) with one auth error.
+JSON object or that the tool refuses, a tool error (its text on stderr), a `bash` command that
+exited non-zero or was killed (its output on stdout, with the `(exit code N)` line) or a
+settings problem. No model is called, so a model whose credentials are missing is no error
+here: the tools are built around `NoModel`, which answers any request (a `task` subagent's)
+with one auth error. The tools are every tool `tether run` offers a model in that folder: with
+the embedded model as the settings' model (which is offered fewer), they are built around
+`NoModel` too.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ class NoModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         del request
         yield StreamError(kind="auth", message=self.why)
+
+
+EMBEDDED_NO_TASK = (
+    "tether tool runs no subagent on the embedded model: give --model provider/model to run `task`"
+)
 
 
 def tool_command(
@@ -75,6 +84,12 @@ def tool_command(
             agent = Agent.from_settings(
                 root, model=NoModel(str(exc)), host=Host(note=err), session=AgentSession()
             )
+        if model is None and agent.provider.name == "local":
+            # the embedded model is offered fewer tools (`EMBEDDED_WITHHELD`, no `skill`); the
+            # user's own calls are not the model's: every tool, as `tether run` on any other
+            agent = Agent.from_settings(
+                root, model=NoModel(EMBEDDED_NO_TASK), host=Host(), session=AgentSession()
+            )
     except (ConfigError, SessionError) as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -84,6 +99,7 @@ def tool_command(
 async def _call(
     agent: Agent, name: str | None, args: dict[str, object], *, list_tools: bool
 ) -> int:
+    from tether.tools.builtin.bash import command_failed
     from tether.tools.direct import call_directly, tool_lines
 
     try:
@@ -109,4 +125,6 @@ async def _call(
         return EXIT_USAGE
     text = block.text
     print(text if not text.endswith("\n") else text[:-1])
+    if name == "bash" and command_failed(text):  # the output is printed; the exit code says it
+        return EXIT_USAGE
     return EXIT_OK

@@ -87,7 +87,8 @@ class ReplayReport:
             return f"{k} {word}{'' if k == 1 else 's'}"
 
         return (
-            f"{self.target} (tools {self.tools}): {self.requests} requests, "
+            f"{self.target} (tools {self.tools}): {self.requests} request"
+            f"{'' if self.requests == 1 else 's'}, "
             f"{n('violation', 'violation')}, {n('repair', 'repair')}, "
             f"{n('difference', 'difference')}"
         )

@@ -356,13 +356,15 @@ def policy_for(tools: ToolsConfinement, root: Path | None = None) -> PathPolicy:
 
 READ_ONLY_SUFFIX = ":ro"
 """`--add-dir PATH:ro`: the folder is added read-only."""
+WRITABLE_SUFFIX = ":rw"
+"""`--add-dir PATH:rw`: read-write, as `PATH` alone (said explicitly)."""
 
 
 def parse_add_dir(entry: str, base: Path) -> tuple[str, bool]:
-    """`PATH` or `PATH:ro` (`tools.add_dirs`, `--add-dir`) as `(real absolute path, writable)`;
-    `~` expanded, a relative path taken from `base` (the working folder)."""
+    """`PATH`, `PATH:rw` or `PATH:ro` (`tools.add_dirs`, `--add-dir`) as `(real absolute
+    path, writable)`; `~` expanded, a relative path taken from `base` (the working folder)."""
     read_only = entry.endswith(READ_ONLY_SUFFIX)
-    path = entry.removesuffix(READ_ONLY_SUFFIX) if read_only else entry
+    path = entry.removesuffix(READ_ONLY_SUFFIX) if read_only else entry.removesuffix(WRITABLE_SUFFIX)
     p = Path(os.path.expanduser(path))
     return os.path.realpath(p if p.is_absolute() else base / p), not read_only
 

@@ -32,6 +32,7 @@ from tether.messages import (
     Turn,
 )
 from tether.session.export_text import (
+    CANCELLED_TEXT,
     Redactor,
     arguments_text,
     compaction_label,
@@ -42,6 +43,7 @@ from tether.session.export_text import (
     tool_names,
     turn_usage_line,
 )
+from tether.wire.interrupts import is_cancelled_reply
 
 if TYPE_CHECKING:
     from tether.session.model import LoadedSession
@@ -166,6 +168,8 @@ def _search(block: ServerToolBlock, redact: Redactor) -> str:
 
 
 def _turn(turn: Turn, names: dict[str, str], md: MarkdownIt, redact: Redactor) -> str:
+    if is_cancelled_reply(turn):  # no empty assistant box
+        return f'<p class="usage">{escape(CANCELLED_TEXT)}</p>'
     body = "".join(_block(b, names, md, redact) for b in turn.content)
     if any(isinstance(b, CompactSummaryBlock) for b in turn.content):
         return body  # the marker is its own section

@@ -32,6 +32,11 @@ from tether.messages import (
 )
 from tether.providers.pricing import cost_usd, turns_cost_usd, turns_usage, usage_line
 from tether.session.model import LoadedSession
+from tether.wire.interrupts import is_cancelled_reply
+
+CANCELLED_TEXT = "(the request was cancelled before any reply)"
+"""What an export shows for a cancelled reply (an empty assistant turn, stop reason
+`interrupted`), as the TUI's transcript shows `cancelled` there."""
 
 Redactor = Callable[[str], str]
 """Masks secrets in one text (`tether.tools.env.redact_secrets` with known values)."""
@@ -159,6 +164,9 @@ def markdown(loaded: LoadedSession, redact: Redactor) -> str:
         lines.append(f"- forked from: {h.parent_session}")
     names = tool_names(loaded.turns)
     for turn in loaded.turns:
+        if is_cancelled_reply(turn):  # no empty `## Assistant` heading
+            lines += ["", f"*{CANCELLED_TEXT}*"]
+            continue
         marker = any(isinstance(b, CompactSummaryBlock) for b in turn.content)
         title = "Compaction" if marker else turn.role.capitalize()
         if turn.role == "user" and turn.content and all(

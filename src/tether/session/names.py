@@ -1,12 +1,13 @@
 """Session names: `--name`, `/rename`, and `--resume NAME`.
 
 A name is an appended `name` event (`{"name": "..."}`; sessions are append-only, so a rename
-is one more event and the last one counts). Names need not be unique: a name resolves to the
-newest session carrying it, one of the folder's own first.
+is one more event and the last one counts). A new name is refused when another session
+carries it (`check_free`: `--name`, `/rename`), so a name finds one session; one given twice
+before that check (or by hand) resolves to the newest session carrying it, the folder's first.
 
 Owns: `NAME_EVENT`, `check_name` (one line, at most `MAX_NAME` characters), `name_of` (the
 name among a file's entries, for the listing), `session_name` (a loaded session's),
-`named` (the session rows a name picks).
+`named` (the session rows a name picks), `check_free` (no other session has it).
 Does not own: writing the event (`SessionWriter.append_event`), listing (`SessionStore.list`).
 """
 
@@ -72,3 +73,18 @@ def named(rows: Sequence[SessionInfo], name: str, cwd: Path | None = None) -> li
         return found
     here = [r for r in found if r.cwd and Path(r.cwd) == cwd]
     return here + [r for r in found if r not in here]
+
+
+def check_free(rows: Sequence[SessionInfo], name: str, own_id: str | None = None) -> None:
+    """Refuse `name` when a session other than `own_id` carries it.
+
+    Raises:
+        ConfigError: one line naming the session that has it and how to reach it.
+    """
+    for row in rows:
+        if row.name == name and row.id != own_id and row.error is None:
+            where = f", started in {row.cwd}" if row.cwd else ""
+            raise ConfigError(
+                f"a session is already named {name!r} ({row.id}{where}): "
+                f"--resume {name!r} goes on with it; choose another name"
+            )

@@ -383,9 +383,12 @@ class TetherApp(App[int]):
         self.transcript.page(pages)
 
     async def action_ctrl_c(self) -> None:
+        """Ctrl+C: cancel a running request, as Esc does (Claude Code's habit); twice quits."""
         if self._ctrl_c.pressed():
             await self.action_quit()
             return
+        if self.busy and self.worker is not None:
+            self.worker.cancel()
         self.notify("Press Ctrl+C again to quit", timeout=DOUBLE_PRESS_S)
 
     async def action_quit(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tether.plural import counted
 from tether.session.timeline import Timeline, TimelineMark
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -25,6 +26,19 @@ _BACKGROUND = re.compile(r"\x1b\[48;5;\d+m")
 MARK_LETTERS = {"compaction": "C", "persisted": "P", "model": "M"}
 MARK_COLORS = {"compaction": "red", "persisted": "yellow", "model": "magenta"}
 MARK_NAMES = {"compaction": "compaction", "persisted": "persisted output", "model": "model switch"}
+
+
+MAX_TICKS = 10
+"""The most request numbers the x axis labels."""
+
+
+def short_count(n: int) -> str:
+    """A token count as an axis label: `950`, `1.2k`, `12k`, `1.5M`."""
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f}".rstrip("0").rstrip(".") + unit if value < 10 else f"{value:.0f}{unit}"
+    return str(n)
 
 
 def mark_tags(timeline: Timeline) -> list[tuple[str, TimelineMark]]:
@@ -42,7 +56,7 @@ def legend_lines(timeline: Timeline) -> list[str]:
     pts = timeline.points
     peak = max((p.prompt_tokens for p in pts), default=0)
     out_total = sum(p.output_tokens for p in pts)
-    head = f"{len(pts)} requests · peak prompt {peak} tokens · {out_total} output tokens"
+    head = f"{counted(len(pts), 'request')} · peak prompt {peak} tokens · {out_total} output tokens"
     if timeline.unmeasured:
         head += f" · {timeline.unmeasured} replies without usage (not drawn)"
     lines = [head, "⠂ prompt tokens (input + cache read + cache write)   x output tokens"]
@@ -78,6 +92,10 @@ def chart_text(
         fig.draw(prompt)
         fig.draw(output)
         fig.legend(False)  # the key is `legend_lines`' first line
+        xticks = xs[:: max(1, -(-len(xs) // MAX_TICKS))]  # whole request numbers, not 1.17
+        fig.ruler("x").ticks(xticks, [str(x) for x in xticks])
+        yticks = [round(top * k / 4) for k in range(5)]
+        fig.ruler("y").ticks(yticks, [short_count(y) for y in yticks])  # 1.2k, not 1.2e3
         seen: set[str] = set()
         for tag, mark in mark_tags(timeline):
             x = mark.at + 0.5

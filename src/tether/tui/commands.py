@@ -21,7 +21,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/model", "[provider/model]  switch the model from the next request on (a picker without one)"),
     ("/effort", "[low|medium|high|max|default]  reasoning effort (Ctrl+T cycles it)"),
     ("/add-dir", "PATH[:ro]  let the tools use this folder too (:ro read-only)"),
-    ("/new", "start a new session"),
+    ("/new", "start a new session (/clear does the same)"),
     ("/resume", "[id|name]  resume a session (a picker of this folder's sessions without one)"),
     ("/rename", "NAME  name this session (tether --resume NAME opens it)"),
     ("/sessions", "[id]  list the stored sessions, or resume one"),
@@ -63,7 +63,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("PageUp / PageDown", "scroll the transcript"),
     ("Ctrl+Home / Ctrl+End", "the transcript's first turn / its end"),
     ("F2", "settings: change model, approval, safe mode, compaction for this session"),
-    ("Ctrl+C Ctrl+C", "quit"),
+    ("Ctrl+C Ctrl+C", "quit (one Ctrl+C cancels a running request, as Esc)"),
 )
 """(key, action) for `/help` and the keys table of docs/tui.md."""
 

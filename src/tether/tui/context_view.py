@@ -20,6 +20,7 @@ from typing import Literal
 from tether.compaction.pressure import estimate_tokens
 from tether.compaction.prune import PRUNE_TAG
 from tether.messages import Turn, Usage
+from tether.plural import counted
 from tether.session.timeline import persisted_output
 from tether.wire import added_by_tether
 from tether.wire.markers import SUMMARY_HEADER, is_marker
@@ -92,11 +93,11 @@ def _row(index: int, turn: Turn) -> ContextRow:
         if saved:
             kind = "persisted"
             size = sum(s for s, _ in saved)
-            label = f"{n} tool result(s), {len(saved)} persisted ({size / 1024:.1f} KB on disk)"
+            label = f"{counted(n, 'tool result')}, {len(saved)} persisted ({size / 1024:.1f} KB on disk)"
         else:
             kind = "results"
             pruned = sum(1 for r in turn.tool_results if r.text.startswith(PRUNE_TAG))
-            label = f"{n} tool result(s)" + (
+            label = counted(n, "tool result") + (
                 f", {pruned} pruned (recall brings them back)"
                 if pruned
                 else ": " + _preview(turn.tool_results[0].text)

@@ -52,6 +52,8 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
     if app.opened is None:
         app.note("no agent")
         return
+    if name == "clear" and name not in app.opened.commands:  # Claude Code's name for it
+        name = "new"
     agent = app.agent
     try:
         if name == "compact":
@@ -263,8 +265,8 @@ def _export(app: AppHost, arg: str) -> None:
 
 async def _compact(app: AppHost, focus: str | None) -> None:
     try:
-        if not await app.agent.compact_now(focus):
-            app.note("nothing to compact")
+        if not await app.agent.compact_now(focus) and app.agent.compaction is None:
+            app.note("nothing to compact: compaction is off (--no-compact)")
     except RunError as exc:
         app.note(f"compaction failed: {exc}")
     finally:

@@ -84,7 +84,8 @@ class ContextScreen(_Panel):
             yield Static(
                 Text(
                     f"context: ~{total} tokens of {'~' if self.guessed else ''}{self.window} "
-                    f"({total / self.window:.0%}), {turns} turns in the wire view (estimated"
+                    f"({total / self.window:.0%}), {turns} message{'' if turns == 1 else 's'} in the "
+                    "wire view (estimated"
                     f"{'; the window is a guess: set context.windows' if self.guessed else ''})"
                 ),
                 classes="title",

@@ -25,6 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tether.plural import counted
 from tether.session.model import SessionInfo
 from tether.settings.model import AgentConfig
 
@@ -138,7 +139,7 @@ def session_choices(
         title = f"{r.name} ({r.id})" if r.name else r.id
         where = "" if r in here else f"  [{r.cwd}]"
         fork = f" (fork of {r.parent[0]})" if r.parent else ""
-        turns = f"{r.turn_count} turns{fork}"
+        turns = f"{counted(r.turn_count, 'message')}{fork}"
         label = f"{title}  {_when(r.modified_ms)}  {turns}  {r.preview[:60]}{where}"
         out.append(Choice(r.id, label, r.preview))
     return out

@@ -133,10 +133,7 @@ def _turn_rows(
         makers.append(partial(NoteRow, "cancelled"))
         return
     if turn.role == "user" and (chips := _chips(turn)):  # its text and chips in one row
-        text = "\n".join(
-            b.text for b in turn.content if isinstance(b, TextBlock) and not mention_chip(b)
-        )
-        makers.append(partial(UserRow, text, images=chips))
+        makers.append(partial(UserRow, typed_text(turn), images=chips))
         return
     if turn.role == "user" and (bang := parse_bang(turn.text)) is not None:
         makers.append(partial(UserRow, f"!{bang[0]}"))  # as `!cmd` showed it live
@@ -153,6 +150,17 @@ def _turn_rows(
         elif isinstance(block, ServerToolBlock):
             text = search_text(block.query, block.results, block.error)
             makers.append(partial(NoteRow, text))
+
+
+def typed_text(turn: Turn) -> str:
+    """What the user typed for a stored user turn (the rewind picker, the prompt put back):
+    `!cmd` for a shell command's context, the text without the `@path` blocks (their words
+    are in it)."""
+    if (bang := parse_bang(turn.text)) is not None:
+        return f"!{bang[0]}"
+    return "\n".join(
+        b.text for b in turn.content if isinstance(b, TextBlock) and not mention_chip(b)
+    )
 
 
 def _chips(turn: Turn) -> list[str]:

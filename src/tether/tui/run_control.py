@@ -99,6 +99,7 @@ async def _run(
 def _sent(app: RunHost) -> None:
     for row in app.queued:
         row.sent()
+        app.transcript.to_end(row)  # where the agent took it, not where it was typed
     app.queued.clear()
 
 

@@ -29,10 +29,12 @@ from tether.checkpoint.timeline import UserTurn, user_turns
 from tether.errors import CheckpointError, ConfigError, TetherError
 from tether.tools.builtin.todo import render
 from tether.tui.host import AppHost
+from tether.tui.rows import typed_text
 from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
+    from tether.messages import Turn
     from tether.session import LoadedSession, SessionStore
 
 MODES = ("ask", "auto-edit", "plan")
@@ -140,7 +142,7 @@ class RewindScreen(ModalScreen["tuple[int, str] | None"]):
         with Vertical():
             yield Static(Text("Rewind to before which message?", style="bold"))
             options = [
-                Option(Text(f"{t.number:>3}  {(t.text.strip().splitlines() or [''])[0][:80]}"), id=str(t.number))
+                Option(Text(f"{t.number:>3}  {_first_line(self.loaded.turns[t.index])}"), id=str(t.number))
                 for t in reversed(self.turns)
             ]
             yield OptionList(*options, id="turns")
@@ -195,6 +197,12 @@ class RewindScreen(ModalScreen["tuple[int, str] | None"]):
         self.dismiss(None)
 
 
+def _first_line(turn: Turn) -> str:
+    """A picker row's text: the first line of what the user typed (not the `!cmd` context or
+    the `@path` files tether added to it)."""
+    return (typed_text(turn).strip().splitlines() or [""])[0][:80]
+
+
 def do_rewind(
     loaded: LoadedSession, store: SessionStore, number: int, mode: str
 ) -> tuple[str | None, str, str]:
@@ -221,7 +229,11 @@ def do_rewind(
             parts.append(f"kept (changed outside tether): {', '.join(r.kept)}")
     if done.session_id is not None:
         parts.append(f"conversation forked into {done.session_id} (the original {loaded.header.id} is kept)")
-    return done.session_id or loaded.header.id, "; ".join(parts), done.prompt
+    prompt = ""  # what the user typed, back in the editor (re-sending attaches the files again)
+    if done.prompt:
+        picked = next((t for t in user_turns(loaded.turns, synthetic_user_turn) if t.number == number), None)
+        prompt = typed_text(loaded.turns[picked.index]) if picked is not None else done.prompt
+    return done.session_id or loaded.header.id, "; ".join(parts), prompt
 
 
 def cycle_mode(app: AppHost) -> None:

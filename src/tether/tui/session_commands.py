@@ -10,7 +10,8 @@ Does not own: the pickers (`tether.tui.pickers`), names (`tether.session.names`)
 from __future__ import annotations
 
 from tether.errors import ConfigError
-from tether.session.names import NAME_EVENT, check_name
+from tether.plural import counted
+from tether.session.names import NAME_EVENT, check_free, check_name
 from tether.tui.host import AppHost
 from tether.tui.pickers import PickerScreen, model_choices, session_choices
 
@@ -52,6 +53,8 @@ async def session_command(app: AppHost, name: str, arg: str) -> None:
             app.note("usage: /rename NAME")
             return
         named = check_name(arg)
+        if app.opened.store is not None:
+            check_free(app.opened.store.list(), named, own_id=writer.id)
         writer.append_event(NAME_EVENT, {"name": named})
         app.note(f"session {writer.id} is named {named!r} (tether --resume {named!r} opens it)")
         return
@@ -86,7 +89,7 @@ async def _stored(app: AppHost, name: str, arg: str) -> None:
         return
     if name == "sessions" and not arg:
         lines = [
-            f"{i.id}  {i.turn_count:>5} turns  {(i.name + ': ') if i.name else ''}"
+            f"{i.id}  {counted(i.turn_count, 'message'):>12}  {(i.name + ': ') if i.name else ''}"
             f"{(i.preview or '')[:60]}{f'  (fork of {i.parent[0]})' if i.parent else ''}"
             for i in store.list()
         ]

@@ -65,6 +65,15 @@ class Transcript(VerticalScroll):
         if follow:
             self.scroll_end(animate=False)
 
+    def to_end(self, row: Widget) -> None:
+        """Move a live row to the end: a queued message taken at a turn boundary goes after
+        what the agent wrote before it took it (it was typed, and shown, earlier)."""
+        if row.parent is self and self.children and self.children[-1] is not row:
+            follow = self.following
+            self.move_child(row, after=self.children[-1])
+            if follow:
+                self.scroll_end(animate=False)
+
     @property
     def following(self) -> bool:
         """The view shows the end of the transcript."""

@@ -16,7 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -241,12 +243,21 @@ def context_lines(agent: Agent) -> list[str]:
     return lines
 
 
+FALLBACK_EDITORS = ("nano", "vi")
+"""Without `$VISUAL` / `$EDITOR`, the first of these installed (git falls back to vi too)."""
+
+
 def editor_command() -> list[str] | None:
-    """`$VISUAL`, else `$EDITOR`, as an argv (None when neither is set)."""
+    """`$VISUAL`, else `$EDITOR`, as an argv; neither set: `FALLBACK_EDITORS`' first one
+    installed when stdin is a terminal to hand over; else None."""
     for var in ("VISUAL", "EDITOR"):
         value = os.environ.get(var, "").strip()
         if value:
             return shlex.split(value)
+    if sys.stdin is not None and sys.stdin.isatty():
+        for name in FALLBACK_EDITORS:
+            if (found := shutil.which(name)) is not None:
+                return [found]
     return None
 
 

@@ -38,7 +38,7 @@ from tether.sandbox.policy import PathPolicy, policy_for
 from tether.session.layout import default_root
 from tether.settings import AgentConfig, user_config_dir
 from tether.settings.trust import check_trust
-from tether.skills.catalog import entries, load_catalog
+from tether.skills.catalog import BUILTIN_SKILLS_DIR, entries, load_catalog
 from tether.skills.commands import Command, load_commands
 from tether.skills.spec import Skill
 from tether.skills.tool import SKILL_TOOL, skill_read_roots, skill_tool
@@ -184,7 +184,8 @@ def context_tools(context: SessionContext, tools: Sequence[Tool]) -> list[Tool]:
 
 def context_report(context: SessionContext) -> str | None:
     """`context: instruction files AGENTS.md (2,112 bytes), ~/.config/tether/AGENTS.md (301
-    bytes); 3 skill(s)` (None when there are neither files nor skills)."""
+    bytes); skills: deploy, tether-extend (built in)` (None when there are neither files nor
+    skills; past `SHOWN_SKILLS` names, how many more)."""
     parts: list[str] = []
     if context.instructions:
         files = ", ".join(f"{f.name} ({f.size_bytes:,} bytes)" for f in context.instructions)
@@ -192,8 +193,18 @@ def context_report(context: SessionContext) -> str | None:
     if context.instructions_note:
         parts.append(context.instructions_note)
     if context.skills:
-        parts.append(f"{len(context.skills)} skill(s)")
+        names = [
+            s.name + (" (built in)" if Path(s.location).is_relative_to(BUILTIN_SKILLS_DIR) else "")
+            for s in context.skills
+        ]
+        more = len(names) - SHOWN_SKILLS
+        shown = ", ".join(names[:SHOWN_SKILLS]) + (f" and {more} more" if more > 0 else "")
+        parts.append(f"{'skill' if len(names) == 1 else 'skills'}: {shown}")
     return "context: " + "; ".join(parts) if parts else None
+
+
+SHOWN_SKILLS = 8
+"""How many skills the context line names (the others are counted)."""
 
 
 def session_commands(

@@ -339,6 +339,8 @@ class AutoCompaction(TurnPolicy):
                 result = truncation_marker(snap, scope, str(exc), marker_id=marker_id)
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
+        if reason == "manual" and result.tokens_after >= result.tokens_before:
+            return self._refuse_growth(parts, state, result, before)  # as `tether compact`
         state.append(result.marker_turn)
         state.add_usage(result.usage)
         self._ensure_recall(parts, state)
@@ -359,6 +361,27 @@ class AutoCompaction(TurnPolicy):
             )
         )
         return result
+
+    def _refuse_growth(
+        self, parts: RunParts, state: RunState, result: CompactionResult, before: int
+    ) -> None:
+        """A manual compaction whose summary is not shorter than what it replaces writes
+        nothing (`compaction_end` says why); the summary call's tokens still count."""
+        state.add_usage(result.usage)
+        why = (
+            f"the summary ({result.tokens_after} tokens with what stays) is not shorter than "
+            f"the conversation ({result.tokens_before}); nothing written"
+        )
+        parts.emit(
+            CompactionEndEvent(
+                tokens_before=before,
+                tokens_after=before,
+                turns_replaced=0,
+                marker_id=None,
+                error=why,
+                usage=result.usage,
+            )
+        )
 
     def _ensure_recall(self, parts: RunParts, state: RunState) -> None:
         """Offer `recall` once the history holds a marker (each turn is looked at once)."""

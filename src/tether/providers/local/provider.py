@@ -57,6 +57,7 @@ from tether.providers.local.engine import GenOptions
 from tether.providers.local.grammar import action_grammar, action_schema
 from tether.providers.local.models import (
     DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_NAME,
     DEFAULT_PROMPT_CACHE_BYTES,
     NAMED_MODELS,
     default_model_path,
@@ -200,7 +201,11 @@ class LocalProvider:
     ) -> None:
         self.model_path = resolve_model_path(model_path) or default_model_path()
         if not self.model_path.is_file():
-            raise ConfigError(f"no model file at {self.model_path}")
+            names = ", ".join(dict.fromkeys([DEFAULT_NAME, *NAMED_MODELS]))
+            raise ConfigError(
+                f"no model file at {self.model_path}: local/ takes a GGUF file's path or one of "
+                f"{names}"
+            )
         self.model = self.model_path.name
         self.n_ctx = n_ctx
         self.max_output_tokens = max_output_tokens

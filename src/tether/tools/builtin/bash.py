@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -49,6 +50,17 @@ from tether.sandbox.proc import (
 from tether.tools.base import DEFAULT_TIMEOUT_S, tool
 from tether.tools.context import ToolContext, ToolOutput
 from tether.tools.exec.persist import spill_file
+
+_FAILED_STATUS = re.compile(
+    r"^\((?:no output, |no visible output: [^\n]*, )?(?:exit code -?[1-9]\d*|killed by signal \d+)\)$",
+    re.MULTILINE,
+)
+
+
+def command_failed(text: str) -> bool:
+    """Whether a foreground `bash` result's text reports a non-zero exit code or a kill (the
+    status line `run_command` writes), for `tether tool bash`'s exit code."""
+    return _FAILED_STATUS.search(text) is not None
 
 
 async def _drain(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> bool:
