@@ -100,3 +100,37 @@ def test_a_command_file_is_one_line_when_invalid() -> None:
     assert parse_command_file("---\nmodel: 3\n---\nx", name="a", location="/a", source="user") == (
         "`model` must be text (provider/model)"
     )
+
+
+def test_a_project_skill_grants_its_allowed_tools_only_once_the_project_is_approved(
+    tmp_path: Path,
+) -> None:
+    """The third trial: `/deploy` of a cloned repo's skill (`allowed-tools: bash write`) ran
+    `bash` unasked in `ask` mode, though skills load without `tether trust`. A project skill's
+    `allowed-tools` apply once the project is approved; a user's own skill's always do."""
+    from tether.prompt.facts import SkillEntry
+    from tether.skills.commands import load_commands, skill_command
+
+    def skill(folder: Path, source: str) -> SkillEntry:
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            "---\nname: deploy\ndescription: Deploys.\nallowed-tools: bash write\n---\nShip it.\n"
+        )
+        return SkillEntry(
+            name="deploy", description="Deploys.", location=str(folder / "SKILL.md"),
+            source=source,  # type: ignore[arg-type]
+        )
+
+    project = skill(tmp_path / "p" / ".agents" / "skills" / "deploy", "project")
+    user = skill(tmp_path / "u" / "skills" / "deploy", "user")
+    for entry, trusted, tools in [
+        (project, False, ()),
+        (project, True, ("bash", "write")),
+        (user, False, ("bash", "write")),
+    ]:
+        commands = load_commands(
+            tmp_path / "p", user_dir=tmp_path / "nothing", project_trusted=trusted, skills=[entry]
+        )
+        got = skill_command(commands["deploy"])
+        assert not isinstance(got, str), got
+        assert (got.body, got.allowed_tools) == ("Ship it.", tools), (entry.source, trusted)

@@ -47,6 +47,8 @@ class Command:
         body: the prompt template (for a skill, its instructions).
         source: `project`, `user` or `skill`.
         location: the file it came from.
+        grants: its `allowed-tools` may apply: False for a skill of a project not approved
+            (`tether trust`): skills load unapproved, as text, and text must not grant tools.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Command:
     body: str
     source: CommandSource
     location: str
+    grants: bool = True
 
 
 def parse_invocation(line: str) -> tuple[str, str] | None:
@@ -157,7 +160,8 @@ def load_commands(
     warn: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Command]:
     """The commands of a session in `cwd` by name: `.tether/commands/*.md` (only when
-    `project_trusted`), `<user_dir>/commands/*.md`, then the `skills`. One warning line per
+    `project_trusted`), `<user_dir>/commands/*.md`, then the `skills` (a project skill's
+    `allowed-tools` only when `project_trusted`: `Command.grants`). One warning line per
     invalid file; never raises."""
     out: dict[str, Command] = {}
     folders: list[tuple[Path, CommandSource]] = []
@@ -195,6 +199,7 @@ def load_commands(
             body="",  # read at use: `skill_command`
             source="skill",
             location=s.location,
+            grants=project_trusted or s.source != "project",
         )
     return out
 
@@ -212,10 +217,11 @@ def skill_command(command: Command) -> Command | str:
         description=command.description,
         argument_hint=command.argument_hint,
         model=None,
-        allowed_tools=got.allowed_tools,
+        allowed_tools=got.allowed_tools if command.grants else (),
         body=got.body,
         source="skill",
         location=command.location,
+        grants=command.grants,
     )
 
 
