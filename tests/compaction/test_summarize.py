@@ -54,6 +54,9 @@ async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
                 DocumentBlock(media_type="application/pdf", data="JVBE", title="spec.pdf"),
             ),
         ),
+        Turn(id="seen", role="assistant", content=(TextBlock(text="Seen."),)),
+        # the newest user message is kept whatever the budget: the media one is an older one
+        Turn(id="last", role="user", content=(TextBlock(text="go on"),)),
     )
     provider = summarizer()
     result = await compact_conversation(
@@ -81,10 +84,10 @@ async def test_one_bounded_call_without_tools_at_temperature_zero() -> None:
     (block,) = marker.content
     assert isinstance(block, CompactSummaryBlock) and block.generation == 1
     assert "task" not in block.replaces_turn_ids
-    assert block.replaces_turn_ids == ("a0", "u0", "a1", "u1", "a2", "u2", "media")
+    assert block.replaces_turn_ids == ("a0", "u0", "a1", "u1", "a2", "u2", "media", "seen")
     assert "folded into this summary" in block.summary  # the media message, past the budget
     assert block.summary.split("\n\n", 1)[1].startswith("## Goal\nsummary #1")
-    assert block.summary.endswith("Turns covered: a0…media (use the recall tool)")
+    assert block.summary.endswith("Turns covered: a0…seen (use the recall tool)")
     assert result.tokens_after < result.tokens_before
 
 

@@ -62,10 +62,10 @@ def test_newest_user_messages_kept_within_budget_rest_announced(
     # every user message is either kept or replaced, never both
     assert kept_ids | {u.id for u in users if u.id in replaced} == {u.id for u in users}
     assert not kept_ids & replaced
-    # the kept ones are the newest ones
+    # the kept ones are the newest ones, and the newest always is, whatever the budget
     order = [u.id for u in users]
-    if kept_ids:
-        assert set(order[len(order) - len(kept_ids) :]) == kept_ids
+    assert order[-1] in kept_ids
+    assert set(order[len(order) - len(kept_ids) :]) == kept_ids
     assert sel.folded_user == len(users) - len(kept_ids)
     result = asyncio.run(compact_with(_compactor, CompactionSnapshot.of(turns), Scope.full()))
     wire = _wire_texts([*turns, result.marker_turn])
@@ -84,3 +84,14 @@ def test_past_the_budget_the_summary_says_so() -> None:
     } == {"user2", "user1"}
     assert sel.folded_user == 1
     assert "user0" in {t.id for t in sel.turns}
+
+
+def test_the_message_to_answer_is_never_folded_whatever_its_size() -> None:
+    """The third trial: a pasted log past the budget, sent as the second message and pushing
+    the context over the threshold, was folded into the summary before the model answered
+    it; the request held the first prompt and a summary, not the question."""
+    pasted = "pasted line\n" * 4000 + "QUESTION: what is the last line above?"
+    turns = [*_history(["use tabs"]), text_turn("paste", "user", pasted)]
+    result = asyncio.run(compact_with(_compactor, CompactionSnapshot.of(turns), Scope.full()))
+    assert "paste" not in result.replaced_ids and "a0" in result.replaced_ids
+    assert "QUESTION: what is the last line above?" in _wire_texts([*turns, result.marker_turn])

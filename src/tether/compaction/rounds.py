@@ -21,7 +21,8 @@ Definitions:
                    requirement). Inside a selection, user messages are kept verbatim (not
                    replaced), newest first, while their estimated tokens fit `keep_user_tokens`;
                    only those past the budget are replaced, and `RoundSelection.folded_user` counts
-                   them so the summary can say so.
+                   them so the summary can say so. The conversation's newest user message (the
+                   one the model is to answer) is kept whatever its size.
 """
 
 from __future__ import annotations
@@ -140,16 +141,23 @@ def is_user_message(turn: Turn) -> bool:
     )
 
 
-def keep_user_messages(turns: Sequence[Turn], budget_tokens: int) -> frozenset[str]:
+def keep_user_messages(
+    turns: Sequence[Turn], budget_tokens: int, *, always: str | None = None
+) -> frozenset[str]:
     """The ids of the user messages in `turns` kept verbatim: newest first, while their summed
     estimated tokens stay ≤ `budget_tokens` (the first one past the budget stops the walk, so
-    the kept ones are always the newest)."""
+    the kept ones are always the newest). The message `always` (the conversation's newest: the
+    one the model is to answer) is kept whatever its size, and counts against the budget."""
     out: set[str] = set()
     used = 0
     for t in reversed(turns):
         if not is_user_message(t):
             continue
         cost = message_tokens(t)
+        if t.id == always:
+            used += cost
+            out.add(t.id)
+            continue
         if used + cost > budget_tokens:
             break
         used += cost
@@ -242,7 +250,8 @@ def select(
         raise CompactInvalidInputError("nothing to summarize: the scope selects no turn")
     flat = [t for r in chosen for t in r]
     users = [t for t in flat if is_user_message(t)]
-    keep_ids = keep_user_messages(users, keep_user_tokens)
+    newest = next((t.id for t in reversed(live) if is_user_message(t)), None)
+    keep_ids = keep_user_messages(users, keep_user_tokens, always=newest)
     if keep_ids:
         chosen = tuple(
             r2 for r2 in (tuple(t for t in r if t.id not in keep_ids) for r in chosen) if r2
