@@ -12,6 +12,7 @@ first).
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -549,6 +550,10 @@ def trust(
     err(f"approved {counted(len(files), 'file')} of {root}")
 
 
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+"""The write errors of the disk itself, said in one line (not a traceback)."""
+
+
 def main() -> None:
     """Console entry point. Usage errors exit 1 (click's default 2 is our auth code)."""
     try:
@@ -558,6 +563,16 @@ def main() -> None:
         # whose Abort is not `click.exceptions.Abort`)
         cancel.say()
         sys.exit(EXIT_CANCELLED)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        # a full disk, a quota, a file-size limit: what was written before it stands
+        where = f" {exc.filename}" if exc.filename else ""
+        err(
+            f"cannot write{where}: {exc.strerror}; what was saved before stays (make room, "
+            "then `--resume` continues the session)"
+        )
+        sys.exit(EXIT_USAGE)
     except Exception as exc:
         format_message = getattr(exc, "format_message", None)
         if not callable(format_message):  # not a CLI usage error (typer vendors its own click)

@@ -66,6 +66,17 @@ def _cgroup_v1(limit: int) -> Path | None:
     return path
 
 
+def _within_hard(which: int, value: int | None) -> int | None:
+    """`value` lowered to this process's hard limit `which` where that is lower: a process
+    cannot raise its hard limit, and a `setrlimit` above it fails in the forked child, which
+    made every command fail to start under a host's lower limit (`ulimit -Hf`, a container's
+    `nofile`-style caps)."""
+    if value is None:
+        return None
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
 class LimitGuard:
     """The limits of one call: pass `preexec` to the subprocess, call `finish` after it.
 
@@ -77,8 +88,10 @@ class LimitGuard:
         self.limits = limits
         self.cgroup = None if limits.max_processes is None else _cgroup_v1(limits.max_processes)
         procs = None if self.cgroup is None else os.fsencode(self.cgroup / "cgroup.procs")
-        nproc = limits.max_processes if self.cgroup is None else None
-        fsize = limits.max_file_size_bytes
+        nproc = _within_hard(
+            resource.RLIMIT_NPROC, limits.max_processes if self.cgroup is None else None
+        )
+        fsize = _within_hard(resource.RLIMIT_FSIZE, limits.max_file_size_bytes)
         self.nproc: int | None = nproc
         """RLIMIT_NPROC to set in the call's process (None: not set; the cgroup counts)."""
         self.fsize: int | None = fsize
