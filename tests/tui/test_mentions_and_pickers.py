@@ -86,7 +86,8 @@ async def test_rename_and_the_resume_picker_filters_by_name(tmp_path: Path) -> N
         await send(pilot, "hello")
         await idle(app, pilot)
         await send(pilot, "/rename login bug")
-        assert "named 'login bug'" in notes(app)
+        # the command it names exists (it said `tether --resume`, which is no option)
+        assert "named 'login bug' (tether chat --resume 'login bug' opens it)" in notes(app)
         await send(pilot, "/rename")
         assert "usage: /rename NAME" in notes(app)
         await send(pilot, "/rename payments")  # old1's: refused, this session keeps its name

@@ -23,7 +23,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("/add-dir", "PATH[:ro]  let the tools use this folder too (:ro read-only)"),
     ("/new", "start a new session (/clear does the same)"),
     ("/resume", "[id|name]  resume a session (a picker of this folder's sessions without one)"),
-    ("/rename", "NAME  name this session (tether --resume NAME opens it)"),
+    ("/rename", "NAME  name this session (tether chat --resume NAME opens it)"),
     ("/sessions", "[id]  list the stored sessions, or resume one"),
     ("/fork", "continue in a new session branched from this one (this one is kept)"),
     ("/context", "what fills the context window: a bar, then each turn's tokens"),

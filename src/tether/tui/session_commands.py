@@ -56,7 +56,9 @@ async def session_command(app: AppHost, name: str, arg: str) -> None:
         if app.opened.store is not None:
             check_free(app.opened.store.list(), named, own_id=writer.id)
         writer.append_event(NAME_EVENT, {"name": named})
-        app.note(f"session {writer.id} is named {named!r} (tether --resume {named!r} opens it)")
+        app.note(
+            f"session {writer.id} is named {named!r} (tether chat --resume {named!r} opens it)"
+        )
         return
     if app.busy:
         app.note(f"/{name}: wait until the agent is idle (or Esc)")
