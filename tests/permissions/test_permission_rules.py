@@ -37,6 +37,12 @@ TABLE: list[tuple[str, dict[str, str], str | None, str | None]] = [
     ("bash", {"command": "bash -c 'rm -rf /'"}, "deny", "bash(rm -rf *)"),
     ("bash", {"command": "timeout 60 env CI=1 nice -n 5 pytest -q"}, "allow", "bash(pytest *)"),
     ("bash", {"command": "find . -name x | xargs -0 rm -rf"}, "deny", "bash(rm -rf *)"),
+    # the third trial: a program spelled with its bin folder, or run through sudo / doas / exec
+    ("bash", {"command": "/bin/rm -rf build"}, "deny", "bash(rm -rf *)"),
+    ("bash", {"command": "sudo -u root /usr/bin/rm -rf /"}, "deny", "bash(rm -rf *)"),
+    ("bash", {"command": "doas rm -rf /"}, "deny", "bash(rm -rf *)"),
+    ("bash", {"command": "exec rm -rf /"}, "deny", "bash(rm -rf *)"),
+    ("bash", {"command": "./rm -rf x"}, None, None),  # a program of the project's own
     ("bash", {"command": "git push origin main"}, "ask", "bash(git push *)"),
     ("bash", {"command": "pytest && git push"}, "ask", "bash(git push *)"),
     ("bash", {"command": "npm run test"}, "allow", "bash(npm run test:*)"),

@@ -4,8 +4,9 @@ Owns: `split_command` — every simple command of a line: the parts of pipes, `&
 subshells, `{ ...; }` groups, loops and conditionals, command and process substitutions
 (also inside strings, redirections and here-documents), function bodies, and the script of
 `bash -c` / `sh -c` / `eval`; each with the wrappers that only change how a command runs
-looked through (`timeout`, `env X=...`, `nice`, `nohup`, `time`, `stdbuf`, `xargs`, a leading
-`X=1`), and its words unquoted (`git commit -m "fix it"` → `git commit -m fix it`).
+looked through (`timeout`, `env X=...`, `nice`, `nohup`, `time`, `stdbuf`, `xargs`, `sudo`,
+`doas`, `exec`, a leading `X=1`; `/bin/rm` as `rm`), and its words unquoted
+(`git commit -m "fix it"` → `git commit -m fix it`).
 A line the grammar cannot parse, or whose command name is not literal (`$CMD x`), gives
 `Unparsable`: what it runs cannot be known.
 Does not own: matching commands against rules (`tether.permissions.rules`).
@@ -62,8 +63,21 @@ WRAPPERS: dict[str, frozenset[str]] = {
         }
     ),
     "command": frozenset(),
+    "exec": frozenset({"-a"}),
+    "sudo": frozenset(
+        {"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
+         "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U",
+         "--other-user"}
+    ),
+    "doas": frozenset({"-u", "-C"}),
 }
 """Commands that run the command after their options: matched as that command."""
+
+BIN_DIRS = frozenset(
+    {"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin"}
+)
+"""A program named by its path in one of these is matched by its name: `/bin/rm x` as `rm x`
+(a rule `bash(rm *)` must not be passed by spelling out where `rm` lives)."""
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 
@@ -153,7 +167,9 @@ def _words(node: Node) -> list[str] | Unparsable:
 
 def _unwrap(words: list[str]) -> list[str]:
     """`words` with leading wrappers (and their options, `env`'s assignments, `timeout`'s
-    duration) removed; a wrapper alone stays (`env` prints the environment)."""
+    duration) removed; a wrapper alone stays (`env` prints the environment). A program in a
+    system bin folder is named by its name (`BIN_DIRS`)."""
+    words = _program_name(words)
     while words and words[0] in WRAPPERS:
         name, rest = words[0], words[1:]
         takes = WRAPPERS[name]
@@ -173,7 +189,14 @@ def _unwrap(words: list[str]) -> list[str]:
             i += 1  # the duration
         if i >= len(rest):
             return words
-        words = rest[i:]
+        words = _program_name(rest[i:])
+    return words
+
+
+def _program_name(words: list[str]) -> list[str]:
+    head, _, name = words[0].rpartition("/") if words else ("", "", "")
+    if name and head in BIN_DIRS:
+        return [name, *words[1:]]
     return words
 
 
