@@ -218,3 +218,21 @@ def test_an_unknown_local_model_names_the_ones_there_are(tmp_path: Path) -> None
     assert proc.returncode == 1 and "no model file at nosuch" in proc.stderr
     assert "smollm2-135m-instruct" in proc.stderr and "qwen2.5-coder-0.5b" in proc.stderr
     _one_clean_line(proc.stderr)
+
+
+def test_chat_on_a_session_another_process_writes_is_one_line(tmp_path: Path) -> None:
+    """The third trial: `tether chat --resume S` while a `tether run` wrote S opened a screen
+    where every prompt was answered `no agent` and dropped."""
+    from tether.session import SessionStore
+
+    home = tmp_path / "home"
+    store = SessionStore(home / "sessions")
+    writer = store.create("busy1", cwd=str(tmp_path))
+    try:
+        proc = _tether(["chat", "--resume", "busy1"], home)
+    finally:
+        writer.close()
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == "tether: session busy1 is being written by another process"
+    again = _tether(["chat", "--resume", "busy1"], home)  # free again: on to the terminal check
+    assert "needs a terminal" in again.stderr, again.stderr

@@ -221,8 +221,10 @@ def _chat_session(flags: dict[str, Any], cwd: Path) -> dict[str, Any]:
     says it.
 
     Raises:
-        ConfigError: no such session, an unusable name, `--name` with `--no-session`.
+        ConfigError: no such session, one another process writes, an unusable name, `--name`
+            with `--no-session`.
     """
+    from tether.errors import SessionBusyError
     from tether.session import SessionStore
     from tether.session.names import check_free, check_name
 
@@ -240,6 +242,10 @@ def _chat_session(flags: dict[str, Any], cwd: Path) -> dict[str, Any]:
         found = SessionStore().find(resume, cwd)
         if found is None:
             raise ConfigError(f"no session {resume} in {SessionStore().root}")
+        try:  # another process writes it: one line, not a screen that cannot send
+            SessionStore().check_writable(found)
+        except SessionBusyError as exc:
+            raise ConfigError(str(exc)) from None
         out["resume"] = found
     return out
 

@@ -334,6 +334,12 @@ class SessionStore:
             writer.append_event(TORN_EVENT, {"line": torn_line})
         return writer
 
+    def check_writable(self, session_id: str) -> None:
+        """Raise `SessionBusyError` when another process writes the session now (its writer
+        lock is held); for a host that would open it later (`tether chat --resume`), to say
+        so before its screen opens."""
+        self._lock_for_writing(session_id).release()
+
     def _lock_for_writing(self, session_id: str) -> BaseFileLock:
         """Take the session's writer lock (`<artifact dir>/writer.lock`, an OS `flock` via the
         `filelock` library: released by the OS if the process dies, even by SIGKILL).
