@@ -29,7 +29,7 @@ from tether.agent.assembly.servers import McpServers
 from tether.agent.events import WarningEvent
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime
-from tether.agent.sessions import AgentSession
+from tether.agent.sessions import MODEL_EVENT, AgentSession
 from tether.agent.subagents import Subagents, with_task_tool
 from tether.agent.turn.budget import Budget
 from tether.agent.turn.children import ChildUsage
@@ -209,9 +209,9 @@ class Agent:
             if host.note is not None:
                 host.note(line)
 
-        root, cfg, chain, tools, refused = build.from_settings_files(
+        root, cfg, chain, tools, refused = user_controls.from_settings_files(
             cwd, model=model, base_url=base_url, overrides=overrides, note=say,
-            resolve=None if chains is None else chains.resolve,
+            resolve=None if chains is None else chains.resolve, session=session,
         )
         if refused is not None:  # an unapproved project: its files were not loaded
             say(f"warning: {refused}")
@@ -382,6 +382,8 @@ class Agent:
         """
         chain = build.resolve_models(model, self.parts.config, note=self._note)
         self._controls.parts = self.parts.with_model(chain, self._note)
+        if isinstance(model, str):  # kept by the session: a resume runs on it again
+            self.session.record_event(MODEL_EVENT, {"model": model})
         user_controls.say(self, self._note)
 
     def apply_settings(self, values: Mapping[str, Any]) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "EFFORT_EVENT",
     "HOST_OUTPUT_EVENT",
     "INTERRUPTED",
+    "MODEL_EVENT",
     "NEVER_RAN",
     "STARTED_EVENT",
     "STARTED_LOST",
@@ -42,6 +43,7 @@ __all__ = [
     "stored_context",
     "stored_effort",
     "stored_host_outputs",
+    "stored_model",
 ]
 
 INTERRUPTED = "interrupted: the run was cancelled before this call finished; it may not have run"
@@ -67,6 +69,11 @@ STARTED_EVENT = "tool_call_started"
 EFFORT_EVENT = "effort"
 """The session event persisted when the reasoning effort changes: `{"effort": str | null}`
 (`run.effort`); a resume takes the last one (`stored_effort`)."""
+
+MODEL_EVENT = "model"
+"""The session event persisted when the user switches the model during the session (the TUI's
+`/model`, `Agent.switch_model` with a model string): `{"model": "provider/model"}`; a resume
+without `--model` runs on the last one (`stored_model`)."""
 
 HOST_OUTPUT_EVENT = "host_output"
 """The session event holding the output of a command the user ran in a host (the TUI's
@@ -326,6 +333,16 @@ def stored_effort(events: Sequence[EventEntry]) -> tuple[bool, str | None]:
             value = e.data.get("effort")
             return True, value if isinstance(value, str) else None
     return False, None
+
+
+def stored_model(events: Sequence[EventEntry]) -> str | None:
+    """The model of a loaded session's last `model` event (a switch during the session), or
+    None when it has none."""
+    for e in reversed(events):
+        if e.kind == MODEL_EVENT:
+            value = e.data.get("model")
+            return value if isinstance(value, str) and value else None
+    return None
 
 
 def interrupted_turn(

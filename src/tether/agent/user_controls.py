@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.agent.assembly.parts import with_add_dirs
-from tether.agent.sessions import EFFORT_EVENT, AgentSession, stored_effort
+from tether.agent.sessions import EFFORT_EVENT, AgentSession, stored_effort, stored_model
 from tether.effort import Effort
 from tether.errors import ConfigError
 from tether.providers.catalog import effort_note
@@ -26,8 +26,11 @@ from tether.sandbox.config import check_add_dir
 from tether.sandbox.policy import READ_ONLY_SUFFIX, parse_add_dir
 
 if TYPE_CHECKING:
+    from tether.agent.assembly.build import ModelLike, Resolver
     from tether.agent.assembly.parts import AgentParts
     from tether.providers.base import Provider
+    from tether.settings import AgentConfig
+    from tether.tools.base import Tool
 
 
 class Controlled(Protocol):
@@ -128,3 +131,39 @@ def with_stored_effort(
         return overrides
     found, level = stored_effort(session.loaded.events)
     return {**(overrides or {}), "run.effort": level} if found else overrides
+
+
+def from_settings_files(
+    cwd: Path | str,
+    *,
+    model: ModelLike | None,
+    base_url: str | None,
+    overrides: Mapping[str, Any] | None,
+    note: Callable[[str], None],
+    resolve: Resolver | None,
+    session: AgentSession | None,
+) -> tuple[Path, AgentConfig, tuple[Provider, ...], list[Tool], str | None]:
+    """`build.from_settings_files`, on the model the resumed `session` last switched to (its
+    `/model`, `stored_model`) when no `--model` / `--base-url` pins one; a stored model that
+    no longer resolves falls back to the settings' with a note.
+
+    Raises:
+        ConfigError: as `build.from_settings_files`.
+    """
+    from tether.agent.assembly import build
+
+    switched = None
+    if model is None and base_url is None and session is not None and session.loaded:
+        switched = stored_model(session.loaded.events)
+    try:
+        return build.from_settings_files(
+            cwd, model=model or switched, base_url=base_url, overrides=overrides, note=note,
+            resolve=resolve,
+        )
+    except ConfigError as exc:
+        if switched is None:
+            raise
+        note(f"note: the session's model {switched} cannot be used ({exc}); the settings' is")
+        return build.from_settings_files(
+            cwd, model=None, base_url=None, overrides=overrides, note=note, resolve=resolve
+        )
