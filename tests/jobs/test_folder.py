@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from tether.jobs import folder
 from tether.settings.trust import approve, check_trust
 
@@ -71,3 +73,18 @@ def test_projects_named_alike_get_their_own_key(tmp_path: Path) -> None:
     assert cfg_a.database_url != cfg_b.database_url and cfg_a.queue != cfg_b.queue
     pinned = AgentConfig().with_values({"jobs.project": "shared"})
     assert jobs_config(a, pinned).project == jobs_config(b, pinned).project == "shared"
+
+
+@pytest.mark.parametrize("url", ["mysql://x@127.0.0.1/db", "redis://h", "postgres"])
+def test_a_database_url_of_another_kind_is_one_line(tmp_path: Path, url: str) -> None:
+    """The third trial: `mysql://…` was taken for PostgreSQL on port 5432 (DBOS's errors)."""
+    from kit.cli import run_cli
+
+    (tmp_path / "work").mkdir()
+    ran = run_cli(["jobs", "status"], tmp_path / "home", TETHER_JOBS_DATABASE_URL=url)
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stderr.strip().endswith(
+        "URLs are not supported; use postgresql://… (or leave it unset for the embedded SQLite "
+        "file)"
+    ), ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr

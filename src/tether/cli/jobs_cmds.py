@@ -79,7 +79,11 @@ def _config(
         raise typer.Exit(EXIT_USAGE)
     if refused:
         err(f"warning: {refused}")
-    return jobs_config(root, loaded.settings, executor_id=executor_id, role=role)
+    try:
+        return jobs_config(root, loaded.settings, executor_id=executor_id, role=role)
+    except ConfigError as exc:
+        err(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def _require_enabled(root: Path) -> None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 
+from tether.errors import ConfigError
 from tether.jobs import db, folder, pull
 from tether.jobs.liveness import Liveness
 from tether.jobs.parse import Task, due_slot
@@ -54,6 +55,8 @@ APP_VERSION = "tether-jobs-1"
 """Fixed, so every worker (of any tether build) dequeues and recovers the same workflows."""
 WORKFLOW_NAME = "tether_job_run"
 DATABASE_ENV = "TETHER_JOBS_DATABASE_URL"
+DATABASE_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://", "sqlite:")
+"""The jobs database URLs DBOS can use here: PostgreSQL, or the embedded SQLite file."""
 EXECUTOR_ENV = "TETHER_JOBS_EXECUTOR_ID"
 FINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
@@ -122,10 +125,20 @@ def jobs_config(
     root: Path, settings: AgentConfig, *, executor_id: str | None = None, role: str = "worker"
 ) -> JobsConfig:
     """The jobs configuration of `root` from its settings, `TETHER_JOBS_DATABASE_URL` and
-    `TETHER_JOBS_EXECUTOR_ID`; the default executor id is `<host name>-<role>`."""
+    `TETHER_JOBS_EXECUTOR_ID`; the default executor id is `<host name>-<role>`.
+
+    Raises:
+        ConfigError: a database URL of another kind (`DATABASE_SCHEMES`).
+    """
     js = settings.jobs
     project = js.project or default_project(root)
     url = os.environ.get(DATABASE_ENV) or js.database_url or default_database_url(project)
+    if not url.startswith(DATABASE_SCHEMES):  # DBOS took `mysql://` for PostgreSQL on 5432
+        scheme = url.partition(":")[0] or url
+        raise ConfigError(
+            f"jobs database: {scheme}: URLs are not supported; use postgresql://… (or leave it "
+            "unset for the embedded SQLite file)"
+        )
     exe = executor_id or os.environ.get(EXECUTOR_ENV) or f"{socket.gethostname()}-{role}"
     return JobsConfig(
         root=root,
