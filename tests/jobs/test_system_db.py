@@ -62,12 +62,16 @@ def test_a_launched_process_runs_dbos_on_that_engine(tmp_path: Path) -> None:
         from dbos import DBOS
         from tether.jobs import db, engine
 
+        from sqlalchemy import event
+
         made = []
+        checkouts = []
         original = db.system_engine
 
         def recording(url):
             eng = original(url)
             made.append(eng)
+            event.listen(eng, "checkout", lambda *a: checkouts.append(1))
             return eng
 
         db.system_engine = recording
@@ -78,11 +82,13 @@ def test_a_launched_process_runs_dbos_on_that_engine(tmp_path: Path) -> None:
         try:
             DBOS.list_workflows()
             (eng,) = made
+            theirs = len(checkouts)
             with eng.connect() as c:
                 sync = c.exec_driver_sql("PRAGMA synchronous").scalar()
-            # DBOS's own queries went through it: its pool opened their connections (held now
-            # or returned: a DBOS thread may hold one at this moment)
-            print(eng.pool.checkedin() + eng.pool.checkedout() >= 2, sync)
+            # DBOS's own queries went through it: they checked connections out of its pool
+            # (counted by the pool's event; the pool's size depended on which of DBOS's
+            # threads held a connection at that moment, which failed a loaded CI run)
+            print(theirs >= 1, sync)
         finally:
             engine.shutdown()
         """

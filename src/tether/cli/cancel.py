@@ -1,6 +1,7 @@
-"""Whether a SIGINT / SIGTERM reached this `tether` process.
+"""Whether a SIGINT / SIGTERM / SIGHUP reached this `tether` process.
 
-Owns: the process-wide record of a cancelling signal (`note`, `received`) and the one
+Owns: the signals that cancel (`SIGNALS`), the process-wide record of one (`note`,
+`received`) and the one
 `tether: cancelled` line on stderr (`say`, written once however many paths reach it), which the entry
 point turns into exit code 130 however the CLI ended: a signal whose cancel reached a task
 that had already finished (the final answer being written), or whose `KeyboardInterrupt`
@@ -14,7 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that cancel: Ctrl-C, a kill, and the terminal (or SSH link) closing, which
+would otherwise end tether mid-reply without saving the partial turn."""
 
 _received = False
 _said = False

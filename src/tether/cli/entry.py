@@ -41,9 +41,7 @@ from tether.cli import cancel
 EXIT_CANCELLED = 130
 """The exit code of a process ended by SIGINT, SIGTERM or SIGHUP."""
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""The signals that cancel: Ctrl-C, a kill, and the terminal (or SSH link) closing, which
-would otherwise end tether mid-reply without saving the partial turn."""
+SIGNALS = cancel.SIGNALS
 
 
 def exit_now(signum: int, frame: FrameType | None) -> None:

@@ -33,7 +33,7 @@ from tether.agent.sessions import AgentSession
 from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
 from tether.cli import cancel, logsink, run_input, run_limits
-from tether.cli.entry import SIGNALS
+from tether.cli.cancel import SIGNALS
 from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
