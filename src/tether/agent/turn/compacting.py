@@ -49,7 +49,7 @@ from tether.compaction.tail import (
     shorten_old_results,
 )
 from tether.errors import CompactInvalidInputError, CompactionFailedError, RunError
-from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn
+from tether.messages import RunStopReason, ToolCallBlock, ToolResultBlock, Turn, Usage
 from tether.providers.base import Provider
 from tether.tokens import estimate_tokens, text_tokens
 from tether.tools.builtin.shells import SHELL_OUTPUT_TOOL
@@ -321,15 +321,7 @@ class AutoCompaction(TurnPolicy):
         parts.emit(CompactionStartEvent(reason=reason, tokens_before=before))
         scope = self._scope(snap)
         if scope is None:
-            parts.emit(
-                CompactionEndEvent(
-                    tokens_before=before,
-                    tokens_after=before,
-                    turns_replaced=0,
-                    marker_id=None,
-                    error="nothing to summarize",
-                )
-            )
+            parts.emit(_nothing_written(before, "nothing to summarize"))
             return None
         marker_id = parts.new_id()
         try:
@@ -372,16 +364,7 @@ class AutoCompaction(TurnPolicy):
             f"the summary ({result.tokens_after} tokens with what stays) is not shorter than "
             f"the conversation ({result.tokens_before}); nothing written"
         )
-        parts.emit(
-            CompactionEndEvent(
-                tokens_before=before,
-                tokens_after=before,
-                turns_replaced=0,
-                marker_id=None,
-                error=why,
-                usage=result.usage,
-            )
-        )
+        parts.emit(_nothing_written(before, why, result.usage))
 
     def _ensure_recall(self, parts: RunParts, state: RunState) -> None:
         """Offer `recall` once the history holds a marker (each turn is looked at once)."""
@@ -480,3 +463,15 @@ class AutoCompaction(TurnPolicy):
         for t in pair:
             state.append(t)
         return tuple(str(c.arguments["path"]) for c in calls if c.name == READ_TOOL)
+
+
+def _nothing_written(before: int, why: str, usage: Usage | None = None) -> CompactionEndEvent:
+    """The `compaction_end` of a compaction that wrote nothing, and why."""
+    return CompactionEndEvent(
+        tokens_before=before,
+        tokens_after=before,
+        turns_replaced=0,
+        marker_id=None,
+        error=why,
+        usage=usage,
+    )
