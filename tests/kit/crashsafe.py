@@ -56,6 +56,18 @@ class CrashTolerantGroups(LoadGroupScheduling):
         return crashed
 
 
+    def _reschedule(self, node: WorkerController) -> None:
+        """xdist's, for a node whose collection is in. A replacement worker is listed before
+        its collection arrives, and with the dead one's collection still registered the
+        scheduler counts the collection complete: handing it work then popped a unit off the
+        queue and failed on its missing collection (`KeyError: <WorkerController gw2>`, an
+        INTERNALERROR that lost the unit; seen in CI). It gets its work when its collection
+        comes (`schedule`)."""
+        if node not in self.registered_collections:
+            return
+        super()._reschedule(node)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadGroupScheduling | None:
     """Our scheduler for `--dist loadgroup`; xdist's own for the other modes."""
