@@ -65,6 +65,7 @@ from tether.compaction.pressure import (
     message_tokens,
     normalized_fraction,
     occupied_tokens,
+    pressure_in,
     trigger_tokens,
 )
 from tether.compaction.windows import parse_overflow_limit
@@ -134,13 +135,9 @@ class Figures:
 
     def pressure(self, tokens: int, *, source: PressureSource, is_approximate: bool) -> Pressure:
         """`make_pressure(tokens, limits, policy, ...)`."""
-        tokens = max(0, tokens)
-        eff = self.effective_window
-        return Pressure(
-            tokens=tokens,
-            effective_window=eff,
-            ratio=tokens / eff,
-            headroom=eff - tokens,
+        return pressure_in(
+            tokens,
+            self.effective_window,
             source=source,
             is_approximate=is_approximate or self.limits.source == "default",
         )

@@ -208,15 +208,27 @@ def make_pressure(
 ) -> Pressure:
     """A Pressure for `tokens` (clamped >= 0) under `limits` and `policy`; approximate also
     when the window is a fallback guess (`limits.source` "default")."""
-    tokens = max(0, tokens)
-    eff = effective_window(limits, policy)
-    return Pressure(
-        tokens=tokens,
-        effective_window=eff,
-        ratio=tokens / eff,
-        headroom=eff - tokens,
+    return pressure_in(
+        tokens,
+        effective_window(limits, policy),
         source=source,
         is_approximate=is_approximate or limits.source == "default",
+    )
+
+
+def pressure_in(
+    tokens: int, effective: int, *, source: PressureSource, is_approximate: bool
+) -> Pressure:
+    """A Pressure for `tokens` (clamped >= 0) in an `effective` window already worked out
+    (`make_pressure`, and the monitor's kept figures)."""
+    tokens = max(0, tokens)
+    return Pressure(
+        tokens=tokens,
+        effective_window=effective,
+        ratio=tokens / effective,
+        headroom=effective - tokens,
+        source=source,
+        is_approximate=is_approximate,
     )
 
 
