@@ -163,7 +163,7 @@ class TetherApp(App[int]):
         """Build the agent (new session, or `resume`), start its embedded model's load, show
         it (`tether.tui.session_open`)."""
         opened, error, pending = self.opening.build(resume)
-        pending += self._early_notes()
+        pending += self._early_notes(pending)
         if opened is None:
             if error is not None:
                 self.start_error, self.opened = error, None
@@ -181,15 +181,17 @@ class TetherApp(App[int]):
         await start_servers(self, opened)
         self.update_status()
 
-    def _early_notes(self) -> list[str]:
+    def _early_notes(self, said: list[str]) -> list[str]:
         """The warnings and errors the agent sent while it was built (`on_agent_event`: a
-        trust warning, before the screen existed), as note lines shown after the history;
-        its other events then are dropped (no run yet)."""
+        trust warning, before the screen existed), as note lines shown after the history,
+        but those a setup note in `said` already tells (the trust warning is both a note and
+        an event); its other events then are dropped (no run yet)."""
         events, self._pending_events = self._pending_events, []
         return [
             f"{e.type}: {e.kind}: {e.message}"
             for e in events
             if isinstance(e, ErrorEvent | WarningEvent)
+            and not any(e.message in line for line in said)
         ]
 
     def _model_loaded(self, opened: Opened, note: str | None) -> None:
