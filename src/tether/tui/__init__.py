@@ -44,10 +44,16 @@ def run_tui(options: ChatOptions) -> int:
         pick=pick if options.pick else None,
         elsewhere=elsewhere,
     )
+    import sys
+    from typing import TextIO, cast
+
+    from tether.tui.opening import MutedThreads
+
+    # the embedded model's load and generation lines never reach the terminal: while the app
+    # runs the footer says it loads; after `/quit` they printed over the shell
+    sys.stderr = cast(TextIO, MutedThreads(sys.stderr))
     app.preopen()  # the agent built before Textual owns the terminal; a model loads after
     code = app.run()
     if code and app.start_error is not None:
-        import sys
-
         print(f"tether: {app.start_error}", file=sys.stderr, flush=True)
     return code if isinstance(code, int) else 0

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tether.agent.agent import Agent
 from tether.agent.assembly.prompting import session_commands
@@ -160,6 +160,29 @@ def load_embedded(opened: Opened) -> str | None:
     return None
 
 
+LOAD_THREAD = "tether-model-load"
+MUTED_THREADS = frozenset({LOAD_THREAD, "tether-local"})
+"""The embedded model's threads (its load, its generation worker), whose stderr lines
+(`tether: loading …`, `model loaded in …`, `generating…`) a TUI never shows: the footer says it
+loads, and once the app quit they would print over the shell."""
+
+
+class MutedThreads:
+    """`sys.stderr` for a TUI process: writes from `MUTED_THREADS` are dropped, all others
+    (tether's own lines at exit) go to `inner`."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        if threading.current_thread().name in MUTED_THREADS:
+            return len(text)
+        return self.inner.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def load_in_background(opened: Opened, done: Callable[[str | None], None]) -> bool:
     """Start loading `opened`'s embedded model in a daemon thread (`load_embedded`), so the
     app paints and takes keys meanwhile; `done` is called on the running event loop with its
@@ -176,5 +199,5 @@ def load_in_background(opened: Opened, done: Callable[[str | None], None]) -> bo
         with contextlib.suppress(RuntimeError):  # the loop is closed: the app is gone
             loop.call_soon_threadsafe(done, note)
 
-    threading.Thread(target=load, name="tether-model-load", daemon=True).start()
+    threading.Thread(target=load, name=LOAD_THREAD, daemon=True).start()
     return True
