@@ -64,7 +64,12 @@ from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.tools.safe_mode import offered_specs
 from tether.tracing import Span
 from tether.wire import remint_tool_call_ids
-from tether.wire.interrupts import cancelled_reply, cut_reply, unanswered_prompt
+from tether.wire.interrupts import (
+    cancelled_reply,
+    cut_reply,
+    is_cancelled_reply,
+    unanswered_prompt,
+)
 from tether.wire.resume import is_retried_message
 
 __all__ = ["PROMPT_DENIED", "Controls", "close_interrupted", "run_turns"]
@@ -243,8 +248,9 @@ def _end(c: Controls, parts: AgentParts, state: RunState, n: int) -> RunResult:
     """The run's end: the policies' `after_run`, then the `done` event that closes every run's
     event stream (failed and cancelled ones included), and the result."""
     if state.stop_reason == "cancelled":  # report the partial turn the cancel persisted
-        state.last = next(
-            (t for t in reversed(state.new_turns) if t.role == "assistant"), state.last
+        replies = [t for t in reversed(state.new_turns) if t.role == "assistant"]
+        state.last = next(  # the cut reply, not the interruption note stored after it
+            (t for t in replies if not is_cancelled_reply(t)), replies[0] if replies else state.last
         )
     parts.policies.after_run(parts, state)
     children = state.children_usage
