@@ -140,3 +140,70 @@ def test_a_retry_or_a_shell_context_is_no_interruption(tmp_path: Path) -> None:
     asyncio.run(agent.run(NEXT))
     (sent,) = provider.requests[-1].messages
     assert _user_text(sent) == f"{context}\n\n{NEXT}"
+
+
+@dataclass(kw_only=True)
+class CutFirst(ScriptedProvider):
+    """Its first reply streams `PARTIAL` and then hangs until cancelled (`asked` is set once the
+    text went out)."""
+
+    asked: asyncio.Event | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        from tether.providers.base import TextDelta, TextStart
+
+        if not self.requests:
+            self.requests.append(request)
+            yield TextStart(index=0)
+            yield TextDelta(index=0, text=PARTIAL)
+            assert self.asked is not None
+            self.asked.set()
+            await asyncio.sleep(60)
+        async for event in super().stream(request):
+            yield event
+
+
+PARTIAL = "Writing oops.txt now, first I"
+
+
+async def test_a_reply_cut_by_a_cancel_is_followed_by_the_interruption_note(
+    tmp_path: Path,
+) -> None:
+    # the third trial: Esc after partial streamed text sent the cancelled prompt, the partial
+    # text and the new prompt with no note; the model could not tell its reply was cut
+    store = SessionStore(tmp_path / "store")
+    writer = store.create(cwd=str(tmp_path))
+    asked = asyncio.Event()
+    provider = CutFirst(script=["unused", "hi"], asked=asked)
+    agent = Agent(provider, tools=[], root=tmp_path, session=AgentSession(sink=writer))
+    run = asyncio.create_task(agent.run(CANCELLED))
+    await asyncio.wait_for(asked.wait(), 30)
+    await asyncio.sleep(0.05)  # the text reaches the assembler
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert (await agent.run(NEXT)).answer == "hi"
+
+    def sent(provider: ScriptedProvider) -> list[tuple[str, str]]:
+        messages = provider.requests[-1].messages
+        assert check_pairing(messages) == []
+        return [(t.role, _user_text(t)) for t in messages]
+
+    expected = [
+        ("user", CANCELLED),
+        ("assistant", PARTIAL),
+        ("user", f"{INTERRUPTED_REQUEST_TEXT}\n\n{NEXT}"),
+    ]
+    assert sent(provider) == expected
+    stored = store.load(writer.id).turns
+    assert [(t.role, t.stop_reason) for t in stored[:3]] == [
+        ("user", None),
+        ("assistant", "interrupted"),
+        ("assistant", "interrupted"),
+    ]
+    # the same after a resume from the stored session
+    writer.close()
+    again = ScriptedProvider(["hi again"])
+    resumed = Agent(again, tools=[], root=tmp_path, session=AgentSession.resume(store, writer.id))
+    assert (await resumed.run("and now?")).answer == "hi again"
+    assert sent(again)[:3] == expected

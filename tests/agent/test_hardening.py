@@ -35,6 +35,7 @@ from tether.providers.base import (
 from tether.session import SessionStore
 from tether.testing import ScriptedProvider
 from tether.tools.builtin.toolset import builtin_tools
+from tether.wire.interrupts import is_cancelled_reply
 from tether.wire.resume import drop_retried_user_turns
 
 
@@ -136,7 +137,8 @@ async def test_done_after_a_cancel_reports_the_persisted_partial_turn(tmp_path: 
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.stop_reason == "cancelled"
     assert done.message is not None and done.message.stop_reason == "interrupted"
-    assert done.text == "partial words" and done.message is agent.history[-1]
+    assert done.text == "partial words" and done.message is agent.history[-2]
+    assert is_cancelled_reply(agent.history[-1])  # the interruption note follows the cut reply
 
 
 # ---- item 20 -------------------------------------------------------------------------------

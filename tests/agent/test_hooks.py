@@ -408,6 +408,58 @@ def test_failing_and_hanging_shell_hooks_are_reported_and_the_run_goes_on(
     assert why in message and "before_tool hook" in message
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["exit 127", "echo 'not json'", "sleep 30", "/nonexistent/check.sh"],
+    ids=["crash", "bad-json", "timeout", "missing-script"],
+)
+def test_on_failure_deny_refuses_the_call_a_failed_before_tool_hook_could_not_check(
+    tmp_path: Path, command: str
+) -> None:
+    ran: list[str] = []
+    events: list[AgentEvent] = []
+    provider = two_step(text="x")
+    settings = shell("before_tool", command, timeout="500ms")
+    settings["hooks"]["on_failure"] = "deny"
+    agent = subagent_agent(
+        provider,
+        tmp_path,
+        tools=[echo_tool(ran)],
+        settings=settings,
+        host=Host(on_event=events.append),
+    )
+    assert agent.run_sync("go").text == "done"
+    assert ran == []  # not run
+    [result] = results(events)
+    assert result.is_error and "hooks.on_failure = deny" in result.content
+    assert "it was not run" in result.content
+    [message] = failures(events)
+    assert "the call is refused" in message
+    assert check_pairing(provider.requests[-1].messages) == []
+
+
+def test_on_failure_deny_covers_library_hooks_and_only_before_tool(tmp_path: Path) -> None:
+    ran: list[str] = []
+    events: list[AgentEvent] = []
+
+    def broken(inp: HookInput) -> HookDecision:
+        raise RuntimeError("hook bug")
+
+    agent = subagent_agent(
+        ScriptedProvider([call("echo", id="e1", text="x"), "done"]),
+        tmp_path,
+        tools=[echo_tool(ran)],
+        settings={"hooks": {"on_failure": "deny"}},
+        hooks=Hooks(before_tool=[broken], after_tool=[broken], stop=[broken]),
+        host=Host(on_event=events.append),
+    )
+    assert agent.run_sync("go").text == "done"  # a failed stop hook does not hold the run
+    assert ran == []
+    found = failures(events)
+    assert len(found) == 3 and "the call is refused" in found[0]
+    assert all("its answer is ignored" in m for m in found[1:])
+
+
 def test_shell_decision_parsing_rules() -> None:
     assert parse_shell_outcome(ShellOutcome(code=0, stdout="", stderr=""), 1).allow
     deny = parse_shell_outcome(ShellOutcome(code=2, stdout="", stderr="because"), 1)

@@ -352,3 +352,34 @@ async def test_plan_mode_offers_only_safe_tools_and_ends_with_a_plan(tmp_path: P
     provider.script.append("ok")  # type: ignore[attr-defined]
     await agent.run("approved: do it")
     assert "write" in {t.name for t in provider.requests[-1].tools}
+
+
+def test_a_conversation_rewind_keeps_the_model_switched_before_its_point(tmp_path: Path) -> None:
+    # the third trial: `/model gw/m2`, a message on m2, Esc Esc to before that message: the fork
+    # (and the TUI, which opens it) was back on the settings' model, the switch lost
+    from tether.agent.sessions import MODEL_EVENT, stored_model
+    from tether.messages import text_turn
+
+    store = SessionStore(tmp_path / "sessions")
+    writer = store.create(cwd=str(tmp_path))
+    writer.append_event(MODEL_EVENT, {"model": "gw/m1"})  # before the first message
+    writer.append(text_turn("u1", "user", "first"))
+    writer.append(text_turn("a1", "assistant", "one"))
+    writer.append_event(MODEL_EVENT, {"model": "gw/m2"})  # between the two messages
+    writer.append(text_turn("u2", "user", "second, on m2"))
+    writer.append(text_turn("a2", "assistant", "two"))
+    writer.append_event(MODEL_EVENT, {"model": "gw/m3"})  # after the rewind point
+    writer.append(text_turn("u3", "user", "third, on m3"))
+    writer.close()
+    loaded = store.load(writer.id)
+    cp = checkpoint_store(store.root)
+    for to, model, kept in ((2, "gw/m2", ["u1", "a1"]), (1, "gw/m1", [])):
+        plan = plan_rewind(loaded, to, store=cp, files=False, conversation=True)
+        done = rewind(plan, store)
+        assert done.session_id is not None
+        fork = store.load(done.session_id)
+        assert [t.id for t in fork.turns] == kept
+        assert stored_model(fork.events) == model, to
+        fork_of_fork = rewind(plan_rewind(fork, 1, store=cp, files=False), store) if kept else None
+        if fork_of_fork is not None and fork_of_fork.session_id is not None:
+            assert stored_model(store.load(fork_of_fork.session_id).events) == "gw/m1"

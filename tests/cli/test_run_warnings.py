@@ -31,5 +31,10 @@ def test_a_hook_that_failed_is_said_on_stderr(tmp_path: Path, fmt: str) -> None:
         )
     assert ran.returncode == 0, ran.stderr
     said = [line for line in ran.stderr.splitlines() if "before_tool hook" in line]
-    assert len(said) == 1 and said[0].startswith("tether: warning: before_tool hook "), ran.stderr
+    failed = [line for line in said if "failed: exit code 127" in line]
+    assert len(failed) == 1 and failed[0].startswith("tether: warning: before_tool hook ")
+    # and once at start, before any call: the script cannot be run there
+    [start] = [line for line in said if "cannot run" in line]
+    assert start.startswith("tether: warning: before_tool hook `") and "no such file" in start
+    assert said == [start, *failed], ran.stderr
     assert "hook_failed" not in ran.stdout

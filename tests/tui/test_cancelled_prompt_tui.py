@@ -59,3 +59,42 @@ async def test_esc_before_any_reply_sends_the_prompt_as_interrupted(
         assert rows[:4] == ["UserRow", "NoteRow", "UserRow", "AssistantRow"], rows
         assert "cancelled" in notes(resumed)
         await resumed.action_quit()
+
+
+async def test_esc_after_partial_text_sends_the_note_after_the_cut_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.providers.base import TextDelta, TextStart
+
+    store = SessionStore(tmp_path / "sessions")
+    app, provider = scripted_app(tmp_path, ["hi"], store=store)
+    streamed = asyncio.Event()
+    scripted = provider.stream
+
+    async def stream(request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if not streamed.is_set():  # the first reply streams a little, then hangs until Esc
+            yield TextStart(index=0)
+            yield TextDelta(index=0, text="thinking......")
+            streamed.set()
+            await asyncio.sleep(60)
+        async for event in scripted(request):
+            yield event
+
+    monkeypatch.setattr(provider, "stream", stream)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, CANCELLED)
+        await asyncio.wait_for(streamed.wait(), 10)
+        await pilot.pause(0.1)
+        await pilot.press("escape")
+        await idle(app, pilot)
+        await send(pilot, NEXT)
+        await idle(app, pilot)
+        await app.action_quit()
+    (request,) = provider.requests
+    assert check_pairing(request.messages) == []
+    sent = [(t.role, [b.text for b in t.content if isinstance(b, TextBlock)]) for t in request.messages]
+    assert sent == [
+        ("user", [CANCELLED]),
+        ("assistant", ["thinking......"]),
+        ("user", [INTERRUPTED_REQUEST_TEXT, NEXT]),
+    ]

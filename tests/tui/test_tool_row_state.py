@@ -4,6 +4,7 @@ behind another call, `running` from its `tool_start` event, then `ok` / `error`.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from kit.tui import SIZE, idle, scripted_app, send
@@ -43,3 +44,29 @@ async def test_the_row_waits_while_asked_then_runs_then_finishes(tmp_path: Path)
         release.set()
         await idle(app, pilot)
         assert row.status == "ok"
+
+
+async def test_the_rows_duration_is_the_calls_own_run_time_not_the_approval_wait(
+    tmp_path: Path,
+) -> None:
+    @tool()  # not safe: `ask` asks about it
+    async def quick() -> str:
+        """Quick."""
+        return "done quickly"
+
+    app, _ = scripted_app(tmp_path, [call("quick"), "done"], tools=[quick], approval="ask")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "run it")
+        for _ in range(200):
+            await pilot.pause()
+            if isinstance(app.screen, ApprovalScreen):
+                break
+        assert isinstance(app.screen, ApprovalScreen)
+        await asyncio.sleep(1.5)  # the user thinks before answering
+        await pilot.press("y")
+        await idle(app, pilot)
+        row = app.query_one(ToolRow)
+        assert row.status == "ok"
+        found = re.search(r"· ok · ([0-9.]+)s", str(row.title))
+        assert found is not None, row.title
+        assert float(found.group(1)) < 1.0, row.title  # it was 1.9s: the wait counted

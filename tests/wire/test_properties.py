@@ -24,6 +24,7 @@ from tether.wire import (
 from tether.wire.interrupts import (
     INTERRUPTED_REQUEST_TEXT,
     cancelled_reply,
+    cut_reply,
     is_cancelled_reply,
     render_interrupts,
 )
@@ -158,4 +159,32 @@ def test_a_cancelled_prompt_reaches_the_wire_followed_by_the_interruption_note(
     texts = [b.text for t in view for b in t.content if isinstance(b, TextBlock)]
     i = texts.index("CANCELLED-PROMPT")
     assert texts[i : i + 3] == ["CANCELLED-PROMPT", INTERRUPTED_REQUEST_TEXT, "NEW-PROMPT"]
+    assert ViewBuilder(target, supports_prefill=prefill).view(history) == view
+
+
+@SETTINGS
+@given(transcripts(markers=False), targets, st.booleans(), st.data())
+def test_a_cut_reply_reaches_the_wire_followed_by_the_interruption_note(
+    turns: tuple[Turn, ...], target: Target, prefill: bool, data: st.DataObject
+) -> None:
+    """A prompt, the part of its reply a cancel cut, the stored cancel, a new prompt, anywhere
+    in a history: the view keeps the contract, the cut reply stays the assistant's, and the note
+    comes right after it, before the new prompt (incrementally the same)."""
+    at = data.draw(st.integers(0, len(turns)))
+    asked = Turn(id="c0", role="user", content=(TextBlock(text="ASKED"),))
+    cut = Turn(
+        id="c1", role="assistant", content=(TextBlock(text="CUT-REPLY"),), stop_reason="interrupted"
+    )
+    new = Turn(id="c3", role="user", content=(TextBlock(text="NEW-PROMPT"),))
+    history = (*turns[:at], asked, cut, cancelled_reply("c2"), new, *turns[at:])
+    assert cut_reply(history[: at + 2]) and not cut_reply(history[: at + 1])
+    view = build_view(history, target, supports_prefill=prefill)
+    assert view_problems(view, target, supports_prefill=prefill) == []
+    texts = [(t.role, b.text) for t in view for b in t.content if isinstance(b, TextBlock)]
+    i = texts.index(("assistant", "CUT-REPLY"))
+    assert texts[i : i + 3] == [
+        ("assistant", "CUT-REPLY"),
+        ("user", INTERRUPTED_REQUEST_TEXT),
+        ("user", "NEW-PROMPT"),
+    ]
     assert ViewBuilder(target, supports_prefill=prefill).view(history) == view

@@ -168,8 +168,7 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
                 touched = {c.path for c in repo.changes(now.commit, plan.target.commit)}
                 keep = tuple(p for p in external if p in touched)
         if plan.conversation:
-            index = plan.turn.index
-            parent = (sid, loaded.turns[index - 1].id) if index > 0 else None
+            parent = fork_point(loaded, plan.turn.index)
             writer = sessions.create(None, cwd=loaded.header.cwd, parent=parent)
         report = None
         if plan.target is not None and before is not None:
@@ -207,6 +206,17 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
         before=before,
         prompt=plan.turn.text,
     )
+
+
+def fork_point(loaded: LoadedSession, index: int) -> tuple[str, str] | None:
+    """Where a conversation rewind to the turn at `index` forks `loaded`: its last entry before
+    that turn, an event included (a `/model` or effort switch made before the message, a host
+    command's output), so the fork keeps what the session was just before it; None when
+    nothing precedes it."""
+    between = [e.id for e in loaded.events if e.after_turns == index]
+    if between:
+        return (loaded.header.id, between[-1])
+    return (loaded.header.id, loaded.turns[index - 1].id) if index > 0 else None
 
 
 def _restore_extra(

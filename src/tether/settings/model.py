@@ -401,6 +401,9 @@ class HooksSettings(_Section):
 
     Attributes:
         timeout_s: the default time limit of one hook, seconds (JSON key `timeout`).
+        on_failure: what a `before_tool` hook that fails (cannot start, crashes, another
+            exit code than 0 or 2, bad JSON, its time limit) means for the call: `allow` (it
+            runs, as at Claude Code) or `deny` (it is refused; the model is told why).
         before_tool: before a tool call runs (before the approval gate): allow, deny with a
             reason, or rewrite its arguments.
         after_tool: after a tool call ran, with its result.
@@ -412,6 +415,7 @@ class HooksSettings(_Section):
     """
 
     timeout_s: Duration = Field(default=30.0, alias="timeout", gt=0)
+    on_failure: Literal["allow", "deny"] = "allow"
     before_tool: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
     after_tool: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
     user_prompt: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.widgets import TextArea
@@ -68,6 +69,10 @@ class TetherApp(App[int]):
         pick: the sessions to offer at start (`tether chat --resume` without an id): the app
             opens on a picker of them (none picked: a new session), or None.
         clock: seconds, for the double presses (Ctrl+C quits, Esc Esc rewinds).
+        elsewhere: for a session to resume at start, the folder it was started in and this
+            one, when they differ and the first still exists (None: open it here): the app
+            then asks where to open it (`open_in`, which the factory reads) before anything
+            is built.
     """
 
     TITLE = "tether"
@@ -80,10 +85,15 @@ class TetherApp(App[int]):
         resume: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         pick: Callable[[], list[Choice]] | None = None,
+        elsewhere: Callable[[str], tuple[Path, Path] | None] | None = None,
     ) -> None:
         super().__init__()
         self.resume = resume
         self.pick = pick
+        self.elsewhere = elsewhere
+        self.open_in: Path | None = None
+        """The folder the session opened at start works in, when the user picked its own
+        folder over this one (`ask_where`); None: this one."""
         self.opened: Opened | None = None
         self.worker: Worker[None] | None = None
         self.busy = False
@@ -147,23 +157,55 @@ class TetherApp(App[int]):
             screen = PickerScreen("resume which session? (this folder's first)", choices)
             self.push_screen(screen, callback=self._picked)
             return
+        if self.opened is None and self.resume is not None and self.ask_where(self.resume):
+            return
         await self.open_session(self.resume)
 
     def _picked(self, key: str | None) -> None:
         """The session picked at start (None: a new one)."""
+        if key is not None and self.ask_where(key):
+            return
         self.run_worker(self.open_session(key))
+
+    def ask_where(self, resume: str) -> bool:
+        """When session `resume` was started in another folder that still exists, ask where
+        to open it: there (its files, the default) or here; Esc quits, nothing opened. True:
+        asked (the session opens once answered)."""
+        folders = self.elsewhere(resume) if self.elsewhere is not None else None
+        if folders is None:
+            return False
+        there, here = folders
+        choices = [
+            Choice(str(there), f"there: {there} (where it was started; its tools work there)"),
+            Choice("", f"here: {here} (its tools work on this folder instead)"),
+        ]
+        title = f"session {resume} was started in another folder: open it where?"
+
+        def picked(key: str | None) -> None:
+            if key is None:
+                self.exit(0)
+                return
+            self.open_in = Path(key) if key else None
+            self.run_worker(self.open_session(resume))
+
+        self.push_screen(PickerScreen(title, choices), callback=picked)
+        return True
 
     def preopen(self) -> None:
         """Build the agent now, before the app runs (an embedded model loads once the app
-        is up: `open_session`). Errors are shown once the app is up."""
-        if self.pick is None:  # else the session is picked once the app runs
-            self.start_error = self.opening.preopen(self.resume)
+        is up: `open_session`). Errors are shown once the app is up. Not when the session is
+        picked once the app runs, or it must ask where to open it (`ask_where`)."""
+        if self.pick is not None:
+            return
+        if self.resume is not None and self.elsewhere is not None and self.elsewhere(self.resume):
+            return
+        self.start_error = self.opening.preopen(self.resume)
 
     async def open_session(self, resume: str | None) -> None:
         """Build the agent (new session, or `resume`), start its embedded model's load, show
         it (`tether.tui.session_open`)."""
         opened, error, pending = self.opening.build(resume)
-        pending += self._early_notes()
+        pending += self._early_notes(pending)
         if opened is None:
             if error is not None:
                 self.start_error, self.opened = error, None
@@ -181,15 +223,17 @@ class TetherApp(App[int]):
         await start_servers(self, opened)
         self.update_status()
 
-    def _early_notes(self) -> list[str]:
+    def _early_notes(self, said: list[str]) -> list[str]:
         """The warnings and errors the agent sent while it was built (`on_agent_event`: a
-        trust warning, before the screen existed), as note lines shown after the history;
-        its other events then are dropped (no run yet)."""
+        trust warning, before the screen existed), as note lines shown after the history,
+        but those a setup note in `said` already tells (the trust warning is both a note and
+        an event); its other events then are dropped (no run yet)."""
         events, self._pending_events = self._pending_events, []
         return [
             f"{e.type}: {e.kind}: {e.message}"
             for e in events
             if isinstance(e, ErrorEvent | WarningEvent)
+            and not any(e.message in line for line in said)
         ]
 
     def _model_loaded(self, opened: Opened, note: str | None) -> None:

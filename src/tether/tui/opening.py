@@ -13,17 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tether.agent.agent import Agent
 from tether.agent.assembly.prompting import session_commands
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime
 from tether.agent.sessions import AgentSession
-from tether.session import SessionStore, SessionWriter
+from tether.session import SessionInfo, SessionStore, SessionWriter
 from tether.skills.commands import Command
 
 if TYPE_CHECKING:
@@ -99,6 +99,9 @@ def open_agent(
         assert session.loaded is not None
         if not session.loaded.report.ok and host.note is not None:
             host.note(session.loaded.report.describe())
+        started = session.loaded.header.cwd
+        if started and Path(started) != root and host.note is not None:
+            host.note(f"note: session {resume} was started in {started}; its tools work here, in {root}")
     elif opts.no_session:
         session = AgentSession()
     else:
@@ -116,6 +119,22 @@ def open_agent(
     session.open()  # a taken id is reported while the TUI opens
     commands = session_commands(root, session.context, warn=host.note or (lambda _l: None))
     return Opened(agent, session.writer, store, commands)
+
+
+def other_folder(
+    rows: Sequence[SessionInfo], resume: str, here: Path
+) -> tuple[Path, Path] | None:
+    """`(its folder, here)` when session `resume` (an id or a name, among `rows`) was started
+    in a folder other than `here` that still exists; else None (open it here)."""
+    found = next((r for r in rows if r.id == resume), None) or next(
+        (r for r in rows if r.name == resume), None
+    )
+    if found is None or not found.cwd:
+        return None
+    there = Path(found.cwd)
+    if there == here or not there.is_dir():
+        return None
+    return there, here
 
 
 def embedded_model(opened: Opened) -> LocalProvider | None:
@@ -141,6 +160,29 @@ def load_embedded(opened: Opened) -> str | None:
     return None
 
 
+LOAD_THREAD = "tether-model-load"
+MUTED_THREADS = frozenset({LOAD_THREAD, "tether-local"})
+"""The embedded model's threads (its load, its generation worker), whose stderr lines
+(`tether: loading …`, `model loaded in …`, `generating…`) a TUI never shows: the footer says it
+loads, and once the app quit they would print over the shell."""
+
+
+class MutedThreads:
+    """`sys.stderr` for a TUI process: writes from `MUTED_THREADS` are dropped, all others
+    (tether's own lines at exit) go to `inner`."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        if threading.current_thread().name in MUTED_THREADS:
+            return len(text)
+        return self.inner.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def load_in_background(opened: Opened, done: Callable[[str | None], None]) -> bool:
     """Start loading `opened`'s embedded model in a daemon thread (`load_embedded`), so the
     app paints and takes keys meanwhile; `done` is called on the running event loop with its
@@ -157,5 +199,5 @@ def load_in_background(opened: Opened, done: Callable[[str | None], None]) -> bo
         with contextlib.suppress(RuntimeError):  # the loop is closed: the app is gone
             loop.call_soon_threadsafe(done, note)
 
-    threading.Thread(target=load, name="tether-model-load", daemon=True).start()
+    threading.Thread(target=load, name=LOAD_THREAD, daemon=True).start()
     return True

@@ -81,11 +81,13 @@ async def ask_questions(app: App[Any], questions: Sequence[QuestionSpec]) -> lis
 
 
 class ApprovalScreen(ModalScreen[ApprovalDecision]):
-    """Asks whether one tool call may run."""
+    """Asks whether one tool call may run: a box over the whole width at the bottom (over the
+    prompt, like Claude Code's inline ask), so the transcript above stays whole; centred and
+    narrower, the transcript showed through at its sides as fragments."""
 
     DEFAULT_CSS = """
-    ApprovalScreen { align: center middle; }
-    ApprovalScreen > Vertical { width: 90%; height: auto; max-height: 90%;
+    ApprovalScreen { align: center bottom; }
+    ApprovalScreen > Vertical { width: 100%; height: auto; max-height: 90%;
         border: thick $warning; background: $surface; padding: 0 1; }
     ApprovalScreen #call { height: auto; max-height: 20; }
     ApprovalScreen #reason { display: none; }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -315,6 +316,7 @@ class ToolRow(Collapsible):
         self.summary = args_summary(arguments)
         self.body = Static("")
         self.status = "waiting"  # until its `tool_start` event: then "running"
+        self._started_at: float | None = None  # `time.perf_counter()` at its `tool_start`
         self.persisted: str | None = None
         self.agent_path: tuple[str, ...] | None = None
         self.steps_count = 0
@@ -360,14 +362,21 @@ class ToolRow(Collapsible):
     def start(self) -> None:
         """The call runs now (its `tool_start`): before, it waited for approval or a call."""
         self.status = "running"
+        self._started_at = time.perf_counter()
         self.title = self._heading(self._tail)
 
     def finish(self, content: str, *, is_error: bool, duration_ms: float | None) -> None:
-        """The call ended; `duration_ms` None for a result read back from a session."""
+        """The call ended; `duration_ms` None for a result read back from a session. The
+        duration shown is the call's own run time, from its `tool_start` (the event's
+        `duration_ms` also counts the time it waited for approval or another call); a call
+        that never ran (refused, denied, skipped) shows none."""
         self.status = "error" if is_error else "ok"
         self.remove_class("running")
         if is_error:
             self.add_class("error")
+        if duration_ms is not None:
+            began = self._started_at
+            duration_ms = None if began is None else (time.perf_counter() - began) * 1e3
         tail = f" · {duration_ms / 1000:.1f}s" if duration_ms is not None else ""
         saved = saved_output(content)
         if saved is not None:

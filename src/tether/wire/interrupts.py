@@ -1,21 +1,23 @@
-"""Cancelled requests: how a run the user cancelled before any reply reaches the wire.
+"""Cancelled requests: how a run the user cancelled reaches the wire.
 
-Owns: the stored shape of a cancel with no reply (`cancelled_reply`: an assistant turn with no
-content and `stop_reason="interrupted"`, appended by the loop when a run is cancelled while the
-history ends with a user turn, and when a new prompt comes after a request that got no reply
-at all: `unanswered_prompt`, as a crash, a closed terminal or a failed request leave it), and
-its rendering on the wire (`render_interrupt`, applied per turn right after marker elision,
-before the reasoning pass).
-Does not own: deciding when a run was cancelled (`tether.agent.turn.loop`), nor a partial reply
-cut by a cancel (stored with its content; it reaches the wire as it is).
+Owns: the stored shape of a cancel (`cancelled_reply`: an assistant turn with no content and
+`stop_reason="interrupted"`), appended by the loop when a run is cancelled while the history
+ends with a user turn nobody answered, or with the partial reply the cancel cut
+(`cut_reply`: streamed text stored with `stop_reason="interrupted"`, no tool calls), and when a
+new prompt comes after a request that got no reply at all (`unanswered_prompt`, as a crash, a
+closed terminal or a failed request leave it); and its rendering on the wire
+(`render_interrupt`, applied per turn right after marker elision, before the reasoning pass).
+Does not own: deciding when a run was cancelled (`tether.agent.turn.loop`), the partial reply
+itself (stored with its content; it reaches the wire as it is).
 
 Rule: such a turn renders as ONE synthetic `user` text turn `INTERRUPTED_REQUEST_TEXT` (id = the
-turn's id). The pairing pass then joins it with the user turn before it (the cancelled prompt)
-and the one after it (the next prompt), so the model gets the cancelled prompt, the marker,
-then the new prompt, in one user message: it knows the earlier request was stopped, and no two
-user messages stand next to each other. Without the stored turn the two prompts would be merged
-with nothing between them, and the model would act on the cancelled one again. Source: Claude
-Code keeps a cancelled prompt followed by "[Request interrupted by user]".
+turn's id). The pairing pass then joins it with the user turns around it: after a cancel before
+any reply, the model gets the cancelled prompt, the marker, then the new prompt, in one user
+message; after a cut reply, it gets its partial reply, then the marker and the new prompt. It
+knows the earlier request was stopped (and where), and no two user messages stand next to each
+other. Without the stored turn the model would act on the cancelled prompt again, or take its
+cut-off reply for one it finished. Source: Claude Code keeps "[Request interrupted by user]"
+after a cancelled prompt and after a cut reply alike.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from tether.messages import TextBlock, Turn
 from tether.wire._util import map_turns
 from tether.wire.markers import is_marker
 
-INTERRUPTED_REQUEST_TEXT = "[The user interrupted this request before it was answered.]"
-"""What the model reads after a prompt whose run the user cancelled before any reply."""
+INTERRUPTED_REQUEST_TEXT = "[The user interrupted this request here.]"
+"""What the model reads where the user cancelled a request: after the prompt (no reply), or
+after the part of the reply that streamed before the cancel."""
 
 _MARKER: tuple[TextBlock, ...] = (TextBlock(text=INTERRUPTED_REQUEST_TEXT),)
 
@@ -52,8 +55,24 @@ def unanswered_prompt(turns: Sequence[Turn]) -> bool:
     return not (isinstance(first, TextBlock) and first.text.startswith(CONTEXT_LEAD))
 
 
+def cut_reply(turns: Sequence[Turn]) -> bool:
+    """True when the last turn (system turns aside) is a reply a cancel cut: an assistant turn
+    stored with `stop_reason="interrupted"`, some content and no tool calls (a cut call gets an
+    `interrupted` result, which says so already). A cancel then stores `cancelled_reply` after
+    it, or the model would take the partial reply for a finished one."""
+    last = next((t for t in reversed(turns) if t.role != "system"), None)
+    return (
+        last is not None
+        and last.role == "assistant"
+        and last.stop_reason == "interrupted"
+        and bool(last.content)
+        and not last.tool_calls
+    )
+
+
 def cancelled_reply(turn_id: str) -> Turn:
-    """The turn to persist when a run is cancelled before any reply to the last user turn."""
+    """The turn to persist when a run is cancelled before any reply to the last user turn, or
+    after a partial reply (`cut_reply`)."""
     return Turn(id=turn_id, role="assistant", stop_reason="interrupted")
 
 

@@ -32,11 +32,13 @@ from tether.agent.sessions import AgentSession
 from tether.agent.turn.checkpoints import Checkpoints
 from tether.agent.turn.compacting import AutoCompaction
 from tether.agent.turn.gate import CallGate
+from tether.agent.turn.hook_check import hook_problems
 from tether.agent.turn.hooks import HookRunner, Hooks
 from tether.agent.turn.tool_calls import ToolCalls
 from tether.lsp.manager import lsp_manager
 from tether.permissions.rules import Rules
 from tether.providers.base import Provider
+from tether.sandbox.config import sandbox_config
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import limits_for, policy_for
 from tether.settings import AgentConfig
@@ -159,6 +161,14 @@ def assemble(
         agent_path=host.agent_path,
         session_id=lambda: session.id,
     )
+    if host.agent_path == ("main",):  # a subagent runs the same hooks: said once
+        for problem in hook_problems(
+            config.hooks,
+            root=root,
+            env=dict(tool_env),
+            sandbox=None if sandbox is None else lambda: sandbox_config(tool_context),
+        ):
+            emit(WarningEvent(kind="hook_unusable", message=problem))
     mode = config.tools.approval
     hygiene_state = Hygiene(hygiene or loop_breaker_config(config.tools.loop_breaker), root=str(root))
     reads = ReadState(hygiene_state.rules, enabled=config.read.dedup)

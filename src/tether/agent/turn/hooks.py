@@ -6,7 +6,8 @@ shell hook's stdin), what it may answer (`HookDecision`), the library callbacks 
 running a shell hook under the OS sandbox with a time limit (`run_shell_hook`), and
 `HookRunner`, which runs one point's hooks in order (library callbacks first, then shell hooks)
 and reports a hook that fails or times out as a `warning` event `hook_failed` without stopping
-the run (its answer is then ignored: the hook "allows").
+the run (its answer is then ignored: the hook "allows"; with `hooks.on_failure = deny` a failed
+`before_tool` hook refuses the call instead).
 Does not own: where the points sit in the loop (`tether.agent.turn.loop`; the tool-call points are
 in `tether.agent.turn.gate`, together with the approval gate), the sandbox (`tether.sandbox`).
 
@@ -290,13 +291,29 @@ class HookRunner:
             **fields,
         )
 
-    def _failed(self, point: HookPoint, name: str, why: str) -> None:
+    def _failed(self, point: HookPoint, name: str, why: str) -> HookDecision:
+        """Report a hook that failed; its answer: allow, or with `hooks.on_failure = deny` a
+        denial for a `before_tool` hook (the call is refused, the model told why)."""
+        if point == "before_tool" and self.settings.on_failure == "deny":
+            self.emit(
+                WarningEvent(
+                    kind="hook_failed",
+                    message=f"{point} hook {name} failed: {why}; the call is refused "
+                    "(hooks.on_failure = deny)",
+                )
+            )
+            return HookDecision.deny(
+                f"the before_tool hook {name} that checks this call failed ({why}), and "
+                "the settings refuse a call no hook could check (hooks.on_failure = deny). "
+                "Tell the user the hook is broken; retrying will fail the same way"
+            )
         self.emit(
             WarningEvent(
                 kind="hook_failed",
                 message=f"{point} hook {name} failed: {why}; its answer is ignored",
             )
         )
+        return ALLOW
 
     async def _library(self, point: HookPoint, fn: HookFn, inp: HookInput) -> HookDecision:
         name = getattr(fn, "__qualname__", None) or repr(fn)
@@ -307,18 +324,17 @@ class HookRunner:
                 async with asyncio.timeout(limit_s):
                     value = cast(object, await value)
         except TimeoutError:
-            self._failed(point, name, f"timed out after {limit_s:g} s (cancelled)")
-            return ALLOW
+            return self._failed(point, name, f"timed out after {limit_s:g} s (cancelled)")
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken hook is reported, never crashes the run
-            self._failed(point, name, f"{type(exc).__name__}: {exc}")
-            return ALLOW
+            return self._failed(point, name, f"{type(exc).__name__}: {exc}")
         if value is None:
             return ALLOW
         if not isinstance(value, HookDecision):
-            self._failed(point, name, f"returned {type(value).__name__}, not a HookDecision")
-            return ALLOW
+            return self._failed(
+                point, name, f"returned {type(value).__name__}, not a HookDecision"
+            )
         return value
 
     async def _shell(
@@ -331,8 +347,7 @@ class HookRunner:
             outcome = await run_shell_hook(hook.command, payload, self.context(), limit_s)
             return parse_shell_outcome(outcome, limit_s)
         except HookFailed as exc:
-            self._failed(point, name, str(exc))
-            return ALLOW
+            return self._failed(point, name, str(exc))
 
     async def run(self, point: HookPoint, inp: HookInput | None = None, **fields: Any) -> HookDecision:
         """Run `point`'s hooks in order and combine their answers: the first denial wins (later

@@ -64,7 +64,12 @@ from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.tools.safe_mode import offered_specs
 from tether.tracing import Span
 from tether.wire import remint_tool_call_ids
-from tether.wire.interrupts import cancelled_reply, unanswered_prompt
+from tether.wire.interrupts import (
+    cancelled_reply,
+    cut_reply,
+    is_cancelled_reply,
+    unanswered_prompt,
+)
 from tether.wire.resume import is_retried_message
 
 __all__ = ["PROMPT_DENIED", "Controls", "close_interrupted", "run_turns"]
@@ -209,10 +214,11 @@ async def _tools(c: Controls, parts: AgentParts, state: RunState, turn: Turn) ->
 
 def _record_cancel(parts: AgentParts, state: RunState) -> None:
     """A run cancelled while the history ends with a user message nobody answered (not tool
-    results: a cancelled call's result says so already) stores `cancelled_reply`: the wire
-    view renders it as the interruption note, so the model never takes the cancelled prompt
-    as part of the next one (`tether.wire.interrupts`)."""
-    if unanswered_prompt(state.history):
+    results: a cancelled call's result says so already), or with the partial reply the cancel
+    cut, stores `cancelled_reply`: the wire view renders it as the interruption note, so the
+    model never takes the cancelled prompt as part of the next one, nor its cut reply for a
+    finished one (`tether.wire.interrupts`)."""
+    if unanswered_prompt(state.history) or cut_reply(state.history):
         state.append(cancelled_reply(parts.new_id()))
 
 
@@ -242,8 +248,9 @@ def _end(c: Controls, parts: AgentParts, state: RunState, n: int) -> RunResult:
     """The run's end: the policies' `after_run`, then the `done` event that closes every run's
     event stream (failed and cancelled ones included), and the result."""
     if state.stop_reason == "cancelled":  # report the partial turn the cancel persisted
-        state.last = next(
-            (t for t in reversed(state.new_turns) if t.role == "assistant"), state.last
+        replies = [t for t in reversed(state.new_turns) if t.role == "assistant"]
+        state.last = next(  # the cut reply, not the interruption note stored after it
+            (t for t in replies if not is_cancelled_reply(t)), replies[0] if replies else state.last
         )
     parts.policies.after_run(parts, state)
     children = state.children_usage
