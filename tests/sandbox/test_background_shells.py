@@ -229,3 +229,22 @@ async def test_a_chatty_shell_keeps_a_bounded_log(
     out = await call(ctx, "shell_output", shell_id=shell.id)
     assert "earlier bytes not shown; the latest output is in" in out.text
     assert lines(out.text)[-1] == 20000 and len(out.text) < 8_000 + 400
+
+
+async def test_an_end_is_due_once_unless_the_model_read_it(root: Path, kind: str, tmp_path: Path) -> None:
+    """`take_ended` (what the model is told before its next request) gives a shell that ended
+    once; a shell whose end the model read with `shell_output` is not given."""
+    ctx = with_shells(context(root, kind), tmp_path / "session")
+    assert ctx.shells is not None
+    for command in ("echo one", "echo two"):
+        started = await call(ctx, "bash", command=command, run_in_background=True)
+        assert not started.is_error, started.text
+    one, two = ctx.shells.all()
+    for _ in range(200):
+        if not one.running and not two.running:
+            break
+        await asyncio.sleep(0.05)
+    out = await call(ctx, "shell_output", shell_id=two.id)
+    assert "exit code 0" in out.text
+    assert ctx.shells.take_ended() == [one]
+    assert ctx.shells.take_ended() == []

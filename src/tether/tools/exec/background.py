@@ -66,6 +66,8 @@ class Shell:
         exit_code: the exit code once ended (negative: killed by that signal), else None.
         killed: it was stopped (`shell_kill`, `/tasks`, tether's exit).
         total: bytes of output so far.
+        told: the model knows how it ended (it stopped it, or read its output once it had
+            ended), so no notice of its end is due (`BackgroundShells.take_ended`).
     """
 
     id: str
@@ -76,6 +78,7 @@ class Shell:
     exit_code: int | None = None
     killed: bool = False
     total: int = 0
+    told: bool = False
     ended_at: float | None = None
     _unread: bytearray = field(default_factory=bytearray, repr=False)
     _dropped: int = 0
@@ -162,6 +165,7 @@ class BackgroundShells:
         self.max_running = max_running
         self._shells: dict[str, Shell] = {}
         self._next = 1
+        self._ended: list[Shell] = []  # in the order they ended, until `take_ended`
 
     def __len__(self) -> int:
         return len(self._shells)
@@ -173,6 +177,17 @@ class BackgroundShells:
     def running(self) -> list[Shell]:
         """The shells still running, oldest first."""
         return [s for s in self._shells.values() if s.running]
+
+    def take_ended(self) -> list[Shell]:
+        """The shells that ended since the last call and whose end the model was not told
+        of (each given once; see `Shell.told`)."""
+        if not self._ended:  # every request asks: the common answer costs nothing
+            return []
+        ended = [s for s in self._ended if not s.told]
+        self._ended.clear()
+        for shell in ended:
+            shell.told = True
+        return ended
 
     def get(self, shell_id: str) -> Shell | None:
         """The shell `shell_id`, or None."""
@@ -223,19 +238,22 @@ class BackgroundShells:
         shell = Shell(id=sid, command=command, pid=proc.pid, log=log)
         self._shells[sid] = shell
         shell._task = asyncio.create_task(  # pyright: ignore[reportPrivateUsage]
-            _watch(shell, proc, guard, log_file), name=f"background shell {sid}"
+            _watch(shell, proc, guard, log_file, self._ended), name=f"background shell {sid}"
         )
         _open.add(self)
         return shell
 
-    async def kill(self, shell_id: str) -> Shell | None:
+    async def kill(self, shell_id: str, *, told: bool = False) -> Shell | None:
         """Stop shell `shell_id`: SIGTERM to its process group, SIGKILL after
-        `KILL_GRACE_S`; returns once it has ended (None: no such shell)."""
+        `KILL_GRACE_S`; returns once it has ended (None: no such shell). `told`: the model
+        stopped it (`shell_kill`), so no notice of its end is due; a stop by the user
+        (`/tasks stop`) is noticed at the next request."""
         shell = self.get(shell_id)
         if shell is None:
             return None
         if shell.running:
             shell.killed = True
+            shell.told = shell.told or told
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(shell.pid, signal.SIGTERM)
             await _settle(shell, KILL_GRACE_S)
@@ -244,7 +262,7 @@ class BackgroundShells:
     def kill_now(self) -> None:
         """SIGKILL every running shell's process group (synchronous: exit paths)."""
         for shell in self.running():
-            shell.killed = True
+            shell.killed = shell.told = True  # stopped with the agent: nobody to tell
             kill_group(shell.pid)
 
     async def aclose(self) -> None:
@@ -290,10 +308,15 @@ def _rotate(shell: Shell, log: IO[bytes]) -> IO[bytes] | None:
 
 
 async def _watch(
-    shell: Shell, proc: asyncio.subprocess.Process, guard: CallGuard, log: IO[bytes] | None
+    shell: Shell,
+    proc: asyncio.subprocess.Process,
+    guard: CallGuard,
+    log: IO[bytes] | None,
+    ended: list[Shell],
 ) -> None:
     """Pump the output until it ends (after the shell exited, `EXIT_GRACE_S` more, then the
-    group is killed: something still held the pipe), reap, then finish the call's guard."""
+    group is killed: something still held the pipe), reap, then finish the call's guard and
+    add the shell to `ended`."""
     assert proc.stdout is not None
     stream = proc.stdout
 
@@ -338,6 +361,7 @@ async def _watch(
                 await reader
         shell.exit_code = proc.returncode
         shell.ended_at = time.monotonic()
+        ended.append(shell)
         guard.finish()
         if log is not None:
             log.close()
