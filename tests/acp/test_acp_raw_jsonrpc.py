@@ -6,6 +6,7 @@ against the SDK's schema (stdout carries protocol only)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -168,6 +169,25 @@ def test_requests_from_a_file_and_replies_into_a_file(project: Project, tmp_path
     (line,) = replies.read_text().splitlines()
     reply = json.loads(line)
     assert reply["id"] == 1 and reply["result"]["protocolVersion"] == acp.PROTOCOL_VERSION
+
+
+def test_stdin_and_stdout_on_dev_null_end_at_once(project: Project) -> None:
+    """`tether acp </dev/null` (a health check, systemd's `StandardInput=null`): epoll refuses
+    `/dev/null`, so the reader never started: a 20-line asyncio traceback and a server that
+    never exited (found by a new user). It is read through a thread like a file: end of input
+    at once, exit 0, nothing on stderr; `>/dev/null` is taken the same way."""
+    with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
+        done = subprocess.run(
+            project.argv(),
+            stdin=null_in,
+            stdout=null_out,
+            stderr=subprocess.PIPE,
+            env=project.env(),
+            cwd=project.work,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
 
 
 def test_lines_that_are_not_messages_get_a_jsonrpc_error_and_the_session_goes_on(

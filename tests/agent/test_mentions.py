@@ -156,3 +156,53 @@ def test_an_unreadable_file_is_a_note(tmp_path: Path) -> None:
     f.write_text("x")
     f.chmod(0)
     assert resolve_mentions("@locked.txt", tmp_path).notes == ["@locked.txt: Permission denied, not attached"]
+
+
+def test_what_the_read_deny_list_refuses_is_not_attached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mention is held to the file tools' read deny list (found by a new user: `@key.pem` and
+    `@.env` were sent to the provider while `read` refused them): by real path, through a
+    symbolic link and a `./` too; the default rules refuse dotenv files; tether's own settings
+    and credentials are never attached, even named by their absolute path."""
+    from tether.agent.assembly.prompting import mention_refusal
+    from tether.settings import AgentConfig
+
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "credentials.json").write_text('{"keys": {"gw": "sk-SECRET"}}')
+    monkeypatch.setenv("TETHER_CONFIG_DIR", str(config_dir))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "key.pem").write_text("PEM\n")
+    (work / ".env").write_text("TOKEN=abc\n")
+    (work / "alias.txt").symlink_to(work / "key.pem")
+    (work / "ok.txt").write_text("fine\n")
+    config = AgentConfig.model_validate({"tools": {"deny_paths": ["**/*.pem"]}})
+    denied = mention_refusal(config, work)
+    creds = config_dir / "credentials.json"
+    found = resolve_mentions(
+        f"see @key.pem @./key.pem @alias.txt @.env @ok.txt @{creds}", work, denied=denied
+    )
+    assert [body(b) for b in found.blocks] == ["fine"]
+    assert len(found.notes) == 5
+    assert all("deny list refuses it" in n for n in found.notes[:4])
+    assert "(**/*.pem)" in found.notes[0]
+    assert "settings and credentials are never imported" in found.notes[4]
+
+
+def test_a_command_s_text_attaches_only_paths_inside_the_project(tmp_path: Path) -> None:
+    """A cloned repository's command or skill whose text names `@~/.ssh/id_ed25519` or an
+    absolute path sent the file (found by a new user, through ACP): words the user did not
+    type attach only inside the project; the user's own absolute words still attach."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("private\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("notes\n")
+    expanded = f"Deploy with @notes.txt and @{outside} and @~/.ssh/id_x."
+    found = resolve_mentions(expanded, work, typed="/deploy now")
+    assert [body(b) for b in found.blocks] == ["notes"]
+    assert [n.split(":")[0] for n in found.notes] == [f"@{outside}", "@~/.ssh/id_x."[:-1]]
+    mine = resolve_mentions(f"/deploy @{outside}", work, typed=f"/deploy @{outside}")
+    assert [body(b) for b in mine.blocks] == ["private"]

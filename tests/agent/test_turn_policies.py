@@ -18,6 +18,7 @@ from tether.agent.turn.compacting import AutoCompaction
 from tether.agent.turn.continuation_policy import ContinuationPolicy
 from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import TurnPolicy
+from tether.agent.turn.shell_notices import ShellNotices
 from tether.agent.turn.state import RunParts, RunState
 from tether.agent.turn.stop_hooks import StopHooks
 from tether.agent.turn.todo_policy import TodoRestatement
@@ -110,6 +111,7 @@ def test_the_assembly_builds_its_policies_in_order_and_a_settings_change_keeps_t
         BudgetPolicy,
         AutoCompaction,
         TodoRestatement,
+        ShellNotices,
         ContinuationPolicy,
         StopHooks,
         PlanMode,

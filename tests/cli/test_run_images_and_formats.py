@@ -267,3 +267,44 @@ def test_chat_resume_without_an_id_is_the_picker_and_bad_names_are_one_line(
     empty = run_cli(["chat", "--name", " "], home, cwd=tmp_path)
     assert missing.returncode == 1 and missing.stderr.startswith("tether: no session no such name")
     assert empty.returncode == 1 and empty.stderr.strip() == "tether: a session name cannot be empty"
+
+
+def test_a_mention_the_read_deny_list_refuses_is_not_sent_and_a_command_body_s_are(
+    tmp_path: Path,
+) -> None:
+    """`tether run 'look @key.pem'` with `tools.deny_paths: ["**/*.pem"]` sent the key to the
+    provider (found by a new user; `read` refused it); now a note, nothing sent. And the `@path`
+    words of a command's body are attached as ACP attached them (`tether run` only looked at
+    the typed `/review notes.txt`)."""
+    home, work, config = tmp_path / "home", tmp_path / "work", tmp_path / "config"
+    (config / "commands").mkdir(parents=True)
+    work.mkdir()
+    (config / "settings.json").write_text(json.dumps({"tools": {"deny_paths": ["**/*.pem"]}}))
+    (config / "commands" / "review.md").write_text(
+        f"Review @$1 against @style.txt, @{config}/settings.json and @~/.ssh/id_test.\n"
+    )
+    (work / "key.pem").write_text("PEMSECRET\n")
+    (work / ".env").write_text("ENVSECRET=abc\n")
+    (work / "notes.txt").write_text("the notes\n")
+    (work / "style.txt").write_text("the style\n")
+    with FaultServer([text("ok"), text("ok")]) as server:
+        denied = run_cli(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url, "--no-session",
+             "look @key.pem and @.env"],
+            home, cwd=work, TETHER_CONFIG_DIR=str(config),
+        )
+        command = run_cli(
+            ["run", "--model", "openai/m", "--base-url", server.openai_url, "--no-session",
+             "/review notes.txt"],
+            home, cwd=work, TETHER_CONFIG_DIR=str(config),
+        )
+        first, second = (json.dumps(r["body"]) for r in server.requests)
+    assert denied.returncode == 0, denied.stderr
+    assert "SECRET" not in first
+    assert "@key.pem: the file tools' deny list refuses it (**/*.pem), not attached" in denied.stderr
+    assert "@.env: the file tools' deny list refuses it" in denied.stderr
+    assert command.returncode == 0, command.stderr
+    assert "the notes" in second and "the style" in second and "deny_paths" not in second
+    assert "@~/.ssh/id_test: a command's text attaches only paths inside the project" in (
+        command.stderr
+    )

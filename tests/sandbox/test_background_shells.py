@@ -196,3 +196,55 @@ async def test_a_cap_of_zero_turns_background_shells_off(root: Path, kind: str, 
     ctx = with_shells(context(root, kind), tmp_path / "session", n=0)
     r = await call(ctx, "bash", command="echo x", run_in_background=True)
     assert r.is_error and "background shells are off here (tools.max_background is 0)" in r.text
+
+
+async def test_a_chatty_shell_keeps_a_bounded_log(
+    root: Path, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`yes` in the background wrote 2.4 GB in 8 s to its log (found by a new user): the log
+    is rotated past `LOG_PART_BYTES`, two parts kept, the newest output in `<id>.log` after a
+    line naming the older part; the model reads the newest unread output with a note."""
+    from tether.tools.exec import background
+
+    monkeypatch.setattr(background, "LOG_PART_BYTES", 20_000)
+    monkeypatch.setattr(background, "UNREAD_BYTES", 8_000)
+    ctx = with_shells(context(root, kind), tmp_path / "session")
+    command = "for i in $(seq 1 20000); do echo line$i; done"
+    started = await call(ctx, "bash", command=command, run_in_background=True)
+    assert not started.is_error, started.text
+    assert ctx.shells is not None
+    (shell,) = ctx.shells.all()
+    for _ in range(200):
+        if not shell.running:
+            break
+        await asyncio.sleep(0.05)
+    assert not shell.running and shell.total > 100_000
+    folder = tmp_path / "session" / "tasks"
+    assert sorted(p.name for p in folder.iterdir()) == [f"{shell.id}.1.log", f"{shell.id}.log"]
+    assert sum(p.stat().st_size for p in folder.iterdir()) <= 2 * 20_000 + 400
+    newest = (folder / f"{shell.id}.log").read_text()
+    first, *rest = newest.splitlines()
+    assert first.startswith("[tether: ") and f"{shell.id}.1.log" in first, first
+    assert rest[-1] == "line20000"
+    out = await call(ctx, "shell_output", shell_id=shell.id)
+    assert "earlier bytes not shown; the latest output is in" in out.text
+    assert lines(out.text)[-1] == 20000 and len(out.text) < 8_000 + 400
+
+
+async def test_an_end_is_due_once_unless_the_model_read_it(root: Path, kind: str, tmp_path: Path) -> None:
+    """`take_ended` (what the model is told before its next request) gives a shell that ended
+    once; a shell whose end the model read with `shell_output` is not given."""
+    ctx = with_shells(context(root, kind), tmp_path / "session")
+    assert ctx.shells is not None
+    for command in ("echo one", "echo two"):
+        started = await call(ctx, "bash", command=command, run_in_background=True)
+        assert not started.is_error, started.text
+    one, two = ctx.shells.all()
+    for _ in range(200):
+        if not one.running and not two.running:
+            break
+        await asyncio.sleep(0.05)
+    out = await call(ctx, "shell_output", shell_id=two.id)
+    assert "exit code 0" in out.text
+    assert ctx.shells.take_ended() == [one]
+    assert ctx.shells.take_ended() == []

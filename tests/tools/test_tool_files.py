@@ -113,3 +113,29 @@ async def test_ls_glob_grep(call: Call, root: Path) -> None:
     assert "no matches" in (await call("grep", pattern="zzz")).text
     r = await call("grep", pattern="(unclosed")
     assert r.is_error and "invalid regex" in r.text
+
+
+async def test_write_takes_a_name_of_the_longest_length_the_folder_takes(
+    call: Call, root: Path
+) -> None:
+    """A 255-byte name (the file system's limit) is written: the temp file's name was the
+    target's with a prefix and a suffix, too long for the folder (found by a new user)."""
+    name = "L" * 255
+    r = await call("write", path=name, content="x")
+    assert not r.is_error, r.text
+    assert (root / name).read_text() == "x"
+    r = await call("edit", path=name, old_string="x", new_string="y")
+    assert not r.is_error, r.text
+    assert (root / name).read_text() == "y"
+    assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def test_a_write_the_file_system_refuses_is_one_sentence_naming_the_file(
+    call: Call, root: Path
+) -> None:
+    """The error names the file asked for (not the temp file) and reads as the tool's answer,
+    not as an `OSError:` line."""
+    r = await call("write", path="M" * 256, content="x")
+    assert r.is_error
+    assert r.text.startswith("cannot write MMM") and "name too long" in r.text.lower()
+    assert "OSError" not in r.text and ".tmp" not in r.text

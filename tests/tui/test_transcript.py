@@ -324,3 +324,19 @@ async def test_a_tool_row_shows_the_count_of_its_results_diagnostics(tmp_path: P
         await idle(app, pilot)
         row = app.query_one(ToolRow)
         assert str(row.title).endswith("· 2 diagnostics (1 new)")
+
+
+def test_a_system_note_in_a_user_turn_is_a_note_row_not_the_user_s_words() -> None:
+    """A note the harness stored in a user turn (a background shell's end, a subfolder's
+    instructions after results) replays as a note without its tags, not as a message the
+    user typed."""
+    from functools import partial
+
+    from tether.messages import Turn
+    from tether.tools.exec.run import system_note_block
+    from tether.tui.rows import history_rows
+
+    note = Turn(id="n", role="user", content=(system_note_block("Background shell bash_1 ended."),))
+    makers = history_rows([text_turn("u", "user", "hi"), note])
+    rows = [(m.func.__name__, m.args) for m in makers if isinstance(m, partial)]
+    assert rows == [("UserRow", ("hi",)), ("NoteRow", ("Background shell bash_1 ended.",))]

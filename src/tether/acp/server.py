@@ -56,6 +56,7 @@ from tether.acp import convert
 from tether.acp.questions import AcpQuestions
 from tether.agent.agent import Agent
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalRequest
+from tether.agent.assembly.prompting import mention_refusal
 from tether.agent.events import (
     AgentEvent,
     EnvEvent,
@@ -476,8 +477,11 @@ class TetherAcp:
         )
         if isinstance(content, str):
             try:
-                content = command_prompt(s.agent, content)
-                found = resolve_mentions(content, s.agent.root)  # `@path` inlined
+                typed, content = content, command_prompt(s.agent, content)
+                denied = mention_refusal(s.agent.config, s.agent.root)  # secrets, deny list
+                found = resolve_mentions(  # `@path` inlined; a command's own only inside
+                    content, s.agent.root, denied=denied, typed=typed if typed != content else None
+                )
             except ConfigError as exc:
                 raise acp.RequestError.invalid_params({"details": str(exc)}) from None
             for line in found.notes:  # refused or cut: the user reads it in the editor

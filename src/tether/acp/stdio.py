@@ -132,11 +132,13 @@ async def _check_lines(
 
 def _as_pipe(stream: Any, *, reading: bool) -> tuple[Any, tuple[threading.Thread, Any] | None]:
     """`stream` itself when asyncio's pipe transports take it (a pipe, socket or terminal);
-    for a regular file (`tether acp < requests.jsonl > replies.jsonl`), a pipe a daemon thread
-    copies the file into (`reading`) or out to the file; for writing, also (the thread, the
-    pipe's end) to close and join at the end."""
-    mode = os.fstat(stream.fileno()).st_mode
-    if not stat.S_ISREG(mode):
+    for anything else — a regular file (`tether acp < requests.jsonl > replies.jsonl`), a
+    device such as `/dev/null` (a health check, systemd's `StandardInput=null`), which epoll
+    refuses — a pipe a daemon thread copies the stream into (`reading`) or out to it; for
+    writing, also (the thread, the pipe's end) to close and join at the end."""
+    fd = stream.fileno()
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
         return stream, None
     read_end, write_end = os.pipe()
 

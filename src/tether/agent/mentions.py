@@ -16,6 +16,13 @@ address is not a mention):
   as it was before (`@shot.png` that is missing: nothing is sent);
 - a relative path resolving outside the project (and the extra folders), through `..` or a
   symbolic link, is refused with a note; an absolute path (`/x`, `~/x`) is taken as named;
+- in a command's or skill's text (a word the user did not type: `typed`), an absolute path
+  (`/x`, `~/x`) is refused with a note: a cloned repository's command never names a file
+  outside the project for the user;
+- a path `denied` refuses (`tether.agent.assembly.prompting.mention_refusal`: tether's own
+  settings and credentials, what the file tools' read deny list refuses — `tools.deny_paths`,
+  dotenv files by default), judged by its real path, is refused with a note saying why: what
+  the tools may not read is not sent by a mention either;
 - an image (by suffix) is attached as an image;
 - a folder gives its listing (one level, `.gitignore` respected, at most `MAX_LISTING` entries);
 - a file whose first 8 KB hold a NUL byte, or that is not UTF-8, is refused with a note;
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,8 +107,13 @@ def resolve_mentions(
     extra_roots: Sequence[Path] = (),
     per_file: int = MAX_FILE_CHARS,
     total: int = MAX_TOTAL_CHARS,
+    denied: Callable[[str], str | None] | None = None,
+    typed: str | None = None,
 ) -> Mentions:
-    """Resolve the `@path` words of `text` against `root` (the module docstring's rules).
+    """Resolve the `@path` words of `text` against `root` (the module docstring's rules);
+    `denied` tells why a real path may not be attached, or None; `typed` is what the user
+    typed when `text` is a command's expansion of it (its words are the user's; the others the
+    command's).
 
     Raises:
         ConfigError: an image it names is missing or unreadable (one line naming it).
@@ -109,9 +121,13 @@ def resolve_mentions(
     out = Mentions()
     roots = [r.resolve() for r in (root, *extra_roots)]
     left = total
+    own = None if typed is None else set(mention_words(typed))
     for word in mention_words(text):
         named = Path(word).expanduser()
         absolute = named.is_absolute()
+        if absolute and own is not None and word not in own:
+            out.notes.append(f"@{word}: a command's text attaches only paths inside the project")
+            continue
         path = named if absolute else root / named
         is_image = named.suffix.lower() in ATTACHABLE_TYPES
         if not os.path.lexists(path):
@@ -121,6 +137,9 @@ def resolve_mentions(
         real = path.resolve()
         if not absolute and not _inside(real, roots):
             out.notes.append(f"@{word}: outside the project, not attached (name it by its absolute path)")
+            continue
+        if denied is not None and (why := denied(str(real))) is not None:
+            out.notes.append(f"@{word}: {why}, not attached")
             continue
         if is_image and real.is_file():
             out.images.append(read_image(word, root=root))

@@ -54,7 +54,7 @@ from tether.errors import (
     SessionError,
     exit_code_for,
 )
-from tether.messages import ContentBlock, ImageBlock, Turn
+from tether.messages import ContentBlock, Turn
 from tether.plural import counted
 from tether.providers.pricing import turns_cost_usd, turns_usage_line
 from tether.sandbox.detect import detect_sandbox
@@ -62,7 +62,7 @@ from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
 
 if TYPE_CHECKING:
-    pass
+    from tether.agent.mentions import Mentions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,19 +228,15 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         return refuse(sink, EXIT_USAGE, f"--cwd {opts.cwd} is not a folder")
     if opts.images and prompt is None:
         return refuse(sink, EXIT_USAGE, "--image needs the prompt as an argument")
-    try:
-        attachments = run_input.prompt_attachments(prompt, opts.images, root)
+    try:  # a missing or unreadable image is one line before any setup (attached in `_build`)
+        run_input.prompt_attachments(prompt, opts.images, root)
     except ConfigError as exc:
         return refuse(sink, EXIT_USAGE, str(exc))
-    for line in attachments.notes:
-        err(f"note: {line}")
     stdin_texts = [piped, *(t.text for t in stdin.messages if t.role == "user")]
     if (note := run_input.stdin_mention_note(stdin_texts, root)) is not None:
         err(note)
-    images = attachments.images
     try:
-        attached = [b.text for b in attachments.blocks]
-        agent, writer, prompt = _build(opts, root, stdin, new_id, prompt, sink, images, attached)
+        agent, writer, prompt, attachments = _build(opts, root, stdin, new_id, prompt, sink)
     except AuthError as exc:
         return refuse(sink, EXIT_AUTH, str(exc))
     except MalformedInputError as exc:
@@ -385,13 +381,13 @@ def _build(
     new_id: Callable[[], str],
     prompt: str | None,
     sink: OutputSink | None = None,
-    images: Sequence[ImageBlock] = (),
-    attached: Sequence[str] = (),
-) -> tuple[Agent, SessionWriter | None, str | None]:
+) -> tuple[Agent, SessionWriter | None, str | None, Mentions]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
     credentials of `root`; its MCP servers start with the run); a `/name args` prompt
-    expanded (its `model` taken unless `--model` pins one). Raises ConfigError / AuthError /
-    SessionError before anything is written (the writer is opened last)."""
+    expanded (its `model` taken unless `--model` pins one); then what the prompt attaches
+    (`--image`, and its `@path` words — a command's body's too — under the agent's read deny
+    list), its notes on stderr. Raises ConfigError / AuthError / SessionError before anything
+    is written (the writer is opened last)."""
     overrides = _overrides(opts)
     sink = sink or OutputSink()
     store = SessionStore()
@@ -434,11 +430,17 @@ def _build(
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
     run_limits.check_schema(agent)  # a bad schema is one line before any request
-    run_input.check_input_fits(prompt, stdin, agent, attached)
-    agent.set_plan_mode(opts.plan)
+    from tether.agent.assembly.prompting import mention_refusal
     from tether.agent.attachments import image_refusal
 
-    refusal = image_refusal(agent.provider, len(images))
+    denied = mention_refusal(agent.config, root)
+    typed = opts.prompt if prompt != opts.prompt else None  # a command's text: its words
+    attachments = run_input.prompt_attachments(prompt, opts.images, root, denied, typed)
+    for line in attachments.notes:
+        err(f"note: {line}")
+    run_input.check_input_fits(prompt, stdin, agent, [b.text for b in attachments.blocks])
+    agent.set_plan_mode(opts.plan)
+    refusal = image_refusal(agent.provider, len(attachments.images))
     if refusal is not None:
         raise ConfigError(refusal)
     session.open()  # last: a taken id is reported before anything runs
@@ -446,7 +448,7 @@ def _build(
         from tether.session.names import NAME_EVENT
 
         session.writer.append_event(NAME_EVENT, {"name": opts.name})
-    return agent, session.writer, prompt
+    return agent, session.writer, prompt, attachments
 
 
 def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,10 +22,17 @@ if TYPE_CHECKING:
     from tether.agent.mentions import Mentions
 
 
-def prompt_attachments(prompt: str | None, files: Sequence[Path], root: Path) -> Mentions:
+def prompt_attachments(
+    prompt: str | None,
+    files: Sequence[Path],
+    root: Path,
+    denied: Callable[[str], str | None] | None = None,
+    typed: str | None = None,
+) -> Mentions:
     """What goes with the prompt: the images of `--image FILE` (in order), then what it names
-    as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached),
-    paths relative to `root`.
+    as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached, what
+    `denied` refuses left out with a note; `typed`: what the user typed, when `prompt` is a
+    command's expansion of it), paths relative to `root`.
 
     Raises:
         ConfigError: an image is missing or not an image (one line naming it).
@@ -33,7 +40,7 @@ def prompt_attachments(prompt: str | None, files: Sequence[Path], root: Path) ->
     from tether.agent.attachments import read_image
     from tether.agent.mentions import Mentions, resolve_mentions
 
-    found = resolve_mentions(prompt, root) if prompt else Mentions()
+    found = resolve_mentions(prompt, root, denied=denied, typed=typed) if prompt else Mentions()
     found.images[:0] = [read_image(name, root=root) for name in files]
     return found
 

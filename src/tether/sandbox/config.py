@@ -250,7 +250,7 @@ def command_config(
         root=root,
         network=network,
         extra_writable=added,
-        extra_readable=(*readable, *added_ro),
+        extra_readable=(*readable, *added_ro, *worktree_git(root)),
         isolate_pids=True,
         write_paths=write_paths,
         protected=() if opted_in else (*protected, *nested),
@@ -263,6 +263,33 @@ def command_config(
 
 def _refused(policy: PathPolicy, rel: str) -> bool:
     return policy.denied((rel,), write=False) is not None
+
+
+def worktree_git(root: Path) -> tuple[Path, ...]:
+    """For a git worktree (`root/.git` a file naming its git folder), the git folders outside
+    `root` that git needs to work in it — the worktree's own (`<repo>/.git/worktrees/NAME`) and
+    the repository's (its `commondir`) — to keep visible, read-only: under a private `/tmp`
+    (bubblewrap) a worktree of a repository in `/tmp` saw neither, and every git command failed
+    ("not a git repository"). Empty for anything else."""
+    git = root / ".git"
+    if git.is_symlink() or not git.is_file():
+        return ()
+    try:
+        head = git.read_text(errors="replace")[:4096].strip()
+    except OSError:
+        return ()
+    if not head.startswith("gitdir:"):
+        return ()
+    own = Path(os.path.realpath(Path(root, head.removeprefix("gitdir:").strip())))
+    out = [own]
+    try:
+        common = (own / "commondir").read_text(errors="replace").strip()
+    except OSError:
+        common = ""
+    if common:
+        out.append(Path(os.path.realpath(own / common)))
+    root_s = os.path.realpath(root)
+    return tuple(p for p in out if p.is_dir() and not is_inside(str(p), root_s))
 
 
 def _git_targets(root: Path, git: Path) -> tuple[Path, ...]:

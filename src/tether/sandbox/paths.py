@@ -194,9 +194,13 @@ def atomic_write(root: Path, path: Path, data: bytes) -> bool:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(f"{path} is a directory")
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        # a short name of its own: `.NAME.…` was longer than a 255-byte NAME the folder takes
+        tmp = f".tether-{secrets.token_hex(6)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o666, dir_fd=dfd)
+        try:
+            fd = os.open(tmp, flags, 0o666, dir_fd=dfd)
+        except OSError as e:  # named by the file asked for, not the temp file (read-only …)
+            raise OSError(e.errno, e.strerror, str(path)) from None
         try:
             try:
                 if st is not None and stat.S_ISREG(st.st_mode):

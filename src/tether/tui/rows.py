@@ -37,6 +37,7 @@ from tether.messages import (
     Turn,
 )
 from tether.session import SessionStore
+from tether.tools.exec.run import is_system_note, system_note_text
 from tether.tui.attach import image_chip
 from tether.tui.bang import parse_bang, shown_output
 from tether.tui.widgets import AssistantRow, MarkerRow, NoteRow, ThinkingRow, ToolRow, UserRow
@@ -140,7 +141,9 @@ def _turn_rows(
         makers.append(partial(NoteRow, shown_output(bang[1])))
         return
     for block in turn.content:
-        if isinstance(block, TextBlock) and block.text.strip():
+        if isinstance(block, TextBlock) and turn.role == "user" and is_system_note(block.text):
+            makers.append(partial(NoteRow, system_note_text(block.text)))  # the harness's note
+        elif isinstance(block, TextBlock) and block.text.strip():
             kind = UserRow if turn.role == "user" else AssistantRow
             makers.append(partial(kind, block.text))
         elif isinstance(block, ThinkingBlock) and block.text:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from tether.agent.assembly.prompting import mention_refusal
 from tether.agent.attachments import image_refusal
 from tether.agent.input_fit import fixed_tokens, input_overflow
 from tether.agent.mentions import mention_chip, mention_content, resolve_mentions
@@ -41,7 +42,8 @@ async def send_prompt(app: SendHost, typed: str) -> None:
         return
     agent = app.agent
     try:
-        found = resolve_mentions(text, agent.root)  # `@path`: files, folders, images
+        denied = mention_refusal(agent.config, agent.root)  # secrets, what tools may not read
+        found = resolve_mentions(text, agent.root, denied=denied)  # `@path`: files, folders, images
         images = [*app.attached, *found.images]
         refusal = image_refusal(agent.provider, len(images))
         if refusal is not None or ((images or found.blocks) and app.busy):

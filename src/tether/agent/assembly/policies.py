@@ -21,6 +21,7 @@ from tether.agent.turn.hooks import HookRunner
 from tether.agent.turn.output_schema import OutputSchemaPolicy
 from tether.agent.turn.plan import PlanMode
 from tether.agent.turn.policy import Policies, TurnPolicy
+from tether.agent.turn.shell_notices import ShellNotices
 from tether.agent.turn.stop_hooks import StopHooks
 from tether.agent.turn.todo_policy import TodoRestatement
 from tether.agent.turn.tool_limit import ToolCallLimit
@@ -35,6 +36,7 @@ _OWN = (
     AutoCompaction,
     RunawayGuard,
     TodoRestatement,
+    ShellNotices,
     ContinuationPolicy,
     StopHooks,
     PlanMode,
@@ -79,6 +81,7 @@ def turn_policies(
         else reuse(BudgetPolicy, lambda p: p.budget is budget, lambda: BudgetPolicy(budget)),
         context,
         reuse(TodoRestatement, lambda _p: True, TodoRestatement),
+        reuse(ShellNotices, lambda _p: True, ShellNotices) if main else None,
         reuse(
             ContinuationPolicy,
             lambda p: p.max_continuations == limit,

@@ -30,6 +30,7 @@ from tether.prompt.gather import (
     environment,
     load_instructions,
     project_root,
+    refusal,
 )
 from tether.providers.base import Provider
 from tether.providers.catalog import info_of
@@ -271,8 +272,15 @@ def subfolder_notes(
     )
 
 
+def mention_refusal(config: AgentConfig, root: Path) -> Callable[[str], str | None]:
+    """Why a real path may not be attached by an `@path` word (`tether.agent.mentions`), or
+    None: the instruction files' rule (`tether.prompt.gather.refusal`: tether's settings and
+    credentials never, what the file tools' read deny list refuses)."""
+    return refusal(user_config_dir(), denied=read_denied(config, root))
+
+
 def read_denied(config: AgentConfig, root: Path) -> Callable[[str], str | None]:
-    """The file tools' read deny list (`tools.deny_read` with the built-in dotenv rules) as a
+    """The file tools' read deny list (`tools.deny_paths` with the built-in dotenv rules) as a
     test of one real path, for the instruction files and their imports: the matching rule or
     None. Paths are matched relative to the project root, and by their name alone."""
     policy = policy_for(config.tools, root)

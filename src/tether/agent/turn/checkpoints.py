@@ -43,6 +43,7 @@ from tether.checkpoint.timeline import (
 )
 from tether.errors import CheckpointError
 from tether.messages import Turn
+from tether.tools.exec.run import is_system_note
 
 _Taken = tuple[Snapshot, dict[str, str]] | CheckpointError | None
 """A snapshot and the extra folders' commits, the reason there is none, or None (no store)."""
@@ -60,9 +61,10 @@ def _retrieved(task: asyncio.Future[_Taken]) -> None:
 
 def synthetic_user_turn(turn: Turn) -> bool:
     """Whether a user turn is the harness's own (a "Please continue." after a reply cut by
-    the output cap, a stop hook's message), not a message the user sent."""
+    the output cap, a stop hook's message, a system note such as a background shell's end),
+    not a message the user sent."""
     text = turn.text
-    return text == CONTINUE_PROMPT or text.startswith(STOP_HOOK_PREFIX)
+    return text == CONTINUE_PROMPT or text.startswith(STOP_HOOK_PREFIX) or is_system_note(text)
 
 
 def checkpoint_store(sessions_root: Path) -> Path:

@@ -255,10 +255,10 @@ async def write(path: str, content: str, *, ctx: ToolContext) -> str | ToolOutpu
     """
     real = guard(ctx, path, write=True)
     data = content.encode("utf-8")
-    if real.is_dir():
+    if os.path.isdir(real):  # False for a name the folder cannot take: the write says why
         raise ToolError(f"{rel(ctx, real)} is a directory")
     before = None if ctx.lsp is None else await ctx.lsp.before_change(real)
-    created = await asyncio.to_thread(atomic_write, base_of(ctx, real), real, data)
+    created = await asyncio.to_thread(_write_file, ctx, base_of(ctx, real), real, data)
     verb = "created" if created else "overwrote"
     return await _with_diagnostics(ctx, real, f"{verb} {rel(ctx, real)} ({len(data)} bytes)", before)
 
@@ -313,8 +313,21 @@ def _edit(
             "unique, or set replace_all=true to replace them all"
         )
     new_text = text.replace(old_string, new_string)
-    atomic_write(base, real, new_text.encode("utf-8"))
+    _write_file(ctx, base, real, new_text.encode("utf-8"))
     return f"edited {name}: replaced {count} occurrence{'s' if count > 1 else ''}"
+
+
+def _write_file(ctx: ToolContext, base: Path, real: Path, data: bytes) -> bool:
+    """`atomic_write`, a failure the file system gives (read-only, full, no permission, a
+    name too long) said as the tool's error in one sentence naming the file, not as an
+    `OSError:` line that reads like a crash."""
+    try:
+        return atomic_write(base, real, data)
+    except ToolError:
+        raise
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise ToolError(f"cannot write {rel(ctx, real)}: {why[:1].lower()}{why[1:]}") from None
 
 
 async def _with_diagnostics(

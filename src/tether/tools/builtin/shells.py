@@ -54,8 +54,10 @@ async def shell_output(
         pattern = re.compile(filter) if filter else None
     except re.error as e:
         return ToolOutput(f"filter is not a valid regular expression: {e}", is_error=True)
+    ended = not shell.running  # the state below tells the model how it ended
     text = shell.take(pattern).rstrip("\n")
     state = shell.state()
+    shell.told = shell.told or ended
     body = text if text.strip() else "(no new output)"
     return ToolOutput(f"{body}\n({shell.id}: {state})")
 
@@ -74,7 +76,7 @@ async def shell_kill(shell_id: str, *, ctx: ToolContext) -> ToolOutput:
     if shell is None:
         return _unknown(shells, shell_id)
     was_running = shell.running
-    await shells.kill(shell_id)
+    await shells.kill(shell_id, told=True)
     if not was_running:
         return ToolOutput(f"{shell.id} had already ended ({shell.state()})")
     return ToolOutput(f"{shell.id} stopped ({shell.state()}); {shell.unread} bytes unread")

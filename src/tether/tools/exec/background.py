@@ -18,7 +18,9 @@ and the shell are killed then; what they started may be orphaned).
 Output: each shell's stdout and stderr, merged, go to `<session>/tasks/<id>.log` when the
 agent has a session folder (written by tether, not by the command: the sandbox hides that
 folder) and to an unread buffer (the last `UNREAD_BYTES` kept, the rest counted) that
-`read` empties.
+`read` empties. The log is bounded: past `LOG_PART_BYTES` it becomes `<id>.1.log` (replacing
+the part before) and a new `<id>.log` begins with a line saying so, so a chatty server left
+running keeps its newest 2 × `LOG_PART_BYTES` on disk, not everything it ever wrote.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ DEFAULT_MAX_BACKGROUND = 8
 """Background shells running at once per agent (`tools.max_background`)."""
 UNREAD_BYTES = 4_000_000
 """Unread output kept per shell (bytes); older unread output is dropped (the log keeps it)."""
+LOG_PART_BYTES = 16_000_000
+"""A shell's log file is rotated past this size (bytes): at most two parts are kept."""
 KILL_GRACE_S = 2.0
 """After SIGTERM, how long a killed shell may take before its group gets SIGKILL (s)."""
 POLL_S = 0.2
@@ -62,6 +66,8 @@ class Shell:
         exit_code: the exit code once ended (negative: killed by that signal), else None.
         killed: it was stopped (`shell_kill`, `/tasks`, tether's exit).
         total: bytes of output so far.
+        told: the model knows how it ended (it stopped it, or read its output once it had
+            ended), so no notice of its end is due (`BackgroundShells.take_ended`).
     """
 
     id: str
@@ -72,6 +78,7 @@ class Shell:
     exit_code: int | None = None
     killed: bool = False
     total: int = 0
+    told: bool = False
     ended_at: float | None = None
     _unread: bytearray = field(default_factory=bytearray, repr=False)
     _dropped: int = 0
@@ -100,6 +107,7 @@ class Shell:
     def take(self, pattern: re.Pattern[str] | None = None) -> str:
         """The output since the last `take` (lines matching `pattern` only, when given; the
         others are consumed all the same), with a note of dropped bytes."""
+        self._trim()
         data = bytes(self._unread)
         self._unread.clear()
         text = self._decoder.decode(data, final=not self.running)
@@ -107,7 +115,7 @@ class Shell:
         if pattern is not None:
             text = "".join(line for line in text.splitlines(True) if pattern.search(line))
         if dropped:
-            where = f"; the whole output is in {self.log}" if self.log is not None else ""
+            where = f"; the latest output is in {self.log}" if self.log is not None else ""
             text = f"[{dropped} earlier bytes not shown{where}]\n{text}"
         return text
 
@@ -116,9 +124,19 @@ class Shell:
         """Bytes written since the last `take`."""
         return len(self._unread) + self._dropped
 
+    def older_log(self) -> Path | None:
+        """The log's previous part (`<id>.1.log`, see the module docstring), or None."""
+        return None if self.log is None else self.log.with_name(f"{self.id}.1.log")
+
     def _feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
         self._unread += chunk
+        if len(self._unread) > UNREAD_BYTES + UNREAD_BYTES // 4:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Drop all but the last `UNREAD_BYTES` unread (in steps of a quarter of it, not at
+        every 64 KB read: ~20 % less CPU per read for a shell that writes without pause)."""
         over = len(self._unread) - UNREAD_BYTES
         if over > 0:
             del self._unread[:over]
@@ -147,6 +165,7 @@ class BackgroundShells:
         self.max_running = max_running
         self._shells: dict[str, Shell] = {}
         self._next = 1
+        self._ended: list[Shell] = []  # in the order they ended, until `take_ended`
 
     def __len__(self) -> int:
         return len(self._shells)
@@ -158,6 +177,17 @@ class BackgroundShells:
     def running(self) -> list[Shell]:
         """The shells still running, oldest first."""
         return [s for s in self._shells.values() if s.running]
+
+    def take_ended(self) -> list[Shell]:
+        """The shells that ended since the last call and whose end the model was not told
+        of (each given once; see `Shell.told`)."""
+        if not self._ended:  # every request asks: the common answer costs nothing
+            return []
+        ended = [s for s in self._ended if not s.told]
+        self._ended.clear()
+        for shell in ended:
+            shell.told = True
+        return ended
 
     def get(self, shell_id: str) -> Shell | None:
         """The shell `shell_id`, or None."""
@@ -208,19 +238,22 @@ class BackgroundShells:
         shell = Shell(id=sid, command=command, pid=proc.pid, log=log)
         self._shells[sid] = shell
         shell._task = asyncio.create_task(  # pyright: ignore[reportPrivateUsage]
-            _watch(shell, proc, guard, log_file), name=f"background shell {sid}"
+            _watch(shell, proc, guard, log_file, self._ended), name=f"background shell {sid}"
         )
         _open.add(self)
         return shell
 
-    async def kill(self, shell_id: str) -> Shell | None:
+    async def kill(self, shell_id: str, *, told: bool = False) -> Shell | None:
         """Stop shell `shell_id`: SIGTERM to its process group, SIGKILL after
-        `KILL_GRACE_S`; returns once it has ended (None: no such shell)."""
+        `KILL_GRACE_S`; returns once it has ended (None: no such shell). `told`: the model
+        stopped it (`shell_kill`), so no notice of its end is due; a stop by the user
+        (`/tasks stop`) is noticed at the next request."""
         shell = self.get(shell_id)
         if shell is None:
             return None
         if shell.running:
             shell.killed = True
+            shell.told = shell.told or told
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(shell.pid, signal.SIGTERM)
             await _settle(shell, KILL_GRACE_S)
@@ -229,7 +262,7 @@ class BackgroundShells:
     def kill_now(self) -> None:
         """SIGKILL every running shell's process group (synchronous: exit paths)."""
         for shell in self.running():
-            shell.killed = True
+            shell.killed = shell.told = True  # stopped with the agent: nobody to tell
             kill_group(shell.pid)
 
     async def aclose(self) -> None:
@@ -253,20 +286,55 @@ async def _settle(shell: Shell, grace_s: float) -> None:
         await asyncio.wait({task}, timeout=KILL_GRACE_S + EXIT_GRACE_S)
 
 
+def _rotate(shell: Shell, log: IO[bytes]) -> IO[bytes] | None:
+    """Close `log`, keep it as the shell's older part, and open a new log that begins by
+    saying so; None when the new one cannot be opened (the output goes on to the buffer)."""
+    log.close()
+    path, older = shell.log, shell.older_log()
+    if path is None or older is None:
+        return None
+    try:
+        os.replace(path, older)
+        new = open(path, "ab", buffering=0)  # noqa: SIM115 - closed by the watcher
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        new.write(
+            f"[tether: {shell.total:,} bytes written so far; the part before this is in "
+            f"{older.name}, older output was dropped (a background log keeps its newest "
+            f"{2 * LOG_PART_BYTES // 1_000_000} MB)]\n".encode()
+        )
+    return new
+
+
 async def _watch(
-    shell: Shell, proc: asyncio.subprocess.Process, guard: CallGuard, log: IO[bytes] | None
+    shell: Shell,
+    proc: asyncio.subprocess.Process,
+    guard: CallGuard,
+    log: IO[bytes] | None,
+    ended: list[Shell],
 ) -> None:
     """Pump the output until it ends (after the shell exited, `EXIT_GRACE_S` more, then the
-    group is killed: something still held the pipe), reap, then finish the call's guard."""
+    group is killed: something still held the pipe), reap, then finish the call's guard and
+    add the shell to `ended`."""
     assert proc.stdout is not None
     stream = proc.stdout
 
+    written = 0  # bytes in the log's current part
+
     async def pump() -> None:
+        nonlocal log, written
         while chunk := await stream.read(65536):
             shell._feed(chunk)  # pyright: ignore[reportPrivateUsage]
-            if log is not None:
-                with contextlib.suppress(OSError):
-                    log.write(chunk)
+            if log is None:
+                continue
+            if written and written + len(chunk) > LOG_PART_BYTES:
+                log = _rotate(shell, log)
+                written = 0
+                if log is None:
+                    continue
+            with contextlib.suppress(OSError):
+                written += log.write(chunk) or 0
 
     reader = asyncio.create_task(pump())
     try:
@@ -293,6 +361,7 @@ async def _watch(
                 await reader
         shell.exit_code = proc.returncode
         shell.ended_at = time.monotonic()
+        ended.append(shell)
         guard.finish()
         if log is not None:
             log.close()

@@ -80,11 +80,27 @@ class ToolRunResult:
     raw: bytes | Path | None = None
 
 
+SYSTEM_NOTE_OPEN = "<system-reminder>"
+"""How a system note's text begins (`system_note_block`)."""
+SYSTEM_NOTE_CLOSE = "</system-reminder>"
+"""How it ends."""
+
+
+def is_system_note(text: str) -> bool:
+    """Whether a user turn's text is a system note (the harness's, not the user's)."""
+    return text.startswith(SYSTEM_NOTE_OPEN)
+
+
+def system_note_text(text: str) -> str:
+    """A system note's text without its tags."""
+    return text.removeprefix(SYSTEM_NOTE_OPEN).removesuffix(SYSTEM_NOTE_CLOSE).strip()
+
+
 def system_note_block(note: str) -> TextBlock:
     """The stored/wire rendering of one system note: a text block in the results turn, after
     every tool_result (Anthropic: tool_result blocks first in their user message, then any
     text; Chat Completions adapters put that text in a user message after the tool messages)."""
-    return TextBlock(text=f"<system-reminder>\n{note.strip()}\n</system-reminder>")
+    return TextBlock(text=f"{SYSTEM_NOTE_OPEN}\n{note.strip()}\n{SYSTEM_NOTE_CLOSE}")
 
 
 def _error(call_id: str, text: str) -> ToolResultBlock:
