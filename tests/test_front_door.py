@@ -219,7 +219,7 @@ def test_top_level_names_build_the_agent_tether_run_builds(
     monkeypatch.setenv("TWO_KEY", "sk-front-door-0002")
     monkeypatch.setenv("CORP_VAULT", "x")
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    cli_agent, writer, _prompt = _build(
+    cli_agent, writer, _prompt, _found = _build(
         RunOptions(prompt="hi", cwd=root, no_session=True), root, StdinInput(None, ()), NEW_ID, "hi"
     )
     assert writer is None and not cli_agent.mcp.enabled
@@ -251,7 +251,7 @@ def test_flags_override_config_fields_like_tether_run(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     monkeypatch.setenv("TWO_KEY", "sk-y")
     opts = RunOptions(prompt="hi", cwd=root, no_session=True, max_turns=2, safe=True)
-    cli_agent, _, _p = _build(opts, root, StdinInput(None, ()), NEW_ID, "hi")
+    cli_agent, _, _p, _f = _build(opts, root, StdinInput(None, ()), NEW_ID, "hi")
     lib = Agent.from_settings(root, overrides={"run.max_turns": 2, "tools.safe": True})
     assert profile(lib) == profile(cli_agent)
     assert cli_agent.max_turns == 2 and cli_agent.safe_mode
