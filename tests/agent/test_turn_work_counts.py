@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,25 @@ def test_the_todo_policy_looks_for_a_list_only_in_a_todo_turn(
     monkeypatch.setattr(todo_policy, "latest_todo", counted)
     _run(tmp_path)
     assert looks[0] == 0  # one per tool turn before
+
+
+def test_a_tool_reply_s_stream_events_are_not_tested_four_times_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Attempts._attempt` turns text and thinking deltas, warnings and environment notices
+    into agent events; the other events of a stream (a tool call's start, delta and end, the
+    usage, the end) only feed the assembler: one set lookup each, not four isinstance tests."""
+    from tether.agent.turn import attempts
+    from tether.providers.base import EnvNotice, StreamWarning, TextDelta, ThinkingDelta
+
+    tests = [0]
+
+    def counted(obj: object, cls: Any) -> bool:
+        tests[0] += 1
+        return isinstance(obj, cls)
+
+    monkeypatch.setattr(attempts, "isinstance", counted, raising=False)
+    _run(tmp_path)
+    assert tests[0] <= 3 * TURNS  # the replies' results and the text delta (~18 a turn before)
+    for cls in (TextDelta, ThinkingDelta, StreamWarning, EnvNotice):  # the lookup's premise
+        assert cls.__subclasses__() == []
