@@ -35,6 +35,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 import peer_protocol as _common  # pyright: ignore[reportMissingImports]
 from tether import AgentConfig, Runtime
@@ -110,13 +111,43 @@ def _cpu_ms_per_turn(cpu: list[float]) -> float:
     return statistics.fmean((b - a) * 1e3 for a, b in itertools.pairwise(cpu))
 
 
+SAVES_CPU: list[float] = []
+"""This thread's CPU time spent in the gate's file saves up to each model call (s), the last
+run's (see `_count_saves`)."""
+
+
+def _count_saves() -> Callable[[], float]:
+    """Wrap the output gate's `write_atomic` to add up this thread's CPU time in it: the
+    disk's share of each turn, which on this VM's ext4 swings from 0.02 to over 1 ms a file
+    (creating the inode) between folders and minutes, whatever the loop does."""
+    from tether.tools.exec import persist
+
+    spent = [0.0]
+    real = persist.write_atomic
+
+    def timed(*args: Any, **kwargs: Any) -> None:
+        t0 = time.thread_time()
+        try:
+            real(*args, **kwargs)
+        finally:
+            spent[0] += time.thread_time() - t0
+
+    persist.write_atomic = timed
+    return lambda: spent[0]
+
+
+_saves_so_far = _count_saves()
+
+
 def _run(turns: int, compaction: bool, tracing: Tracing, tmp: str):
     """One run of the benchmark loop: (clock, CPU time at each model call, agent, writer)."""
     clock = _common.Clock(turns)
     cpu: list[float] = []  # this thread's CPU time at each model call: robust to a loaded machine
+    SAVES_CPU.clear()
 
     def model(_request: ModelRequest) -> Response:
         cpu.append(time.thread_time())
+        SAVES_CPU.append(_saves_so_far())
         k = clock.tick()
         if clock.is_last(k):
             return _common.FINAL_TEXT
@@ -209,6 +240,16 @@ def main() -> None:
             f"{statistics.fmean(cms[:100]):.3f}; per 1000-turn block: "
             + ", ".join(f"{b:.3f}" for b in blocks)
             + f"; last block / turns 1-100: {blocks[-1] / statistics.fmean(cms[:100]):.2f}x"
+        )
+        own = [c - (b - a) * 1e3 for c, (a, b) in zip(cms, itertools.pairwise(SAVES_CPU), strict=True)]
+        late_saves = statistics.fmean(
+            (b - a) * 1e3 for a, b in itertools.pairwise(SAVES_CPU[-1001:])
+        )
+        print(
+            f"the same without the file saves (this thread's CPU in the gate's write_atomic, "
+            f"counted in the run): mean of turns 1-100: {statistics.fmean(own[:100]):.3f}, "
+            f"last 1000-turn block: {statistics.fmean(own[-1000:]):.3f}; the saves' share of "
+            f"that block: {late_saves:.3f} ms/turn"
         )
         saves = _saved_output_cost(tmp)
         print(

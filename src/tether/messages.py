@@ -342,8 +342,17 @@ class Turn:
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
-        """The tool_call blocks of this turn, in order."""
-        return tuple([b for b in self.content if isinstance(b, ToolCallBlock)])  # a list: no generator
+        """The tool_call blocks of this turn, in order. The last turn with calls asked keeps
+        its answer (a turn is frozen): a reply's calls are read by the loop and each policy in
+        turn, ~14 reads per tool turn, and its tuple is built once."""
+        global _last_calls
+        kept = _last_calls
+        if kept[0] is self:
+            return kept[1]
+        calls = tuple([b for b in self.content if isinstance(b, ToolCallBlock)])  # a list: no generator
+        if calls:  # a turn without calls (the results between two replies) evicts nothing
+            _last_calls = (self, calls)
+        return calls
 
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
@@ -359,6 +368,11 @@ class Turn:
     def text(self) -> str:
         """The text blocks joined (no separator), as a reader would see the answer."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+_last_calls: tuple[Turn | None, tuple[ToolCallBlock, ...]] = (None, ())
+"""The last turn with calls `Turn.tool_calls` read, and its calls (one tuple: read and replaced
+whole, so a thread never sees one turn's calls paired with another turn)."""
 
 
 def text_turn(turn_id: str, role: Role, text: str) -> Turn:

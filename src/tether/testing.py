@@ -153,25 +153,29 @@ class RequestLog(Sequence[ModelRequest]):
     def __init__(self, requests: Sequence[ModelRequest] = ()) -> None:
         self._spine: list[Turn] = []
         self._items: list[tuple[ModelRequest, int, int]] = []  # (request sans messages, start, n)
+        self._last: tuple[Turn, ...] = ()  # the last request's messages (== its spine run)
         for r in requests:
             self.append(r)
 
     def append(self, request: ModelRequest) -> None:
-        """Record one request."""
+        """Record one request. Its messages are compared with the last request's tuple (by
+        identity first, at C speed), not with a copy of the spine."""
         m, spine = request.messages, self._spine
         start = len(spine)
         if self._items:
             _, s, n = self._items[-1]
-            if s + n == len(spine) and len(m) >= n and tuple(spine[s:]) == m[:n]:
+            if s + n == len(spine) and len(m) >= n and m[:n] == self._last:
                 start = s
                 m = m[n:]
         spine.extend(m)
+        self._last = request.messages
         self._items.append((_without_messages(request), start, len(spine) - start))
 
     def clear(self) -> None:
         """Forget every request."""
         self._spine.clear()
         self._items.clear()
+        self._last = ()
 
     def _get(self, i: int) -> ModelRequest:
         request, s, n = self._items[i]

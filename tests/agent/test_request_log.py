@@ -3,6 +3,8 @@ views extend each other stores O(N) turns, not O(N²), and reads back what was r
 
 from __future__ import annotations
 
+from typing import Any
+
 from tether.messages import Turn, text_turn
 from tether.providers.base import ModelRequest
 from tether.testing import RequestLog, ScriptedProvider
@@ -62,3 +64,32 @@ def test_a_logged_request_keeps_every_field_but_its_messages() -> None:
     )
     log.append(request)
     assert log[0] == request and log._items[0][0].messages == ()  # pyright: ignore[reportPrivateUsage]
+
+
+class _CountingSpine(list[Turn]):
+    """A spine that counts the slices read of it (each a copy)."""
+
+    slices = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            self.slices += 1
+        return super().__getitem__(index)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def test_append_copies_no_part_of_the_log() -> None:
+    """Recording a request that extends the last one compares it with the last request's own
+    tuple: no copy of the stored turns per request (a long run's log did O(history) copying
+    per request: issue 38)."""
+    log = RequestLog()
+    spine = _CountingSpine()
+    log._spine = spine  # pyright: ignore[reportPrivateUsage]
+    turns: list[Turn] = []
+    requests: list[ModelRequest] = []
+    for k in range(40):
+        turns.append(text_turn(f"t{k}", "user" if k % 2 == 0 else "assistant", f"m{k}"))
+        requests.append(ModelRequest(model="m", messages=tuple(turns)))
+        log.append(requests[-1])
+    assert spine.slices == 0
+    assert len(spine) == 40  # each turn stored once
+    assert list(log) == requests

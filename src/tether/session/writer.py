@@ -72,6 +72,16 @@ def _jstr(s: str) -> bytes:
     return json.dumps(s, ensure_ascii=False).encode("utf-8")
 
 
+def _data_json(data: dict[str, Any]) -> bytes:
+    """An event's `data` as `_EVENT_DATA` encodes it (UTF-8): a dict of strings (a
+    `tool_call_started` record, one per call) is joined from `_jstr` literals, the same bytes
+    without the encoder's generic pass."""
+    for k, v in data.items():
+        if type(k) is not str or type(v) is not str:
+            return _EVENT_DATA.encode(data).encode("utf-8")
+    return b"{" + b",".join([_jstr(k) + b":" + _jstr(v) for k, v in data.items()]) + b"}"
+
+
 class SessionWriter:
     """Appends turns and events to one session file. Not thread-safe; one writer per run.
 
@@ -239,7 +249,7 @@ class SessionWriter:
         """
         eid = self._id_factory() if event_id is None else event_id
         ejson = _jstr(eid)
-        body = _EVENT_DATA.encode(data)
+        body = _data_json(data)
         line = b"".join(
             (
                 _EVENT_HEAD,
@@ -251,7 +261,7 @@ class SessionWriter:
                 b',"kind":',
                 _jstr(kind),
                 b',"data":',
-                body.encode("utf-8"),
+                body,
                 b"}\n",
             )
         )

@@ -41,7 +41,7 @@ from tether.wire.markers import (
     replayed_thinking_ids,
     without_thinking,
 )
-from tether.wire.pairing import Pairing, RepairHook, Reporter, repair_pairing
+from tether.wire.pairing import Pairing, RepairHook, Reporter, has_calls, repair_pairing
 from tether.wire.reasoning import reason_turn, sanitize_history_for_provider
 from tether.wire.tail import ensure_user_tail, tail_turns
 
@@ -207,7 +207,10 @@ class ViewBuilder:
         for t in new:
             stage.append(mapper.turn(reason_turn(render_interrupt(t), target, route, report)))
         pairing = self._pairing
-        if pairing.checkpoint is not None:
+        if pairing.checkpoint is not None and not has_calls(stage[start]):
+            # the last segment may take the new turns: run it again. When the first new turn
+            # holds calls it starts a segment of its own, and the last one is closed: its
+            # output would come out the same (one segment less per tool turn)
             start = pairing.restore()
         pairing.run(stage, start)
         self._remember(turns)

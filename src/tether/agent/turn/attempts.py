@@ -47,6 +47,10 @@ from tether.providers.retry import Delay, RetryPolicy, is_retryable, with_retrie
 from tether.providers.streaming import incomplete
 from tether.tracing import NO_TRACING, Tracing
 
+_EMITTED: frozenset[type] = frozenset((TextDelta, ThinkingDelta, ProviderWarning, EnvNotice))
+"""The stream events `Attempts._attempt` turns into agent events (the others only feed the
+assembler)."""
+
 SIDE_TURN_ID = "side-request"
 """The id of a side request's assembled reply (never persisted)."""
 
@@ -190,8 +194,11 @@ class Attempts:
         assembler = Assembler(turn_id, provenance_of(provider))
         self.current = assembler
         text_chars = thinking_chars = 0
+        feed = assembler.feed
         async for event in provider.stream(request):
-            assembler.feed(event)
+            feed(event)
+            if type(event) not in _EMITTED:  # final classes: one lookup, not four isinstance
+                continue
             if deltas and isinstance(event, TextDelta):
                 text_chars += len(event.text)
                 self.emit(TextDeltaEvent(text=event.text))

@@ -142,7 +142,7 @@ class RunState:
 
     def append(self, turn: Turn) -> None:
         """Append `turn` to the history and this run's turns, and persist it (flushed)."""
-        self.used_call_ids.update(c.id for c in turn.tool_calls)
+        self.used_call_ids.update([c.id for c in turn.tool_calls])
         self.history.append(turn)
         self.new_turns.append(turn)
         self.session.append(turn)
@@ -151,11 +151,12 @@ class RunState:
         """Record a stored reply: the last turn, its usage, and the answer (a reply's text
         joins the answer when the reply before it was cut by the output cap, `max_tokens`, and
         continued; otherwise it starts a new one)."""
-        if turn.tool_calls or self.last is None or self.last.stop_reason != "max_tokens":
+        calls = turn.tool_calls
+        if calls or self.last is None or self.last.stop_reason != "max_tokens":
             self._answer.clear()
         self.last = turn
         self.add_usage(turn.usage)
-        if not turn.tool_calls:
+        if not calls:
             self._answer.append(turn.text)
 
     @property

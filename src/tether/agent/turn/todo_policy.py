@@ -52,12 +52,15 @@ class TodoRestatement(TurnPolicy):
             for block in marker_blocks(turn):
                 if self._holder is not None and self._holder in block.replaces_turn_ids:
                     self._replaced = True
-            if any(r.is_error and r.tool_call_id in self._calls for r in turn.tool_results):
+            if self._calls and any(
+                r.is_error and r.tool_call_id in self._calls for r in turn.tool_results
+            ):
                 (self._items, self._holder), self._calls = self._before, frozenset()
-            if turn.tool_calls and (items := latest_todo((turn,))) is not None:
+            todo = [c.id for c in turn.tool_calls if c.name == TODO_TOOL]
+            if todo and (items := latest_todo((turn,))) is not None:  # only a todo call's turn
                 self._before = (self._items, self._holder)
                 self._items, self._holder, self._replaced = items, turn.id, False
-                self._calls = frozenset(c.id for c in turn.tool_calls if c.name == TODO_TOOL)
+                self._calls = frozenset(todo)
 
     async def before_request(self, parts: RunParts, state: RunState) -> RunStopReason | None:
         """Appends the restated list (a `todo` call and its result) when a marker replaced the
