@@ -45,6 +45,13 @@ MAIN = ("main",)
 """The agent path of the app's own agent."""
 
 
+OVERFLOW_WAY_OUT = (
+    "to go on: /rewind to before the message that made the context large (its files can stay "
+    "as they are), or /compact to summarize the earlier turns"
+)
+"""What a `context_overflow` error adds in the transcript: the ways out of a session too full to
+go on (the same message would fail again)."""
+
 class Feed:
     """The event → row logic of one app (see the module docstring).
 
@@ -147,7 +154,10 @@ class Feed:
         elif isinstance(event, EnvEvent) and event.what == "model" and event.state != "loading":
             transcript.add(NoteRow(f"model: {event.name} {event.detail}"))
         elif isinstance(event, ErrorEvent | WarningEvent):
-            transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
+            text = f"{event.type}: {event.kind}: {event.message}"
+            if isinstance(event, ErrorEvent) and event.kind == "context_overflow":
+                text += f"\n{OVERFLOW_WAY_OUT}"
+            transcript.add(NoteRow(text))
             if isinstance(event, ErrorEvent):
                 self.errors_shown.add((event.kind, event.message))
         elif isinstance(event, TurnEndEvent | DoneEvent):
