@@ -77,6 +77,11 @@ class TetherApp(App[int]):
 
     TITLE = "tether"
     BINDINGS = app_bindings()
+    AUTO_FOCUS = "#prompt"
+    """The prompt has the focus from the first frame: keys typed while `tether chat` started
+    (the terminal buffers them) are read as soon as the app runs, before `on_mount`'s own
+    focus call takes effect; with Textual's default (the first focusable widget, the
+    transcript) they went to the transcript and were lost."""
 
     def __init__(
         self,
