@@ -72,6 +72,12 @@ def args_summary(arguments: Mapping[str, Any], width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+INTERRUPTED_ROW = (
+    "interrupted: tether stopped before this call finished (it may have had effects); the model "
+    "is told so with your next message"
+)
+"""What a resumed transcript shows for a call that has no result."""
+
 class UserRow(Static):
     """A user message (`queued` while it waits for the next turn boundary)."""
 
@@ -363,6 +369,14 @@ class ToolRow(Collapsible):
         """The call runs now (its `tool_start`): before, it waited for approval or a call."""
         self.status = "running"
         self._started_at = time.perf_counter()
+        self.title = self._heading(self._tail)
+
+    def interrupted(self) -> None:
+        """A call read back without a result (a `kill -9` or a crash stopped tether while it
+        ran): `· interrupted`, not `· waiting` forever; the model is told the same with the
+        next message (`tether.agent.sessions.STARTED_LOST`)."""
+        self.finish(INTERRUPTED_ROW, is_error=True, duration_ms=None)
+        self.status = "interrupted"
         self.title = self._heading(self._tail)
 
     def finish(self, content: str, *, is_error: bool, duration_ms: float | None) -> None:
