@@ -89,3 +89,17 @@ async def test_a_call_without_a_result_reads_back_as_interrupted(tmp_path: Path)
         row = app.query_one(ToolRow)
         assert row.status == "interrupted" and "· interrupted" in str(row.title)
         assert "waiting" not in str(row.title)
+
+
+async def test_overwriting_a_file_counts_the_replaced_lines(tmp_path: Path) -> None:
+    """trial4: `write rw1.txt` "one" → "two" showed `+1 −0`; the replaced line counts now."""
+    (tmp_path / "rw1.txt").write_text("one\n")
+    script = [call("write", path="rw1.txt", content="two\n"), call("write", path="new.txt", content="a\nb\n"), "done"]
+    app, _ = scripted_app(tmp_path, script)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "overwrite it")
+        await idle(app, pilot)
+        first, second = app.query(ToolRow)
+        assert "+1 −1" in str(first.title), first.title
+        assert "+2 −0" in str(second.title), second.title
+        assert (tmp_path / "rw1.txt").read_text() == "two\n"

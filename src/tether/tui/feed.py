@@ -12,8 +12,8 @@ a turn boundary means to the app (the queued steering rows, the footer: its call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.events import (
     AgentEvent,
@@ -70,8 +70,12 @@ class Feed:
         history: Callable[[], Sequence[Turn]],
         turn_started: Callable[[], None],
         turn_ended: Callable[[], None],
+        overwrite_diff: Callable[[str, Mapping[str, Any]], str | None] = lambda _n, _a: None,
     ) -> None:
         self.transcript = transcript
+        self.overwrite_diff = overwrite_diff
+        """A `write` call's diff against the file it replaces, read before it runs (None: a
+        new file, or not a `write`): its row then counts the replaced lines."""
         self.history = history
         self.turn_started = turn_started
         self.turn_ended = turn_ended
@@ -126,7 +130,8 @@ class Feed:
             self.turn_started()
         elif isinstance(event, ToolCallEvent):
             self.end_blocks()
-            row = ToolRow(event.id, event.name, event.arguments)
+            diff = self.overwrite_diff(event.name, event.arguments)
+            row = ToolRow(event.id, event.name, event.arguments, diff=diff)
             self.tool_rows[event.id] = row
             if event.name == TASK_TOOL:
                 self.hosts[(*MAIN, f"task:{event.id}")] = row

@@ -316,7 +316,12 @@ class ToolRow(Collapsible):
         Binding("o", "open_output", "open output", show=False),
     ]
 
-    def __init__(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> None:
+    def __init__(
+        self, call_id: str, name: str, arguments: Mapping[str, Any], *, diff: str | None = None
+    ) -> None:
+        """`diff`: the change against the file as it was (the live feed reads it for a `write`
+        before the call runs: an overwrite then counts the lines it replaces); None: the
+        change the arguments state (`call_diff`)."""
         self.call_id = call_id
         self.name_ = name
         self.summary = args_summary(arguments)
@@ -330,7 +335,7 @@ class ToolRow(Collapsible):
         self.steps: Vertical | None = None
         self._waiting: list[Widget] = []
         children: list[Widget] = [self.body]
-        self.diff = call_diff(name, arguments)
+        self.diff = diff if diff is not None else call_diff(name, arguments)
         self._change = ""
         if self.diff is not None:
             added, removed = diff_counts(self.diff)
