@@ -46,8 +46,10 @@ async def hold_output(text: str, key: str, session_dir: Path | None, threshold: 
     that it is kept (normalized); past it the full text is saved as
     `<session_dir>/tool-results/<key>.txt` (which the `read` tool may read) and a preview stub
     stands in (without a session: head + tail with a notice)."""
+    if not text:
+        return text
     limits = OutputLimits(threshold_chars=max(4096, min(BANG_INLINE_CHARS, threshold)))
-    block = ToolResultBlock(tool_call_id=key, content=(TextBlock(text=text or "(no output)"),))
+    block = ToolResultBlock(tool_call_id=key, content=(TextBlock(text=text),))
     gated = await gate_tool_result(block, session_dir, limits)
     return gated.text
 
