@@ -95,3 +95,24 @@ def test_the_message_to_answer_is_never_folded_whatever_its_size() -> None:
     result = asyncio.run(compact_with(_compactor, CompactionSnapshot.of(turns), Scope.full()))
     assert "paste" not in result.replaced_ids and "a0" in result.replaced_ids
     assert "QUESTION: what is the last line above?" in _wire_texts([*turns, result.marker_turn])
+
+
+def test_a_bang_context_note_is_no_user_message_and_is_compacted() -> None:
+    """trial4: a `!cmd`'s output (a `CONTEXT_LEAD` user turn) was kept verbatim through every
+    compaction as if the user had written it, so two large ones filled the window for good.
+    It is context, not the user's words: a compaction replaces it (`recall` still has it)."""
+    from tether.compaction.rounds import is_context_note, original_task
+    from tether.tui.bang import bang_context
+
+    note = text_turn("bang1", "user", bang_context("seq 1 300000", "1\n2\n" * 5000, 50_000))
+    turns = [
+        text_turn("task", "user", TASK),
+        *round_turns(0),
+        note,
+        text_turn("user1", "user", "what was that"),
+        *round_turns(1),
+    ]
+    assert is_context_note(note) and not is_user_message(note)
+    assert original_task([note, *turns]) is turns[0]  # a first `!cmd` is not the task
+    result = asyncio.run(compact_with(_compactor, CompactionSnapshot.of(turns), Scope.full()))
+    assert "bang1" in result.replaced_ids and "user1" not in result.replaced_ids

@@ -125,3 +125,29 @@ async def test_enter_typed_before_the_change_is_seen_sends_what_was_typed(tmp_pa
         prompt.text = "/co"  # back to the text the list was shown for: it shows again
         await pilot.pause()
         assert menu.is_open and taken != "/co"
+
+
+def test_a_path_with_a_space_completes_to_the_quoted_mention() -> None:
+    """trial4: `@my` + Tab gave `@my file.txt` (unquoted), which attached nothing, silently.
+    It is `@"my file.txt"` now, the form the mention parser reads (as Claude Code completes)."""
+    from tether.tui.completion import last_mention, mention_text
+
+    assert mention_text("my file.txt") == '@"my file.txt"'
+    assert mention_text("src/main.py") == "@src/main.py"
+    assert accept_entry("see @my", '@"my file.txt"') == 'see @"my file.txt"'
+    assert accept_entry('see @"my fi', '@"my file.txt"') == 'see @"my file.txt"'
+    assert last_mention('see @"my fi') == "my fi"
+    assert last_mention('see @"my file.txt" ') is None
+
+
+async def test_tab_on_an_at_word_quotes_a_name_with_a_space(tmp_path: Path) -> None:
+    (tmp_path / "my file.txt").write_text("SPACE\n")
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.text = "see @my"
+        prompt.move_cursor(prompt.document.end)
+        await pilot.pause()
+        assert '@"my file.txt"' in str(app.query_one(CompletionList).render())
+        await pilot.press("tab")
+        assert prompt.text == 'see @"my file.txt"'

@@ -56,3 +56,19 @@ async def test_keybindings_json_rebinds_an_action(
         assert prompt.text == ("edited" if good else "draft")
         await until(pilot, lambda: True)
         assert ("the default keys are used" in notes(app)) is not good
+
+
+async def test_ctrl_z_suspends_the_tui_even_from_the_prompt(tmp_path: Path) -> None:
+    """trial4: Ctrl+Z undid in the prompt; Claude Code and Codex suspend to the shell (`fg`
+    returns). It is a priority binding now, so the focused prompt does not take it."""
+    app, _ = scripted_app(tmp_path, [])
+    suspended: list[bool] = []
+    async with app.run_test(size=SIZE) as pilot:
+        app.action_suspend_process = lambda: suspended.append(True)  # type: ignore[method-assign]
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press("a", "b")
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert suspended == [True]
+        assert prompt.text == "ab"  # not undone

@@ -86,7 +86,7 @@ async def test_context_shows_each_turn_with_its_tokens_and_the_bar(tmp_path: Pat
         persisted = turn_rows[kinds.index("persisted")]
         assert "1 persisted (58.6 KB on disk)" in persisted[4]
         text = "\n".join(str(s.render()) for s in app.screen.query(Static))
-        assert "of 8192 tokens" in text or "tokens of" in text
+        assert "-token effective window" in text
         assert "marker summaries" in text and "persisted stubs" in text
         await pilot.press("pagedown", "end")
         await pilot.press("escape")
@@ -341,3 +341,28 @@ def test_the_tui_page_tables_list_every_command_and_key() -> None:
         assert f"| `{command}`" in page, command
     for key, _ in KEYS:
         assert f"| {key} |" in page, key
+
+
+async def test_context_headline_is_the_footers_figure(tmp_path: Path) -> None:
+    """trial4: `/context` said 90 % (of the whole window, by its own estimate) while the footer
+    said 112 % (of the effective window, by the last request's pressure). Both now show one
+    figure, of one denominator, and the panel says which."""
+    import re
+
+    from tether.tui.status import StatusBar
+
+    app, provider = scripted_app(tmp_path, ["x " * 900, "ok"])
+    provider.context_window = 4_000
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "y " * 900)
+        await idle(app, pilot)
+        await send(pilot, "again")
+        await idle(app, pilot)
+        footer = str(app.query_one(StatusBar).render())
+        gauge = re.search(r"ctx ~?(\d+)%", footer)
+        assert gauge is not None, footer
+        await send(pilot, "/context")
+        assert isinstance(app.screen, ContextScreen)
+        text = "\n".join(str(s.render()) for s in app.screen.query(Static))
+        assert f"{gauge.group(1)}% of the " in text and "-token effective window" in text, text
+        assert "footer" in text and "kept for the reply" in text

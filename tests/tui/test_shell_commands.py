@@ -11,10 +11,11 @@ from kit.procs import alive, left, marker
 from kit.sandbox import sandbox_or_skip
 from kit.tui import SIZE, idle, notes, scripted_app, send, until
 from tether.messages import TextBlock
+from tether.session import SessionStore
 from tether.testing import call
 from tether.tools.base import tool
 from tether.tui.commands import parse_command
-from tether.tui.shell_commands import bang_context
+from tether.tui.shell_commands import bang_context, parse_bang
 from tether.tui.widgets import UserRow
 
 
@@ -153,3 +154,91 @@ async def test_esc_drops_the_queued_bangs(tmp_path: Path) -> None:
         assert "not run (cancelled): !touch never-made" in notes(app)
         assert not any(r.text.startswith("!touch") for r in app.query(UserRow))
     assert not (tmp_path / "never-made").exists()
+
+
+async def test_a_long_bang_output_is_held_like_a_tool_output(tmp_path: Path) -> None:
+    """trial4: two `!cmd` outputs of ~59 K characters each (kept verbatim with the next
+    message) filled a 32 K window for good. A long output now goes through the tool output
+    gate: the conversation gets a preview stub, the full output is saved where `read` reads."""
+    sandbox_or_skip()
+    store = SessionStore(tmp_path / "sessions")
+    app, _ = scripted_app(tmp_path, [], store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "!seq 1 60000")
+        await idle(app, pilot)
+        await until(pilot, lambda: bool(app.agent.history))
+        (block,) = app.agent.history[-1].content
+        assert isinstance(block, TextBlock)
+        assert len(block.text) < 5000  # was ~59,000 characters
+        assert "<persisted-output" in block.text and "read tool" in block.text
+        command, output = parse_bang(block.text) or ("", "")
+        assert command == "seq 1 60000" and output.startswith("<persisted-output")
+        saved = next((tmp_path / "sessions").rglob("tool-results/bang-*.txt"))
+        assert saved.read_text().splitlines()[-1] == "60000"
+        assert str(saved) in block.text
+
+
+async def test_a_short_bang_output_is_kept_whole(tmp_path: Path) -> None:
+    sandbox_or_skip()
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "!seq 1 1000")
+        await idle(app, pilot)
+        await until(pilot, lambda: bool(app.agent.history))
+        (block,) = app.agent.history[-1].content
+        assert isinstance(block, TextBlock)
+        _command, output = parse_bang(block.text) or ("", "")
+        assert output.split() == [str(n) for n in range(1, 1001)]
+
+
+
+async def test_the_transcript_keeps_following_when_a_row_grows_after_layout(tmp_path: Path) -> None:
+    """trial4: after a huge `!cmd` output the transcript stopped following the end: a row that
+    grew after it was laid out (the big output) left the view above the new end, and from then
+    on every new row counted as "the user scrolled away". Following is now a state that only
+    the user's scrolling up ends."""
+    from tether.tui.transcript import Transcript
+    from tether.tui.widgets import NoteRow
+
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        row = NoteRow("short")
+        transcript.add(row)
+        await pilot.pause()
+        row.update("\n".join(str(n) for n in range(2000)))  # it grows after layout
+        await pilot.pause()
+        transcript.add(NoteRow("the next reply"))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.max_scroll_y > 100
+        assert transcript.scroll_y >= transcript.max_scroll_y - 1
+        transcript.scroll_home(animate=False)  # the user scrolls up: no more following
+        await pilot.pause()
+        transcript.add(NoteRow("another"))
+        await pilot.pause()
+        assert transcript.scroll_y < transcript.max_scroll_y - 1
+
+
+async def test_the_transcript_follows_the_end_after_a_huge_bang_output(tmp_path: Path) -> None:
+    """trial4: after `!seq 1 300000` the replies and notes that came next were below the
+    visible area until Ctrl+End."""
+    from tether.tui.transcript import Transcript
+
+    sandbox_or_skip()
+    app, _ = scripted_app(tmp_path, ["the answer"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "!seq 1 300000")
+        await idle(app, pilot)
+        await until(pilot, lambda: bool(app.agent.history))
+        await send(pilot, "what was that")
+        await idle(app, pilot)
+        await send(pilot, "/help")
+        await pilot.pause()
+        await pilot.pause()
+        transcript = app.query_one(Transcript)
+        assert transcript.max_scroll_y > 0
+        assert transcript.scroll_y >= transcript.max_scroll_y - 1, (
+            transcript.scroll_y,
+            transcript.max_scroll_y,
+        )

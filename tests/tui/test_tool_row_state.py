@@ -70,3 +70,36 @@ async def test_the_rows_duration_is_the_calls_own_run_time_not_the_approval_wait
         found = re.search(r"· ok · ([0-9.]+)s", str(row.title))
         assert found is not None, row.title
         assert float(found.group(1)) < 1.0, row.title  # it was 1.9s: the wait counted
+
+
+async def test_a_call_without_a_result_reads_back_as_interrupted(tmp_path: Path) -> None:
+    """trial4: after `kill -9` mid-tool, `tether chat -c` showed the killed call as `· waiting`
+    forever (the model is told it was interrupted); the row says so too."""
+    from tether.messages import ToolCallBlock, Turn, text_turn
+    from tether.session import SessionStore
+
+    store = SessionStore(tmp_path / "sessions")
+    with store.create("killed", cwd=str(tmp_path)) as w:
+        w.append(text_turn("u1", "user", "run it"))
+        c = ToolCallBlock(id="c1", name="bash", arguments={"command": "sleep 100"})
+        w.append(Turn(id="a1", role="assistant", content=(c,)))
+    app, _ = scripted_app(tmp_path, [], store=store, resume="killed")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        row = app.query_one(ToolRow)
+        assert row.status == "interrupted" and "· interrupted" in str(row.title)
+        assert "waiting" not in str(row.title)
+
+
+async def test_overwriting_a_file_counts_the_replaced_lines(tmp_path: Path) -> None:
+    """trial4: `write rw1.txt` "one" → "two" showed `+1 −0`; the replaced line counts now."""
+    (tmp_path / "rw1.txt").write_text("one\n")
+    script = [call("write", path="rw1.txt", content="two\n"), call("write", path="new.txt", content="a\nb\n"), "done"]
+    app, _ = scripted_app(tmp_path, script)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "overwrite it")
+        await idle(app, pilot)
+        first, second = app.query(ToolRow)
+        assert "+1 −1" in str(first.title), first.title
+        assert "+2 −0" in str(second.title), second.title
+        assert (tmp_path / "rw1.txt").read_text() == "two\n"

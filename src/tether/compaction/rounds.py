@@ -7,8 +7,8 @@ Does not own: the summary call (`tether.compaction.summarize`), the prompt text
 Definitions:
     live turns     the stored turns in wire order after marker elision, with each ACTIVE marker
                    turn itself (not its rendering) at the slot it renders at.
-    original task  the first stored `user` turn holding a text block that is neither a marker
-                   nor a tool_result turn. It is never replaced, whatever the number of
+    original task  the first stored `user` turn holding a text block that is neither a marker,
+                   a tool_result turn nor a context note (below). It is never replaced, whatever the number of
                    compactions (recognized structurally, so it survives any history).
     round          a maximal run of live turns in which every turn after the first holds a
                    tool_result block: an assistant tool_call turn and the turn(s) carrying its
@@ -17,12 +17,16 @@ Definitions:
                    last `keep_turns` live turns), `from(turn_id)` (the round holding the id to the
                    end), `up_to(turn_id)` (the first round to the round holding the id).
     user message   a live `user` turn after the task holding non-empty text, that is neither a
-                   marker nor a tool_result turn: the user's own instruction (a correction, a new
-                   requirement). Inside a selection, user messages are kept verbatim (not
+                   marker, a tool_result turn nor a context note: the user's own instruction (a
+                   correction, a new requirement). Inside a selection, user messages are kept verbatim (not
                    replaced), newest first, while their estimated tokens fit `keep_user_tokens`;
                    only those past the budget are replaced, and `RoundSelection.folded_user` counts
                    them so the summary can say so. The conversation's newest user message (the
                    one the model is to answer) is kept whatever its size.
+    context note   a `user` turn starting with `tether.wire.interrupts.CONTEXT_LEAD`: a TUI
+                   `!cmd` with its output (context for the next message, not the user's words).
+                   It is no task and no user message, so a compaction replaces it like any turn
+                   (`recall` still has it verbatim).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
+from tether.wire.interrupts import CONTEXT_LEAD
 from tether.wire.markers import is_marker, live_sequence, marker_blocks, top_generation
 
 
@@ -112,15 +117,22 @@ def is_results_turn(turn: Turn) -> bool:
     return ToolResultBlock in map(type, turn.content)
 
 
+def is_context_note(turn: Turn) -> bool:
+    """True when `turn` is a context note (a `!cmd` and its output, see the module docstring)."""
+    first = turn.content[0] if turn.content else None
+    return type(first) is TextBlock and first.text.startswith(CONTEXT_LEAD)
+
+
 def original_task(turns: Sequence[Turn]) -> Turn | None:
-    """The original task: the first user turn with a text block that is neither a marker nor a
-    tool_result turn; None when there is none."""
+    """The original task: the first user turn with a text block that is neither a marker, a
+    tool_result turn nor a context note; None when there is none."""
     for t in turns:
         if (
             t.role == "user"
             and not is_marker(t)
             and not is_results_turn(t)
             and any(type(b) is TextBlock for b in t.content)
+            and not is_context_note(t)
         ):
             return t
     return None
@@ -131,13 +143,14 @@ DEFAULT_KEEP_USER_TOKENS = 8_000
 
 
 def is_user_message(turn: Turn) -> bool:
-    """True when `turn` is a user-authored message: role user, non-empty text, neither a marker
-    nor a tool_result turn."""
+    """True when `turn` is a user-authored message: role user, non-empty text, neither a marker,
+    a tool_result turn nor a context note."""
     return (
         turn.role == "user"
         and not is_marker(turn)
         and not is_results_turn(turn)
         and any(type(b) is TextBlock and b.text.strip() for b in turn.content)
+        and not is_context_note(turn)
     )
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.widgets import TextArea
@@ -35,6 +36,7 @@ from tether.agent.host import Host
 from tether.messages import ContentBlock, ImageBlock
 from tether.skills.commands import Command
 from tether.tools.builtin.todo import latest_todo
+from tether.tools.preview import edit_diff
 from tether.tui.appearance import apply_saved_theme, theme_command
 from tether.tui.attach import attach_pasted, clipboard_image, paste_image
 from tether.tui.clipboard import copy_answer
@@ -77,6 +79,11 @@ class TetherApp(App[int]):
 
     TITLE = "tether"
     BINDINGS = app_bindings()
+    AUTO_FOCUS = "#prompt"
+    """The prompt has the focus from the first frame: keys typed while `tether chat` started
+    (the terminal buffers them) are read as soon as the app runs, before `on_mount`'s own
+    focus call takes effect; with Textual's default (the first focusable widget, the
+    transcript) they went to the transcript and were lost."""
 
     def __init__(
         self,
@@ -107,6 +114,7 @@ class TetherApp(App[int]):
             history=lambda: self.agent.history,
             turn_started=lambda: turn_started(self),
             turn_ended=self.update_status,
+            overwrite_diff=self._overwrite_diff,
         )
         self._ctrl_c = DoublePress(clock)
         self.completer = Completer(lambda: None if self.opened is None else self.agent.root)
@@ -134,6 +142,14 @@ class TetherApp(App[int]):
         yield CompletionList(id="completions")
         yield PromptInput(complete=self.complete, pasted=self.attach_pasted, menu_key=self.menu_key)
         yield StatusBar(id="status")
+
+    def _overwrite_diff(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        """A `write` call's diff against the existing file (`tether.tools.preview.edit_diff`),
+        read when the call is shown, before it runs; None for a new file or another tool."""
+        if name != "write" or self.opened is None:
+            return None
+        diff = edit_diff(self.agent.tool_context, name, arguments)
+        return diff if diff is not None and not diff.startswith("--- /dev/null") else None
 
     @property
     def transcript(self) -> Transcript:

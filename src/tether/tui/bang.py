@@ -1,7 +1,8 @@
-"""The text a `!cmd` adds to the conversation, and reading it back (pure; no TUI imports, so
-the transcript's row builder can use it).
+"""The text a `!cmd` adds to the conversation, and reading it back (no TUI imports, so the
+transcript's row builder can use it).
 
-Owns: `bang_context` (Claude Code's `<bash-input>` / `<bash-stdout>` shape), `parse_bang` (a
+Owns: `bang_context` (Claude Code's `<bash-input>` / `<bash-stdout>` shape), `hold_output` (the
+output through the tool output gate: a long one is saved and a preview goes in its place), `parse_bang` (a
 stored `!cmd` message back to its command and output, for a resumed transcript) and
 `shown_output` (what the transcript shows of the output, live and read back).
 Does not own: running the command (`tether.tui.shell_commands`).
@@ -10,13 +11,21 @@ Does not own: running the command (`tether.tui.shell_commands`).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from tether.messages import TextBlock, ToolResultBlock
 from tether.sandbox.proc import output_cut_note
+from tether.tools.exec.persist import OutputLimits, gate_tool_result
 from tether.wire.interrupts import CONTEXT_LEAD
 
 SHOWN_CHARS = 8000
 """How much of a `!cmd`'s output the transcript shows (the conversation gets up to
 `tools.output_threshold_chars`)."""
+BANG_INLINE_CHARS = 10_000
+"""A `!cmd` output longer than this (characters, after the output gate's normalization) goes
+to the conversation as the gate's preview stub (first 2 KiB, last 1 KiB, and where the full
+output is saved for the `read` tool), like a tool's output: about 2,500 tokens at most, so no
+`!cmd` can dominate the window. Claude Code keeps up to 30,000 characters inline."""
 BANG_LEAD = CONTEXT_LEAD
 """The lead line: context for the next message, not a request (the loop knows it: no
 interruption note follows it, `tether.wire.interrupts.unanswered_prompt`)."""
@@ -29,6 +38,20 @@ def bang_context(command: str, output: str, cap: int) -> str:
         head, tail = output[: cap // 2], output[-(cap // 2) :]
         output = f"{head}{output_cut_note(len(output) - len(head) - len(tail), len(output))}{tail}"
     return f"{BANG_LEAD}\n<bash-input>{command}</bash-input>\n<bash-stdout>{output}</bash-stdout>"
+
+
+async def hold_output(text: str, key: str, session_dir: Path | None, threshold: int) -> str:
+    """A `!cmd`'s (redacted) output as the conversation holds it: through the tool output gate
+    (`tether.tools.exec.persist`) with the smaller of `BANG_INLINE_CHARS` and `threshold`: up to
+    that it is kept (normalized); past it the full text is saved as
+    `<session_dir>/tool-results/<key>.txt` (which the `read` tool may read) and a preview stub
+    stands in (without a session: head + tail with a notice)."""
+    if not text:
+        return text
+    limits = OutputLimits(threshold_chars=max(4096, min(BANG_INLINE_CHARS, threshold)))
+    block = ToolResultBlock(tool_call_id=key, content=(TextBlock(text=text),))
+    gated = await gate_tool_result(block, session_dir, limits)
+    return gated.text
 
 
 def shown_output(text: str) -> str:

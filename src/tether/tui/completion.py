@@ -24,19 +24,43 @@ from tether.agent.mentions import project_paths
 from tether.tui.commands import complete_prompt
 from tether.tui.user_commands import MAX_COMPLETIONS, CompletionList, completion_entries
 
-__all__ = ["Completer", "accept_entry", "last_mention", "menu_key", "path_matches"]
+__all__ = ["Completer", "accept_entry", "last_mention", "mention_text", "menu_key", "path_matches"]
 
 _MAX_SCORED = 300
 """The most candidates the fuzzy matcher scores per keystroke (about 30 µs each): the
 likeliest ones (the query in the name, then in the path, shorter first)."""
 
 
-def last_mention(text: str) -> str | None:
-    """The `@path` word `text` ends in, without the `@` (None: it does not end in one)."""
+_OPEN_QUOTED = re.compile(r'(?:^|(?<=\s))@"([^"]*)\Z')
+"""A final `@"…` mention still being typed (its closing quote not yet typed)."""
+
+
+def _final_mention(text: str) -> tuple[int, str] | None:
+    """Where the `@path` word `text` ends in starts (the `@`) and its query: `@word`, or a
+    quoted `@"my fi` still open; None when it does not end in one."""
+    m = _OPEN_QUOTED.search(text)
+    if m is not None:
+        return m.start(), m.group(1)
     word = text.rsplit(None, 1)[-1] if text and not text[-1].isspace() else ""
     if not word.startswith("@") or word.startswith("@@"):
         return None
-    return word[1:]
+    return len(text) - len(word), word[1:]
+
+
+def last_mention(text: str) -> str | None:
+    """The `@path` word `text` ends in, without the `@` (and the opening quote of a quoted
+    one still being typed); None: it does not end in one."""
+    found = _final_mention(text)
+    return None if found is None else found[1]
+
+
+def mention_text(path: str) -> str:
+    """The `@path` word that mentions `path`: `@path`, or `@"path"` when it holds whitespace
+    (an unquoted `@my file.txt` is `@my` and a word; `tether.agent.mentions` reads the quoted
+    form, `@"..."` with no `"` inside, as Claude Code completes it)."""
+    if any(c.isspace() for c in path) and '"' not in path:
+        return f'@"{path}"'
+    return f"@{path}"
 
 
 def subsequence_filter(query: str, paths: Sequence[str]) -> list[str]:
@@ -99,7 +123,7 @@ class Completer:
         if query is None or self._root() is None:
             return completion_entries(text, commands)
         found = path_matches(query, self._pool(query), filtered=bool(query))
-        return [(f"@{p}", f"@{p}") for p in found if p != query]  # not what is typed already
+        return [(mention_text(p), mention_text(p)) for p in found if p != query]  # not typed yet
 
     def _pool(self, query: str) -> Sequence[str]:
         """The paths `query` is matched among: a query extending the last one (a key typed)
@@ -120,13 +144,14 @@ class Completer:
     def complete(self, text: str, commands: Sequence[str]) -> str | None:
         """Tab: `text` with its `/command` completed as far as the candidates agree, or its
         final `@word` replaced by the best path match; None when nothing changes."""
-        query = last_mention(text)
-        if query is None or self._root() is None:
+        final = _final_mention(text)
+        if final is None or self._root() is None:
             return complete_prompt(text, commands)
+        start, query = final
         found = path_matches(query, self.paths(), limit=1)
         if not found or found[0] == query:
             return None
-        return text[: len(text) - len(query)] + found[0]
+        return text[:start] + mention_text(found[0])
 
 
 def accept_entry(text: str, value: str) -> str:
@@ -134,10 +159,10 @@ def accept_entry(text: str, value: str) -> str:
     the final `@word`. Pure."""
     if not value.startswith("@"):
         return value
-    query = last_mention(text)
-    if query is None:
+    final = _final_mention(text)
+    if final is None:
         return text
-    return text[: len(text) - len(query) - 1] + value
+    return text[: final[0]] + value
 
 
 class Prompt(Protocol):

@@ -12,8 +12,8 @@ a turn boundary means to the app (the queued steering rows, the footer: its call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.events import (
     AgentEvent,
@@ -45,6 +45,13 @@ MAIN = ("main",)
 """The agent path of the app's own agent."""
 
 
+OVERFLOW_WAY_OUT = (
+    "to go on: /rewind to before the message that made the context large (its files can stay "
+    "as they are), or /compact to summarize the earlier turns"
+)
+"""What a `context_overflow` error adds in the transcript: the ways out of a session too full to
+go on (the same message would fail again)."""
+
 class Feed:
     """The event → row logic of one app (see the module docstring).
 
@@ -63,8 +70,12 @@ class Feed:
         history: Callable[[], Sequence[Turn]],
         turn_started: Callable[[], None],
         turn_ended: Callable[[], None],
+        overwrite_diff: Callable[[str, Mapping[str, Any]], str | None] = lambda _n, _a: None,
     ) -> None:
         self.transcript = transcript
+        self.overwrite_diff = overwrite_diff
+        """A `write` call's diff against the file it replaces, read before it runs (None: a
+        new file, or not a `write`): its row then counts the replaced lines."""
         self.history = history
         self.turn_started = turn_started
         self.turn_ended = turn_ended
@@ -119,7 +130,8 @@ class Feed:
             self.turn_started()
         elif isinstance(event, ToolCallEvent):
             self.end_blocks()
-            row = ToolRow(event.id, event.name, event.arguments)
+            diff = self.overwrite_diff(event.name, event.arguments)
+            row = ToolRow(event.id, event.name, event.arguments, diff=diff)
             self.tool_rows[event.id] = row
             if event.name == TASK_TOOL:
                 self.hosts[(*MAIN, f"task:{event.id}")] = row
@@ -147,7 +159,10 @@ class Feed:
         elif isinstance(event, EnvEvent) and event.what == "model" and event.state != "loading":
             transcript.add(NoteRow(f"model: {event.name} {event.detail}"))
         elif isinstance(event, ErrorEvent | WarningEvent):
-            transcript.add(NoteRow(f"{event.type}: {event.kind}: {event.message}"))
+            text = f"{event.type}: {event.kind}: {event.message}"
+            if isinstance(event, ErrorEvent) and event.kind == "context_overflow":
+                text += f"\n{OVERFLOW_WAY_OUT}"
+            transcript.add(NoteRow(text))
             if isinstance(event, ErrorEvent):
                 self.errors_shown.add((event.kind, event.message))
         elif isinstance(event, TurnEndEvent | DoneEvent):

@@ -29,6 +29,7 @@ from tether.tui.quick_memory import quick_memory
 from tether.tui.safety import open_rewind
 from tether.tui.session_commands import session_command
 from tether.tui.shell_commands import run_bang, tasks
+from tether.tui.status import context_figure
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
 from tether.tui.vim import vim_command
 from tether.tui.widgets import UserRow
@@ -105,6 +106,7 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
                     limits.context_window,
                     [*context_lines(agent), cache_line(agent.history)],
                     guessed=limits.source == "default",
+                    figure=context_figure(agent),
                 )
             )
         elif name == "timeline":

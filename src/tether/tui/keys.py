@@ -36,6 +36,7 @@ ACTIONS: dict[str, str] = {
     "cycle_effort": "ctrl+t",
     "focus_previous": "ctrl+up",
     "external_editor": "ctrl+g",
+    "suspend_process": "ctrl+z",
 }
 """The actions `keybindings.json` may rebind, with their default keys."""
 PLAIN = frozenset({"cancel_request", "transcript_start", "transcript_end", "settings", "focus_previous"})

@@ -69,10 +69,15 @@ class ContextScreen(_Panel):
         sources: Sequence[str] = (),
         *,
         guessed: bool = False,
+        figure: tuple[int, int, bool] | None = None,
     ) -> None:
         super().__init__()
         self.rows = rows
-        self.window = max(window, 1)
+        self.full_window = max(window, 1)
+        self.figure = figure
+        """`tether.tui.status.context_figure`: the footer's figure (tokens, effective window,
+        approximate); the headline shows it, and shares are of its effective window."""
+        self.window = max(figure[1], 1) if figure is not None else self.full_window
         self.sources = tuple(sources)
         self.guessed = guessed
         """The window is a fallback guess (a model tether does not know): shown with `~`."""
@@ -80,16 +85,26 @@ class ContextScreen(_Panel):
     def compose(self) -> ComposeResult:
         total = sum(r.tokens for r in self.rows)
         turns = sum(1 for r in self.rows if r.index is not None)
-        with Vertical():
-            yield Static(
-                Text(
-                    f"context: ~{total} tokens of {'~' if self.guessed else ''}{self.window} "
-                    f"({total / self.window:.0%}), {turns} message{'' if turns == 1 else 's'} in the "
-                    "wire view (estimated"
-                    f"{'; the window is a guess: set context.windows' if self.guessed else ''})"
-                ),
-                classes="title",
+        guess = "; the window is a guess: set context.windows" if self.guessed else ""
+        msgs = f"{turns} message{'' if turns == 1 else 's'}"
+        if self.figure is None:
+            head = (
+                f"context: ~{total} tokens of {'~' if self.guessed else ''}{self.window} "
+                f"({total / self.window:.0%}), {msgs} in the wire view (estimated{guess})"
             )
+        else:
+            tokens, eff, approx = self.figure
+            reserve = self.full_window - eff
+            head = (
+                f"context: {'~' if approx else ''}{tokens:,} tokens, "
+                f"{'~' if approx else ''}{tokens / eff:.0%} of the {eff:,}-token effective window "
+                f"(the footer's ctx figure; the window is {self.full_window:,} tokens, "
+                f"{reserve:,} of them kept for the reply; compaction and the runaway guard "
+                f"measure against it){guess}\n"
+                f"{msgs} in the wire view; the rows below are estimates ({total:,} tokens in all)"
+            )
+        with Vertical():
+            yield Static(Text(head), classes="title")
             if self.sources:
                 yield Static(Text("\n".join(self.sources)), id="sources")
             yield Static(Text("\n".join(context_bar(context_parts(self.rows), self.window))))

@@ -77,6 +77,8 @@ def _tool_row(
         nest_run(row, run)
     if result is not None:
         row.finish(result.text, is_error=result.is_error, duration_ms=None)
+    else:  # read back without a result: the run was killed while it ran
+        row.interrupted()
     return row
 
 

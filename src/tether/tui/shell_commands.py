@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.messages import TextBlock, Turn
 from tether.tools.builtin.bash import run_shell
-from tether.tui.bang import BANG_LEAD, SHOWN_CHARS, bang_context, parse_bang, shown_output
+from tether.tui.bang import (
+    BANG_LEAD,
+    SHOWN_CHARS,
+    bang_context,
+    hold_output,
+    parse_bang,
+    shown_output,
+)
 from tether.tui.widgets import UserRow
 
 if TYPE_CHECKING:
@@ -110,9 +117,15 @@ async def _bang(app: ShellHost, command: str) -> None:
         assert isinstance(out.content, str)
         text = agent.redact(out.content)
         app.note(shown_output(text))
-        cap = agent.config.tools.output_threshold_chars
-        body = bang_context(command, text, cap)
-        agent.append(Turn(id=agent.parts.new_id(), role="user", content=(TextBlock(text=body),)))
+        turn_id = agent.parts.new_id()
+        held = await hold_output(
+            text,
+            f"bang-{turn_id}",
+            agent.tool_context.session_dir,
+            agent.config.tools.output_threshold_chars,
+        )
+        body = bang_context(command, held, agent.config.tools.output_threshold_chars)
+        agent.append(Turn(id=turn_id, role="user", content=(TextBlock(text=body),)))
     except asyncio.CancelledError:
         app.note("!: stopped (nothing was added to the conversation)")
         app.busy = False

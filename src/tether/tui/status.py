@@ -1,8 +1,9 @@
 """The TUI's footer: model · context gauge · usage and cost · mode · activity (the embedded
 model loading, working, prompts queued).
 
-Owns: `StatusBar` (the footer widget) and its context gauge (the last request's pressure, else
-an estimate of the view, cached per history).
+Owns: `StatusBar` (the footer widget) and its context gauge, and `context_figure` (the one
+context figure the footer and `/context` both show: the last request's pressure, else an estimate
+of the view, as a share of the effective window).
 Does not own: the pressure figures (`tether.compaction`), the gauge's text (`gauge_text`).
 """
 
@@ -18,6 +19,22 @@ from tether.tui.commands import gauge_text
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
+
+
+def context_figure(agent: Agent) -> tuple[int, int, bool] | None:
+    """`(tokens, effective window, approximate)`: the context figure the footer's gauge and
+    `/context`'s headline both show (one figure, one denominator). `tokens` is the last
+    request's measured pressure, else an estimate of the current view; the effective window is
+    the model's window minus the room kept for the reply (what compaction and the runaway
+    guard measure against). None without a context monitor."""
+    monitor = agent.context_monitor
+    if monitor is None:
+        return None
+    if monitor.pressure is not None:
+        p = monitor.pressure
+        return p.tokens, p.effective_window, p.is_approximate
+    window = effective_window(monitor.limits, monitor.policy)
+    return estimate_tokens(agent.current_view()), max(window, 1), True
 
 
 class StatusBar(Static):
@@ -72,7 +89,7 @@ class StatusBar(Static):
                 self.call_after_refresh(self._again)
                 return None, True
             self._later = False
-            window = effective_window(monitor.limits, monitor.policy)
-            ratio = estimate_tokens(agent.current_view()) / max(window, 1)
+            figure = context_figure(agent)
+            ratio = None if figure is None else figure[0] / figure[1]
             self._gauge = (*key, (ratio, True))
         return self._gauge[2]

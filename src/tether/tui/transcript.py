@@ -7,7 +7,8 @@ its place), near the bottom the page after it; at most `MAX_PAGES` pages are mou
 farthest page is unmounted), so a 10,000-turn session costs what a few dozen rows cost.
 Ctrl+Home / Ctrl+End jump to the first / last page. Live rows (this run's) are always mounted
 after the past; while the window is away from the end of the past they are hidden. New rows
-scroll the view to the end only when it is already there (`follow`).
+scroll the view to the end only when it is following it (`follow`: it reached the end and the
+user has not scrolled up since).
 Does not own: what a row shows (`tether.tui.widgets`), turning events into rows (the app).
 """
 
@@ -49,6 +50,10 @@ class Transcript(VerticalScroll):
         """The past rows mounted: `past[lo:hi]`."""
         self.mounted: list[Widget] = []
         self._moving = False
+        self._pinned = True
+        """The view follows the end: set when it reaches the end, cleared only when it moves
+        up away from it (the user scrolled). A row that grows after it was laid out (a huge
+        `!cmd` output) leaves the view above the new end without ending the following."""
 
     # -- rows ----------------------------------------------------------------------------
 
@@ -76,8 +81,8 @@ class Transcript(VerticalScroll):
 
     @property
     def following(self) -> bool:
-        """The view shows the end of the transcript."""
-        return self.at_end and self.scroll_y >= self.max_scroll_y - 1
+        """The view shows, or follows, the end of the transcript."""
+        return self.at_end and (self._pinned or self.scroll_y >= self.max_scroll_y - 1)
 
     def follow(self) -> None:
         """Scroll to the end if the view is there (after a row grew)."""
@@ -108,12 +113,17 @@ class Transcript(VerticalScroll):
         """Remove every row."""
         await self.remove_children()
         self.past, self.mounted, self.lo, self.hi = [], [], 0, 0
+        self._pinned = True
         self.remove_class("away")
 
     # -- windowing -----------------------------------------------------------------------
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if new_value >= self.max_scroll_y - 1:
+            self._pinned = True
+        elif new_value < old_value:
+            self._pinned = False
         self._check()
 
     def on_mouse_scroll_up(self) -> None:

@@ -72,6 +72,12 @@ def args_summary(arguments: Mapping[str, Any], width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+INTERRUPTED_ROW = (
+    "interrupted: tether stopped before this call finished (it may have had effects); the model "
+    "is told so with your next message"
+)
+"""What a resumed transcript shows for a call that has no result."""
+
 class UserRow(Static):
     """A user message (`queued` while it waits for the next turn boundary)."""
 
@@ -310,7 +316,12 @@ class ToolRow(Collapsible):
         Binding("o", "open_output", "open output", show=False),
     ]
 
-    def __init__(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> None:
+    def __init__(
+        self, call_id: str, name: str, arguments: Mapping[str, Any], *, diff: str | None = None
+    ) -> None:
+        """`diff`: the change against the file as it was (the live feed reads it for a `write`
+        before the call runs: an overwrite then counts the lines it replaces); None: the
+        change the arguments state (`call_diff`)."""
         self.call_id = call_id
         self.name_ = name
         self.summary = args_summary(arguments)
@@ -324,7 +335,7 @@ class ToolRow(Collapsible):
         self.steps: Vertical | None = None
         self._waiting: list[Widget] = []
         children: list[Widget] = [self.body]
-        self.diff = call_diff(name, arguments)
+        self.diff = diff if diff is not None else call_diff(name, arguments)
         self._change = ""
         if self.diff is not None:
             added, removed = diff_counts(self.diff)
@@ -363,6 +374,14 @@ class ToolRow(Collapsible):
         """The call runs now (its `tool_start`): before, it waited for approval or a call."""
         self.status = "running"
         self._started_at = time.perf_counter()
+        self.title = self._heading(self._tail)
+
+    def interrupted(self) -> None:
+        """A call read back without a result (a `kill -9` or a crash stopped tether while it
+        ran): `· interrupted`, not `· waiting` forever; the model is told the same with the
+        next message (`tether.agent.sessions.STARTED_LOST`)."""
+        self.finish(INTERRUPTED_ROW, is_error=True, duration_ms=None)
+        self.status = "interrupted"
         self.title = self._heading(self._tail)
 
     def finish(self, content: str, *, is_error: bool, duration_ms: float | None) -> None:
