@@ -467,7 +467,10 @@ class TetherAcp:
         s = self._session(session_id)
         if s.run is not None and not s.run.done():
             raise acp.RequestError.invalid_request({"details": "a prompt is already running"})
-        blocks = convert.prompt_blocks(prompt)
+        try:
+            blocks = convert.prompt_blocks(prompt)  # a bad image: refused, nothing stored
+        except ConfigError as exc:
+            raise acp.RequestError.invalid_params({"details": str(exc)}) from None
         texts = [getattr(b, "text", None) for b in blocks]
         content: Any = (
             "\n\n".join(t for t in texts if t is not None)
