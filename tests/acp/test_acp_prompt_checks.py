@@ -44,3 +44,19 @@ def test_bad_images_are_refused_and_nothing_is_stored(tmp_path: Path) -> None:
         wire = json.dumps(sent["body"])
         assert "notbase64" not in wire and "aGVsbG8=" not in wire
         assert _png()[:40] in wire  # the good image went as it came
+
+
+def test_an_empty_prompt_is_refused_and_nothing_is_sent(tmp_path: Path) -> None:
+    """`"prompt": []` (or blank text only) is refused as `tether run ''` is; the session goes
+    on."""
+    with acp_project(tmp_path, [text("hi")]) as project, AcpPipe(project) as pipe:
+        sid = pipe.start(project.work)
+        for empty in ([], [{"type": "text", "text": "  \n"}]):
+            reply = pipe.call("session/prompt", {"sessionId": sid, "prompt": empty})
+            assert reply["error"]["code"] == -32602, reply
+            assert reply["error"]["data"]["details"] == "empty prompt"
+        assert project.server.requests == []
+        hello = [{"type": "text", "text": "hello"}]
+        reply = pipe.call("session/prompt", {"sessionId": sid, "prompt": hello})
+        assert reply["result"]["stopReason"] == "end_turn", reply
+        assert len(project.server.requests) == 1

@@ -471,6 +471,9 @@ class TetherAcp:
             blocks = convert.prompt_blocks(prompt)  # a bad image: refused, nothing stored
         except ConfigError as exc:
             raise acp.RequestError.invalid_params({"details": str(exc)}) from None
+        if not any(getattr(b, "text", "x").strip() for b in blocks):
+            # as `tether run ''`: nothing to ask, no paid request of "(no content)"
+            raise acp.RequestError.invalid_params({"details": "empty prompt"})
         texts = [getattr(b, "text", None) for b in blocks]
         content: Any = (
             "\n\n".join(t for t in texts if t is not None)
