@@ -461,7 +461,14 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
 
     text, command = command_prompt(agent.root, agent.session.context, prompt, warn=err)
     if command is not None and command.model and not pinned:
-        agent.switch_model(command.model)
+        try:
+            agent.switch_model(command.model)
+        except AuthError:
+            raise
+        except ConfigError as exc:  # named by the file that set it, not by a flag
+            m = command.model
+            why = str(exc).replace(f" in --model {m!r}", "").replace(f"--model {m!r}", "it")
+            raise ConfigError(f"{command.location}: model {m!r}: {why}") from None
     return text
 
 
