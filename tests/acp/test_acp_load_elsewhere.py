@@ -6,6 +6,7 @@ keep the paths they had where they ran."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kit.acp import AcpPipe, acp_project
 from kit.faultserver import text, tool
@@ -29,14 +30,13 @@ def test_load_in_another_folder_says_so_and_replays_the_paths_as_they_were(
         with AcpPipe(project) as pipe:
             pipe.start(project.work)
             pipe.updates.clear()
-            load = {"sessionId": sid, "cwd": str(other), "mcpServers": []}
+            load: dict[str, Any] = {"sessionId": sid, "cwd": str(other), "mcpServers": []}
             assert "result" in pipe.call("session/load", load)
-            located = [
-                loc["path"]
-                for u in pipe.updates
-                if u["sessionUpdate"] == "tool_call"
-                for loc in u.get("locations") or []
-            ]
+            calls = [u for u in pipe.updates if u["sessionUpdate"] == "tool_call"]
+            locations: list[dict[str, Any]] = []
+            for u in calls:
+                locations += u.get("locations") or []
+            located = [loc["path"] for loc in locations]
             assert located == [str(first / "sp ace.txt")]
             said = "".join(
                 u["content"]["text"]

@@ -214,7 +214,7 @@ def test_params_that_do_not_fit_get_a_one_line_details(project: Project) -> None
     import acp
 
     hello: dict[str, object] = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "session/new"},
         {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {}},
         {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "x"}},

@@ -164,7 +164,7 @@ class AcpPipe:
             if message.get("method") == "session/update":
                 self.updates.append(message["params"]["update"])
             elif "method" in message and "id" in message:  # a permission request
-                options = message["params"].get("options") or []
+                options: list[dict[str, Any]] = message["params"].get("options") or []
                 outcome: dict[str, Any] = (
                     {"outcome": "selected", "optionId": options[0]["optionId"]}
                     if self.allow and options
@@ -178,7 +178,7 @@ class AcpPipe:
         """initialize, then session/new in `cwd`: the session id."""
         import acp
 
-        hello = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+        hello: dict[str, Any] = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
         assert "result" in self.call("initialize", hello)
         reply = self.call("session/new", {"cwd": str(cwd), "mcpServers": []})
         return reply["result"]["sessionId"]
