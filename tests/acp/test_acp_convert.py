@@ -3,6 +3,8 @@ plans, permission answers and MCP server entries out; each checked against the S
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from acp import schema
 from tether.acp import convert
+from tether.errors import ConfigError
 from tether.messages import (
     ImageBlock,
     TextBlock,
@@ -20,15 +23,25 @@ from tether.messages import (
     ToolResultBlock,
     Turn,
 )
+from tether.providers.images import image_facts
 from tether.settings import AgentConfig
 from tether.tools import ToolContext, scrubbed_env
 
 
+def _image(fmt: str) -> str:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (3, 2), (1, 2, 3)).save(out, format=fmt)
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
 def test_prompt_blocks_keep_text_images_and_attached_files() -> None:
+    png, jpeg = _image("PNG"), _image("JPEG")
     blocks = convert.prompt_blocks(
         [
             schema.TextContentBlock(type="text", text="look at this"),
-            schema.ImageContentBlock(type="image", data="iVBORw0=", mime_type="image/png"),
+            schema.ImageContentBlock(type="image", data=png, mime_type="image/png"),
             schema.EmbeddedResourceContentBlock(
                 type="resource",
                 resource=schema.TextResourceContents(uri="file:///p/a.py", text="x = 1"),
@@ -36,7 +49,7 @@ def test_prompt_blocks_keep_text_images_and_attached_files() -> None:
             schema.EmbeddedResourceContentBlock(
                 type="resource",
                 resource=schema.BlobResourceContents(
-                    uri="file:///p/b.jpg", blob="/9j/", mime_type="image/jpeg"
+                    uri="file:///p/b.jpg", blob=jpeg, mime_type="image/jpeg"
                 ),
             ),
             schema.ResourceContentBlock(type="resource_link", name="c.md", uri="file:///p/c.md"),
@@ -44,11 +57,36 @@ def test_prompt_blocks_keep_text_images_and_attached_files() -> None:
     )
     assert blocks == [
         TextBlock(text="look at this"),
-        ImageBlock(media_type="image/png", data="iVBORw0="),
+        ImageBlock(media_type="image/png", data=png),
         TextBlock(text='<context uri="file:///p/a.py">\nx = 1\n</context>'),
-        ImageBlock(media_type="image/jpeg", data="/9j/"),
+        ImageBlock(media_type="image/jpeg", data=jpeg),
         TextBlock(text="(see c.md: file:///p/c.md)"),
     ]
+
+
+def test_an_image_block_is_labelled_by_its_bytes_not_by_the_client() -> None:
+    (block,) = convert.prompt_blocks(
+        [schema.ImageContentBlock(type="image", data=_image("JPEG"), mime_type="image/png")]
+    )
+    assert isinstance(block, ImageBlock) and block.media_type == "image/jpeg"
+
+
+@given(st.binary(max_size=64) | st.text(max_size=40))
+@example("!!!notbase64")
+@example("aGVsbG8=")
+@example("iVBORw0=")  # a PNG signature cut short
+def test_an_image_block_is_an_image_or_a_one_line_refusal(data: bytes | str) -> None:
+    """Whatever a client puts in an image block: a checked image or one `ConfigError` line
+    (what the server answers as -32602), never bytes a provider would 400 on."""
+    text = base64.b64encode(data).decode("ascii") if isinstance(data, bytes) else data
+    block = schema.ImageContentBlock(type="image", data=text, mime_type="image/png")
+    try:
+        (out,) = convert.prompt_blocks([block])
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and "block 1 of the prompt (image)" in str(exc)
+    else:  # tiny random bytes are never an image Pillow reads; if one ever were, it is checked
+        assert isinstance(out, ImageBlock)
+        assert image_facts(base64.b64decode(out.data)).media_type == out.media_type
 
 
 def test_write_and_edit_calls_carry_their_diff(tmp_path: Path) -> None:

@@ -225,3 +225,38 @@ def test_lines_that_are_not_messages_get_a_jsonrpc_error_and_the_session_goes_on
     assert "Traceback" not in done.stderr
     assert done.stderr.count("tether acp: Parse error") == 1
     assert done.stderr.count("tether acp: Invalid Request") == 1
+
+
+def test_params_that_do_not_fit_get_a_one_line_details(project: Project) -> None:
+    """`session/new` without params (or without `cwd`) is -32602 with one line naming what is
+    wrong, not the SDK's list of pydantic errors and their errors.pydantic.dev URLs (trial4);
+    the next request is answered as usual."""
+    import acp
+
+    hello: dict[str, object] = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+    lines: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new"},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "x"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": hello},
+    ]
+    done = subprocess.run(
+        project.argv(),
+        input="".join(json.dumps(m) + "\n" for m in lines),
+        capture_output=True,
+        text=True,
+        env=project.env(),
+        cwd=project.work,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert "pydantic" not in done.stdout
+    details = {rid: replies[rid]["error"]["data"] for rid in (1, 2, 3)}
+    assert details == {
+        1: {"details": "session/new: params must be an object"},
+        2: {"details": "session/new: cwd: field required; mcpServers: field required"},
+        3: {"details": "session/prompt: prompt: field required"},
+    }
+    assert all(replies[rid]["error"]["code"] == -32602 for rid in (1, 2, 3))
+    assert replies[4]["result"]["protocolVersion"] == acp.PROTOCOL_VERSION

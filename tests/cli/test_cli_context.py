@@ -130,3 +130,24 @@ def test_a_missing_import_in_agents_md_is_one_note_and_the_run_goes_on(tmp_path:
         f"{work / 'docs' / 'style.md'}"
     ]
     assert "Always run `make check`." in system_of(server, 0)
+
+
+def test_a_command_files_unknown_model_is_named_by_the_file(tmp_path: Path) -> None:
+    """A command file's `model: bogus/zz` is refused naming the file, not `--model`, which the
+    user never typed (trial4); nothing is sent."""
+    home, work, env = setup(tmp_path)
+    config = Path(os.environ["TETHER_CONFIG_DIR"])
+    bad = config / "commands" / "bogusm.md"
+    bad.write_text("---\nmodel: bogus/zz\n---\nDo it.")
+    with FaultServer([text("never")]) as server:
+        settings = {
+            "model": "fake/m",
+            "providers": {"fake": {"type": "openai", "base_url": server.openai_url}},
+        }
+        (config / "settings.json").write_text(json.dumps(settings))
+        proc = tether(["run", "/bogusm"], home, cwd=work, OPENAI_API_KEY="sk-test", **env)
+        assert server.requests == []
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tether: {bad}: model 'bogus/zz': unknown provider 'bogus'"), last
+    assert "--model" not in last

@@ -84,3 +84,44 @@ def test_permissions_check_prints_the_decision_and_the_rule(tmp_path: Path) -> N
     (config / "settings.json").write_text(json.dumps({"permissions": {"allow": ["bash(("]}}))
     out = tether(["permissions", "list"], home, TETHER_CONFIG_DIR=cfg)
     assert out.returncode == 1 and "bash((" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+def test_rewind_to_a_turn_that_ran_in_another_folder_rewinds_that_folder(tmp_path: Path) -> None:
+    """A session started in `a/` and continued in `b/` (`--resume` or ACP `session/load`
+    there): its second turn's checkpoint is in `b/`'s shadow repository. `checkpoints` lists
+    what that turn changed and `rewind --to 2` puts `b/` back (trial4: "the shadow repository
+    was removed", which it was not)."""
+    home, a, b = tmp_path / "home", tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    store = SessionStore(home / "sessions")
+    first = Agent(
+        ScriptedProvider([call("write", path="one.txt", content="1"), "ok"]),
+        config=AgentConfig(), tools=builtin_tools(), root=a,
+        session=AgentSession.new(store, cwd=a), runtime=deterministic(),
+    )
+    first.run_sync("first")
+    first.session.close()
+    sid = first.session.id
+    assert sid is not None
+    (b / "keep.txt").write_text("mine")
+    later = Agent(
+        ScriptedProvider([call("write", path="two.txt", content="2"), "ok"]),
+        config=AgentConfig(), tools=builtin_tools(), root=b,
+        session=AgentSession.resume(store, sid), runtime=deterministic(id_prefix="u"),
+    )
+    later.run_sync("second")
+    later.session.close()
+
+    out = tether(["sessions", "checkpoints", sid], home)
+    assert out.returncode == 0, out.stderr
+    rows = [(r["turn"], r["files_changed"]) for r in map(json.loads, out.stdout.splitlines())]
+    assert rows == [(1, ["one.txt"]), (2, ["two.txt"])], rows
+
+    out = tether(["sessions", "rewind", sid, "--to", "2", "--files"], home)
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["removed"] == ["two.txt"] and done["folder"] == str(b.resolve())
+    assert not (b / "two.txt").exists() and (b / "keep.txt").read_text() == "mine"
+    assert (a / "one.txt").read_text() == "1"  # the first folder is not touched
+    assert f"in {b.resolve()} (where it ran)" in out.stderr

@@ -308,3 +308,36 @@ def test_a_mention_the_read_deny_list_refuses_is_not_sent_and_a_command_body_s_a
     assert "@~/.ssh/id_test: a command's text attaches only paths inside the project" in (
         command.stderr
     )
+
+
+def test_usage_line_and_json_count_the_subagents(tmp_path: Path) -> None:
+    """A run whose `task` call ran a subagent: the stderr usage line is the total (each request
+    of the loopback server reports 10 in / 5 out: two of the caller's, one of the child's) with
+    the child's part named, and the json result carries `children_usage` (trial4: the line left
+    the child out, the key was missing)."""
+    from kit.faultserver import Step
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    task = Step("tool", tool_name="task", tool_args=json.dumps({"name": "kid", "prompt": "hi"}))
+    script = [task, text("hi from the child"), text("done")]
+    with FaultServer(script) as server:
+        proc = run(server, home, work, *JSON, "delegate")
+        assert len(server.requests) == 3, proc.stderr + proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("tether: usage:")]
+    assert line.startswith("tether: usage: in 30 / 15 out (subagents: in 10 / 5 out)"), line
+    result = json.loads(proc.stdout)
+    assert result["usage"]["input_tokens"] == 30 and result["usage"]["output_tokens"] == 15
+    assert result["children_usage"]["input_tokens"] == 10
+    assert result["children_usage"]["output_tokens"] == 5
+
+
+def test_json_children_usage_is_null_without_subagents(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    with FaultServer([text("hi")]) as server:
+        proc = run(server, home, work, *JSON, "hello")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["children_usage"] is None
+    assert "tether: usage: in 10 / 5 out" in proc.stderr and "subagents" not in proc.stderr

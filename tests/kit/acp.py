@@ -122,3 +122,78 @@ def acp_project(tmp_path: Path, script: list[Step] | None = None) -> Generator[P
         }
         (config / "settings.json").write_text(json.dumps(settings))
         yield Project(home, work.resolve(), config, server, tmp_path / "stderr.log")
+
+
+class AcpPipe:
+    """A `tether acp` process of `project` driven over its stdin/stdout by plain JSON-RPC:
+    `call` sends a request and returns the whole reply (a `result` or an `error`), keeping the
+    `session/update` payloads that came before it in `updates`; the agent's permission
+    requests are answered by `allow` (the first option when True, else cancelled)."""
+
+    def __init__(self, project: Project, *, cwd: Path | None = None, allow: bool = True) -> None:
+        import subprocess
+
+        self.allow = allow
+        self.updates: list[dict[str, Any]] = []
+        self._next = 0
+        self._stderr = project.stderr.open("a")
+        self.proc = subprocess.Popen(
+            project.argv(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env=project.env(),
+            cwd=cwd or project.work,
+        )
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        rid = self._next
+        self._next += 1
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "tether acp closed stdout before answering"
+            message = json.loads(line)
+            if message.get("method") == "session/update":
+                self.updates.append(message["params"]["update"])
+            elif "method" in message and "id" in message:  # a permission request
+                options: list[dict[str, Any]] = message["params"].get("options") or []
+                outcome: dict[str, Any] = (
+                    {"outcome": "selected", "optionId": options[0]["optionId"]}
+                    if self.allow and options
+                    else {"outcome": "cancelled"}
+                )
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
+            elif message.get("id") == rid:
+                return message
+
+    def start(self, cwd: Path) -> str:
+        """initialize, then session/new in `cwd`: the session id."""
+        import acp
+
+        hello: dict[str, Any] = {"protocolVersion": acp.PROTOCOL_VERSION, "clientCapabilities": {}}
+        assert "result" in self.call("initialize", hello)
+        reply = self.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+        return reply["result"]["sessionId"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._stderr.close()
+
+    def __enter__(self) -> AcpPipe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.close()

@@ -154,6 +154,8 @@ def readme() -> str:
 if __name__ == "__main__":
     print(f"demo server starting ({sys.argv[1:]})", file=sys.stderr, flush=True)
     mark(f"started-{os.getpid()}")
+    if os.environ.get("BANNER"):  # a server that greets on stdout (trial4's noisy server)
+        print(os.environ["BANNER"], flush=True)
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

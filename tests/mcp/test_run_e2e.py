@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kit.cli import Completed, run_cli
+from kit.cli import Completed, run_cli, tether
 from kit.faultserver import FaultServer, text, tool
 from kit.mcp import DEMO
 from tether.sandbox.detect import detect_sandbox
@@ -90,3 +90,35 @@ def test_tether_run_warns_about_a_server_that_fails(tmp_path: Path) -> None:
     warnings = [e for e in events if e["type"] == "warning"]
     assert [w["kind"] for w in warnings] == ["mcp_server_failed"]
     assert "`broken`" in warnings[0]["message"]
+
+
+def test_a_server_that_prints_a_banner_on_stdout_is_one_warning_line(tmp_path: Path) -> None:
+    """A stdio server whose stdout starts with a banner (not JSON-RPC): the SDK skips the line
+    and logged a 12-line traceback on stderr; now one warning names the server and the line,
+    and the call works (trial4)."""
+    root = tmp_path / "work"
+    (root / ".tether").mkdir(parents=True)
+    noisy = {
+        "command": sys.executable,
+        "args": [str(DEMO)],
+        "env": {"BANNER": "starting noisy server"},
+        "startup_timeout": "60s",
+    }
+    (root / ".tether" / "settings.json").write_text(
+        json.dumps({"mcp": {"servers": {"noisy": noisy}}})
+    )
+    script = [tool("mcp__noisy__env_value", var="HOME"), text("done")]
+    home, key = tmp_path / "home", {"OPENAI_API_KEY": "sk-test-key-e2e"}
+    assert run_cli(["trust"], home, cwd=root, **key).returncode == 0
+    with FaultServer(script) as server:
+        # a process of its own: what the SDK's logging prints there is the point
+        cmd = ["run", "-m", "openai/m", "--base-url", server.openai_url, "--no-session", "go"]
+        proc = tether(cmd, home, cwd=root, timeout=150, **key)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "pydantic" not in proc.stderr, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "non-JSON" in line]
+    assert len(said) == 1, proc.stderr
+    assert "MCP server noisy" in said[0] and "'starting noisy server'" in said[0]
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [e["kind"] for e in events if e["type"] == "warning"] == ["mcp_server_noisy"]
+    assert tool_results(server.requests[-1]["body"]) != []

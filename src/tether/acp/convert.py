@@ -16,6 +16,7 @@ Does not own: the connection and the sessions (`tether.acp.server`).
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -50,7 +51,7 @@ from acp.schema import (
 )
 
 from tether.agent.approval import APPROVAL_MODES, ApprovalDecision, ApprovalMode
-from tether.errors import ToolError
+from tether.errors import ConfigError, ToolError
 from tether.messages import (
     CompactSummaryBlock,
     ContentBlock,
@@ -146,26 +147,51 @@ _PLAN_STATUS: dict[str, PlanEntryStatus] = {
 
 def prompt_blocks(blocks: Sequence[Any]) -> list[ContentBlock]:
     """An ACP prompt as tether content blocks: text as text, an image as an `ImageBlock`
-    (base64 data and MIME type as sent), an embedded text file as a text block
-    `<context uri="...">…</context>`, an embedded binary image as an image, a resource link
-    as a text line naming it. Other blocks (audio) are dropped."""
+    (its base64 decoded and the bytes checked as `--image` checks a file:
+    `tether.agent.attachments.image_from_bytes`, the media type read from the bytes), an
+    embedded text file as a text block `<context uri="...">…</context>`, an embedded binary
+    image as an image, a resource link as a text line naming it. Other blocks (audio) are
+    dropped.
+
+    Raises:
+        ConfigError: an image is not valid base64 or not an image a provider reads (one line
+            naming it: "image 2 of the prompt: not a readable image"); nothing is sent.
+    """
     out: list[ContentBlock] = []
-    for block in blocks:
+    for n, block in enumerate(blocks, 1):
         if isinstance(block, TextContentBlock):
             out.append(TextBlock(text=block.text))
         elif isinstance(block, ImageContentBlock):
-            out.append(ImageBlock(media_type=block.mime_type, data=block.data))
+            out.append(checked_image(block.data, f"block {n} of the prompt (image)"))
         elif isinstance(block, EmbeddedResourceContentBlock):
             res = block.resource
             if isinstance(res, TextResourceContents):
                 out.append(TextBlock(text=f'<context uri="{res.uri}">\n{res.text}\n</context>'))
             elif (res.mime_type or "").startswith("image/"):
-                out.append(ImageBlock(media_type=res.mime_type or "image/png", data=res.blob))
+                out.append(checked_image(res.blob, f"block {n} of the prompt ({res.uri})"))
             else:
                 out.append(TextBlock(text=f"(attached: {res.uri}, {res.mime_type or 'binary'})"))
         elif isinstance(block, ResourceContentBlock):
             out.append(TextBlock(text=f"(see {block.name}: {block.uri})"))
     return out
+
+
+def checked_image(data: str, name: str) -> ImageBlock:
+    """The image whose base64 is `data`, checked as the CLI's `--image` checks a file.
+
+    Raises:
+        ConfigError: `data` is not base64, or its bytes are not an image (one line naming
+            `name`).
+    """
+    import binascii
+
+    from tether.agent.attachments import image_from_bytes
+
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigError(f"{name}: the data is not valid base64") from None
+    return image_from_bytes(raw, name=name)
 
 
 def tool_kind(name: str) -> ToolKind:

@@ -280,8 +280,19 @@ class TetherAcp:
             raise acp.RequestError.resource_not_found(session_id) from exc
         loaded = opened.session.loaded
         turns = loaded.turns if loaded is not None else opened.session.history
-        for update in convert.replay_updates(turns, opened.agent.root):
+        started = loaded.header.cwd if loaded is not None else ""
+        # the replay shows the paths as they were (where the session ran), not rebased here
+        shown_root = Path(started) if started else opened.agent.root
+        for update in convert.replay_updates(turns, shown_root):
             opened.updates.put_nowait(update)
+        if started and Path(started) != opened.agent.root:
+            # ACP's cwd is the editor's: tools work there now; say so, as `tether run --resume`
+            line = f"(note: session {session_id} was started in {started}; tools now work in {root})\n"
+            text = TextContentBlock(type="text", text=line)
+            opened.updates.put_nowait(
+                AgentMessageChunk(session_update="agent_message_chunk", content=text)
+            )
+            self.note(f"note: session {session_id} was started in {started}; tools now work in {root}")
         await opened.flushed()
         return LoadSessionResponse(modes=convert.mode_state(opened.agent.approval_mode))
 
@@ -468,7 +479,13 @@ class TetherAcp:
         s = self._session(session_id)
         if s.run is not None and not s.run.done():
             raise acp.RequestError.invalid_request({"details": "a prompt is already running"})
-        blocks = convert.prompt_blocks(prompt)
+        try:
+            blocks = convert.prompt_blocks(prompt)  # a bad image: refused, nothing stored
+        except ConfigError as exc:
+            raise acp.RequestError.invalid_params({"details": str(exc)}) from None
+        if not any(getattr(b, "text", "x").strip() for b in blocks):
+            # as `tether run ''`: nothing to ask, no paid request of "(no content)"
+            raise acp.RequestError.invalid_params({"details": "empty prompt"})
         texts = [getattr(b, "text", None) for b in blocks]
         content: Any = (
             "\n\n".join(t for t in texts if t is not None)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 import acp
+from tether.acp.params import invalid_params_reply
 from tether.acp.server import STDIO_LIMIT_BYTES, TetherAcp
 
 __all__ = ["bad_line_reply", "serve"]
@@ -90,7 +91,8 @@ def bad_line_reply(line: bytes) -> dict[str, Any] | None:
     JSON-RPC 2.0 §5.1: text that is not JSON is a parse error (-32700); JSON that is not a
     request object is an invalid request (-32600); both answered with `"id": null` since no id
     can be read. (The SDK logs a traceback for the first and skips it, leaving the client no
-    answer.)
+    answer.) A request whose params do not fit its method is answered with -32602 and a
+    one-line `details` (`tether.acp.params`; the SDK's own answer lists pydantic's errors).
     """
     text = line.strip()
     if not text:
@@ -101,7 +103,7 @@ def bad_line_reply(line: bytes) -> dict[str, Any] | None:
         return _rpc_error(-32700, "Parse error: the line is not JSON")
     if not isinstance(message, dict):
         return _rpc_error(-32600, "Invalid Request: a message is one JSON object per line")
-    return None
+    return invalid_params_reply(cast(dict[str, Any], message))  # -32602, one line
 
 
 def _rpc_error(code: int, message: str) -> dict[str, Any]:

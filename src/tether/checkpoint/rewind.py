@@ -45,7 +45,9 @@ class RewindPlan:
         loaded: the session.
         turn: the user turn (`--to N`).
         target: the snapshot the files go back to (None for a conversation-only rewind).
-        repo: the project's shadow repository.
+        repo: the shadow repository of the folder the turn ran in (the session's `cwd`, or
+            the folder a later `--resume` / ACP `session/load` ran it in); `repo.root` is
+            the folder a files rewind changes.
         files: restore the files.
         conversation: fork the conversation.
     """
@@ -88,6 +90,38 @@ def repo_for(loaded: LoadedSession, store: Path, max_file_bytes: int | None = No
     return repo
 
 
+def repo_holding(commit: str, home: ShadowRepo) -> ShadowRepo | None:
+    """The shadow repository in `home`'s store that holds snapshot `commit`: `home` itself,
+    else another folder's (a session continued in another folder, `--resume` or ACP
+    `session/load` there, snapshots that folder into its own repository; each repository
+    names its folder in its `tether-project` file). None when none holds it."""
+    if home.has(commit):
+        return home
+    try:
+        entries = sorted(home.store.iterdir())
+    except OSError:
+        return None
+    for git_dir in entries:
+        if git_dir == home.git_dir:
+            continue
+        try:
+            project = (git_dir / "tether-project").read_text().strip()
+        except OSError:
+            continue
+        other = ShadowRepo(
+            Path(project), store=home.store, max_file_bytes=home.max_file_bytes
+        )
+        if other.git_dir == git_dir and other.has(commit):
+            return other
+    return None
+
+
+def _last_in(repo: ShadowRepo, recs: tuple[Record, ...] | list[Record]) -> Record | None:
+    """The session's last record whose snapshot `repo` holds (a session that ran in several
+    folders has records in several repositories)."""
+    return next((r for r in reversed(recs) if repo.has(r.commit)), None)
+
+
 def plan_rewind(
     loaded: LoadedSession,
     to: int,
@@ -126,11 +160,18 @@ def plan_rewind(
         target = point_for(turn, recs)
         if target is None:
             raise RewindError(f"no checkpoint covers user turn {to} of {loaded.header.id}")
-        if not repo.has(target.commit):
+        holder = repo_holding(target.commit, repo)
+        if holder is None:
             raise RewindError(
                 f"the checkpoint of user turn {to} is missing from {repo.git_dir} "
                 "(the shadow repository was removed)"
             )
+        if not holder.root.is_dir():
+            raise RewindError(
+                f"user turn {to} ran in {holder.root}, which is no longer a folder "
+                f"(its checkpoint is in {holder.git_dir})"
+            )
+        repo = holder  # the folder that turn ran in
     return RewindPlan(
         loaded=loaded, turn=turn, target=target, repo=repo, files=files, conversation=conversation
     )
@@ -159,11 +200,13 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
         before: str | None = None
         external: tuple[str, ...] = ()
         keep: tuple[str, ...] = ()
+        last: Record | None = None
         if plan.target is not None:
             now = repo.snapshot("before a rewind")
             before = now.commit
-            recs = records(loaded.events)
-            external = tuple(c.path for c in repo.changes(recs[-1].commit, now.commit))
+            last = _last_in(repo, records(loaded.events))
+            assert last is not None  # the target is one
+            external = tuple(c.path for c in repo.changes(last.commit, now.commit))
             if not force:
                 touched = {c.path for c in repo.changes(now.commit, plan.target.commit)}
                 keep = tuple(p for p in external if p in touched)
@@ -176,9 +219,10 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
                 repo, before, plan.target.commit, keep=keep, protect=plan.target.skipped
             )
             extra_left: dict[str, str] = {}
+            assert last is not None
             for folder, commit in plan.target.extra:
                 extra_report, extra_left[folder] = _restore_extra(
-                    repo, folder, commit, records(loaded.events)[-1], force=force
+                    repo, folder, commit, last, force=force
                 )
                 report = _merged(report, extra_report, folder)
             left = repo.snapshot("after a rewind")
@@ -285,13 +329,12 @@ def turn_rows(
     for i, t in enumerate(turns):
         start, end = span_of(t, turns[i + 1] if i + 1 < len(turns) else None, recs)
         changed: tuple[str, ...] | None = None
-        if (
-            start is not None
-            and end is not None
-            and repo.has(start.commit)
-            and repo.has(end.commit)
-        ):
-            changed = tuple(c.path for c in repo.changes(start.commit, end.commit))
+        holder = None if start is None else repo_holding(start.commit, repo)
+        if start is not None and end is not None and holder is not None:
+            if not holder.has(end.commit):  # the next turn ran in another folder
+                end = _last_in(holder, recs[: recs.index(end)])
+            if end is not None:
+                changed = tuple(c.path for c in holder.changes(start.commit, end.commit))
         rows.append(
             TurnRow(
                 turn=t,
@@ -311,8 +354,9 @@ def preview(plan: RewindPlan) -> tuple[tuple[Change, ...], tuple[str, ...]]:
     if plan.target is None:
         return (), ()
     now = plan.repo.snapshot("a rewind preview")
-    recs = records(plan.loaded.events)
-    external = tuple(c.path for c in plan.repo.changes(recs[-1].commit, now.commit))
+    last = _last_in(plan.repo, records(plan.loaded.events))
+    assert last is not None  # the target is one
+    external = tuple(c.path for c in plan.repo.changes(last.commit, now.commit))
     return plan.repo.changes(now.commit, plan.target.commit), external
 
 

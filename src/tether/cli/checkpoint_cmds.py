@@ -100,6 +100,7 @@ def sessions_rewind(
                 "session": done.session_id,
                 "rewound": session_id,
                 "turn": to,
+                "folder": str(plan.repo.root),
                 "written": list(report.written) if report else [],
                 "removed": list(report.removed) if report else [],
                 "kept": list(report.kept) if report else [],
@@ -109,8 +110,10 @@ def sessions_rewind(
         )
     )
     if report is not None:
+        folder = plan.repo.root
+        where = "" if str(folder) == loaded.header.cwd else f" in {folder} (where it ran)"
         err(
-            f"files back to before user turn {to}: {len(report.written)} restored, "
+            f"files back to before user turn {to}{where}: {len(report.written)} restored, "
             f"{len(report.removed)} removed"
         )
         if report.kept:

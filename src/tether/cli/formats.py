@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from tether.cli.output import EventWriter, err
@@ -24,7 +25,7 @@ from tether.settings.model import OutputFormat
 
 if TYPE_CHECKING:
     from tether.agent.events import AgentEvent, DoneEvent
-    from tether.messages import Usage
+    from tether.messages import Turn, Usage
 
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 """The formats, in the order the usage line names them."""
@@ -113,7 +114,7 @@ class OutputSink:
 
     def result(self, exit_code: int) -> dict[str, Any]:
         """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",
-        "cost_usd", "stop_reason", "turns", "exit_code", "error", "structured"}` (`structured`:
+        "children_usage", "cost_usd", "stop_reason", "turns", "exit_code", "error", "structured"}` (`structured`:
         the answer parsed, when `run.output_schema` is set and it validated; `answer` null when the run
         gave no answer text, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
         done = self.done
@@ -123,6 +124,10 @@ class OutputSink:
             "answer": (done.text or None) if done is not None and done.message is not None else None,
             "session_id": self.session_id or (done.session_id if done else None),
             "usage": _usage_dict(done.usage) if done is not None else None,
+            # the part of `usage` the subagents (`task` calls) spent; null when none ran
+            "children_usage": _usage_dict(done.children_usage)
+            if done is not None and done.children_usage is not None
+            else None,
             "cost_usd": self.cost_usd,
             "stop_reason": done.stop_reason if done is not None else "error",
             "turns": done.turns if done is not None else 0,
@@ -146,3 +151,18 @@ class OutputSink:
         with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone: nothing to do
             sys.stdout.write(text)
             sys.stdout.flush()
+
+
+def run_usage_line(ran: Sequence[Turn], children: Usage | None) -> str:
+    """The stderr usage line of a run: its requests' (`turns_usage_line` of the turns `ran`
+    stored) plus, when subagents ran, theirs: the total first, then `(subagents: …)`; the cost
+    then prices the caller's requests only (each subagent's are in its own session)."""
+    from tether.providers.pricing import reported, turns_cost_usd, turns_usage, turns_usage_line
+
+    if children is None or not reported(children):
+        return turns_usage_line(ran)
+    replies = [t for t in ran if t.role == "assistant"]
+    total = turns_usage(replies) + children
+    line = f"{total.summary_line()} (subagents: {children.summary_line()})"
+    cost = turns_cost_usd(replies)
+    return line if cost is None else f"{line} · ${cost:.4f} without the subagents"

@@ -34,7 +34,7 @@ from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
 from tether.cli import cancel, logsink, run_input, run_limits
 from tether.cli.cancel import SIGNALS
-from tether.cli.formats import OUTPUT_FORMATS, OutputSink
+from tether.cli.formats import OUTPUT_FORMATS, OutputSink, run_usage_line
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
@@ -56,7 +56,7 @@ from tether.errors import (
 )
 from tether.messages import ContentBlock, Turn
 from tether.plural import counted
-from tether.providers.pricing import turns_cost_usd, turns_usage_line
+from tether.providers.pricing import turns_cost_usd
 from tether.sandbox.detect import detect_sandbox
 from tether.sandbox.policy import NO_SANDBOX_WARNING
 from tether.session import SessionStore, SessionWriter
@@ -262,7 +262,8 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     finally:
         ran = agent.history[start:]
         sink.cost_usd = turns_cost_usd(ran)
-        err(f"usage: {turns_usage_line(ran)}")
+        children = sink.done.children_usage if sink.done is not None else None
+        err(f"usage: {run_usage_line(ran, children)}")  # subagents' included
         if writer is not None:
             sink.session_id = writer.id
             try:
@@ -462,7 +463,14 @@ def _command_prompt(agent: Agent, prompt: str, *, pinned: bool) -> str:
 
     text, command = command_prompt(agent.root, agent.session.context, prompt, warn=err)
     if command is not None and command.model and not pinned:
-        agent.switch_model(command.model)
+        try:
+            agent.switch_model(command.model)
+        except AuthError:
+            raise
+        except ConfigError as exc:  # named by the file that set it, not by a flag
+            m = command.model
+            why = str(exc).replace(f" in --model {m!r}", "").replace(f"--model {m!r}", "it")
+            raise ConfigError(f"{command.location}: model {m!r}: {why}") from None
     return text
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import tempfile
@@ -51,6 +52,42 @@ from tether.tools.env import DEFAULT_REFUSED
 
 log = logging.getLogger(__name__)
 
+_SERVING: contextvars.ContextVar[ServerConnection | None] = contextvars.ContextVar(
+    "tether_mcp_serving", default=None
+)
+"""The connection whose supervisor task (and the SDK's reader tasks it starts) runs here."""
+_SDK_STDIO_LOG = "mcp.client.stdio"
+_NOT_JSON = "Failed to parse JSONRPC message from server"
+
+
+class _NoisyStdout(logging.Filter):
+    """The SDK logs a stdio server's stdout line that is not JSON-RPC (a start-up banner) with
+    a 12-line traceback; for a server of ours it becomes one warning naming the server and the
+    line (`ServerConnection.on_warning`), once per start, and the record is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        conn = _SERVING.get()
+        if conn is None or record.getMessage() != _NOT_JSON:
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        conn.noisy_line(_offending_line(exc))
+        return False
+
+
+def _offending_line(exc: BaseException | None) -> str:
+    """The stdout line the SDK could not parse (pydantic's `input` of its first error)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            found = cast(list[dict[str, Any]], errors())
+            if found and isinstance(found[0].get("input"), str):
+                return found[0]["input"]
+    return "?"
+
+
+_noisy_filter = _NoisyStdout()
+logging.getLogger(_SDK_STDIO_LOG).addFilter(_noisy_filter)
+
 MAX_RESTARTS = 3
 """How many times a crashed server is started again (per connection, i.e. per run)."""
 WARNINGS_DIR = "mcp-warnings"
@@ -75,6 +112,8 @@ class ServerConnection:
         log_dir: where `<server>.log` (stderr of a stdio server) goes; None: discarded.
         auth: the HTTP auth of a remote server (OAuth), or None.
         on_tools_changed: called with the new listing after tools/list_changed.
+        on_warning: told (kind, message) of a stdio server that wrote a line that is not
+            JSON-RPC to stdout (`mcp_server_noisy`, once per start); None: logged at debug.
         max_restarts: restarts allowed after crashes.
         policy: the tools' policy a stdio server is confined by (`tether.sandbox.policy`:
             masked dotenv files, the unix sockets it may reach), or None.
@@ -92,6 +131,7 @@ class ServerConnection:
         on_tools_changed: ToolsChanged | None = None,
         max_restarts: int = MAX_RESTARTS,
         policy: PathPolicy | None = None,
+        on_warning: Callable[[str, str], None] | None = None,
     ) -> None:
         self.spec = spec
         self.root = root
@@ -111,6 +151,24 @@ class ServerConnection:
         self._log_start = 0
         self._refresh: asyncio.Task[None] | None = None
         self.policy = policy
+        self.on_warning = on_warning
+        self._noisy_told = False
+
+    def noisy_line(self, line: str) -> None:
+        """The server wrote `line` to stdout, which is not JSON-RPC (the SDK skips it)."""
+        if self._noisy_told:
+            log.debug("MCP server %s: another non-JSON stdout line: %r", self.name, line)
+            return
+        self._noisy_told = True
+        shown = line if len(line) <= 80 else line[:79] + "…"
+        message = (
+            f"MCP server {self.name} wrote a non-JSON line to stdout: {shown!r} (skipped; "
+            "a stdio server's stdout carries the protocol only, its logs belong on stderr)"
+        )
+        if self.on_warning is None:
+            log.debug("%s", message)
+        else:
+            self.on_warning("mcp_server_noisy", message)
 
     @property
     def name(self) -> str:
@@ -221,6 +279,8 @@ class ServerConnection:
                     self._schedule_refresh()
 
     async def _supervise(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        _SERVING.set(self)  # this task's context, copied into the SDK's reader tasks
+        self._noisy_told = False
         try:
             async with AsyncExitStack() as stack:
                 client = Client(

@@ -165,6 +165,7 @@ class McpTools:
                 auth=auth,
                 on_tools_changed=self._changed_callback(name),
                 policy=policy,
+                on_warning=self._warn,
             )
 
     def _warn(self, kind: str, message: str) -> None:
