@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+import tether.hostgit as hostgit
 from tether.messages import CompactSummaryBlock, TextBlock, Turn
 from tether.prompt.facts import Environment, GitFacts, InstructionFile, InstructionScope
 from tether.prompt.imports import Refusal, apply_cap, expand_imports, is_within
@@ -49,11 +50,11 @@ def git_facts(
     """The repository `cwd` is in, from `git rev-parse` and `git status --porcelain=v2
     --branch`, or (None, why): `not a git repository`, `git is not installed`, `git did not
     answer`. Never raises."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = hostgit.env()
 
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
+    def git(*args: str, overrides: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
         return run(
-            ["git", "-C", str(cwd), *args],
+            hostgit.argv("git", "-C", str(cwd), *args, overrides=overrides),
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_S,
@@ -65,7 +66,9 @@ def git_facts(
         top = git("rev-parse", "--show-toplevel")
         if top.returncode != 0:
             return None, "not a git repository"
-        status = git("status", "--porcelain=v2", "--branch")
+        status = git(
+            "status", "--porcelain=v2", "--branch", overrides=hostgit.repo_overrides(cwd)
+        )
     except FileNotFoundError:
         return None, "git is not installed"
     except (OSError, subprocess.SubprocessError):
