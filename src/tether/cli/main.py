@@ -358,10 +358,7 @@ def run(
             "@/dev/fd/3); never stored, never in the tools' environment.",
         ),
     ] = None,
-    log_level: Annotated[
-        str | None,
-        typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level)."),
-    ] = None,
+    log_level: Annotated[str | None, typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level).")] = None,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -444,7 +441,7 @@ def acp(
 
 @app.command()
 def compact(
-    session_id: Annotated[str, typer.Argument(help="The stored session to compact.")],
+    session_id: Annotated[str, typer.Argument(help="The stored session to compact: its id or its name.")],
     focus: Annotated[str | None, typer.Option(help="What the summary must keep.")] = None,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="provider/model writing the summary.")
