@@ -359,6 +359,7 @@ def run(
         ),
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level).")] = None,
+    no_stdin: Annotated[bool, typer.Option("--no-stdin", help="Do not read stdin (a `while read` loop, ssh, CI): the prompt argument alone.")] = False,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -397,6 +398,7 @@ def run(
                 max_tool_calls=max_tool_calls,
                 token=token,
                 log_level=log_level,
+                no_stdin=no_stdin,
             )
         )
     )
