@@ -105,3 +105,22 @@ def test_a_required_filter_emptied_does_not_fail_the_worktree(tmp_path: Path) ->
     root, _marker = _trapped_repo(tmp_path)
     tree = create(root, "req")
     assert stat.S_ISREG((tree.path / "a.txt").stat().st_mode)
+
+
+def test_a_driver_defined_in_an_included_file_is_emptied_too(tmp_path: Path) -> None:
+    """The git facts skip asking git for drivers when the repository's config names none; an
+    `[include]` may hide one, so it counts as naming one."""
+    root, marker = _trapped_repo(tmp_path)
+    for key in ("filter.evil.clean", "filter.evil.smudge", "filter.evil.required",
+                "diff.evil.textconv"):  # fmt: skip
+        _git(root, "config", "--unset", key)
+    extra = tmp_path / "extra.cfg"
+    trap = tmp_path / "trap.sh"
+    extra.write_text(f'[filter "evil"]\n\tclean = {trap}\n\tsmudge = {trap}\n')
+    _git(root, "config", "include.path", str(extra))
+    _git(root, "status", "--porcelain")
+    assert marker.is_file()  # live for plain git
+    marker.unlink()
+    facts, why = git_facts(root)
+    assert facts is not None and facts.dirty, why
+    assert not marker.exists(), marker.read_text()

@@ -23,6 +23,7 @@ drivers (Git LFS) stay.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,10 +71,21 @@ def env(base: dict[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-def repo_overrides(cwd: Path, *, git: str = "git", timeout: float = 10.0) -> list[str]:
+def repo_overrides(
+    cwd: Path,
+    *,
+    git: str = "git",
+    timeout: float = 10.0,
+    config_files: Sequence[Path] | None = None,
+) -> list[str]:
     """`-c` settings emptying every filter, diff and merge driver command that the
     repository's own config (local or worktree scope, with what they include) defines; [] when
-    there is none or git cannot answer (then the command that follows fails on its own)."""
+    there is none or git cannot answer (then the command that follows fails on its own).
+    `config_files`: the repository's config files (`config`, `config.worktree`), when the
+    caller knows them: none of them naming a driver or an include section, git is not asked
+    (a process saved at every session start)."""
+    if config_files is not None and not any(_names_drivers(f) for f in config_files):
+        return []
     try:
         done = subprocess.run(
             argv(
@@ -98,3 +110,18 @@ def repo_overrides(cwd: Path, *, git: str = "git", timeout: float = 10.0) -> lis
             if key.startswith("filter."):  # an emptied required filter would fail the call
                 out.append(key.rsplit(".", 1)[0] + ".required=false")
     return list(dict.fromkeys(out))
+
+
+_SECTIONS = re.compile(r"\[\s*(filter|diff|merge|include)", re.IGNORECASE)
+
+
+def _names_drivers(path: Path) -> bool:
+    """Whether a config file may define a driver: it has a filter/diff/merge or include
+    section (case-insensitive), or cannot be read (then git is asked)."""
+    try:
+        text = path.read_text("utf-8", "replace")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return _SECTIONS.search(text) is not None

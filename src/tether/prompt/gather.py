@@ -63,11 +63,15 @@ def git_facts(
         )
 
     try:
-        top = git("rev-parse", "--show-toplevel")
+        top = git("rev-parse", "--show-toplevel", "--git-common-dir", "--git-dir")
         if top.returncode != 0:
             return None, "not a git repository"
+        lines = top.stdout.splitlines()
+        dirs = [cwd / d for d in lines[1:3]]  # relative ones are relative to cwd
+        files = [dirs[0] / "config", dirs[1] / "config.worktree"] if len(dirs) == 2 else None
         status = git(
-            "status", "--porcelain=v2", "--branch", overrides=hostgit.repo_overrides(cwd)
+            "status", "--porcelain=v2", "--branch",
+            overrides=hostgit.repo_overrides(cwd, config_files=files),
         )
     except FileNotFoundError:
         return None, "git is not installed"
@@ -85,7 +89,7 @@ def git_facts(
         elif line and not line.startswith("#"):
             dirty = True
     return GitFacts(
-        root=top.stdout.strip(), branch=branch, has_commits=has_commits, dirty=dirty
+        root=lines[0].strip(), branch=branch, has_commits=has_commits, dirty=dirty
     ), ""
 
 
