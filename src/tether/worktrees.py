@@ -24,6 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import tether.hostgit as hostgit
 from tether.errors import WorktreeError
 
 WORKTREES_DIR = Path(".tether") / "worktrees"
@@ -52,19 +53,27 @@ class Worktree:
     repo: Path
 
 
+_RUNS_DRIVERS = frozenset({"status", "worktree"})
+"""Subcommands that may run a filter driver (a checkout, an index refresh)."""
+
+
 def _git(cwd: Path, *args: str) -> str:
-    """Run `git -C cwd ARGS`; its stdout, stripped.
+    """Run `git -C cwd ARGS`, hardened (`tether.hostgit`: none of the repository's hooks,
+    fsmonitor or drivers run); its stdout, stripped.
 
     Raises:
         WorktreeError: git is missing or failed (its first error line).
     """
+    extra = hostgit.repo_overrides(cwd) if args[0] in _RUNS_DRIVERS else []
     try:
         done = subprocess.run(
-            ["git", "-C", str(cwd), *args],
+            hostgit.argv("git", "-C", str(cwd), *args, overrides=extra),
             capture_output=True,
             text=True,
             check=False,
             timeout=60,
+            env=hostgit.env(),
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WorktreeError(f"git {args[0]} failed: {exc}") from None

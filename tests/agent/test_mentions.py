@@ -206,3 +206,25 @@ def test_a_command_s_text_attaches_only_paths_inside_the_project(tmp_path: Path)
     assert [n.split(":")[0] for n in found.notes] == [f"@{outside}", "@~/.ssh/id_x."[:-1]]
     mine = resolve_mentions(f"/deploy @{outside}", work, typed=f"/deploy @{outside}")
     assert [body(b) for b in mine.blocks] == ["private"]
+
+
+def test_a_name_with_spaces_is_quoted_or_escaped_and_a_comma_splits_two(tmp_path: Path) -> None:
+    """The third trial: `@"my file.txt"`, `@'my file.txt'` and `@my\\ file.txt` attached
+    nothing and said nothing; `@notes.txt,@a.py` attached neither."""
+    (tmp_path / "my file.txt").write_text("spaced\n")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text("n\n")
+    for prompt in ('read @"my file.txt" now', "read @'my file.txt', now", "read @my\\ file.txt."):
+        assert mention_words(prompt) == ["my file.txt"], prompt
+        got = resolve_mentions(prompt, tmp_path)
+        assert [b.text for b in got.blocks] == ['<file path="my file.txt">\nspaced\n</file>']
+    both = resolve_mentions("compare @notes.txt,@a.py", tmp_path)
+    assert [mention_chip(b) for b in both.blocks] == ["[file notes.txt 1 byte]", "[file a.py 5 bytes]"]
+
+
+@given(st.text(alphabet=st.sampled_from("ab .-_"), min_size=1, max_size=20))
+def test_a_quoted_name_is_the_name(name: str) -> None:
+    if not name.strip():
+        return
+    assert mention_words(f'see @"{name}" and') == [name.strip()]
+    assert mention_words(f"see @'{name}' and") == [name.strip()]

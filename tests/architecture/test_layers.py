@@ -88,6 +88,12 @@ def test_the_atomic_write_sits_on_the_bottom_floor() -> None:
     assert tether_imports(SRC / "atomic.py") == set()
 
 
+def test_the_host_git_hardening_sits_on_the_bottom_floor() -> None:
+    """`hostgit` (every git process tether runs on the host) imports nothing of ours: the
+    checkpoints, the worktrees and the prompt's git facts all run git through it."""
+    assert tether_imports(SRC / "hostgit.py") == set()
+
+
 def test_the_counted_nouns_sit_on_the_bottom_floor() -> None:
     """`plural` imports nothing of ours: the CLI, the TUI and the agent's notes all use it."""
     assert tether_imports(SRC / "plural.py") == set()
@@ -138,8 +144,9 @@ def test_nothing_below_agent_imports_agent_or_cli(path: Path) -> None:
 @pytest.mark.parametrize("path", files("prompt"), ids=lambda p: p.name)
 def test_the_prompt_imports_only_messages(path: Path) -> None:
     """The system prompt's facts and rendering sit low: data in, text out (gathering reads the
-    disk and runs git, but imports nothing of tether's besides the turn vocabulary)."""
-    allowed = ("tether.messages", "tether.prompt")
+    disk and runs git through `hostgit`, but imports nothing else of tether's besides the turn
+    vocabulary)."""
+    allowed = ("tether.messages", "tether.prompt", "tether.hostgit")
     bad = {m for m in tether_imports(path) if not m.startswith(allowed)}
     assert bad == set(), f"prompt/{path.name} imports {bad}"
 

@@ -235,8 +235,8 @@ def test_run_uses_model_endpoint_key_and_max_turns_from_settings(
     tmp_path: Path, server: str
 ) -> None:
     for key, value in [
-        ("model", '["anthropic/claude-x", "work/m-from-settings"]'),  # no anthropic key
         ("providers.work", json.dumps({"type": "openai", "base_url": server})),
+        ("model", '["anthropic/claude-x", "work/m-from-settings"]'),  # no anthropic key
         ("run.max_turns", "2"),
     ]:
         assert tether(["config", "set", key, value], tmp_path).returncode == 0

@@ -84,3 +84,53 @@ def test_no_stdin_leaves_the_prompt_alone(tmp_path: Path) -> None:
         sent = _user_text(server.requests[0])
     assert code == 0, stderr
     assert sent == "summarize" and "stdin" not in stderr
+
+
+def _run_with(tmp: Path, server: FaultServer, stdin: str, *extra: str) -> tuple[int, str]:
+    args = ["run", "--no-session", "--model", "openai/m", "--base-url", server.openai_url]
+    done = tether(
+        [*args, *extra, "review a.py"],
+        tmp / "home",
+        input=stdin,
+        OPENAI_API_KEY="sk-test",
+        TETHER_CONFIG_DIR=str(tmp / "cfg"),
+    )
+    return done.returncode, done.stderr
+
+
+def test_no_stdin_flag_leaves_a_loops_input_unread_and_appending_is_said(tmp_path: Path) -> None:
+    """The third trial: `while read f; do tether run "review $f"; done < files.txt` read the
+    rest of the loop's input into the first prompt, and the loop ran once, silently."""
+    with FaultServer([text("ok"), text("ok")]) as server:
+        code, stderr = _run_with(tmp_path, server, "notes.txt\nbig.txt\n", "--no-stdin")
+        alone = _user_text(server.requests[0])
+        code2, stderr2 = _run_with(tmp_path, server, "notes.txt\nbig.txt\n")
+        appended = _user_text(server.requests[1])
+    assert code == 0, stderr
+    assert alone == "review a.py" and "stdin" not in stderr, stderr
+    assert code2 == 0, stderr2
+    assert appended == "review a.py\n\nnotes.txt\nbig.txt\n"
+    assert "tether: note: 2 lines of stdin added after the prompt (--no-stdin leaves stdin alone)" in stderr2.splitlines()
+
+
+def test_binary_stdin_is_refused_and_nothing_is_sent(tmp_path: Path) -> None:
+    with FaultServer([text("ok"), text("ok")]) as server:
+        code, stderr = _run_with(tmp_path, server, "PK\x03\x04\x00\x00binary")
+        args = ["run", "--no-session", "--model", "openai/m", "--base-url", server.openai_url]
+        alone = tether(args, tmp_path / "home", input="\x00\x01\x02", OPENAI_API_KEY="sk-test",
+                       TETHER_CONFIG_DIR=str(tmp_path / "cfg"))  # fmt: skip
+        sent = list(server.requests)
+    assert code == 5, stderr
+    said = [ln for ln in stderr.splitlines() if "NUL" in ln]
+    assert said == ["tether: malformed input: stdin holds NUL bytes (binary data, not text): "
+                    "nothing sent (attach a file as @path instead)"], stderr  # fmt: skip
+    assert alone.returncode == 5 and "NUL bytes" in alone.stderr
+    assert sent == []
+
+
+def test_stdin_that_is_not_utf8_is_named() -> None:
+    from tether.cli.stdin import binary_why
+
+    raw = b"caf\xe9 au lait".decode("utf-8", "surrogateescape")  # as sys.stdin reads it
+    assert binary_why(raw) == "stdin is not UTF-8 text"
+    assert binary_why("café\n") is None

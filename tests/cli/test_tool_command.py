@@ -147,3 +147,26 @@ def test_the_tools_are_those_run_offers_and_a_failed_command_exits_1(tmp_path: P
     assert quiet.returncode == 1 and "exit code 4" in quiet.stdout
     done = _tool(home, env, "bash", "--json", '{"command": "echo fine"}')
     assert done.returncode == 0 and done.stdout == "fine\n"
+
+
+def test_tool_prints_no_model_notes_and_refuses_a_background_shell(tmp_path: Path) -> None:
+    """The third trial: `tether tool` printed the context line (instruction files, skills)
+    and the unknown-window note though no model is called; `bash` with `run_in_background`
+    promised a shell that died as `tether tool` exited."""
+    home, env = _setup(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    (work / "AGENTS.md").write_text("be brief\n")
+    done = run_cli(
+        ["tool", "--model", "openai/unknown-model-x", "ls", "--json", "{}"],
+        home, cwd=work, TETHER_CONFIG_DIR=env["TETHER_CONFIG_DIR"], OPENAI_API_KEY="k",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "AGENTS.md" in done.stdout
+    assert "context:" not in done.stderr and "context window" not in done.stderr, done.stderr
+    bg = _tool(home, env, "bash", "--json", '{"command": "sleep 30", "run_in_background": true}')
+    assert bg.returncode == 1
+    assert bg.stderr == (
+        "tether: tether tool runs no background shell (it would stop when tether tool exits): "
+        "drop run_in_background to run the command in the foreground\n"
+    )

@@ -152,3 +152,22 @@ def test_compact_uses_the_sessions_model_unless_model_is_given(
     assert asked == ["openai/gpt-test"] and "the session's model" in out.output
     out = CliRunner().invoke(app, ["compact", "s4", "--model", "x/y"])
     assert asked[-1] == "x/y", out.output
+
+
+def test_compact_takes_a_sessions_name_as_resume_does(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third trial: `tether compact NAME` said "no session" (show/fork took names)."""
+    from tether.session.names import NAME_EVENT
+
+    store = SessionStore()
+    with store.create("s-named", cwd=str(home)) as w:
+        for t in history(6, result_chars=2_000):
+            w.append(t)
+        w.append_event(NAME_EVENT, {"name": "parser work"})
+    _summarizer(monkeypatch)
+    out = CliRunner().invoke(app, ["compact", "parser work", "--model", "x/y"])
+    assert out.exit_code == 0, out.output
+    row = json.loads(next(x for x in out.stdout.splitlines() if x.startswith("{")))
+    assert row["session_id"] == "s-named"
+    assert is_marker(store.load("s-named").turns[-1])

@@ -7,7 +7,8 @@ SSE to drive the real adapters, and injects one scripted fault per request.
         ...
         server.requests        # every request received: {"path", "body"}, in order
 
-`POST /v1/chat/completions` answers in the OpenAI format, `POST /v1/messages` in Anthropic's. The
+`POST /v1/chat/completions` answers in the OpenAI format, `POST /v1/messages` in Anthropic's;
+`GET /v1/models` lists `FaultServer(..., models=[...])` (404 without). The
 script is consumed in order, one `Step` per request, whatever the path; a request past the end
 gets a 500 `no scripted response` (so a test counting requests sees the extra one). The server
 is threaded and started on a free port; tests start and stop it.
@@ -265,6 +266,28 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        """`GET …/models`: the server's `models` as an OpenAI (and Anthropic) model list; it
+        is recorded in `gets`, not in `requests`, and takes no step of the script."""
+        owner = self.server.owner
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        with owner._lock:  # pyright: ignore[reportPrivateUsage]
+            owner.gets.append({"path": self.path, "headers": headers})
+        if not self.path.split("?")[0].rstrip("/").endswith("/models") or owner.models is None:
+            self.send_error(404)
+            return
+        data = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "test", "type": "model",
+             "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+            for m in owner.models
+        ]  # fmt: skip
+        payload = json.dumps({"object": "list", "data": data, "has_more": False}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
@@ -358,10 +381,18 @@ class FaultServer:
     Args:
         script: the steps, one per request in order, or a function (request number from 1,
             path, body) → step.
+        models: what `GET …/models` lists (None: 404); those requests land in `gets`.
     """
 
-    def __init__(self, script: Sequence[Step] | Callable[[int, str, Any], Step]) -> None:
+    def __init__(
+        self,
+        script: Sequence[Step] | Callable[[int, str, Any], Step],
+        *,
+        models: Sequence[str] | None = None,
+    ) -> None:
         self.script = script
+        self.models = None if models is None else list(models)
+        self.gets: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)

@@ -59,3 +59,24 @@ def test_login_refuses_stdio_and_logout_is_idempotent() -> None:
     assert r.exit_code == 0 and "removed" in r.output
     r = runner.invoke(app, ["mcp", "logout", "gh"])
     assert r.exit_code == 0 and "nothing removed" in r.output
+
+
+def test_add_refuses_a_name_that_exists_unless_forced(tmp_path: Path) -> None:
+    """The third trial: `mcp add NAME` silently replaced a server of that name (as Claude
+    Code's `claude mcp add` refuses it: remove first)."""
+    assert runner.invoke(app, ["mcp", "add", "srv", "--", "first-server"]).exit_code == 0
+    path = user_config_dir() / "settings.json"
+    before = path.read_text()
+    r = runner.invoke(app, ["mcp", "add", "srv", "--url", "https://api.example/mcp"])
+    assert r.exit_code == 1
+    assert r.output == (
+        f"tether: MCP server 'srv' already exists in {path}: `tether mcp remove srv` first, "
+        "or add --force to replace it\n"
+    )
+    assert path.read_text() == before
+    r = runner.invoke(app, ["mcp", "add", "srv", "--force", "--", "second-server"])
+    assert r.exit_code == 0 and r.output == f"tether: replaced MCP server 'srv' in {path}\n"
+    assert load_settings(tmp_path).settings.mcp.servers["srv"].command == "second-server"
+    # the same name in the other file is another entry: the project's is added
+    r = runner.invoke(app, ["mcp", "add", "srv", "--project", "--cwd", str(tmp_path), "--", "p"])
+    assert r.exit_code == 0, r.output

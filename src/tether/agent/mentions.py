@@ -11,7 +11,8 @@ project's files and folders, `.gitignore` respected: what `@` completes from), `
 Does not own: reading images (`tether.agent.attachments`), the hosts' completion lists.
 
 The rules, in order, for each `@word` (trailing punctuation is not part of it; an e-mail
-address is not a mention):
+address is not a mention; a name with spaces is quoted, `@"my file.txt"` or `@'my file.txt'`,
+or escaped, `@my\\ file.txt`; `@a.py,@b.py` names both):
 - a word naming nothing (`@alice`) is left as text, except an image suffix, which is an error
   as it was before (`@shot.png` that is missing: nothing is sent);
 - a relative path resolving outside the project (and the extra folders), through `..` or a
@@ -63,7 +64,11 @@ MAX_TOTAL_CHARS = 200_000
 MAX_LISTING = 200
 """The most entries of a folder's listing."""
 
-_MENTION = re.compile(r"(?<![\w@])@(\S+)")
+_MENTION = re.compile(
+    r"""(?<![\w@])@(?:"([^"\n]+)"|'([^'\n]+)'|((?:\\ |[^\s,]|,(?!@))+))"""
+)
+"""`@word`, `@"a name with spaces"`, `@'…'` or `@a\\ name` (Gemini CLI's escape); a bare word
+ends at a space or at `,@` (`@a.py,@b.py` names two)."""
 _TRAILING = ",;:!?)]}'\""
 _SNIFF = 8192
 _ALWAYS_SKIPPED = frozenset({".git", "node_modules", "__pycache__"})
@@ -87,10 +92,15 @@ class Mentions:
 
 def mention_words(text: str) -> list[str]:
     """The `@word`s of `text` in order, each once, trailing punctuation (and a final `.`)
-    stripped; an e-mail address's `@` is not one."""
+    stripped, a quoted name (`@"my file.txt"`) as quoted; an e-mail address's `@` is not
+    one."""
     out: list[str] = []
     for match in _MENTION.finditer(text):
-        word = match.group(1).rstrip(_TRAILING + ".")
+        quoted = match.group(1) or match.group(2)
+        if quoted is not None:
+            word = quoted.strip()
+        else:
+            word = match.group(3).rstrip(_TRAILING + ".").replace("\\ ", " ")
         if word and word not in out:
             out.append(word)
     return out

@@ -47,6 +47,7 @@ from typing import Literal
 import platformdirs
 from filelock import FileLock
 
+import tether.hostgit as hostgit
 from tether.atomic import write_atomic
 from tether.errors import CheckpointError
 
@@ -148,7 +149,7 @@ class ShadowRepo:
     # -- git ----------------------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env = hostgit.env()
         env.update(
             GIT_DIR=str(self.git_dir),
             GIT_WORK_TREE=str(self.root),
@@ -164,7 +165,7 @@ class ShadowRepo:
         return env
 
     def _run(self, *args: str, data: bytes | None = None, ok: Sequence[int] = (0,)) -> bytes:
-        argv = [self.git, "-c", "core.quotepath=false"]
+        argv = hostgit.argv(self.git, "-c", "core.quotepath=false")
         exclude = self.root / ".git" / "info" / "exclude"
         if exclude.is_file():  # the project's own exclude list, as its git would read it
             argv += ["-c", f"core.excludesFile={exclude}"]
@@ -342,7 +343,9 @@ class ShadowRepo:
         modes: list[tuple[str, str]] = []
         with tempfile.TemporaryFile() as errors:
             proc = subprocess.Popen(
-                [self.git, "fast-import", "--quiet", "--depth=0", f"--export-marks={marks}"],
+                hostgit.argv(
+                    self.git, "fast-import", "--quiet", "--depth=0", f"--export-marks={marks}"
+                ),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,

@@ -67,6 +67,7 @@ def compact_command(
     root = Path.cwd()
     try:
         check_flags(model, base_url)
+        session_id = store.find(session_id, root.resolve()) or session_id  # a name, as --resume
         loaded = store.load(session_id)
         if model is None and (model := session_model(loaded.turns)) is not None:
             err(

@@ -312,9 +312,15 @@ def _launch(
         err(f"refused: {exc}")
         raise typer.Exit(EXIT_USAGE) from None
     except Exception as exc:  # the database cannot be reached or set up
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        err(f"jobs database {redact_url(cfg.database_url)}: {first}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise _unreachable(cfg, exc) from None
+
+
+def _unreachable(cfg: JobsConfig, exc: Exception) -> typer.Exit:
+    """Say that the jobs database could not be used (one line: its URL without the password,
+    the error's first line) and return the exit-1 exception to raise."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    err(f"jobs database {redact_url(cfg.database_url)}: {first}")
+    return typer.Exit(EXIT_USAGE)
 
 
 @jobs_app.command("run")
@@ -375,8 +381,7 @@ def status(
     try:
         rows = engine.workflows(cfg)
     except Exception as exc:
-        err(f"jobs database {redact_url(cfg.database_url)}: {str(exc).splitlines()[0]}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise _unreachable(cfg, exc) from None
     counts: dict[str, int] = {}
     for w in rows:
         counts[w.status] = counts.get(w.status, 0) + 1
@@ -428,12 +433,16 @@ def cancel(
 
     root = _root(cwd)
     cfg = _config(root, role="cancel")
-    ids = engine.cancel(cfg, task_id)
-    if (
-        not ids
-        and not _named(root, task_id, folder.read_records(root, task_id))
-        and not engine.workflows(cfg, task_id)
-    ):
+    try:
+        ids = engine.cancel(cfg, task_id)
+        unknown = (
+            not ids
+            and not _named(root, task_id, folder.read_records(root, task_id))
+            and not engine.workflows(cfg, task_id)
+        )
+    except Exception as exc:  # the database cannot be reached
+        raise _unreachable(cfg, exc) from None
+    if unknown:
         err(f"no task {task_id} in {folder.jobs_dir(root)} and no runs of it")
         raise typer.Exit(EXIT_USAGE)
     for wid in ids:

@@ -358,10 +358,8 @@ def run(
             "@/dev/fd/3); never stored, never in the tools' environment.",
         ),
     ] = None,
-    log_level: Annotated[
-        str | None,
-        typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level)."),
-    ] = None,
+    log_level: Annotated[str | None, typer.Option(help="Log lines on stderr from: debug | info | warning | error (log.level).")] = None,
+    no_stdin: Annotated[bool, typer.Option("--no-stdin", help="Do not read stdin (a `while read` loop, ssh, CI): the prompt argument alone.")] = False,
 ) -> None:
     """Run the agent headless: events as JSON lines on stdout (or one result: --output-format),
     diagnostics on stderr."""
@@ -400,6 +398,7 @@ def run(
                 max_tool_calls=max_tool_calls,
                 token=token,
                 log_level=log_level,
+                no_stdin=no_stdin,
             )
         )
     )
@@ -444,7 +443,7 @@ def acp(
 
 @app.command()
 def compact(
-    session_id: Annotated[str, typer.Argument(help="The stored session to compact.")],
+    session_id: Annotated[str, typer.Argument(help="The stored session to compact: its id or its name.")],
     focus: Annotated[str | None, typer.Option(help="What the summary must keep.")] = None,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="provider/model writing the summary.")

@@ -163,19 +163,35 @@ def mcp_add(
         list[str] | None, typer.Option(help="'Name: value' for a remote server (repeatable).")
     ] = None,
     disabled: Annotated[bool, typer.Option("--disabled", help="Add it disabled.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a server of that name in the same file.")
+    ] = False,
     project: Annotated[
         bool, typer.Option("--project", help="Write <cwd>/.tether/settings.json.")
     ] = False,
     cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
 ) -> None:
-    """Add (or replace) an MCP server: `tether mcp add NAME -- CMD ARGS...` or
-    `tether mcp add NAME --url URL`."""
+    """Add an MCP server: `tether mcp add NAME -- CMD ARGS...` or `tether mcp add NAME --url
+    URL`. A server of that name in the same file is refused (one line, exit 1) unless
+    `--force` replaces it."""
+    from tether.settings.files import read_setting
     from tether.settings.trust import keeping_approval
 
     root = cwd.resolve()
+    key = "mcp.servers." + name.replace(".", "\\.")
+    try:
+        where, exists, _ = read_setting("project" if project else "user", key, project_dir=root)
+    except ConfigError as exc:
+        raise fail(exc) from None
+    if exists and not force:
+        err(
+            f"MCP server {name!r} already exists in {where}: `tether mcp remove {name}"
+            f"{' --project' if project else ''}` first, or add --force to replace it"
+        )
+        raise typer.Exit(1)
     with keeping_approval(root, enabled=project) as notes:
         path = _add(name, command, url, env, header, disabled, project, root)
-    err(f"added MCP server {name!r} in {path}")
+    err(f"{'replaced' if exists else 'added'} MCP server {name!r} in {path}")
     for note in notes:
         err(note)
 

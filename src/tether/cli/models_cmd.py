@@ -7,12 +7,17 @@ Owns: the `models` command (`--test NAME`: `tether.providers.compatible`; `--usa
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tether.cli.output import EXIT_USAGE, err
-from tether.errors import ConfigError
+from tether.errors import AuthError, ConfigError
+
+if TYPE_CHECKING:
+    from tether.providers.models import ModelList
+    from tether.settings.model import ProviderSettings
 
 
 def models(
@@ -22,8 +27,8 @@ def models(
         str | None,
         typer.Option(
             "--test",
-            help="Check the connection of providers.NAME (an openai-compatible or "
-            "anthropic-compatible entry): one line, exit 0 when it answers.",
+            help="Check the connection of providers.NAME (any entry of the settings): one "
+            "line, exit 0 when it answers.",
         ),
     ] = None,
     usage: Annotated[
@@ -37,8 +42,11 @@ def models(
 ) -> None:
     """List models, one JSON line per provider: live, else last cached listing, else bundled."""
     import asyncio
+    from pathlib import Path
 
+    from tether.cli.models_endpoints import list_endpoint
     from tether.providers.models import MODEL_PROVIDERS, list_all, listing_to_dict
+    from tether.settings.files import load_config
 
     if test is not None:
         raise typer.Exit(test_command(test))
@@ -48,8 +56,18 @@ def models(
         err("--base-url needs a provider")
         raise typer.Exit(EXIT_USAGE)
     try:
-        names = (provider,) if provider else MODEL_PROVIDERS
-        listings = asyncio.run(list_all(names, base_url=base_url))
+        configured = load_config(Path.cwd()).providers
+        if provider in configured and provider not in MODEL_PROVIDERS and base_url is None:
+            listings = [asyncio.run(list_endpoint(provider, configured))]
+        elif provider:
+            if provider not in MODEL_PROVIDERS:
+                known = [*MODEL_PROVIDERS, *(n for n in configured if n not in MODEL_PROVIDERS)]
+                raise ConfigError(
+                    f"unknown provider {provider!r}; use one of: {', '.join(known)}"
+                )
+            listings = asyncio.run(list_all((provider,), base_url=base_url))
+        else:
+            listings = asyncio.run(_every_listing(configured))
     except ConfigError as exc:
         err(str(exc))
         raise typer.Exit(EXIT_USAGE) from exc
@@ -57,6 +75,31 @@ def models(
         print(json.dumps(listing_to_dict(listing)))
         note = f" (the live listing failed: {listing.note})" if listing.note else ""
         err(f"{listing.provider}: {len(listing.models)} models from {listing.source}{note}")
+
+
+async def _every_listing(configured: Mapping[str, ProviderSettings]) -> list[ModelList]:
+    """The built-in providers' listings, then each settings entry's (one that cannot be listed,
+    a missing key: a listing of its configured model with the reason)."""
+    import asyncio
+
+    from tether.cli.models_endpoints import list_endpoint
+    from tether.providers.models import MODEL_PROVIDERS, list_all
+    from tether.providers.models import ModelList as Listing
+
+    async def entry(name: str) -> ModelList:
+        try:
+            return await list_endpoint(name, configured)
+        except ConfigError as exc:
+            own = configured[name].model
+            return Listing(
+                provider=name, models=(own,) if own else (), source="settings", note=str(exc)
+            )
+
+    names = [n for n in configured if n not in MODEL_PROVIDERS]
+    builtin, entries = await asyncio.gather(
+        list_all(MODEL_PROVIDERS), asyncio.gather(*(entry(n) for n in names))
+    )
+    return [*builtin, *entries]
 
 
 def test_command(name: str) -> int:
@@ -76,12 +119,11 @@ def test_command(name: str) -> int:
     try:
         config = load_config(Path.cwd())
         endpoint = config.providers.get(name)
-        if endpoint is None or endpoint.type not in COMPATIBLE_TYPES:
-            err(
-                f"--test {name!r}: no providers.{name} entry of type "
-                f"{' or '.join(COMPATIBLE_TYPES)} in the settings"
-            )
+        if endpoint is None:
+            err(f"--test {name!r}: no providers.{name} entry in the settings")
             return EXIT_USAGE
+        if endpoint.type not in COMPATIBLE_TYPES:  # a built-in type at its own endpoint
+            return _test_listing(name, config.providers)
         provider = resolve_provider(
             f"{name}/{endpoint.model or 'default'}", providers=config.providers
         )
@@ -99,6 +141,33 @@ def test_command(name: str) -> int:
         print(f"{name}: ok: {len(result.models)} models ({shown}) {took}")
     else:
         print(f"{name}: ok: a one-token request answered (no model list) {took}")
+    return 0
+
+
+def _test_listing(name: str, configured: Mapping[str, ProviderSettings]) -> int:
+    """`--test NAME` of an entry of a built-in type (`openai` with its own `base_url`): its
+    model list, asked with its own key; the same one line as the compatible types'."""
+    import asyncio
+    import time
+
+    from tether.cli.models_endpoints import endpoint_models
+    from tether.errors import exit_code_for
+    from tether.providers.errors import classify_exception
+
+    start = time.perf_counter()
+    try:
+        found = asyncio.run(endpoint_models(name, configured[name], configured, 10.0))
+    except ConfigError as exc:
+        err(f"--test {name!r}: {exc}")
+        return exit_code_for("auth") if isinstance(exc, AuthError) else EXIT_USAGE
+    except Exception as exc:  # unreachable, refused: classified as a request's failure
+        event = classify_exception(exc)
+        took = f"in {(time.perf_counter() - start) * 1e3:.0f} ms"
+        print(f"{name}: failed ({event.kind}): {event.message} {took}")
+        return exit_code_for(event.kind)
+    took = f"in {(time.perf_counter() - start) * 1e3:.0f} ms"
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    print(f"{name}: ok: {len(found)} models ({shown}) {took}")
     return 0
 
 

@@ -59,8 +59,22 @@ def _rules_with_sources(cwd: Path) -> tuple[Any, dict[str, str], str | None]:
             texts: Any = lists.get(action) or []
             for text in cast(list[Any], texts) if isinstance(texts, list) else []:
                 sources.setdefault(f"{action}:{str(text).strip()}", str(path))
+    for line in rule_warnings(loaded, cwd, trusted=refused is None):
+        err(line)
     p = loaded.settings.permissions
     return Rules.of(p.allow, p.ask, p.deny), sources, refused
+
+
+def rule_warnings(loaded: Any, root: Path, *, trusted: bool) -> list[str]:
+    """The warning lines of the rules naming no tool (`build.unknown_rules`), the tool
+    folders' tools counted (their files failing to load: the built-ins alone)."""
+    from tether.agent.assembly import build
+
+    try:
+        tools = build.folder_tools(loaded.settings, root, project_tools=trusted)
+    except ConfigError:
+        tools = []
+    return build.unknown_rules(loaded, tools)
 
 
 @permissions_app.command("check")

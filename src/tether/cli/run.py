@@ -44,7 +44,7 @@ from tether.cli.output import (
     clean_text,
     err,
 )
-from tether.cli.stdin import StdinInput, parse_stdin, plain_text
+from tether.cli.stdin import StdinInput, binary_why, parse_stdin, plain_text
 from tether.cli.token import give_token
 from tether.errors import (
     AuthError,
@@ -98,6 +98,7 @@ class RunOptions:
     max_tool_calls: int | None = None
     token: str | None = field(default=None, repr=False)  # `--token`: never shown
     log_level: str | None = None
+    no_stdin: bool = False
 
 
 EXIT_TIMEOUT = 124
@@ -205,21 +206,32 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
             return refuse(sink, EXIT_USAGE, "empty prompt")
     new_id = default_id_factory()
     stdin = StdinInput(None, ())
-    if prompt is None and not sys.stdin.isatty():
-        try:
-            stdin = parse_stdin(clean_text(sys.stdin.read()), new_id)
-        except MalformedInputError as exc:
-            return refuse(sink, EXIT_MALFORMED, str(exc), line=f"malformed input: {exc}")
-    piped = run_input.piped_text() if prompt is not None else ""
+    try:
+        if prompt is None and not opts.no_stdin and not sys.stdin.isatty():
+            raw = sys.stdin.read()
+            if (why := binary_why(raw)) is not None:
+                raise MalformedInputError(f"{why}: nothing sent (attach a file as @path instead)")
+            stdin = parse_stdin(clean_text(raw), new_id)
+        piped = run_input.piped_text() if prompt is not None and not opts.no_stdin else ""
+    except MalformedInputError as exc:
+        return refuse(sink, EXIT_MALFORMED, str(exc), line=f"malformed input: {exc}")
     if piped and not plain_text(piped):
         err(
             "note: stdin ignored: beside a prompt argument only plain text is added to it "
             "(send a JSON context or message lines on stdin alone)"
         )
         piped = ""
+    elif piped:  # visible: a `while read` loop's input read into one prompt would not be
+        err(
+            f"note: {counted(len(piped.splitlines()), 'line')} of stdin added after the prompt "
+            "(--no-stdin leaves stdin alone)"
+        )
     if prompt is None and not opts.resume:
         if not stdin.messages:
-            return refuse(sink, EXIT_USAGE, "no prompt: give one as an argument or on stdin")
+            why = "no prompt: give one as an argument" + (
+                "" if opts.no_stdin else " or on stdin"
+            )
+            return refuse(sink, EXIT_USAGE, why)
         if all(t.role == "system" for t in stdin.messages):  # nothing to answer: refused alike
             why = "no prompt: the stdin context holds only system messages; add a user message"
             return refuse(sink, EXIT_USAGE, why)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.cli.output import clean_text
-from tether.cli.stdin import StdinInput
+from tether.cli.stdin import StdinInput, binary_why
 from tether.errors import MalformedInputError
 from tether.messages import ContentBlock, TextBlock
 
@@ -72,7 +72,11 @@ def check_input_fits(
 
 def piped_text() -> str:
     """stdin's text when it is a pipe or a file (`cat log | tether run "summarize"`), else ""
-    (a terminal, /dev/null, a socket)."""
+    (a terminal, /dev/null, a socket).
+
+    Raises:
+        MalformedInputError: stdin is not text (`tether.cli.stdin.binary_why`).
+    """
     stream = sys.stdin
     if stream is None or stream.isatty():
         return ""
@@ -83,9 +87,12 @@ def piped_text() -> str:
     if mode is not None and not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
         return ""
     try:
-        return clean_text(stream.read())
+        text = stream.read()
     except (OSError, ValueError):  # a stream that cannot be read (closed; pytest's capture)
         return ""
+    if (why := binary_why(text)) is not None:
+        raise MalformedInputError(f"{why}: nothing sent (attach a file as @path instead)")
+    return clean_text(text)
 
 
 def with_piped(content: str | list[ContentBlock], piped: str) -> str | list[ContentBlock]:

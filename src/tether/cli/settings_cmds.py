@@ -65,14 +65,110 @@ def config_set(
     from tether.settings.trust import keeping_approval
 
     root = cwd.resolve()
+    parsed = parse_cli_value(value)
+    try:
+        if key.strip() == "model":
+            _check_model(parsed, root)
+    except ConfigError as exc:
+        raise fail(exc) from None
     with keeping_approval(root, enabled=project) as notes:
         try:
-            path = save_setting(
-                "project" if project else "user", key, parse_cli_value(value), project_dir=root
-            )
+            path = save_setting("project" if project else "user", key, parsed, project_dir=root)
         except ConfigError as exc:
             raise fail(exc) from None
     err(f"set {key} in {path}")
+    for note in notes:
+        err(note)
+    if key.strip().startswith("permissions"):
+        _rule_warnings(root)
+
+
+def _check_model(value: object, root: Path) -> None:
+    """Refuse a `model` value naming a provider that is neither built in nor configured in the
+    settings (as `--model` and a run check it), before anything is written.
+
+    Raises:
+        ConfigError: the line the run would give.
+    """
+    from tether.agent.assembly.build import model_refs
+    from tether.settings import load_settings
+
+    try:
+        settings = load_settings(root).settings.with_values({"model": value})
+    except ConfigError:  # the schema's own refusal comes from save_setting, naming the file
+        return
+    model_refs(settings)
+
+
+def _rule_warnings(root: Path) -> None:
+    """After a `permissions.*` change: the rules that name no tool, one line each."""
+    from tether.cli.permissions_cmds import rule_warnings
+    from tether.settings.trust import trusted_settings
+
+    try:
+        loaded, refused = trusted_settings(root)
+    except ConfigError:
+        return
+    for line in rule_warnings(loaded, root, trusted=refused is None):
+        err(line)
+
+
+@config_app.command("get")
+def config_get(
+    key: Annotated[str, typer.Argument(help="Dotted key, e.g. model or tools.timeout.")],
+    project: Annotated[
+        bool,
+        typer.Option("--project", help="Read <cwd>/.tether/settings.json, not the user file."),
+    ] = False,
+    cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
+) -> None:
+    """Print one key of the user (default) or project settings file: text as it is, anything
+    else as JSON. A key the file does not set is one line on stderr, exit 1 (with the value in
+    force, when the settings give one)."""
+    from tether.settings import load_settings
+    from tether.settings.files import read_setting
+    from tether.settings.merge import get_dotted, split_dotted
+
+    root = cwd.resolve()
+    try:
+        path, found, value = read_setting(
+            "project" if project else "user", key, project_dir=root
+        )
+    except ConfigError as exc:
+        raise fail(exc) from None
+    if found:
+        print(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        return
+    try:
+        in_force, current = get_dotted(load_settings(root).settings.to_json(), split_dotted(key))
+    except (ConfigError, ValueError):
+        in_force, current = False, None
+    told = f" (in force: {json.dumps(current, ensure_ascii=False)})" if in_force else ""
+    err(f"{key} is not set in {path}{told}")
+    raise typer.Exit(1)
+
+
+@config_app.command("unset")
+def config_unset(
+    key: Annotated[str, typer.Argument(help="Dotted key, e.g. model or tools.timeout.")],
+    project: Annotated[
+        bool,
+        typer.Option("--project", help="Change <cwd>/.tether/settings.json, not the user file."),
+    ] = False,
+    cwd: Annotated[Path, typer.Option(help="The project folder for --project.")] = Path("."),
+) -> None:
+    """Remove one key from the user (default) or project settings file; other keys are kept.
+    A project whose files were all approved stays approved, as with `config set`."""
+    from tether.settings.files import remove_setting
+    from tether.settings.trust import keeping_approval
+
+    root = cwd.resolve()
+    with keeping_approval(root, enabled=project) as notes:
+        try:
+            path = remove_setting("project" if project else "user", key, project_dir=root)
+        except ConfigError as exc:
+            raise fail(exc) from None
+    err(f"unset {key} in {path}")
     for note in notes:
         err(note)
 

@@ -8,6 +8,8 @@ other line is user text (consecutive text lines join into one user message, so a
 multi-line prompt stays one message).
 
 Malformed (exit 5), never sent as a prompt:
+    * stdin that is not text: NUL bytes (a binary file) or bytes that are not UTF-8
+      (`binary_why`), with or without a prompt argument;
     * stdin that starts as JSON and does not parse: `{` or `[` followed by the start of a JSON
       value (`[{"role":…` cut short, `{"prompt": "x"` with no brace). `[WIP] fix it` or
       `{name} is a placeholder` do not start as JSON and stay text;
@@ -100,6 +102,16 @@ def parse_stdin(text: str, new_id: Callable[[], str]) -> StdinInput:
             pending.append(line)
     flush()
     return StdinInput(None, tuple(turns))
+
+
+def binary_why(text: str) -> str | None:
+    """Why `text` (stdin, read with surrogate escapes) is no prompt: it holds NUL bytes (a
+    binary file) or bytes that are not UTF-8; None for text."""
+    if "\x00" in text:
+        return "stdin holds NUL bytes (binary data, not text)"
+    if any("\udc80" <= ch <= "\udcff" for ch in text):
+        return "stdin is not UTF-8 text"
+    return None
 
 
 def plain_text(text: str) -> bool:

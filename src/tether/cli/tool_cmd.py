@@ -4,8 +4,10 @@ builds in that folder (settings, tool folders, sandbox, path policy, environment
 
 Exit codes: 0 the tool's result printed on stdout · 1 an unknown tool, arguments that are not a
 JSON object or that the tool refuses, a tool error (its text on stderr), a `bash` command that
-exited non-zero or was killed (its output on stdout, with the `(exit code N)` line) or a
-settings problem. No model is called, so a model whose credentials are missing is no error
+exited non-zero or was killed (its output on stdout, with the `(exit code N)` line), a
+`bash` call with `run_in_background` (its shell would stop when `tether tool` exits) or a
+settings problem. Only the setup notes about the tools are printed (not the context line or an
+unknown window's note: no model is called). No model is called, so a model whose credentials are missing is no error
 here: the tools are built around `NoModel`, which answers any request (a `task` subagent's)
 with one auth error. The tools are every tool `tether run` offers a model in that folder: with
 the embedded model as the settings' model (which is offered fewer), they are built around
@@ -44,6 +46,18 @@ class NoModel:
         yield StreamError(kind="auth", message=self.why)
 
 
+MODEL_NOTES = ("context: ", "tether does not know the context window of model ")
+"""The starts of the setup notes that only concern the model's requests (the context line of
+instruction files and skills, `prompting.context_report`; an unknown window,
+`catalog.unknown_window_warning`): `tether tool` calls no model, so it does not print them."""
+
+
+def tool_note(line: str) -> None:
+    """A setup note of `tether tool`: on stderr unless it is about the model (`MODEL_NOTES`)."""
+    if not line.startswith(MODEL_NOTES):
+        err(line)
+
+
 EMBEDDED_NO_TASK = (
     "tether tool runs no subagent on the embedded model: give --model provider/model to run `task`"
 )
@@ -71,6 +85,12 @@ def tool_command(
     if args is None:
         err(f"--json: {why}")
         return EXIT_USAGE
+    if name == "bash" and args.get("run_in_background"):
+        err(
+            "tether tool runs no background shell (it would stop when tether tool exits): "
+            "drop run_in_background to run the command in the foreground"
+        )
+        return EXIT_USAGE
     root = cwd.resolve()
     if not root.is_dir():
         err(f"--cwd {cwd} is not a folder")
@@ -78,11 +98,12 @@ def tool_command(
     try:
         try:
             agent = Agent.from_settings(
-                root, model=model, base_url=base_url, host=Host(note=err), session=AgentSession()
+                root, model=model, base_url=base_url, host=Host(note=tool_note),
+                session=AgentSession(),
             )
         except AuthError as exc:  # the tools need no model
             agent = Agent.from_settings(
-                root, model=NoModel(str(exc)), host=Host(note=err), session=AgentSession()
+                root, model=NoModel(str(exc)), host=Host(note=tool_note), session=AgentSession()
             )
         if model is None and agent.provider.name == "local":
             # the embedded model is offered fewer tools (`EMBEDDED_WITHHELD`, no `skill`); the

@@ -25,13 +25,15 @@ DBOS is a per-process singleton: one `launch` per process (`shutdown` destroys i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -502,10 +504,31 @@ def serve(
 
 
 def _client(cfg: JobsConfig) -> DBOSClient | None:
+    """A client of the jobs database (None: a SQLite file never created). DBOS logs its own
+    error lines when the database cannot be reached; they are silenced here: the exception
+    raised is what the caller says, in one line.
+
+    Raises:
+        dbos / sqlalchemy errors: the database cannot be reached.
+    """
     url = cfg.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         return None  # nothing was ever dispatched
-    return DBOSClient(system_database_url=url, application_name=APP_NAME)
+    with quiet_dbos():
+        return DBOSClient(system_database_url=url, application_name=APP_NAME)
+
+
+@contextlib.contextmanager
+def quiet_dbos() -> Generator[None]:
+    """DBOS's own logger silenced for the block (its "Error connecting to the DBOS system
+    database" lines come before tether's one line about the same failure)."""
+    logger = logging.getLogger("dbos")
+    was = logger.disabled
+    logger.disabled = True  # not its level: DBOS sets that itself when it configures logging
+    try:
+        yield
+    finally:
+        logger.disabled = was
 
 
 def workflows(cfg: JobsConfig, task_id: str | None = None) -> list[WorkflowStatus]:

@@ -142,7 +142,7 @@ class _Front(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str | None = Field(default=None, pattern=TASK_ID)
-    schedule: dict[str, Any] | None = None
+    schedule: Any = None  # checked by `_schedule`, whose message names the three forms
     model: str | None = Field(default=None, min_length=1)
     tools: list[str] | None = None
     max_turns: int | None = Field(default=None, ge=1)
@@ -155,13 +155,23 @@ class _Front(BaseModel):
         return None if value is None else parse_duration(value)
 
 
-def _schedule(raw: Mapping[str, Any] | None) -> Schedule:
+SCHEDULE_FORMS = 'cron: "0 3 * * *", every: 30m or at: 2026-12-01T03:00:00Z'
+"""The three schedules, as a task file writes them (under `schedule:`)."""
+
+
+def _schedule(raw: object) -> Schedule:
     """Raises ValueError with the reason."""
     if raw is None:
         return Schedule("once")
-    keys = set(raw)
+    if not isinstance(raw, Mapping):
+        raise ValueError(
+            f"{raw!r} is not a schedule: write one of {SCHEDULE_FORMS} on its own line "
+            "under schedule:"
+        )
+    keys = set(cast(Mapping[str, Any], raw))
     if len(keys) != 1 or not keys <= {"cron", "every", "at"}:
-        raise ValueError("give exactly one of cron, every, at")
+        raise ValueError(f"give exactly one of {SCHEDULE_FORMS}")
+    raw = cast(Mapping[str, Any], raw)
     if "cron" in raw:
         expr = raw["cron"]
         if not isinstance(expr, str) or len(expr.split()) != 5 or not croniter.is_valid(expr):

@@ -199,6 +199,15 @@ class Rules:
         return None
 
 
+def names_no_tool(rule: Rule, known: Iterable[str]) -> bool:
+    """Whether `rule` can never match: its tool (or glob) names none of the `known` tool names
+    and is not an MCP name (`mcp__server__tool`, `mcp_read_resource`: their servers list them
+    once started)."""
+    if rule.tool.startswith("mcp_"):
+        return False
+    return not any(rule.names(name) for name in known)
+
+
 def _said(action: Action, rule: Rule, part: str | None = None) -> str:
     what = f" (`{part}`)" if part else ""
     verb = {"allow": "allowed", "ask": "to be asked", "deny": "denied"}[action]

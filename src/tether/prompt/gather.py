@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+import tether.hostgit as hostgit
 from tether.messages import CompactSummaryBlock, TextBlock, Turn
 from tether.prompt.facts import Environment, GitFacts, InstructionFile, InstructionScope
 from tether.prompt.imports import Refusal, apply_cap, expand_imports, is_within
@@ -49,11 +50,11 @@ def git_facts(
     """The repository `cwd` is in, from `git rev-parse` and `git status --porcelain=v2
     --branch`, or (None, why): `not a git repository`, `git is not installed`, `git did not
     answer`. Never raises."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = hostgit.env()
 
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
+    def git(*args: str, overrides: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
         return run(
-            ["git", "-C", str(cwd), *args],
+            hostgit.argv("git", "-C", str(cwd), *args, overrides=overrides),
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_S,
@@ -62,10 +63,16 @@ def git_facts(
         )
 
     try:
-        top = git("rev-parse", "--show-toplevel")
+        top = git("rev-parse", "--show-toplevel", "--git-common-dir", "--git-dir")
         if top.returncode != 0:
             return None, "not a git repository"
-        status = git("status", "--porcelain=v2", "--branch")
+        lines = top.stdout.splitlines()
+        dirs = [cwd / d for d in lines[1:3]]  # relative ones are relative to cwd
+        files = [dirs[0] / "config", dirs[1] / "config.worktree"] if len(dirs) == 2 else None
+        status = git(
+            "status", "--porcelain=v2", "--branch",
+            overrides=hostgit.repo_overrides(cwd, config_files=files),
+        )
     except FileNotFoundError:
         return None, "git is not installed"
     except (OSError, subprocess.SubprocessError):
@@ -82,7 +89,7 @@ def git_facts(
         elif line and not line.startswith("#"):
             dirty = True
     return GitFacts(
-        root=top.stdout.strip(), branch=branch, has_commits=has_commits, dirty=dirty
+        root=lines[0].strip(), branch=branch, has_commits=has_commits, dirty=dirty
     ), ""
 
 

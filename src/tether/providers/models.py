@@ -32,7 +32,7 @@ from tether.errors import AuthError, ConfigError
 from tether.providers.catalog import listed_models
 from tether.providers.errors import classify_exception
 
-ModelSource = Literal["provider", "cache", "bundled"]
+ModelSource = Literal["provider", "cache", "bundled", "settings"]
 
 MODEL_PROVIDERS = ("openai", "openai-responses", "anthropic", "google", "ollama", "local")
 
@@ -52,7 +52,8 @@ class ModelList:
     Attributes:
         provider: the provider name (as in `--model provider/model`).
         models: model names, sorted.
-        source: `provider` (listed live), `cache` (the last live listing) or `bundled`.
+        source: `provider` (listed live), `cache` (the last live listing), `bundled`, or
+            `settings` (a settings endpoint's configured model, its listing having failed).
         fetched_ms: when the list was fetched from the provider (Unix ms), None for bundled.
         note: why the live listing was not used (no key, unreachable, ...), or None.
     """
@@ -87,8 +88,11 @@ def _key(provider: str) -> str | None:
     return lookup_key(provider, type_=provider)
 
 
-async def fetch_models(provider: str, base_url: str | None, timeout_s: float) -> list[str]:
-    """Ask the provider for its models through its SDK.
+async def fetch_models(
+    provider: str, base_url: str | None, timeout_s: float, *, key: str | None = None
+) -> list[str]:
+    """Ask the provider for its models through its SDK, with `key` (default: the provider's
+    own, by tether's lookup order).
 
     Raises:
         AuthError: no API key for a provider's official endpoint.
@@ -98,7 +102,7 @@ async def fetch_models(provider: str, base_url: str | None, timeout_s: float) ->
     if provider in ("openai", "openai-responses"):
         import openai
 
-        key = _key(provider)
+        key = key or _key(provider)
         if key is None and base_url is None:
             raise AuthError("no OpenAI API key (OPENAI_API_KEY)")
         oc = openai.AsyncOpenAI(
@@ -108,7 +112,7 @@ async def fetch_models(provider: str, base_url: str | None, timeout_s: float) ->
     if provider == "anthropic":
         import anthropic
 
-        key = _key(provider)
+        key = key or _key(provider)
         if key is None and base_url is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             raise AuthError("no Anthropic API key (ANTHROPIC_API_KEY)")
         ac = anthropic.AsyncAnthropic(
@@ -119,7 +123,7 @@ async def fetch_models(provider: str, base_url: str | None, timeout_s: float) ->
         from google import genai
         from google.genai import types as gt
 
-        key = _key(provider)
+        key = key or _key(provider)
         if key is None:
             raise AuthError("no Gemini API key (GEMINI_API_KEY or GOOGLE_API_KEY)")
         options = gt.HttpOptions(base_url=base_url, timeout=int(timeout_s * 1000))
@@ -246,3 +250,4 @@ async def list_all(
             *(list_models(p, base_url=base_url, cache_dir=cache_dir) for p in providers)
         )
     )
+

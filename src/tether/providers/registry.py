@@ -95,7 +95,7 @@ def resolve_provider(
         return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
     key = api_key or key_for(ref, providers=providers)
     if key is None and endpoint is not None and endpoint.base_url:
-        key = _no_own_key(name, provider_name, endpoint)
+        key = no_own_key(name, provider_name, endpoint)
     try:
         if provider_name == "openai":
             from tether.providers.openai_chat import OpenAIChatProvider
@@ -116,7 +116,7 @@ def resolve_provider(
         raise AuthError(f"{exc}, or store one with `tether login {name}`") from None
 
 
-def _no_own_key(name: str, type_: str, endpoint: ProviderSettings) -> str:
+def no_own_key(name: str, type_: str, endpoint: ProviderSettings) -> str:
     """What a settings endpoint with its own `base_url` and no key of its own gets: never the
     type's default key (the SDKs read `OPENAI_API_KEY` & co. when handed none, and would send
     the user's OpenAI key to the gateway): a keyless OpenAI-style gateway a placeholder;

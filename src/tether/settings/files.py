@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from tether.atomic import write_atomic
 from tether.errors import ConfigError
-from tether.settings.merge import merge_layers, set_dotted, split_dotted
+from tether.settings.merge import get_dotted, merge_layers, set_dotted, split_dotted, unset_dotted
 from tether.settings.model import AgentConfig
 
 CONFIG_DIR_ENV = "TETHER_CONFIG_DIR"
@@ -278,5 +278,50 @@ def save_setting(
         except ValueError as exc:
             raise ConfigError(f"{path}: cannot set {dotted_key}: {exc}") from None
         validate_layer(updated, f"{path} (after setting {dotted_key})")
+        write_atomic(path, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode())
+    return path
+
+
+def read_setting(
+    scope: SettingsScope, dotted_key: str, *, project_dir: Path | None = None
+) -> tuple[Path, bool, Any]:
+    """The value of one key in the user or project settings file: (the file, whether the key is
+    set there, its value or None).
+
+    Raises:
+        ConfigError: a bad key, a malformed file.
+    """
+    path = settings_path(scope, project_dir)
+    try:
+        parts = split_dotted(dotted_key)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    found, value = get_dotted(read_json_object(path) or {}, parts)
+    return path, found, value
+
+
+def remove_setting(
+    scope: SettingsScope, dotted_key: str, *, project_dir: Path | None = None
+) -> Path:
+    """Remove one key from the user or project settings file, keeping every other key (objects
+    it leaves empty go too); read, changed, validated and replaced as `save_setting` does.
+
+    Raises:
+        ConfigError: a bad key, a key the file does not set, a malformed existing file.
+    """
+    path = settings_path(scope, project_dir)
+    try:
+        parts = split_dotted(dotted_key)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if not path.is_file():
+        raise ConfigError(f"{dotted_key} is not set in {path}: the file does not exist")
+    with FileLock(str(path) + ".lock", timeout=10):
+        current = read_json_object(path) or {}
+        try:
+            updated = unset_dotted(current, parts)
+        except ValueError:
+            raise ConfigError(f"{dotted_key} is not set in {path}") from None
+        validate_layer(updated, f"{path} (after removing {dotted_key})")
         write_atomic(path, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode())
     return path

@@ -78,6 +78,39 @@ def set_dotted(data: Mapping[str, Any], path: list[str], value: Any) -> dict[str
     return out
 
 
+def get_dotted(data: Mapping[str, Any], path: list[str]) -> tuple[bool, Any]:
+    """(True, the value) at the object path `path` of `data`, or (False, None) when absent."""
+    node: Any = data
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = cast(dict[str, Any], node)[key]
+    return True, node
+
+
+def unset_dotted(data: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
+    """A copy of `data` without the key at `path`; objects left empty by it are removed too.
+
+    Raises:
+        ValueError: nothing is set at `path`, or `path` is empty.
+    """
+    if not path:
+        raise ValueError("empty key")
+    found, _ = get_dotted(data, path)
+    if not found:
+        raise ValueError("not set")
+    out: dict[str, Any] = {k: _copy(v) for k, v in data.items()}
+    trail: list[dict[str, Any]] = [out]
+    for key in path[:-1]:
+        trail.append(cast(dict[str, Any], trail[-1][key]))
+    del trail[-1][path[-1]]
+    for depth in range(len(path) - 1, 0, -1):  # empty parents go with it
+        if trail[depth]:
+            break
+        del trail[depth - 1][path[depth - 1]]
+    return out
+
+
 def split_dotted(key: str) -> list[str]:
     r"""Split `tools.timeout` into `["tools", "timeout"]`; `\.` keeps a literal dot
     (`context.windows.gpt-4\.1.context_window`).

@@ -10,6 +10,16 @@ from dataclasses import dataclass
 
 from tether.errors import RuleError
 
+CLAUDE_CODE_TOOLS = {
+    "webfetch": "web_fetch",
+    "websearch": "web_search",
+    "multiedit": "edit",
+    "todowrite": "todo",
+}
+"""Claude Code's tool names that are not tether's lower-cased (`WebFetch(domain:x.com)` is
+`web_fetch(domain:x.com)`); `Bash`, `Read`, `Edit`, `Write`, `Glob`, `Grep`, `LS`, `Task` are
+tether's names in another case."""
+
 _RULE = re.compile(r"^\s*([A-Za-z0-9_*?.\-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
@@ -47,6 +57,7 @@ def parse_rule(text: str) -> Rule:
             "e.g. bash(pytest *), edit(src/**), mcp__github__*"
         )
     tool, pattern = m.group(1).lower(), m.group(2)
+    tool = CLAUDE_CODE_TOOLS.get(tool, tool)
     if pattern is not None:
         pattern = pattern.strip()
         if not pattern:

@@ -37,9 +37,10 @@ from tether.compaction.prune import prune_policy
 from tether.compaction.recall import RECALL_TOOL
 from tether.compaction.windows import parse_windows_setting
 from tether.credentials import find_key
-from tether.errors import ConfigError
+from tether.errors import ConfigError, RuleError
 from tether.lsp.config import resolve_servers
 from tether.lsp.tool import lsp_tool
+from tether.permissions.rules import names_no_tool, parse_rule
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of, resolve_limits
 from tether.providers.fallback import ModelRef, check_provider_names
@@ -420,6 +421,39 @@ class Resolver(Protocol):
     ) -> tuple[Provider, ...]: ...
 
 
+KNOWN_TOOLS = frozenset(
+    {t.name for t in builtin_tools()}
+    | {"question", "web_fetch", "web_search", "task", "skill", RECALL_TOOL, lsp_tool.name}
+)
+"""Every tool name tether has (offered or not in a given run), for the rules' check."""
+
+
+def unknown_rules(loaded: LoadedSettings, tools: Sequence[Tool]) -> list[str]:
+    """One warning line per `permissions.allow|ask|deny` rule of the loaded files that names
+    no tool (`KNOWN_TOOLS`, the tools of `tools`, MCP names): it would never match, and a typo
+    in a `deny` rule disarms it silently."""
+    known = KNOWN_TOOLS | {t.name for t in tools}
+    lines: list[str] = []
+    for path, layer in zip(loaded.sources, loaded.layers, strict=True):
+        section = layer.get("permissions")
+        if not isinstance(section, dict):
+            continue
+        for action in ("deny", "ask", "allow"):
+            listed = cast(dict[str, Any], section).get(action)
+            for text in cast(list[Any], listed) if isinstance(listed, list) else []:
+                try:
+                    rule = parse_rule(str(text))
+                except RuleError:
+                    continue
+                if names_no_tool(rule, known):
+                    lines.append(
+                        f"warning: permissions.{action} rule {rule.text!r} in {path} names no "
+                        f"tool ({rule.tool!r}), so it never matches; the tools: "
+                        f"{', '.join(sorted(known))}, and MCP tools as mcp__<server>__<tool>"
+                    )
+    return lines
+
+
 def settings_chain(
     cwd: Path | str,
     *,
@@ -428,6 +462,7 @@ def settings_chain(
     overrides: Mapping[str, Any] | None,
     note: Note,
     resolve: Resolver | None = None,
+    seen: list[LoadedSettings] | None = None,
 ) -> tuple[Path, AgentConfig, tuple[Provider, ...], str | None]:
     """The one construction path from a folder and the model flags to a config and a provider
     chain (`tether run`, `tether chat`, ACP, Jobs through `from_settings_files`;
@@ -436,12 +471,15 @@ def settings_chain(
     string parsed once, `ModelRef.parse`; project base URLs noted), and why the project's files
     were not loaded (None: they were). `resolve`: what resolves the chain (default
     `resolve_models`; `tether.agent.assembly.chains.ChainCache.resolve` reuses providers).
+    `seen`: gets the loaded settings files (their rules' sources, `unknown_rules`).
 
     Raises:
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`.
     """
     root = Path(cwd).resolve()
     loaded, refused = trusted_settings(root)
+    if seen is not None:
+        seen.append(loaded)
     cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
     chain = (resolve or resolve_models)(
         model, cfg, base_url=base_url, note=note, project_urls=project_base_urls(loaded, root)
@@ -467,10 +505,14 @@ def from_settings_files(
     Raises:
         ConfigError: (AuthError included) as `load_settings`, `resolve_models`, `folder_tools`.
     """
+    seen: list[LoadedSettings] = []
     root, cfg, chain, refused = settings_chain(
-        cwd, model=model, base_url=base_url, overrides=overrides, note=note, resolve=resolve
+        cwd, model=model, base_url=base_url, overrides=overrides, note=note, resolve=resolve,
+        seen=seen,
     )
     tools = folder_tools(cfg, root, note, project_tools=refused is None)
+    for line in unknown_rules(seen[0], tools) if seen else ():
+        note(line)
     if _embedded(chain):
         tools = [t for t in tools if t.name not in EMBEDDED_WITHHELD]
     elif not any(t.name == lsp_tool.name for t in tools) and resolve_servers(cfg.lsp, os.environ)[0]:
