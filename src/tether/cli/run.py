@@ -443,12 +443,10 @@ def _build(
         prompt = _command_prompt(agent, prompt, pinned=opts.model is not None)
     sink.use(agent.config.run.output_format)
     run_limits.check_schema(agent)  # a bad schema is one line before any request
-    from tether.agent.assembly.prompting import mention_refusal
     from tether.agent.attachments import image_refusal
 
-    denied = mention_refusal(agent.config, root)
     typed = opts.prompt if prompt != opts.prompt else None  # a command's text: its words
-    attachments = run_input.prompt_attachments(prompt, opts.images, root, denied, typed)
+    attachments = run_input.prompt_attachments(prompt, opts.images, root, agent, typed)
     for line in attachments.notes:
         err(f"note: {line}")
     run_input.check_input_fits(prompt, stdin, agent, [b.text for b in attachments.blocks])

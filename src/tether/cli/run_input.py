@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,20 +26,22 @@ def prompt_attachments(
     prompt: str | None,
     files: Sequence[Path],
     root: Path,
-    denied: Callable[[str], str | None] | None = None,
+    agent: Agent | None = None,
     typed: str | None = None,
 ) -> Mentions:
     """What goes with the prompt: the images of `--image FILE` (in order), then what it names
     as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached, what
-    `denied` refuses left out with a note; `typed`: what the user typed, when `prompt` is a
-    command's expansion of it), paths relative to `root`.
+    `agent`'s rules refuse — `mention_refusal` — left out with a note; `typed`: what the user
+    typed, when `prompt` is a command's expansion of it), paths relative to `root`.
 
     Raises:
         ConfigError: an image is missing or not an image (one line naming it).
     """
+    from tether.agent.assembly.prompting import mention_refusal
     from tether.agent.attachments import read_image
     from tether.agent.mentions import Mentions, resolve_mentions
 
+    denied = None if agent is None else mention_refusal(agent.config, root)
     found = resolve_mentions(prompt, root, denied=denied, typed=typed) if prompt else Mentions()
     found.images[:0] = [read_image(name, root=root) for name in files]
     return found
