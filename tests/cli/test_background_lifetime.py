@@ -25,7 +25,9 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _wait_for(check: Callable[[], bool], timeout_s: float = 20.0) -> bool:
+def _wait_for(check: Callable[[], bool], timeout_s: float = 60.0) -> bool:
+    """Whether `check` held within `timeout_s` (60 s: a tether process starting, requesting and
+    spawning under bwrap took over 20 s on a CI machine loaded by a second test run)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if check():
