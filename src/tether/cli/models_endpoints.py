@@ -9,33 +9,15 @@ keys (`tether.providers.registry.key_for`).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tether.errors import ConfigError
 from tether.providers.compatible import AnthropicCompatibleProvider, OpenAICompatibleProvider
-from tether.providers.errors import classify_exception
-from tether.providers.models import (
-    MODEL_PROVIDERS,
-    ModelList,
-    cache_path,
-    default_cache_dir,
-    fetch_models,
-    read_cache,
-    write_cache,
-)
+from tether.providers.models import MODEL_PROVIDERS, ModelList, fetch_models, live_or_cached
 from tether.providers.registry import COMPATIBLE_TYPES, key_for, no_own_key, resolve_provider
 from tether.settings.model import ProviderSettings
-
-
-def why_failed(exc: Exception) -> str:
-    """A listing's failure in one line: a settings problem as it is, else its kind and message."""
-    if isinstance(exc, ConfigError):
-        return str(exc)
-    event = classify_exception(exc)
-    return f"{event.kind}: {event.message}"
 
 
 async def list_endpoint(
@@ -58,27 +40,17 @@ async def list_endpoint(
     endpoint = providers.get(name)
     if endpoint is None:
         raise ConfigError(f"no providers.{name} entry in the settings")
-    kind = endpoint.type or name
-    path = cache_path(kind, endpoint.base_url, cache_dir or default_cache_dir())
-    try:
-        models = sorted(set(await endpoint_models(name, endpoint, providers, timeout_s)))
-    except ConfigError:
-        raise
-    except Exception as exc:  # unreachable, refused: the cache, else the configured model
-        note = why_failed(exc)
-    else:
-        now = clock_ms()
-        with contextlib.suppress(OSError):
-            write_cache(path, kind, endpoint.base_url, models, now)
-        return ModelList(provider=name, models=tuple(models), source="provider", fetched_ms=now)
-    cached = read_cache(path)
-    if cached is not None:
-        return ModelList(
-            provider=name, models=tuple(sorted(cached[0])), source="cache",
-            fetched_ms=cached[1], note=note,
-        )
     own = (endpoint.model,) if endpoint.model else ()
-    return ModelList(provider=name, models=own, source="settings", note=note)
+    return await live_or_cached(
+        name,
+        endpoint.type or name,
+        endpoint.base_url,
+        endpoint_models(name, endpoint, providers, timeout_s),
+        (own, "settings"),
+        cache_dir=cache_dir,
+        clock_ms=clock_ms,
+        raised=(ConfigError,),
+    )
 
 
 async def endpoint_models(

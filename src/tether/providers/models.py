@@ -170,7 +170,8 @@ def write_cache(
     write_atomic(path, json.dumps(payload).encode(), mode=0o600)
 
 
-def _why(exc: Exception) -> str:
+def why_failed(exc: Exception) -> str:
+    """A listing's failure in one line: a settings problem as it is, else its kind and message."""
     if isinstance(exc, ConfigError):
         return str(exc)
     event = classify_exception(exc)
@@ -205,26 +206,53 @@ async def list_models(
         )
     if provider == "local":
         return ModelList(provider=provider, models=BUNDLED["local"], source="bundled")
-    path = cache_path(provider, base_url, cache_dir or default_cache_dir())
+    return await live_or_cached(
+        provider,
+        provider,
+        base_url,
+        fetch(provider, base_url, timeout_s),
+        (BUNDLED[provider], "bundled"),
+        cache_dir=cache_dir,
+        clock_ms=clock_ms,
+    )
+
+
+async def live_or_cached(
+    name: str,
+    kind: str,
+    base_url: str | None,
+    live: Awaitable[list[str]],
+    fallback: tuple[tuple[str, ...], ModelSource],
+    *,
+    cache_dir: Path | None = None,
+    clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    raised: tuple[type[Exception], ...] = (),
+) -> ModelList:
+    """The listing `name` gets from `live` (then cached under `kind` and `base_url`); when it
+    fails (but with one of `raised`, which propagates; so does CancelledError), the cache, else
+    `fallback` (models, source), with the failure as the note."""
+    path = cache_path(kind, base_url, cache_dir or default_cache_dir())
     try:
-        models = sorted(set(await fetch(provider, base_url, timeout_s)))
-    except Exception as exc:  # any failure falls back; CancelledError propagates
-        note = _why(exc)
+        models = sorted(set(await live))
+    except raised:
+        raise
+    except Exception as exc:  # any other failure falls back
+        note = why_failed(exc)
     else:
         now = clock_ms()
         with contextlib.suppress(OSError):
-            write_cache(path, provider, base_url, models, now)
-        return ModelList(provider=provider, models=tuple(models), source="provider", fetched_ms=now)
+            write_cache(path, kind, base_url, models, now)
+        return ModelList(provider=name, models=tuple(models), source="provider", fetched_ms=now)
     cached = read_cache(path)
     if cached is not None:
         return ModelList(
-            provider=provider,
+            provider=name,
             models=tuple(sorted(cached[0])),
             source="cache",
             fetched_ms=cached[1],
             note=note,
         )
-    return ModelList(provider=provider, models=BUNDLED[provider], source="bundled", note=note)
+    return ModelList(provider=name, models=fallback[0], source=fallback[1], note=note)
 
 
 def listing_to_dict(listing: ModelList) -> dict[str, Any]:
