@@ -272,15 +272,9 @@ def worktree_git(root: Path) -> tuple[Path, ...]:
     (bubblewrap) a worktree of a repository in `/tmp` saw neither, and every git command failed
     ("not a git repository"). Empty for anything else."""
     git = root / ".git"
-    if git.is_symlink() or not git.is_file():
+    own = _named_gitdir(git) if git.is_file() and not git.is_symlink() else None
+    if own is None:
         return ()
-    try:
-        head = git.read_text(errors="replace")[:4096].strip()
-    except OSError:
-        return ()
-    if not head.startswith("gitdir:"):
-        return ()
-    own = Path(os.path.realpath(Path(root, head.removeprefix("gitdir:").strip())))
     out = [own]
     try:
         common = (own / "commondir").read_text(errors="replace").strip()
@@ -292,6 +286,17 @@ def worktree_git(root: Path) -> tuple[Path, ...]:
     return tuple(p for p in out if p.is_dir() and not is_inside(str(p), root_s))
 
 
+def _named_gitdir(git: Path) -> Path | None:
+    """The real path of the git folder a `.git` file names (`gitdir: X`), or None."""
+    try:
+        head = git.read_text(errors="replace")[:4096].strip()
+    except OSError:
+        return None
+    if not head.startswith("gitdir:"):
+        return None
+    return Path(os.path.realpath(Path(git.parent, head.removeprefix("gitdir:").strip())))
+
+
 def _git_targets(root: Path, git: Path) -> tuple[Path, ...]:
     """What must stay read-only for one `.git` entry: the folder itself; for a `.git` file
     (`gitdir: X`) or a link, the git folder it names too when that lies in the root."""
@@ -300,13 +305,8 @@ def _git_targets(root: Path, git: Path) -> tuple[Path, ...]:
         return (git,)
     if git.is_file() and not git.is_symlink():
         out.append(git)
-        try:
-            head = git.read_text(errors="replace")[:4096].strip()
-        except OSError:
-            head = ""
-        if head.startswith("gitdir:"):
-            target = Path(git.parent, head.removeprefix("gitdir:").strip())
-            out.append(Path(os.path.realpath(target)))
+        if (named := _named_gitdir(git)) is not None:
+            out.append(named)
     elif git.is_symlink():
         out.append(Path(os.path.realpath(git)))
     root_s = os.path.realpath(root)
