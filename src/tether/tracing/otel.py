@@ -24,12 +24,22 @@ https://opentelemetry.io/docs/specs/semconv/gen-ai/):
   result is an error.
 - `compaction` (INTERNAL) per compaction: `tether.compaction.reason`, tokens before/after,
   turns replaced, generation, truncated; its summary request is a child `chat` span.
+
+A collector that does not answer never holds up or clutters a run (`_Export`): each export gives
+up after `EXPORT_TIMEOUT_S` (unless `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` / `..._TIMEOUT` say
+otherwise), a failed export is one warning line on the `tether.tracing` logger (not the SDK's
+retry lines), and the spans of the next `QUIET_AFTER_FAILURE_S` are dropped without trying, so
+a run's exit does not wait on a dead endpoint again.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Generator, Mapping
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -37,8 +47,8 @@ from typing import TYPE_CHECKING
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -57,6 +67,103 @@ _PROVIDER_NAMES = {"google": "gcp.gemini"}
 """tether provider names whose GenAI well-known `gen_ai.provider.name` differs."""
 _PROPAGATOR = TraceContextTextMapPropagator()
 _in_run: contextvars.ContextVar[bool] = contextvars.ContextVar("tether_in_run", default=False)
+log = logging.getLogger(__name__)
+
+EXPORT_TIMEOUT_S = 2.0
+"""How long one export of a batch may take, its retries included (the SDK's default is 10 s,
+which a run's exit waited out when the collector was down)."""
+QUIET_AFTER_FAILURE_S = 60.0
+"""After a failed export, the spans of this many seconds are dropped without trying."""
+_TIMEOUT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+_SDK_EXPORT_LOGS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.common.http",
+)
+"""The OTLP/HTTP span exporter's loggers (a logger's filter does not cover its children):
+their retry and failure records are dropped (`_Export` says it once, in one line)."""
+_REASONS = (
+    ("Connection refused", "connection refused"),
+    ("Name or service not known", "unknown host"),
+    ("NameResolutionError", "unknown host"),
+    ("timed out", "timed out"),
+    ("Timeout", "timed out"),
+)
+
+
+class _SdkFailures(logging.Filter):
+    """Keeps the first OTLP exporter failure message of an export (the one with the cause, for
+    `_Export`'s one line; the last only says it gave up) and drops the record."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            self.last = self.last or record.getMessage()
+            return False
+        return True
+
+
+_sdk_failures = _SdkFailures()
+
+
+def _reason(message: str) -> str:
+    """A short reason for an SDK failure message (`connection refused`, `HTTP 503`)."""
+    for needle, reason in _REASONS:
+        if needle in message:
+            return reason
+    for word in ("code:", "status"):
+        at = message.find(word)
+        if at >= 0:
+            digits = "".join(c for c in message[at + len(word) : at + len(word) + 6] if c.isdigit())
+            if len(digits) == 3:
+                return f"HTTP {digits}"
+    return "export failed"
+
+
+class _Export(SpanExporter):
+    """The OTLP exporter, quiet and bounded: a failure is one `tether.tracing` warning (again
+    only after an export succeeded in between), and for `QUIET_AFTER_FAILURE_S` after it
+    batches are dropped without a try. `clock` is injectable for tests."""
+
+    def __init__(
+        self, inner: SpanExporter, target: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.inner = inner
+        self.target = target
+        self.clock = clock
+        self.quiet_until = 0.0
+        self.down = False
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            if self.clock() < self.quiet_until:
+                self.dropped += len(spans)
+                return SpanExportResult.FAILURE
+            _sdk_failures.last = ""
+            result = self.inner.export(spans)
+            if result is SpanExportResult.SUCCESS:
+                self.down = False
+                return result
+            self.quiet_until = self.clock() + QUIET_AFTER_FAILURE_S
+            self.dropped += len(spans)
+            if not self.down:
+                self.down = True
+                log.warning(
+                    "tracing: cannot export spans to %s (%s); spans are dropped until it answers",
+                    self.target,
+                    _reason(_sdk_failures.last),
+                )
+            return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
 
 
 def provider_name(provider: Provider) -> str:
@@ -228,7 +335,8 @@ _EXPORTING: dict[tuple[str | None, str], OtelTracing] = {}
 
 def exporting_tracing(*, endpoint: str | None, service_name: str = "tether") -> OtelTracing:
     """One process-wide tracing per (endpoint, service name) exporting over OTLP/HTTP in
-    batches (flushed at interpreter exit by the SDK). `endpoint` is the OTLP base URL
+    batches (flushed at interpreter exit by the SDK), quiet and bounded when the collector does
+    not answer (`_Export`). `endpoint` is the OTLP base URL
     (`http://host:4318`; `/v1/traces` is appended); None leaves it to the SDK's environment
     variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
 
@@ -242,7 +350,14 @@ def exporting_tracing(*, endpoint: str | None, service_name: str = "tether") -> 
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     url = None if endpoint is None else endpoint.rstrip("/") + "/v1/traces"
+    timeout = None if any(os.environ.get(v) for v in _TIMEOUT_ENVS) else EXPORT_TIMEOUT_S
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    for name in _SDK_EXPORT_LOGS:
+        logger = logging.getLogger(name)
+        if _sdk_failures not in logger.filters:
+            logger.addFilter(_sdk_failures)
+    target = str(getattr(exporter, "_endpoint", url or "the OTLP endpoint"))
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+    provider.add_span_processor(BatchSpanProcessor(_Export(exporter, target)))
     tracing = _EXPORTING[key] = OtelTracing(provider)
     return tracing
