@@ -17,6 +17,7 @@ from kit.faultserver import (
     error_after_200,
     malformed,
     reset,
+    stall,
     status,
     text,
     tool,
@@ -155,3 +156,33 @@ def test_sessions_show_prints_the_session_usage(tmp_path: Path) -> None:
     proc = run_cli(["sessions", "show", "s1"], home)
     assert proc.returncode == 0
     assert "usage: in 20 / 10 out" in proc.stderr  # two requests of 10 in / 5 out
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_stream_that_stalls_is_cut_after_the_idle_timeout_and_retried(
+    tmp_path: Path, wire: str
+) -> None:
+    """trial5: a stream that sent its first chunk and then nothing (a stuck proxy) held the
+    run silently for the SDK's 10-minute read timeout per attempt. `retry.stream_idle_timeout`
+    cuts it as a network fault: a `retry` event naming the silence, then the next attempt."""
+    home = tmp_path / "home"
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.json").write_text('{"retry": {"stream_idle_timeout": "1s"}}')
+    with FaultServer([stall(seconds=30), text("hello")]) as server:
+        url = server.openai_url if wire == "openai" else server.anthropic_url
+        proc = run_cli(
+            ["run", "--model", f"{wire}/m", "--base-url", url, "--session", "s1", "hi"],
+            home,
+            TETHER_CONFIG_DIR=str(config),
+            ANTHROPIC_API_KEY="k",
+            OPENAI_API_KEY="k",
+        )
+        assert len(server.requests) == 2
+    assert proc.returncode == 0, proc.stderr
+    evs = events(proc)
+    (retry,) = [e for e in evs if e["type"] == "retry"]
+    assert retry["kind"] == "network"
+    assert "the model sent nothing for 1 s (retry.stream_idle_timeout)" in retry["message"]
+    assert evs[-1]["type"] == "done" and evs[-1]["text"] == "hello"
+    assert roles(home) == ["user", "assistant"]

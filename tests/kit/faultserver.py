@@ -32,6 +32,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +47,7 @@ Mode = Literal[
     "reset",
     "malformed",
     "truncated_tool",
+    "stall",
 ]
 
 
@@ -62,6 +64,7 @@ class Step:
     tool_name: str = ""
     tool_args: str = ""
     termination: str = "closed"
+    stall_s: float = 0.0
 
 
 def text(t: str = "done", *, headers: dict[str, str] | None = None) -> Step:
@@ -101,6 +104,11 @@ def reset(t: str = "half an ans") -> Step:
 
 def malformed(t: str = "half") -> Step:
     return Step("malformed", text=t)
+
+
+def stall(t: str = "half", seconds: float = 30.0) -> Step:
+    """The first chunk, then nothing for `seconds` with the connection open (a stuck proxy)."""
+    return Step("stall", text=t, stall_s=seconds)
 
 
 def truncated_tool(name: str, args: str, termination: str = "closed") -> Step:
@@ -157,7 +165,7 @@ def openai_events(step: Step) -> Iterator[str | None]:
         finish = step.termination if step.mode == "truncated_tool" else "tool_calls"
     else:
         yield json.dumps(_openai_chunk({"role": "assistant", "content": step.text}))
-        if step.mode in ("error_after_200", "reset", "malformed"):
+        if step.mode in ("error_after_200", "reset", "malformed", "stall"):
             yield None
             return
         finish = "length" if step.mode == "max_tokens" else "stop"
@@ -227,7 +235,7 @@ def anthropic_events(step: Step) -> Iterator[tuple[str, dict[str, Any]] | None]:
                 "delta": {"type": "text_delta", "text": step.text},
             },
         )
-        if step.mode in ("error_after_200", "reset", "malformed"):
+        if step.mode in ("error_after_200", "reset", "malformed", "stall"):
             yield None
             return
         stop = "max_tokens" if step.mode == "max_tokens" else "end_turn"
@@ -330,6 +338,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _fault(self, step: Step, anthropic: bool) -> None:
+        if step.mode == "stall":
+            time.sleep(step.stall_s)
+            return
         if step.mode == "reset":
             # SO_LINGER 0: close() sends RST instead of FIN (a reset connection mid-stream).
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

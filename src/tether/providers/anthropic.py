@@ -485,7 +485,9 @@ class AnthropicProvider:
         so_far = Assembler("paused")  # the reply so far, to send back after a pause_turn
         for part in range(MAX_PAUSE_CONTINUATIONS + 1):
             paused = False
-            async for event in drive_stream(open_stream, translator, self.plan.observe):
+            async for event in drive_stream(
+                open_stream, translator, self.plan.observe, idle_s=request.stream_idle_timeout_s
+            ):
                 so_far.feed(event)
                 if (
                     isinstance(event, StreamDone)

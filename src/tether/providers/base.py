@@ -104,6 +104,9 @@ class ModelRequest:
         effort: the reasoning effort (`tether.effort`: each adapter maps it onto its
             API's field, for a model that reasons; it wins over `thinking_budget_tokens`), or
             None for the provider's own setting.
+        stream_idle_timeout_s: the longest silence of an open stream, seconds
+            (`retry.stream_idle_timeout`); past it the attempt fails as a `network` fault
+            (`tether.providers.streaming.stalled`). 0: no limit.
     """
 
     model: str
@@ -116,6 +119,7 @@ class ModelRequest:
     thinking_budget_tokens: int | None = None
     web_search: WebSearch | None = None
     effort: Effort | None = None
+    stream_idle_timeout_s: float = 300.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -360,5 +360,7 @@ class GoogleProvider:
                 model=model, contents=cast(Any, contents), config=config
             )
 
-        async for event in drive_stream(open_stream, GeminiStreamTranslator()):
+        async for event in drive_stream(
+            open_stream, GeminiStreamTranslator(), idle_s=request.stream_idle_timeout_s
+        ):
             yield event

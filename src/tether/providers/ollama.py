@@ -281,5 +281,7 @@ class OllamaProvider:
             yield StreamError(kind="context_overflow", message=overflow_message(estimate, self.num_ctx))
             return
         translator = OllamaStreamTranslator(estimated_prompt_tokens=estimate, num_ctx=self.num_ctx)
-        async for event in drive_stream(open_stream, translator):
+        async for event in drive_stream(
+            open_stream, translator, idle_s=request.stream_idle_timeout_s
+        ):
             yield event

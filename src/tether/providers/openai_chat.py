@@ -272,5 +272,7 @@ class OpenAIChatProvider:
                 reasoning_effort=effort if effort is not None else openai.omit,
             )
 
-        async for event in drive_stream(open_stream, ChatStreamTranslator(), self.plan.observe):
+        async for event in drive_stream(
+            open_stream, ChatStreamTranslator(), self.plan.observe, idle_s=request.stream_idle_timeout_s
+        ):
             yield event

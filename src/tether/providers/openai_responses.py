@@ -335,5 +335,7 @@ class OpenAIResponsesProvider:
         async def open_stream() -> openai.AsyncStream[ResponseStreamEvent]:
             return await client.responses.create(stream=True, **cast(Any, params))
 
-        async for event in drive_stream(open_stream, ResponsesStreamTranslator(), self.plan.observe):
+        async for event in drive_stream(
+            open_stream, ResponsesStreamTranslator(), self.plan.observe, idle_s=request.stream_idle_timeout_s
+        ):
             yield event

@@ -11,6 +11,7 @@ Does not own: any vendor format (the translators in each adapter), nor fault cla
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import (
     AsyncIterable,
@@ -51,6 +52,15 @@ TEXT = "text"
 """The key of the text block when a stream has one at a time (Chat Completions, Gemini, Ollama)."""
 THINKING = "thinking"
 """The key of the thinking block when a stream has one at a time."""
+
+
+def stalled(idle_s: float) -> StreamError:
+    """The terminal error of a stream that sent nothing for `idle_s` seconds: a `network` fault
+    (retried, then the next model of the chain), as a dropped connection is."""
+    return StreamError(
+        kind="network",
+        message=f"the model sent nothing for {idle_s:g} s (retry.stream_idle_timeout)",
+    )
 
 
 def incomplete(missing: str) -> StreamError:
@@ -280,6 +290,7 @@ async def drive_stream(
     open_stream: Callable[[], Awaitable[AsyncIterable[_T]]],
     translator: Translator[_T],
     on_response: Callable[[Mapping[str, str], int], None] | None = None,
+    idle_s: float | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Open an SDK stream, translate its items and end with exactly one terminal event.
 
@@ -291,6 +302,10 @@ async def drive_stream(
         on_response: given the HTTP response's headers and status once they arrived, a
             refused request's included (the SDKs' streams and status errors carry their
             `httpx.Response`); where rate-limit headers are read (`tether.providers.plan_usage`).
+        idle_s: the longest wait for the stream's next item once it is open (the request's
+            `stream_idle_timeout_s`); past it the stream is closed and ends with `stalled`
+            (a proxy or an overloaded server that stops sending would otherwise hold the run
+            for the SDK's read timeout, 10 minutes, per attempt). None or 0: no limit.
 
     Yields:
         Normalized events; the last one is a `StreamDone` or an `StreamError`. `asyncio.CancelledError`
@@ -304,7 +319,19 @@ async def drive_stream(
         return
     _headers_of(items, on_response)
     try:
-        async for item in guard_stream(items):
+        guarded = guard_stream(items)
+        while True:
+            try:
+                if idle_s:  # the wait alone is timed, never the consumer's work between items
+                    async with asyncio.timeout(idle_s):
+                        item = await anext(guarded)
+                else:
+                    item = await anext(guarded)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                yield stalled(idle_s or 0.0)
+                return
             if isinstance(item, StreamError):
                 yield item
                 return

@@ -113,11 +113,16 @@ class RetrySettings(_Section):
         max_attempts: attempts per request including the first (≥ 1).
         base_s: first backoff delay, seconds (JSON key `base`).
         max_s: cap on one backoff delay, seconds (JSON key `max`).
+        stream_idle_s: the longest silence of an open reply stream, seconds (JSON key
+            `stream_idle_timeout`; Codex's `stream_idle_timeout_ms` is 5 minutes too); past
+            it the attempt fails as a network fault: retried, then the next model of the
+            chain. 0: no limit.
     """
 
     max_attempts: int = Field(default=3, ge=1)
     base_s: Duration = Field(default=2.0, alias="base")
     max_s: Duration = Field(default=30.0, alias="max")
+    stream_idle_s: Duration = Field(default=300.0, alias="stream_idle_timeout", ge=0)
 
 
 class ModelWindow(_Section):

@@ -75,6 +75,7 @@ class RequestSettings:
         max_continuations: "Please continue." resumes of a reply cut by `max_tokens`.
         thinking_decay: the thinking budget per turn (None: none set).
         effort: the reasoning effort sent with each request (`run.effort`; None: none).
+        stream_idle_timeout_s: the longest silence of a reply stream (`retry.stream_idle_timeout`).
     """
 
     system: str | None
@@ -88,6 +89,7 @@ class RequestSettings:
     max_continuations: int
     thinking_decay: ThinkingDecay | None
     effort: Effort | None = None
+    stream_idle_timeout_s: float = 300.0
 
     @classmethod
     def of(
@@ -115,6 +117,7 @@ class RequestSettings:
             max_continuations=config.run.continuation_limit,
             thinking_decay=build.thinking_decay(config),
             effort=config.run.effort,
+            stream_idle_timeout_s=config.retry.stream_idle_s,
         )
 
     def system_for(self, provider: Provider) -> str | None:

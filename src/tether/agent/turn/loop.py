@@ -313,6 +313,7 @@ async def _request(
             thinking_budget_tokens=thinking_budget_for_turn(parts.run.thinking_decay, n),
             web_search=web_search_for(parts.config, provider, safe_mode=safe),
             effort=parts.run.effort,
+            stream_idle_timeout_s=parts.run.stream_idle_timeout_s,
         )
 
     try:
