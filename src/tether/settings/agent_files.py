@@ -92,11 +92,6 @@ class AgentDefinition:
     location: Path
     shadows: tuple[Path, ...] = ()
 
-    def where(self) -> str:
-        """`project file .claude/agents/x.md`-style words for a list (`/agents`)."""
-        what = {"settings": "settings", "tether": "file", "claude": "Claude Code file"}
-        return f"{self.scope} {what[self.kind]} {self.location}"
-
 
 def agent_folders(
     root: Path | None, *, user_dir: Path, home: Path

@@ -24,6 +24,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from tether.agent.events import EnvEvent
+from tether.agent.subagents import TASK_TOOL
 from tether.settings.files import LoadedSettings, settings_path
 from tether.settings.trust import trusted_settings
 from tether.tui.panels import PanelScreen
@@ -70,7 +71,7 @@ def agents_lines(agent: Agent, loaded: LoadedSettings, refused: str | None) -> l
     root = agent.root
     session = agent.config.agents.named
     lines: list[str] = []
-    if not agent.config.agents.task_tool or agent.registry.get("task") is None:
+    if not agent.config.agents.task_tool or agent.registry.get(TASK_TOOL) is None:
         lines.append("the `task` tool is not offered in this session (agents.task_tool)")
     if not loaded.agents and not session:
         lines.append(
@@ -161,7 +162,10 @@ def permissions_lines(agent: Agent, loaded: LoadedSettings, refused: str | None)
     lines: list[str] = []
     for action in ("deny", "ask", "allow"):
         for rule in rules.listed(action):
-            where = sources.get(f"{action}:{rule.text}", "this session (always allowed)")
+            added = action == "allow" and rule not in rules.allow  # "always allow", here
+            where = sources.get(f"{action}:{rule.text}") or (
+                "this session (always allowed)" if added else "the session's config"
+            )
             lines.append(f"{action:<6} {rule.text:<40} {where}")
     if not lines:
         lines.append("no permission rules (permissions.allow / ask / deny in a settings file)")
