@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from kit.agents import routed
 from kit.events import first_user_text
 from tether import Agent
+from tether.agent.host import Host
 from tether.agent.subagents import TASK_TOOL
 from tether.settings import user_config_dir
 from tether.settings.agent_files import parse_agent_file
@@ -158,8 +159,6 @@ def test_a_file_agent_runs_with_its_prompt_and_tools(tmp_path: Path, home: Path)
         )
     )
     notes: list[str] = []
-    from tether.agent.host import Host
-
     agent = Agent.from_settings(
         tmp_path,
         model=provider,
