@@ -71,16 +71,22 @@ async def test_tasks_lists_and_stops_a_background_shell(tmp_path: Path) -> None:
     sandbox_or_skip()
     mark = marker()
     script = [call("bash", command=f"echo up; sleep {mark}", run_in_background=True), "started"]
-    app, _ = scripted_app(tmp_path, script)
+    app, _ = scripted_app(tmp_path, script, store=SessionStore(tmp_path / "sessions"))
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "/tasks")
         assert "no background shells" in notes(app)
         await send(pilot, "start the server")
         await idle(app, pilot)
         await until(pilot, lambda: bool(alive(f"sleep {mark}")))
+        shells = app.agent.tool_context.shells
+        assert shells is not None
+        [shell] = shells.all()
+        await until(pilot, lambda: shell.unread > 0)
         await send(pilot, "/tasks")
         text = notes(app)
-        assert "bash_1" in text and "running" in text and f"sleep {mark}" in text
+        assert "bash_1" in text and "running for" in text and f"sleep {mark}" in text
+        assert "│ up" in text and "stop it: /tasks stop bash_1" in text
+        assert shell.unread > 0  # its last lines come from the log: the agent's are unread
         await send(pilot, "/tasks stop bash_9")
         assert "no background shell 'bash_9'" in notes(app)
         await send(pilot, "/tasks stop bash_1")

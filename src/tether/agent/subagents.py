@@ -3,8 +3,9 @@
 Owns: the `task` tool (`task_tool`), and `Subagents`, one per agent, which runs that agent's
 children: the depth limit (`agents.max_depth`: the main agent is depth 0; a depth-limit child
 is not offered `task`, and a call that would go deeper is refused), the limit on children
-running at once (`agents.max_concurrent`; more calls wait), named subagents (`agents.<name>`:
-system prompt, tools, model), the child's own session (its header names the caller's session
+running at once (`agents.max_concurrent`; more calls wait), named subagents (`agents.<name>`,
+from the settings or an agent file, `tether.settings.agent_files`: system prompt, tools (its
+`tools` bound what a `task` call may ask for, `disallowed_tools` are never offered), model), the child's own session (its header names the caller's session
 and the `task` call id; resumable on its own with `tether run --resume <child id>`), its own
 context window and compaction, forwarding its events to the host tagged with the agent path
 (`SubagentEvent`, `["main", "task:<call id>"]`), and its usage (added to the caller's run,
@@ -68,7 +69,7 @@ def _describe(agents: AgentsSettings) -> str:
     )
     if agents.named:
         lines = [
-            f"- {name}: {a.description or (a.system or '')[:100] or 'a configured subagent'}"
+            f"- {name}: {a.description or ' '.join((a.system or '').split())[:100] or 'a subagent'}"
             for name, a in agents.named.items()
         ]
         text += "\n\nNamed subagents (`agent`):\n" + "\n".join(lines)
@@ -321,15 +322,19 @@ class Subagents:
                 known = ", ".join(self.settings.named) or "none are configured"
                 raise ConfigError(f"no subagent named {agent!r} ({known})")
         path = (*parts.agent_path, f"task:{call_id}")
-        names = tools if tools is not None else (named.tools if named is not None else None)
-        offered = [t for t in parts.registry if names is None or t.name in names]
-        if names is not None:
-            unknown = sorted(set(names) - {t.name for t in offered})
+        offered = [t for t in parts.registry if tools is None or t.name in tools]
+        if tools is not None:
+            unknown = sorted(set(tools) - {t.name for t in offered})
             if unknown:
                 raise ConfigError(
                     f"unknown tools {', '.join(unknown)} (yours: "
                     f"{', '.join(parts.registry.names())})"
                 )
+        if named is not None:  # its own list bounds it (a name the caller lacks: left out)
+            own, never = named.tools, set(named.disallowed_tools)
+            offered = [
+                t for t in offered if (own is None or t.name in own) and t.name not in never
+            ]
         if len(path) - 1 >= self.settings.max_depth:  # at the limit: not offered `task`
             offered = [t for t in offered if t.name != TASK_TOOL]
         pick = model if model is not None else (named.model if named is not None else None)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import platformdirs
 from filelock import FileLock
@@ -28,6 +28,9 @@ from tether.atomic import write_atomic
 from tether.errors import ConfigError
 from tether.settings.merge import get_dotted, merge_layers, set_dotted, split_dotted, unset_dotted
 from tether.settings.model import AgentConfig
+
+if TYPE_CHECKING:
+    from tether.settings.agent_files import AgentDefinition
 
 CONFIG_DIR_ENV = "TETHER_CONFIG_DIR"
 """Environment variable overriding the user config folder (tests, portable installs)."""
@@ -64,11 +67,17 @@ class LoadedSettings:
         sources: the files that existed and were read, lowest precedence first.
         layers: each source's raw JSON object, in the same order (e.g. to tell which values a
             project file set: a cloned repository's file is not necessarily trusted).
+        agents: every named subagent with where it came from, agent files included, once
+            `tether.settings.trust.with_agent_files` read them (they are then in
+            `settings.agents.named` too); () before.
+        warnings: one line per agent file that was skipped (not valid).
     """
 
     settings: AgentConfig
     sources: list[Path]
     layers: list[dict[str, Any]]
+    agents: tuple[AgentDefinition, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def project_layer(self, project_dir: Path) -> dict[str, Any]:
         """The raw JSON the project file contributed ({} when it was absent)."""

@@ -321,8 +321,10 @@ class SubagentSettings(_Section):
     Attributes:
         description: one line offered to the model in the `task` tool's description.
         system: its system prompt; None: the generic subagent prompt.
-        tools: the names of the tools it is offered (a subset of its caller's); None: all of
-            its caller's tools.
+        tools: the names of the tools it is offered (those of its caller's it has; a name its
+            caller lacks is left out); None: all of its caller's tools.
+        disallowed_tools: tools it is never offered, even when `tools` or a `task` call
+            names them (Claude Code's `disallowedTools`).
         model: its model (`"provider/model"`, as `--model`); None: its caller's chain.
         isolation: `worktree`: it works in a git worktree of its own (`tether.worktrees`,
             branch `tether/<name>-<call>`), removed after it when unchanged, else kept (its
@@ -332,6 +334,7 @@ class SubagentSettings(_Section):
     description: str = ""
     system: str | None = None
     tools: list[str] | None = None
+    disallowed_tools: list[str] = Field(default_factory=list[str])
     model: str | None = Field(default=None, min_length=1)
     isolation: Literal["none", "worktree"] = "none"
 
@@ -380,6 +383,17 @@ class AgentsSettings(_Section):
             named[name] = entry
         out: dict[str, Any] = {**kept, "named": named}
         return out
+
+    @staticmethod
+    def names_in(raw: Any) -> list[str]:
+        """The subagent names one settings file's raw `agents` object defines (its extra keys
+        and the keys of its `named`)."""
+        if not isinstance(raw, dict):
+            return []
+        section = cast(dict[str, Any], raw)
+        named = section.get("named")
+        inner = list(cast(dict[str, Any], named)) if isinstance(named, dict) else []
+        return [k for k in section if k not in _AGENTS_KEYS] + inner
 
 
 class ShellHookSettings(_Section):

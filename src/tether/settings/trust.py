@@ -8,9 +8,9 @@ Does not own: loading settings (`tether.settings.files`), scanning tool folders
 (`tether.tools.scan`), the command line (`tether.cli`).
 
 What needs approval: every file under the project's `.tether/` folder (settings, tool modules,
-command files, their helpers; `*.lock`, `*.tmp`, `__pycache__`, what tether writes there,
+command files, agent files, their helpers; `*.lock`, `*.tmp`, `__pycache__`, what tether writes there,
 `jobs/archive/`, `jobs/runs/` and the `worktrees/` of `--worktree`, and the skills of `skills/`, text that loads without approval
-like `AGENTS.md`, left out) and under each tool folder that the
+like `AGENTS.md`, left out), Claude Code's agent files (`.claude/agents/*.md`) and every file under each tool folder that the
 project's settings file names in `tools.folders`. Files a project has none of need no approval:
 a project without `.tether/` runs as before, and a file that appears there later (planted by a
 tool call of an earlier run, or pulled from a repository) is new, hence unapproved. A removed
@@ -38,7 +38,7 @@ import os
 import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,15 +46,21 @@ from filelock import FileLock
 
 from tether.atomic import write_atomic
 from tether.errors import ConfigError
+from tether.settings.agent_files import AgentScope, agent_folders, merge_agents
 from tether.settings.files import (
     PROJECT_DIR,
     SETTINGS_FILE,
     LoadedSettings,
     load_settings,
+    settings_path,
     user_config_dir,
 )
+from tether.settings.model import AgentsSettings
 
 TRUST_FILE = "trusted-projects.json"
+CLAUDE_AGENTS = Path(".claude") / "agents"
+"""Claude Code's project agent files (`*.md`): a system prompt and tools each, so approved
+like the files of `.tether/` (`tether.settings.agent_files`)."""
 _SKIP_SUFFIXES = (".lock", ".tmp", ".pyc")
 
 
@@ -108,10 +114,13 @@ def project_files(root: Path) -> dict[str, str]:
     inside it, else absolute). Empty for a project with none."""
     root = Path(os.path.realpath(root))
     out: dict[str, str] = {}
-    for folder in (root / PROJECT_DIR, *_project_tool_folders(root)):
+    for folder in (root / PROJECT_DIR, *_project_tool_folders(root), root / CLAUDE_AGENTS):
         if not folder.is_dir():
             continue
-        for f in _files_under(folder):
+        found = sorted(folder.glob("*.md")) if folder == root / CLAUDE_AGENTS else _files_under(folder)
+        for f in found:
+            if not f.is_file():
+                continue
             real = Path(os.path.realpath(f))
             name = str(real.relative_to(root)) if real.is_relative_to(root) else str(real)
             out[name] = _digest(real)
@@ -201,7 +210,8 @@ class TrustState:
         more = f" and {len(self.changes) - 5} more" if len(self.changes) > 5 else ""
         return (
             f"project {self.root}: {listed}{more} not approved; its settings (but their deny "
-            f"and ask rules) and tool folders are not loaded (approve with `tether trust` in "
+            f"and ask rules), agent files and tool folders are not loaded (approve with "
+            f"`tether trust` in "
             f"{self.root}; "
             "`tether trust --show` lists what would be approved)"
         )
@@ -285,15 +295,48 @@ def trusted_settings(root: Path) -> tuple[LoadedSettings, str | None]:
     """The settings for the project `root`: the user's and the project's files when the user
     approved the project's files as they are now (`tether trust`), else the user's with only
     the project file's restrictions (`RESTRICTIONS`), and the one-line reason (None: loaded
-    as approved). An unapproved project file too malformed to read gives nothing.
+    as approved). An unapproved project file too malformed to read gives nothing. The agent
+    files are added (`tether.settings.agent_files`): the user's, and the project's when it
+    is approved.
 
     Raises:
         ConfigError: a settings file that is loaded is malformed or invalid.
     """
     trust = check_trust(root)
+    user_dir, home = user_config_dir(), Path.home()
     if trust.trusted:
-        return load_settings(root), None
+        return with_agent_files(load_settings(root), root, user_dir=user_dir, home=home), None
     try:
-        return load_settings(root, project_part=restrictions), trust.message()
+        loaded = load_settings(root, project_part=restrictions)
     except ConfigError:
-        return load_settings(None), trust.message()
+        loaded = load_settings(None)
+    return with_agent_files(loaded, None, user_dir=user_dir, home=home), trust.message()
+
+
+def with_agent_files(
+    loaded: LoadedSettings, root: Path | None, *, user_dir: Path, home: Path
+) -> LoadedSettings:
+    """`loaded` with the agent files added to `settings.agents.named` (`agents` and
+    `warnings` filled in): the project's folders of `root` (None: none, for a project not
+    trusted) and the user's."""
+    project_file = None if root is None else settings_path("project", root)
+    origin: dict[str, tuple[AgentScope, Path]] = {}
+    for path, layer in zip(loaded.sources, loaded.layers, strict=True):
+        scope: AgentScope = "project" if path == project_file else "user"
+        for name in AgentsSettings.names_in(layer.get("agents")):
+            origin[name] = (scope, path)  # the project's layer comes last and wins
+    warnings: list[str] = []
+    defs = merge_agents(
+        loaded.settings.agents,
+        origin,
+        agent_folders(root, user_dir=user_dir, home=home),
+        warnings.append,
+    )
+    named = {d.name: d.settings for d in defs}
+    agents = loaded.settings.agents.model_copy(update={"named": named})
+    return replace(
+        loaded,
+        settings=loaded.settings.model_copy(update={"agents": agents}),
+        agents=tuple(defs),
+        warnings=tuple(warnings),
+    )

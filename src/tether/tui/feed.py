@@ -90,6 +90,8 @@ class Feed:
         self.errors_shown: set[tuple[str, str]] = set()
         """The main agent's `error` events shown since `forget_errors` (kind, message): the
         run's `RunError` that follows one is not said again."""
+        self.mcp: dict[str, EnvEvent] = {}
+        """The last `mcp_server` event of each MCP server (`up`, `down`), for `/mcp`."""
 
     def forget_errors(self) -> None:
         """A run starts: no error of it was shown yet."""
@@ -156,6 +158,8 @@ class Feed:
             if self.text is not None:
                 self.text.remove()
             self.text = None
+        elif isinstance(event, EnvEvent) and event.what == "mcp_server":
+            self.mcp[event.name] = event
         elif isinstance(event, EnvEvent) and event.what == "model" and event.state != "loading":
             transcript.add(NoteRow(f"model: {event.name} {event.detail}"))
         elif isinstance(event, ErrorEvent | WarningEvent):

@@ -1,9 +1,10 @@
 """Running the TUI's slash commands (`/compact`, `/safe`, `/approval`, `/plan`, `/rewind`,
 `/effort`, `/add-dir`, `/usage`, `/context`, `/timeline`, `/settings`, `/memory`, `/init`,
-`/export`, `/tasks`, `/tool`, `/vim`, `/help`, `/quit`, `!cmd`, `#text`, and the session's own `/name` commands) against the
+`/export`, `/tasks`, `/tool`, `/vim`, `/agents`, `/mcp`, `/permissions`, `/hooks`, `/help`, `/quit`, `!cmd`, `#text`, and the session's own `/name` commands) against the
 app's agent (`!cmd` and `/tasks`: `tether.tui.shell_commands`).
 
-Owns: `run_command`. The screens are `tether.tui.panels` (`/context`, `/timeline`) and
+Owns: `run_command`. The screens are `tether.tui.panels` (`/context`, `/timeline`),
+`tether.tui.views` (`/agents`, `/mcp`, `/permissions`, `/hooks`) and
 `tether.tui.settings_screen`; the session's commands (`/model`, `/new`, `/sessions`,
 `/resume`, `/rename`, `/fork`) are `tether.tui.session_commands`.
 Does not own: parsing and the command list (`tether.tui.commands`), the app.
@@ -31,6 +32,7 @@ from tether.tui.session_commands import session_command
 from tether.tui.shell_commands import run_bang, tasks
 from tether.tui.status import context_figure
 from tether.tui.user_commands import INIT_PROMPT, context_lines, memory, run_user_command
+from tether.tui.views import VIEWS, open_view
 from tether.tui.vim import vim_command
 from tether.tui.widgets import UserRow
 
@@ -128,6 +130,8 @@ async def run_command(app: AppHost, name: str, arg: str) -> None:
             quick_memory(app, arg)
         elif name == "tasks":
             await tasks(app, arg)
+        elif name in VIEWS and name not in app.opened.commands:
+            open_view(app, name)
         elif name in app.opened.commands:
             if not app.busy:
                 app.transcript.add(UserRow(f"/{name} {arg}".rstrip()))

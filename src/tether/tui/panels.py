@@ -38,13 +38,13 @@ def context_rows_of(agent: Agent) -> tuple[ContextRow, ...]:
     return context_rows(view, system_tokens=system, tools_tokens=tools)
 
 
-class _Panel(ModalScreen[None]):
+class PanelScreen(ModalScreen[None]):
     DEFAULT_CSS = """
-    _Panel { align: center middle; }
-    _Panel > Vertical { width: 96%; height: 92%; border: thick $accent; background: $surface;
+    PanelScreen { align: center middle; }
+    PanelScreen > Vertical { width: 96%; height: 92%; border: thick $accent; background: $surface;
         padding: 0 1; }
-    _Panel .title { text-style: bold; }
-    _Panel .keys { color: $text-muted; }
+    PanelScreen .title { text-style: bold; }
+    PanelScreen .keys { color: $text-muted; }
     """
     BINDINGS = [  # noqa: RUF012 - Textual's class-level binding table
         Binding("escape", "close", "close"),
@@ -55,7 +55,7 @@ class _Panel(ModalScreen[None]):
         self.dismiss(None)
 
 
-class ContextScreen(_Panel):
+class ContextScreen(PanelScreen):
     """What fills the context window: the bar, then one row per part of the request."""
 
     DEFAULT_CSS = """
@@ -123,7 +123,7 @@ class ContextScreen(_Panel):
         table.focus()
 
 
-class TimelineScreen(_Panel):
+class TimelineScreen(PanelScreen):
     """Tokens per request of a session, with compactions, persisted outputs and model
     switches marked (as `tether sessions timeline`)."""
 

@@ -140,8 +140,9 @@ async def _bang(app: ShellHost, command: str) -> None:
 
 
 async def tasks(app: ShellHost, arg: str) -> None:
-    """`/tasks`: the background shells with their state and output file; `/tasks stop ID`
-    stops one (`stop` alone: the only one running)."""
+    """`/tasks`: the background shells with their state, age, last lines of output, output
+    file and how to stop each (`tether.tui.views.shell_lines`); `/tasks stop ID` stops one
+    (`stop` alone: the only one running)."""
     shells = app.agent.tool_context.shells
     if shells is None:
         app.note("/tasks: no background shells in this session")
@@ -171,9 +172,6 @@ async def tasks(app: ShellHost, arg: str) -> None:
     if not len(shells):
         app.note("no background shells (the agent starts them with bash run_in_background)")
         return
-    lines = ["background shells (/tasks stop ID stops one):"]
-    for s in shells.all():
-        lines.append(f"  {s.id:<8} {s.state():<18} {s.command}")
-        if s.log is not None:
-            lines.append(f"           output: {s.log}")
-    app.note("\n".join(lines))
+    from tether.tui.views import shell_lines
+
+    app.note("\n".join(shell_lines(shells.all(), app.agent.redact)))

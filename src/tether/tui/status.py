@@ -1,5 +1,6 @@
 """The TUI's footer: model · context gauge · usage and cost · mode · activity (the embedded
-model loading, working, prompts queued).
+model loading, working, prompts queued) · the background shells running (`⧗ 2 shells`, only
+when there are some; checked every second, as they end on their own).
 
 Owns: `StatusBar` (the footer widget) and its context gauge, and `context_figure` (the one
 context figure the footer and `/context` both show: the last request's pressure, else an estimate
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from textual.widgets import Static
 
 from tether.compaction.pressure import effective_window, estimate_tokens
+from tether.plural import counted
 from tether.providers.pricing import turns_usage_line
 from tether.tui.commands import gauge_text
 
@@ -37,6 +39,16 @@ def context_figure(agent: Agent) -> tuple[int, int, bool] | None:
     return estimate_tokens(agent.current_view()), max(window, 1), True
 
 
+SHELLS_EVERY_S = 1.0
+"""How often the footer checks the number of running background shells (s)."""
+
+
+def running_shells(agent: Agent) -> int:
+    """How many of the agent's background shells run now."""
+    shells = agent.tool_context.shells
+    return 0 if shells is None else len(shells.running())
+
+
 class StatusBar(Static):
     """The footer: model · context gauge · usage and cost · safe / approval state · activity."""
 
@@ -47,6 +59,7 @@ class StatusBar(Static):
         self._gauge: tuple[int, str, tuple[float | None, bool]] | None = None
         self._later = False
         self._last: tuple[Agent | None, bool, int, bool] = (None, False, 0, False)
+        self._shells = 0
 
     def show(
         self, agent: Agent | None, *, busy: bool = False, queued: int = 0, loading: bool = False
@@ -66,7 +79,21 @@ class StatusBar(Static):
         model = f"{agent.provider.name}/{agent.provider.model}"
         if agent.parts.run.effort is not None:
             model += f" · effort {agent.parts.run.effort}"
-        self.update(f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{work}{waiting}")
+        self._shells = running_shells(agent)
+        shells = f" · ⧗ {counted(self._shells, 'shell')}" if self._shells else ""
+        self.update(
+            f"{model} · {gauge_text(ratio, approx)} · {usage} · {mode}{work}{waiting}{shells}"
+        )
+
+    def on_mount(self) -> None:
+        self.set_interval(SHELLS_EVERY_S, self._shells_tick)
+
+    def _shells_tick(self) -> None:
+        """A background shell started or ended since the footer was drawn: draw it again
+        (shells end on their own, with no event)."""
+        agent = self._last[0]
+        if agent is not None and running_shells(agent) != self._shells:
+            self._again()
 
     def _again(self) -> None:
         agent, busy, queued, loading = self._last

@@ -478,6 +478,8 @@ def settings_chain(
     """
     root = Path(cwd).resolve()
     loaded, refused = trusted_settings(root)
+    for line in loaded.warnings:  # agent files skipped (`tether.settings.agent_files`)
+        note(line)
     if seen is not None:
         seen.append(loaded)
     cfg = loaded.settings.with_values(overrides) if overrides else loaded.settings
