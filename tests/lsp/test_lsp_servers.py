@@ -173,6 +173,8 @@ async def test_the_lsp_tool_finds_the_definition_and_hover_of_a_real_file(py: Se
     (py.root / "c.py").write_text("x: int = 'a'\n")
     r = await py.call("lsp", operation="diagnostics", path="c.py")
     assert block_count(r.text) == (1, None) and "[reportAssignmentType]" in r.text
+    r = await py.call("lsp", operation="hover", path="c.py", line=9, column=1)
+    assert r.is_error and "c.py has 1 line; line 9 is past the end" in r.text  # not "2 lines" (trial5)
     r = await py.call("lsp", operation="hover", path="../outside.py", line=1, column=1)
     assert r.is_error and "outside" in r.text
 

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from lsprotocol import types as lsp
 
+from tether import plural
 from tether.errors import ToolError
 from tether.lsp.client import LspServer, ServerDown, char_column, utf16_column
 from tether.lsp.manager import LspManager, read_text
@@ -249,9 +250,11 @@ async def _answer(
         return _outline(found)
     if line is None or column is None:
         raise ToolError(f"`{operation}` needs `line` and `column`")
-    lines = (server.text_of(uri) or "").split("\n")
-    if line > len(lines):
-        raise ToolError(f"{name} has {len(lines)} lines; line {line} is past the end")
+    text = server.text_of(uri) or ""
+    lines = text.split("\n")
+    if line > len(lines):  # the empty line after a final newline is a position, not a line
+        counted = len(lines) - 1 if text.endswith("\n") or not text else len(lines)
+        raise ToolError(f"{name} has {plural.counted(counted, 'line')}; line {line} is past the end")
     pos = lsp.Position(line=line - 1, character=utf16_column(lines[line - 1], column))
     if operation == "definition":
         found = await server.call(
