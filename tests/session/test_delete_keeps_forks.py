@@ -90,7 +90,7 @@ def test_a_kill_mid_delete_leaves_every_fork_loadable(store: SessionStore) -> No
     store.create("f", cwd="/w", parent=("old", "a2")).close()
     script = (
         "import os, sys\n"
-        "import tether.session.store as st\n"
+        "import tether.session.detach as st\n"
         "from tether.session import SessionStore\n"
         "def killed(path, data, **kw):\n"
         "    os._exit(9)\n"

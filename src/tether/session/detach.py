@@ -1,10 +1,11 @@
 """Making a fork self-contained, so that deleting the session it forks breaks nothing.
 
-Owns: `detached_bytes` (a fork's new file: its history up to the fork point copied in, the
+Owns: `detach_forks` (each fork of a session about to be deleted made self-contained),
+`forks_of`, `detach_fork`, `detached_bytes` (a fork's new file: its history up to the fork point copied in, the
 header without `parent_session`/`parent_entry`, references into the ancestors' artifact
 folders turned into references into its own) and `copy_artifacts` (the files those references
 name, copied into the fork's folder).
-Does not own: finding the forks, the writer lock, or the order of the steps
+Does not own: the writer lock and removing the deleted session
 (`tether.session.store.SessionStore.delete`), line parsing (`tether.session.reader`).
 
 What a fork refers to in its ancestors' folders: persisted tool outputs (stubs name
@@ -24,13 +25,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from tether.atomic import write_atomic
-from tether.errors import SessionError
+from tether.errors import SessionBusyError, SessionError
+from tether.session.layout import SESSION_SUFFIX, validate_session_id
 from tether.session.migrate import legacy_tool_results
 from tether.session.model import SkippedLine
-from tether.session.reader import TORN_EVENT, TurnEntry, scan_bytes
+from tether.session.reader import TORN_EVENT, TurnEntry, read_header, scan_bytes
 
 _MAX_DEPTH = 64
 _TOOL_RESULTS = "tool-results"
@@ -210,3 +212,95 @@ def copy_artifacts(copies: tuple[tuple[Path, Path], ...]) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+class _Lock(Protocol):
+    def release(self) -> None: ...
+
+
+def _read(root: Path, sid: str) -> tuple[Path, bytes]:
+    path = root / f"{validate_session_id(sid)}{SESSION_SUFFIX}"
+    return path, path.read_bytes()
+
+
+def forks_of(root: Path, session_id: str) -> list[str]:
+    """The ids of the sessions that fork `session_id` directly (their header names it as
+    `parent_session`), from each file's header alone, sorted."""
+    out: list[str] = []
+    for path in root.glob(f"*{SESSION_SUFFIX}") if root.is_dir() else ():
+        sid = path.name[: -len(SESSION_SUFFIX)]
+        try:
+            validate_session_id(sid)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                header, _ = read_header(fd, path)
+            finally:
+                os.close(fd)
+        except (SessionError, OSError):
+            continue
+        if header.parent_session == session_id and sid != session_id:
+            out.append(sid)
+    return sorted(out)
+
+
+def detach_fork(root: Path, fork_id: str, lock: Callable[[str], _Lock]) -> bool:
+    """Make the fork `fork_id` self-contained (the module doc) under its writer lock: the
+    artifact files copied first, then its file replaced atomically.
+
+    Returns:
+        True when it was a fork and is now detached; False when it is not a fork.
+
+    Raises:
+        SessionBusyError: the fork is being written now.
+        DetachError: a file cannot be copied or written (the fork's file is unchanged).
+        SessionError: its history does not load (its parent chain is broken already).
+        FileNotFoundError: the fork is gone.
+    """
+    held = lock(fork_id)
+    try:
+        plan = detached_bytes(root, fork_id, lambda sid: _read(root, sid))
+        if plan is None:
+            return False
+        try:
+            copy_artifacts(plan.copies)
+            write_atomic(_read(root, fork_id)[0], plan.data, mode=0o600)
+        except OSError as exc:
+            raise DetachError(
+                f"cannot give fork {fork_id} its own copy: {exc.strerror or exc}"
+            ) from None
+        return True
+    finally:
+        held.release()
+
+
+def detach_forks(
+    root: Path, session_id: str, lock: Callable[[str], _Lock]
+) -> dict[str, tuple[str, ...]]:
+    """Detach every fork of `session_id` (before it is deleted).
+
+    Returns:
+        `{"detached": forks now self-contained, "broken_forks": forks whose history did not
+        load already, left as they were}` (`tether.session.reclaim.DeleteReport`'s fields).
+
+    Raises:
+        SessionBusyError: a fork is being written now (the message names it).
+        SessionError: a fork could not be given its copy (the message names it).
+    """
+    detached: list[str] = []
+    broken: list[str] = []
+    for fork in forks_of(root, session_id):
+        try:
+            if detach_fork(root, fork, lock):
+                detached.append(fork)
+        except SessionBusyError:
+            raise SessionBusyError(
+                f"cannot delete {session_id}: its fork {fork} is being written by another "
+                "process (nothing was deleted)"
+            ) from None
+        except DetachError as exc:
+            raise SessionError(f"cannot delete {session_id}: {exc} (nothing was deleted)") from None
+        except FileNotFoundError:
+            continue
+        except SessionError:
+            broken.append(fork)
+    return {"detached": tuple(detached), "broken_forks": tuple(broken)}

@@ -23,8 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.atomic import write_atomic
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
+from tether.session.detach import detach_forks
 from tether.session.index import (
     Stamp,
     held_row,
@@ -559,68 +559,6 @@ class SessionStore:
                 best = (modified_ms, sid)
         return None if best is None else best[1]
 
-    def forks_of(self, session_id: str) -> list[str]:
-        """The ids of the sessions that fork `session_id` directly (their header names it as
-        `parent_session`), from each file's header alone, sorted."""
-        if not self.root.is_dir():
-            return []
-        out: list[str] = []
-        for path in self.root.glob(f"*{SESSION_SUFFIX}"):
-            sid = path.name[: -len(SESSION_SUFFIX)]
-            try:
-                validate_session_id(sid)
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    header, _ = read_header(fd, path)
-                finally:
-                    os.close(fd)
-            except (SessionError, OSError):
-                continue
-            if header.parent_session == session_id and sid != session_id:
-                out.append(sid)
-        return sorted(out)
-
-    def detach(self, fork_id: str) -> bool:
-        """Make the fork `fork_id` self-contained (`tether.session.detach`): its parent's
-        history up to the fork point, and the artifact files those turns name, copied into it;
-        its header then names no parent. The fork's file is replaced atomically (a kill leaves
-        it as it was or detached) under its writer lock.
-
-        Returns:
-            True when it was a fork and is now detached; False when it is not a fork.
-
-        Raises:
-            SessionBusyError: the fork is being written now.
-            DetachError: a file cannot be copied or written (the fork is unchanged).
-            SessionError: its history does not load (its parent chain is broken).
-            SessionNotFoundError: no such session.
-        """
-        from tether.session.detach import DetachError, copy_artifacts, detached_bytes
-
-        path = self.path(fork_id)
-        if not path.is_file():
-            raise SessionNotFoundError(f"no session {fork_id} in {self.root}")
-
-        def read(sid: str) -> tuple[Path, bytes]:
-            p = self.path(sid)
-            return p, self._read_bytes(sid, p)
-
-        lock = self._lock_for_writing(fork_id)
-        try:
-            plan = detached_bytes(self.root, fork_id, read)
-            if plan is None:
-                return False
-            try:
-                copy_artifacts(plan.copies)
-                write_atomic(path, plan.data, mode=0o600)
-            except OSError as exc:
-                raise DetachError(
-                    f"cannot give fork {fork_id} its own copy: {exc.strerror or exc}"
-                ) from None
-            return True
-        finally:
-            lock.release()
-
     def delete(self, session_id: str, *, keep_forks: bool = True) -> DeleteReport:
         """Remove the session file, its whole artifact folder (persisted tool outputs, task
         logs, MCP warnings, the writer lock) and its legacy artifact folders
@@ -628,66 +566,34 @@ class SessionStore:
         migration leaves in place, and what a migration conflict left). Any of them missing is
         fine; a symlink is unlinked, never followed.
 
-        Deleting a session never breaks another: first each fork of it is made self-contained
-        (`detach`: the history it read from this session, and the files that history names,
-        copied into it), then the session goes. A fork whose history did not load already (a
-        broken chain) is left as it is and named in the report.
-
         Best effort: an entry that cannot be removed (a permission error) does not stop the
         rest; it is counted in the report's `errors`, and nothing raises for it.
 
         Idempotent in effect: once all are gone, a repeat call changes nothing and raises
         `SessionNotFoundError` (as for any unknown session), so callers can tell "deleted"
-        from "was never there".
-
-        Args:
-            session_id: the session.
-            keep_forks: False: do not copy anything into the forks (they no longer load).
+        from "was never there". It never breaks another session: first each fork of it gets
+        its own copy of what it read from it (`tether.session.detach`; `keep_forks=False`
+        skips that, and the forks no longer load).
 
         Returns:
             A `DeleteReport` (what was removed, what could not be, the forks detached).
 
         Raises:
-            SessionError: invalid id; a fork could not be given its own copy (a write failed;
-                nothing is deleted).
+            SessionError: invalid id; a fork could not be given its copy (nothing is removed).
             SessionBusyError: a writer (a run in another process, or an open `SessionWriter`)
-                holds the session or one of its forks; nothing is removed.
+                holds the session or a fork of it; nothing is removed.
             SessionNotFoundError: neither the file nor the folder exists.
         """
-        from tether.session.detach import DetachError
-
         path, folder = self.path(session_id), self.session_dir(session_id)
-        lock = (
-            self._lock_for_writing(session_id)
-            if folder.is_dir() and not folder.is_symlink()
-            else None
-        )  # a session being written (a live run) is not deleted under it
+        live = folder.is_dir() and not folder.is_symlink()  # a live run's session is not deleted
+        lock = self._lock_for_writing(session_id) if live else None
         try:
             targets = [path, folder, *legacy_folders(self.root, session_id)]
             if not any(os.path.lexists(t) for t in targets):
                 raise SessionNotFoundError(f"no session {session_id} in {self.root}")
-            detached: list[str] = []
-            broken: list[str] = []
-            for fork in self.forks_of(session_id) if keep_forks else ():
-                try:
-                    if self.detach(fork):
-                        detached.append(fork)
-                except SessionBusyError:
-                    raise SessionBusyError(
-                        f"cannot delete {session_id}: its fork {fork} is being written by "
-                        "another process (nothing was deleted)"
-                    ) from None
-                except SessionNotFoundError:
-                    continue
-                except DetachError as exc:
-                    raise SessionError(
-                        f"cannot delete {session_id}: {exc} (nothing was deleted)"
-                    ) from None
-                except SessionError:
-                    broken.append(fork)
+            kept = detach_forks(self.root, session_id, self._lock_for_writing) if keep_forks else {}
             # the artifacts first: a session file left behind still lists the session
-            report = remove_all([*targets[1:], path])
-            return replace(report, detached=tuple(detached), broken_forks=tuple(broken))
+            return replace(remove_all([*targets[1:], path]), **kept)
         finally:
             if lock is not None:
                 lock.release()
