@@ -20,13 +20,20 @@ The pattern depends on the call:
 - `domain:HOST`: the host of the call's `url` argument is HOST or a subdomain of it (`*`
   globs allowed): `web_fetch(domain:docs.python.org)`.
 - a call with a `path` argument (`read`, `write`, `edit`, `ls`, `glob`, `grep`): a gitignore
-  style glob (pathspec) over the path relative to the working folder (`edit(src/**)`).
+  style glob (pathspec) over the path, Claude Code's four kinds: `//abs/**` an absolute path,
+  `~/x/**` a path below the home folder, `/src/**` anchored at the working folder, `src/**` or
+  `./src/**` relative to the working folder (`edit(src/**)`). The call's path is compared
+  resolved: `~` expanded, made absolute against the working folder, `..` folded, and also as
+  its real path (symlinks followed): a `deny`/`ask` rule matches when either spelling does, an
+  `allow` rule only when both do. So `read(~/.ssh/**)` catches `/home/u/.ssh/id_rsa` and
+  `../../home/u/.ssh/id_rsa` alike. (Reading the real path is the one I/O here.)
 - any other call: a glob over each of its string arguments (one matching is enough).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -153,7 +160,9 @@ class Rules:
             return self._decide_bash(command)
         for action in ACTIONS:
             for rule in self.listed(action):
-                if rule.names(tool_name) and _matches_call(rule, arguments, root):
+                if rule.names(tool_name) and _matches_call(
+                    rule, arguments, root, every=action == "allow"
+                ):
                     return Decision(action=action, rule=rule, reason=_said(action, rule))
         return NO_RULE
 
@@ -251,7 +260,63 @@ def relative_path(path: str, root: str) -> str | None:
     return norm
 
 
-def _matches_call(rule: Rule, arguments: Mapping[str, Any], root: str) -> bool:
+def _home() -> str:
+    return os.path.expanduser("~").replace("\\", "/")
+
+
+def call_paths(path: str, root: str) -> tuple[tuple[str, str], ...]:
+    """The resolved spellings of a call's `path`, each with the working folder to compare it
+    with: `~` expanded, made absolute against `root`, normalized; then its real path (symlinks
+    followed) against `root`'s real path, when that differs. Without a `root` a relative
+    path stays relative."""
+    p = path.replace("\\", "/")
+    if p == "~" or p.startswith("~/"):
+        p = _home() + p[1:]
+    if not posixpath.isabs(p) and root:
+        p = posixpath.join(root, p)
+    norm = posixpath.normpath(p)
+    out = [(norm, root)]
+    if posixpath.isabs(norm):
+        real, real_root = os.path.realpath(norm), os.path.realpath(root) if root else ""
+        if (real, real_root) != (norm, root):
+            out.append((real, real_root))
+    return tuple(out)
+
+
+def _absolute_patterns(pattern: str) -> tuple[str, ...] | None:
+    """A path pattern naming an absolute place (`//abs/…`, `~/…`) as absolute gitignore
+    patterns (the home folder as written and as its real path), else None."""
+    if pattern.startswith("//"):
+        return ("/" + pattern.lstrip("/"),)
+    if pattern == "~" or pattern.startswith("~/"):
+        home = _home().rstrip("/")
+        real = os.path.realpath(home)
+        return tuple(dict.fromkeys(h + pattern[1:] for h in (home, real)))
+    return None
+
+
+def _path_matches(pattern: str, path: str, root: str, *, every: bool) -> bool:
+    """Whether a path rule's `pattern` matches the call's `path` (module docstring): any of
+    its spellings, or with `every` all of them."""
+    absolute = _absolute_patterns(pattern)
+    if pattern.startswith("./"):  # relative to the working folder: anchored there
+        pattern = "/" + pattern[2:].lstrip("/")
+    hits: list[bool] = []
+    for cand, base in call_paths(path, root):
+        if absolute is not None:
+            hit = posixpath.isabs(cand) and any(
+                _path_matcher(a)(cand.lstrip("/")) for a in absolute
+            )
+        else:
+            rel = relative_path(cand, base)
+            hit = rel is not None and _path_matcher(pattern)(rel)
+        hits.append(hit)
+    return all(hits) if every else any(hits)
+
+
+def _matches_call(
+    rule: Rule, arguments: Mapping[str, Any], root: str, *, every: bool = False
+) -> bool:
     pattern = rule.pattern
     if pattern is None:
         return True
@@ -264,8 +329,7 @@ def _matches_call(rule: Rule, arguments: Mapping[str, Any], root: str) -> bool:
         return fnmatch.fnmatchcase(host, want) or host.endswith("." + want)
     path = arguments.get("path", arguments.get("file_path"))
     if isinstance(path, str):
-        rel = relative_path(path, root)
-        return rel is not None and _path_matcher(pattern)(rel)
+        return _path_matches(pattern, path, root, every=every)
     return any(isinstance(v, str) and fnmatch.fnmatchcase(v, pattern) for v in arguments.values())
 
 
