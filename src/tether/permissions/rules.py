@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 import pathspec
 
 from tether.errors import RuleError as RuleError
-from tether.permissions.shell import Unparsable, split_command
+from tether.permissions.shell import Unparsable, split_forms
 from tether.settings.rules import Rule as Rule
 from tether.settings.rules import parse_rule as parse_rule
 
@@ -167,7 +167,7 @@ class Rules:
         return NO_RULE
 
     def _decide_bash(self, command: str) -> Decision:
-        parts = split_command(command)
+        parts = split_forms(command)
         if isinstance(parts, Unparsable):
             if self.names_tool(BASH):
                 return Decision(
@@ -177,8 +177,8 @@ class Rules:
             return NO_RULE
         found: dict[Action, tuple[Rule, str]] = {}
         unmatched: list[str] = []
-        for part in parts:
-            hit = self._bash_part(part)
+        for part, plain, harmless in parts:
+            hit = self._bash_part(part, plain, harmless)
             if hit is None:
                 unmatched.append(part)
             else:
@@ -198,11 +198,15 @@ class Rules:
             return Decision(action="allow", rule=rule, part=part, reason=_said("allow", rule))
         return Decision(action=None, unmatched=tuple(unmatched))
 
-    def _bash_part(self, part: str) -> tuple[Action, Rule] | None:
+    def _bash_part(self, part: str, plain: str, harmless: bool) -> tuple[Action, Rule] | None:
+        """The first rule matching one command: as written, or without the global options
+        before its subcommand (`git -C . push` as `git push`); for an `allow` rule that second
+        form counts only when every option dropped was harmless (`--no-pager`, not `-c`)."""
         for action in ACTIONS:
+            forms = (part,) if plain == part or (action == "allow" and not harmless) else (part, plain)
             for rule in self.listed(action):
                 if rule.names(BASH) and (
-                    rule.pattern is None or command_matches(rule.pattern, part)
+                    rule.pattern is None or any(command_matches(rule.pattern, f) for f in forms)
                 ):
                     return action, rule
         return None
