@@ -80,3 +80,17 @@ def test_any_mix_of_global_options_is_asked(options: list[str], tail: str) -> No
     assert ASK.decide("bash", {"command": line}).action == "ask", line
     forms = split_forms(line)
     assert not isinstance(forms, Unparsable) and forms[0][1] == f"git push{tail}".replace("'", "")
+
+
+def test_always_allow_never_suggests_the_whole_program() -> None:
+    """"Always allow" for `git -C . status` suggested `bash(git *)` (the second word is an
+    option): now the subcommand through harmless options, else this command only."""
+    from tether.permissions.rules import suggest
+
+    rules = Rules.of(ask=["bash(rm *)"])
+    for line, want in (
+        ("git --no-pager log -1", ("bash(git log *)",)),
+        ("git -C sub status", ("bash(git -C sub status)",)),
+    ):
+        d = rules.decide("bash", {"command": line})
+        assert suggest("bash", {"command": line}, d) == want

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 import pathspec
 
 from tether.errors import RuleError as RuleError
-from tether.permissions.shell import Unparsable, split_forms
+from tether.permissions.shell import Unparsable, split_forms, without_global_options
 from tether.settings.rules import Rule as Rule
 from tether.settings.rules import parse_rule as parse_rule
 
@@ -158,10 +158,12 @@ class Rules:
         command = arguments.get("command")
         if tool_name == BASH and isinstance(command, str):
             return self._decide_bash(command)
+        path = arguments.get("path", arguments.get("file_path"))
+        spellings = call_paths(path, root) if isinstance(path, str) else ()
         for action in ACTIONS:
             for rule in self.listed(action):
                 if rule.names(tool_name) and _matches_call(
-                    rule, arguments, root, every=action == "allow"
+                    rule, arguments, spellings, every=action == "allow"
                 ):
                     return Decision(action=action, rule=rule, reason=_said(action, rule))
         return NO_RULE
@@ -299,14 +301,16 @@ def _absolute_patterns(pattern: str) -> tuple[str, ...] | None:
     return None
 
 
-def _path_matches(pattern: str, path: str, root: str, *, every: bool) -> bool:
-    """Whether a path rule's `pattern` matches the call's `path` (module docstring): any of
-    its spellings, or with `every` all of them."""
+def _path_matches(
+    pattern: str, spellings: tuple[tuple[str, str], ...], *, every: bool
+) -> bool:
+    """Whether a path rule's `pattern` matches the call's path (its `call_paths` spellings;
+    module docstring): any of them, or with `every` all of them."""
     absolute = _absolute_patterns(pattern)
     if pattern.startswith("./"):  # relative to the working folder: anchored there
         pattern = "/" + pattern[2:].lstrip("/")
     hits: list[bool] = []
-    for cand, base in call_paths(path, root):
+    for cand, base in spellings:
         if absolute is not None:
             hit = posixpath.isabs(cand) and any(
                 _path_matcher(a)(cand.lstrip("/")) for a in absolute
@@ -319,7 +323,11 @@ def _path_matches(pattern: str, path: str, root: str, *, every: bool) -> bool:
 
 
 def _matches_call(
-    rule: Rule, arguments: Mapping[str, Any], root: str, *, every: bool = False
+    rule: Rule,
+    arguments: Mapping[str, Any],
+    spellings: tuple[tuple[str, str], ...],
+    *,
+    every: bool = False,
 ) -> bool:
     pattern = rule.pattern
     if pattern is None:
@@ -331,9 +339,8 @@ def _matches_call(
         host = (urlsplit(url).hostname or "").lower()
         want = pattern[len("domain:") :].strip().lower()
         return fnmatch.fnmatchcase(host, want) or host.endswith("." + want)
-    path = arguments.get("path", arguments.get("file_path"))
-    if isinstance(path, str):
-        return _path_matches(pattern, path, root, every=every)
+    if spellings:  # the call has a path
+        return _path_matches(pattern, spellings, every=every)
     return any(isinstance(v, str) and fnmatch.fnmatchcase(v, pattern) for v in arguments.values())
 
 
@@ -347,6 +354,13 @@ def suggest(
         out: list[str] = []
         for part in decision.unmatched:
             words = part.split(" ")
+            if len(words) > 1 and words[0] in SUBCOMMAND_TOOLS and words[1].startswith("-"):
+                plain, harmless = without_global_options(words)
+                if not harmless:  # `git -C x status`: this command only, not `git *`
+                    if f"bash({part})" not in out:
+                        out.append(f"bash({part})")
+                    continue
+                words = plain
             keep = (
                 words[:2]
                 if (

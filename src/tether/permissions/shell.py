@@ -143,12 +143,14 @@ def split_forms(line: str) -> tuple[tuple[str, str, bool], ...] | Unparsable:
         return split
     out: list[tuple[str, str, bool]] = []
     for words in split:
-        plain, harmless = _without_global_options(words)
+        plain, harmless = without_global_options(words)
         out.append((" ".join(words), " ".join(plain), harmless))
     return tuple(out)
 
 
-def _without_global_options(words: list[str]) -> tuple[list[str], bool]:
+def without_global_options(words: list[str]) -> tuple[list[str], bool]:
+    """`words` without the global options before the subcommand (`GLOBAL_OPTIONS`), and
+    whether every option dropped was harmless."""
     spec = GLOBAL_OPTIONS.get(words[0]) if words else None
     if spec is None:
         return words, True
