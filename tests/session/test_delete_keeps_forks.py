@@ -116,3 +116,43 @@ def test_sessions_delete_says_which_forks_keep_their_own_copy(tmp_path: Path) ->
     shown = run_cli(["sessions", "show", "rw"], home, cwd=tmp_path)
     assert shown.returncode == 0 and "first prompt" in shown.stdout, shown.stderr
     assert os.listdir(home / "sessions" / "rw")  # its folder (writer lock) exists
+
+
+def test_a_fork_of_a_fork_being_deleted_gets_the_whole_history(store: SessionStore) -> None:
+    """Deleting a session that is itself a fork: its forks get the grandparent's part too,
+    and a fork whose history did not load already is left as it was and named."""
+    _parent(store)
+    with store.create("mid", cwd="/w", parent=("old", "a2")) as w:
+        w.append(user("m1"))
+    with store.create("leaf", cwd="/w", parent=("mid", "m1")) as w:
+        w.append(user("l1"))
+    with store.create("early", cwd="/w", parent=("mid", "a1")) as w:  # at an inherited entry
+        w.append(user("e1"))
+    broken = store.create("broken", cwd="/w", parent=("mid", "m1"))
+    broken.close()
+    path = store.path("broken")
+    path.write_bytes(path.read_bytes().replace(b'"parent_entry":"m1"', b'"parent_entry":"zz"'))
+
+    report = store.delete("mid")
+
+    assert report.detached == ("early", "leaf") and report.broken_forks == ("broken",)
+    assert [t.id for t in store.load("leaf").turns] == ["u1", "a1", "r1", "i1", "a2", "m1", "l1"]
+    assert [t.id for t in store.load("early").turns] == ["u1", "a1", "e1"]
+    assert store.exists("old")  # the grandparent is untouched
+
+
+def test_sessions_delete_refuses_while_a_fork_is_being_written(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    store = SessionStore(home / "sessions")
+    _parent(store)
+    writer = store.create("live", cwd=str(tmp_path), parent=("old", "a1"))
+    try:
+        out = run_cli(["sessions", "delete", "old"], home, cwd=tmp_path)
+    finally:
+        writer.close()
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "tether: cannot delete old: its fork live is being written by another process "
+        "(nothing was deleted)"
+    ]
+    assert store.exists("old")
