@@ -1,4 +1,5 @@
-"""Permission rules: `allow` / `ask` / `deny` lists of `tool(pattern)` (pure: data in, data out).
+"""Permission rules: `allow` / `ask` / `deny` lists of `tool(pattern)` (data in, data out; the
+one I/O: the real path of a call's `path`).
 
 Owns: the rule grammar (`parse_rule`), the rule set (`Rules`: deny > ask > allow, whatever
 their order or specificity, as Claude Code evaluates them), a call's `decide` (the action and
