@@ -535,3 +535,38 @@ def test_any_shell_outcome_is_a_decision_or_a_reported_failure(
         assert code == 0
         assert decision.arguments is None or isinstance(decision.arguments, dict)
         assert decision.prompt is None or isinstance(decision.prompt, str)
+
+
+def test_a_stop_hook_is_told_it_refused_and_cannot_loop_the_run(tmp_path: Path) -> None:
+    """trial5 (MEDIUM cost): a `stop` hook that always refuses looped the run until
+    `--max-turns` (50 requests), and its input could not tell it already refused. It gets
+    `stop_hook_active` and `stop_denials`; past `hooks.max_stop_denials` the answer stands with
+    one `stop_hook_loop` warning."""
+    settings = {
+        "hooks": {
+            "max_stop_denials": 2,
+            "stop": [
+                {
+                    "command": "cat >> stop.jsonl; echo >> stop.jsonl; "
+                    "printf '{\"decision\": \"deny\", \"reason\": \"keep going\"}'"
+                }
+            ],
+        }
+    }
+    events: list[AgentEvent] = []
+    provider = ScriptedProvider(["a1", "a2", "a3", "b1", "b2", "b3"])
+    agent = subagent_agent(
+        provider, tmp_path, settings=settings, host=Host(on_event=events.append)
+    )
+    result = agent.run_sync("go")
+    assert result.text == "a3" and len(provider.requests) == 3
+    seen = [json.loads(x) for x in (tmp_path / "stop.jsonl").read_text().splitlines() if x]
+    assert [(s["stop_hook_active"], s["stop_denials"]) for s in seen] == [
+        (False, 0), (True, 1), (True, 2)
+    ]  # fmt: skip
+    loops = [e.message for e in events if isinstance(e, WarningEvent) and e.kind == "stop_hook_loop"]
+    assert len(loops) == 1 and "keep going" in loops[0] and "max_stop_denials = 2" in loops[0]
+    (tmp_path / "stop.jsonl").unlink()  # the next run starts counting again
+    assert agent.run_sync("again").text == "b3"
+    again = [json.loads(x) for x in (tmp_path / "stop.jsonl").read_text().splitlines() if x]
+    assert [s["stop_denials"] for s in again] == [0, 1, 2]

@@ -51,7 +51,8 @@ TABLE: list[tuple[str, dict[str, str], str | None, str | None]] = [
     ("bash", {"command": "$CMD -rf /"}, "ask", None),
     ("edit", {"path": "src/a/b.py"}, "allow", "edit(src/**)"),
     ("edit", {"path": "/work/p/src/a.py"}, "allow", "edit(src/**)"),
-    ("edit", {"path": "../p/src/a.py"}, None, None),
+    ("edit", {"path": "../p/src/a.py"}, "allow", "edit(src/**)"),  # resolved: the same file
+    ("edit", {"path": "../q/src/a.py"}, None, None),
     ("edit", {"path": "lib/a.py"}, None, None),
     ("read", {"path": "./.env"}, "deny", "read(.env)"),
     ("mcp__github__create_issue", {"title": "x"}, "allow", "mcp__github__*"),

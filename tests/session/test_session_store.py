@@ -258,7 +258,7 @@ def test_fork_errors(store: SessionStore) -> None:
         store.create("f", cwd="/", parent=("p", "zz"))
     assert not store.exists("f")
     store.create("f", cwd="/", parent=("p", "u1")).close()
-    store.delete("p")
+    store.delete("p", keep_forks=False)
     with pytest.raises(SessionError, match="fork of p, which does not exist"):
         store.load("f")
     # a hand-made loop
@@ -350,7 +350,7 @@ def test_list_counts_the_turns_a_fork_holds(store: SessionStore) -> None:
     assert rows() == {
         "p": (5, "first ask", None), "f": (5, "first ask", None), "g": (3, "first ask", None)
     }  # fmt: skip
-    store.delete("p")  # the fork no longer loads: its row says why
+    store.delete("p", keep_forks=False)  # the fork no longer loads: its row says why
     (turns, _, error), g_error = rows()["f"], rows()["g"][2]
     assert turns == 0 and error is not None and "fork of p, which does not exist" in error
     assert g_error is not None and "does not exist" in g_error

@@ -209,7 +209,9 @@ def sessions_fork(
 @sessions_app.command("delete")
 def sessions_delete(session_id: str) -> None:
     """Delete a session's file, its whole artifact folder and its legacy artifact folders
-    (best effort: what cannot be removed is counted, named, and the exit code is 1)."""
+    (best effort: what cannot be removed is counted, named, and the exit code is 1). Its forks
+    (rewinds, `/fork`) first get their own copy of the history they read from it, so deleting
+    a session never breaks another; the line says which."""
     from tether.session import SessionStore
 
     session_id = session_ref(session_id)
@@ -225,7 +227,21 @@ def sessions_delete(session_id: str) -> None:
             f"(first: {report.errors[0]})"
         )
         raise typer.Exit(EXIT_USAGE)
-    err(f"deleted {session_id}")
+    err(f"deleted {session_id}{_forks_note(report.detached, report.broken_forks)}")
+
+
+def _forks_note(detached: tuple[str, ...], broken: tuple[str, ...]) -> str:
+    """What `sessions delete` did to the deleted session's forks, for its one line."""
+    parts: list[str] = []
+    if detached:
+        n = len(detached)
+        parts.append(
+            f"{n} fork{'' if n == 1 else 's'} now keep{'s' if n == 1 else ''} "
+            f"{'its' if n == 1 else 'their'} own copy: {', '.join(detached)}"
+        )
+    if broken:
+        parts.append(f"left as they were (their history did not load already): {', '.join(broken)}")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def _export_redactor() -> Callable[[str], str]:

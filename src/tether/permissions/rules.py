@@ -1,4 +1,5 @@
-"""Permission rules: `allow` / `ask` / `deny` lists of `tool(pattern)` (pure: data in, data out).
+"""Permission rules: `allow` / `ask` / `deny` lists of `tool(pattern)` (data in, data out; the
+one I/O: the real path of a call's `path`).
 
 Owns: the rule grammar (`parse_rule`), the rule set (`Rules`: deny > ask > allow, whatever
 their order or specificity, as Claude Code evaluates them), a call's `decide` (the action and
@@ -20,13 +21,20 @@ The pattern depends on the call:
 - `domain:HOST`: the host of the call's `url` argument is HOST or a subdomain of it (`*`
   globs allowed): `web_fetch(domain:docs.python.org)`.
 - a call with a `path` argument (`read`, `write`, `edit`, `ls`, `glob`, `grep`): a gitignore
-  style glob (pathspec) over the path relative to the working folder (`edit(src/**)`).
+  style glob (pathspec) over the path, Claude Code's four kinds: `//abs/**` an absolute path,
+  `~/x/**` a path below the home folder, `/src/**` anchored at the working folder, `src/**` or
+  `./src/**` relative to the working folder (`edit(src/**)`). The call's path is compared
+  resolved: `~` expanded, made absolute against the working folder, `..` folded, and also as
+  its real path (symlinks followed): a `deny`/`ask` rule matches when either spelling does, an
+  `allow` rule only when both do. So `read(~/.ssh/**)` catches `/home/u/.ssh/id_rsa` and
+  `../../home/u/.ssh/id_rsa` alike. (Reading the real path is the one I/O here.)
 - any other call: a glob over each of its string arguments (one matching is enough).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -38,7 +46,7 @@ from urllib.parse import urlsplit
 import pathspec
 
 from tether.errors import RuleError as RuleError
-from tether.permissions.shell import Unparsable, split_command
+from tether.permissions.shell import Unparsable, split_forms, without_global_options
 from tether.settings.rules import Rule as Rule
 from tether.settings.rules import parse_rule as parse_rule
 
@@ -151,14 +159,18 @@ class Rules:
         command = arguments.get("command")
         if tool_name == BASH and isinstance(command, str):
             return self._decide_bash(command)
+        path = arguments.get("path", arguments.get("file_path"))
+        spellings = call_paths(path, root) if isinstance(path, str) else ()
         for action in ACTIONS:
             for rule in self.listed(action):
-                if rule.names(tool_name) and _matches_call(rule, arguments, root):
+                if rule.names(tool_name) and _matches_call(
+                    rule, arguments, spellings, every=action == "allow"
+                ):
                     return Decision(action=action, rule=rule, reason=_said(action, rule))
         return NO_RULE
 
     def _decide_bash(self, command: str) -> Decision:
-        parts = split_command(command)
+        parts = split_forms(command)
         if isinstance(parts, Unparsable):
             if self.names_tool(BASH):
                 return Decision(
@@ -168,8 +180,8 @@ class Rules:
             return NO_RULE
         found: dict[Action, tuple[Rule, str]] = {}
         unmatched: list[str] = []
-        for part in parts:
-            hit = self._bash_part(part)
+        for part, plain, harmless in parts:
+            hit = self._bash_part(part, plain, harmless)
             if hit is None:
                 unmatched.append(part)
             else:
@@ -189,11 +201,15 @@ class Rules:
             return Decision(action="allow", rule=rule, part=part, reason=_said("allow", rule))
         return Decision(action=None, unmatched=tuple(unmatched))
 
-    def _bash_part(self, part: str) -> tuple[Action, Rule] | None:
+    def _bash_part(self, part: str, plain: str, harmless: bool) -> tuple[Action, Rule] | None:
+        """The first rule matching one command: as written, or without the global options
+        before its subcommand (`git -C . push` as `git push`); for an `allow` rule that second
+        form counts only when every option dropped was harmless (`--no-pager`, not `-c`)."""
         for action in ACTIONS:
+            forms = (part,) if plain == part or (action == "allow" and not harmless) else (part, plain)
             for rule in self.listed(action):
                 if rule.names(BASH) and (
-                    rule.pattern is None or command_matches(rule.pattern, part)
+                    rule.pattern is None or any(command_matches(rule.pattern, f) for f in forms)
                 ):
                     return action, rule
         return None
@@ -251,7 +267,69 @@ def relative_path(path: str, root: str) -> str | None:
     return norm
 
 
-def _matches_call(rule: Rule, arguments: Mapping[str, Any], root: str) -> bool:
+def _home() -> str:
+    return os.path.expanduser("~").replace("\\", "/")
+
+
+def call_paths(path: str, root: str) -> tuple[tuple[str, str], ...]:
+    """The resolved spellings of a call's `path`, each with the working folder to compare it
+    with: `~` expanded, made absolute against `root`, normalized; then its real path (symlinks
+    followed) against `root`'s real path, when that differs. Without a `root` a relative
+    path stays relative."""
+    p = path.replace("\\", "/")
+    if p == "~" or p.startswith("~/"):
+        p = _home() + p[1:]
+    if not posixpath.isabs(p) and root:
+        p = posixpath.join(root, p)
+    norm = posixpath.normpath(p)
+    out = [(norm, root)]
+    if posixpath.isabs(norm):
+        real, real_root = os.path.realpath(norm), os.path.realpath(root) if root else ""
+        if (real, real_root) != (norm, root):
+            out.append((real, real_root))
+    return tuple(out)
+
+
+def _absolute_patterns(pattern: str) -> tuple[str, ...] | None:
+    """A path pattern naming an absolute place (`//abs/…`, `~/…`) as absolute gitignore
+    patterns (the home folder as written and as its real path), else None."""
+    if pattern.startswith("//"):
+        return ("/" + pattern.lstrip("/"),)
+    if pattern == "~" or pattern.startswith("~/"):
+        home = _home().rstrip("/")
+        real = os.path.realpath(home)
+        return tuple(dict.fromkeys(h + pattern[1:] for h in (home, real)))
+    return None
+
+
+def _path_matches(
+    pattern: str, spellings: tuple[tuple[str, str], ...], *, every: bool
+) -> bool:
+    """Whether a path rule's `pattern` matches the call's path (its `call_paths` spellings;
+    module docstring): any of them, or with `every` all of them."""
+    absolute = _absolute_patterns(pattern)
+    if pattern.startswith("./"):  # relative to the working folder: anchored there
+        pattern = "/" + pattern[2:].lstrip("/")
+    hits: list[bool] = []
+    for cand, base in spellings:
+        if absolute is not None:
+            hit = posixpath.isabs(cand) and any(
+                _path_matcher(a)(cand.lstrip("/")) for a in absolute
+            )
+        else:
+            rel = relative_path(cand, base)
+            hit = rel is not None and _path_matcher(pattern)(rel)
+        hits.append(hit)
+    return all(hits) if every else any(hits)
+
+
+def _matches_call(
+    rule: Rule,
+    arguments: Mapping[str, Any],
+    spellings: tuple[tuple[str, str], ...],
+    *,
+    every: bool = False,
+) -> bool:
     pattern = rule.pattern
     if pattern is None:
         return True
@@ -262,10 +340,8 @@ def _matches_call(rule: Rule, arguments: Mapping[str, Any], root: str) -> bool:
         host = (urlsplit(url).hostname or "").lower()
         want = pattern[len("domain:") :].strip().lower()
         return fnmatch.fnmatchcase(host, want) or host.endswith("." + want)
-    path = arguments.get("path", arguments.get("file_path"))
-    if isinstance(path, str):
-        rel = relative_path(path, root)
-        return rel is not None and _path_matcher(pattern)(rel)
+    if spellings:  # the call has a path
+        return _path_matches(pattern, spellings, every=every)
     return any(isinstance(v, str) and fnmatch.fnmatchcase(v, pattern) for v in arguments.values())
 
 
@@ -279,6 +355,13 @@ def suggest(
         out: list[str] = []
         for part in decision.unmatched:
             words = part.split(" ")
+            if len(words) > 1 and words[0] in SUBCOMMAND_TOOLS and words[1].startswith("-"):
+                plain, harmless = without_global_options(words)
+                if not harmless:  # `git -C x status`: this command only, not `git *`
+                    if f"bash({part})" not in out:
+                        out.append(f"bash({part})")
+                    continue
+                words = plain
             keep = (
                 words[:2]
                 if (

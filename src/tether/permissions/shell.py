@@ -6,7 +6,9 @@ subshells, `{ ...; }` groups, loops and conditionals, command and process substi
 `bash -c` / `sh -c` / `eval`; each with the wrappers that only change how a command runs
 looked through (`timeout`, `env X=...`, `nice`, `nohup`, `time`, `stdbuf`, `xargs`, `sudo`,
 `doas`, `exec`, a leading `X=1`; `/bin/rm` as `rm`), and its words unquoted
-(`git commit -m "fix it"` → `git commit -m fix it`).
+(`git commit -m "fix it"` → `git commit -m fix it`). `split_forms` gives each command also
+without the global options of `git`, `npm` and `cargo` before their subcommand
+(`git -C . --no-pager push` → `git push`), and whether those options were all harmless.
 A line the grammar cannot parse, or whose command name is not literal (`$CMD x`), gives
 `Unparsable`: what it runs cannot be known.
 Does not own: matching commands against rules (`tether.permissions.rules`).
@@ -82,19 +84,99 @@ BIN_DIRS = frozenset(
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 
 
+@dataclass(frozen=True, slots=True)
+class GlobalOptions:
+    """A program's options that come before its subcommand (`git -C DIR push`).
+
+    Attributes:
+        takes_value: options whose value is the next word (or follows `=`).
+        harmless: options that change nothing of what the subcommand does to the project
+            (`--no-pager`); any other one dropped makes an `allow` rule not apply.
+        toolchain: a leading `+NAME` word is an option (`cargo +nightly build`).
+    """
+
+    takes_value: frozenset[str]
+    harmless: frozenset[str] = frozenset()
+    toolchain: bool = False
+
+
+GLOBAL_OPTIONS: dict[str, GlobalOptions] = {
+    "git": GlobalOptions(
+        takes_value=frozenset(
+            {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+             "--super-prefix", "--attr-source", "--list-cmds"}
+        ),
+        harmless=frozenset(
+            {"-P", "--no-pager", "-p", "--paginate", "--no-replace-objects", "--no-lazy-fetch",
+             "--no-optional-locks", "--no-advice", "--literal-pathspecs", "--glob-pathspecs",
+             "--noglob-pathspecs", "--icase-pathspecs"}
+        ),
+    ),
+    "npm": GlobalOptions(
+        takes_value=frozenset({"--prefix", "-w", "--workspace", "--userconfig", "--cache", "--loglevel"}),
+        harmless=frozenset({"-s", "--silent", "-q", "--quiet", "--no-color", "-d", "--loglevel"}),
+    ),
+    "cargo": GlobalOptions(
+        takes_value=frozenset({"-C", "--config", "-Z", "--color"}),
+        harmless=frozenset({"-q", "--quiet", "-v", "--verbose", "--color", "--locked",
+                            "--offline", "--frozen"}),
+        toolchain=True,
+    ),
+}  # fmt: skip
+"""Programs whose rules name a subcommand (`bash(git push *)`) but that take options before
+it: `git -C . push` is matched as `git push` too (`split_forms`)."""
+
+
 def split_command(line: str) -> tuple[str, ...] | Unparsable:
     """The simple commands `line` runs, each as its words joined by one space, in order of
     appearance (module docstring); `Unparsable` when that cannot be known."""
-    return _split(line, 0)
+    words = _split(line, 0)
+    return words if isinstance(words, Unparsable) else tuple(" ".join(w) for w in words)
 
 
-def _split(line: str, depth: int) -> tuple[str, ...] | Unparsable:
+def split_forms(line: str) -> tuple[tuple[str, str, bool], ...] | Unparsable:
+    """`split_command` with two more forms of each command: `(as written, without the global
+    options before its subcommand (GLOBAL_OPTIONS), whether every option dropped was
+    harmless)`; a command with none has itself as its second form."""
+    split = _split(line, 0)
+    if isinstance(split, Unparsable):
+        return split
+    out: list[tuple[str, str, bool]] = []
+    for words in split:
+        plain, harmless = without_global_options(words)
+        out.append((" ".join(words), " ".join(plain), harmless))
+    return tuple(out)
+
+
+def without_global_options(words: list[str]) -> tuple[list[str], bool]:
+    """`words` without the global options before the subcommand (`GLOBAL_OPTIONS`), and
+    whether every option dropped was harmless."""
+    spec = GLOBAL_OPTIONS.get(words[0]) if words else None
+    if spec is None:
+        return words, True
+    i, harmless = 1, True
+    while i < len(words):
+        w = words[i]
+        key = w.split("=", 1)[0]
+        if spec.toolchain and i == 1 and w.startswith("+"):
+            i += 1
+        elif w.startswith("-") and w != "-" and w != "--":
+            harmless = harmless and key in spec.harmless
+            i += 2 if key in spec.takes_value and "=" not in w else 1
+        else:
+            break
+    if i >= len(words):  # options only (`git --version`): nothing to look through
+        return words, True
+    return [words[0], *words[i:]], harmless
+
+
+def _split(line: str, depth: int) -> list[list[str]] | Unparsable:
     if depth > _MAX_DEPTH:
         return Unparsable("shell scripts nested too deeply")
     tree = _PARSER.parse(line.encode("utf-8", "surrogateescape"))
     if tree.root_node.has_error:
         return Unparsable("the command line does not parse as bash")
-    out: list[str] = []
+    out: list[list[str]] = []
     for node in _commands(tree.root_node):
         words = _words(node)
         if isinstance(words, Unparsable):
@@ -109,8 +191,8 @@ def _split(line: str, depth: int) -> tuple[str, ...] | Unparsable:
                 return nested
             out.extend(nested)
             continue
-        out.append(" ".join(words))
-    return tuple(out)
+        out.append(words)
+    return out
 
 
 def _commands(root: Node) -> list[Node]:

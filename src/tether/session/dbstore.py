@@ -321,8 +321,10 @@ class DbSessionStore(SessionStore):
         infos.sort(key=lambda i: (i.modified_ms, i.id), reverse=True)
         return infos
 
-    def delete(self, session_id: str) -> DeleteReport:
-        """Remove the session's rows and its local artifact folder.
+    def delete(self, session_id: str, *, keep_forks: bool = True) -> DeleteReport:
+        """Remove the session's rows and its local artifact folder. Unlike the file store it
+        copies nothing into forks (`keep_forks` is accepted and ignored): no command deletes a
+        Job's session.
 
         Returns:
             A `DeleteReport`: the artifact folder (if there was one) removed; a folder entry

@@ -24,10 +24,16 @@ class DeleteReport:
             folders), each with everything below it.
         errors: one line per entry that could not be removed (`path: ErrorType: message`);
             the rest was removed all the same.
+        detached: the forks of the session made self-contained before it went (their own
+            copy of the history they read from it).
+        broken_forks: forks whose history did not load already (a broken parent chain),
+            left as they were.
     """
 
     removed: tuple[Path, ...] = ()
     errors: tuple[str, ...] = ()
+    detached: tuple[str, ...] = ()
+    broken_forks: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionBusyError, SessionError, SessionNotFoundError
+from tether.session.detach import detach_forks
 from tether.session.index import (
     Stamp,
     held_row,
@@ -558,7 +559,7 @@ class SessionStore:
                 best = (modified_ms, sid)
         return None if best is None else best[1]
 
-    def delete(self, session_id: str) -> DeleteReport:
+    def delete(self, session_id: str, *, keep_forks: bool = True) -> DeleteReport:
         """Remove the session file, its whole artifact folder (persisted tool outputs, task
         logs, MCP warnings, the writer lock) and its legacy artifact folders
         (`tether.session.migrate.legacy_folders`: persisted outputs of older layouts, which the
@@ -570,30 +571,29 @@ class SessionStore:
 
         Idempotent in effect: once all are gone, a repeat call changes nothing and raises
         `SessionNotFoundError` (as for any unknown session), so callers can tell "deleted"
-        from "was never there". Forks of this session become unloadable (their parent is
-        gone); this is not checked.
+        from "was never there". It never breaks another session: first each fork of it gets
+        its own copy of what it read from it (`tether.session.detach`; `keep_forks=False`
+        skips that, and the forks no longer load).
 
         Returns:
-            A `DeleteReport` (what was removed, what could not be).
+            A `DeleteReport` (what was removed, what could not be, the forks detached).
 
         Raises:
-            SessionError: invalid id.
+            SessionError: invalid id; a fork could not be given its copy (nothing is removed).
             SessionBusyError: a writer (a run in another process, or an open `SessionWriter`)
-                holds the session; nothing is removed.
+                holds the session or a fork of it; nothing is removed.
             SessionNotFoundError: neither the file nor the folder exists.
         """
         path, folder = self.path(session_id), self.session_dir(session_id)
-        lock = (
-            self._lock_for_writing(session_id)
-            if folder.is_dir() and not folder.is_symlink()
-            else None
-        )  # a session being written (a live run) is not deleted under it
+        live = folder.is_dir() and not folder.is_symlink()  # a live run's session is not deleted
+        lock = self._lock_for_writing(session_id) if live else None
         try:
             targets = [path, folder, *legacy_folders(self.root, session_id)]
             if not any(os.path.lexists(t) for t in targets):
                 raise SessionNotFoundError(f"no session {session_id} in {self.root}")
+            kept = detach_forks(self.root, session_id, self._lock_for_writing) if keep_forks else {}
             # the artifacts first: a session file left behind still lists the session
-            return remove_all([*targets[1:], path])
+            return replace(remove_all([*targets[1:], path]), **kept)
         finally:
             if lock is not None:
                 lock.release()

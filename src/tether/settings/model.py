@@ -431,10 +431,14 @@ class HooksSettings(_Section):
         before_compaction: before a compaction starts.
         stop: when the model gave a final answer: allow the stop, or deny with a reason
             (sent to the model as a user message; the run goes on).
+        max_stop_denials: how many times in a row the `stop` hooks may refuse an answer in
+            one run; refused once more, the answer stands with one `stop_hook_loop` warning
+            (a hook that always refuses would otherwise loop until `--max-turns`).
     """
 
     timeout_s: Duration = Field(default=30.0, alias="timeout", gt=0)
     on_failure: Literal["allow", "deny"] = "allow"
+    max_stop_denials: int = Field(default=3, ge=1)
     before_tool: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
     after_tool: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])
     user_prompt: list[ShellHookSettings] = Field(default_factory=list[ShellHookSettings])

@@ -75,6 +75,9 @@ class HookInput:
         prompt: user_prompt: the prompt text (text blocks joined).
         answer: stop: the final answer's text.
         reason: before_compaction: `threshold`, `overflow` or `manual`.
+        stop_hook_active: stop: True when this answer follows a stop hook's refusal in the
+            same run (Claude Code's name: a hook can let the run end on a second try).
+        stop_denials: stop: how many times the stop hooks refused an answer in this run.
     """
 
     hook: HookPoint
@@ -86,11 +89,13 @@ class HookInput:
     prompt: str | None = None
     answer: str | None = None
     reason: str | None = None
+    stop_hook_active: bool | None = None
+    stop_denials: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON a shell hook reads on stdin: `hook`, `agent_path`, `session_id`, `cwd`, and
         per point `tool_call` (`{id, name, arguments}`), `tool_result` (`{content, is_error}`),
-        `prompt`, `answer` or `reason`."""
+        `prompt`, `answer` (with `stop_hook_active` and `stop_denials`) or `reason`."""
         out: dict[str, Any] = {
             "hook": self.hook,
             "agent_path": list(self.agent_path),
@@ -105,7 +110,7 @@ class HookInput:
             }
         if self.result is not None:
             out["tool_result"] = {"content": self.result.text, "is_error": self.result.is_error}
-        for key in ("prompt", "answer", "reason"):
+        for key in ("prompt", "answer", "reason", "stop_hook_active", "stop_denials"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
