@@ -16,11 +16,11 @@ from typing import Any, cast
 
 from lsprotocol import types as lsp
 
-from tether import plural
 from tether.errors import ToolError
 from tether.lsp.client import LspServer, ServerDown, char_column, utf16_column
 from tether.lsp.manager import LspManager, read_text
 from tether.lsp.report import render_block
+from tether.plural import counted
 from tether.tools.builtin.files import guard, rel
 from tether.tools.context import ToolContext
 
@@ -253,8 +253,8 @@ async def _answer(
     text = server.text_of(uri) or ""
     lines = text.split("\n")
     if line > len(lines):  # the empty line after a final newline is a position, not a line
-        counted = len(lines) - 1 if text.endswith("\n") or not text else len(lines)
-        raise ToolError(f"{name} has {plural.counted(counted, 'line')}; line {line} is past the end")
+        counted_lines = len(lines) - 1 if text.endswith("\n") or not text else len(lines)
+        raise ToolError(f"{name} has {counted(counted_lines, 'line')}; line {line} is past the end")
     pos = lsp.Position(line=line - 1, character=utf16_column(lines[line - 1], column))
     if operation == "definition":
         found = await server.call(
