@@ -116,11 +116,6 @@ SAVES_CPU: list[float] = []
 run's (see `_count_saves`)."""
 
 
-PROCESS_CPU: list[float] = []
-"""The last run's CPU time of the whole process (every thread: the output gate's spare-file
-worker included), s."""
-
-
 def _count_saves() -> Callable[[], float]:
     """Wrap the output gate's `write_atomic` to add up this thread's CPU time in it: the
     disk's share of each turn, which on this VM's ext4 swings from 0.02 to over 1 ms a file
@@ -176,10 +171,8 @@ def _run(turns: int, compaction: bool, tracing: Tracing, tmp: str):
         runtime=Runtime(tracing=tracing),
     )
     clock.start()
-    p0 = time.process_time()
     result = asyncio.run(agent.run("Call echo until told otherwise."))
     clock.stop()
-    PROCESS_CPU[:] = [time.process_time() - p0]
     writer.close()
     assert result.text == _common.FINAL_TEXT, result.text
     return clock, cpu, agent, writer
@@ -257,11 +250,6 @@ def main() -> None:
             f"counted in the run): mean of turns 1-100: {statistics.fmean(own[:100]):.3f}, "
             f"last 1000-turn block: {statistics.fmean(own[-1000:]):.3f}; the saves' share of "
             f"that block: {late_saves:.3f} ms/turn"
-        )
-        print(
-            f"the process's CPU (every thread, the spare-file worker included) per turn, the "
-            f"whole run: {PROCESS_CPU[0] * 1e3 / len(cms):.3f} ms; wall "
-            f"{statistics.fmean(ivals):.3f} ms"
         )
         saves = _saved_output_cost(tmp)
         print(

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from orjson import dumps as _orjson_dumps
 
-from tether.atomic import stop_ahead
 from tether.errors import SessionError
 
 if TYPE_CHECKING:
@@ -324,13 +323,10 @@ class SessionWriter:
         self._synced_outputs.update(f"{name}/{e.name}" for e in fresh)
 
     def close(self) -> None:
-        """Close the descriptor and end the spare-file worker of the saved outputs' folder
-        (`tether.atomic.stop_ahead`: the output gate's files opened ahead). Idempotent. Does
-        not fsync (call `sync()` first if needed)."""
+        """Close the descriptor. Idempotent. Does not fsync (call `sync()` first if needed)."""
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
-            stop_ahead(Path(os.path.abspath(self.session_dir)) / _TOOL_RESULTS)
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()

@@ -31,12 +31,6 @@ What happens to a result (`session_dir` is the session's artifact folder, or Non
   the threshold, cut to head + tail).
 - `is_error` is kept; error results are gated the same way.
 
-Spare files: a session saves many outputs into one folder, so the save asks for files opened
-ahead (`write_atomic(ahead=True)`): where creating a file is slow (a folder whose ext4 block
-group is full of recently deleted inodes costs 0.5-0.7 ms a file), a worker thread creates the
-next unnamed file while the turn goes on, and the save only writes and links it. The session
-writer's `close()` ends the worker (`tether.atomic.stop_ahead`).
-
 Durability: a saved file is as durable as the session line that names it. It is written
 completely and named in place before that line is appended, so a killed process leaves it
 whole or absent, never partial; it is not fsynced per call (an fsync cost 1.5 ms CPU and 2.3 ms
@@ -264,7 +258,7 @@ def _save(session_dir: Path, call_id: str, suffix: str, data: bytes) -> Path | s
     """Save `data`; returns the path, or the error text when the write failed."""
     path = results_folder(session_dir) / result_file_name(call_id, suffix)
     try:
-        write_atomic(path, data, durable=False, mode=0o600, folder_mode=0o700, ahead=True)
+        write_atomic(path, data, durable=False, mode=0o600, folder_mode=0o700)
     except OSError as e:
         return f"{type(e).__name__}: {e}"
     return path
