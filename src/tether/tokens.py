@@ -65,10 +65,15 @@ class ModelLimits:
     source: LimitsSource = "table"
 
 
+_ARGUMENTS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""`json.dumps(arguments, ensure_ascii=False, default=str)`'s encoder, built once (`json.dumps`
+with options builds one per call: one a tool call)."""
+
+
 def _json_chars(call: ToolCallBlock) -> str:
     if call.raw_arguments is not None:
         return call.raw_arguments
-    return json.dumps(call.arguments, ensure_ascii=False, default=str)
+    return _ARGUMENTS_JSON.encode(call.arguments)
 
 
 def _block_parts(block: ContentBlock) -> tuple[list[str], int]:

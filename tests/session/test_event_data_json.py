@@ -1,6 +1,7 @@
 """An event line's `data` of strings only (the `tool_call_started` record, one per tool call)
-is joined from JSON string literals, not passed through the generic encoder (issue 38: fewer
-calls per turn); the bytes are the encoder's."""
+is written by orjson in one call, not passed through the generic encoder nor joined from a
+literal per string (issue 38: fewer calls per turn); the bytes are the encoder's, and a
+string literal's are `json.dumps`'s."""
 
 from __future__ import annotations
 
@@ -51,3 +52,41 @@ def test_a_started_record_skips_the_encoder(
     assert counting.calls == 1  # the usage note only (21 before)
     lines = writer.path.read_text().splitlines()
     assert lines[-2].endswith('"data":{"tool_call_id":"call_19","name":"echo"}}')
+
+
+@given(st.text())
+def test_a_string_literal_is_json_dumps_bytes(s: str) -> None:
+    """`_jstr` (ids, kinds: every line has a few) gives `json.dumps(s, ensure_ascii=False)`'s
+    bytes, through orjson; a lone surrogate raises as the `json` way does."""
+    import json
+
+    try:
+        expected = json.dumps(s, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            writer_module._jstr(s)  # pyright: ignore[reportPrivateUsage]
+        return
+    assert writer_module._jstr(s) == expected  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_started_record_is_one_call_not_a_literal_per_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record's data is written in one orjson call: `_jstr` runs for the line's id and
+    kind only (2 a record; 6 before: each key and value too)."""
+    calls = [0]
+    real = writer_module._jstr  # pyright: ignore[reportPrivateUsage]
+
+    def counted(s: str) -> bytes:
+        calls[0] += 1
+        return real(s)
+
+    monkeypatch.setattr(writer_module, "_jstr", counted)
+    writer = SessionStore(tmp_path).create(cwd=str(tmp_path))
+    for k in range(20):
+        writer.append_event("tool_call_started", {"tool_call_id": f"call_{k}", "name": "echo"})
+    writer.close()
+    assert calls[0] == 40
+    assert writer.path.read_text().splitlines()[-1].endswith(
+        '"data":{"tool_call_id":"call_19","name":"echo"}}'
+    )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import time
 from pathlib import Path
 from typing import Literal
@@ -96,8 +95,25 @@ def new_id() -> str:
     now = int(time.time())
     if now != _stamp[0]:  # the stamp is formatted once a second, not once an id
         _stamp = (now, time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)))
-    return f"{_stamp[1]}-{secrets.token_hex(4)}"
+    try:
+        suffix = _suffixes.pop()
+    except IndexError:
+        raw = os.urandom(4 * SUFFIXES_PER_DRAW).hex()
+        _suffixes.extend(raw[i : i + 8] for i in range(8, len(raw), 8))
+        suffix = raw[:8]
+    return f"{_stamp[1]}-{suffix}"
 
 
 _stamp: tuple[int, str] = (-1, "")
 """The second `new_id` last formatted, and its stamp."""
+
+SUFFIXES_PER_DRAW = 256
+"""`new_id`'s random suffixes come from one `os.urandom` call per this many ids (an event id
+per tool call: a `getrandom` syscall each was ~1 µs of a turn)."""
+
+_suffixes: list[str] = []
+"""Random suffixes drawn and not used yet (8 hex each); emptied in a forked child, which must
+not repeat its parent's."""
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_suffixes.clear)
