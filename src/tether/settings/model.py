@@ -113,11 +113,16 @@ class RetrySettings(_Section):
         max_attempts: attempts per request including the first (≥ 1).
         base_s: first backoff delay, seconds (JSON key `base`).
         max_s: cap on one backoff delay, seconds (JSON key `max`).
+        fallback_cooldown_s: how long a model that failed over is skipped by later requests
+            of the agent (the run, the chat or ACP session), seconds (JSON key
+            `fallback_cooldown`); a longer Retry-After wins; 0 goes back to the head every
+            request.
     """
 
     max_attempts: int = Field(default=3, ge=1)
     base_s: Duration = Field(default=2.0, alias="base")
     max_s: Duration = Field(default=30.0, alias="max")
+    fallback_cooldown_s: Duration = Field(default=300.0, alias="fallback_cooldown", ge=0)
 
 
 class ModelWindow(_Section):

@@ -23,7 +23,7 @@ from tether.agent.assembly.policies import turn_policies
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime
-from tether.agent.turn.attempts import Attempts, provenance_of, summary_call
+from tether.agent.turn.attempts import Attempts, Bench, provenance_of, summary_call
 from tether.agent.turn.budget import Budget
 from tether.agent.turn.checkpoints import Checkpoints
 from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
@@ -386,7 +386,9 @@ class AgentParts:
             compaction=compaction,
             guard=guard,
             retry=retry,
-            attempts=attempts_of(self.chain, retry, self.runtime, self.emit, self.tracing),
+            attempts=attempts_of(
+                self.chain, retry, self.runtime, self.emit, self.tracing, self.attempts.bench
+            ),
         )
 
 
@@ -447,7 +449,12 @@ def attempts_of(
     rt: Runtime,
     emit: Callable[[AgentEvent], None],
     tracing: Tracing,
+    bench: Bench | None = None,
 ) -> Attempts:
-    return Attempts(chain, policy=retry, emit=emit, sleep=rt.sleep, rng=rt.rng, tracing=tracing)
+    """The request runner over `chain`; `bench` carries the failed-over positions of a
+    previous runner over the same chain (a settings change keeps a sticky fallback)."""
+    return Attempts(
+        chain, policy=retry, emit=emit, sleep=rt.sleep, rng=rt.rng, tracing=tracing, bench=bench
+    )
 
 
