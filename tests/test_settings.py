@@ -226,6 +226,8 @@ def test_to_json_round_trips_and_uses_file_names() -> None:
         "max_attempts": 3,
         "base": "250ms",
         "max": "90s",
+        "stream_idle_timeout": "5m",
+        "fallback_cooldown": "5m",
     }
     assert AgentConfig.model_validate(json.loads(json.dumps(out))) == s
 

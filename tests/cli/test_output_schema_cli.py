@@ -92,3 +92,29 @@ def test_max_tool_calls_stops_before_the_call_that_would_pass_it(tmp_path: Path)
     assert [e["stop_reason"] for e in events if e["type"] == "done"] == ["max_tool_calls"]
     results = [e for e in events if e["type"] == "tool_result"]
     assert len(results) == 1  # the second call never ran
+
+
+def test_the_first_request_already_names_the_schema(tmp_path: Path) -> None:
+    """trial5: the model learned the schema only from the rejection (a failed answer and a
+    retry per run); now the system prompt of every request names it (OpenAI and Anthropic)."""
+    home, schema = tmp_path / "home", _schema_file(tmp_path)
+    with FaultServer([tool("bash", command="echo hi"), text('{"city": "Oslo"}')]) as server:
+        proc = _run(server, home, "--output-schema", schema, "--output-format", "json", "where?")
+        bodies = [r["body"] for r in server.requests]
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["structured"] == {"city": "Oslo"}
+    for body in bodies:
+        system = body["messages"][0]
+        assert system["role"] == "system" and '"required":["city"]' in system["content"]
+        assert "Output format:" in system["content"]
+    with FaultServer([text('{"city": "Oslo"}')]) as server:
+        proc = run_cli(
+            ["run", "--model", "anthropic/m", "--base-url", server.anthropic_url, "--no-session",
+             "--output-schema", schema, "--output-format", "json", "where?"],
+            home,
+            ANTHROPIC_API_KEY="sk-test",
+        )
+        [body] = [r["body"] for r in server.requests]
+    assert proc.returncode == 0, proc.stderr
+    system = body["system"]
+    assert '"required":["city"]' in (system if isinstance(system, str) else str(system))

@@ -235,6 +235,9 @@ async def test_the_summary_call_uses_the_runs_retries_retry_after_and_fallback(
         agent_summarizes=True,
         sleeps=sleeps,
     )
+    # the run's turns go back to the head after the summary's fallback (a sticky fallback
+    # would hand them to the backup, which only writes summaries)
+    agent.apply_settings({"retry.fallback_cooldown_s": 0})
     result = await agent.run(TASK)
     assert result.text == "done"
     ends = _compactions(events)

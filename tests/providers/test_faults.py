@@ -351,6 +351,66 @@ async def test_a_model_list_is_the_fallback_chain(tmp_path: Path) -> None:
         assert [r["path"] for r in server.requests] == ["/v1/chat/completions", "/v1/messages"]
 
 
+async def test_a_fallback_is_sticky_for_the_later_requests_of_the_run(tmp_path: Path) -> None:
+    """The head failed over once: the run's next requests go straight to the model that
+    worked, not through the head's retries again (trial5: 13 s of retries before every turn)."""
+    down = FaultServer(lambda _n, _p, _b: status(500))
+    with down, FaultServer([tool("write", path="a", content="x"), text("done")]) as good:
+        h = Harness(tmp_path, [openai(down), openai(good)], POLICY)
+        result = await h.agent.run("go")
+        assert result.text == "done" and len(h.calls) == 1
+        assert (len(down.requests), len(good.requests)) == (3, 2)
+    assert len(h.of(FallbackEvent)) == 1 and len(h.sleeps) == 2  # one failover, its 2 retries
+
+
+async def test_a_sticky_fallback_lasts_the_cooldown_or_a_longer_retry_after(
+    tmp_path: Path,
+) -> None:
+    now = [0.0]
+    script = [status(429, retry_after="1000"), text("b1"), text("b2"), text("a3"), text("b4")]
+    by_path: list[str] = []
+
+    def step(n: int, path: str, body: Any) -> Step:
+        by_path.append(body["model"])
+        return script[n - 1]
+
+    with FaultServer(step) as server:
+        h = Harness(
+            tmp_path,
+            [
+                OpenAIChatProvider("a", base_url=server.openai_url, api_key="k"),
+                OpenAIChatProvider("b", base_url=server.openai_url, api_key="k"),
+            ],
+            POLICY,
+        )
+        h.agent.parts.attempts.bench.clock = lambda: now[0]
+        assert (await h.agent.run("one")).text == "b1"  # Retry-After 1000 s > retry max: no retry
+        now[0] = 400.0  # past the 300 s cool-down, inside the server's 1000 s
+        assert (await h.agent.run("two")).text == "b2"
+        now[0] = 1001.0
+        assert (await h.agent.run("three")).text == "a3"  # the head again
+    assert by_path == ["a", "b", "b", "a"]
+
+
+async def test_fallback_cooldown_zero_goes_back_to_the_head(tmp_path: Path) -> None:
+    with FaultServer([status(401), text("1"), status(401), text("2")]) as server:
+        h = Harness(tmp_path, [openai(server), anthropic(server)], POLICY)
+        h.agent.apply_settings({"retry.fallback_cooldown_s": 0})
+        await h.agent.run("one")
+        await h.agent.run("two")
+        paths = [r["path"] for r in server.requests]
+    assert paths == ["/v1/chat/completions", "/v1/messages"] * 2
+
+
+async def test_a_spent_chain_starts_at_the_head_again(tmp_path: Path) -> None:
+    with FaultServer([status(401), status(401), text("head")]) as server:
+        h = Harness(tmp_path, [openai(server), anthropic(server)], POLICY)
+        with pytest.raises(RunError):
+            await h.agent.run("one")
+        assert (await h.agent.run("two")).text == "head"
+        assert server.requests[-1]["path"] == "/v1/chat/completions"
+
+
 # --- cancellation during a retry wait ---------------------------------------------------------
 
 

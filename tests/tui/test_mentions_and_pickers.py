@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.widgets import Static
 
 from kit.tui import SIZE, idle, notes, scripted_app, send, status, until
 from tether.messages import TextBlock, text_turn
@@ -127,6 +128,20 @@ async def test_the_model_picker_filters_and_switches(tmp_path: Path) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert "ollama/llama3.2" in status(app)
+
+
+async def test_enter_on_no_matching_model_says_how_to_name_any(tmp_path: Path) -> None:
+    """trial5: an empty filter + Enter did nothing and said nothing."""
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/model")
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        await pilot.press(*"zzqnomodel", "enter")
+        await pilot.pause()
+        assert app.screen is screen and not screen.shown
+        hint = str(screen.query_one("#hint", Static).render())
+        assert "no model matches; /model PROVIDER/NAME takes any name" in hint
 
 
 async def test_chat_resume_without_an_id_opens_on_the_picker(tmp_path: Path) -> None:

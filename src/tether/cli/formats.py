@@ -24,7 +24,7 @@ from tether.cli.output import EventWriter, err
 from tether.settings.model import OutputFormat
 
 if TYPE_CHECKING:
-    from tether.agent.events import AgentEvent, DoneEvent
+    from tether.agent.events import AgentEvent, DoneEvent, FallbackEvent
     from tether.messages import Turn, Usage
 
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
@@ -78,6 +78,7 @@ class OutputSink:
         self.error: str | None = None
         self.session_id: str | None = None
         self.cost_usd: float | None = None
+        self.fell_back = False  # a `fallback` event came: the usage line names the model
         self._held: list[AgentEvent] = []
         self._events = EventWriter()
 
@@ -89,7 +90,7 @@ class OutputSink:
             self._emit(event)
 
     def __call__(self, event: AgentEvent) -> None:
-        from tether.agent.events import DoneEvent, ErrorEvent, SessionStartEvent
+        from tether.agent.events import DoneEvent, ErrorEvent, FallbackEvent, SessionStartEvent
 
         if isinstance(event, DoneEvent):
             self.done = event
@@ -97,6 +98,8 @@ class OutputSink:
             self.error = f"{event.kind}: {event.message}"
         elif isinstance(event, SessionStartEvent):
             self.session_id = event.session_id
+        elif isinstance(event, FallbackEvent):
+            self.fell_back = True
         if self.fmt is None:
             self._held.append(event)
         else:
@@ -104,22 +107,27 @@ class OutputSink:
 
     def _emit(self, event: AgentEvent) -> None:
         """`event` as the format shows it: a line on stdout (`stream-json`), else only a
-        warning not `TOLD_ELSEWHERE`, on stderr."""
-        from tether.agent.events import WarningEvent
+        warning not `TOLD_ELSEWHERE` and each fallback, on stderr."""
+        from tether.agent.events import FallbackEvent, WarningEvent
 
         if self.fmt == "stream-json":
             self._events(event)
         elif isinstance(event, WarningEvent) and not _told(event.kind):
             err(f"warning: {event.message}")
+        elif isinstance(event, FallbackEvent):  # the user asked for another model: say so
+            err(f"warning: {fallback_line(event)}")
 
     def result(self, exit_code: int) -> dict[str, Any]:
-        """The `json` format's object: `{"type": "result", "answer", "session_id", "usage",
+        """The `json` format's object: `{"type": "result", "answer", "model", "session_id", "usage",
         "children_usage", "cost_usd", "stop_reason", "turns", "exit_code", "error", "structured"}` (`structured`:
         the answer parsed, when `run.output_schema` is set and it validated; `answer` null when the run
-        gave no answer text, `stop_reason` `error` when it never ended, `error` null unless it failed)."""
+        gave no answer text; `model` the `provider/model` that wrote the last reply, a fallback's
+        after a fallback, null when none did; `stop_reason` `error` when it never ended, `error`
+        null unless it failed)."""
         done = self.done
         return {
             "type": "result",
+            "model": self.model(),
             # null, not "", when the run stopped without answer text (`text` prints nothing)
             "answer": (done.text or None) if done is not None and done.message is not None else None,
             "session_id": self.session_id or (done.session_id if done else None),
@@ -136,6 +144,18 @@ class OutputSink:
             "structured": done.structured if done is not None else None,  # --output-schema
         }
 
+    def model(self) -> str | None:
+        """`provider/model` of the run's last reply, or None when none came."""
+        message = self.done.message if self.done is not None else None
+        made = message.provenance if message is not None else None
+        return f"{made.provider}/{made.model}" if made is not None and made.model else None
+
+    def usage_line(self, ran: Sequence[Turn], children: Usage | None) -> str:
+        """`run_usage_line`, ending `· by provider/model` after a fallback."""
+        line = run_usage_line(ran, children)
+        model = self.model() if self.fell_back else None
+        return f"{line} · by {model}" if model else line
+
     def finish(self, exit_code: int) -> None:
         """Print what the format prints at the end: the result object (`json`), the answer
         and a newline (`text`; nothing without an answer), nothing (`stream-json`)."""
@@ -151,6 +171,14 @@ class OutputSink:
         with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone: nothing to do
             sys.stdout.write(text)
             sys.stdout.flush()
+
+
+def fallback_line(event: FallbackEvent) -> str:
+    """A fallback in one line: `gw/down failed (HTTP 500: …); using gw/m`."""
+    why = " ".join(event.message.split())
+    if len(why) > 160:
+        why = why[:159] + "…"
+    return f"{event.from_model} failed ({why or event.kind}); using {event.to_model}"
 
 
 def run_usage_line(ran: Sequence[Turn], children: Usage | None) -> str:

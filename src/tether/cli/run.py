@@ -34,7 +34,7 @@ from tether.agent.turn.budget import usd
 from tether.cli import agent_setup as setup
 from tether.cli import cancel, logsink, run_input, run_limits
 from tether.cli.cancel import SIGNALS
-from tether.cli.formats import OUTPUT_FORMATS, OutputSink, run_usage_line
+from tether.cli.formats import OUTPUT_FORMATS, OutputSink
 from tether.cli.output import (
     EXIT_AUTH,
     EXIT_CANCELLED,
@@ -275,7 +275,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
         ran = agent.history[start:]
         sink.cost_usd = turns_cost_usd(ran)
         children = sink.done.children_usage if sink.done is not None else None
-        err(f"usage: {run_usage_line(ran, children)}")  # subagents' included
+        err(f"usage: {sink.usage_line(ran, children)}")  # subagents' included
         if writer is not None:
             sink.session_id = writer.id
             try:

@@ -13,7 +13,9 @@ a session whose facts are stored renders the same bytes on every turn and after 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tether.prompt.facts import Environment, InstructionFile, SessionContext, SkillEntry
 
@@ -189,6 +191,21 @@ def skills_block(skills: Sequence[SkillEntry], budget_chars: int) -> str:
             "returns every name)"
         )
     return "\n".join(lines)
+
+
+OUTPUT_SCHEMA_BLOCK = (
+    "Output format: this run's final answer (the reply after any tool calls you need) must be "
+    "a single JSON value, with no other text and no code fence, that validates against this "
+    "JSON Schema:\n{schema}"
+)
+"""The paragraph that gives the model `run.output_schema` up front (`output_schema_block`)."""
+
+
+def output_schema_block(schema: Mapping[str, Any]) -> str:
+    """The system-prompt paragraph naming the run's output schema (compact JSON), so the first
+    request already asks for the shape the answer is validated against."""
+    text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    return OUTPUT_SCHEMA_BLOCK.format(schema=text)
 
 
 def system_prompt(

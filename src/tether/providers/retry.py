@@ -59,6 +59,9 @@ class RetryPolicy:
         retry_base_s: the first backoff, in seconds; doubles per attempt.
         retry_max_s: the longest single wait, in seconds; a Retry-After beyond it ends the
             retries on that target.
+        fallback_cooldown_s: how long a target that failed over is skipped by later requests
+            (`tether.agent.turn.attempts`), in seconds; a longer Retry-After wins; 0: never
+            skipped.
 
     Raises:
         ConfigError: max_attempts < 1, a negative duration, or retry_max_s < retry_base_s.
@@ -67,11 +70,12 @@ class RetryPolicy:
     max_attempts: int = 3
     retry_base_s: float = 2.0
     retry_max_s: float = 30.0
+    fallback_cooldown_s: float = 300.0
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {self.max_attempts}")
-        if self.retry_base_s < 0 or self.retry_max_s < 0:
+        if self.retry_base_s < 0 or self.retry_max_s < 0 or self.fallback_cooldown_s < 0:
             raise ConfigError("retry durations must be non-negative")
         if self.retry_max_s < self.retry_base_s:
             raise ConfigError(
@@ -100,7 +104,12 @@ class RetryPolicy:
                 attempts = int(env[ENV_ATTEMPTS])
         except ValueError as exc:
             raise ConfigError(f"bad retry setting in the environment: {exc}") from None
-        return cls(max_attempts=attempts, retry_base_s=base_s, retry_max_s=max(max_s, base_s))
+        return cls(
+            max_attempts=attempts,
+            retry_base_s=base_s,
+            retry_max_s=max(max_s, base_s),
+            fallback_cooldown_s=policy.fallback_cooldown_s,
+        )
 
 
 def is_retryable(event: StreamError) -> bool:

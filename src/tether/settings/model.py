@@ -117,12 +117,17 @@ class RetrySettings(_Section):
             `stream_idle_timeout`; Codex's `stream_idle_timeout_ms` is 5 minutes too); past
             it the attempt fails as a network fault: retried, then the next model of the
             chain. 0: no limit.
+        fallback_cooldown_s: how long a model that failed over is skipped by later requests
+            of the agent (the run, the chat or ACP session), seconds (JSON key
+            `fallback_cooldown`); a longer Retry-After wins; 0 goes back to the head every
+            request.
     """
 
     max_attempts: int = Field(default=3, ge=1)
     base_s: Duration = Field(default=2.0, alias="base")
     max_s: Duration = Field(default=30.0, alias="max")
     stream_idle_s: Duration = Field(default=300.0, alias="stream_idle_timeout", ge=0)
+    fallback_cooldown_s: Duration = Field(default=300.0, alias="fallback_cooldown", ge=0)
 
 
 class ModelWindow(_Section):

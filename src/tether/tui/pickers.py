@@ -48,6 +48,9 @@ def matches(query: str, choice: Choice) -> bool:
     return all(word in text for word in query.lower().split())
 
 
+_KEYS = "Enter: pick · Up / Down: move · Esc: close"
+
+
 class PickerScreen(ModalScreen[str | None]):
     """Pick one of `choices` (typing filters them); dismissed with its key, or None (Esc)."""
 
@@ -65,18 +68,21 @@ class PickerScreen(ModalScreen[str | None]):
         Binding("pageup", "move(-10)", "previous page", show=False, priority=True),
     ]
 
-    def __init__(self, title: str, choices: Sequence[Choice]) -> None:
+    def __init__(
+        self, title: str, choices: Sequence[Choice], *, no_match: str = "nothing matches"
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.choices = tuple(choices)
         self.shown: list[Choice] = list(self.choices)
+        self.no_match = no_match  # said when Enter finds no choice
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.title_text, style="bold"))
             yield Input(placeholder="type to filter", id="filter")
             yield OptionList(*self._options(), id="choices")
-            yield Static(Text("Enter: pick · Up / Down: move · Esc: close", style="dim"))
+            yield Static(Text(_KEYS, style="dim"), id="hint")
 
     def _options(self) -> list[Option]:
         return [Option(Text(c.label), id=str(i)) for i, c in enumerate(self.shown)]
@@ -114,6 +120,8 @@ class PickerScreen(ModalScreen[str | None]):
     def _pick(self, index: int | None) -> None:
         if index is not None and 0 <= index < len(self.shown):
             self.dismiss(self.shown[index].key)
+        elif not self.shown:  # Enter on an empty list: say so, not nothing
+            self.query_one("#hint", Static).update(Text(f"{self.no_match} · {_KEYS}", style="bold"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -38,7 +38,11 @@ async def session_command(app: AppHost, name: str, arg: str) -> None:
     if name == "model":
         if not arg:
             current = f"{agent.provider.name}/{agent.provider.model}"
-            screen = PickerScreen(f"model (now {current})", model_choices(agent.config, current))
+            screen = PickerScreen(
+                f"model (now {current})",
+                model_choices(agent.config, current),
+                no_match="no model matches; /model PROVIDER/NAME takes any name",
+            )
             app.push_screen(screen, callback=lambda key: _model_picked(app, key))
             return
         agent.switch_model(arg)

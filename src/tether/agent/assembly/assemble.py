@@ -107,7 +107,9 @@ def assemble(
     rt = runtime or Runtime()
     root = Path(root).resolve()
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, config.tools.only)
-    run = RequestSettings.of(config, system, session.context)
+    run = RequestSettings.of(
+        config, system, session.context, root, main=host.agent_path == ("main",)
+    )
     limits = limits_of(chain, config, note)
     fixed = build.fixed_text(run.system, list(registry))
     if isinstance(compaction, AutoCompaction):

@@ -189,7 +189,10 @@ def retry_policy(config: AgentConfig, environ: Mapping[str, str] | None = None) 
     """`retry` settings, then `TETHER_RETRY_BASE` / `_MAX` / `_ATTEMPTS` from the environment."""
     r = config.retry
     base = RetryPolicy(
-        max_attempts=r.max_attempts, retry_base_s=r.base_s, retry_max_s=max(r.max_s, r.base_s)
+        max_attempts=r.max_attempts,
+        retry_base_s=r.base_s,
+        retry_max_s=max(r.max_s, r.base_s),
+        fallback_cooldown_s=r.fallback_cooldown_s,
     )
     return RetryPolicy.from_env(environ, base=base)
 

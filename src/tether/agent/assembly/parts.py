@@ -23,12 +23,13 @@ from tether.agent.assembly.policies import turn_policies
 from tether.agent.events import AgentEvent, WireRepairEvent
 from tether.agent.host import Host
 from tether.agent.runtime import Runtime
-from tether.agent.turn.attempts import Attempts, provenance_of, summary_call
+from tether.agent.turn.attempts import Attempts, Bench, provenance_of, summary_call
 from tether.agent.turn.budget import Budget
 from tether.agent.turn.checkpoints import Checkpoints
 from tether.agent.turn.compacting import AutoCompaction, RunawayGuard
 from tether.agent.turn.continuation import ThinkingDecay
 from tether.agent.turn.hooks import HookRunner, Hooks
+from tether.agent.turn.output_schema import load_schema
 from tether.agent.turn.policy import Policies, TurnPolicy
 from tether.agent.turn.tool_calls import ToolCalls
 from tether.compaction.summarize import SummaryCall
@@ -36,7 +37,7 @@ from tether.effort import Effort
 from tether.errors import ConfigError
 from tether.messages import Turn
 from tether.prompt.facts import SessionContext
-from tether.prompt.system import compact_prompt, system_prompt
+from tether.prompt.system import compact_prompt, output_schema_block, system_prompt
 from tether.providers.base import Provider
 from tether.providers.catalog import WindowAllocator, info_of
 from tether.providers.retry import RetryPolicy
@@ -93,16 +94,28 @@ class RequestSettings:
 
     @classmethod
     def of(
-        cls, config: AgentConfig, system: str | None, context: SessionContext | None = None
+        cls,
+        config: AgentConfig,
+        system: str | None,
+        context: SessionContext | None = None,
+        root: Path | None = None,
+        *,
+        main: bool = True,
     ) -> RequestSettings:
         """The run settings of `config`, with `system` (None: `run.system`) as the base of the
-        prompt rendered over `context`.
+        prompt rendered over `context`; the main agent's `run.output_schema` (a path relative
+        to `root`; a subagent answers its caller freely) is named in a last paragraph (`tether.prompt.system.output_schema_block`), so the first
+        request asks for the shape the answer is validated against.
 
         Raises:
-            ConfigError: an inconsistent `run.thinking` decay.
+            ConfigError: an inconsistent `run.thinking` decay, or an output schema that cannot
+                be loaded.
         """
         base = system if system is not None else config.run.system
         append = config.run.append_system
+        schema = load_schema(config.run.output_schema, root or Path.cwd()) if main else None
+        if schema is not None:
+            append = "\n\n".join(p for p in (append, output_schema_block(schema)) if p)
         return cls(
             system=system_prompt(
                 context, base=base, append=append, extra_dirs=_extra_dirs(config, context)
@@ -152,7 +165,9 @@ def with_add_dirs(parts: AgentParts, entries: list[str]) -> AgentParts:
         parts,
         config=config,
         tool_context=context,
-        run=RequestSettings.of(config, parts.run.base, parts.run.context),
+        run=RequestSettings.of(
+            config, parts.run.base, parts.run.context, parts.root, main=parts.agent_path == ("main",)
+        ),
     )
 
 
@@ -385,11 +400,15 @@ class AgentParts:
         return self._rederived(
             config=config,
             budget=budget,
-            run=RequestSettings.of(config, self.run.base, self.run.context),
+            run=RequestSettings.of(
+                config, self.run.base, self.run.context, self.root, main=self.agent_path == ("main",)
+            ),
             compaction=compaction,
             guard=guard,
             retry=retry,
-            attempts=attempts_of(self.chain, retry, self.runtime, self.emit, self.tracing),
+            attempts=attempts_of(
+                self.chain, retry, self.runtime, self.emit, self.tracing, self.attempts.bench
+            ),
         )
 
 
@@ -450,7 +469,12 @@ def attempts_of(
     rt: Runtime,
     emit: Callable[[AgentEvent], None],
     tracing: Tracing,
+    bench: Bench | None = None,
 ) -> Attempts:
-    return Attempts(chain, policy=retry, emit=emit, sleep=rt.sleep, rng=rt.rng, tracing=tracing)
+    """The request runner over `chain`; `bench` carries the failed-over positions of a
+    previous runner over the same chain (a settings change keeps a sticky fallback)."""
+    return Attempts(
+        chain, policy=retry, emit=emit, sleep=rt.sleep, rng=rt.rng, tracing=tracing, bench=bench
+    )
 
 

@@ -7,6 +7,13 @@ Does not own: the retry and fallback rules (`tether.providers.retry`, `tether.pr
 building the request (the loop passes a builder: the wire view differs per target), persisting
 the turn (the loop does, after success).
 
+Sticky fallback: a chain position that failed over is benched (`Bench`) for the policy's
+`fallback_cooldown_s` (a longer Retry-After wins), so the agent's later requests (the rest of
+the run, and of a chat or ACP session: the agent keeps its `Attempts`) start at the first
+position not benched instead of paying the head's retries every turn; the benched positions
+are still tried, last, when every other one fails. A spent chain clears the bench (the next
+request starts at the head again); a model switch makes a new one.
+
 Guarantees: a failed attempt's events never reach the session; its partial turn is dropped
 before any wait, so a cancellation during the wait persists nothing of it. `current` is the
 assembler of the attempt in flight (the loop persists its partial turn on cancellation).
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
@@ -67,6 +75,36 @@ def _label(provider: Provider) -> str:
     return f"{provider.name}/{provider.model}"
 
 
+class Bench:
+    """Chain positions that failed over, each skipped until a time of `clock` (seconds).
+
+    Args:
+        clock: monotonic seconds (tests inject one).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.until: dict[int, float] = {}
+
+    def order(self, size: int) -> list[int]:
+        """The positions of a chain of `size` in the order to try them: those not benched, in
+        chain order, then the benched ones (a last resort); expired benches are dropped."""
+        now = self.clock()
+        self.until = {i: t for i, t in self.until.items() if t > now and i < size}
+        if not self.until:
+            return list(range(size))
+        free = [i for i in range(size) if i not in self.until]
+        return free + [i for i in range(size) if i in self.until]
+
+    def bench(self, index: int, seconds: float) -> None:
+        """Skip `index` for `seconds` from now (no-op for 0)."""
+        if seconds > 0:
+            self.until[index] = self.clock() + seconds
+
+    def clear(self) -> None:
+        self.until.clear()
+
+
 class Attempts:
     """Runs requests over a provider chain.
 
@@ -78,6 +116,9 @@ class Attempts:
         sleep: the async sleep between attempts, in seconds (tests inject a recorder).
         rng: the jitter source, floats in [0, 1).
         tracing: opens a `chat` span per provider tried (retries included); off by default.
+        bench: the positions that failed over (sticky fallback, module docstring); a new one
+            by default, the previous `Attempts`' when the chain is the same (a settings
+            change).
     """
 
     def __init__(
@@ -89,6 +130,7 @@ class Attempts:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
         tracing: Tracing = NO_TRACING,
+        bench: Bench | None = None,
     ) -> None:
         if not chain:
             raise ValueError("a provider chain needs at least one provider")
@@ -98,6 +140,7 @@ class Attempts:
         self.sleep = sleep
         self.rng = rng
         self.tracing = tracing
+        self.bench = bench if bench is not None else Bench()
         self.current: Assembler | None = None
 
     async def request(
@@ -129,11 +172,14 @@ class Attempts:
         """
         self.current = None
         last: StreamError | None = None
-        for i, provider in enumerate(self.chain):
-            if last is not None:
+        failed: Provider | None = None
+        order = self.bench.order(len(self.chain))
+        for n, i in enumerate(order):
+            provider = self.chain[i]
+            if last is not None and failed is not None:
                 self.emit(
                     FallbackEvent(
-                        from_model=_label(self.chain[i - 1]),
+                        from_model=_label(failed),
                         to_model=_label(provider),
                         kind=last.kind,
                         message=last.message,
@@ -142,10 +188,16 @@ class Attempts:
             request = build(i, provider)
             result = await self._on_provider(provider, request, turn_id, deltas)
             if not isinstance(result, StreamError):
+                self.bench.until.pop(i, None)
                 return provider, result
-            last = result
+            last, failed = result, provider
             if not falls_back(last):
                 break
+            if n + 1 == len(order):  # the chain is spent: the next request starts at the head
+                self.bench.clear()
+            else:
+                wait = max(self.policy.fallback_cooldown_s, last.retry_after_s or 0.0)
+                self.bench.bench(i, wait)
         assert last is not None
         message = self._explain(last)
         if quiet is not True and (quiet is False or last.kind not in quiet):
