@@ -289,3 +289,10 @@ def test_view_builder_reports_repairs() -> None:
     vb = ViewBuilder("anthropic", on_repair=lambda r: seen.append(r.kind))
     vb.view((text_turn("u", "user", "x"), call_turn("a", "c1"), text_turn("u2", "user", "y")))
     assert seen == ["missing_result"]
+
+
+def test_the_summary_label_makes_no_claim_on_where_the_users_messages_are() -> None:
+    """trial5: the label said the user's messages "follow" the summary while the kept ones
+    are stored (and sent) before it; it now says only that they are kept outside it."""
+    assert "follow" not in SUMMARY_HEADER and "precede" not in SUMMARY_HEADER
+    assert "kept word for word outside it" in SUMMARY_HEADER

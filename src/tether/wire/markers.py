@@ -58,7 +58,7 @@ from tether.wire._util import with_content
 SUMMARY_HEADER = (
     "[Context summary] The earlier part of this conversation was compacted to save space. "
     "The summary below was written by the assistant model, not by the user; the user's own "
-    "messages follow it unchanged."
+    "messages are kept word for word outside it."
 )
 """The label put before every rendered summary."""
 
