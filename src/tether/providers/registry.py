@@ -65,8 +65,9 @@ def resolve_provider(
     ref = model if isinstance(model, ModelRef) else ModelRef.parse(model)
     spec, provider_name, model_name = ref.spec, ref.provider, ref.model
     endpoint = (providers or {}).get(provider_name)
-    # a URL the user typed (`--base-url`) gets no stored key: `key_for(stored=False)`
-    typed_url = base_url is not None and (endpoint is None or base_url != endpoint.base_url)
+    # a URL the user typed (`--base-url`) for a built-in provider (not an entry with its own
+    # `base_url`, whose stored key the user named) gets no stored key: `key_for(stored=False)`
+    typed_url = base_url is not None and (endpoint is None or not endpoint.base_url)
     if endpoint is not None:
         base_url = base_url or endpoint.base_url
         model_name = model_name or endpoint.model or ""
