@@ -248,9 +248,7 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     if (note := run_input.stdin_mention_note(stdin_texts, root)) is not None:
         err(note)
     try:
-        agent, writer, prompt, attachments = _build(
-            opts, root, stdin, new_id, prompt, sink, images
-        )
+        agent, writer, prompt, attachments = _build(opts, root, stdin, new_id, prompt, sink, images)
     except AuthError as exc:
         return refuse(sink, EXIT_AUTH, str(exc))
     except MalformedInputError as exc:
@@ -449,8 +447,7 @@ def _build(
     from tether.agent.attachments import image_refusal
 
     typed = opts.prompt if prompt != opts.prompt else None  # a command's text: its words
-    if images is None:  # a library caller: nothing read yet
-        images = run_input.flag_images(None, opts.images, root)
+    images = images or run_input.flag_images(None, opts.images, root)  # a caller's: unread
     attachments = run_input.prompt_attachments(prompt, images, root, agent, typed)
     for line in attachments.notes:
         err(f"note: {line}")
@@ -565,10 +562,9 @@ async def _drive(
 
 
 def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
-    """The way on after the runaway guard stopped a run: each resume would compact
-    once and stop again when the last user message alone is too large, so the line names the
-    fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
-    a user message."""
+    """The way on after the runaway guard stopped a run: each resume would compact once and stop
+    again when the last user message alone is too large, so the line names the fork that leaves
+    it out (`tether sessions fork ID --before N`); None without a session or a user message."""
     from tether.agent.turn.checkpoints import synthetic_user_turn
     from tether.checkpoint.timeline import user_turns
 
