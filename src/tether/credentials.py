@@ -289,6 +289,7 @@ def find_key(
     type_: str | None = None,
     api_key_env: str | None = None,
     environ: Mapping[str, str] | None = None,
+    stored: bool = True,
 ) -> FoundKey | None:
     """Look up `provider`'s key: explicit argument → environment → keyring → credential file.
 
@@ -298,6 +299,9 @@ def find_key(
         type_: the provider type when the name is not one (picks the default variables).
         api_key_env: the variable to read instead of the type's defaults.
         environ: the environment (default `os.environ`).
+        stored: False for a URL the user typed (`--base-url`): only the argument, `--token` and
+            the environment, never the keyring or the credential file (a key `tether login`
+            stored goes only to its provider's own endpoint).
 
     Returns:
         The key and its source, or None when no place has one.
@@ -313,7 +317,7 @@ def find_key(
     for var in env_vars_for(provider, type_=type_, api_key_env=api_key_env):
         if value := env.get(var, "").strip():
             return FoundKey(value, "env", var)
-    if not _NAME.match(provider):
+    if not stored or not _NAME.match(provider):
         return None
     if value := _keyring_get(provider):
         return FoundKey(value, "keyring", KEYRING_SERVICE)
@@ -329,7 +333,10 @@ def lookup_key(
     explicit: str | None = None,
     type_: str | None = None,
     api_key_env: str | None = None,
+    stored: bool = True,
 ) -> str | None:
     """`find_key(...)`'s key alone (same arguments, `os.environ`), or None."""
-    found = find_key(provider, explicit=explicit, type_=type_, api_key_env=api_key_env)
+    found = find_key(
+        provider, explicit=explicit, type_=type_, api_key_env=api_key_env, stored=stored
+    )
     return found.key if found else None

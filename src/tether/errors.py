@@ -181,6 +181,10 @@ class McpServerError(TetherError):
     """An MCP server is down, could not start, or broke the connection; the message names it."""
 
 
+class McpStartTimeout(McpServerError):
+    """An MCP server did not start (spawn, handshake, first listing) within its start-up limit."""
+
+
 class LoginRequiredError(TetherError):
     """A remote MCP server asks for OAuth authorization and the run is headless."""
 

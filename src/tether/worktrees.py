@@ -7,8 +7,11 @@ unchanged worktree is removed with its branch, a changed one is kept; one line s
 a failure is a `tether.errors.WorktreeError`. It drives the `git` command line.
 Does not own: the session run in it (`tether.cli.run`, `tether.tui`, `tether.agent.subagents`).
 
-Where: `<repository root>/.tether/worktrees/NAME`, on branch `tether/NAME`, from the current
-`HEAD`. Claude Code's convention is `.claude/worktrees/NAME` at the repository root (branch
+Where: `<repository root>/.tether/worktrees/FOLDER`, on branch `tether/NAME`, from the current
+`HEAD`. NAME is any name git takes for a branch (`git check-ref-format --branch`: `feat/login`,
+`fix-42`, `héllo`); FOLDER is NAME made safe for a folder (`folder_name`: `/` becomes `+`, any
+other character but letters, digits, `.`, `_`, `-` becomes `-`: `feat+login`); a folder that
+holds another name's worktree is refused. Claude Code's convention is `.claude/worktrees/NAME` at the repository root (branch
 `worktree-NAME`); tether keeps the place, in its own folder: the worktree sits beside the
 project it came from (its paths read alike, the project's `.tether/` settings are one folder
 up), and `.tether/` is already read-only to the tools of an agent working in the main
@@ -30,7 +33,9 @@ from tether.errors import WorktreeError
 WORKTREES_DIR = Path(".tether") / "worktrees"
 """Where worktrees go, relative to the repository root."""
 BRANCH_PREFIX = "tether/"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+MAX_NAME = 100
+"""The longest worktree name (characters)."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _EXCLUDE_LINE = "/.tether/worktrees/"
 
 
@@ -83,6 +88,34 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def folder_name(name: str) -> str:
+    """The folder of worktree `name` (a legal branch name): `/` → `+`, any other character
+    but ASCII letters, digits, `.`, `_`, `-` → `-` (`feat/login` → `feat+login`)."""
+    return _UNSAFE.sub("-", name.replace("/", "+"))
+
+
+def check_name(cwd: Path, name: str) -> None:
+    """Refuse a worktree name git would not take for a branch (`git check-ref-format
+    --branch`, whose `@{-N}` expansion is refused too).
+
+    Raises:
+        WorktreeError: the name is not a legal branch name, or longer than `MAX_NAME`.
+    """
+    bad = WorktreeError(
+        f"worktree name {name!r}: use a name git takes for a branch (letters, digits, '/', "
+        f"'.', '_', '-'; no spaces, '..', '~^:?*[\\' or a leading '-' or '.'), up to "
+        f"{MAX_NAME} characters"
+    )
+    if not name or len(name) > MAX_NAME or name.startswith("-") or "@{" in name:
+        raise bad
+    try:
+        legal = _git(cwd, "check-ref-format", "--branch", name) == name
+    except WorktreeError:
+        legal = False
+    if not legal:
+        raise bad
+
+
 def repository_root(cwd: Path) -> Path:
     """The top folder of the git repository holding `cwd`.
 
@@ -107,18 +140,20 @@ def create(cwd: Path, name: str) -> Worktree:
         WorktreeError: a bad name, not a git repository, a repository without commits, a
             branch `tether/NAME` that exists without its worktree, git failing.
     """
-    if not NAME_PATTERN.match(name) or ".." in name or name.endswith((".lock", ".")):
-        raise WorktreeError(
-            f"worktree name {name!r}: use letters, digits, '.', '_' and '-' (up to 80)"
-        )
+    check_name(cwd, name)
     repo = repository_root(cwd)
-    path = repo / WORKTREES_DIR / name
+    path = repo / WORKTREES_DIR / folder_name(name)
     branch = BRANCH_PREFIX + name
     try:
         head = _git(repo, "rev-parse", "--verify", "HEAD^{commit}")
     except WorktreeError:
         raise WorktreeError(f"{repo} has no commit yet: a worktree starts from one") from None
     if path.is_dir() and (path / ".git").exists():  # left by an earlier session: used again
+        held = _git(path, "rev-parse", "--abbrev-ref", "HEAD")
+        if held not in (branch, "HEAD"):  # another name that maps to the same folder (`a/b`, `a+b`)
+            raise WorktreeError(
+                f"worktree folder {path} holds branch {held}, not {branch}: pick another name"
+            )
         base = _git(repo, "merge-base", head, branch) if _has_branch(repo, branch) else head
         return Worktree(name=name, path=path.resolve(), branch=branch, base=base, repo=repo)
     if _has_branch(repo, branch):

@@ -51,3 +51,18 @@ async def test_the_guard_follows_the_setting(tmp_path: Path) -> None:
     assert (await agent.run("go")).stop_reason == "context_runaway"
     agent.apply_settings({"context.auto_compact": True})
     assert agent.compaction is not None and agent.parts.guard is None
+
+
+async def test_the_guard_error_names_the_way_on_for_every_front_end(tmp_path: Path) -> None:
+    """The fourth trial: the error named no way out; the TUI added one, ACP editors and
+    `tether run` got the bare text. The one message (the event every host shows) names each."""
+    events: list[AgentEvent] = []
+    agent, _ = _agent(tmp_path, events, compaction=False)
+    await agent.run("go")
+    (error,) = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.message.endswith(
+        "stopping; to go on, leave out the message that made it large: in `tether chat`, "
+        "/rewind to before it or /compact; from a shell (`tether run`, an editor's session), "
+        "`tether sessions fork ID --before N` (a new session without user message N; "
+        "`tether sessions list` shows the id)"
+    ), error.message

@@ -96,3 +96,42 @@ def test_a_subagent_with_worktree_isolation(tmp_path: Path) -> None:
     (res,) = [r for r in results(events) if r.tool_call_id == "call-12345678"]
     assert res.content.endswith(f"(worktree kept: {tree} (branch tether/iso-12345678 has changes))")
     assert (tree / "made.txt").read_text() == "child" and not (root / "made.txt").exists()
+
+
+def test_a_branch_name_with_slashes_is_taken(tmp_path: Path) -> None:
+    """The fourth trial: `-w feat/login` was refused; git takes it for a branch, so tether does,
+    in a folder whose name is safe (`feat+login`)."""
+    root, home = repo(tmp_path), tmp_path / "home"
+    script = [tool("write", path="login.txt", content="new"), text("wrote it")]
+    with FaultServer(script) as server:
+        proc = run(server, home, root, "-w", "feat/login", "add a login")
+    assert proc.returncode == 0, proc.stderr
+    tree = (root / ".tether" / "worktrees" / "feat+login").resolve()
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"tether: worktree kept: {tree} (branch tether/feat/login has changes)"
+    )
+    assert git(tree, "branch", "--show-current") == "tether/feat/login"
+    assert (tree / "login.txt").read_text() == "new"
+    # another legal name for the same folder is refused, the kept worktree untouched
+    with FaultServer([]) as server:
+        clash = run(server, home, root, "-w", "feat+login", "hi")
+        assert server.requests == []
+    assert clash.returncode == 1
+    assert clash.stderr.strip().splitlines() == [
+        f"tether: worktree folder {tree} holds branch tether/feat/login, not tether/feat+login: "
+        "pick another name"
+    ]
+
+
+def test_names_git_refuses_for_a_branch_are_one_line_and_exit_1(tmp_path: Path) -> None:
+    root, home = repo(tmp_path), tmp_path / "home"
+    for name in ("a b", "x..y", ".hidden", "feat/", "@{-1}", "x.lock", "a~1", "-x"):
+        with FaultServer([]) as server:
+            proc = run(server, home, root, f"--worktree={name}", "hi")
+            assert server.requests == []
+        assert proc.returncode == 1, (name, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"tether: worktree name {name!r}: "), lines
+    assert not (root / ".tether" / "worktrees").exists() or not any(
+        (root / ".tether" / "worktrees").iterdir()
+    )

@@ -79,7 +79,10 @@ class _Captured(io.BytesIO):
 
 @contextlib.contextmanager
 def _isolated(env: dict[str, str], cwd: Path, stdin: str) -> Generator[tuple[io.BytesIO, io.BytesIO]]:
+    from tether import credentials
+
     saved_env = dict(os.environ)
+    saved_given = dict(credentials._GIVEN)  # pyright: ignore[reportPrivateUsage]  # `--token`'s keys live for the process
     saved_cwd = os.getcwd()
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)
     out, err = _Captured(), _Captured()
@@ -95,6 +98,8 @@ def _isolated(env: dict[str, str], cwd: Path, stdin: str) -> Generator[tuple[io.
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+        credentials._GIVEN.clear()  # pyright: ignore[reportPrivateUsage]
+        credentials._GIVEN.update(saved_given)  # pyright: ignore[reportPrivateUsage]
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(ValueError):
                 stream.flush()

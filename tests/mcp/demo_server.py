@@ -154,6 +154,10 @@ def readme() -> str:
 if __name__ == "__main__":
     print(f"demo server starting ({sys.argv[1:]})", file=sys.stderr, flush=True)
     mark(f"started-{os.getpid()}")
+    if os.environ.get("START_SLEEP"):  # a server that hangs before its handshake (trial4)
+        import time
+
+        time.sleep(float(os.environ["START_SLEEP"]))
     if os.environ.get("BANNER"):  # a server that greets on stdout (trial4's noisy server)
         print(os.environ["BANNER"], flush=True)
     if len(sys.argv) > 2 and sys.argv[1] == "http":

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,11 +119,12 @@ def resolve_mentions(
     total: int = MAX_TOTAL_CHARS,
     denied: Callable[[str], str | None] | None = None,
     typed: str | None = None,
+    read: Mapping[str, ImageBlock] | None = None,
 ) -> Mentions:
     """Resolve the `@path` words of `text` against `root` (the module docstring's rules);
     `denied` tells why a real path may not be attached, or None; `typed` is what the user
     typed when `text` is a command's expansion of it (its words are the user's; the others the
-    command's).
+    command's); `read`: images already read, by their word (each file is read once).
 
     Raises:
         ConfigError: an image it names is missing or unreadable (one line naming it).
@@ -152,7 +153,8 @@ def resolve_mentions(
             out.notes.append(f"@{word}: {why}, not attached")
             continue
         if is_image and real.is_file():
-            out.images.append(read_image(word, root=root))
+            known = None if read is None else read.get(word)
+            out.images.append(known if known is not None else read_image(word, root=root))
         elif real.is_dir():
             out.blocks.append(_folder_block(word, real))
         elif real.is_file():

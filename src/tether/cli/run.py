@@ -241,14 +241,14 @@ def _run_command(opts: RunOptions, sink: OutputSink) -> int:
     if opts.images and prompt is None:
         return refuse(sink, EXIT_USAGE, "--image needs the prompt as an argument")
     try:  # a missing or unreadable image is one line before any setup (attached in `_build`)
-        run_input.prompt_attachments(prompt, opts.images, root)
+        images = run_input.flag_images(prompt, opts.images, root)
     except ConfigError as exc:
         return refuse(sink, EXIT_USAGE, str(exc))
     stdin_texts = [piped, *(t.text for t in stdin.messages if t.role == "user")]
     if (note := run_input.stdin_mention_note(stdin_texts, root)) is not None:
         err(note)
     try:
-        agent, writer, prompt, attachments = _build(opts, root, stdin, new_id, prompt, sink)
+        agent, writer, prompt, attachments = _build(opts, root, stdin, new_id, prompt, sink, images)
     except AuthError as exc:
         return refuse(sink, EXIT_AUTH, str(exc))
     except MalformedInputError as exc:
@@ -394,6 +394,7 @@ def _build(
     new_id: Callable[[], str],
     prompt: str | None,
     sink: OutputSink | None = None,
+    images: run_input.FlagImages | None = None,
 ) -> tuple[Agent, SessionWriter | None, str | None, Mentions]:
     """Flags → config overrides → `Agent.from_settings` (the settings files, tool folders and
     credentials of `root`; its MCP servers start with the run); a `/name args` prompt
@@ -446,7 +447,8 @@ def _build(
     from tether.agent.attachments import image_refusal
 
     typed = opts.prompt if prompt != opts.prompt else None  # a command's text: its words
-    attachments = run_input.prompt_attachments(prompt, opts.images, root, agent, typed)
+    images = images or run_input.flag_images(None, opts.images, root)  # a caller's: unread
+    attachments = run_input.prompt_attachments(prompt, images, root, agent, typed)
     for line in attachments.notes:
         err(f"note: {line}")
     run_input.check_input_fits(prompt, stdin, agent, [b.text for b in attachments.blocks])
@@ -560,10 +562,9 @@ async def _drive(
 
 
 def fork_hint(session_id: str | None, history: Sequence[Turn]) -> str | None:
-    """The way on after the runaway guard stopped a run: each resume would compact
-    once and stop again when the last user message alone is too large, so the line names the
-    fork that leaves it out (`tether sessions fork ID --before N`); None without a session or
-    a user message."""
+    """The way on after the runaway guard stopped a run: each resume would compact once and stop
+    again when the last user message alone is too large, so the line names the fork that leaves
+    it out (`tether sessions fork ID --before N`); None without a session or a user message."""
     from tether.agent.turn.checkpoints import synthetic_user_turn
     from tether.checkpoint.timeline import user_turns
 

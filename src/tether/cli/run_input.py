@@ -10,40 +10,73 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tether.cli.output import clean_text
 from tether.cli.stdin import StdinInput, binary_why
 from tether.errors import MalformedInputError
-from tether.messages import ContentBlock, TextBlock
+from tether.messages import ContentBlock, ImageBlock, TextBlock
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.agent.mentions import Mentions
 
 
-def prompt_attachments(
-    prompt: str | None,
-    files: Sequence[Path],
-    root: Path,
-    agent: Agent | None = None,
-    typed: str | None = None,
-) -> Mentions:
-    """What goes with the prompt: the images of `--image FILE` (in order), then what it names
-    as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached, what
-    `agent`'s rules refuse — `mention_refusal` — left out with a note; `typed`: what the user
-    typed, when `prompt` is a command's expansion of it), paths relative to `root`.
+class FlagImages(NamedTuple):
+    """The images read before setup: `--image`'s, in order, and the prompt's `@image` words'."""
+
+    files: list[ImageBlock]
+    mentioned: dict[str, ImageBlock]
+
+
+def flag_images(prompt: str | None, files: Sequence[Path], root: Path) -> FlagImages:
+    """The images of `--image FILE` and of the prompt's `@image` words, read and checked
+    before any setup, once: `prompt_attachments` takes them (its `@path` text files are read
+    there, once).
 
     Raises:
         ConfigError: an image is missing or not an image (one line naming it).
     """
-    from tether.agent.assembly.prompting import mention_refusal
     from tether.agent.attachments import read_image
+    from tether.agent.mentions import mention_words
+    from tether.providers.images import ATTACHABLE_TYPES
+
+    mentioned: dict[str, ImageBlock] = {}
+    for word in mention_words(prompt or ""):
+        named = Path(word).expanduser()
+        path = named if named.is_absolute() else root / named
+        if named.suffix.lower() not in ATTACHABLE_TYPES or word in mentioned:
+            continue
+        if not os.path.lexists(path) or path.is_file():
+            mentioned[word] = read_image(word, root=root)  # raises its one line
+    return FlagImages([read_image(name, root=root) for name in files], mentioned)
+
+
+def prompt_attachments(
+    prompt: str | None,
+    images: FlagImages,
+    root: Path,
+    agent: Agent | None = None,
+    typed: str | None = None,
+) -> Mentions:
+    """What goes with the prompt: `images.files` (`--image`'s, read by `flag_images`), then what it
+    names as `@path` (`tether.agent.mentions`: files inlined, folders listed, images attached,
+    what `agent`'s rules refuse — `mention_refusal` — left out with a note; `typed`: what the
+    user typed, when `prompt` is a command's expansion of it), paths relative to `root`.
+
+    Raises:
+        ConfigError: an image it names is missing or not an image (one line naming it).
+    """
+    from tether.agent.assembly.prompting import mention_refusal
     from tether.agent.mentions import Mentions, resolve_mentions
 
     denied = None if agent is None else mention_refusal(agent.config, root)
-    found = resolve_mentions(prompt, root, denied=denied, typed=typed) if prompt else Mentions()
-    found.images[:0] = [read_image(name, root=root) for name in files]
+    found = (
+        resolve_mentions(prompt, root, denied=denied, typed=typed, read=images.mentioned)
+        if prompt
+        else Mentions()
+    )
+    found.images[:0] = images.files
     return found
 
 

@@ -143,6 +143,14 @@ class Figures:
         )
 
 
+WAY_OUT = (
+    "to go on, leave out the message that made it large: in `tether chat`, /rewind to before "
+    "it or /compact; from a shell (`tether run`, an editor's session), `tether sessions fork "
+    "ID --before N` (a new session without user message N; `tether sessions list` shows the id)"
+)
+"""The runaway guard's way on, for every front end (the TUI, `tether run`, ACP editors)."""
+
+
 def _pct(x: float) -> str:
     return f"{x * 100:.0f} %"
 
@@ -356,6 +364,7 @@ class ContextMonitor:
                     f"({_pct(growth / eff)} of the {eff:,}-token effective window, limit "
                     f"{_pct(runaway_growth)}), and {why}; stopping"
                 )
+            text += f"; {WAY_OUT}"
             self._pending_compact = False
             return Decision(pressure=p, compact=False, runaway=text, reason=text)
 

@@ -42,7 +42,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import Client, StdioServerParameters
-from tether.errors import McpServerError
+from tether.errors import McpServerError, McpStartTimeout
 from tether.mcp.config import ServerSpec, server_env
 from tether.mcp.runtime import server_runtime, stderr_tail
 from tether.sandbox.base import Sandbox
@@ -344,10 +344,14 @@ class ServerConnection:
                 # awaits `ready` now ("Future exception was never retrieved" on stderr)
                 ready.cancel()
                 await self._stop_task(cancel=True)
-                raise McpServerError(
+                raise McpStartTimeout(
                     f"MCP server `{self.name}` did not start within "
                     f"{self.spec.startup_timeout_s:g} s"
                 ) from None
+            except asyncio.CancelledError:  # a start in the background, stopped by `aclose`
+                ready.cancel()
+                await self._stop_task(cancel=True)
+                raise
             except McpServerError:
                 await self._stop_task()
                 raise

@@ -15,6 +15,12 @@ must be known to be offered). A server that fails to start is skipped with a war
 (`on_warning(kind, message)`: `mcp_server_failed`, or `mcp_login_required` for a remote
 server that wants an OAuth login in a headless run). A tool call never raises: a server that
 is down, crashed, timed out or refused gives an is_error result naming the server.
+
+A server that did not start within its start-up limit is remembered (`late_path`, next to its
+listing cache): the next runs do not wait for it. They start it in the background with one
+warning (`mcp_server_late`) and go on; when it is ready its tools join the offered ones (and
+the attached registry: the next request offers them) and its listing is cached, so the run
+after that offers it at once (lazy). It failing again is one `mcp_server_failed` warning.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from tether.errors import ConfigError, McpServerError
+from tether.errors import ConfigError, McpServerError, McpStartTimeout
 from tether.mcp.config import Lookup, ServerSpec, default_lookup, resolve_server, tool_names
 from tether.mcp.connection import WARNINGS_DIR, ServerConnection
 from tether.mcp.convert import call_result_parts, describe_tool, resource_parts, tool_schema
@@ -76,6 +82,12 @@ def read_listing(cache_dir: Path, spec: ServerSpec) -> tuple[mt.Tool, ...] | Non
         return tuple(mt.Tool.model_validate(t) for t in raw)
     except (OSError, ValueError, ValidationError, TypeError):
         return None
+
+
+def late_path(cache_dir: Path, spec: ServerSpec) -> Path:
+    """The mark of a server that did not start within its limit at its last try (next runs
+    start it in the background instead of waiting)."""
+    return listing_path(cache_dir, spec).with_suffix(".late")
 
 
 def write_listing(cache_dir: Path, spec: ServerSpec, tools: Sequence[mt.Tool]) -> None:
@@ -136,6 +148,9 @@ class McpTools:
         self._tools: dict[str, Tool] = {}
         self._registry: ToolRegistry | None = None
         self._auth: dict[str, Any] = {}
+        self._late: dict[str, asyncio.Task[None]] = {}  # server -> its start in the background
+        self.on_joined: Callable[[str], None] | None = None
+        """Told the name of a server started in the background once its tools joined."""
         refused = tuple(refused_env)
         log_dir = session_dir / WARNINGS_DIR if session_dir is not None else None
         for name, settings in servers.items():
@@ -181,6 +196,35 @@ class McpTools:
     def _store_cache(self, spec: ServerSpec, tools: Sequence[mt.Tool]) -> None:
         if self.cache_dir is not None:
             write_listing(self.cache_dir, spec, tools)
+            late_path(self.cache_dir, spec).unlink(missing_ok=True)
+
+    def _was_late(self, spec: ServerSpec) -> bool:
+        return self.cache_dir is not None and late_path(self.cache_dir, spec).is_file()
+
+    def _mark_late(self, spec: ServerSpec) -> None:
+        if self.cache_dir is None:
+            return
+        path = late_path(self.cache_dir, spec)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        except OSError as exc:
+            log.debug("MCP late-start mark not written: %s", exc)
+
+    async def _start_late(self, conn: ServerConnection) -> None:
+        """Start `conn` in the background; when it is ready its tools join (module docstring)."""
+        try:
+            await conn.start()
+        except McpServerError as exc:
+            self._warn("mcp_server_failed", f"{exc}; its tools are not offered")
+            return
+        self._store_cache(conn.spec, conn.tools)
+        stale = self._tools.pop(READ_RESOURCE_TOOL, None)  # rebuilt: its enum of servers grew
+        if stale is not None and self._registry is not None and READ_RESOURCE_TOOL in self._registry:
+            self._registry.remove(READ_RESOURCE_TOOL)
+        self._replace(conn.name, conn.tools)
+        if self.on_joined is not None:
+            self.on_joined(conn.name)
 
     # --- tools --------------------------------------------------------------------------
 
@@ -197,8 +241,26 @@ class McpTools:
             cached = None if conn.spec.eager else self._cached(conn.spec)
             if cached is not None:
                 return cached
+            if self._was_late(conn.spec):
+                self._late[conn.name] = asyncio.create_task(
+                    self._start_late(conn), name=f"mcp-late:{conn.name}"
+                )
+                self._warn(
+                    "mcp_server_late",
+                    f"MCP server `{conn.name}` did not start in time in an earlier run; "
+                    "the run goes on without it and its tools join when it is ready",
+                )
+                return None
             try:
                 await conn.start()
+            except McpStartTimeout as exc:
+                self._mark_late(conn.spec)
+                self._warn(
+                    "mcp_server_failed",
+                    f"{exc} (`startup_timeout`); its tools are not offered, and later runs "
+                    "start it without waiting",
+                )
+                return None
             except McpServerError as exc:
                 auth = self._auth.get(conn.name)
                 if auth is not None and getattr(auth, "login_required", False):
@@ -373,7 +435,11 @@ class McpTools:
         )
 
     async def aclose(self) -> None:
-        """Stop every server (idempotent)."""
+        """Stop every server, and the starts still under way in the background (idempotent)."""
+        late = [t for t in self._late.values() if not t.done()]
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
         await asyncio.gather(
             *(c.aclose() for c in self.connections.values()), return_exceptions=True
         )

@@ -81,18 +81,20 @@ def cache_path(provider: str, base_url: str | None, cache_dir: Path) -> Path:
     return cache_dir / "models" / f"{name}.json"
 
 
-def _key(provider: str) -> str | None:
-    """The provider's key by tether's lookup order (environment, keyring, credential file)."""
+def _key(provider: str, base_url: str | None) -> str | None:
+    """The provider's key by tether's lookup order (environment, keyring, credential file); for
+    another endpoint (`base_url`) the environment's only: a key `tether login` stored goes only
+    to its provider's own endpoint."""
     from tether.credentials import lookup_key
 
-    return lookup_key(provider, type_=provider)
+    return lookup_key(provider, type_=provider, stored=base_url is None)
 
 
 async def fetch_models(
     provider: str, base_url: str | None, timeout_s: float, *, key: str | None = None
 ) -> list[str]:
     """Ask the provider for its models through its SDK, with `key` (default: the provider's
-    own, by tether's lookup order).
+    own, by tether's lookup order; with a `base_url`, only from the environment).
 
     Raises:
         AuthError: no API key for a provider's official endpoint.
@@ -102,7 +104,7 @@ async def fetch_models(
     if provider in ("openai", "openai-responses"):
         import openai
 
-        key = key or _key(provider)
+        key = key or _key(provider, base_url)
         if key is None and base_url is None:
             raise AuthError("no OpenAI API key (OPENAI_API_KEY)")
         oc = openai.AsyncOpenAI(
@@ -112,7 +114,7 @@ async def fetch_models(
     if provider == "anthropic":
         import anthropic
 
-        key = key or _key(provider)
+        key = key or _key(provider, base_url)
         if key is None and base_url is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             raise AuthError("no Anthropic API key (ANTHROPIC_API_KEY)")
         ac = anthropic.AsyncAnthropic(
@@ -123,7 +125,7 @@ async def fetch_models(
         from google import genai
         from google.genai import types as gt
 
-        key = key or _key(provider)
+        key = key or _key(provider, base_url)
         if key is None:
             raise AuthError("no Gemini API key (GEMINI_API_KEY or GOOGLE_API_KEY)")
         options = gt.HttpOptions(base_url=base_url, timeout=int(timeout_s * 1000))

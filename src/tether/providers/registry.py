@@ -65,6 +65,9 @@ def resolve_provider(
     ref = model if isinstance(model, ModelRef) else ModelRef.parse(model)
     spec, provider_name, model_name = ref.spec, ref.provider, ref.model
     endpoint = (providers or {}).get(provider_name)
+    # a URL the user typed (`--base-url`) for a built-in provider (not an entry with its own
+    # `base_url`, whose stored key the user named) gets no stored key: `key_for(stored=False)`
+    typed_url = base_url is not None and (endpoint is None or not endpoint.base_url)
     if endpoint is not None:
         base_url = base_url or endpoint.base_url
         model_name = model_name or endpoint.model or ""
@@ -76,7 +79,7 @@ def resolve_provider(
 
         if not model_name:
             raise ConfigError(f"--model {spec!r} names no model; use {name}/MODEL")
-        key = api_key or key_for(spec, providers=providers)
+        key = api_key or key_for(spec, providers=providers, stored=not typed_url)
         return compatible_provider(name, model_name, endpoint, key)
     if provider_name == "local":
         from tether.providers.local.provider import LocalProvider
@@ -93,7 +96,7 @@ def resolve_provider(
         from tether.providers.ollama import OllamaProvider
 
         return OllamaProvider(model_name, base_url=base_url, name=name)  # no key
-    key = api_key or key_for(ref, providers=providers)
+    key = api_key or key_for(ref, providers=providers, stored=not typed_url)
     if key is None and endpoint is not None and endpoint.base_url:
         key = no_own_key(name, provider_name, endpoint)
     try:
@@ -179,12 +182,16 @@ def provider_class(
 
 
 def key_for(
-    model: ModelRef | str | None, *, providers: Mapping[str, ProviderSettings] | None = None
+    model: ModelRef | str | None,
+    *,
+    providers: Mapping[str, ProviderSettings] | None = None,
+    stored: bool = True,
 ) -> str | None:
     """The API key `resolve_provider(model, providers=providers)` hands its adapter when no
     explicit key is given (`tether.credentials.lookup_key` for the endpoint's name, type and
     `api_key_env`), or None: none found, or the provider takes none (`local`, `ollama`, an
-    unknown name).
+    unknown name). `stored=False` (a `--base-url` the user typed): `--token` and the
+    environment only, never a key `tether login` stored for the provider's own endpoint.
 
     Raises:
         ConfigError: the credential file is readable by others, or malformed.
@@ -206,4 +213,5 @@ def key_for(
         name,
         type_=name if own else provider_name,
         api_key_env=endpoint.api_key_env if endpoint else None,
+        stored=stored,
     )

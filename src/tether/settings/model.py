@@ -12,6 +12,7 @@ file is a number of milliseconds or a string such as `"30s"` (`tether.durations`
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self, cast
 
@@ -165,6 +166,9 @@ class ContextSettings(_Section):
         elide_stale_reads: in the request, replace an old `read` output of a file that a later
             `write`/`edit` changed with a short note naming that call (`read` gets the current
             content, `recall` the old one; docs/compaction.md).
+        date: the date the system prompt states as the session's start (`YYYY-MM-DD`); None:
+            today. Pins the prompt for reproducible runs and tests (the date line changes a
+            small model's output from one day to the next).
 
     Shares are fractions in (0, 1]; values above 1 read as percentages (90 → 0.9).
     """
@@ -185,6 +189,7 @@ class ContextSettings(_Section):
     idle_compact_tokens: int = Field(default=50_000, ge=0)
     cache_ttl_s: float | None = Field(default=None, gt=0)
     elide_stale_reads: bool = True
+    date: datetime.date | None = None
 
 
 class ReadSettings(_Section):

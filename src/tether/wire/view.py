@@ -14,7 +14,9 @@ Passes, in this order (docs/architecture.md, "One turn"):
     1. marker elision             `elide_markers`; the turns the newest marker preserved
                                   without their thinking (`replayed_thinking_ids`); a
                                   cancelled request's stored turn rendered as its
-                                  interruption note (`render_interrupts`)
+                                  interruption note (`render_interrupts`); an image
+                                  whose data is not the image it says replaced by a note
+                                  (`images.drop_unreadable_images`, verdict cached per block)
     2. reasoning wire action       `sanitize_history_for_provider(target, route,
                                   placeholder=False)`, with the
                                   server-tool wire action (`server_tools`: a web search kept
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 
 from tether.messages import Provenance, Target, Turn
 from tether.wire.ids import IdMapper, sanitize_tool_ids
+from tether.wire.images import drop_unreadable_image, drop_unreadable_images
 from tether.wire.interrupts import render_interrupt, render_interrupts
 from tether.wire.markers import (
     LiveTurns,
@@ -80,6 +83,7 @@ def build_view(
     if strip:
         view = tuple(without_thinking(t) if t.id in strip else t for t in view)
     view = render_interrupts(view)
+    view = drop_unreadable_images(view)
     view = sanitize_history_for_provider(
         view, target, route=route, on_repair=on_repair, strict=strict, placeholder=False
     )
@@ -205,7 +209,13 @@ class ViewBuilder:
         target, route, mapper = self.target, self.route, self._ids
         report = self._reporter
         for t in new:
-            stage.append(mapper.turn(reason_turn(render_interrupt(t), target, route, report)))
+            stage.append(
+                mapper.turn(
+                    reason_turn(
+                        drop_unreadable_image(render_interrupt(t)), target, route, report
+                    )
+                )
+            )
         pairing = self._pairing
         if pairing.checkpoint is not None and not has_calls(stage[start]):
             # the last segment may take the new turns: run it again. When the first new turn
@@ -241,7 +251,9 @@ class ViewBuilder:
         self._stage = [
             mapper.turn(
                 reason_turn(
-                    render_interrupt(without_thinking(t) if t.id in strip else t),
+                    drop_unreadable_image(
+                        render_interrupt(without_thinking(t) if t.id in strip else t)
+                    ),
                     target,
                     route,
                     report,

@@ -18,6 +18,7 @@ import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 from tether.agent.assembly import build
@@ -83,11 +84,13 @@ def gather_context(
     approval = "read-only" if config.tools.safe or sandbox is None else config.tools.approval
     if headless and approval in ("ask", "auto-edit"):
         approval = "auto"  # nobody to ask: `tether.agent.approval`
+    pinned = config.context.date  # the prompt's date, pinned by the settings (tests)
     env = environment(
         root,
         sandbox="none" if sandbox is None else sandbox.kind,
         network=config.tools.network,
         approval=approval,
+        today=date.today if pinned is None else (lambda: pinned),
     )
     user_dir = user_config_dir()
     home = Path.home()

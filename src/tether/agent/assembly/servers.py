@@ -163,7 +163,18 @@ class McpServers:
             registry.add(t)
             self._added.append(t.name)
         self.tools.attach(registry)
+        self.tools.on_joined = self._joined
         self._report()
+
+    def _joined(self, name: str) -> None:
+        """A server started in the background is ready: its `env` event `up`."""
+        from tether.mcp.config import SEPARATOR, TOOL_PREFIX, sanitize
+
+        prefix = f"{TOOL_PREFIX}{sanitize(name)}{SEPARATOR}"
+        offered = self.tools.offered_names() if self.tools is not None else frozenset[str]()
+        count = sum(1 for t in offered if t.startswith(prefix))
+        self._up.append(name)
+        self.emit(EnvEvent(what="mcp_server", name=name, state="up", detail=f"{count} tools"))
 
     def _forget(self, registry: ToolRegistry) -> None:
         names = set(self._added)
