@@ -27,11 +27,12 @@ from tether.agent.turn.policy import TurnPolicy
 from tether.agent.turn.state import RunParts, RunState, SentView
 from tether.compaction.idle import IdlePolicy, IdleWatch, cache_lifetime_s
 from tether.compaction.monitor import ContextMonitor
+from tether.compaction.pressure import effective_window
 from tether.compaction.prune import PrunePolicy, Pruner
 from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
-from tether.compaction.rounds import Scope, select
+from tether.compaction.rounds import Scope, keep_user_budget, select
 from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import (
     CompactionResult,
@@ -328,7 +329,9 @@ class AutoCompaction(TurnPolicy):
             result = await self._summarize(parts, snap, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
-                result = truncation_marker(snap, scope, str(exc), marker_id=marker_id)
+                result = truncation_marker(
+                    snap, scope, str(exc), marker_id=marker_id, keep_user_tokens=self._keep_user()
+                )
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         if reason == "manual" and result.tokens_after >= result.tokens_before:
@@ -378,6 +381,11 @@ class AutoCompaction(TurnPolicy):
         if pruned or any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
 
+    def _keep_user(self) -> int:
+        """The verbatim budget of the user's later messages for the current model: a quarter
+        of its effective window, 8,000 tokens at most (`keep_user_budget`)."""
+        return keep_user_budget(effective_window(self.monitor.limits, self.monitor.policy))
+
     def _scope(self, snap: CompactionSnapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
         `keep_turns` live turns, then half as many, ..., then none (`full`)."""
@@ -388,7 +396,7 @@ class AutoCompaction(TurnPolicy):
             k //= 2
         for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                selection = select(snap, scope)
+                selection = select(snap, scope, keep_user_tokens=self._keep_user())
             except CompactInvalidInputError:
                 continue
             if any(not is_marker(t) for t in selection.turns):
@@ -398,8 +406,11 @@ class AutoCompaction(TurnPolicy):
     async def _summarize(
         self, parts: RunParts, snap: CompactionSnapshot, scope: Scope, focus: str | None, marker_id: str
     ) -> CompactionResult:
+        keep = self._keep_user()
         if self.compactor is not None:
-            return await compact_with(self.compactor, snap, scope, focus, marker_id=marker_id)
+            return await compact_with(
+                self.compactor, snap, scope, focus, marker_id=marker_id, keep_user_tokens=keep
+            )
         limits = self.monitor.limits
         cap = self.summary_max_tokens or summary_cap(limits)
         request = SummaryRequest(
@@ -410,6 +421,7 @@ class AutoCompaction(TurnPolicy):
             window_tokens=limits.context_window,
             summary_max_tokens=cap,
             marker_id=marker_id,
+            keep_user_tokens=keep,
         )
         return await compact_conversation(
             self.summarizer or parts.provider, request, call=parts.summary_call(self.summarizer)
@@ -424,7 +436,7 @@ class AutoCompaction(TurnPolicy):
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
-        kept = select(snap, scope).kept
+        kept = select(snap, scope, keep_user_tokens=self._keep_user()).kept
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []
         if budget > 0 and READ_TOOL in parts.registry.names():
