@@ -12,7 +12,9 @@ LLM summary (through the run's request path: retries, Retry-After, fallback; its
 in the run's) → truncation marker (turns removed without a summary, still recallable) → a
 `context_overflow` `RunError`. A no-progress signal from the monitor (compactions that leave the
 view above the trigger) stops the run with a clear `context_overflow` error; a runaway signal
-stops it with stop reason `context_runaway`.
+first stubs the largest tool results anywhere in the view, the running tool loop's included
+(`tether.compaction.prune.plan_rescue`, wire view only, recallable), and stops the run with stop
+reason `context_runaway` only when nothing is left to stub.
 Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary call
 (`tether.compaction.summarize`), the loop itself (`tether.agent.turn.loop`).
 """
@@ -28,7 +30,7 @@ from tether.agent.turn.state import RunParts, RunState, SentView
 from tether.compaction.idle import IdlePolicy, IdleWatch, cache_lifetime_s
 from tether.compaction.monitor import ContextMonitor
 from tether.compaction.pressure import effective_window
-from tether.compaction.prune import PrunePolicy, Pruner
+from tether.compaction.prune import PrunePolicy, Pruner, apply_rescue, plan_rescue
 from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
@@ -148,6 +150,7 @@ class AutoCompaction(TurnPolicy):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.pruner = Pruner(prune) if prune is not None else None
+        self._rescued: frozenset[str] = frozenset()  # results stubbed by `_rescue`
         self.idle = IdleWatch(idle) if idle is not None else None
         self.clock = clock
         self.offer_recall = offer_recall
@@ -201,6 +204,8 @@ class AutoCompaction(TurnPolicy):
     def _shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
         if self.pruner is not None:
             view = self.pruner.shape(view)
+        if self._rescued:
+            view = apply_rescue(view, self._rescued)
         if self.wire_compactor is not None:  # in the tail strategy's place
             ctx = compact_context(view, self.tail or TailPolicy())
             view = tuple(self.wire_compactor(view, ctx))
@@ -259,6 +264,8 @@ class AutoCompaction(TurnPolicy):
                 parts.emit(ErrorEvent(kind="context_overflow", message=message))
                 raise RunError("context_overflow", message)
             if decision.runaway:
+                if self._rescue(parts, state):
+                    continue  # the newest results are stubs now: check the smaller view
                 parts.emit(ErrorEvent(kind="context_overflow", message=decision.runaway))
                 return "context_runaway"
             if not decision.compact or compacted >= MAX_COMPACTIONS_PER_REQUEST:
@@ -266,6 +273,23 @@ class AutoCompaction(TurnPolicy):
             if await self.compact(parts, state, reason="threshold") is None:
                 break  # nothing left to summarize: send as is (an overflow is handled later)
         return None
+
+    def _rescue(self, parts: RunParts, state: RunState) -> bool:
+        """The runaway guard is about to stop the run although compaction ran (or could not):
+        stub the largest tool results anywhere in the view, the running tool loop's included,
+        until the view is back at half the effective window (`plan_rescue`; wire view only,
+        each stub names its turn for `recall`). True when any result was stubbed (the caller
+        checks again); False when nothing is left to stub (the guard stops the run)."""
+        shaped = self.shape(parts.view(state.history))
+        p = self.monitor.peek(shaped)
+        ids = plan_rescue(shaped, tokens=p.tokens, goal=p.effective_window // 2)
+        if not ids:
+            return False
+        self._rescued |= ids
+        self._shaped = None
+        self.monitor.reshaped(self.shape(parts.view(state.history)))
+        self._ensure_recall(parts, state)  # a stub points at it
+        return True
 
     async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         """The turn policy's hook: the monitor observes the reply's usage (`after_request`)."""
@@ -377,7 +401,7 @@ class AutoCompaction(TurnPolicy):
         seen, self._recall_scanned = self._recall_scanned, len(history)
         if seen > len(history):  # the history was replaced: look at all of it
             seen = 0
-        pruned = self.pruner is not None and bool(self.pruner.ids)
+        pruned = bool(self._rescued) or (self.pruner is not None and bool(self.pruner.ids))
         if pruned or any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
 
@@ -404,7 +428,12 @@ class AutoCompaction(TurnPolicy):
         return None
 
     async def _summarize(
-        self, parts: RunParts, snap: CompactionSnapshot, scope: Scope, focus: str | None, marker_id: str
+        self,
+        parts: RunParts,
+        snap: CompactionSnapshot,
+        scope: Scope,
+        focus: str | None,
+        marker_id: str,
     ) -> CompactionResult:
         keep = self._keep_user()
         if self.compactor is not None:
