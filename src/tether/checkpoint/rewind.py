@@ -16,7 +16,7 @@ conversation; restore the files; record the tree it left as an `after` record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,6 +225,7 @@ def rewind(plan: RewindPlan, sessions: SessionStore, *, force: bool = False) -> 
                     repo, folder, commit, last, force=force
                 )
                 report = _merged(report, extra_report, folder)
+            report = _name_ignored(report, repo, loaded.turns[plan.turn.index :])
             left = repo.snapshot("after a rewind")
             assert writer is not None
             writer.append_event(
@@ -261,6 +262,43 @@ def fork_point(loaded: LoadedSession, index: int) -> tuple[str, str] | None:
     if between:
         return (loaded.header.id, between[-1])
     return (loaded.header.id, loaded.turns[index - 1].id) if index > 0 else None
+
+
+FILE_TOOLS = frozenset({"write", "edit"})
+"""The agent's own file tools: the paths they changed after the turn rewound to are looked at
+for files a checkpoint cannot hold (`_name_ignored`)."""
+
+
+def _name_ignored(
+    report: RestoreReport, repo: ShadowRepo, turns: Sequence[Turn]
+) -> RestoreReport:
+    """`report` with every gitignored file the agent's own `write`/`edit` changed in `turns`
+    (those after the turn rewound to) listed as refused: snapshots skip ignored files, so such
+    a file is not put back, and the user is told which (trial5: a hand-tuned `local.cfg`
+    stayed as the agent left it, silently)."""
+    root = repo.root.resolve()
+    paths: dict[str, None] = {}
+    for t in turns:
+        for c in t.tool_calls:
+            raw = c.arguments.get("path") if c.name in FILE_TOOLS else None
+            if not isinstance(raw, str) or not raw:
+                continue
+            full = Path(raw) if Path(raw).is_absolute() else root / raw
+            try:
+                rel = full.resolve().relative_to(root).as_posix()
+            except (ValueError, OSError):
+                continue
+            paths[rel] = None
+    ignored = repo.ignored(tuple(paths)) if paths else ()
+    if not ignored:
+        return report
+    why = "gitignored, so outside the checkpoints: left as the agent's write/edit made it"
+    return RestoreReport(
+        written=report.written,
+        removed=report.removed,
+        kept=report.kept,
+        refused=(*report.refused, *((p, why) for p in ignored)),
+    )
 
 
 def _restore_extra(

@@ -428,6 +428,14 @@ class ShadowRepo:
             self._trees[commit] = tree
         return commit, tree
 
+    def ignored(self, paths: Sequence[str]) -> tuple[str, ...]:
+        """The paths among `paths` (relative to the root) that the project's ignore rules
+        exclude: snapshots never hold them, so a restore cannot bring them back."""
+        if not paths or not self.exists():
+            return ()
+        out = self._run("check-ignore", "-z", "--no-index", "--stdin", data=_z(paths), ok=(0, 1))
+        return tuple(os.fsdecode(raw) for raw in out.split(b"\0") if raw)
+
     def has(self, commit: str) -> bool:
         """Whether `commit` is a snapshot of this repository."""
         if not self.exists():

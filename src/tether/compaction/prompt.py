@@ -10,6 +10,7 @@ Does not own: the call (`tether.compaction.summarize`) or the marker's rendering
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from tether.messages import (
@@ -166,6 +167,18 @@ def folded_note(folded_user: int) -> str:
         "budget and are folded into this summary (not shown unchanged); recall them for the "
         "exact words.\n\n"
     )
+
+
+_FOLDED_NOTE = re.compile(r"Note: (\d+) earlier message\(s\) written by the user did not fit")
+
+
+def folded_count(summary: str) -> int:
+    """The count a marker's summary states in its folded-user note (`folded_note`, written by
+    tether at the head of the stored text, never by the model), 0 when it has none: a later
+    compaction that replaces this marker carries the count forward into its own note, so the
+    pointer to the user's folded words is never left to the summarizing model to keep."""
+    m = _FOLDED_NOTE.match(summary)
+    return int(m.group(1)) if m else 0
 
 
 def marker_text(summary: str, first: str, last: str, folded_user: int = 0) -> str:

@@ -275,6 +275,55 @@ def plan_prune(
     return pruned | frozenset(chosen)
 
 
+def plan_rescue(
+    view: Sequence[Turn], *, tokens: int, goal: int, min_result_bytes: int = 1_024
+) -> frozenset[str]:
+    """The last resort before the runaway guard stops a run: which tool results to stub,
+    anywhere in the view (the newest turns and the running tool loop included), largest first,
+    until the estimate drops to `goal` tokens. Empty when `tokens` <= `goal` or nothing can be
+    stubbed. One reply with many parallel calls whose results together exceed the window
+    (trial5) is the case: the summary pass keeps the running round whole, so without this the
+    session stops there on every resume. Each stub names its turn for `recall` (nothing is
+    lost: the stored turns keep every result whole).
+
+    Args:
+        view: the wire view as it would be sent (pruning and the tail strategy applied).
+        tokens: its size as the context monitor measures it.
+        goal: the size to bring it down to (tokens).
+        min_result_bytes: results smaller than this are never stubbed.
+    """
+    if tokens <= goal:
+        return frozenset()
+    keep = PrunePolicy(min_result_bytes=min_result_bytes)
+    calls = _calls(view, len(view))
+    found: list[tuple[int, int, str]] = []
+    for i, turn in enumerate(view):
+        for r in turn.tool_results:
+            if _prunable(r, keep):
+                found.append((_saving(turn, r, calls.get(r.tool_call_id)), i, r.tool_call_id))
+    found.sort(key=lambda x: (-x[0], x[1]))
+    chosen: list[str] = []
+    need = tokens - goal
+    for saving, _, call_id in found:
+        if need <= 0 or saving <= 0:
+            break
+        chosen.append(call_id)
+        need -= saving
+    return frozenset(chosen)
+
+
+def apply_rescue(view: Sequence[Turn], ids: frozenset[str]) -> tuple[Turn, ...]:
+    """The view with the results of the calls in `ids` stubbed wherever they are (`plan_rescue`),
+    unchanged turns passed by reference."""
+    seq = view if isinstance(view, tuple) else tuple(view)
+    if not ids:
+        return seq
+    out = _shape_range(seq, 0, len(seq), ids, None)
+    if all(x is y for x, y in zip(out, seq, strict=True)):
+        return seq
+    return tuple(out)
+
+
 def pruned_results(view: Sequence[Turn]) -> int:
     """How many tool results of `view` (as sent) are prune stubs."""
     return sum(

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.compaction.pressure import message_tokens
+from tether.compaction.prompt import folded_count
 from tether.compaction.snapshot import CompactionSnapshot
 from tether.errors import CompactInvalidInputError
 from tether.messages import (
@@ -96,6 +97,9 @@ class RoundSelection:
         kept_user: user messages inside the selected range kept verbatim (not in `rounds`).
         folded_user: user messages inside the selected range past the verbatim budget (they
             are in `rounds` and replaced; the summary must say so).
+        carried_user: user messages folded by earlier compactions whose markers this selection
+            replaces (the count their notes state, `tether.compaction.prompt.folded_count`):
+            the new marker's note counts them too, so the note outlives the marker it was in.
     """
 
     task: Turn | None
@@ -105,6 +109,12 @@ class RoundSelection:
     generation: int
     kept_user: tuple[Turn, ...] = ()
     folded_user: int = 0
+    carried_user: int = 0
+
+    @property
+    def folded_total(self) -> int:
+        """The user messages the new marker's note counts: folded now and carried forward."""
+        return self.folded_user + self.carried_user
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -139,7 +149,21 @@ def original_task(turns: Sequence[Turn]) -> Turn | None:
 
 
 DEFAULT_KEEP_USER_TOKENS = 8_000
-"""Estimated tokens of later user messages kept verbatim by a compaction (newest first)."""
+"""Estimated tokens of later user messages kept verbatim by a compaction (newest first), at
+most: a smaller window keeps less (`keep_user_budget`)."""
+
+KEEP_USER_SHARE = 0.25
+"""The share of the effective window the verbatim user messages may fill at most."""
+
+
+def keep_user_budget(effective_window: int) -> int:
+    """The verbatim budget of the user's later messages for a model whose effective window is
+    `effective_window` tokens: min(`DEFAULT_KEEP_USER_TOKENS`, a quarter of the window), >= 0.
+
+    A fixed 8,000 tokens filled two thirds of a 16 K model's trigger: once the user had pasted
+    a few long messages, every compaction could free only a few hundred tokens and ran again a
+    request or two later (trial5). A quarter of the window leaves a compaction room to free."""
+    return max(0, min(DEFAULT_KEEP_USER_TOKENS, int(effective_window * KEEP_USER_SHARE)))
 
 
 def is_user_message(turn: Turn) -> bool:
@@ -275,9 +299,11 @@ def select(
     if not has_text(flat):
         raise CompactInvalidInputError("the selected turns hold no text to summarize")
     previous = None
+    carried = 0
     for t in flat:
         for b in marker_blocks(t):
             previous = b.summary
+            carried += folded_count(b.summary)
     return RoundSelection(
         task=task,
         rounds=chosen,
@@ -286,6 +312,7 @@ def select(
         generation=snapshot.generation,
         kept_user=tuple(t for t in users if t.id in keep_ids),
         folded_user=len(users) - len(keep_ids),
+        carried_user=carried,
     )
 
 

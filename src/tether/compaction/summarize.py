@@ -269,7 +269,7 @@ def truncation_marker(
         snapshot,
         sel,
         marker_id,
-        lambda first, last: truncation_text(n, first, last, reason, sel.folded_user),
+        lambda first, last: truncation_text(n, first, last, reason, sel.folded_total),
         truncated=True,
     )
 
@@ -365,7 +365,7 @@ async def compact_conversation(
         request.snapshot,
         sel,
         request.marker_id,
-        lambda first, last: marker_text(summary, first, last, sel.folded_user),
+        lambda first, last: marker_text(summary, first, last, sel.folded_total),
         calls=calls,
         dropped_turns=dropped_turns,
         usage=usage,
@@ -400,5 +400,5 @@ async def compact_with(
         snapshot,
         sel,
         marker_id,
-        lambda first, last: marker_text(text, first, last, sel.folded_user),
+        lambda first, last: marker_text(text, first, last, sel.folded_total),
     )

@@ -12,7 +12,9 @@ LLM summary (through the run's request path: retries, Retry-After, fallback; its
 in the run's) → truncation marker (turns removed without a summary, still recallable) → a
 `context_overflow` `RunError`. A no-progress signal from the monitor (compactions that leave the
 view above the trigger) stops the run with a clear `context_overflow` error; a runaway signal
-stops it with stop reason `context_runaway`.
+first stubs the largest tool results anywhere in the view, the running tool loop's included
+(`tether.compaction.prune.plan_rescue`, wire view only, recallable), and stops the run with stop
+reason `context_runaway` only when nothing is left to stub.
 Does not own: the pressure arithmetic (`tether.compaction.monitor`), the summary call
 (`tether.compaction.summarize`), the loop itself (`tether.agent.turn.loop`).
 """
@@ -27,11 +29,12 @@ from tether.agent.turn.policy import TurnPolicy
 from tether.agent.turn.state import RunParts, RunState, SentView
 from tether.compaction.idle import IdlePolicy, IdleWatch, cache_lifetime_s
 from tether.compaction.monitor import ContextMonitor
-from tether.compaction.prune import PrunePolicy, Pruner
+from tether.compaction.pressure import effective_window
+from tether.compaction.prune import PrunePolicy, Pruner, apply_rescue, plan_rescue
 from tether.compaction.reads import ReadDedup, StaleReads
 from tether.compaction.recall import RECALL_TOOL, recall_tool
 from tether.compaction.restore import READ_TOOL, recent_read_paths, restore_pair
-from tether.compaction.rounds import Scope, select
+from tether.compaction.rounds import Scope, keep_user_budget, select
 from tether.compaction.snapshot import CompactionSnapshot
 from tether.compaction.summarize import (
     CompactionResult,
@@ -147,6 +150,7 @@ class AutoCompaction(TurnPolicy):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.pruner = Pruner(prune) if prune is not None else None
+        self._rescued: frozenset[str] = frozenset()  # results stubbed by `_rescue`
         self.idle = IdleWatch(idle) if idle is not None else None
         self.clock = clock
         self.offer_recall = offer_recall
@@ -200,6 +204,8 @@ class AutoCompaction(TurnPolicy):
     def _shape(self, view: tuple[Turn, ...]) -> tuple[Turn, ...]:
         if self.pruner is not None:
             view = self.pruner.shape(view)
+        if self._rescued:
+            view = apply_rescue(view, self._rescued)
         if self.wire_compactor is not None:  # in the tail strategy's place
             ctx = compact_context(view, self.tail or TailPolicy())
             view = tuple(self.wire_compactor(view, ctx))
@@ -258,6 +264,8 @@ class AutoCompaction(TurnPolicy):
                 parts.emit(ErrorEvent(kind="context_overflow", message=message))
                 raise RunError("context_overflow", message)
             if decision.runaway:
+                if self._rescue(parts, state):
+                    continue  # the newest results are stubs now: check the smaller view
                 parts.emit(ErrorEvent(kind="context_overflow", message=decision.runaway))
                 return "context_runaway"
             if not decision.compact or compacted >= MAX_COMPACTIONS_PER_REQUEST:
@@ -265,6 +273,23 @@ class AutoCompaction(TurnPolicy):
             if await self.compact(parts, state, reason="threshold") is None:
                 break  # nothing left to summarize: send as is (an overflow is handled later)
         return None
+
+    def _rescue(self, parts: RunParts, state: RunState) -> bool:
+        """The runaway guard is about to stop the run although compaction ran (or could not):
+        stub the largest tool results anywhere in the view, the running tool loop's included,
+        until the view is back at half the effective window (`plan_rescue`; wire view only,
+        each stub names its turn for `recall`). True when any result was stubbed (the caller
+        checks again); False when nothing is left to stub (the guard stops the run)."""
+        shaped = self.shape(parts.view(state.history))
+        p = self.monitor.peek(shaped)
+        ids = plan_rescue(shaped, tokens=p.tokens, goal=p.effective_window // 2)
+        if not ids:
+            return False
+        self._rescued |= ids
+        self._shaped = None
+        self.monitor.reshaped(self.shape(parts.view(state.history)))
+        self._ensure_recall(parts, state)  # a stub points at it
+        return True
 
     async def after_reply(self, turn: Turn, parts: RunParts, state: RunState) -> str | None:
         """The turn policy's hook: the monitor observes the reply's usage (`after_request`)."""
@@ -328,7 +353,9 @@ class AutoCompaction(TurnPolicy):
             result = await self._summarize(parts, snap, scope, focus, marker_id)
         except CompactionFailedError as exc:
             try:
-                result = truncation_marker(snap, scope, str(exc), marker_id=marker_id)
+                result = truncation_marker(
+                    snap, scope, str(exc), marker_id=marker_id, keep_user_tokens=self._keep_user()
+                )
             except CompactInvalidInputError as inner:  # pragma: no cover - scope was checked
                 raise RunError("context_overflow", f"{exc}; {inner}") from exc
         if reason == "manual" and result.tokens_after >= result.tokens_before:
@@ -374,9 +401,14 @@ class AutoCompaction(TurnPolicy):
         seen, self._recall_scanned = self._recall_scanned, len(history)
         if seen > len(history):  # the history was replaced: look at all of it
             seen = 0
-        pruned = self.pruner is not None and bool(self.pruner.ids)
+        pruned = bool(self._rescued) or (self.pruner is not None and bool(self.pruner.ids))
         if pruned or any(is_marker(t) for t in history[seen:]):
             parts.registry.add(recall_tool(lambda: history))
+
+    def _keep_user(self) -> int:
+        """The verbatim budget of the user's later messages for the current model: a quarter
+        of its effective window, 8,000 tokens at most (`keep_user_budget`)."""
+        return keep_user_budget(effective_window(self.monitor.limits, self.monitor.policy))
 
     def _scope(self, snap: CompactionSnapshot) -> Scope | None:
         """The first scope that replaces at least one turn besides earlier markers: keep
@@ -388,7 +420,7 @@ class AutoCompaction(TurnPolicy):
             k //= 2
         for scope in (*(Scope.tail(k) for k in keeps), Scope.full()):
             try:
-                selection = select(snap, scope)
+                selection = select(snap, scope, keep_user_tokens=self._keep_user())
             except CompactInvalidInputError:
                 continue
             if any(not is_marker(t) for t in selection.turns):
@@ -396,10 +428,18 @@ class AutoCompaction(TurnPolicy):
         return None
 
     async def _summarize(
-        self, parts: RunParts, snap: CompactionSnapshot, scope: Scope, focus: str | None, marker_id: str
+        self,
+        parts: RunParts,
+        snap: CompactionSnapshot,
+        scope: Scope,
+        focus: str | None,
+        marker_id: str,
     ) -> CompactionResult:
+        keep = self._keep_user()
         if self.compactor is not None:
-            return await compact_with(self.compactor, snap, scope, focus, marker_id=marker_id)
+            return await compact_with(
+                self.compactor, snap, scope, focus, marker_id=marker_id, keep_user_tokens=keep
+            )
         limits = self.monitor.limits
         cap = self.summary_max_tokens or summary_cap(limits)
         request = SummaryRequest(
@@ -410,6 +450,7 @@ class AutoCompaction(TurnPolicy):
             window_tokens=limits.context_window,
             summary_max_tokens=cap,
             marker_id=marker_id,
+            keep_user_tokens=keep,
         )
         return await compact_conversation(
             self.summarizer or parts.provider, request, call=parts.summary_call(self.summarizer)
@@ -424,7 +465,7 @@ class AutoCompaction(TurnPolicy):
         budget = self.restore_budget_tokens
         if budget is None:
             budget = self.monitor.limits.context_window // 10
-        kept = select(snap, scope).kept
+        kept = select(snap, scope, keep_user_tokens=self._keep_user()).kept
         calls: list[ToolCallBlock] = []
         results: list[ToolResultBlock] = []
         if budget > 0 and READ_TOOL in parts.registry.names():
