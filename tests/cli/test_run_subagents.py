@@ -68,3 +68,21 @@ def test_a_trusted_projects_user_prompt_hook_refuses_the_prompt(tmp_path: Path) 
         assert "user_prompt hook refused" in proc.stderr
         assert len(server.requests) == 1  # only the untrusted run's request
         assert any(e["type"] == "warning" and "not today" in e["message"] for e in jsonl(proc.stdout))
+
+
+def test_a_user_prompt_hooks_reason_is_said_in_text_format(tmp_path: Path) -> None:
+    """trial5: stderr said only `stopped: a user_prompt hook refused the prompt`, not why."""
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    (work / ".tether").mkdir(parents=True)
+    refuse = "echo 'prompt contains a password' >&2; exit 2"
+    (work / ".tether" / "settings.json").write_text(
+        json.dumps({"hooks": {"user_prompt": [{"command": refuse}]}})
+    )
+    with FaultServer([text("never sent")]) as server:
+        base = ["--model", "openai/m", "--base-url", server.openai_url, "--no-session"]
+        assert run_cli(["trust"], home).returncode == 0
+        proc = run_cli(["run", "--output-format", "text", *base, "hi"], home)
+        assert proc.returncode == 1
+        assert "prompt contains a password" in proc.stderr
+        assert server.requests == []

@@ -33,6 +33,7 @@ from tether.tui.context_view import ADDED_LABEL, PART_LABELS, context_parts, con
 from tether.tui.panels import ContextScreen, TimelineScreen
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.settings_view import flatten, setting_rows
+from tether.tui.status import context_figure
 from tether.wire import CONTINUE_TEXT, build_view
 from tether.wire.markers import render_marker
 
@@ -79,7 +80,11 @@ async def test_context_shows_each_turn_with_its_tokens_and_the_bar(tmp_path: Pat
         assert [r[1] for r in rows[:2]] == ["system", "tools"]
         turn_rows = rows[2:]
         assert [r[0] for r in turn_rows] == [str(i + 1) for i in range(len(view))]
-        assert sum(int(r[2]) for r in turn_rows) == estimate_tokens(view)
+        figure = context_figure(app.agent)
+        assert figure is not None
+        # one total (trial5): every row together is the headline's figure
+        assert sum(int(r[2].replace(",", "")) for r in rows) == figure[0]
+        assert f"{figure[0]:,} tokens" in str(app.screen.query(Static).first().render())
         kinds = [r[1] for r in turn_rows]
         assert kinds[0] == "summary" and "the user asked" in turn_rows[0][4]
         assert "persisted" in kinds

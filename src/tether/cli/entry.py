@@ -20,8 +20,10 @@ error some library wrapped the `KeyboardInterrupt` in), the exit code is 130 and
 is printed. The process ends through `leave` (`os._exit` after the threads, the atexit
 handlers and the stdio flush), never through the interpreter's own shutdown, where a signal
 finds no handler that runs.
+The terminal is held for type-ahead from the first instant when the command opens the TUI
+(`tether.typeahead`), and given back as it was however the process ends.
 Does not own: argument parsing or anything else of the CLI (`tether.cli.main`). Imports only
-the standard library and `tether.cli.cancel`.
+the standard library, `tether.cli.cancel` and `tether.typeahead`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn
 
+from tether import typeahead
 from tether.cli import cancel
 
 EXIT_CANCELLED = 130
@@ -52,6 +55,7 @@ def exit_now(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(Exception):  # a reentrant flush or a closed pipe
             stream.flush()
     cancel.say(raw=True)
+    typeahead.release()
     os._exit(EXIT_CANCELLED)
 
 
@@ -79,6 +83,7 @@ def main() -> None:
     """Console entry point: handlers, then `tether.cli.main.main`, then handlers again; exit
     130 whenever a signal arrived (module docstring), through `leave`."""
     install(exit_now)
+    typeahead.hold(sys.argv[1:])  # before the imports: an Enter typed meanwhile stays Enter
     from tether.cli.main import main as cli_main
 
     install(interrupt)

@@ -30,15 +30,14 @@ if TYPE_CHECKING:
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 """The formats, in the order the usage line names them."""
 
-TOLD_ELSEWHERE = frozenset(
-    {"untrusted_project", "no_sandbox", "max_budget", "max_tool_calls", "prompt_denied"}
-)
+TOLD_ELSEWHERE = frozenset({"untrusted_project", "no_sandbox", "max_budget", "max_tool_calls"})
 """The `warning` events a `text` or `json` run does NOT repeat on stderr: another stderr line
 tells each already (the trust note, the sandbox warning, the `stopped:` lines), as it does the
 MCP and language servers' (`TOLD_PREFIXES`: setup notes). Every other warning (a hook that
 failed, a file checkpoints skip, a prompt a provider cut) is said there as `tether: warning: …`
 (in `stream-json` they are events on stdout): a warning a user could act on is never only in a
-format they did not ask for."""
+format they did not ask for. `prompt_denied` is said: it carries the hook's reason, which the
+`stopped:` line does not (trial5)."""
 
 
 TOLD_PREFIXES = ("mcp_", "lsp_")

@@ -34,6 +34,7 @@ not priced as `gpt-5`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -471,12 +472,17 @@ def catalog_info(model: str, **overrides: bool) -> ModelInfo:
     return replace(info, **overrides)
 
 
+def settings_hint(model: str) -> str:
+    """`SETTINGS_HINT` with `model` in place of the placeholder: the line can be pasted."""
+    return SETTINGS_HINT.replace('"<model>"', json.dumps(model, ensure_ascii=False))
+
+
 def unknown_window_warning(model: str, limits: ModelLimits = DEFAULT_LIMITS) -> str:
     """The warning for a model whose window tether does not know."""
     return (
         f"tether does not know the context window of model {model!r}; assuming "
         f"{limits.context_window:,} tokens with {limits.max_output_tokens:,} output tokens. "
-        f"If the model has a larger (or smaller) window, set it in {SETTINGS_HINT}"
+        f"If the model has a larger (or smaller) window, set it in {settings_hint(model)}"
     )
 
 

@@ -12,7 +12,9 @@ Does not own: any vendor format (the translators in each adapter), nor fault cla
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import re
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -52,6 +54,32 @@ TEXT = "text"
 """The key of the text block when a stream has one at a time (Chat Completions, Gemini, Ollama)."""
 THINKING = "thinking"
 """The key of the thinking block when a stream has one at a time."""
+
+
+async def not_an_event_stream(items: object) -> StreamError | None:
+    """A `provider` fault when the stream's response is an HTML page (a proxy's `502 Bad
+    Gateway` answered with status 200), naming its first line of text; the SDKs read no event
+    in it and the run said `stream ended before completion`, pointing at the network (trial5).
+    None for any other response."""
+    response = getattr(items, "response", None)  # httpx or httpx2: duck-typed
+    headers: object = getattr(response, "headers", None)
+    if not isinstance(headers, Mapping):
+        return None
+    ctype = str(cast(Mapping[str, str], headers).get("content-type", ""))
+    if ctype.split(";")[0].strip().lower() != "text/html":
+        return None
+    first = ""
+    aread: object = getattr(response, "aread", None)
+    if callable(aread):
+        with contextlib.suppress(Exception):
+            body: object = await cast(Callable[[], Awaitable[object]], aread)()
+            if isinstance(body, bytes):
+                page = re.sub(r"<[^>]*>", "\n", body.decode("utf-8", "replace"))
+                first = next((ln.strip() for ln in page.splitlines() if ln.strip()), "")
+    return StreamError(
+        kind="provider",
+        message=f"the endpoint answered text/html, not an event stream: {first[:200] or '(empty)'}",
+    )
 
 
 def stalled(idle_s: float) -> StreamError:
@@ -319,6 +347,10 @@ async def drive_stream(
         return
     _headers_of(items, on_response)
     try:
+        refused = await not_an_event_stream(items)
+        if refused is not None:
+            yield refused
+            return
         guarded = guard_stream(items)
         while True:
             try:

@@ -57,6 +57,7 @@ from tether.tui.session_open import Opening, show_session, start_servers
 from tether.tui.settings_screen import SettingsScreen
 from tether.tui.status import StatusBar
 from tether.tui.transcript import Transcript
+from tether.tui.typeahead import driver_class as held_driver
 from tether.tui.user_commands import CompletionList, command_table
 from tether.tui.widgets import NoteRow, PromptInput, UserRow
 
@@ -94,7 +95,7 @@ class TetherApp(App[int]):
         pick: Callable[[], list[Choice]] | None = None,
         elsewhere: Callable[[str], tuple[Path, Path] | None] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(driver_class=held_driver())  # type-ahead (`tether.tui.typeahead`)
         self.resume = resume
         self.pick = pick
         self.elsewhere = elsewhere

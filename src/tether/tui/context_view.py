@@ -14,7 +14,7 @@ No I/O, no clock; the input is never mutated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tether.compaction.pressure import estimate_tokens
@@ -132,6 +132,22 @@ def context_rows(
     ]
     rows += [_row(i, t) for i, t in enumerate(view)]
     return tuple(rows)
+
+
+def split_figure(rows: Sequence[ContextRow], tokens: int) -> tuple[ContextRow, ...]:
+    """The rows with their estimates scaled to sum to `tokens` (the headline's figure, often
+    the provider's own count): `/context` shows one total, each row its estimated share of it
+    (trial5: the headline said ~14,775 and the rows 18,569). Largest remainders get the
+    rounding; rows without tokens stay at 0. Unchanged when the rows estimate nothing."""
+    total = sum(r.tokens for r in rows)
+    if total <= 0 or tokens < 0 or total == tokens:
+        return tuple(rows)
+    exact = [r.tokens * tokens / total for r in rows]
+    shares = [int(x) for x in exact]
+    order = sorted(range(len(rows)), key=lambda i: exact[i] - shares[i], reverse=True)
+    for i in order[: tokens - sum(shares)]:
+        shares[i] += 1
+    return tuple(replace(r, tokens=n) for r, n in zip(rows, shares, strict=True))
 
 
 def context_parts(rows: Sequence[ContextRow]) -> list[tuple[str, int]]:

@@ -26,7 +26,7 @@ from tether.messages import Turn
 from tether.session.timeline import session_timeline
 from tether.tui.chart import chart_text, legend_lines
 from tether.tui.commands import context_bar
-from tether.tui.context_view import ContextRow, context_parts, context_rows
+from tether.tui.context_view import ContextRow, context_parts, context_rows, split_figure
 
 
 def context_rows_of(agent: Agent) -> tuple[ContextRow, ...]:
@@ -72,7 +72,7 @@ class ContextScreen(PanelScreen):
         figure: tuple[int, int, bool] | None = None,
     ) -> None:
         super().__init__()
-        self.rows = rows
+        self.rows = rows if figure is None else split_figure(rows, figure[0])
         self.full_window = max(window, 1)
         self.figure = figure
         """`tether.tui.status.context_figure`: the footer's figure (tokens, effective window,
@@ -101,7 +101,8 @@ class ContextScreen(PanelScreen):
                 f"(the footer's ctx figure; the window is {self.full_window:,} tokens, "
                 f"{reserve:,} of them kept for the reply; compaction and the runaway guard "
                 f"measure against it){guess}\n"
-                f"{msgs} in the wire view; the rows below are estimates ({total:,} tokens in all)"
+                f"{msgs} in the wire view; the rows below split that figure by tether's estimate "
+                f"of each"
             )
         with Vertical():
             yield Static(Text(head), classes="title")
