@@ -15,7 +15,9 @@ sessions, failed runs reported to a caller, and bugs.
     │                               (`tether.tracing`)
     ├── SessionError                a session cannot be opened/found
     │   ├── SessionNotFoundError
-    │   └── SessionBusyError        another process is writing that session
+    │   ├── SessionBusyError        another process is writing that session
+    │   └── DetachError             a fork could not be given its own copy of its history
+    │                               (`tether.session.detach`)
     ├── WireError                   strict wire mode found something it would have repaired
     ├── RunError                    a run stopped on a provider error (carries `kind`)
     │   └── LengthResumeExhausted   replies kept hitting the output-token limit with nothing new
@@ -26,7 +28,8 @@ sessions, failed runs reported to a caller, and bugs.
     ├── HookFailed                  a hook raised, timed out or printed no JSON object
     │                               (`tether.agent.turn.hooks`)
     ├── McpServerError              an MCP server is down, did not start or broke the
-    │                               connection (`tether.mcp.connection`)
+    │   │                           connection (`tether.mcp.connection`)
+    │   └── McpStartTimeout         it did not start within its `startup_timeout`
     ├── LoginRequiredError          a remote MCP server asks for OAuth and the run is
     │                               headless (`tether.mcp.oauth`)
     ├── LocalModelCrash             the embedded model's process died (also a RuntimeError;
@@ -95,6 +98,11 @@ class SessionNotFoundError(SessionError):
 
 class SessionBusyError(SessionError):
     """Another writer (another process) holds the session's writer lock."""
+
+
+class DetachError(SessionError):
+    """A fork's history loads but could not be copied into it (a file copy or the write of
+    its new file failed); the fork is unchanged (`tether.session.detach`)."""
 
 
 class WireError(TetherError):

@@ -24,7 +24,7 @@ from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import ModelRequest, ToolSpec
 from tether.providers.openai_chat import OpenAIChatProvider
 
-PNG = base64.b64encode(b"\x89PNG fake").decode()
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n fake").decode()  # the signature the wire checks (wire.images)
 PDF = base64.b64encode(b"%PDF-1.4 fake").decode()
 SCHEMA = {
     "type": "object",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from tether.atomic import write_atomic
-from tether.errors import SessionBusyError, SessionError
+from tether.errors import DetachError, SessionBusyError, SessionError
 from tether.session.layout import SESSION_SUFFIX, validate_session_id
 from tether.session.migrate import legacy_tool_results
 from tether.session.model import SkippedLine
@@ -38,11 +38,6 @@ _MAX_DEPTH = 64
 _TOOL_RESULTS = "tool-results"
 _IMAGES = "images"
 _NAME = rb"[A-Za-z0-9._-]+"
-
-
-class DetachError(SessionError):
-    """A fork's history loads but could not be copied into it (a file copy or the write of
-    its new file failed); the fork is unchanged."""
 
 
 @dataclass(frozen=True, slots=True)
